@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookbox/hookbox/config"
+)
+
+// globalFlags are shared by every command that touches the database.
+type globalFlags struct {
+	configPath string
+	db         string
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "hookbox",
+		Short: "Receive webhooks, store each delivery once, work it to completion",
+		Long: `hookbox verifies each webhook delivery, stores it exactly once under the
+sender's stable id, answers 202 only after the row is committed, and drains a
+durable queue so the work behind each event runs to completion.
+
+The database is chosen by URL: --db, else HOOKBOX_DB, else the config file's
+db, else sqlite:hookbox.db. postgres://… selects PostgreSQL.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.configPath, "config", "", "YAML config file")
+	root.PersistentFlags().StringVar(&g.db, "db", "", "database URL (sqlite:PATH or postgres://…); default $HOOKBOX_DB, then the config's db, then "+config.DefaultDB)
+	root.AddCommand(newServeCmd(g), newMigrateCmd(g), newBenchCmd(), newVersionCmd())
+	return root
+}
+
+// loadConfig reads --config when given; without it, an empty config.
+func (g *globalFlags) loadConfig(needSources bool) (*config.Config, error) {
+	if g.configPath == "" {
+		if needSources {
+			return nil, fmt.Errorf("no sources configured: pass --config FILE (see examples/hookbox.yaml)")
+		}
+		return &config.Config{}, nil
+	}
+	return config.Load(g.configPath)
+}
+
+// dbURL applies the precedence: flag, environment, config, default.
+func (g *globalFlags) dbURL(c *config.Config) string {
+	switch {
+	case g.db != "":
+		return g.db
+	case os.Getenv("HOOKBOX_DB") != "":
+		return os.Getenv("HOOKBOX_DB")
+	case c != nil && c.DB != "":
+		return c.DB
+	}
+	return config.DefaultDB
+}
+
+// newLogger builds the process logger from the config's log section.
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	level := slog.LevelInfo
+	switch c.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookbox/hookbox/service"
+)
+
+func newServeCmd(g *globalFlags) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the receiver (and its workers) until SIGINT or SIGTERM",
+		Example: `  hookbox serve --config examples/hookbox.yaml
+  HOOKBOX_DB=postgres://user@db/hookbox hookbox serve --config hookbox.yaml --listen :9000`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := g.loadConfig(true)
+			if err != nil {
+				return err
+			}
+			cfg.DB = g.dbURL(cfg)
+			if listen != "" {
+				cfg.Listen = listen
+			}
+			if cfg.Listen == "" {
+				cfg.Listen = ":8080"
+			}
+			if v := os.Getenv("RETENTION_DAYS"); v != "" {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 0 {
+					return fmt.Errorf("RETENTION_DAYS: want a whole number of days, got %q", v)
+				}
+				cfg.RetentionDays = n
+			}
+			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
+			svc, err := service.New(cmd.Context(), cfg, log)
+			if err != nil {
+				return err
+			}
+			ln, err := net.Listen("tcp", cfg.Listen)
+			if err != nil {
+				svc.Close()
+				return err
+			}
+			return svc.Serve(cmd.Context(), ln)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default the config's listen, else :8080)")
+	return cmd
+}

@@ -1,0 +1,115 @@
+// Package hookbox holds the domain of the hookbox webhook receiver: the event
+// and its states, the Store that keeps events, and the error codes shared by
+// every implementation.
+//
+// The guarantees that the rest of the tree builds on:
+//
+//   - An event is stored at most once per (source, delivery id): the store's
+//     unique constraint decides, never a prior read.
+//   - Store.Ingest returns only after the rows it reports are durably
+//     committed; a Receipt is therefore a promise the caller may acknowledge.
+//   - The raw body is kept byte for byte.
+//
+// Implementations live in packages named for their technology (sqlite,
+// postgres); storetest is the conformance suite both pass.
+package hookbox
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// Status is the state of an event in the queue.
+type Status string
+
+// The states an event moves through. pending → processing → done, or back to
+// pending for a retry, or dead after the last attempt.
+const (
+	StatusPending    Status = "pending"
+	StatusProcessing Status = "processing"
+	StatusDone       Status = "done"
+	StatusDead       Status = "dead"
+)
+
+// Valid reports whether s is one of the four known states.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusProcessing, StatusDone, StatusDead:
+		return true
+	}
+	return false
+}
+
+// Delivery is one verified request as it arrives, before it is stored.
+type Delivery struct {
+	Source     string      // configured source name
+	DeliveryID string      // the sender's stable id, or the body hash
+	IDIsHash   bool        // DeliveryID is the SHA-256 of Payload
+	EventType  string      // "" when the sender gives none
+	Header     http.Header // request headers kept for forwarding
+	Payload    []byte      // the raw body, exactly as received
+	ReceivedAt time.Time
+}
+
+// Receipt is the outcome of storing one Delivery.
+type Receipt struct {
+	ID        int64 // the event's row id (the existing row for a duplicate)
+	Duplicate bool  // an event with the same (source, delivery id) was already stored
+}
+
+// Event is a stored delivery with its queue state.
+type Event struct {
+	ID            int64       `json:"id"`
+	Source        string      `json:"source"`
+	DeliveryID    string      `json:"delivery_id"`
+	IDIsHash      bool        `json:"id_is_hash"`
+	EventType     string      `json:"event_type"`
+	Status        Status      `json:"status"`
+	Attempts      int         `json:"attempts"`
+	NextAttemptAt time.Time   `json:"next_attempt_at"`
+	LeaseOwner    string      `json:"lease_owner,omitempty"`
+	LastError     string      `json:"last_error,omitempty"`
+	CreatedAt     time.Time   `json:"created_at"`
+	UpdatedAt     time.Time   `json:"updated_at"`
+	Header        http.Header `json:"headers,omitempty"`
+	Payload       []byte      `json:"-"`
+}
+
+// Store keeps events. Every method is safe for concurrent use.
+type Store interface {
+	// Ingest stores deliveries in one transaction and returns one Receipt per
+	// delivery, in order, only after that transaction committed. Two entries
+	// of ds with the same (Source, DeliveryID) yield one row: the first is
+	// new, the rest are duplicates of it. On error nothing is promised about
+	// any entry and the caller must not acknowledge them.
+	Ingest(ctx context.Context, ds []Delivery) ([]Receipt, error)
+
+	// Event returns one event with its headers and payload, or an error
+	// that matches ErrNotFound.
+	Event(ctx context.Context, id int64) (Event, error)
+
+	// Events lists events matching f, newest first, without payloads.
+	Events(ctx context.Context, f Filter) ([]Event, error)
+
+	// Ping reports whether the database answers.
+	Ping(ctx context.Context) error
+
+	// Close releases the store's connections.
+	Close() error
+}
+
+// Filter selects events for listing, replay and purge. Zero fields match all.
+type Filter struct {
+	Source    string
+	Status    Status
+	EventType string
+	Since     time.Time // created at or after
+	Until     time.Time // created before
+	BeforeID  int64     // only ids below this (paging newest first)
+	Limit     int       // 0 means DefaultListLimit
+}
+
+// DefaultListLimit is the number of events a listing returns when the
+// filter sets no limit.
+const DefaultListLimit = 100

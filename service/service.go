@@ -1,0 +1,129 @@
+// Package service assembles a running hookbox from a Config: the store, the
+// group committer in front of it, the HTTP server and, later, the workers. It
+// is what `hookbox serve` runs and what a Go program embeds.
+//
+// Shutdown order is the one that loses nothing: stop accepting HTTP requests
+// and let in-flight ones finish (their deliveries are committed or refused),
+// then flush the committer, then close the store.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/groupcommit"
+	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/sqlite"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// Service is one hookbox process's worth of parts.
+type Service struct {
+	Config *config.Config
+	Store  hookbox.Store
+	Server *server.Server
+
+	log       *slog.Logger
+	committer *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
+}
+
+// New opens the store named by cfg.DB and builds the service around it.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dbURL := cfg.DB
+	if dbURL == "" {
+		dbURL = config.DefaultDB
+	}
+	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous}})
+	if err != nil {
+		return nil, err
+	}
+	s, err := newWithStore(cfg, st, IsPostgres(dbURL), log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, log *slog.Logger) (*Service, error) {
+	var sources []server.Source
+	for i, src := range cfg.Sources {
+		v, err := verify.New(src.Verify())
+		if err != nil {
+			return nil, fmt.Errorf("sources[%d] (%s): %w", i, src.Name, err)
+		}
+		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes})
+	}
+	flushers := 1 // SQLite: one writer, so one batch at a time
+	if concurrentWriters {
+		flushers = 4
+	}
+	c := groupcommit.New(st.Ingest, groupcommit.Options{
+		MaxBatch: cfg.Ingest.BatchMax,
+		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
+		Flushers: flushers,
+	})
+	maxBody := cfg.MaxBodyBytes
+	if maxBody == 0 {
+		maxBody = config.DefaultMaxBodyBytes
+	}
+	srv := server.New(server.Config{
+		Sources:      sources,
+		Ingest:       c.Submit,
+		Ready:        st.Ping,
+		MaxBodyBytes: maxBody,
+		Logger:       log,
+	})
+	return &Service{Config: cfg, Store: st, Server: srv, log: log, committer: c}, nil
+}
+
+// HTTPServer returns an http.Server for h with timeouts that keep a slow or
+// idle client from holding a connection forever.
+func HTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second, // a 25 MB body over a slow link
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}
+
+// Serve answers HTTP on ln until ctx ends, then shuts down in order and
+// closes the store.
+func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	hs := HTTPServer(s.Server)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.log.Info("listening", "addr", ln.Addr().String())
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	err := hs.Shutdown(shutdownCtx)
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return errors.Join(serveErr, err, s.Close())
+}
+
+// Close flushes the committer and closes the store.
+func (s *Service) Close() error {
+	s.committer.Close()
+	return s.Store.Close()
+}

@@ -1,0 +1,49 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres"
+	"github.com/hookbox/hookbox/sqlite"
+)
+
+// StoreOptions carry the per-database settings OpenStore passes on.
+type StoreOptions struct {
+	SQLite sqlite.Options
+}
+
+// OpenStore opens the store a database URL names: "sqlite:PATH" (or a path
+// ending in .db) for SQLite, "postgres://…" or "postgresql://…" for
+// PostgreSQL. Migrations are applied before it returns.
+func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Store, error) {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return postgres.Open(ctx, url, postgres.Options{})
+	case strings.HasPrefix(url, "sqlite:"):
+		return sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"), opts.SQLite)
+	default:
+		return nil, fmt.Errorf("database URL %q: want sqlite:PATH or postgres://…", redactURL(url))
+	}
+}
+
+// IsPostgres reports whether url selects PostgreSQL.
+func IsPostgres(url string) bool {
+	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
+}
+
+// redactURL hides a password in a URL so it can be shown in an error.
+func redactURL(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return u
+	}
+	userinfo := u[scheme+3 : at]
+	if i := strings.Index(userinfo, ":"); i >= 0 {
+		return u[:scheme+3] + userinfo[:i] + ":xxxxx" + u[at:]
+	}
+	return u
+}

@@ -1,0 +1,161 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/hookbox/hookbox"
+)
+
+const insertEvent = `INSERT INTO events
+    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (source, delivery_id) DO NOTHING
+RETURNING id`
+
+const selectEventID = `SELECT id FROM events WHERE source = ? AND delivery_id = ?`
+
+// Ingest stores ds in one transaction; see hookbox.Store.
+func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
+	rs := make([]hookbox.Receipt, len(ds))
+	distinct, first := hookbox.DistinctDeliveries(ds)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, insertEvent)
+		if err != nil {
+			return fmt.Errorf("%w: prepare insert: %v", hookbox.ErrUnavailable, err)
+		}
+		defer ins.Close()
+		for _, i := range distinct {
+			d := &ds[i]
+			hdr, err := json.Marshal(d.Header)
+			if err != nil {
+				return fmt.Errorf("encode headers: %w", err)
+			}
+			at := millis(d.ReceivedAt)
+			var id int64
+			err = ins.QueryRowContext(ctx, d.Source, d.DeliveryID, d.IDIsHash, d.EventType,
+				hdr, d.Payload, at, at, at).Scan(&id)
+			switch {
+			case err == nil:
+				rs[i] = hookbox.Receipt{ID: id}
+			case errors.Is(err, sql.ErrNoRows):
+				if err := tx.QueryRowContext(ctx, selectEventID, d.Source, d.DeliveryID).Scan(&id); err != nil {
+					return fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
+				}
+				rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
+			default:
+				return fmt.Errorf("%w: insert event: %v", hookbox.ErrUnavailable, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: ingest: %w", err)
+	}
+	hookbox.CopyRepeats(rs, first)
+	return rs, nil
+}
+
+const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts,
+    next_attempt_at, lease_owner, last_error, created_at, updated_at, headers, payload`
+
+// scanEvent reads one row selected with eventColumns.
+func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
+	var (
+		e                  hookbox.Event
+		next, created, upd int64
+		owner, lastErr     sql.NullString
+		hdr                []byte
+	)
+	err := row.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.IDIsHash, &e.EventType, &e.Status,
+		&e.Attempts, &next, &owner, &lastErr, &created, &upd, &hdr, &e.Payload)
+	if err != nil {
+		return e, err
+	}
+	e.NextAttemptAt, e.CreatedAt, e.UpdatedAt = fromMillis(next), fromMillis(created), fromMillis(upd)
+	e.LeaseOwner, e.LastError = owner.String, lastErr.String
+	if len(hdr) > 0 {
+		e.Header = http.Header{}
+		if err := json.Unmarshal(hdr, &e.Header); err != nil {
+			return e, fmt.Errorf("decode headers of event %d: %w", e.ID, err)
+		}
+	}
+	return e, nil
+}
+
+// Event returns one event with headers and payload.
+func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
+	e, err := scanEvent(s.reader.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return e, fmt.Errorf("event %d: %w", id, hookbox.ErrNotFound)
+	}
+	if err != nil {
+		return e, fmt.Errorf("sqlite: event %d: %w", id, err)
+	}
+	return e, nil
+}
+
+// Events lists events matching f, newest first, without payloads.
+func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, error) {
+	where, args := filterSQL(f)
+	limit := f.Limit
+	if limit <= 0 {
+		limit = hookbox.DefaultListLimit
+	}
+	q := `SELECT ` + eventColumns + ` FROM events` + where + ` ORDER BY id DESC LIMIT ?`
+	q = strings.Replace(q, "headers, payload", "headers, NULL", 1)
+	rows, err := s.reader.QueryContext(ctx, q, append(args, limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list events: %w", err)
+	}
+	defer rows.Close()
+	var out []hookbox.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list events: %w", err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list events: %w", err)
+	}
+	return out, nil
+}
+
+// filterSQL turns f into a WHERE clause (with a leading space) and its args.
+func filterSQL(f hookbox.Filter) (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, arg any) {
+		conds = append(conds, cond)
+		args = append(args, arg)
+	}
+	if f.Source != "" {
+		add("source = ?", f.Source)
+	}
+	if f.Status != "" {
+		add("status = ?", string(f.Status))
+	}
+	if f.EventType != "" {
+		add("event_type = ?", f.EventType)
+	}
+	if !f.Since.IsZero() {
+		add("created_at >= ?", millis(f.Since))
+	}
+	if !f.Until.IsZero() {
+		add("created_at < ?", millis(f.Until))
+	}
+	if f.BeforeID > 0 {
+		add("id < ?", f.BeforeID)
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}

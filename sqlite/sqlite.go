@@ -1,0 +1,173 @@
+// Package sqlite is the embedded hookbox.Store: one database file, opened in
+// WAL mode with synchronous=FULL unless told otherwise, so a commit is on disk
+// before Ingest returns.
+//
+// SQLite allows one writer at a time. The store therefore holds exactly one
+// writer connection, every write transaction starts with BEGIN IMMEDIATE (so
+// it takes the write lock up front instead of failing to upgrade later), and
+// reads go through a separate pool of read-only connections that WAL lets run
+// beside the writer.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/hookbox/hookbox"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options tune how the database file is opened.
+type Options struct {
+	// Synchronous is SQLite's synchronous pragma: "FULL" (default: every
+	// commit is synced to disk), "NORMAL" (faster; a power loss may lose the
+	// last commits, which breaks the promise behind a 202) or "OFF".
+	Synchronous string
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// process before giving up (default 5s).
+	BusyTimeout time.Duration
+	// Readers is the size of the read-only pool (default 4).
+	Readers int
+}
+
+// Store is a hookbox.Store kept in one SQLite file.
+type Store struct {
+	path   string
+	writer *sql.DB // exactly one connection
+	reader *sql.DB // read-only connections
+}
+
+var _ hookbox.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and applies pending
+// migrations.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	sync := strings.ToUpper(opts.Synchronous)
+	switch sync {
+	case "":
+		sync = "FULL"
+	case "FULL", "NORMAL", "OFF", "EXTRA":
+	default:
+		return nil, fmt.Errorf("sqlite: synchronous must be FULL, NORMAL, OFF or EXTRA, not %q", opts.Synchronous)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	readers := opts.Readers
+	if readers <= 0 {
+		readers = 4
+	}
+
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+sync+")")
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+		q.Add("_pragma", "foreign_keys(1)")
+		for i := 0; i+1 < len(extra); i += 2 {
+			q.Add(extra[i], extra[i+1])
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+
+	writer, err := sql.Open("sqlite", dsn("_txlock", "immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxLifetime(0)
+	writer.SetConnMaxIdleTime(0)
+
+	s := &Store{path: path, writer: writer}
+	if err := s.migrate(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+
+	reader, err := sql.Open("sqlite", dsn("_pragma", "query_only(1)"))
+	if err != nil {
+		writer.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	reader.SetMaxOpenConns(readers)
+	reader.SetMaxIdleConns(readers)
+	s.reader = reader
+	return s, nil
+}
+
+// migrate applies the embedded migrations through the writer connection.
+func (s *Store) migrate(ctx context.Context) error {
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.writer, mustSub(migrations, "migrations"))
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.writer.Close(), s.reader.Close())
+}
+
+// Ping checks that the writer can reach the file.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.writer.PingContext(ctx); err != nil {
+		return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE), committing when fn
+// returns nil and rolling back on error or panic.
+func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("%w: commit: %v", hookbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+func fromNullMillis(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return fromMillis(ms.Int64)
+}

@@ -1,0 +1,291 @@
+// Package storetest is the conformance suite every hookbox.Store must pass.
+// It is written once and run against SQLite and PostgreSQL, so a behaviour
+// the product promises cannot hold on one database and not on the other.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// Opener returns a fresh, empty store for one test. The suite closes it.
+type Opener func(t *testing.T) hookbox.Store
+
+// Run runs the whole suite against the stores that open returns.
+func Run(t *testing.T, open Opener) {
+	tests := map[string]func(*testing.T, hookbox.Store){
+		"IngestNewAndDuplicate":    testIngestNewAndDuplicate,
+		"IngestRepeatsInOneBatch":  testIngestRepeatsInOneBatch,
+		"IngestKeepsRawBytes":      testIngestKeepsRawBytes,
+		"IngestScopesIDBySource":   testIngestScopesIDBySource,
+		"IngestConcurrentSameID":   testIngestConcurrentSameID,
+		"IngestConcurrentBatches":  testIngestConcurrentBatches,
+		"EventNotFound":            testEventNotFound,
+		"EventsFilter":             testEventsFilter,
+		"ClosedStoreRefusesIngest": testClosedStoreRefusesIngest,
+	}
+	for name, fn := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			t.Cleanup(func() { s.Close() })
+			fn(t, s)
+		})
+	}
+}
+
+// Delivery builds a delivery with a small JSON body, for tests.
+func Delivery(source, id string) hookbox.Delivery {
+	return hookbox.Delivery{
+		Source:     source,
+		DeliveryID: id,
+		EventType:  "test.event",
+		Header:     http.Header{"Content-Type": {"application/json"}},
+		Payload:    []byte(fmt.Sprintf(`{"id":%q}`, id)),
+		ReceivedAt: time.Now(),
+	}
+}
+
+func ingest(t *testing.T, s hookbox.Store, ds ...hookbox.Delivery) []hookbox.Receipt {
+	t.Helper()
+	rs, err := s.Ingest(context.Background(), ds)
+	if err != nil {
+		t.Fatalf("Ingest: %v", err)
+	}
+	if len(rs) != len(ds) {
+		t.Fatalf("Ingest returned %d receipts for %d deliveries", len(rs), len(ds))
+	}
+	return rs
+}
+
+func count(t *testing.T, s hookbox.Store, f hookbox.Filter) int {
+	t.Helper()
+	f.Limit = 1 << 30
+	es, err := s.Events(context.Background(), f)
+	if err != nil {
+		t.Fatalf("Events: %v", err)
+	}
+	return len(es)
+}
+
+func testIngestNewAndDuplicate(t *testing.T, s hookbox.Store) {
+	first := ingest(t, s, Delivery("polar", "msg_1"), Delivery("polar", "msg_2"))
+	if first[0].Duplicate || first[1].Duplicate || first[0].ID == first[1].ID {
+		t.Fatalf("first receipts = %+v, want two new distinct ids", first)
+	}
+	again := ingest(t, s, Delivery("polar", "msg_3"), Delivery("polar", "msg_1"))
+	if again[0].Duplicate {
+		t.Errorf("msg_3 reported duplicate")
+	}
+	if !again[1].Duplicate || again[1].ID != first[0].ID {
+		t.Errorf("msg_1 again = %+v, want duplicate of id %d", again[1], first[0].ID)
+	}
+	if n := count(t, s, hookbox.Filter{}); n != 3 {
+		t.Errorf("rows = %d, want 3", n)
+	}
+}
+
+func testIngestRepeatsInOneBatch(t *testing.T, s hookbox.Store) {
+	rs := ingest(t, s,
+		Delivery("github", "a"), Delivery("github", "b"), Delivery("github", "a"),
+		Delivery("github", "a"), Delivery("stripe", "a"))
+	if rs[0].Duplicate || rs[1].Duplicate || rs[4].Duplicate {
+		t.Errorf("first copies must be new: %+v", rs)
+	}
+	for _, i := range []int{2, 3} {
+		if !rs[i].Duplicate || rs[i].ID != rs[0].ID {
+			t.Errorf("receipt %d = %+v, want duplicate of %d", i, rs[i], rs[0].ID)
+		}
+	}
+	if n := count(t, s, hookbox.Filter{}); n != 3 {
+		t.Errorf("rows = %d, want 3", n)
+	}
+}
+
+func testIngestKeepsRawBytes(t *testing.T, s hookbox.Store) {
+	body := []byte("{\"b\": 1,  \"a\":\"\\u00e9\"}\r\n\x00\xff\xfe")
+	d := Delivery("raw", "r1")
+	d.Payload = body
+	d.IDIsHash = true
+	d.Header = http.Header{"Webhook-Signature": {"v1,abc v1,def"}, "X-Multi": {"1", "2"}}
+	rs := ingest(t, s, d)
+	e, err := s.Event(context.Background(), rs[0].ID)
+	if err != nil {
+		t.Fatalf("Event: %v", err)
+	}
+	if !bytes.Equal(e.Payload, body) {
+		t.Errorf("payload = %q, want %q", e.Payload, body)
+	}
+	if !e.IDIsHash || e.Source != "raw" || e.DeliveryID != "r1" || e.EventType != "test.event" {
+		t.Errorf("event fields = %+v", e)
+	}
+	if e.Status != hookbox.StatusPending || e.Attempts != 0 {
+		t.Errorf("status = %s attempts = %d, want pending 0", e.Status, e.Attempts)
+	}
+	if got := e.Header.Values("X-Multi"); len(got) != 2 || got[1] != "2" {
+		t.Errorf("headers = %v", e.Header)
+	}
+	if e.CreatedAt.IsZero() || time.Since(e.CreatedAt) > time.Minute {
+		t.Errorf("created_at = %v", e.CreatedAt)
+	}
+}
+
+func testIngestScopesIDBySource(t *testing.T, s hookbox.Store) {
+	rs := ingest(t, s, Delivery("a", "1"), Delivery("b", "1"))
+	if rs[0].Duplicate || rs[1].Duplicate {
+		t.Fatalf("same id under two sources must be two events: %+v", rs)
+	}
+}
+
+// testIngestConcurrentSameID is invariant 2: concurrent copies of one
+// delivery produce exactly one row and exactly one "new" answer.
+func testIngestConcurrentSameID(t *testing.T, s hookbox.Store) {
+	const copies = 100
+	var wg sync.WaitGroup
+	rs := make([]hookbox.Receipt, copies)
+	errs := make([]error, copies)
+	start := make(chan struct{})
+	for i := range copies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			var r []hookbox.Receipt
+			r, errs[i] = s.Ingest(context.Background(), []hookbox.Delivery{Delivery("race", "same")})
+			if errs[i] == nil {
+				rs[i] = r[0]
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	news := 0
+	for i := range copies {
+		if errs[i] != nil {
+			t.Fatalf("copy %d: %v", i, errs[i])
+		}
+		if !rs[i].Duplicate {
+			news++
+		}
+		if rs[i].ID != rs[0].ID {
+			t.Errorf("copy %d got id %d, copy 0 got %d", i, rs[i].ID, rs[0].ID)
+		}
+	}
+	if news != 1 {
+		t.Errorf("%d copies reported new, want exactly 1", news)
+	}
+	if n := count(t, s, hookbox.Filter{Source: "race"}); n != 1 {
+		t.Errorf("rows = %d, want 1", n)
+	}
+}
+
+// testIngestConcurrentBatches runs overlapping batches from many goroutines:
+// every key ends as one row, and exactly one receipt per key says new.
+func testIngestConcurrentBatches(t *testing.T, s hookbox.Store) {
+	const workers, keys = 8, 50
+	var mu sync.Mutex
+	news := map[string]int{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ds []hookbox.Delivery
+			for k := range keys {
+				ds = append(ds, Delivery("batch", fmt.Sprint((k+w)%keys)))
+			}
+			rs, err := s.Ingest(context.Background(), ds)
+			if err != nil {
+				t.Errorf("worker %d: %v", w, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, r := range rs {
+				if !r.Duplicate {
+					news[ds[i].DeliveryID]++
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(news) != keys {
+		t.Errorf("%d keys reported new, want %d", len(news), keys)
+	}
+	for k, n := range news {
+		if n != 1 {
+			t.Errorf("key %s reported new %d times", k, n)
+		}
+	}
+	if n := count(t, s, hookbox.Filter{Source: "batch"}); n != keys {
+		t.Errorf("rows = %d, want %d", n, keys)
+	}
+}
+
+func testEventNotFound(t *testing.T, s hookbox.Store) {
+	_, err := s.Event(context.Background(), 987654321)
+	if !errors.Is(err, hookbox.ErrNotFound) {
+		t.Fatalf("Event(missing) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testEventsFilter(t *testing.T, s hookbox.Store) {
+	a := Delivery("fa", "1")
+	b := Delivery("fb", "2")
+	b.EventType = "other"
+	c := Delivery("fa", "3")
+	rs := ingest(t, s, a, b, c)
+	cases := []struct {
+		f    hookbox.Filter
+		want int
+	}{
+		{hookbox.Filter{Source: "fa"}, 2},
+		{hookbox.Filter{EventType: "other"}, 1},
+		{hookbox.Filter{Status: hookbox.StatusPending}, 3},
+		{hookbox.Filter{Status: hookbox.StatusDone}, 0},
+		{hookbox.Filter{Since: time.Now().Add(-time.Hour)}, 3},
+		{hookbox.Filter{Until: time.Now().Add(-time.Hour)}, 0},
+		{hookbox.Filter{BeforeID: rs[2].ID}, 2},
+	}
+	for _, c := range cases {
+		if n := count(t, s, c.f); n != c.want {
+			t.Errorf("filter %+v: %d events, want %d", c.f, n, c.want)
+		}
+	}
+	es, err := s.Events(context.Background(), hookbox.Filter{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].ID != rs[2].ID || es[1].ID != rs[1].ID {
+		t.Errorf("limit 2 newest first = %v", es)
+	}
+	if es[0].Payload != nil {
+		t.Errorf("listing carries payloads")
+	}
+}
+
+// testClosedStoreRefusesIngest: a store that cannot commit must say so, so
+// the receiver answers 503 instead of 202.
+func testClosedStoreRefusesIngest(t *testing.T, s hookbox.Store) {
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	rs, err := s.Ingest(context.Background(), []hookbox.Delivery{Delivery("closed", "1")})
+	if err == nil {
+		t.Fatalf("Ingest on a closed store returned %+v and no error", rs)
+	}
+	if !errors.Is(err, hookbox.ErrUnavailable) {
+		t.Errorf("error %v does not match ErrUnavailable", err)
+	}
+	if s.Ping(context.Background()) == nil {
+		t.Errorf("Ping on a closed store succeeded")
+	}
+}
