@@ -19,3 +19,13 @@ func TestConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestQueueConformance(t *testing.T) {
+	storetest.RunQueue(t, func(t *testing.T) storetest.QueueStore {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hookbox.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

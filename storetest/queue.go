@@ -1,0 +1,358 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// QueueStore is a store that is also a queue, as both implementations are.
+type QueueStore interface {
+	hookbox.Store
+	hookbox.Queue
+}
+
+// QueueOpener returns a fresh, empty store for one test. The suite closes it.
+type QueueOpener func(t *testing.T) QueueStore
+
+// RunQueue runs the queue half of the suite.
+func RunQueue(t *testing.T, open QueueOpener) {
+	tests := map[string]func(*testing.T, QueueStore){
+		"ClaimAndFinishDone":         testClaimAndFinishDone,
+		"ClaimOnlyRoutedSources":     testClaimOnlyRoutedSources,
+		"ExpiredLeaseIsReclaimed":    testExpiredLeaseIsReclaimed,
+		"LateFinishIsRefused":        testLateFinishIsRefused,
+		"ExtendLeaseKeepsClaim":      testExtendLeaseKeepsClaim,
+		"RetryWaitsThenDead":         testRetryWaitsThenDead,
+		"WorkCommitsWithDone":        testWorkCommitsWithDone,
+		"WorkRollsBackOnFailure":     testWorkRollsBackOnFailure,
+		"WorkSkipsLostLease":         testWorkSkipsLostLease,
+		"StrictOneInFlightInIDOrder": testStrictOneInFlight,
+	}
+	for name, fn := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			t.Cleanup(func() { s.Close() })
+			fn(t, s)
+		})
+	}
+}
+
+var claimSeq atomic.Int64
+
+func claim(t *testing.T, q QueueStore, now time.Time, limit int, sources ...string) []hookbox.Event {
+	t.Helper()
+	evs, err := q.Claim(context.Background(), hookbox.ClaimParams{
+		Owner:   fmt.Sprint("test-", claimSeq.Add(1)),
+		Limit:   limit,
+		Lease:   time.Minute,
+		Sources: sources,
+		Now:     now,
+	})
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	return evs
+}
+
+func outcome(ev hookbox.Event, st hookbox.Status, at time.Time) hookbox.Outcome {
+	return hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: st,
+		RetryAt: at, StartedAt: at, FinishedAt: at}
+}
+
+func finish(t *testing.T, q QueueStore, outs ...hookbox.Outcome) []error {
+	t.Helper()
+	errs, err := q.Finish(context.Background(), outs)
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	return errs
+}
+
+func status(t *testing.T, q QueueStore, id int64) hookbox.Event {
+	t.Helper()
+	e, err := q.Event(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func testClaimAndFinishDone(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("q", "1"), Delivery("q", "2"), Delivery("q", "3"))
+	now := time.Now()
+	evs := claim(t, q, now, 2, "q")
+	if len(evs) != 2 {
+		t.Fatalf("claimed %d, want 2", len(evs))
+	}
+	for _, e := range evs {
+		if e.Status != hookbox.StatusProcessing || e.Attempts != 1 || e.LeaseOwner == "" || len(e.Payload) == 0 {
+			t.Errorf("claimed event = %+v", e)
+		}
+	}
+	if errs := finish(t, q, outcome(evs[0], hookbox.StatusDone, now), outcome(evs[1], hookbox.StatusDone, now)); errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Finish errors %v", errs)
+	}
+	if e := status(t, q, evs[0].ID); e.Status != hookbox.StatusDone || e.LeaseOwner != "" {
+		t.Errorf("after done: %+v", e)
+	}
+	rest := claim(t, q, now, 10, "q")
+	if len(rest) != 1 || rest[0].DeliveryID != "3" {
+		t.Fatalf("second claim = %v, want only event 3", rest)
+	}
+	if more := claim(t, q, now, 10, "q"); len(more) != 0 {
+		t.Fatalf("a leased event was claimed again: %v", more)
+	}
+	as, err := q.Attempts(context.Background(), evs[0].ID)
+	if err != nil || len(as) != 1 || as[0].Outcome != hookbox.AttemptDone || as[0].Attempt != 1 {
+		t.Errorf("attempts = %+v, %v", as, err)
+	}
+}
+
+func testClaimOnlyRoutedSources(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("a", "1"), Delivery("b", "1"))
+	if evs := claim(t, q, time.Now(), 10, "b", "c"); len(evs) != 1 || evs[0].Source != "b" {
+		t.Fatalf("claim for b,c = %v", evs)
+	}
+	if evs := claim(t, q, time.Now(), 10); len(evs) != 0 {
+		t.Fatalf("claim with no sources = %v", evs)
+	}
+}
+
+// testExpiredLeaseIsReclaimed simulates a crashed worker: nobody finishes,
+// the lease runs out, and the next claim takes the event with a new attempt.
+func testExpiredLeaseIsReclaimed(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("crash", "1"))
+	now := time.Now()
+	first := claim(t, q, now, 1, "crash")
+	if len(first) != 1 {
+		t.Fatal("nothing claimed")
+	}
+	if again := claim(t, q, now.Add(30*time.Second), 1, "crash"); len(again) != 0 {
+		t.Fatal("claimed while the lease was live")
+	}
+	second := claim(t, q, now.Add(2*time.Minute), 1, "crash")
+	if len(second) != 1 || second[0].Attempts != 2 || second[0].LeaseOwner == first[0].LeaseOwner {
+		t.Fatalf("after expiry: %+v", second)
+	}
+}
+
+// testLateFinishIsRefused is River #1302: a worker whose lease was taken over
+// must not overwrite the newer state.
+func testLateFinishIsRefused(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("late", "1"))
+	now := time.Now()
+	old := claim(t, q, now, 1, "late")[0]
+	cur := claim(t, q, now.Add(2*time.Minute), 1, "late")[0]
+	errs := finish(t, q, outcome(old, hookbox.StatusDone, now))
+	if !errors.Is(errs[0], hookbox.ErrLeaseLost) {
+		t.Fatalf("late finish error = %v, want ErrLeaseLost", errs[0])
+	}
+	if e := status(t, q, cur.ID); e.Status != hookbox.StatusProcessing || e.LeaseOwner != cur.LeaseOwner {
+		t.Fatalf("late finish changed the row: %+v", e)
+	}
+	if errs := finish(t, q, outcome(cur, hookbox.StatusDead, now)); errs[0] != nil {
+		t.Fatalf("current owner's finish: %v", errs[0])
+	}
+	// A finish after the event is already finished is refused too.
+	if errs := finish(t, q, outcome(cur, hookbox.StatusDone, now)); !errors.Is(errs[0], hookbox.ErrLeaseLost) {
+		t.Fatalf("second finish = %v, want ErrLeaseLost", errs[0])
+	}
+	if e := status(t, q, cur.ID); e.Status != hookbox.StatusDead {
+		t.Fatalf("status = %s, want dead", e.Status)
+	}
+	as, _ := q.Attempts(context.Background(), cur.ID)
+	if len(as) != 3 || as[0].Outcome != hookbox.AttemptLost || as[1].Outcome != hookbox.AttemptDead {
+		t.Errorf("attempts = %+v", as)
+	}
+}
+
+func testExtendLeaseKeepsClaim(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("ext", "1"))
+	now := time.Now()
+	ev := claim(t, q, now, 1, "ext")[0]
+	if err := q.ExtendLeases(context.Background(), ev.LeaseOwner, []int64{ev.ID}, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if again := claim(t, q, now.Add(30*time.Minute), 1, "ext"); len(again) != 0 {
+		t.Fatal("an extended lease was claimed")
+	}
+	// Another owner cannot extend it.
+	if err := q.ExtendLeases(context.Background(), "someone-else", []int64{ev.ID}, now.Add(48*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if again := claim(t, q, now.Add(2*time.Hour), 1, "ext"); len(again) != 1 {
+		t.Fatal("lease was extended by a non-owner")
+	}
+}
+
+func testRetryWaitsThenDead(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("retry", "1"))
+	now := time.Now()
+	ev := claim(t, q, now, 1, "retry")[0]
+	o := outcome(ev, hookbox.StatusPending, now.Add(10*time.Second))
+	o.Error = "connection refused"
+	finish(t, q, o)
+	if e := status(t, q, ev.ID); e.Status != hookbox.StatusPending || e.LastError != "connection refused" {
+		t.Fatalf("after retry: %+v", e)
+	}
+	if evs := claim(t, q, now.Add(5*time.Second), 1, "retry"); len(evs) != 0 {
+		t.Fatal("claimed before the retry time")
+	}
+	ev = claim(t, q, now.Add(11*time.Second), 1, "retry")[0]
+	if ev.Attempts != 2 {
+		t.Fatalf("attempts = %d, want 2", ev.Attempts)
+	}
+	o = outcome(ev, hookbox.StatusDead, now)
+	o.Error = "gave up"
+	finish(t, q, o)
+	if evs := claim(t, q, now.Add(time.Hour), 1, "retry"); len(evs) != 0 {
+		t.Fatal("a dead event was claimed")
+	}
+	e := status(t, q, ev.ID)
+	if e.Status != hookbox.StatusDead || len(e.Payload) == 0 {
+		t.Fatalf("dead event = %+v (payload must be kept)", e)
+	}
+}
+
+// claimKey writes one business key through the handler's transaction.
+func claimKey(ctx context.Context, tx *hookbox.Tx, key string) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ($1, $2)`, "test", key)
+	return err
+}
+
+func keyExists(t *testing.T, q QueueStore, key string) bool {
+	t.Helper()
+	found := false
+	// Read through Work on a throwaway event to stay inside the interface.
+	ingest(t, q, Delivery("probe", key))
+	evs := claim(t, q, time.Now(), 1, "probe")
+	_, _, err := q.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM effect_keys WHERE scope = $1 AND key = $2`, "test", key).Scan(&n); err != nil {
+			t.Errorf("probe: %v", err)
+		}
+		found = n == 1
+		return outcome(*ev, hookbox.StatusDone, time.Now())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+func testWorkCommitsWithDone(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("w", "1"), Delivery("w", "2"))
+	evs := claim(t, q, time.Now(), 2, "w")
+	outs, errs, err := q.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		if err := claimKey(ctx, tx, "k"+ev.DeliveryID); err != nil {
+			t.Errorf("handler write: %v", err)
+		}
+		return outcome(*ev, hookbox.StatusDone, time.Now())
+	})
+	if err != nil || len(outs) != 2 || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Work = %v %v %v", outs, errs, err)
+	}
+	for _, ev := range evs {
+		if e := status(t, q, ev.ID); e.Status != hookbox.StatusDone {
+			t.Errorf("event %d status %s", ev.ID, e.Status)
+		}
+	}
+	if !keyExists(t, q, "k1") || !keyExists(t, q, "k2") {
+		t.Error("handler writes were not committed with done")
+	}
+}
+
+// testWorkRollsBackOnFailure: one event of the batch fails; its writes go,
+// the others' stay, and it is scheduled for retry in the same transaction.
+func testWorkRollsBackOnFailure(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("wf", "ok"), Delivery("wf", "bad"))
+	evs := claim(t, q, time.Now(), 2, "wf")
+	retryAt := time.Now().Add(time.Hour)
+	_, errs, err := q.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		if err := claimKey(ctx, tx, "wf-"+ev.DeliveryID); err != nil {
+			t.Errorf("handler write: %v", err)
+		}
+		if ev.DeliveryID == "bad" {
+			// A failing statement must not poison the rest of the batch.
+			tx.ExecContext(ctx, `INSERT INTO no_such_table VALUES (1)`)
+			o := outcome(*ev, hookbox.StatusPending, retryAt)
+			o.Error = "boom"
+			return o
+		}
+		return outcome(*ev, hookbox.StatusDone, time.Now())
+	})
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Work: %v %v", errs, err)
+	}
+	if !keyExists(t, q, "wf-ok") {
+		t.Error("the successful handler's write was lost")
+	}
+	if keyExists(t, q, "wf-bad") {
+		t.Error("the failed handler's write was kept")
+	}
+	for _, ev := range evs {
+		e := status(t, q, ev.ID)
+		want := hookbox.StatusDone
+		if ev.DeliveryID == "bad" {
+			want = hookbox.StatusPending
+		}
+		if e.Status != want {
+			t.Errorf("%s: status %s, want %s", ev.DeliveryID, e.Status, want)
+		}
+	}
+}
+
+func testWorkSkipsLostLease(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("wl", "1"))
+	now := time.Now()
+	old := claim(t, q, now, 1, "wl")
+	claim(t, q, now.Add(2*time.Minute), 1, "wl") // taken over
+	ran := false
+	_, errs, err := q.Work(context.Background(), old, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		ran = true
+		return outcome(*ev, hookbox.StatusDone, time.Now())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran || !errors.Is(errs[0], hookbox.ErrLeaseLost) {
+		t.Fatalf("ran=%v errs=%v: a lost lease must skip the handler", ran, errs)
+	}
+	if e := status(t, q, old[0].ID); e.Status != hookbox.StatusProcessing {
+		t.Fatalf("status %s", e.Status)
+	}
+}
+
+func testStrictOneInFlight(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("s", "1"), Delivery("s", "2"), Delivery("s", "3"))
+	now := time.Now()
+	strict := func(at time.Time) []hookbox.Event {
+		evs, err := q.Claim(context.Background(), hookbox.ClaimParams{
+			Owner: fmt.Sprint("strict-", claimSeq.Add(1)), Limit: 10, Lease: time.Minute,
+			Sources: []string{"s"}, Strict: true, Now: at,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	first := strict(now)
+	if len(first) != 1 || first[0].DeliveryID != "1" {
+		t.Fatalf("first strict claim = %v", first)
+	}
+	if evs := strict(now); len(evs) != 0 {
+		t.Fatalf("second event claimed while the first is in flight: %v", evs)
+	}
+	finish(t, q, outcome(first[0], hookbox.StatusPending, now.Add(time.Hour)))
+	next := strict(now)
+	if len(next) != 1 || next[0].DeliveryID != "2" {
+		t.Fatalf("after a retry was scheduled, claim = %v, want event 2 (retries reorder)", next)
+	}
+}
