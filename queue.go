@@ -85,7 +85,9 @@ type Queue interface {
 	// savepoint: an event whose lease is lost is skipped; a non-done outcome
 	// rolls back what fn wrote. The outcomes are applied in the same
 	// transaction, which commits once. errs[i] is ErrLeaseLost where event i
-	// was skipped.
+	// was skipped. An outcome with an empty Status means fn chose not to run
+	// the event: its writes are rolled back, nothing is applied, and the
+	// event stays leased to the caller.
 	Work(ctx context.Context, evs []Event, fn WorkFunc) (outs []Outcome, errs []error, err error)
 
 	// Attempts lists the recorded attempts at one event, oldest first.

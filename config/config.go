@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/hookbox/hookbox/verify"
+	"github.com/hookbox/hookbox/worker"
 )
 
 // DefaultDB is the database used when neither flag, environment nor file
@@ -31,16 +32,20 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Config is the whole file.
 type Config struct {
-	Listen               string   `yaml:"listen"`
-	DB                   string   `yaml:"db"`
-	RetentionDays        int      `yaml:"retention_days"`
-	PayloadRetentionDays int      `yaml:"payload_retention_days"`
-	AdminToken           string   `yaml:"admin_token"`
-	MaxBodyBytes         int64    `yaml:"max_body_bytes"`
-	Log                  Log      `yaml:"log"`
-	Ingest               Ingest   `yaml:"ingest"`
-	SQLite               SQLite   `yaml:"sqlite"`
-	Sources              []Source `yaml:"sources"`
+	Listen               string  `yaml:"listen"`
+	DB                   string  `yaml:"db"`
+	RetentionDays        int     `yaml:"retention_days"`
+	PayloadRetentionDays int     `yaml:"payload_retention_days"`
+	AdminToken           string  `yaml:"admin_token"`
+	MaxBodyBytes         int64   `yaml:"max_body_bytes"`
+	Log                  Log     `yaml:"log"`
+	Ingest               Ingest  `yaml:"ingest"`
+	SQLite               SQLite  `yaml:"sqlite"`
+	Workers              Workers `yaml:"workers"`
+	// ShutdownTimeout is how long running work may finish after SIGTERM
+	// before it is cancelled and its events released (default 30s).
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	Sources         []Source `yaml:"sources"`
 }
 
 // Log configures structured logging.
@@ -56,6 +61,14 @@ type Ingest struct {
 	// BatchWait is how long a batch may wait for more deliveries (default 0:
 	// batches form from whatever arrived while the previous commit ran).
 	BatchWait Duration `yaml:"batch_wait"`
+}
+
+// Workers tunes the queue's workers.
+type Workers struct {
+	// BatchSize is the most events claimed at once (default 256).
+	BatchSize int `yaml:"batch_size"`
+	// Concurrency is the most forward/exec deliveries in flight (default 32).
+	Concurrency int `yaml:"concurrency"`
 }
 
 // SQLite holds options that apply only to the SQLite store.
@@ -89,6 +102,22 @@ type Source struct {
 	Forward     string   `yaml:"forward"`
 	Exec        []string `yaml:"exec"`
 	MaxAttempts int      `yaml:"max_attempts"`
+	BackoffMin  Duration `yaml:"backoff_min"`
+	BackoffMax  Duration `yaml:"backoff_max"`
+	Timeout     Duration `yaml:"timeout"` // per attempt
+	// Strict runs this source's events one at a time in id order.
+	Strict bool `yaml:"strict"`
+}
+
+// Policy returns the retry policy of s (zero fields take the defaults).
+func (s Source) Policy() worker.Policy {
+	return worker.Policy{
+		MaxAttempts: s.MaxAttempts,
+		BackoffMin:  time.Duration(s.BackoffMin),
+		BackoffMax:  time.Duration(s.BackoffMax),
+		Timeout:     time.Duration(s.Timeout),
+		Strict:      s.Strict,
+	}
 }
 
 // Verify returns the verify.Config for s.
@@ -205,6 +234,15 @@ func (c *Config) validate() error {
 	default:
 		bad("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
 	}
+	if c.Workers.BatchSize < 0 {
+		bad("workers.batch_size", "must be positive")
+	}
+	if c.Workers.Concurrency < 0 {
+		bad("workers.concurrency", "must be positive")
+	}
+	if c.ShutdownTimeout < 0 {
+		bad("shutdown_timeout", "must not be negative")
+	}
 	if c.Ingest.BatchMax < 0 {
 		bad("ingest.batch_max", "must be positive")
 	}
@@ -244,6 +282,12 @@ func (c *Config) validate() error {
 		}
 		if s.MaxAttempts < 0 {
 			bad(key+".max_attempts", "must be positive")
+		}
+		if s.BackoffMin < 0 || s.BackoffMax < 0 || s.Timeout < 0 {
+			bad(key, "backoff_min, backoff_max and timeout must not be negative")
+		}
+		if s.BackoffMax > 0 && s.BackoffMin > s.BackoffMax {
+			bad(key+".backoff_min", "is larger than backoff_max")
 		}
 		if s.Forward != "" && len(s.Exec) > 0 {
 			bad(key, "forward and exec are exclusive; choose one target")

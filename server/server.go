@@ -17,7 +17,9 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/verify"
@@ -123,6 +125,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, name, status, err.Error())
 		return
 	}
+	if !storable(res.DeliveryID) || !storable(res.EventType) {
+		s.reject(w, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text")
+		return
+	}
 	d := hookbox.Delivery{
 		Source:     name,
 		DeliveryID: res.DeliveryID,
@@ -187,6 +193,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return buf, nil
 	}
 	return io.ReadAll(rd)
+}
+
+// storable reports whether s can be stored as text in every store: valid
+// UTF-8 without NUL bytes (PostgreSQL text refuses both).
+func storable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
 }
 
 // hiddenHeaders are not stored: hop-by-hop headers and credentials meant for

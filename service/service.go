@@ -4,7 +4,8 @@
 //
 // Shutdown order is the one that loses nothing: stop accepting HTTP requests
 // and let in-flight ones finish (their deliveries are committed or refused),
-// then flush the committer, then close the store.
+// then let running work finish within the shutdown timeout (cancelling and
+// releasing what is left), then flush the committer, then close the store.
 package service
 
 import (
@@ -22,6 +23,7 @@ import (
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/verify"
+	"github.com/hookbox/hookbox/worker"
 )
 
 // Service is one hookbox process's worth of parts.
@@ -29,6 +31,9 @@ type Service struct {
 	Config *config.Config
 	Store  hookbox.Store
 	Server *server.Server
+	// Pool runs the work for stored events; register Go handlers on it
+	// (Pool.Handle) before Serve.
+	Pool *worker.Pool
 
 	log       *slog.Logger
 	committer *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
@@ -68,7 +73,29 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	if concurrentWriters {
 		flushers = 4
 	}
-	c := groupcommit.New(st.Ingest, groupcommit.Options{
+	q, ok := st.(hookbox.Queue)
+	if !ok {
+		return nil, fmt.Errorf("store %T cannot act as a queue", st)
+	}
+	pool := worker.New(q, worker.Options{
+		BatchSize:   cfg.Workers.BatchSize,
+		Concurrency: cfg.Workers.Concurrency,
+		Logger:      log,
+	})
+	for _, src := range cfg.Sources {
+		pool.SetPolicy(src.Name, src.Policy())
+	}
+	ingest := func(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
+		rs, err := st.Ingest(ctx, ds)
+		for _, r := range rs {
+			if !r.Duplicate {
+				pool.Notify() // new work is committed: wake the workers now
+				break
+			}
+		}
+		return rs, err
+	}
+	c := groupcommit.New(ingest, groupcommit.Options{
 		MaxBatch: cfg.Ingest.BatchMax,
 		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
 		Flushers: flushers,
@@ -84,7 +111,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		MaxBodyBytes: maxBody,
 		Logger:       log,
 	})
-	return &Service{Config: cfg, Store: st, Server: srv, log: log, committer: c}, nil
+	return &Service{Config: cfg, Store: st, Server: srv, Pool: pool, log: log, committer: c}, nil
 }
 
 // HTTPServer returns an http.Server for h with timeouts that keep a slow or
@@ -103,6 +130,9 @@ func HTTPServer(h http.Handler) *http.Server {
 // Serve answers HTTP on ln until ctx ends, then shuts down in order and
 // closes the store.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.Pool.Start(ctx); err != nil {
+		return errors.Join(err, s.Close())
+	}
 	hs := HTTPServer(s.Server)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -118,6 +148,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	err := hs.Shutdown(shutdownCtx)
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
+	}
+	grace := time.Duration(s.Config.ShutdownTimeout)
+	if grace <= 0 {
+		grace = 30 * time.Second
+	}
+	workCtx, cancelWork := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancelWork()
+	if werr := s.Pool.Stop(workCtx); werr != nil {
+		s.log.Warn("running work cancelled at shutdown", "err", werr)
 	}
 	return errors.Join(serveErr, err, s.Close())
 }

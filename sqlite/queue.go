@@ -194,6 +194,9 @@ func finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome) ([]error,
 	}
 	defer rec.Close()
 	for i, o := range outs {
+		if o.Status == "" {
+			continue // not run (see hookbox.Queue.Work): nothing to apply
+		}
 		next := o.FinishedAt
 		if o.Status == hookbox.StatusPending {
 			next = o.RetryAt

@@ -1,0 +1,32 @@
+-- +goose Up
+-- events is both the dedupe memory and the work queue. next_attempt_at is when
+-- the row is next due: for a pending row the time of its next attempt, for a
+-- processing row the end of its lease.
+CREATE TABLE events (
+    id              bigserial   PRIMARY KEY,
+    source          text        NOT NULL,
+    delivery_id     text        NOT NULL,
+    id_is_hash      boolean     NOT NULL DEFAULT false,
+    event_type      text        NOT NULL DEFAULT '',
+    headers         jsonb       NOT NULL DEFAULT '{}',
+    payload         bytea,
+    status          text        NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'processing', 'done', 'dead')),
+    attempts        integer     NOT NULL DEFAULT 0,
+    next_attempt_at timestamptz NOT NULL DEFAULT now(),
+    lease_owner     text,
+    last_error      text,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (source, delivery_id)
+);
+
+-- The hot index: only unfinished rows, in due order, so claiming stays fast
+-- however many finished rows the table holds.
+CREATE INDEX events_due ON events (next_attempt_at, id)
+    WHERE status IN ('pending', 'processing');
+
+CREATE INDEX events_created ON events (created_at);
+
+-- +goose Down
+DROP TABLE events;

@@ -1,0 +1,103 @@
+// Package pgtest gives tests a PostgreSQL database of their own: a fresh
+// schema in the server named by the environment, dropped when the test ends.
+//
+// Set HOOKBOX_TEST_POSTGRES to a connection URL, for example
+// postgres://postgres@127.0.0.1:5432/test?sslmode=disable. When it is unset,
+// tests that need PostgreSQL are skipped, except under CI (the CI variable is
+// set), where a missing server must not pass unnoticed and the test fails.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL is the environment variable that holds the server's URL.
+const EnvURL = "HOOKBOX_TEST_POSTGRES"
+
+// setupTimeout bounds connecting, creating and dropping a schema.
+const setupTimeout = 10 * time.Second
+
+// URL returns a connection URL whose search_path is a new, empty schema
+// (hb_<random>), created for this test and dropped with everything in it when
+// the test and its cleanups registered later have finished. It skips the test
+// when HOOKBOX_TEST_POSTGRES is unset (fails it under CI), and fails it when
+// the server cannot be reached.
+func URL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvURL)
+	if base == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal(EnvURL + " must be set in CI")
+		}
+		t.Skip(EnvURL + " is not set; skipping PostgreSQL test")
+	}
+	schema := "hb_" + randomHex(8)
+
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s=%s is unreachable: %v", EnvURL, redact(base), err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return WithSearchPath(base, schema)
+}
+
+// WithSearchPath returns the connection string u (a URL or key=value
+// string) with search_path set to schema, replacing any search_path it had.
+func WithSearchPath(u, schema string) string {
+	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
+		if parsed, err := url.Parse(u); err == nil {
+			q := parsed.Query()
+			q.Set("search_path", schema)
+			parsed.RawQuery = q.Encode()
+			return parsed.String()
+		}
+	}
+	// In a key=value string a later setting wins.
+	return u + " search_path=" + schema
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("pgtest: random: %v", err))
+	}
+	return hex.EncodeToString(b)
+}
+
+// redact hides the password of a URL, for messages.
+func redact(u string) string {
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Scheme == "" {
+		return "(connection string not shown)"
+	}
+	return parsed.Redacted()
+}

@@ -1,0 +1,218 @@
+// Package postgres is the hookbox.Store for PostgreSQL, the path for
+// deployments where several hookbox processes share one database.
+//
+// Guarantees:
+//
+//   - Ingest returns receipts only after the transaction that stored the new
+//     rows has committed (the server acknowledged it), so a receipt may be
+//     acknowledged to the sender.
+//   - Deduplication is done by the UNIQUE (source, delivery_id) constraint and
+//     INSERT … ON CONFLICT DO NOTHING, never by a prior read: concurrent copies
+//     of one delivery, in this process or in another, yield exactly one row and
+//     exactly one receipt that is not a duplicate.
+//   - A batch is stored with one multi-row INSERT over unnest arrays, in one
+//     round trip when no entry is a duplicate of a stored row. Keys are
+//     inserted in a fixed order, so overlapping batches cannot deadlock.
+//   - Payloads are stored as bytea, byte for byte.
+//   - Every failure to reach the database or to commit is reported as an error
+//     matching hookbox.ErrUnavailable, so the receiver answers 503 and the
+//     sender retries. A missing event matches hookbox.ErrNotFound. Errors are
+//     classified by SQLSTATE codes, never by message text.
+//   - Open applies the embedded migrations under a PostgreSQL advisory lock, so
+//     several processes starting at once migrate the schema exactly once.
+//
+// The connection URL is handed to pgx unchanged: pool settings such as
+// pool_max_conns and server settings such as search_path=myschema work as
+// query parameters. The schema named by search_path must exist.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	neturl "net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/hookbox/hookbox"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DefaultMaxConns is the pool size used when Options.MaxConns is zero and the
+// URL sets no pool_max_conns.
+const DefaultMaxConns = 16
+
+// defaultConnectTimeout bounds a connection attempt when the URL sets no
+// connect_timeout, so an unreachable server turns into a prompt 503 instead
+// of a request that hangs.
+const defaultConnectTimeout = 5 * time.Second
+
+// Options tune the connection pool.
+type Options struct {
+	// MaxConns is the largest number of connections the pool opens. Zero
+	// means the URL's pool_max_conns if it has one, else DefaultMaxConns.
+	MaxConns int32
+}
+
+// Store is a hookbox.Store kept in PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ hookbox.Store = (*Store)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// connection string), applies pending migrations and returns the store.
+// Errors never contain the password.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, parseError(err)
+	}
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case opts.MaxConns < 0:
+		return nil, fmt.Errorf("postgres: MaxConns must not be negative, got %d", opts.MaxConns)
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout <= 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// migrate applies the embedded migrations through a database/sql handle over
+// the pool, holding a session-level advisory lock while it does.
+func (s *Store) migrate(ctx context.Context) error {
+	// The migrations and goose's version table live in the current schema,
+	// so the lock is per schema: processes sharing a schema take turns,
+	// processes using different schemas of one database do not wait for each
+	// other.
+	var schema *string
+	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return fmt.Errorf("postgres: migrate: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	if schema == nil {
+		return errors.New("postgres: migrate: no schema on the search_path exists; create it first")
+	}
+	locker, err := lock.NewPostgresSessionLocker(
+		lock.WithLockID(lockID(*schema)),
+		lock.WithLockTimeout(1, 300), // poll every second, for up to 5 minutes
+	)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close() // releases the connections to the pool; the pool stays open
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("postgres: migrate schema %q: %w", *schema, err)
+	}
+	return nil
+}
+
+// parseError reports a malformed connection string without quoting it: the
+// driver's own message repeats the string and can only mask a password on a
+// best-effort basis.
+func parseError(err error) error {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return errors.New("postgres: cannot parse the database URL")
+	}
+	cause := pe.Unwrap()
+	var ue *neturl.Error
+	if errors.As(cause, &ue) {
+		cause = ue.Err // url.Error repeats the URL
+	}
+	if cause == nil {
+		return errors.New("postgres: cannot parse the database URL")
+	}
+	return fmt.Errorf("postgres: cannot parse the database URL: %v", cause)
+}
+
+// lockID derives the advisory lock id for migrating schema.
+func lockID(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("hookbox goose migrations\x00"))
+	h.Write([]byte(schema))
+	return int64(h.Sum64())
+}
+
+// Close closes the pool, waiting for connections in use to be returned. It
+// may be called more than once.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping reports whether the database answers; its error matches
+// hookbox.ErrUnavailable.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// SQLSTATE codes the store reacts to.
+const (
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	classDataException       = "22"
+)
+
+// retryable reports whether a failed transaction may simply be run again:
+// the server rolled it back because of a conflict with another transaction,
+// or the request never left this process.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected
+	}
+	return pgconn.SafeToRetry(err)
+}
+
+// queryError maps a driver error from a read to the hookbox errors: no row is
+// ErrNotFound; a value the server refuses (SQLSTATE class 22, data exception,
+// such as a filter that is not valid UTF-8) is an error of the request; any
+// other failure is ErrUnavailable.
+func queryError(op string, err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("postgres: %s: %w", op, hookbox.ErrNotFound)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, classDataException) {
+		return fmt.Errorf("postgres: %s: invalid value: %v", op, err)
+	}
+	return fmt.Errorf("postgres: %s: %w: %v", op, hookbox.ErrUnavailable, err)
+}

@@ -1,0 +1,113 @@
+package worker
+
+import (
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Policy says how a source's events are retried.
+type Policy struct {
+	// MaxAttempts is how many attempts an event gets before it is dead
+	// (default 10).
+	MaxAttempts int
+	// BackoffMin and BackoffMax bound the wait before a retry (defaults 1s
+	// and 1h). The n-th retry waits a random time between BackoffMin and
+	// min(BackoffMax, BackoffMin·2ⁿ⁻¹): exponential, with full jitter above
+	// the floor so retries of a burst spread out.
+	BackoffMin time.Duration
+	BackoffMax time.Duration
+	// Timeout bounds one attempt (default 30s).
+	Timeout time.Duration
+	// Strict runs the source's events one at a time in id order. A failed
+	// event waits for its retry while newer ones proceed, so retries can
+	// still reorder.
+	Strict bool
+}
+
+// DefaultPolicy is the policy of a source that sets none.
+var DefaultPolicy = Policy{MaxAttempts: 10, BackoffMin: time.Second, BackoffMax: time.Hour, Timeout: 30 * time.Second}
+
+// withDefaults fills zero fields from DefaultPolicy.
+func (p Policy) withDefaults() Policy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultPolicy.MaxAttempts
+	}
+	if p.BackoffMin <= 0 {
+		p.BackoffMin = DefaultPolicy.BackoffMin
+	}
+	if p.BackoffMax <= 0 {
+		p.BackoffMax = DefaultPolicy.BackoffMax
+	}
+	if p.BackoffMax < p.BackoffMin {
+		p.BackoffMax = p.BackoffMin
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = DefaultPolicy.Timeout
+	}
+	return p
+}
+
+// Backoff returns the wait before the retry that follows attempt n (1-based).
+func (p Policy) Backoff(n int) time.Duration {
+	p = p.withDefaults()
+	ceiling := p.BackoffMax
+	if n-1 < 62 {
+		if c := p.BackoffMin << (n - 1); c > 0 && c < ceiling {
+			ceiling = c
+		}
+	}
+	if ceiling <= p.BackoffMin {
+		return p.BackoffMin
+	}
+	return p.BackoffMin + rand.N(ceiling-p.BackoffMin+1)
+}
+
+// permanentError marks an error as not worth retrying.
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
+
+// Permanent wraps err so the event goes to dead at once instead of being
+// retried (a payload that can never be handled, a 410 Gone).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was wrapped by Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+// retryAfterError asks for a retry no sooner than After.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e retryAfterError) Error() string { return e.err.Error() }
+func (e retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter wraps err with the earliest time to retry, as a Retry-After
+// header asks. The wait is still capped by the policy's BackoffMax.
+func RetryAfter(err error, after time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return retryAfterError{err: err, after: after}
+}
+
+// retryDelay returns the wait before retrying after attempt n failed with err.
+func (p Policy) retryDelay(n int, err error) time.Duration {
+	d := p.Backoff(n)
+	var ra retryAfterError
+	if errors.As(err, &ra) && ra.after > d {
+		d = min(ra.after, p.withDefaults().BackoffMax)
+	}
+	return d
+}

@@ -1,0 +1,542 @@
+// Package worker drains hookbox's queue: it claims due events with a lease,
+// runs the work registered for their source, and records the outcome.
+//
+// Guarantees:
+//   - Every stored event is worked at least once until it is done or dead; an
+//     event whose worker crashed is claimed again when its lease ends.
+//   - A Go Handler's writes through its transaction commit together with the
+//     event's transition to done, or not at all.
+//   - Every transition is guarded by the lease: a worker that lost its lease
+//     never overwrites a newer state (the store refuses, the pool reports it).
+//   - Retries back off exponentially with jitter; after MaxAttempts the event
+//     is dead, its payload kept for replay.
+//
+// Go handlers run inside a store transaction, several events to a
+// transaction, each under its own savepoint: one commit (one disk sync) per
+// batch instead of per event. Targets (forward, exec, anything slow or
+// outside the database) run outside any transaction, concurrently, under a
+// lease that is extended while they run; their outcomes are written back in
+// batches.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/groupcommit"
+)
+
+// Handler is a Go handler. Writes it makes through tx commit with the
+// event's done; an error rolls them back and schedules a retry (or dead, for
+// a Permanent error); a panic counts as a failed attempt.
+type Handler func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error
+
+// Target performs an event's work outside any transaction: forwarding it,
+// running a command, calling another service. nil means done.
+type Target interface {
+	Deliver(ctx context.Context, ev *hookbox.Event) error
+}
+
+// TargetFunc adapts a function to Target.
+type TargetFunc func(ctx context.Context, ev *hookbox.Event) error
+
+// Deliver calls f.
+func (f TargetFunc) Deliver(ctx context.Context, ev *hookbox.Event) error { return f(ctx, ev) }
+
+// Options tune a Pool. The zero value is usable.
+type Options struct {
+	// Name identifies this process in lease owners (default host-pid).
+	Name string
+	// BatchSize is the most events claimed at once (default 256).
+	BatchSize int
+	// Concurrency is the most Target deliveries in flight (default 32).
+	Concurrency int
+	// TxBudget is how long one transaction of Go handlers may keep starting
+	// new handlers before it commits (default 50ms). On SQLite the
+	// transaction holds the only write lock, so this bounds how long ingest
+	// waits behind handlers.
+	TxBudget time.Duration
+	// PollInterval is the fallback when no wake-up arrives (default 1s).
+	PollInterval time.Duration
+	// Logger receives one line per failed attempt (default: discard).
+	Logger *slog.Logger
+	// OnAttempt, if set, is called after each attempt is recorded.
+	OnAttempt func(ev *hookbox.Event, o hookbox.Outcome, err error)
+}
+
+// route is what runs a source's events.
+type route struct {
+	policy   Policy
+	handlers map[string]Handler // by event type; "" matches any
+	target   Target
+}
+
+// Pool runs the work for events of the sources routed to it.
+type Pool struct {
+	q    hookbox.Queue
+	opts Options
+	log  *slog.Logger
+
+	mu     sync.Mutex
+	routes map[string]*route
+
+	wake    chan struct{}
+	seq     atomic.Int64
+	id      string
+	cancel  context.CancelFunc // stops claiming
+	abort   context.CancelFunc // cancels running work
+	wg      sync.WaitGroup
+	finish  *groupcommit.Committer[hookbox.Outcome, error]
+	leases  leaseSet
+	slots   chan struct{}
+	started bool
+
+	longestLease time.Duration // what extendLoop extends by
+
+}
+
+// New returns a Pool over q. Register work with Handle and Route, then Start.
+func New(q hookbox.Queue, opts Options) *Pool {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 256
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 32
+	}
+	if opts.TxBudget <= 0 {
+		opts.TxBudget = 50 * time.Millisecond
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Name == "" {
+		host, _ := os.Hostname()
+		opts.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	return &Pool{
+		q:      q,
+		opts:   opts,
+		log:    opts.Logger,
+		routes: map[string]*route{},
+		wake:   make(chan struct{}, 1),
+		id:     opts.Name + "-" + hex.EncodeToString(rnd[:]),
+		leases: leaseSet{m: map[int64]string{}},
+		slots:  make(chan struct{}, opts.Concurrency),
+	}
+}
+
+func (p *Pool) route(source string) *route {
+	r, ok := p.routes[source]
+	if !ok {
+		r = &route{policy: DefaultPolicy, handlers: map[string]Handler{}}
+		p.routes[source] = r
+	}
+	return r
+}
+
+// Handle registers h for events of source with the given type ("" for any
+// type without a handler of its own). A source has Go handlers or a Target,
+// not both. Events of a handled source whose type has no handler are marked
+// done without work.
+func (p *Pool) Handle(source, eventType string, h Handler) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.route(source)
+	if r.target != nil {
+		panic(fmt.Sprintf("worker: source %q already has a target", source))
+	}
+	r.handlers[eventType] = h
+}
+
+// Route sends every event of source to t.
+func (p *Pool) Route(source string, t Target) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.route(source)
+	if len(r.handlers) > 0 {
+		panic(fmt.Sprintf("worker: source %q already has Go handlers", source))
+	}
+	r.target = t
+}
+
+// SetPolicy sets the retry policy of source; zero fields take defaults.
+func (p *Pool) SetPolicy(source string, pol Policy) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.route(source).policy = pol.withDefaults()
+}
+
+// Notify wakes the pool to claim now; call it after new events commit.
+func (p *Pool) Notify() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start begins claiming. Handle and Route must not be called after it.
+func (p *Pool) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return errors.New("worker: pool already started")
+	}
+	p.started = true
+	runCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	claimCtx, cancel := context.WithCancel(ctx)
+	p.cancel, p.abort = cancel, abort
+	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
+
+	var txSources, targetSources, strict []string
+	p.longestLease = p.lease(DefaultPolicy)
+	for name, r := range p.routes {
+		p.longestLease = max(p.longestLease, p.lease(r.policy))
+		switch {
+		case r.policy.Strict:
+			strict = append(strict, name)
+		case r.target != nil:
+			targetSources = append(targetSources, name)
+		default:
+			txSources = append(txSources, name)
+		}
+	}
+	p.wg.Add(2)
+	go func() { defer p.wg.Done(); p.claimLoop(claimCtx, runCtx, txSources, targetSources, strict) }()
+	go func() { defer p.wg.Done(); p.extendLoop(claimCtx) }()
+	return nil
+}
+
+// Stop stops claiming, lets running work finish until ctx ends, then
+// cancels it; cancelled attempts release their events for a prompt retry.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if !started {
+		return nil
+	}
+	p.cancel()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		p.abort()
+		<-done
+		err = ctx.Err()
+	}
+	p.abort()
+	p.finish.Close()
+	return err
+}
+
+func (p *Pool) owner() string { return fmt.Sprintf("%s-%d", p.id, p.seq.Add(1)) }
+
+// lease is how long claimed events stay ours without extension.
+func (p *Pool) lease(pol Policy) time.Duration { return pol.Timeout + 30*time.Second }
+
+// claimLoop claims and dispatches until claimCtx ends.
+func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, targetSources, strict []string) {
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for claimCtx.Err() == nil {
+		busy := false
+		if len(txSources) > 0 {
+			n, err := p.runTx(claimCtx, runCtx, txSources, false)
+			busy = busy || n == p.opts.BatchSize
+			p.logErr("claim and run handlers", err)
+		}
+		if len(targetSources) > 0 {
+			free := p.opts.Concurrency - len(p.slots)
+			if free > 0 {
+				n, err := p.runTargets(claimCtx, runCtx, &inflight, targetSources, false, min(free, p.opts.BatchSize))
+				busy = busy || n == min(free, p.opts.BatchSize)
+				p.logErr("claim for targets", err)
+			}
+		}
+		for _, src := range strict {
+			p.mu.Lock()
+			isTarget := p.routes[src].target != nil
+			p.mu.Unlock()
+			var err error
+			if isTarget {
+				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1)
+			} else {
+				_, err = p.runTx(claimCtx, runCtx, []string{src}, true)
+			}
+			p.logErr("strict claim", err)
+		}
+		if busy {
+			continue
+		}
+		poll.Reset(p.opts.PollInterval)
+		select {
+		case <-claimCtx.Done():
+		case <-p.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+func (p *Pool) logErr(what string, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		p.log.Error("worker: "+what, "err", err)
+	}
+}
+
+func (p *Pool) policy(source string) Policy {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r, ok := p.routes[source]; ok {
+		return r.policy
+	}
+	return DefaultPolicy
+}
+
+func (p *Pool) maxTimeout(sources []string) Policy {
+	pol := p.policy(sources[0])
+	for _, s := range sources[1:] {
+		if t := p.policy(s).Timeout; t > pol.Timeout {
+			pol.Timeout = t
+		}
+	}
+	return pol
+}
+
+// runTx claims a batch for Go handlers and works it in transactions of at
+// most TxBudget each. It returns how many events it claimed.
+func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (int, error) {
+	limit := p.opts.BatchSize
+	if strict {
+		limit = 1
+	}
+	evs, err := p.q.Claim(claimCtx, hookbox.ClaimParams{
+		Owner: p.owner(), Limit: limit, Lease: p.lease(p.maxTimeout(sources)), Sources: sources, Strict: strict,
+	})
+	if err != nil || len(evs) == 0 {
+		return 0, err
+	}
+	p.leases.add(evs)
+	defer p.leases.remove(evs)
+	rest := evs
+	for len(rest) > 0 {
+		deadline := time.Now().Add(p.opts.TxBudget)
+		outs, errs, err := p.q.Work(runCtx, rest, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+			if time.Now().After(deadline) {
+				return hookbox.Outcome{} // not run: left for the next transaction
+			}
+			return p.runHandler(ctx, tx, ev)
+		})
+		if err != nil {
+			// Nothing was applied; the leases end and the events are
+			// claimed again.
+			return len(evs), err
+		}
+		var next []hookbox.Event
+		for i, o := range outs {
+			if o.Status == "" && errs[i] == nil {
+				next = append(next, rest[i])
+				continue
+			}
+			p.report(&rest[i], o, errs[i])
+		}
+		rest = next
+	}
+	return len(evs), nil
+}
+
+// runHandler runs the handler for ev and turns its result into an outcome.
+func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	p.mu.Lock()
+	r := p.routes[ev.Source]
+	h := r.handlers[ev.EventType]
+	if h == nil {
+		h = r.handlers[""]
+	}
+	pol := r.policy
+	p.mu.Unlock()
+	start := time.Now()
+	var err error
+	if h != nil {
+		ctx, cancel := context.WithTimeout(ctx, pol.Timeout)
+		err = call(func() error { return h(ctx, tx, ev) })
+		cancel()
+	}
+	return p.outcome(ev, pol, start, err)
+}
+
+// call runs fn, turning a panic into an error.
+func call(fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn()
+}
+
+// maxErrorText bounds the error text stored per attempt.
+const maxErrorText = 2048
+
+// outcome turns an attempt's result into the transition to record.
+func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error) hookbox.Outcome {
+	now := time.Now()
+	o := hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, StartedAt: start, FinishedAt: now}
+	switch {
+	case err == nil:
+		o.Status = hookbox.StatusDone
+	case IsPermanent(err) || ev.Attempts >= pol.MaxAttempts:
+		o.Status = hookbox.StatusDead
+	default:
+		o.Status = hookbox.StatusPending
+		o.RetryAt = now.Add(pol.retryDelay(ev.Attempts, err))
+	}
+	if err != nil {
+		o.Error = truncate(err.Error(), maxErrorText)
+	}
+	return o
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// runTargets claims up to limit events for targets and starts each in its
+// own goroutine. It returns how many it claimed.
+func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, sources []string, strict bool, limit int) (int, error) {
+	evs, err := p.q.Claim(claimCtx, hookbox.ClaimParams{
+		Owner: p.owner(), Limit: limit, Lease: p.lease(p.maxTimeout(sources)), Sources: sources, Strict: strict,
+	})
+	if err != nil || len(evs) == 0 {
+		return 0, err
+	}
+	p.leases.add(evs)
+	for i := range evs {
+		ev := &evs[i]
+		p.slots <- struct{}{}
+		inflight.Add(1)
+		go func() {
+			defer inflight.Done()
+			defer func() { <-p.slots; p.Notify() }()
+			defer p.leases.remove([]hookbox.Event{*ev})
+			p.deliver(runCtx, ev)
+		}()
+	}
+	return len(evs), nil
+}
+
+// deliver runs ev's target and records the outcome.
+func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) {
+	p.mu.Lock()
+	r := p.routes[ev.Source]
+	p.mu.Unlock()
+	start := time.Now()
+	attemptCtx, cancel := context.WithTimeout(ctx, r.policy.Timeout)
+	err := call(func() error { return r.target.Deliver(attemptCtx, ev) })
+	cancel()
+	o := p.outcome(ev, r.policy, start, err)
+	if ctx.Err() != nil && err != nil {
+		// Shutdown cancelled the attempt: release the event for a prompt
+		// retry by the next process.
+		o.Status, o.RetryAt = hookbox.StatusPending, time.Now()
+		o.Error = "cancelled by shutdown: " + o.Error
+	}
+	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
+	if err != nil {
+		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)
+		return
+	}
+	p.report(ev, o, ferr)
+}
+
+// finishBatch writes outcomes of concurrent targets in one transaction.
+func (p *Pool) finishBatch(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	return p.q.Finish(ctx, outs)
+}
+
+// report logs and counts a recorded attempt.
+func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
+	switch {
+	case errors.Is(err, hookbox.ErrLeaseLost):
+		p.log.Warn("attempt refused: lease lost", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt)
+	case o.Status == hookbox.StatusDead:
+		p.log.Error("event dead", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error)
+	case o.Status == hookbox.StatusPending:
+		p.log.Warn("attempt failed", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt,
+			"retry_in", time.Until(o.RetryAt).Round(time.Millisecond), "err", o.Error)
+	}
+	if p.opts.OnAttempt != nil {
+		p.opts.OnAttempt(ev, o, err)
+	}
+}
+
+// extendLoop keeps the leases of running work alive.
+func (p *Pool) extendLoop(ctx context.Context) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		until := time.Now().Add(p.longestLease)
+		for owner, ids := range p.leases.byOwner() {
+			if err := p.q.ExtendLeases(ctx, owner, ids, until); err != nil {
+				p.logErr("extend leases", err)
+			}
+		}
+	}
+}
+
+// leaseSet tracks the events this pool is working, by lease owner.
+type leaseSet struct {
+	mu sync.Mutex
+	m  map[int64]string
+}
+
+func (l *leaseSet) add(evs []hookbox.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range evs {
+		l.m[e.ID] = e.LeaseOwner
+	}
+}
+
+func (l *leaseSet) remove(evs []hookbox.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range evs {
+		delete(l.m, e.ID)
+	}
+}
+
+func (l *leaseSet) byOwner() map[string][]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]int64{}
+	for id, owner := range l.m {
+		out[owner] = append(out[owner], id)
+	}
+	return out
+}
