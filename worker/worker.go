@@ -338,10 +338,12 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	rest := evs
 	for len(rest) > 0 {
 		deadline := time.Now().Add(p.opts.TxBudget)
+		ran := 0
 		outs, errs, err := p.q.Work(runCtx, rest, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
-			if time.Now().After(deadline) {
+			if ran > 0 && time.Now().After(deadline) {
 				return hookbox.Outcome{} // not run: left for the next transaction
 			}
+			ran++
 			return p.runHandler(ctx, tx, ev)
 		})
 		if err != nil {

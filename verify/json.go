@@ -1,0 +1,352 @@
+package verify
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// This file holds a small single-pass JSON scanner that validates a whole
+// document and picks the raw values of up to two top-level keys of an
+// object. It exists because the id and the event type are needed on every
+// request, and encoding/json scans the document twice and reflects; this
+// runs in one pass without allocating. FuzzJSONFields checks it against
+// encoding/json: on every input it must agree with decoding into
+// map[string]json.RawMessage (exact key match, the last duplicate wins,
+// escaped keys are unescaped, invalid JSON is rejected).
+
+// maxJSONDepth matches encoding/json's nesting limit.
+const maxJSONDepth = 10000
+
+// jsonFields scans body, which must be one JSON object, and returns the raw
+// values of the top-level keys a and b (the last occurrence wins). An empty
+// key name is not looked for. ok is false when body is not valid JSON or
+// not an object; the values are nil when the key is absent.
+func jsonFields(body []byte, a, b string) (va, vb []byte, ok bool) {
+	s := jsonScanner{data: body}
+	s.skipSpace()
+	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
+		return nil, nil, false
+	}
+	s.pos++
+	s.skipSpace()
+	if s.pos < len(s.data) && s.data[s.pos] == '}' {
+		s.pos++
+	} else {
+		for {
+			if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+				return nil, nil, false
+			}
+			kStart := s.pos
+			escaped, good := s.skipString()
+			if !good {
+				return nil, nil, false
+			}
+			key := s.data[kStart:s.pos]
+			s.skipSpace()
+			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+				return nil, nil, false
+			}
+			s.pos++
+			s.skipSpace()
+			vStart := s.pos
+			if !s.skipValue(2) {
+				return nil, nil, false
+			}
+			val := s.data[vStart:s.pos]
+			if a != "" && keyEquals(key, escaped, a) {
+				va = val
+			}
+			if b != "" && keyEquals(key, escaped, b) {
+				vb = val
+			}
+			s.skipSpace()
+			if s.pos >= len(s.data) {
+				return nil, nil, false
+			}
+			c := s.data[s.pos]
+			s.pos++
+			if c == '}' {
+				break
+			}
+			if c != ',' {
+				return nil, nil, false
+			}
+			s.skipSpace()
+		}
+	}
+	s.skipSpace()
+	if s.pos != len(s.data) {
+		return nil, nil, false
+	}
+	return va, vb, true
+}
+
+// keyEquals reports whether the raw JSON string token tok (quotes included)
+// decodes to name. Without escapes the token's bytes are the key, unless they
+// are invalid UTF-8, which decoding replaces with U+FFFD.
+func keyEquals(tok []byte, escaped bool, name string) bool {
+	if !escaped {
+		inner := tok[1 : len(tok)-1]
+		if string(inner) == name {
+			return utf8.ValidString(name)
+		}
+		if utf8.Valid(inner) {
+			return false
+		}
+	}
+	var k string
+	if json.Unmarshal(tok, &k) != nil {
+		return false
+	}
+	return k == name
+}
+
+// jsonString decodes a raw value that is a JSON string; ok is false for any
+// other kind of value.
+func jsonString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if !containsBackslash(inner) && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var v string
+	if json.Unmarshal(raw, &v) != nil {
+		return "", false
+	}
+	return v, true
+}
+
+func containsBackslash(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonScalarText returns the text of a raw string value (decoded) or number
+// value (its literal text); ok is false for objects, arrays, booleans and
+// null.
+func jsonScalarText(raw []byte) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	if c := raw[0]; c == '-' || (c >= '0' && c <= '9') {
+		return string(raw), true
+	}
+	return jsonString(raw)
+}
+
+type jsonScanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *jsonScanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// skipValue skips one value starting at s.pos (no leading space). depth is
+// the nesting depth a container starting here would have.
+func (s *jsonScanner) skipValue(depth int) bool {
+	if s.pos >= len(s.data) {
+		return false
+	}
+	switch c := s.data[s.pos]; {
+	case c == '"':
+		_, ok := s.skipString()
+		return ok
+	case c == '{':
+		if depth > maxJSONDepth {
+			return false
+		}
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == '}' {
+			s.pos++
+			return true
+		}
+		for {
+			if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+				return false
+			}
+			if _, ok := s.skipString(); !ok {
+				return false
+			}
+			s.skipSpace()
+			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+				return false
+			}
+			s.pos++
+			s.skipSpace()
+			if !s.skipValue(depth + 1) {
+				return false
+			}
+			s.skipSpace()
+			if s.pos >= len(s.data) {
+				return false
+			}
+			c := s.data[s.pos]
+			s.pos++
+			if c == '}' {
+				return true
+			}
+			if c != ',' {
+				return false
+			}
+			s.skipSpace()
+		}
+	case c == '[':
+		if depth > maxJSONDepth {
+			return false
+		}
+		s.pos++
+		s.skipSpace()
+		if s.pos < len(s.data) && s.data[s.pos] == ']' {
+			s.pos++
+			return true
+		}
+		for {
+			if !s.skipValue(depth + 1) {
+				return false
+			}
+			s.skipSpace()
+			if s.pos >= len(s.data) {
+				return false
+			}
+			c := s.data[s.pos]
+			s.pos++
+			if c == ']' {
+				return true
+			}
+			if c != ',' {
+				return false
+			}
+			s.skipSpace()
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		return s.skipNumber()
+	case c == 't':
+		return s.skipLiteral("true")
+	case c == 'f':
+		return s.skipLiteral("false")
+	case c == 'n':
+		return s.skipLiteral("null")
+	}
+	return false
+}
+
+func (s *jsonScanner) skipLiteral(lit string) bool {
+	if len(s.data)-s.pos < len(lit) || string(s.data[s.pos:s.pos+len(lit)]) != lit {
+		return false
+	}
+	s.pos += len(lit)
+	return true
+}
+
+// strPlain marks the bytes that a string scan can pass over without
+// looking closer: everything but control characters, '"' and '\\'.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// skipString skips a string token starting at the opening quote. escaped
+// reports that the token holds at least one escape sequence.
+func (s *jsonScanner) skipString() (escaped, ok bool) {
+	d, i := s.data, s.pos+1
+	for {
+		for i < len(d) && strPlain[d[i]] {
+			i++
+		}
+		if i >= len(d) {
+			return false, false
+		}
+		switch d[i] {
+		case '"':
+			s.pos = i + 1
+			return escaped, true
+		case '\\':
+			escaped = true
+			if i+1 >= len(d) {
+				return false, false
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(d) {
+					return false, false
+				}
+				for _, h := range d[i+2 : i+6] {
+					if !isHex(h) {
+						return false, false
+					}
+				}
+				i += 6
+			default:
+				return false, false
+			}
+		default: // a control character
+			return false, false
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func (s *jsonScanner) skipNumber() bool {
+	d, i := s.data, s.pos
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		n := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == n {
+			return false
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		n := i
+		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+			i++
+		}
+		if i == n {
+			return false
+		}
+	}
+	s.pos = i
+	return true
+}

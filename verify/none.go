@@ -1,0 +1,122 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// noneVerifier checks no signature; it only extracts the delivery id. Use it
+// for trusted networks and tests.
+type noneVerifier struct {
+	ids idSpec
+}
+
+func newNone(cfg Config) (*noneVerifier, error) {
+	ids, err := newIDSpec(SchemeNone, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &noneVerifier{ids: ids}, nil
+}
+
+// Verify implements Verifier.
+func (v *noneVerifier) Verify(r Request) (Result, error) {
+	return v.ids.extract(r)
+}
+
+func (v *noneVerifier) sign(_ []byte, deliveryID string, _ time.Time) (http.Header, error) {
+	h := make(http.Header, 1)
+	if err := v.ids.sign(h, deliveryID); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// idSpec says where the hmac and none schemes find the delivery id and the
+// event type: a header, a top-level JSON field, or, for the id, the body
+// hash when neither is configured.
+type idSpec struct {
+	scheme                 string
+	idHeader, typeHeader   string // canonical keys, "" when unset
+	idField, typeField     string // "" when unset
+	errIDHeader, errIDBody error
+	errIDField             error
+}
+
+func newIDSpec(scheme string, cfg Config) (idSpec, error) {
+	s := idSpec{scheme: scheme, idField: cfg.IDField, typeField: cfg.TypeField}
+	if cfg.IDHeader != "" && cfg.IDField != "" {
+		return idSpec{}, errors.New("id_header, id_field: set at most one")
+	}
+	if cfg.TypeHeader != "" && cfg.TypeField != "" {
+		return idSpec{}, errors.New("type_header, type_field: set at most one")
+	}
+	if cfg.IDHeader != "" {
+		if !validHeaderName(cfg.IDHeader) {
+			return idSpec{}, errors.New("id_header: not a valid header name")
+		}
+		s.idHeader = http.CanonicalHeaderKey(cfg.IDHeader)
+		s.errIDHeader = malformed(scheme + ": missing " + cfg.IDHeader + " header (id_header)")
+	}
+	if cfg.TypeHeader != "" {
+		if !validHeaderName(cfg.TypeHeader) {
+			return idSpec{}, errors.New("type_header: not a valid header name")
+		}
+		s.typeHeader = http.CanonicalHeaderKey(cfg.TypeHeader)
+	}
+	if cfg.IDField != "" {
+		s.errIDBody = malformed(scheme + ": body is not a JSON object (id_field)")
+		s.errIDField = malformed(fmt.Sprintf("%s: body has no string or number field %q (id_field)", scheme, cfg.IDField))
+	}
+	return s, nil
+}
+
+// extract finds the delivery id and event type of r.
+func (s *idSpec) extract(r Request) (Result, error) {
+	var res Result
+	if s.idHeader != "" {
+		id, _ := headerValue(r.Header, s.idHeader)
+		if id == "" {
+			return Result{}, s.errIDHeader
+		}
+		res.DeliveryID = id
+	}
+	if s.typeHeader != "" {
+		res.EventType, _ = headerValue(r.Header, s.typeHeader)
+	}
+	if s.idField != "" || s.typeField != "" {
+		idRaw, typeRaw, ok := jsonFields(r.Body, s.idField, s.typeField)
+		if s.idField != "" {
+			if !ok {
+				return Result{}, s.errIDBody
+			}
+			id, _ := jsonScalarText(idRaw)
+			if id == "" {
+				return Result{}, s.errIDField
+			}
+			res.DeliveryID = id
+		}
+		if s.typeField != "" && ok {
+			res.EventType, _ = jsonString(typeRaw)
+		}
+	}
+	if s.idHeader == "" && s.idField == "" {
+		res.DeliveryID = bodyHash(r.Body)
+		res.IDIsHash = true
+	}
+	return res, nil
+}
+
+// sign sets the id header, when one is configured, for Sign.
+func (s *idSpec) sign(h http.Header, deliveryID string) error {
+	if s.idHeader == "" {
+		return nil
+	}
+	if err := checkSignID(s.scheme, deliveryID); err != nil {
+		return err
+	}
+	h.Set(s.idHeader, deliveryID)
+	return nil
+}

@@ -1,0 +1,375 @@
+// Package verify checks the signature of an incoming webhook delivery and
+// extracts the sender's stable delivery id and event type.
+//
+// One Verifier serves one configured source and one signature scheme:
+// "standard-webhooks" (also Svix, Clerk, Resend, Polar, GitLab signing
+// tokens), "stripe", "github", the configurable "hmac" scheme, and "none".
+// New validates a Config once; Verify then runs per request and is safe for
+// concurrent use.
+//
+// The guarantees the rest of hookbox relies on:
+//
+//   - Signatures are verified over the raw body bytes exactly as received;
+//     the body is never re-encoded.
+//   - Every signature comparison is constant-time (crypto/hmac.Equal) on the
+//     decoded signature bytes.
+//   - Any of the configured secrets may match (rotation), and any of the
+//     signatures a header carries may match.
+//   - Where a scheme signs a timestamp (standard-webhooks, stripe), it must lie
+//     within the configured tolerance of the current time in both directions:
+//     deliveries that are too old and deliveries from too far in the future
+//     are both rejected.
+//   - Errors never contain a secret, a key derived from one, or the expected
+//     or computed signature. Every error returned by Verify wraps exactly one
+//     of ErrUnauthorized (answer 401) or ErrMalformed (answer 400).
+//   - The signature is checked before anything else about the delivery is
+//     judged, so an unauthenticated request always gets ErrUnauthorized.
+package verify
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Scheme names accepted in Config.Scheme.
+const (
+	SchemeStandardWebhooks = "standard-webhooks"
+	SchemeStripe           = "stripe"
+	SchemeGitHub           = "github"
+	SchemeHMAC             = "hmac"
+	SchemeNone             = "none"
+)
+
+// DefaultTolerance is the signed-timestamp window used when
+// Config.Tolerance is zero.
+const DefaultTolerance = 5 * time.Minute
+
+// Request is what a verifier sees of one delivery.
+type Request struct {
+	Header http.Header // the request headers as received
+	Body   []byte      // the raw body, exactly as received
+	Now    time.Time   // the time to check signed timestamps against; zero means time.Now()
+}
+
+// Result is what a verified delivery yields.
+type Result struct {
+	DeliveryID string // stable id across retries; hex SHA-256 of Body when the source has none
+	IDIsHash   bool   // DeliveryID is the body hash
+	EventType  string // "" when unknown
+}
+
+// Verifier checks one scheme's signature and extracts the delivery id.
+// Implementations returned by New are safe for concurrent use.
+type Verifier interface {
+	// Verify authenticates r and returns its delivery id and event type.
+	// A non-nil error wraps ErrUnauthorized or ErrMalformed.
+	Verify(r Request) (Result, error)
+}
+
+// Config configures one source's verifier (fields mirror the YAML source
+// keys). Tolerance applies to the schemes that sign a timestamp
+// (standard-webhooks, stripe) and is ignored by the others. New rejects keys
+// that the chosen scheme does not use, and secrets for the none scheme.
+type Config struct {
+	Scheme    string        // "standard-webhooks", "stripe", "github", "hmac", "none"
+	Secrets   []string      // one or more, any may match (rotation)
+	Tolerance time.Duration // signed-timestamp window, both directions; 0 => 5m
+
+	// hmac scheme only:
+	Header    string // signature header name (required for hmac)
+	Prefix    string // e.g. "sha256=", default ""
+	Encoding  string // "hex" (default) | "base64"
+	Algorithm string // "sha256" (default) | "sha1" | "sha512"
+
+	// hmac and none:
+	IDHeader   string // header holding the delivery id
+	IDField    string // top-level JSON field holding the delivery id
+	TypeHeader string // optional header holding the event type
+	TypeField  string // optional top-level JSON field holding the event type
+}
+
+// ErrUnauthorized means the delivery is not authenticated: the signature is
+// missing, unparseable or matches no secret, or the signed timestamp lies
+// outside the tolerance. Answer HTTP 401.
+var ErrUnauthorized = errors.New("verify: unauthorized")
+
+// ErrMalformed means the delivery is authenticated (or needs no signature)
+// but its delivery id cannot be found: a stripe body that is not JSON or has
+// no "id", or a configured id header or field that is missing. Answer HTTP 400.
+var ErrMalformed = errors.New("verify: malformed delivery")
+
+// verifyError carries a short human reason and wraps one of the sentinels.
+// The reason is fixed when the verifier is built and never holds secrets or
+// signatures; the common ones are preallocated so that rejecting a forged
+// request costs no allocation.
+type verifyError struct {
+	kind   error
+	reason string
+}
+
+func (e *verifyError) Error() string { return e.reason }
+func (e *verifyError) Unwrap() error { return e.kind }
+
+func unauthorized(reason string) error { return &verifyError{ErrUnauthorized, reason} }
+func malformed(reason string) error    { return &verifyError{ErrMalformed, reason} }
+
+// New validates cfg and returns the Verifier for its scheme. Errors name the
+// offending key (for example `hmac: header is required` or
+// `encoding: must be hex or base64`) and never include secret values.
+func New(cfg Config) (Verifier, error) {
+	return build(cfg)
+}
+
+// signer is implemented by every verifier New builds; Sign uses it.
+type signer interface {
+	Verifier
+	sign(body []byte, deliveryID string, now time.Time) (http.Header, error)
+}
+
+func build(cfg Config) (signer, error) {
+	if cfg.Tolerance < 0 {
+		return nil, errors.New("tolerance: must not be negative")
+	}
+	if cfg.Tolerance == 0 {
+		cfg.Tolerance = DefaultTolerance
+	}
+	switch cfg.Scheme {
+	case SchemeStandardWebhooks, SchemeStripe, SchemeGitHub, SchemeHMAC:
+		if err := checkSecrets(cfg.Secrets); err != nil {
+			return nil, err
+		}
+	case SchemeNone:
+		if len(cfg.Secrets) > 0 {
+			return nil, errors.New("secrets: not used by the none scheme (no signature is checked)")
+		}
+	case "":
+		return nil, errors.New("scheme: is required (standard-webhooks, stripe, github, hmac or none)")
+	default:
+		return nil, fmt.Errorf("scheme: unknown scheme %q (want standard-webhooks, stripe, github, hmac or none)", cfg.Scheme)
+	}
+	if cfg.Scheme != SchemeHMAC {
+		for _, f := range []struct{ key, val string }{
+			{"header", cfg.Header}, {"prefix", cfg.Prefix},
+			{"encoding", cfg.Encoding}, {"algorithm", cfg.Algorithm},
+		} {
+			if f.val != "" {
+				return nil, fmt.Errorf("%s: only used by the hmac scheme", f.key)
+			}
+		}
+	}
+	if cfg.Scheme != SchemeHMAC && cfg.Scheme != SchemeNone {
+		for _, f := range []struct{ key, val string }{
+			{"id_header", cfg.IDHeader}, {"id_field", cfg.IDField},
+			{"type_header", cfg.TypeHeader}, {"type_field", cfg.TypeField},
+		} {
+			if f.val != "" {
+				return nil, fmt.Errorf("%s: only used by the hmac and none schemes", f.key)
+			}
+		}
+	}
+
+	// Each constructor returns a concrete pointer; never let a nil one
+	// become a non-nil interface next to an error.
+	var (
+		v   signer
+		err error
+	)
+	switch cfg.Scheme {
+	case SchemeStandardWebhooks:
+		var sw *standardWebhooks
+		if sw, err = newStandardWebhooks(cfg); err == nil {
+			v = sw
+		}
+	case SchemeStripe:
+		v = newStripe(cfg)
+	case SchemeGitHub:
+		v = newGitHub(cfg)
+	case SchemeHMAC:
+		var h *hmacVerifier
+		if h, err = newHMAC(cfg); err == nil {
+			v = h
+		}
+	default:
+		var n *noneVerifier
+		if n, err = newNone(cfg); err == nil {
+			v = n
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func checkSecrets(secrets []string) error {
+	if len(secrets) == 0 {
+		return errors.New("secrets: at least one secret is required")
+	}
+	for i, s := range secrets {
+		if s == "" {
+			return fmt.Errorf("secrets[%d]: must not be empty", i)
+		}
+	}
+	return nil
+}
+
+// Sign produces the headers a provider would send for body (used by
+// `hookbox send`, benchmarks and tests). deliveryID is used where the scheme
+// carries it in a header (standard-webhooks webhook-id, github
+// X-GitHub-Delivery, hmac and none IDHeader); for stripe, and for an id taken
+// from a JSON field, the id lives in the body and deliveryID is ignored. Sign
+// uses Secrets[0]; a zero now means time.Now(). Only signature and id headers
+// are set, never Content-Type.
+func Sign(cfg Config, body []byte, deliveryID string, now time.Time) (http.Header, error) {
+	v, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	return v.sign(body, deliveryID, now)
+}
+
+// macKey computes HMACs under one key. The keyed hash states are pooled so
+// that a verification allocates nothing: hmac.New does several allocations
+// and derives the inner and outer pads, whereas Reset on a used state only
+// restores them.
+type macKey struct {
+	pool sync.Pool
+}
+
+type macState struct {
+	h   hash.Hash
+	sum [64]byte // room for the largest digest (SHA-512)
+	buf []byte   // scratch for the signed prefix (id, timestamp, separators)
+}
+
+func newMACKey(newHash func() hash.Hash, key []byte) *macKey {
+	key = append([]byte(nil), key...)
+	k := &macKey{}
+	k.pool.New = func() any {
+		return &macState{h: hmac.New(newHash, key), buf: make([]byte, 0, 128)}
+	}
+	return k
+}
+
+func (k *macKey) get() *macState {
+	s := k.pool.Get().(*macState)
+	s.h.Reset()
+	s.buf = s.buf[:0]
+	return s
+}
+
+func (k *macKey) put(s *macState) {
+	if cap(s.buf) > 4096 { // do not keep a huge scratch buffer alive
+		s.buf = make([]byte, 0, 128)
+	}
+	k.pool.Put(s)
+}
+
+// mac writes prefix then body and returns the MAC, which aliases s.sum.
+func (s *macState) mac(prefix, body []byte) []byte {
+	if len(prefix) > 0 {
+		s.h.Write(prefix)
+	}
+	s.h.Write(body)
+	return s.h.Sum(s.sum[:0])
+}
+
+// Header helpers. Keys are canonicalised once, when the verifier is built;
+// the request's header map is then indexed directly.
+
+func headerValue(h http.Header, canonicalKey string) (string, bool) {
+	vs := h[canonicalKey]
+	if len(vs) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(vs[0]), true
+}
+
+// bodyHash returns the hex SHA-256 of body.
+func bodyHash(body []byte) string {
+	sum := sha256.Sum256(body)
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
+}
+
+func nowOr(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Now()
+	}
+	return t
+}
+
+// parseUnix parses a unix timestamp in seconds: ASCII digits only, no sign,
+// at most 18 digits so that it fits an int64 with room to spare.
+func parseUnix(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// withinTolerance reports whether the unix time ts lies within tol of now,
+// in either direction. time.Time.Sub saturates, so distant timestamps
+// cannot overflow into the window.
+func withinTolerance(ts int64, now time.Time, tol time.Duration) bool {
+	d := now.Sub(time.Unix(ts, 0))
+	return d <= tol && d >= -tol
+}
+
+// isSpace reports whether c is optional whitespace in a header value.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// checkSignID checks a delivery id that Sign is to put in a header: it must
+// be non-empty and survive the trip through HTTP unchanged.
+func checkSignID(scheme, id string) error {
+	if id == "" {
+		return fmt.Errorf("%s: a delivery id is required to sign", scheme)
+	}
+	if strings.TrimSpace(id) != id {
+		return fmt.Errorf("%s: delivery id must not start or end with whitespace", scheme)
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%s: delivery id must not contain control characters", scheme)
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether name is an RFC 9110 token, as a header
+// field name must be.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

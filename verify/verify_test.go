@@ -1,0 +1,287 @@
+package verify
+
+import (
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestNewValidation(t *testing.T) {
+	const leaky = "whsec_SUPER-SECRET-VALUE!!"
+	cases := []struct {
+		name string
+		cfg  Config
+		want string // substring of the error; "" means valid
+	}{
+		{"standard-webhooks", Config{Scheme: "standard-webhooks", Secrets: []string{swSecretA}}, ""},
+		{"stripe", Config{Scheme: "stripe", Secrets: []string{stripeSecretA, stripeSecretB}, Tolerance: time.Minute}, ""},
+		{"github", Config{Scheme: "github", Secrets: []string{ghSecretA}}, ""},
+		{"hmac minimal", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig"}, ""},
+		{"hmac full", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", Prefix: "sha1=", Encoding: "base64", Algorithm: "sha1", IDField: "id", TypeHeader: "X-T"}, ""},
+		{"none", Config{Scheme: "none"}, ""},
+		{"none with id", Config{Scheme: "none", IDHeader: "X-Id", TypeField: "type"}, ""},
+		{"missing scheme", Config{Secrets: []string{"s"}}, "scheme: is required"},
+		{"unknown scheme", Config{Scheme: "svix", Secrets: []string{"s"}}, `scheme: unknown scheme "svix"`},
+		{"no secrets", Config{Scheme: "stripe"}, "secrets: at least one"},
+		{"empty secret", Config{Scheme: "github", Secrets: []string{"a", ""}}, "secrets[1]: must not be empty"},
+		{"bad whsec base64", Config{Scheme: "standard-webhooks", Secrets: []string{swSecretA, leaky}}, "secrets[1]: whsec_ secret is not valid base64"},
+		{"empty whsec key", Config{Scheme: "standard-webhooks", Secrets: []string{"whsec_"}}, "secrets[0]: whsec_ secret holds an empty key"},
+		{"none with secrets", Config{Scheme: "none", Secrets: []string{leaky}}, "secrets: not used by the none scheme"},
+		{"negative tolerance", Config{Scheme: "stripe", Secrets: []string{"s"}, Tolerance: -time.Second}, "tolerance: must not be negative"},
+		{"hmac without header", Config{Scheme: "hmac", Secrets: []string{"s"}}, "hmac: header is required"},
+		{"hmac bad header name", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X Sig"}, "header: not a valid header name"},
+		{"hmac bad encoding", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", Encoding: "base32"}, "encoding: must be hex or base64"},
+		{"hmac bad algorithm", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", Algorithm: "md5"}, "algorithm: must be sha256, sha1 or sha512"},
+		{"hmac prefix with space", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", Prefix: "v0= "}, "prefix: must not"},
+		{"hmac id header and field", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", IDHeader: "X-Id", IDField: "id"}, "id_header, id_field: set at most one"},
+		{"none type header and field", Config{Scheme: "none", TypeHeader: "X-T", TypeField: "t"}, "type_header, type_field: set at most one"},
+		{"none bad id header", Config{Scheme: "none", IDHeader: "X:Id"}, "id_header: not a valid header name"},
+		{"none bad type header", Config{Scheme: "none", TypeHeader: "X\nT"}, "type_header: not a valid header name"},
+		{"stripe with header", Config{Scheme: "stripe", Secrets: []string{"s"}, Header: "X-Sig"}, "header: only used by the hmac scheme"},
+		{"none with encoding", Config{Scheme: "none", Encoding: "hex"}, "encoding: only used by the hmac scheme"},
+		{"github with id_header", Config{Scheme: "github", Secrets: []string{"s"}, IDHeader: "X-Id"}, "id_header: only used by the hmac and none schemes"},
+		{"standard-webhooks with type_field", Config{Scheme: "standard-webhooks", Secrets: []string{swSecretA}, TypeField: "kind"}, "type_field: only used by"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := New(tc.cfg)
+			if tc.want == "" {
+				if err != nil || v == nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("New accepted %+v, want error %q", tc.cfg, tc.want)
+			}
+			if v != nil {
+				t.Fatalf("New returned a non-nil Verifier (%T) with its error", v)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New error %q, want it to contain %q", err, tc.want)
+			}
+			for _, s := range tc.cfg.Secrets {
+				if len(strings.TrimPrefix(s, "whsec_")) > 1 && strings.Contains(err.Error(), s) {
+					t.Fatalf("New error %q contains a secret", err)
+				}
+			}
+			if _, serr := Sign(tc.cfg, nil, "id", time.Time{}); serr == nil || serr.Error() != err.Error() {
+				t.Fatalf("Sign error %v, want the New error %v", serr, err)
+			}
+		})
+	}
+}
+
+// TestErrorsNeverLeak provokes every failure it can for every scheme and
+// checks that no error text carries a secret, a key, or the expected
+// signature in any encoding.
+func TestErrorsNeverLeak(t *testing.T) {
+	body := eventBody
+	const id = "msg_leak"
+	var forbidden []string
+	addMAC := func(mac []byte) {
+		forbidden = append(forbidden, hex.EncodeToString(mac), strings.ToUpper(hex.EncodeToString(mac)),
+			base64.StdEncoding.EncodeToString(mac), base64.RawStdEncoding.EncodeToString(mac),
+			hex.EncodeToString(mac)[:16], base64.StdEncoding.EncodeToString(mac)[:12])
+	}
+	for _, s := range []string{swSecretA, swSecretB, stripeSecretA, stripeSecretB, ghSecretA, ghSecretB, hmacSecretA, hmacSecretB} {
+		forbidden = append(forbidden, s, strings.TrimPrefix(s, "whsec_"))
+	}
+	forbidden = append(forbidden, string(swKeyA), string(swKeyB))
+	ts := testNow.Unix()
+	for _, k := range [][]byte{swKeyA, swKeyB} {
+		addMAC(mac256(k, []byte(fmt.Sprintf("%s.%d.%s", id, ts, body))))
+	}
+	for _, s := range []string{stripeSecretA, stripeSecretB} {
+		addMAC(mac256([]byte(s), []byte(fmt.Sprintf("%d.%s", ts, body))))
+	}
+	for _, s := range []string{ghSecretA, ghSecretB, hmacSecretA, hmacSecretB} {
+		addMAC(mac256([]byte(s), body))
+		addMAC(macWith(sha512.New, s, body))
+	}
+
+	wrongSW := libSW(t, swSecretB, false, id, testNow, []byte("other"))
+	wrongHex := hexMAC("nope", body)
+	verifiers := []struct {
+		cfg     Config
+		headers []http.Header
+	}{
+		{Config{Scheme: SchemeStandardWebhooks, Secrets: []string{swSecretA, swSecretB}}, []http.Header{
+			swHdr(id, testNow, wrongSW), swHdr(id, testNow, "v1,xyz"), swHdr(id, testNow.Add(time.Hour), wrongSW),
+			hdr("webhook-signature", wrongSW), hdr("webhook-id", id, "webhook-signature", wrongSW, "webhook-timestamp", "x"), {},
+		}},
+		{Config{Scheme: SchemeStripe, Secrets: []string{stripeSecretA, stripeSecretB}}, []http.Header{
+			stripeHdr(fmt.Sprintf("t=%d,v1=%s", ts, wrongHex)), stripeHdr("t=1,v1=" + wrongHex), stripeHdr("x"), stripeHdr("t=1"), {},
+		}},
+		{Config{Scheme: SchemeGitHub, Secrets: []string{ghSecretA, ghSecretB}}, []http.Header{
+			ghHdr("sha256="+wrongHex, "d", ""), ghHdr("sha256=zz", "d", ""), ghHdr("sha256="+hexMAC(ghSecretA, body), "", ""), {},
+		}},
+		{Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA, hmacSecretB}, Header: "X-Sig", Algorithm: "sha512", Encoding: "base64", IDField: "nope"}, []http.Header{
+			hdr("X-Sig", "AAAA"), hdr("X-Sig", base64.StdEncoding.EncodeToString(make([]byte, 64))),
+			hdr("X-Sig", base64.StdEncoding.EncodeToString(macWith(sha512.New, hmacSecretA, body))), {},
+		}},
+	}
+	n := 0
+	for _, tv := range verifiers {
+		v := mustNew(t, tv.cfg)
+		for _, h := range tv.headers {
+			for _, b := range [][]byte{body, []byte("not json"), nil} {
+				_, err := v.Verify(Request{Header: h, Body: b, Now: testNow})
+				if err == nil {
+					continue
+				}
+				n++
+				if !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrMalformed) {
+					t.Errorf("%s: error %q wraps no sentinel", tv.cfg.Scheme, err)
+				}
+				for _, f := range forbidden {
+					if strings.Contains(err.Error(), f) {
+						t.Errorf("%s: error %q leaks %q", tv.cfg.Scheme, err, f)
+					}
+				}
+			}
+		}
+	}
+	if n < 40 {
+		t.Fatalf("only %d failures provoked; the test lost its teeth", n)
+	}
+}
+
+func TestZeroNowMeansWallClock(t *testing.T) {
+	cfg := Config{Scheme: SchemeStripe, Secrets: []string{stripeSecretA}}
+	v := mustNew(t, cfg)
+	h := stripeHdr(libStripe(stripeSecretA, time.Now(), eventBody))
+	if _, err := v.Verify(Request{Header: h, Body: eventBody}); err != nil {
+		t.Fatalf("fresh signature with zero Now: %v", err)
+	}
+	h = stripeHdr(libStripe(stripeSecretA, testNow, eventBody))
+	if _, err := v.Verify(Request{Header: h, Body: eventBody}); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("2023 signature with zero Now: %v", err)
+	}
+}
+
+func TestWithinToleranceSaturates(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	for _, ts := range []int64{0, 999_999_999_999_999_999, 1_700_000_000 - 301, 1_700_000_000 + 301} {
+		if withinTolerance(ts, now, DefaultTolerance) {
+			t.Errorf("withinTolerance(%d) = true", ts)
+		}
+	}
+	for _, ts := range []int64{1_700_000_000, 1_700_000_000 - 300, 1_700_000_000 + 300} {
+		if !withinTolerance(ts, now, DefaultTolerance) {
+			t.Errorf("withinTolerance(%d) = false", ts)
+		}
+	}
+}
+
+// TestConcurrentVerify exercises the pooled MAC states from many goroutines
+// (meaningful under -race) and checks no state bleeds between requests.
+func TestConcurrentVerify(t *testing.T) {
+	cfg := Config{Scheme: SchemeStandardWebhooks, Secrets: []string{swSecretB, swSecretA}}
+	v := mustNew(t, cfg)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				id := fmt.Sprintf("msg_%d_%d", g, i)
+				body := []byte(fmt.Sprintf(`{"type":"t%d"}`, i))
+				h, err := Sign(Config{Scheme: SchemeStandardWebhooks, Secrets: []string{swSecretA}}, body, id, testNow)
+				if err != nil {
+					errs <- err
+					return
+				}
+				r, err := v.Verify(Request{Header: h, Body: body, Now: testNow})
+				if err != nil || r.DeliveryID != id {
+					errs <- fmt.Errorf("good %s: %+v %v", id, r, err)
+					return
+				}
+				if _, err := v.Verify(Request{Header: h, Body: append(body, ' '), Now: testNow}); err == nil {
+					errs <- fmt.Errorf("tampered %s accepted", id)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyAllocations guards the hot path: the pooled MAC states mean a
+// verification allocates only the strings it returns.
+func TestVerifyAllocations(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("allocation counts are meaningless under -race and skipped with -short")
+	}
+	for _, b := range benchSetups(t) {
+		allocs := testing.AllocsPerRun(200, func() {
+			if _, err := b.v.Verify(b.req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > float64(b.maxAllocs) {
+			t.Errorf("%s: %.0f allocations per Verify, want at most %d", b.name, allocs, b.maxAllocs)
+		}
+	}
+}
+
+func TestBodyHash(t *testing.T) {
+	sum := sha256.Sum256([]byte("abc"))
+	if got := bodyHash([]byte("abc")); got != hex.EncodeToString(sum[:]) {
+		t.Fatal(got)
+	}
+}
+
+// flipLastHex changes the last hex digit of s.
+func flipLastHex(s string) string {
+	b := []byte(s)
+	if b[len(b)-1] == '0' {
+		b[len(b)-1] = '1'
+	} else {
+		b[len(b)-1] = '0'
+	}
+	return string(b)
+}
+
+// TestNearMissSignatures checks that signatures differing from the right one
+// only in their last byte are refused, so the whole digest is compared.
+func TestNearMissSignatures(t *testing.T) {
+	body := eventBody
+	ts := fmt.Sprint(testNow.Unix())
+	swMAC := mac256(swKeyA, []byte("msg_1."+ts+"."+string(body)))
+	swMAC[31] ^= 0x80
+	stripeHex := flipLastHex(hexMAC(stripeSecretA, []byte(ts+"."+string(body))))
+	ghHex := flipLastHex(hexMAC(ghSecretA, body))
+	mac512 := macWith(sha512.New, hmacSecretA, body)
+	mac512[63] ^= 1
+	cases := []struct {
+		cfg Config
+		h   http.Header
+	}{
+		{Config{Scheme: SchemeStandardWebhooks, Secrets: []string{swSecretA}}, swHdr("msg_1", testNow, "v1,"+base64.StdEncoding.EncodeToString(swMAC))},
+		{Config{Scheme: SchemeStripe, Secrets: []string{stripeSecretA}}, stripeHdr("t=" + ts + ",v1=" + stripeHex)},
+		{Config{Scheme: SchemeGitHub, Secrets: []string{ghSecretA}}, ghHdr("sha256="+ghHex, "d", "")},
+		{Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Sig"}, hdr("X-Sig", flipLastHex(hexMAC(hmacSecretA, body)))},
+		{Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Sig", Algorithm: "sha512", Encoding: "base64"},
+			hdr("X-Sig", base64.StdEncoding.EncodeToString(mac512))},
+	}
+	for _, tc := range cases {
+		_, err := mustNew(t, tc.cfg).Verify(Request{Header: tc.h, Body: body, Now: testNow})
+		if !errors.Is(err, ErrUnauthorized) {
+			t.Errorf("%s %s: near-miss signature not refused: %v", tc.cfg.Scheme, tc.cfg.Algorithm, err)
+		}
+	}
+}
