@@ -100,7 +100,8 @@ type Pool struct {
 	slots   chan struct{}
 	started bool
 
-	longestLease time.Duration // what extendLoop extends by
+	longestLease  time.Duration // what extendLoop extends by
+	shortestLease time.Duration // how often extendLoop runs (a third of it)
 
 }
 
@@ -202,9 +203,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
 
 	var txSources, targetSources, strict []string
-	p.longestLease = p.lease(DefaultPolicy)
+	p.longestLease, p.shortestLease = p.lease(DefaultPolicy), p.lease(DefaultPolicy)
 	for name, r := range p.routes {
 		p.longestLease = max(p.longestLease, p.lease(r.policy))
+		p.shortestLease = min(p.shortestLease, p.lease(r.policy))
 		switch {
 		case r.policy.Strict:
 			strict = append(strict, name)
@@ -247,8 +249,10 @@ func (p *Pool) Stop(ctx context.Context) error {
 
 func (p *Pool) owner() string { return fmt.Sprintf("%s-%d", p.id, p.seq.Add(1)) }
 
-// lease is how long claimed events stay ours without extension.
-func (p *Pool) lease(pol Policy) time.Duration { return pol.Timeout + 30*time.Second }
+// lease is how long claimed events stay ours without extension: twice the
+// attempt timeout, extended every third of the shortest lease while the work
+// runs, so a crashed process's events are free again soon after.
+func (p *Pool) lease(pol Policy) time.Duration { return max(2*pol.Timeout, time.Second) }
 
 // claimLoop claims and dispatches until claimCtx ends.
 func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, targetSources, strict []string) {
@@ -351,6 +355,9 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 			// claimed again.
 			return len(evs), err
 		}
+		// Handlers may have queued new events (effect.RecordSend) in the
+		// transaction that just committed: look for them now.
+		p.Notify()
 		var next []hookbox.Event
 		for i, o := range outs {
 			if o.Status == "" && errs[i] == nil {
@@ -494,7 +501,7 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 
 // extendLoop keeps the leases of running work alive.
 func (p *Pool) extendLoop(ctx context.Context) {
-	t := time.NewTicker(10 * time.Second)
+	t := time.NewTicker(p.shortestLease / 3)
 	defer t.Stop()
 	for {
 		select {
