@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -69,9 +71,14 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes})
 	}
-	flushers := 1 // SQLite: one writer, so one batch at a time
+	// SQLite has one writer, but a batch waits for its disk sync after
+	// releasing the write lock, so a second flusher can write meanwhile.
+	flushers := 2
 	if concurrentWriters {
 		flushers = 4
+	}
+	if v, err := strconv.Atoi(os.Getenv("HOOKBOX_FLUSHERS")); err == nil && v > 0 {
+		flushers = v
 	}
 	q, ok := st.(hookbox.Queue)
 	if !ok {
@@ -99,6 +106,11 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		MaxBatch: cfg.Ingest.BatchMax,
 		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
 		Flushers: flushers,
+		OnBatch: func(size int, took time.Duration, err error) {
+			if os.Getenv("HOOKBOX_DEBUG_BATCH") != "" {
+				fmt.Fprintln(os.Stderr, "batch", size, took)
+			}
+		},
 	})
 	maxBody := cfg.MaxBodyBytes
 	if maxBody == 0 {

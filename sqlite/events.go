@@ -12,53 +12,118 @@ import (
 	"github.com/hookbox/hookbox"
 )
 
-const insertEvent = `INSERT INTO events
+// insertChunks are the batch sizes with a prepared multi-row INSERT; a batch
+// is cut into chunks of these sizes, largest first, so a handful of cached
+// statements serve every batch size.
+var insertChunks = []int{128, 32, 8, 1}
+
+// insertSQL is a multi-row INSERT of n events that reports the rows it
+// inserted; rows that hit the unique constraint are left out.
+func insertSQL(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events
     (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (source, delivery_id) DO NOTHING
-RETURNING id`
+VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("(?,?,?,?,?,?,?,?,?)")
+	}
+	b.WriteString(` ON CONFLICT (source, delivery_id) DO NOTHING RETURNING id, source, delivery_id`)
+	return b.String()
+}
 
 const selectEventID = `SELECT id FROM events WHERE source = ? AND delivery_id = ?`
+
+type eventKey struct{ source, id string }
 
 // Ingest stores ds in one transaction; see hookbox.Store.
 func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 	rs := make([]hookbox.Receipt, len(ds))
 	distinct, first := hookbox.DistinctDeliveries(ds)
+	inserted := make(map[eventKey]int64, len(distinct))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		ins, err := tx.PrepareContext(ctx, insertEvent)
-		if err != nil {
-			return fmt.Errorf("%w: prepare insert: %v", hookbox.ErrUnavailable, err)
+		args := make([]any, 0, 9*min(len(distinct), insertChunks[0]))
+		for rest := distinct; len(rest) > 0; {
+			n := chunkSize(len(rest))
+			args = args[:0]
+			for _, i := range rest[:n] {
+				d := &ds[i]
+				hdr, err := json.Marshal(d.Header)
+				if err != nil {
+					return fmt.Errorf("encode headers: %w", err)
+				}
+				at := millis(d.ReceivedAt)
+				args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, d.Payload, at, at, at)
+			}
+			rows, err := tx.StmtContext(ctx, s.inserts[n]).QueryContext(ctx, args...)
+			if err != nil {
+				return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+			}
+			for rows.Next() {
+				var k eventKey
+				var id int64
+				if err := rows.Scan(&id, &k.source, &k.id); err != nil {
+					rows.Close()
+					return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+				}
+				inserted[k] = id
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+			}
+			rest = rest[n:]
 		}
-		defer ins.Close()
 		for _, i := range distinct {
 			d := &ds[i]
-			hdr, err := json.Marshal(d.Header)
-			if err != nil {
-				return fmt.Errorf("encode headers: %w", err)
-			}
-			at := millis(d.ReceivedAt)
-			var id int64
-			err = ins.QueryRowContext(ctx, d.Source, d.DeliveryID, d.IDIsHash, d.EventType,
-				hdr, d.Payload, at, at, at).Scan(&id)
-			switch {
-			case err == nil:
+			if id, ok := inserted[eventKey{d.Source, d.DeliveryID}]; ok {
 				rs[i] = hookbox.Receipt{ID: id}
-			case errors.Is(err, sql.ErrNoRows):
-				if err := tx.QueryRowContext(ctx, selectEventID, d.Source, d.DeliveryID).Scan(&id); err != nil {
-					return fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
-				}
-				rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
-			default:
-				return fmt.Errorf("%w: insert event: %v", hookbox.ErrUnavailable, err)
+				continue
 			}
+			var id int64
+			if err := tx.QueryRowContext(ctx, selectEventID, d.Source, d.DeliveryID).Scan(&id); err != nil {
+				return fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
+			}
+			rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: ingest: %w", err)
 	}
+	if s.durable != nil {
+		if err := s.durable.waitDurable(s.durable.commit()); err != nil {
+			return nil, fmt.Errorf("sqlite: ingest: %w: %v", hookbox.ErrUnavailable, err)
+		}
+	}
 	hookbox.CopyRepeats(rs, first)
 	return rs, nil
+}
+
+// chunkSize is the largest prepared chunk size that fits n.
+func chunkSize(n int) int {
+	for _, c := range insertChunks {
+		if c <= n {
+			return c
+		}
+	}
+	return 1
+}
+
+// prepareInserts prepares the multi-row INSERT of every chunk size on the
+// writer connection. It runs at Open: preparing later, from inside a
+// transaction, would wait for the writer connection that transaction holds.
+func (s *Store) prepareInserts(ctx context.Context) error {
+	s.inserts = map[int]*sql.Stmt{}
+	for _, n := range insertChunks {
+		st, err := s.writer.PrepareContext(ctx, insertSQL(n))
+		if err != nil {
+			return fmt.Errorf("sqlite: prepare insert of %d rows: %w", n, err)
+		}
+		s.inserts[n] = st
+	}
+	return nil
 }
 
 const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts,

@@ -30,9 +30,10 @@ var migrations embed.FS
 
 // Options tune how the database file is opened.
 type Options struct {
-	// Synchronous is SQLite's synchronous pragma: "FULL" (default: every
-	// commit is synced to disk), "NORMAL" (faster; a power loss may lose the
-	// last commits, which breaks the promise behind a 202) or "OFF".
+	// Synchronous is "FULL" (default: Ingest returns only after its commit
+	// is synced to disk), or SQLite's "NORMAL" or "OFF" (faster; a power
+	// loss may lose the last commits, which breaks the promise behind a
+	// 202), or "EXTRA".
 	Synchronous string
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process before giving up (default 5s).
@@ -46,6 +47,9 @@ type Store struct {
 	path   string
 	writer *sql.DB // exactly one connection
 	reader *sql.DB // read-only connections
+
+	inserts map[int]*sql.Stmt // multi-row INSERTs by row count, prepared at Open
+	durable *walSyncer        // nil unless Synchronous is FULL
 }
 
 var _ hookbox.Store = (*Store)(nil)
@@ -57,10 +61,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, errors.New("sqlite: empty database path")
 	}
 	sync := strings.ToUpper(opts.Synchronous)
+	var durable *walSyncer
 	switch sync {
-	case "":
-		sync = "FULL"
-	case "FULL", "NORMAL", "OFF", "EXTRA":
+	case "", "FULL":
+		// FULL's promise, kept by walSyncer without holding the write lock
+		// during the disk flush.
+		sync, durable = "NORMAL", newWALSyncer(path)
+	case "NORMAL", "OFF", "EXTRA":
 	default:
 		return nil, fmt.Errorf("sqlite: synchronous must be FULL, NORMAL, OFF or EXTRA, not %q", opts.Synchronous)
 	}
@@ -94,8 +101,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{path: path, writer: writer}
+	s := &Store{path: path, writer: writer, durable: durable}
 	if err := s.migrate(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+
+	if err := s.prepareInserts(ctx); err != nil {
 		writer.Close()
 		return nil, err
 	}
@@ -125,7 +137,11 @@ func (s *Store) migrate(ctx context.Context) error {
 
 // Close closes both pools.
 func (s *Store) Close() error {
-	return errors.Join(s.writer.Close(), s.reader.Close())
+	var err error
+	if s.durable != nil {
+		err = s.durable.close()
+	}
+	return errors.Join(s.writer.Close(), s.reader.Close(), err)
 }
 
 // Ping checks that the writer can reach the file.

@@ -208,6 +208,8 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.longestLease = max(p.longestLease, p.lease(r.policy))
 		p.shortestLease = min(p.shortestLease, p.lease(r.policy))
 		switch {
+		case r.target == nil && len(r.handlers) == 0:
+			continue // a policy alone: nothing registered to run its events
 		case r.policy.Strict:
 			strict = append(strict, name)
 		case r.target != nil:

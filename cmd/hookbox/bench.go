@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type benchFlags struct {
 	requests    int
 	bodySize    int
 	jsonOut     bool
+	cpuProfile  string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -53,6 +55,7 @@ as a ratio of it.`,
 	cmd.Flags().IntVar(&f.requests, "requests", 200000, "deliveries per target")
 	cmd.Flags().IntVar(&f.bodySize, "body-size", 1024, "body size in bytes")
 	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print results as JSON")
+	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return cmd
 }
 
@@ -68,6 +71,17 @@ type benchResult struct {
 func runBench(cmd *cobra.Command, f *benchFlags) error {
 	ctx := cmd.Context()
 	out := cmd.OutOrStdout()
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	body := benchBody(f.bodySize)
 	vc := verify.Config{Scheme: "standard-webhooks", Secrets: []string{benchSecret}}
 	if !f.jsonOut {
