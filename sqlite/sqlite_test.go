@@ -29,3 +29,13 @@ func TestQueueConformance(t *testing.T) {
 		return s
 	})
 }
+
+func TestOpsConformance(t *testing.T) {
+	storetest.RunOps(t, func(t *testing.T) storetest.FullStore {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "hookbox.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -1,0 +1,197 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+var _ hookbox.Ops = (*Store)(nil)
+
+// replayable lists the states a replay may move from.
+func replayable(includeDone bool) string {
+	if includeDone {
+		return `('dead', 'pending', 'done')`
+	}
+	return `('dead', 'pending')`
+}
+
+// Replay sends events back to pending; see hookbox.Ops.
+func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.ReplayResult, error) {
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var where string
+	var args []any
+	if len(p.IDs) > 0 {
+		where = ` WHERE id IN (` + placeholders(len(p.IDs)) + `)`
+		for _, id := range p.IDs {
+			args = append(args, id)
+		}
+	} else {
+		where, args = filterSQL(p.Filter)
+		if where == "" {
+			where = " WHERE 1 = 1"
+		}
+	}
+	where += ` AND status IN ` + replayable(p.IncludeDone)
+	var res hookbox.ReplayResult
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		q := `SELECT id FROM events` + where + ` ORDER BY id`
+		if !p.DryRun {
+			q = `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ?, lease_owner = NULL,
+                    last_error = NULL, updated_at = ?` + where + ` RETURNING id`
+			args = append([]any{millis(now), millis(now)}, args...)
+		}
+		ids, err := queryIDs(ctx, tx, q, args...)
+		res.Replayed = ids
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("sqlite: replay: %w", err)
+	}
+	slices.Sort(res.Replayed)
+	res.Skipped = hookbox.Missing(p.IDs, res.Replayed)
+	return res, nil
+}
+
+// Purge deletes finished events in batches; see hookbox.Ops.
+func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
+	var res hookbox.PurgeResult
+	states := `('done')`
+	if p.IncludeDead {
+		states = `('done', 'dead')`
+	}
+	before := millis(p.Before)
+	if p.DryRun {
+		rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events
+            WHERE status IN `+states+` AND updated_at < ? GROUP BY status`, before)
+		if err != nil {
+			return res, fmt.Errorf("sqlite: purge: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				return res, fmt.Errorf("sqlite: purge: %w", err)
+			}
+			res.Add(hookbox.Status(st), n)
+		}
+		return res, rows.Err()
+	}
+	batch := p.BatchSize
+	if batch <= 0 {
+		batch = 1000
+	}
+	for {
+		var n int
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE id IN (
+                SELECT id FROM events WHERE status IN `+states+` AND updated_at < ? LIMIT ?)
+                RETURNING status`, before, batch)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var st string
+				if err := rows.Scan(&st); err != nil {
+					return err
+				}
+				res.Add(hookbox.Status(st), 1)
+				n++
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return res, fmt.Errorf("sqlite: purge: %w", err)
+		}
+		if n < batch {
+			break
+		}
+	}
+	if res.Done+res.Dead > 0 {
+		// Hand the freed pages back and keep the WAL from growing: a purge
+		// rewrites many pages at once.
+		if _, err := s.writer.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			return res, fmt.Errorf("sqlite: checkpoint after purge: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// ClearPayloads drops payloads of old done events; see hookbox.Ops.
+func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		var n int64
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL WHERE id IN (
+                SELECT id FROM events WHERE status = 'done' AND updated_at < ? AND payload IS NOT NULL LIMIT 1000)`,
+				millis(before))
+			if err != nil {
+				return err
+			}
+			n, err = r.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
+		}
+		total += int(n)
+		if n < 1000 {
+			return total, nil
+		}
+	}
+}
+
+// Stats counts events by status; see hookbox.Ops.
+func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
+	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
+	rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events GROUP BY status`)
+	if err != nil {
+		return st, fmt.Errorf("sqlite: stats: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			return st, fmt.Errorf("sqlite: stats: %w", err)
+		}
+		st.ByStatus[hookbox.Status(name)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return st, fmt.Errorf("sqlite: stats: %w", err)
+	}
+	var oldest sql.NullInt64
+	if err := s.reader.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM events
+        WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?`, millis(now)).Scan(&oldest); err != nil {
+		return st, fmt.Errorf("sqlite: stats: %w", err)
+	}
+	st.OldestDue = fromNullMillis(oldest)
+	return st, nil
+}
+
+func queryIDs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

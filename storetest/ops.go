@@ -1,0 +1,250 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// FullStore is everything a hookbox store is.
+type FullStore interface {
+	hookbox.Store
+	hookbox.Queue
+	hookbox.Ops
+}
+
+// RunOps runs the operator half of the suite: replay, purge, payload
+// retention and statistics.
+func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
+	tests := map[string]func(*testing.T, FullStore){
+		"ReplayDeadEndsPending":       testReplayDead,
+		"ReplayDoneNeedsFlag":         testReplayDoneNeedsFlag,
+		"ReplayNeverTouchesInFlight":  testReplayInFlight,
+		"ReplayByFilterAndDryRun":     testReplayFilter,
+		"PurgeOnlyOldFinished":        testPurgeOnlyOldFinished,
+		"PurgeDryRunChangesNothing":   testPurgeDryRun,
+		"ClearPayloadsKeepsTheRecord": testClearPayloads,
+		"StatsCountByStatus":          testStats,
+	}
+	for name, fn := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			t.Cleanup(func() { s.Close() })
+			fn(t, s)
+		})
+	}
+}
+
+// finishAs ingests one event per id of source and finishes it with st at
+// finished.
+func finishAs(t *testing.T, s FullStore, source string, st hookbox.Status, finished time.Time, ids ...string) []int64 {
+	t.Helper()
+	var ds []hookbox.Delivery
+	for _, id := range ids {
+		ds = append(ds, Delivery(source, id))
+	}
+	rs := ingest(t, s, ds...)
+	if st == hookbox.StatusPending {
+		return receiptIDs(rs)
+	}
+	evs := claim(t, s, time.Now(), len(ids), source)
+	if len(evs) != len(ids) {
+		t.Fatalf("claimed %d of %d", len(evs), len(ids))
+	}
+	if st == hookbox.StatusProcessing {
+		return receiptIDs(rs)
+	}
+	var outs []hookbox.Outcome
+	for _, e := range evs {
+		o := outcome(e, st, finished)
+		o.Error = "failed for the test"
+		outs = append(outs, o)
+	}
+	for i, err := range finish(t, s, outs...) {
+		if err != nil {
+			t.Fatalf("finish %d: %v", i, err)
+		}
+	}
+	return receiptIDs(rs)
+}
+
+func receiptIDs(rs []hookbox.Receipt) []int64 {
+	var ids []int64
+	for _, r := range rs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func replay(t *testing.T, s FullStore, p hookbox.ReplayParams) hookbox.ReplayResult {
+	t.Helper()
+	res, err := s.Replay(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Replay: %v", err)
+	}
+	return res
+}
+
+func testReplayDead(t *testing.T, s FullStore) {
+	ids := finishAs(t, s, "rd", hookbox.StatusDead, time.Now(), "1")
+	res := replay(t, s, hookbox.ReplayParams{IDs: ids})
+	if len(res.Replayed) != 1 || res.Replayed[0] != ids[0] || len(res.Skipped) != 0 {
+		t.Fatalf("replay = %+v", res)
+	}
+	e := status(t, s, ids[0])
+	if e.Status != hookbox.StatusPending || e.Attempts != 0 || e.LeaseOwner != "" || len(e.Payload) == 0 {
+		t.Fatalf("after replay: %+v", e)
+	}
+	evs := claim(t, s, time.Now(), 1, "rd")
+	if len(evs) != 1 || evs[0].ID != ids[0] || evs[0].Attempts != 1 {
+		t.Fatalf("replayed event not claimable as a fresh attempt: %+v", evs)
+	}
+	finish(t, s, outcome(evs[0], hookbox.StatusDone, time.Now()))
+	if e := status(t, s, ids[0]); e.Status != hookbox.StatusDone {
+		t.Fatalf("replayed event ended %s", e.Status)
+	}
+}
+
+func testReplayDoneNeedsFlag(t *testing.T, s FullStore) {
+	ids := finishAs(t, s, "rdone", hookbox.StatusDone, time.Now(), "1")
+	res := replay(t, s, hookbox.ReplayParams{IDs: ids})
+	if len(res.Replayed) != 0 || len(res.Skipped) != 1 {
+		t.Fatalf("done replayed without the flag: %+v", res)
+	}
+	if e := status(t, s, ids[0]); e.Status != hookbox.StatusDone {
+		t.Fatalf("status %s", e.Status)
+	}
+	res = replay(t, s, hookbox.ReplayParams{IDs: ids, IncludeDone: true})
+	if len(res.Replayed) != 1 {
+		t.Fatalf("done not replayed with the flag: %+v", res)
+	}
+	if e := status(t, s, ids[0]); e.Status != hookbox.StatusPending {
+		t.Fatalf("status %s", e.Status)
+	}
+}
+
+func testReplayInFlight(t *testing.T, s FullStore) {
+	ids := finishAs(t, s, "rif", hookbox.StatusProcessing, time.Now(), "1")
+	res := replay(t, s, hookbox.ReplayParams{IDs: append(ids, 987654), IncludeDone: true})
+	if len(res.Replayed) != 0 || len(res.Skipped) != 2 {
+		t.Fatalf("replay of in-flight and missing events = %+v", res)
+	}
+	if e := status(t, s, ids[0]); e.Status != hookbox.StatusProcessing || e.LeaseOwner == "" {
+		t.Fatalf("in-flight event changed: %+v", e)
+	}
+}
+
+func testReplayFilter(t *testing.T, s FullStore) {
+	dead := finishAs(t, s, "rf", hookbox.StatusDead, time.Now(), "1", "2")
+	finishAs(t, s, "rf", hookbox.StatusDone, time.Now(), "3")
+	other := finishAs(t, s, "rf-other", hookbox.StatusDead, time.Now(), "1")
+	f := hookbox.Filter{Source: "rf", Status: hookbox.StatusDead}
+	dry := replay(t, s, hookbox.ReplayParams{Filter: f, DryRun: true})
+	if len(dry.Replayed) != 2 {
+		t.Fatalf("dry run would replay %v, want the 2 dead of rf", dry.Replayed)
+	}
+	for _, id := range dead {
+		if e := status(t, s, id); e.Status != hookbox.StatusDead {
+			t.Fatalf("dry run changed event %d to %s", id, e.Status)
+		}
+	}
+	res := replay(t, s, hookbox.ReplayParams{Filter: f})
+	if len(res.Replayed) != 2 || res.Replayed[0] != dead[0] || res.Replayed[1] != dead[1] {
+		t.Fatalf("replay = %v, want %v", res.Replayed, dead)
+	}
+	if e := status(t, s, other[0]); e.Status != hookbox.StatusDead {
+		t.Fatalf("another source's dead event was replayed")
+	}
+}
+
+func testPurgeOnlyOldFinished(t *testing.T, s FullStore) {
+	old := time.Now().Add(-48 * time.Hour)
+	oldDone := finishAs(t, s, "p", hookbox.StatusDone, old, "d1", "d2", "d3", "d4", "d5")
+	oldDead := finishAs(t, s, "p", hookbox.StatusDead, old, "x1")
+	newDone := finishAs(t, s, "p", hookbox.StatusDone, time.Now(), "d6")
+	pending := finishAs(t, s, "p", hookbox.StatusPending, old, "p1")
+	processing := finishAs(t, s, "p2", hookbox.StatusProcessing, old, "p2")
+	cutoff := time.Now().Add(-24 * time.Hour)
+	res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: cutoff, BatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Done != 5 || res.Dead != 0 {
+		t.Fatalf("purge = %+v, want 5 done", res)
+	}
+	for _, id := range oldDone {
+		if _, err := s.Event(context.Background(), id); err == nil {
+			t.Errorf("old done event %d survived", id)
+		}
+	}
+	for _, id := range append(append(append(oldDead, newDone...), pending...), processing...) {
+		if _, err := s.Event(context.Background(), id); err != nil {
+			t.Errorf("event %d was purged: %v", id, err)
+		}
+	}
+	res, err = s.Purge(context.Background(), hookbox.PurgeParams{Before: cutoff, IncludeDead: true})
+	if err != nil || res.Dead != 1 || res.Done != 0 {
+		t.Fatalf("purge with dead = %+v, %v", res, err)
+	}
+	// A redelivery of a purged id is a new event again.
+	if rs := ingest(t, s, Delivery("p", "d1")); rs[0].Duplicate {
+		t.Errorf("a purged id is still remembered")
+	}
+}
+
+func testPurgeDryRun(t *testing.T, s FullStore) {
+	old := time.Now().Add(-48 * time.Hour)
+	ids := finishAs(t, s, "pd", hookbox.StatusDone, old, "1", "2")
+	finishAs(t, s, "pd", hookbox.StatusDead, old, "3")
+	res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: time.Now(), IncludeDead: true, DryRun: true})
+	if err != nil || res.Done != 2 || res.Dead != 1 {
+		t.Fatalf("dry purge = %+v, %v", res, err)
+	}
+	for _, id := range ids {
+		if _, err := s.Event(context.Background(), id); err != nil {
+			t.Fatalf("dry run deleted event %d", id)
+		}
+	}
+}
+
+func testClearPayloads(t *testing.T, s FullStore) {
+	old := time.Now().Add(-48 * time.Hour)
+	done := finishAs(t, s, "cp", hookbox.StatusDone, old, "1")
+	dead := finishAs(t, s, "cp", hookbox.StatusDead, old, "2")
+	pending := finishAs(t, s, "cp", hookbox.StatusPending, old, "3")
+	n, err := s.ClearPayloads(context.Background(), time.Now().Add(-time.Hour))
+	if err != nil || n != 1 {
+		t.Fatalf("ClearPayloads = %d, %v; want 1", n, err)
+	}
+	e := status(t, s, done[0])
+	if len(e.Payload) != 0 || e.Status != hookbox.StatusDone || e.DeliveryID != "1" {
+		t.Fatalf("cleared event = %+v", e)
+	}
+	for _, id := range []int64{dead[0], pending[0]} {
+		if e := status(t, s, id); len(e.Payload) == 0 {
+			t.Errorf("payload of %s event %d was cleared", e.Status, id)
+		}
+	}
+	if rs := ingest(t, s, Delivery("cp", "1")); !rs[0].Duplicate {
+		t.Errorf("clearing the payload forgot the id")
+	}
+}
+
+func testStats(t *testing.T, s FullStore) {
+	finishAs(t, s, "st", hookbox.StatusDone, time.Now(), "1", "2")
+	finishAs(t, s, "st", hookbox.StatusDead, time.Now(), "3")
+	finishAs(t, s, "st", hookbox.StatusPending, time.Now(), "4")
+	st, err := s.Stats(context.Background(), time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ByStatus[hookbox.StatusDone] != 2 || st.ByStatus[hookbox.StatusDead] != 1 || st.ByStatus[hookbox.StatusPending] != 1 {
+		t.Fatalf("stats = %+v", st)
+	}
+	if st.OldestDue.IsZero() || time.Since(st.OldestDue) > time.Minute {
+		t.Fatalf("oldest due = %v", st.OldestDue)
+	}
+}
