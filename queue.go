@@ -61,6 +61,13 @@ type Tx struct {
 	Dialect Dialect
 }
 
+// Transactor runs application code in a write transaction on the store's
+// database: schema set-up for the tables a handler writes, or reads and
+// writes outside the queue.
+type Transactor interface {
+	InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error
+}
+
 // WorkFunc runs one claimed event inside tx and says how it ended. Writes it
 // made through tx are kept only if the outcome is StatusDone.
 type WorkFunc func(ctx context.Context, tx *Tx, ev *Event) Outcome

@@ -126,6 +126,24 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	return &Service{Config: cfg, Store: st, Server: srv, Pool: pool, log: log, committer: c}, nil
 }
 
+// InTx runs fn in a write transaction on the service's database, for the
+// tables an application's handlers write (create them here at start-up).
+func (s *Service) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) error {
+	t, ok := s.Store.(hookbox.Transactor)
+	if !ok {
+		return fmt.Errorf("store %T cannot run transactions", s.Store)
+	}
+	return t.InTx(ctx, fn)
+}
+
+// Dialect reports the SQL dialect of the service's database.
+func (s *Service) Dialect() hookbox.Dialect {
+	if IsPostgres(s.Config.DB) {
+		return hookbox.DialectPostgres
+	}
+	return hookbox.DialectSQLite
+}
+
 // HTTPServer returns an http.Server for h with timeouts that keep a slow or
 // idle client from holding a connection forever.
 func HTTPServer(h http.Handler) *http.Server {

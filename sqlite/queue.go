@@ -251,3 +251,12 @@ func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt,
 	}
 	return out, rows.Err()
 }
+
+var _ hookbox.Transactor = (*Store)(nil)
+
+// InTx runs fn in a write transaction; see hookbox.Transactor.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		return fn(ctx, &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectSQLite})
+	})
+}
