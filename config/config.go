@@ -99,12 +99,20 @@ type Source struct {
 	TypeField  string `yaml:"type_field"`
 
 	// Targets and retries.
-	Forward     string   `yaml:"forward"`
-	Exec        []string `yaml:"exec"`
-	MaxAttempts int      `yaml:"max_attempts"`
-	BackoffMin  Duration `yaml:"backoff_min"`
-	BackoffMax  Duration `yaml:"backoff_max"`
-	Timeout     Duration `yaml:"timeout"` // per attempt
+	Forward string `yaml:"forward"`
+	// ForwardHeaders are added to every forwarded request (a shared secret
+	// the app checks, for example).
+	ForwardHeaders map[string]string `yaml:"forward_headers"`
+	// PermanentStatuses are forward reply statuses that make the event dead
+	// at once (default [410]).
+	PermanentStatuses []int    `yaml:"permanent_statuses"`
+	Exec              []string `yaml:"exec"`
+	ExecDir           string   `yaml:"exec_dir"`
+	ExecEnv           []string `yaml:"exec_env"`
+	MaxAttempts       int      `yaml:"max_attempts"`
+	BackoffMin        Duration `yaml:"backoff_min"`
+	BackoffMax        Duration `yaml:"backoff_max"`
+	Timeout           Duration `yaml:"timeout"` // per attempt
 	// Strict runs this source's events one at a time in id order.
 	Strict bool `yaml:"strict"`
 }

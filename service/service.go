@@ -24,6 +24,7 @@ import (
 	"github.com/hookbox/hookbox/groupcommit"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/sqlite"
+	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -91,6 +92,13 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())
+		t, err := target.FromConfig(src)
+		if err != nil {
+			return nil, err // names the source
+		}
+		if t != nil {
+			pool.Route(src.Name, t)
+		}
 	}
 	ingest := func(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 		rs, err := st.Ingest(ctx, ds)

@@ -27,9 +27,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/groupcommit"
@@ -425,11 +427,22 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 	return o
 }
 
+// truncate keeps at most n bytes of s: its start and its end (where a
+// command's last lines of output are), cut on UTF-8 boundaries.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	const gap = " … "
+	head, tail := n/2, n-n/2-len(gap)
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return strings.ToValidUTF8(s[:head]+gap+s[start:], "")
 }
 
 // runTargets claims up to limit events for targets and starts each in its

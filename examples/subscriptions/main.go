@@ -1,0 +1,150 @@
+// Command subscriptions keeps a subscription table in step with Stripe,
+// although Stripe neither promises order nor stops retrying for days.
+//
+//		go run ./examples/subscriptions --config examples/subscriptions/hookbox.yaml
+//
+//	  - customer.subscription.updated applies only when it is newer than what
+//	    is stored (WHERE updated_at < the event's time), so an old event that
+//	    arrives late changes nothing.
+//	  - invoice.paid extends the paid period once per invoice: the invoice id is
+//	    a business key claimed in the transaction that marks the event done, so
+//	    a redelivery (even one that arrives after the event row was purged)
+//	    cannot extend twice.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/service"
+	"github.com/hookbox/hookbox/worker"
+)
+
+func main() {
+	configPath := flag.String("config", "examples/subscriptions/hookbox.yaml", "hookbox config")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *configPath); err != nil {
+		fmt.Fprintln(os.Stderr, "subscriptions:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, configPath string) error {
+	cfg, err := config.Load(configPath)
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if err != nil {
+		return err
+	}
+	if err := Register(ctx, svc); err != nil {
+		svc.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		svc.Close()
+		return err
+	}
+	return svc.Serve(ctx, ln)
+}
+
+// schema: one row per subscription. updated_at is the Stripe event time of
+// the last status applied; paid_until only ever moves by whole invoices.
+const schema = `CREATE TABLE IF NOT EXISTS subscriptions (
+    id         TEXT PRIMARY KEY,
+    status     TEXT NOT NULL DEFAULT '',
+    updated_at BIGINT NOT NULL DEFAULT 0,
+    paid_until BIGINT NOT NULL DEFAULT 0
+)`
+
+// stripeEvent is the envelope of every Stripe event.
+type stripeEvent struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Created int64           `json:"created"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// Register creates the table and the handlers for source "stripe".
+func Register(ctx context.Context, svc *service.Service) error {
+	if err := svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := tx.ExecContext(ctx, schema)
+		return err
+	}); err != nil {
+		return fmt.Errorf("create subscriptions table: %w", err)
+	}
+	svc.Pool.Handle("stripe", "customer.subscription.updated", subscriptionUpdated)
+	svc.Pool.Handle("stripe", "invoice.paid", invoicePaid)
+	return nil
+}
+
+func decode(ev *hookbox.Event, obj any) (stripeEvent, error) {
+	var e stripeEvent
+	if err := json.Unmarshal(ev.Payload, &e); err != nil {
+		return e, worker.Permanent(fmt.Errorf("not a Stripe event: %w", err))
+	}
+	var data struct {
+		Object json.RawMessage `json:"object"`
+	}
+	if err := json.Unmarshal(e.Data, &data); err != nil {
+		return e, worker.Permanent(fmt.Errorf("event %s: no data.object: %w", e.ID, err))
+	}
+	if err := json.Unmarshal(data.Object, obj); err != nil {
+		return e, worker.Permanent(fmt.Errorf("event %s: %w", e.ID, err))
+	}
+	return e, nil
+}
+
+// subscriptionUpdated applies a status only if it is newer than the stored
+// one: Stripe does not deliver in order.
+func subscriptionUpdated(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+	var sub struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	e, err := decode(ev, &sub)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions (id, status, updated_at) VALUES ($1, $2, $3)
+        ON CONFLICT (id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at
+        WHERE subscriptions.updated_at < excluded.updated_at`, sub.ID, sub.Status, e.Created)
+	return err
+}
+
+// invoicePaid extends the subscription by the invoice's period, once per
+// invoice.
+func invoicePaid(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+	var inv struct {
+		ID           string `json:"id"`
+		Subscription string `json:"subscription"`
+		PeriodStart  int64  `json:"period_start"`
+		PeriodEnd    int64  `json:"period_end"`
+	}
+	if _, err := decode(ev, &inv); err != nil {
+		return err
+	}
+	first, err := effect.ClaimKey(ctx, tx, ev, "invoice", inv.ID)
+	if err != nil || !first {
+		return err // this invoice already extended the subscription
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions (id, paid_until) VALUES ($1, $2)
+        ON CONFLICT (id) DO UPDATE SET paid_until = CASE
+            WHEN subscriptions.paid_until > $3 THEN subscriptions.paid_until + ($2 - $3)
+            ELSE $2 END`, inv.Subscription, inv.PeriodEnd, inv.PeriodStart)
+	return err
+}

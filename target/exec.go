@@ -1,0 +1,157 @@
+package target
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/effect"
+)
+
+// DefaultOutputLimit is how much of a command's combined output Exec keeps
+// (the tail) when ExecOptions.OutputLimit is zero.
+const DefaultOutputLimit = 64 << 10
+
+// execWaitDelay bounds how long Exec waits, once the attempt is over, for a
+// killed process to exit and for its output pipe to close.
+const execWaitDelay = 2 * time.Second
+
+// Environment variables Exec sets for the command, on top of the parent's
+// environment and ExecOptions.Env.
+const (
+	EnvSource         = "HOOKBOX_SOURCE"
+	EnvDeliveryID     = "HOOKBOX_DELIVERY_ID"
+	EnvEventID        = "HOOKBOX_EVENT_ID"
+	EnvEventType      = "HOOKBOX_EVENT_TYPE"
+	EnvAttempt        = "HOOKBOX_ATTEMPT"
+	EnvIdempotencyKey = "HOOKBOX_IDEMPOTENCY_KEY"
+)
+
+// ExecOptions configure an Exec target.
+type ExecOptions struct {
+	// Argv is the command and its arguments, run without a shell. A
+	// relative path with a slash is resolved against Dir; a bare name is
+	// looked up in PATH.
+	Argv []string
+	// Dir is the working directory ("" means hookbox's own).
+	Dir string
+	// Env holds extra "NAME=value" entries, added to hookbox's environment.
+	Env []string
+	// OutputLimit is how many bytes of combined stdout and stderr are kept
+	// for the error of a failed attempt: the last ones (default
+	// DefaultOutputLimit).
+	OutputLimit int
+}
+
+// Exec runs a command per event, with the raw body on stdin. It is safe for
+// concurrent use; each attempt runs its own process.
+type Exec struct {
+	argv  []string
+	dir   string
+	env   []string
+	limit int
+}
+
+// NewExec validates opts and returns the target. Errors never quote Env
+// values.
+func NewExec(opts ExecOptions) (*Exec, error) {
+	if len(opts.Argv) == 0 || opts.Argv[0] == "" {
+		return nil, errors.New("exec: a command is required")
+	}
+	for i, a := range opts.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("exec: argument %d contains a NUL byte", i)
+		}
+	}
+	for i, kv := range opts.Env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" || strings.IndexByte(kv, 0) >= 0 {
+			return nil, fmt.Errorf("exec: env[%d]: want NAME=value", i)
+		}
+	}
+	if opts.OutputLimit < 0 {
+		return nil, errors.New("exec: output limit must not be negative")
+	}
+	if opts.OutputLimit == 0 {
+		opts.OutputLimit = DefaultOutputLimit
+	}
+	if err := supported(); err != nil {
+		return nil, err
+	}
+	return &Exec{
+		argv:  append([]string(nil), opts.Argv...),
+		dir:   opts.Dir,
+		env:   append([]string(nil), opts.Env...),
+		limit: opts.OutputLimit,
+	}, nil
+}
+
+// Deliver runs the command for ev and waits for it. Exit status 0 is nil;
+// anything else is an error to retry that gives the exit code (or signal)
+// and the tail of the output. When ctx ends first, the command's whole
+// process group is killed and the error says so.
+func (e *Exec) Deliver(ctx context.Context, ev *hookbox.Event) error {
+	return e.run(ctx, ev)
+}
+
+// environ returns the command's environment for ev: the parent's, then the
+// configured extras, then the event's fields (later entries win).
+func (e *Exec) environ(parent []string, ev *hookbox.Event) []string {
+	env := make([]string, 0, len(parent)+len(e.env)+6)
+	env = append(env, parent...)
+	env = append(env, e.env...)
+	return append(env,
+		EnvSource+"="+ev.Source,
+		EnvDeliveryID+"="+ev.DeliveryID,
+		EnvEventID+"="+strconv.FormatInt(ev.ID, 10),
+		EnvEventType+"="+ev.EventType,
+		EnvAttempt+"="+strconv.Itoa(ev.Attempts),
+		EnvIdempotencyKey+"="+effect.IdempotencyKey(ev),
+	)
+}
+
+// name is how errors refer to the command: its base name only, since
+// arguments may carry secrets.
+func (e *Exec) name() string { return filepath.Base(e.argv[0]) }
+
+// tailBuffer keeps the last limit bytes written to it. Not safe for
+// concurrent use.
+type tailBuffer struct {
+	buf   []byte
+	limit int
+	total int64
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.total += int64(len(p))
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.limit {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.limit:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the kept tail, made safe to store (valid UTF-8, no NUL or
+// other controls but newline and tab), prefixed by "…" when output was cut.
+func (t *tailBuffer) String() string {
+	b := t.buf
+	if len(b) > t.limit {
+		b = b[len(b)-t.limit:]
+	}
+	s := strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(string(b), "\uFFFD"))
+	s = strings.TrimSpace(s)
+	if t.total > int64(len(b)) {
+		s = "…" + s
+	}
+	return s
+}

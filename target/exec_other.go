@@ -1,0 +1,16 @@
+//go:build !unix
+
+package target
+
+import (
+	"context"
+	"errors"
+
+	"github.com/hookbox/hookbox"
+)
+
+var errUnsupported = errors.New("exec: the exec target needs a Unix system (process groups)")
+
+func supported() error { return errUnsupported }
+
+func (e *Exec) run(context.Context, *hookbox.Event) error { return errUnsupported }

@@ -1,0 +1,270 @@
+//go:build unix
+
+package target_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// script writes an executable sh script into dir and returns its path.
+func script(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func newExec(t *testing.T, opts target.ExecOptions) *target.Exec {
+	t.Helper()
+	e, err := target.NewExec(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestExecDone: exit 0 is done; the command read the exact payload on
+// stdin and saw the event's fields, the extra env and the parent's env.
+func TestExecDone(t *testing.T) {
+	t.Setenv("HOOKBOX_TEST_PARENT_VAR", "from-parent")
+	dir := t.TempDir()
+	sh := script(t, dir, "hook.sh", `cat > "$OUT/stdin.$HOOKBOX_EVENT_ID"
+env > "$OUT/env.$HOOKBOX_EVENT_ID"
+`)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"OUT=" + dir}})
+	rg := newRig(t, map[string]worker.Target{"gh": e}, quick)
+	// Binary, NULs, no trailing newline, larger than a pipe buffer.
+	payload := append([]byte("{\"a\":\"\x00\xff\"}\n\t"), bytes.Repeat([]byte("0123456789abcdef"), 8192)...)
+	ids := rg.ingest(hookbox.Delivery{Source: "gh", DeliveryID: "72d3162e-cc78", EventType: "push", Payload: payload})
+	rg.want(ids[0], hookbox.StatusDone, 1)
+
+	id := strconv.FormatInt(ids[0], 10)
+	got, err := os.ReadFile(filepath.Join(dir, "stdin."+id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Errorf("stdin: %d bytes, want the %d payload bytes exactly", len(got), len(payload))
+	}
+	envText, err := os.ReadFile(filepath.Join(dir, "env."+id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(string(envText), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	for k, v := range map[string]string{
+		"HOOKBOX_SOURCE":          "gh",
+		"HOOKBOX_DELIVERY_ID":     "72d3162e-cc78",
+		"HOOKBOX_EVENT_ID":        id,
+		"HOOKBOX_EVENT_TYPE":      "push",
+		"HOOKBOX_ATTEMPT":         "1",
+		"HOOKBOX_IDEMPOTENCY_KEY": "gh:72d3162e-cc78",
+		"OUT":                     dir,
+		"HOOKBOX_TEST_PARENT_VAR": "from-parent",
+	} {
+		if env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+}
+
+// TestExecFailureRetried: a non-zero exit is retried, and the error gives
+// the exit code and the combined stdout and stderr.
+func TestExecFailureRetried(t *testing.T) {
+	dir := t.TempDir()
+	flaky := script(t, dir, "flaky.sh", `if [ "$HOOKBOX_ATTEMPT" -lt 2 ]; then
+  echo "to stdout"
+  echo "to stderr" >&2
+  exit 3
+fi
+exit 0
+`)
+	broken := script(t, dir, "broken.sh", `echo "cannot deploy $HOOKBOX_DELIVERY_ID" >&2; exit 3`)
+	pol := quick
+	pol.MaxAttempts = 3
+	rg := newRig(t, map[string]worker.Target{
+		"flaky":  newExec(t, target.ExecOptions{Argv: []string{flaky}}),
+		"broken": newExec(t, target.ExecOptions{Argv: []string{broken}}),
+	}, pol)
+	ids := rg.ingest(
+		hookbox.Delivery{Source: "flaky", DeliveryID: "f1", Payload: []byte(`{}`)},
+		hookbox.Delivery{Source: "broken", DeliveryID: "b1", Payload: []byte(`{}`)},
+	)
+	rg.want(ids[0], hookbox.StatusDone, 2)
+	as := rg.attempts(ids[0])
+	if len(as) != 2 || as[0].Outcome != hookbox.AttemptRetry {
+		t.Fatalf("flaky attempts: %+v", as)
+	}
+	if want := "exec: flaky.sh: exit code 3; output: to stdout\nto stderr"; as[0].Error != want {
+		t.Errorf("first attempt error %q, want %q", as[0].Error, want)
+	}
+	e := rg.want(ids[1], hookbox.StatusDead, 3)
+	if want := "exec: broken.sh: exit code 3; output: cannot deploy b1"; e.LastError != want {
+		t.Errorf("last error %q, want %q", e.LastError, want)
+	}
+}
+
+// TestExecOutputTail: only the last OutputLimit bytes of output are kept.
+func TestExecOutputTail(t *testing.T) {
+	dir := t.TempDir()
+	script(t, dir, "loud.sh", `i=0
+while [ $i -lt 2000 ]; do echo "line $i of noise"; i=$((i+1)); done
+echo "THE REAL REASON" >&2
+exit 1
+`)
+	e := newExec(t, target.ExecOptions{Argv: []string{"./loud.sh"}, Dir: dir, OutputLimit: 100})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	if err == nil || worker.IsPermanent(err) {
+		t.Fatalf("err = %v, want a retryable error", err)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "exec: loud.sh: exit code 1; output: …") || !strings.HasSuffix(msg, "line 1999 of noise\nTHE REAL REASON") {
+		t.Errorf("error %q", msg)
+	}
+	if out := msg[strings.Index(msg, "…")+len("…"):]; len(out) > 100 {
+		t.Errorf("kept %d bytes of output, want at most 100", len(out))
+	}
+}
+
+// TestExecTimeoutKillsGroup: when the attempt times out, the command and
+// the background process it started are both killed: no orphan is left.
+func TestExecTimeoutKillsGroup(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "grandchild.pid")
+	sh := script(t, dir, "hang.sh", `sleep 300 &
+echo $! > "$PIDFILE"
+wait
+`)
+	pol := quick
+	pol.MaxAttempts = 1
+	pol.Timeout = 500 * time.Millisecond
+	rg := newRig(t, map[string]worker.Target{
+		"hang": newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"PIDFILE=" + pidfile}}),
+	}, pol)
+	start := time.Now()
+	ids := rg.ingest(hookbox.Delivery{Source: "hang", DeliveryID: "h1", Payload: []byte(`{}`)})
+	e := rg.want(ids[0], hookbox.StatusDead, 1)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the timed-out attempt took %v to finish", took)
+	}
+	if !strings.Contains(e.LastError, "deadline exceeded; process group killed") {
+		t.Errorf("last error %q", e.LastError)
+	}
+	waitGone(t, readPID(t, pidfile))
+}
+
+// TestExecExitKillsLeftovers: a command that exits 0 but leaves a
+// background process holding its output finishes promptly, and the
+// leftover is killed with its group.
+func TestExecExitKillsLeftovers(t *testing.T) {
+	dir := t.TempDir()
+	pidfile := filepath.Join(dir, "leftover.pid")
+	sh := script(t, dir, "leave.sh", `sleep 300 &
+echo $! > "$PIDFILE"
+echo started
+exit 0
+`)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"PIDFILE=" + pidfile}})
+	start := time.Now()
+	if err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Deliver took %v: it waited on the leftover's output", took)
+	}
+	waitGone(t, readPID(t, pidfile))
+}
+
+// TestExecCancelled: cancelling the context (a shutdown) ends the attempt
+// at once with an error that matches context.Canceled.
+func TestExecCancelled(t *testing.T) {
+	dir := t.TempDir()
+	sh := script(t, dir, "slow.sh", "exec sleep 300\n")
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	err := e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("cancelled attempt took %v", took)
+	}
+}
+
+// TestExecStartFailure: a missing command is an error to retry (it may be
+// deployed later), naming the command.
+func TestExecStartFailure(t *testing.T) {
+	e := newExec(t, target.ExecOptions{Argv: []string{"/nonexistent/hookbox-handler", "--token", "argv-secret"}})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	if err == nil || worker.IsPermanent(err) || !strings.Contains(err.Error(), "hookbox-handler") {
+		t.Errorf("err = %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "argv-secret") {
+		t.Errorf("error quotes the arguments: %v", err)
+	}
+}
+
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("pid file %q", b)
+	}
+	return pid
+}
+
+// waitGone waits (bounded) until pid no longer runs. A zombie counts as
+// gone: it has exited and only waits for init to reap it.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := syscall.Kill(pid, 0)
+		if errors.Is(err, syscall.ESRCH) || zombie(pid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL) // do not leave it behind ourselves
+			t.Fatalf("process %d still runs 5s after the attempt ended (Kill(pid, 0) = %v): orphan left", pid, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// zombie reports whether /proc says pid has exited but is not reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}

@@ -1,0 +1,354 @@
+package target
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// Headers Forward sets on every request; the stored and the extra headers
+// cannot override them.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"  // "<source>:<delivery id>", see effect.IdempotencyKey
+	HeaderEventID        = "Hookbox-Event-Id" // the event's row id
+	HeaderAttempt        = "Hookbox-Attempt"  // 1 for the first attempt
+	HeaderSource         = "Hookbox-Source"   // the configured source name
+)
+
+// DefaultPermanentStatuses are the reply statuses that make an event dead at
+// once when ForwardOptions.PermanentStatuses is nil: 410 Gone, the app's way
+// of saying it will never take this event.
+var DefaultPermanentStatuses = []int{http.StatusGone}
+
+// errorBodyBytes is how much of a failed reply's body goes into the error.
+const errorBodyBytes = 200
+
+// drainBytes bounds how much of a reply body is read so the connection can
+// be reused; a larger body closes the connection instead.
+const drainBytes = 64 << 10
+
+// ForwardOptions configure a Forward target.
+type ForwardOptions struct {
+	// URL receives a POST per attempt (http:// or https://).
+	URL string
+	// Headers are added to every request, for example a shared secret the
+	// app checks. They replace stored headers of the same name. Their values
+	// never appear in errors. "Host" sets the request's Host.
+	Headers map[string]string
+	// PermanentStatuses are the reply statuses that make the event dead at
+	// once instead of retried. nil means DefaultPermanentStatuses ([410]);
+	// an empty, non-nil slice means none.
+	PermanentStatuses []int
+	// Client sends the requests. nil means a client with a connection pool
+	// sized for concurrent deliveries, proxy settings from the environment,
+	// and redirects not followed (a redirected POST would lose its body or
+	// its meaning; a 3xx reply is retried like any other failure). The
+	// attempt's time limit comes from the context the worker passes.
+	Client *http.Client
+}
+
+// Forward POSTs each event's raw body, with the sender's original headers,
+// to a URL. It is safe for concurrent use.
+type Forward struct {
+	url       string
+	host      string      // Host override from the extra headers
+	extra     http.Header // extra headers, canonical keys
+	secrets   []string    // extra header values, redacted from errors
+	permanent map[int]bool
+	client    *http.Client
+}
+
+// NewForward validates opts and returns the target. Errors name the option
+// at fault and never quote a header value or the URL.
+func NewForward(opts ForwardOptions) (*Forward, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("forward: URL must be an absolute http:// or https:// URL")
+	}
+	f := &Forward{url: opts.URL, extra: http.Header{}, permanent: map[int]bool{}, client: opts.Client}
+	for name, value := range opts.Headers {
+		if !validHeaderName(name) {
+			return nil, fmt.Errorf("forward: headers: %q is not a valid header name", name)
+		}
+		if !validHeaderValue(value) {
+			return nil, fmt.Errorf("forward: headers: the value of %s contains a line break or control character", name)
+		}
+		key := http.CanonicalHeaderKey(name)
+		switch {
+		case key == "Host":
+			f.host = value
+		case reservedHeader(key):
+			return nil, fmt.Errorf("forward: headers: %s is set by hookbox and cannot be configured", key)
+		case hopByHop[key]:
+			return nil, fmt.Errorf("forward: headers: %s is a connection header and cannot be configured", key)
+		default:
+			f.extra.Set(key, value)
+		}
+		if value != "" {
+			f.secrets = append(f.secrets, value)
+		}
+	}
+	statuses := opts.PermanentStatuses
+	if statuses == nil {
+		statuses = DefaultPermanentStatuses
+	}
+	for _, s := range statuses {
+		if s < 100 || s > 599 || (s >= 200 && s < 300) {
+			return nil, fmt.Errorf("forward: permanent statuses: %d is not a non-2xx HTTP status", s)
+		}
+		f.permanent[s] = true
+	}
+	if f.client == nil {
+		f.client = defaultClient()
+	}
+	return f, nil
+}
+
+// defaultClient returns the client Forward uses when none is given.
+func defaultClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 64 // the pool runs up to 32 deliveries at once by default
+	t.IdleConnTimeout = 90 * time.Second
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// Deliver POSTs ev to the URL. A 2xx reply is nil; a status listed as
+// permanent is a worker.Permanent error; anything else is an error to retry,
+// wrapped in worker.RetryAfter when the reply carries a Retry-After header.
+func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(ev.Payload))
+	if err != nil {
+		return errors.New("forward: cannot build the request") // the URL was validated; never quote it
+	}
+	req.Header = forwardHeader(ev.Header)
+	for k, v := range f.extra {
+		req.Header[k] = v
+	}
+	if f.host != "" {
+		req.Host = f.host
+	}
+	req.Header.Set(HeaderIdempotencyKey, effect.IdempotencyKey(ev))
+	req.Header.Set(HeaderEventID, strconv.FormatInt(ev.ID, 10))
+	req.Header.Set(HeaderAttempt, strconv.Itoa(ev.Attempts))
+	req.Header.Set(HeaderSource, ev.Source)
+	if _, ok := req.Header["User-Agent"]; !ok {
+		req.Header.Set("User-Agent", "hookbox")
+	}
+
+	resp, err := f.client.Do(req)
+	if err != nil {
+		// url.Error quotes the URL, which may carry a token in its query:
+		// keep only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%v)", ctxErr, err)
+		}
+		return &transportError{err: err, text: f.redact(err.Error())}
+	}
+	defer func() {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
+		resp.Body.Close()
+	}()
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	// Read a little more than is shown, so that a secret straddling the cut
+	// is still redacted whole.
+	longest := 0
+	for _, s := range f.secrets {
+		longest = max(longest, len(s))
+	}
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(errorBodyBytes+longest)))
+	serr := &statusError{code: code, body: cleanText(f.redact(string(head)), errorBodyBytes)}
+	if code >= 300 && code < 400 {
+		serr.note = "redirect not followed; point forward at the final URL"
+	}
+	if f.permanent[code] {
+		return worker.Permanent(serr)
+	}
+	if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		return worker.RetryAfter(serr, d)
+	}
+	return serr
+}
+
+// redact replaces every extra header value in s.
+func (f *Forward) redact(s string) string {
+	for _, v := range f.secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}
+
+// statusError is a non-2xx reply.
+type statusError struct {
+	code int
+	note string
+	body string // cleaned, redacted, at most errorBodyBytes
+}
+
+func (e *statusError) Error() string {
+	var b strings.Builder
+	b.WriteString("forward: ")
+	b.WriteString(strconv.Itoa(e.code))
+	if t := http.StatusText(e.code); t != "" {
+		b.WriteString(" " + t)
+	}
+	if e.note != "" {
+		b.WriteString(" (" + e.note + ")")
+	}
+	if e.body != "" {
+		b.WriteString(": " + e.body)
+	}
+	return b.String()
+}
+
+// transportError is a request that got no reply: refused, reset, timed out.
+type transportError struct {
+	err  error
+	text string // err's text, redacted
+}
+
+func (e *transportError) Error() string { return "forward: " + e.text }
+func (e *transportError) Unwrap() error { return e.err }
+
+// hopByHop are the headers that describe one connection, not the message
+// (RFC 9110 §7.6.1), plus those the client computes itself.
+var hopByHop = map[string]bool{
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	"Host": true, "Content-Length": true, "Expect": true,
+}
+
+// reservedHeader reports whether key is one Forward sets itself.
+func reservedHeader(key string) bool {
+	switch key {
+	case HeaderIdempotencyKey, HeaderEventID, HeaderAttempt, HeaderSource:
+		return true
+	}
+	return false
+}
+
+// forwardHeader copies the stored headers worth forwarding: everything but
+// hop-by-hop headers (and those a Connection header names) and the ones
+// Forward sets itself.
+func forwardHeader(stored http.Header) http.Header {
+	out := make(http.Header, len(stored)+6)
+	named := map[string]bool{}
+	for _, v := range stored.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			named[http.CanonicalHeaderKey(strings.TrimSpace(name))] = true
+		}
+	}
+	for k, vs := range stored {
+		key := http.CanonicalHeaderKey(k)
+		if hopByHop[key] || named[key] || reservedHeader(key) || len(vs) == 0 {
+			continue
+		}
+		out[key] = append(out[key], vs...)
+	}
+	return out
+}
+
+// parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
+// It reports false for a missing, malformed or past value.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+		const maxSeconds = 1 << 31 // about 68 years; the policy caps it anyway
+		if n == 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, maxSeconds)) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return 0, false
+	}
+	return d, true
+}
+
+// cleanText makes s safe to store and print: valid UTF-8, no control
+// characters (each run of whitespace or controls becomes one space), at most
+// n bytes without splitting a character.
+func cleanText(s string, n int) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if r < 0x20 || r == 0x7f || r == ' ' {
+			space = true
+			continue
+		}
+		sep := space && b.Len() > 0
+		space = false
+		need := utf8.RuneLen(r)
+		if sep {
+			need++
+		}
+		if b.Len()+need > n {
+			break
+		}
+		if sep {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue rejects line breaks and other controls (tab is allowed).
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,60 @@
+// Package target holds the work hookbox's binary does with an event when no
+// Go handler is registered: Forward (POST it to a URL) and Exec (run a
+// command). Both implement worker.Target and are driven by a worker.Pool,
+// which applies the per-attempt timeout through the context, retries with
+// backoff, and marks an event dead after its last attempt.
+//
+// Guarantees:
+//
+//   - Forward sends the stored body byte for byte with the sender's original
+//     headers (signature headers included, hop-by-hop headers left out), so
+//     the app behind hookbox can verify the provider's signature itself. It
+//     adds an Idempotency-Key of "<source>:<delivery id>" that is the same on
+//     every attempt and every redelivery, so the app can make its effect safe
+//     to repeat.
+//   - Forward treats only a 2xx reply as done. 408, 429, 5xx, other 4xx,
+//     redirects (never followed), connection errors and timeouts are retried;
+//     a Retry-After reply header (seconds or an HTTP date) delays the retry at
+//     least that long. Only the statuses listed as permanent (410 Gone by
+//     default) make the event dead at once.
+//   - Exec runs the command without a shell, with the body on stdin and the
+//     event's fields in HOOKBOX_* environment variables. Exit status 0 is
+//     done; anything else is retried, with the exit code and the tail of the
+//     combined output in the error. The command runs in its own process
+//     group, and the whole group is killed when the attempt ends (its
+//     timeout, a shutdown, or the command's own exit), so no process of an
+//     attempt outlives it.
+//   - Errors never contain the values of the extra headers Forward is
+//     configured with (they are often shared secrets), nor the forward URL's
+//     query or password.
+package target
+
+import (
+	"fmt"
+
+	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// FromConfig returns the target configured for src: a *Forward when
+// src.Forward is set, an *Exec when src.Exec is, and (nil, nil) when the
+// source has neither (its events are then for Go handlers).
+func FromConfig(src config.Source) (worker.Target, error) {
+	switch {
+	case src.Forward != "" && len(src.Exec) > 0:
+		return nil, fmt.Errorf("source %s: forward and exec are exclusive; choose one target", src.Name)
+	case src.Forward != "":
+		f, err := NewForward(ForwardOptions{URL: src.Forward, Headers: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses})
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", src.Name, err)
+		}
+		return f, nil
+	case len(src.Exec) > 0:
+		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv})
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", src.Name, err)
+		}
+		return e, nil
+	}
+	return nil, nil
+}

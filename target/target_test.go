@@ -1,0 +1,197 @@
+package target
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox/config"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", 0, false},
+		{"120", 120 * time.Second, true},
+		{" 7 ", 7 * time.Second, true},
+		{"0", 0, false},
+		{"-5", 0, false},
+		{"1.5", 0, false},
+		{"soon", 0, false},
+		{"99999999999999999999", 0, false}, // overflows uint64
+		{"9999999999", (1 << 31) * time.Second, true},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(90 * time.Second).Format(time.RFC850), 90 * time.Second, true},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0, false},
+	}
+	for _, c := range cases {
+		got, ok := parseRetryAfter(c.in, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("parseRetryAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestCleanText(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"plain", 200, "plain"},
+		{"  line one\r\n\tline two \x00 end\n", 200, "line one line two end"},
+		{"bad \xff utf8", 200, "bad \uFFFD utf8"},
+		{"ééé", 5, "éé"}, // never split a character
+		{"ab cd", 3, "ab"},
+		{strings.Repeat("x", 300), 200, strings.Repeat("x", 200)},
+	}
+	for _, c := range cases {
+		if got := cleanText(c.in, c.n); got != c.want {
+			t.Errorf("cleanText(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
+
+func TestForwardHeader(t *testing.T) {
+	stored := http.Header{
+		"Content-Type":      {"application/json"},
+		"Webhook-Signature": {"v1,abc v1,def"},
+		"X-Multi":           {"a", "b"},
+		"Connection":        {"keep-alive, X-Per-Hop"},
+		"X-Per-Hop":         {"drop me"},
+		"Keep-Alive":        {"timeout=5"},
+		"Transfer-Encoding": {"chunked"},
+		"Content-Length":    {"12"},
+		"Host":              {"hookbox.example"},
+		"Te":                {"trailers"},
+		"Idempotency-Key":   {"spoof"},
+		"Hookbox-Attempt":   {"99"},
+		"x-lower-case":      {"kept"},
+	}
+	got := forwardHeader(stored)
+	want := http.Header{
+		"Content-Type":      {"application/json"},
+		"Webhook-Signature": {"v1,abc v1,def"},
+		"X-Multi":           {"a", "b"},
+		"X-Lower-Case":      {"kept"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("forwardHeader = %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if strings.Join(got[k], "|") != strings.Join(v, "|") {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	got.Add("X-Multi", "c")
+	if len(stored["X-Multi"]) != 2 {
+		t.Error("forwardHeader shares value slices with the stored header")
+	}
+}
+
+func TestNewForwardValidates(t *testing.T) {
+	const secret = "hunter2-secret-value"
+	cases := []struct {
+		name string
+		opts ForwardOptions
+		want string // substring of the error
+	}{
+		{"no url", ForwardOptions{}, "URL must be"},
+		{"relative", ForwardOptions{URL: "/hooks"}, "URL must be"},
+		{"ftp", ForwardOptions{URL: "ftp://x/?token=" + secret}, "URL must be"},
+		{"header name", ForwardOptions{URL: "http://x", Headers: map[string]string{"Bad Name": secret}}, `"Bad Name" is not a valid header name`},
+		{"header value", ForwardOptions{URL: "http://x", Headers: map[string]string{"X-Key": secret + "\r\nX-Evil: 1"}}, "value of X-Key contains a line break"},
+		{"reserved", ForwardOptions{URL: "http://x", Headers: map[string]string{"idempotency-key": secret}}, "Idempotency-Key is set by hookbox"},
+		{"hop", ForwardOptions{URL: "http://x", Headers: map[string]string{"Transfer-Encoding": "chunked"}}, "connection header"},
+		{"2xx permanent", ForwardOptions{URL: "http://x", PermanentStatuses: []int{204}}, "204 is not a non-2xx"},
+		{"bogus status", ForwardOptions{URL: "http://x", PermanentStatuses: []int{1000}}, "1000"},
+	}
+	for _, c := range cases {
+		_, err := NewForward(c.opts)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", c.name, err, c.want)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error quotes a secret: %v", c.name, err)
+		}
+	}
+
+	f, err := NewForward(ForwardOptions{URL: "https://app.example/hooks", Headers: map[string]string{"x-api-key": "k", "Host": "app.internal"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.extra.Get("X-Api-Key") != "k" || f.host != "app.internal" || !f.permanent[410] || len(f.permanent) != 1 {
+		t.Errorf("forward = %+v", f)
+	}
+	if f.client.CheckRedirect == nil {
+		t.Error("default client follows redirects")
+	}
+	f, err = NewForward(ForwardOptions{URL: "http://x", PermanentStatuses: []int{}})
+	if err != nil || len(f.permanent) != 0 {
+		t.Errorf("empty PermanentStatuses: %v, %v; want none permanent", f.permanent, err)
+	}
+}
+
+func TestNewExecValidates(t *testing.T) {
+	for name, opts := range map[string]ExecOptions{
+		"no argv":  {},
+		"empty":    {Argv: []string{""}},
+		"nul":      {Argv: []string{"x", "a\x00b"}},
+		"env":      {Argv: []string{"x"}, Env: []string{"NOEQUALS"}},
+		"env name": {Argv: []string{"x"}, Env: []string{"=v"}},
+		"limit":    {Argv: []string{"x"}, OutputLimit: -1},
+	} {
+		if _, err := NewExec(opts); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	e, err := NewExec(ExecOptions{Argv: []string{"/bin/true"}})
+	if err != nil {
+		t.Skip(err) // not a Unix system
+	}
+	if e.limit != DefaultOutputLimit {
+		t.Errorf("limit = %d", e.limit)
+	}
+}
+
+func TestFromConfig(t *testing.T) {
+	tg, err := FromConfig(config.Source{Name: "a", Forward: "http://127.0.0.1:3000/hooks"})
+	if _, ok := tg.(*Forward); !ok || err != nil {
+		t.Errorf("forward: %T, %v", tg, err)
+	}
+	tg, err = FromConfig(config.Source{Name: "b", Exec: []string{"./deploy.sh", "--prod"}})
+	if e, ok := tg.(*Exec); err == nil && (!ok || e.argv[1] != "--prod") {
+		t.Errorf("exec: %T, %v", tg, err)
+	}
+	tg, err = FromConfig(config.Source{Name: "c"})
+	if tg != nil || err != nil {
+		t.Errorf("no target: %#v, %v; want a nil interface", tg, err)
+	}
+	if _, err := FromConfig(config.Source{Name: "d", Forward: "http://x", Exec: []string{"y"}}); err == nil {
+		t.Error("forward and exec together accepted")
+	}
+	if _, err := FromConfig(config.Source{Name: "e", Forward: "mailto:x"}); err == nil || !strings.Contains(err.Error(), "source e:") {
+		t.Errorf("bad forward: %v", err)
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	b := &tailBuffer{limit: 10}
+	for _, s := range []string{"0123456789", "abcdefghij", "KLMNOPQRST", "uv"} {
+		b.Write([]byte(s))
+	}
+	if got := b.String(); got != "…MNOPQRSTuv" {
+		t.Errorf("tail = %q", got)
+	}
+	b = &tailBuffer{limit: 10}
+	b.Write([]byte("ok\x00 \xff\n"))
+	if got := b.String(); got != "ok \uFFFD" {
+		t.Errorf("cleaned = %q", got)
+	}
+}
