@@ -1,0 +1,141 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigLoads(t *testing.T) {
+	c, err := Load(filepath.Join("..", "examples", "hookbox.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DB != DefaultDB || len(c.Sources) < 3 || c.Sources[0].Secrets[0] == "" {
+		t.Fatalf("example config = %+v", c)
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	env := map[string]string{"SET": "value", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cases := []struct{ in, want, err string }{
+		{"a ${SET} b", "a value b", ""},
+		{"${UNSET:-fallback}", "fallback", ""},
+		{"${EMPTY:-fallback}", "fallback", ""},
+		{"${EMPTY}", "", ""},
+		{"$${SET} stays", "${SET} stays", ""},
+		{"$SET is not expanded", "$SET is not expanded", ""},
+		{"${UNSET}", "", "UNSET is not set"},
+	}
+	for _, c := range cases {
+		got, err := expandEnv(c.in, lookup)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%q: error %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q = %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
+func TestSecretsFromEnvironment(t *testing.T) {
+	t.Setenv("HB_TEST_SECRET", "whsec_c2VjcmV0")
+	c, err := Parse([]byte(`
+sources:
+  - name: polar
+    scheme: standard-webhooks
+    secrets: ["${HB_TEST_SECRET}"]
+    tolerance: 2m
+    timeout: 5s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sources[0]
+	if s.Secrets[0] != "whsec_c2VjcmV0" || time.Duration(s.Tolerance) != 2*time.Minute || s.Policy().Timeout != 5*time.Second {
+		t.Fatalf("source = %+v", s)
+	}
+}
+
+// TestErrorsNameTheKey: every invalid value is reported with its key, and
+// no error repeats a secret.
+func TestErrorsNameTheKey(t *testing.T) {
+	cases := []struct{ yaml, key string }{
+		{`sources: []`, "sources"},
+		{"sources:\n  - name: a\n    scheme: nope\n    secrets: [s3cr3t-value]", "sources[0] (a)"},
+		{"sources:\n  - name: 'bad name'\n    scheme: none", "sources[0].name"},
+		{"sources:\n  - name: a\n    scheme: none\n  - name: a\n    scheme: none", "sources[1].name"},
+		{"sources:\n  - name: a\n    scheme: github\n    secrets: ['']", "secrets[0]"},
+		{"sources:\n  - name: a\n    scheme: hmac\n    secrets: [s3cr3t-value]", "sources[0] (a)"},
+		{"sources:\n  - name: a\n    scheme: none\n    forward: ftp://x", "sources[0] (a).forward"},
+		{"sources:\n  - name: a\n    scheme: none\n    forward: http://x\n    exec: [x]", "exclusive"},
+		{"sources:\n  - name: a\n    scheme: none\n    tolerance: soon", "not a duration"},
+		{"sources:\n  - name: a\n    scheme: none\n    backoff_min: 1h\n    backoff_max: 1m", "backoff_min"},
+		{"log:\n  format: xml\nsources:\n  - name: a\n    scheme: none", "log.format"},
+		{"sqlite:\n  synchronous: maybe\nsources:\n  - name: a\n    scheme: none", "sqlite.synchronous"},
+		{"retention_days: -1\nsources:\n  - name: a\n    scheme: none", "retention_days"},
+		{"listen: x\nunknown_key: 1\nsources:\n  - name: a\n    scheme: none", "unknown_key"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(c.yaml))
+		if err == nil {
+			t.Errorf("%q: no error", c.yaml)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%q: error %q does not name %q", c.yaml, err, c.key)
+		}
+		if strings.Contains(err.Error(), "s3cr3t-value") {
+			t.Errorf("%q: error repeats the secret: %q", c.yaml, err)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.yaml")); err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+// FuzzParse: no input makes the loader panic, and whatever it accepts is
+// valid by its own rules.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"sources:\n  - name: a\n    scheme: none\n",
+		"listen: ':8080'\nsources:\n  - name: gh\n    scheme: github\n    secrets: [x]\n",
+		"sources:\n  - name: s\n    scheme: hmac\n    header: X-Sig\n    encoding: base64\n    secrets: ['${A:-b}']\n",
+		"sources: [{name: p, scheme: standard-webhooks, secrets: [whsec_c2VjcmV0], tolerance: 1m}]",
+		"",
+		"{",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := Parse(in)
+		if err != nil {
+			return
+		}
+		if err := c.validate(); err != nil {
+			t.Fatalf("accepted a config that does not validate: %v", err)
+		}
+		if len(c.Sources) == 0 {
+			t.Fatal("accepted a config without sources")
+		}
+	})
+}
