@@ -64,7 +64,9 @@ type key struct{ source, deliveryID string }
 // unnest arrays, which is a transaction of its own: one round trip when none
 // of them was stored before. Ids follow the order of ds. The ids of the
 // deliveries that were stored before (the duplicates) are then read with one
-// more statement. Repeats inside ds are resolved in memory.
+// more statement. Repeats inside ds are resolved in memory. When new rows
+// were stored, a NOTIFY for Listen follows, sent apart from the ingest (see
+// NotifyChannel).
 //
 // A database failure returns an error matching hookbox.ErrUnavailable. A
 // delivery whose source, id or event type is not valid UTF-8, or holds a NUL
@@ -101,6 +103,9 @@ func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 		if attempt == maxIngestAttempts || !retryable(err) || ctx.Err() != nil {
 			return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
 		}
+	}
+	if found > 0 {
+		s.notifier.signal() // the rows are committed: wake the workers
 	}
 	if found < len(distinct) {
 		if err := s.findDuplicates(ctx, ds, distinct, index, rs); err != nil {

@@ -20,6 +20,15 @@
 //     classified by SQLSTATE codes, never by message text.
 //   - Open applies the embedded migrations under a PostgreSQL advisory lock, so
 //     several processes starting at once migrate the schema exactly once.
+//   - The store is a hookbox.Queue that several processes may drain at once:
+//     claims take due rows with FOR NO KEY UPDATE SKIP LOCKED, so no two
+//     claims take the same event; every transition is guarded by the lease
+//     owner; Work holds the row locks of the events it runs until it
+//     commits, so an event is never run by two processes at the same time
+//     while its lease holds. Strict claims of one source are serialized
+//     across processes by a transaction-scoped advisory lock.
+//   - After Ingest has committed new rows, the store sends a NOTIFY that
+//     Listen, in any process, turns into a worker wake-up.
 //
 // The connection URL is handed to pgx unchanged: pool settings such as
 // pool_max_conns and server settings such as search_path=myschema work as
@@ -28,6 +37,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
@@ -39,6 +49,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -69,6 +80,12 @@ type Options struct {
 // Store is a hookbox.Store kept in PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	db   *sql.DB // database/sql over pool, for the transactions handed to handlers
+
+	notifier *notifier
+	// closing ends when Close is called; it stops the listeners.
+	closing    context.Context
+	closeStore context.CancelFunc
 }
 
 var _ hookbox.Store = (*Store)(nil)
@@ -92,17 +109,32 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	// A cancelled context cancels the statement on the server instead of
+	// closing the connection: a handler whose attempt times out in the
+	// middle of a query fails alone, and the Work transaction it ran in goes
+	// on with the other events, as on SQLite.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadlineDelay}
+	}
+	cfg.ConnConfig.Tracer = statementTracer{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}
 	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
 		pool.Close()
 		return nil, err
 	}
+	s.notifier = startNotifier(pool)
+	s.closing, s.closeStore = context.WithCancel(context.Background())
 	return s, nil
 }
+
+// cancelDeadlineDelay is how long a statement whose context ended may take
+// to be cancelled by the server before the connection is closed instead.
+const cancelDeadlineDelay = 2 * time.Second
 
 // migrate applies the embedded migrations through a database/sql handle over
 // the pool, holding a session-level advisory lock while it does.
@@ -129,9 +161,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
-	db := stdlib.OpenDBFromPool(s.pool)
-	defer db.Close() // releases the connections to the pool; the pool stays open
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, goose.WithSessionLocker(locker))
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
@@ -171,6 +201,9 @@ func lockID(schema string) int64 {
 // Close closes the pool, waiting for connections in use to be returned. It
 // may be called more than once.
 func (s *Store) Close() error {
+	s.closeStore()
+	s.notifier.stop()
+	s.db.Close()
 	s.pool.Close()
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/storetest"
+	"github.com/hookbox/hookbox/worker"
 )
 
 func open(t testing.TB, url string) *postgres.Store {
@@ -67,13 +69,13 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	var applied int
+	var applied, distinct int
 	if err := conn.QueryRow(context.Background(),
-		`SELECT count(*) FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&applied); err != nil {
+		`SELECT count(*), count(DISTINCT version_id) FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&applied, &distinct); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 1 {
-		t.Errorf("migration 1 recorded %d times, want 1", applied)
+	if applied != 2 || distinct != 2 {
+		t.Errorf("%d migrations recorded (%d distinct), want each of the 2 once", applied, distinct)
 	}
 	// Two stores (two pools) racing on one key: one row, one new.
 	var news int
@@ -309,4 +311,491 @@ func BenchmarkIngestDuplicates(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestQueueConformance(t *testing.T) {
+	storetest.RunQueue(t, func(t *testing.T) storetest.QueueStore {
+		s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// connect opens a plain connection to url for a test's own checks.
+func connect(t testing.TB, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+func count(t testing.TB, conn *pgx.Conn, q string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return n
+}
+
+func ingestN(t testing.TB, s *postgres.Store, source string, from, n int) {
+	t.Helper()
+	const batch = 500
+	for i := from; i < from+n; i += batch {
+		var ds []hookbox.Delivery
+		for j := i; j < min(i+batch, from+n); j++ {
+			ds = append(ds, storetest.Delivery(source, fmt.Sprintf("%s-%06d", source, j)))
+		}
+		if _, err := s.Ingest(context.Background(), ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func claimAll(t testing.TB, s *postgres.Store, source string, limit int) []hookbox.Event {
+	t.Helper()
+	evs, err := s.Claim(context.Background(), hookbox.ClaimParams{
+		Owner: fmt.Sprint("test-", time.Now().UnixNano()), Limit: limit, Lease: time.Minute, Sources: []string{source},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func done(ev *hookbox.Event) hookbox.Outcome {
+	now := time.Now()
+	return hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusDone,
+		StartedAt: now, FinishedAt: now}
+}
+
+// TestWorkNotRunIsKept: an outcome with an empty Status (the worker's "not
+// run, keep for the next transaction") rolls back what the handler wrote,
+// applies nothing, records no attempt, and leaves the lease with the caller.
+func TestWorkNotRunIsKept(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	conn := connect(t, url)
+	ingestN(t, s, "nr", 0, 3)
+	evs := claimAll(t, s, "nr", 3)
+	if len(evs) != 3 {
+		t.Fatalf("claimed %d", len(evs))
+	}
+	insert := func(ctx context.Context, tx *hookbox.Tx, key string) {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ('nr', $1)`, key); err != nil {
+			t.Errorf("insert %s: %v", key, err)
+		}
+	}
+	outs, errs, err := s.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		switch ev.ID {
+		case evs[0].ID:
+			insert(ctx, tx, "a")
+			return done(ev)
+		case evs[1].ID:
+			insert(ctx, tx, "b")
+			tx.ExecContext(ctx, `SELECT * FROM no_such_table`) // leaves the transaction aborted
+			return hookbox.Outcome{}
+		default:
+			return hookbox.Outcome{} // sent nothing
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("errs = %v", errs)
+	}
+	if outs[0].Status != hookbox.StatusDone || outs[1].Status != "" || outs[2].Status != "" {
+		t.Fatalf("outs = %+v", outs)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM effect_keys WHERE scope = 'nr'`); n != 1 {
+		t.Errorf("%d keys kept, want only the done event's", n)
+	}
+	for _, ev := range evs[1:] {
+		e, err := s.Event(context.Background(), ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != hookbox.StatusProcessing || e.LeaseOwner != ev.LeaseOwner || e.Attempts != 1 {
+			t.Errorf("not-run event = %+v, want still leased to the caller", e)
+		}
+		if as, _ := s.Attempts(context.Background(), ev.ID); len(as) != 0 {
+			t.Errorf("attempts recorded for a not-run event: %+v", as)
+		}
+	}
+	// The caller still holds them and can run them in the next transaction.
+	_, errs, err = s.Work(context.Background(), evs[1:], func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		return done(ev)
+	})
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("second Work: %v %v", errs, err)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM events WHERE status = 'done'`); n != 3 {
+		t.Errorf("%d done, want 3", n)
+	}
+}
+
+// TestWorkHandlerTimeoutFailsAlone: a handler statement cancelled by its
+// context fails that event only; the transaction goes on with the others.
+func TestWorkHandlerTimeoutFailsAlone(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	conn := connect(t, url)
+	ingestN(t, s, "to", 0, 2)
+	evs := claimAll(t, s, "to", 2)
+	start := time.Now()
+	_, errs, err := s.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		if ev.ID == evs[0].ID {
+			hctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			if _, err := tx.ExecContext(hctx, `SELECT pg_sleep(10)`); err == nil {
+				t.Error("pg_sleep was not cancelled")
+			}
+			o := done(ev)
+			o.Status, o.RetryAt, o.Error = hookbox.StatusPending, time.Now().Add(time.Hour), "timeout"
+			return o
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ('to', 'ok')`); err != nil {
+			t.Errorf("write after a cancelled statement: %v", err)
+		}
+		return done(ev)
+	})
+	if err != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Work: %v %v", errs, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Work took %v", d)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM events WHERE status = 'pending' AND last_error = 'timeout'`); n != 1 {
+		t.Errorf("%d events pending after the timeout, want 1", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM effect_keys WHERE key = 'ok'`); n != 1 {
+		t.Errorf("the other event's write was lost")
+	}
+}
+
+// TestFinishPurgedEvent: an outcome for an event deleted meanwhile is
+// refused, and its attempt is not recorded, without failing the batch.
+func TestFinishPurgedEvent(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	conn := connect(t, url)
+	ingestN(t, s, "pg", 0, 2)
+	evs := claimAll(t, s, "pg", 2)
+	if _, err := conn.Exec(context.Background(), `DELETE FROM events WHERE id = $1`, evs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	errs, err := s.Finish(context.Background(), []hookbox.Outcome{done(&evs[0]), done(&evs[1])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[0], hookbox.ErrLeaseLost) || errs[1] != nil {
+		t.Fatalf("errs = %v", errs)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM attempts`); n != 1 {
+		t.Errorf("%d attempt rows, want 1", n)
+	}
+}
+
+// TestStrictAcrossStores: strict claims from several stores (processes)
+// hold at most one event of the source at a time, in id order, even when
+// their clocks disagree. Every event fails its first attempt with a retry
+// due within the clocks' skew, so claimers disagree about which event is
+// due: only the advisory lock keeps two of them from claiming different
+// events at once.
+func TestStrictAcrossStores(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	stores := []*postgres.Store{open(t, url), open(t, url), open(t, url)}
+	const total = 40
+	ingestN(t, stores[0], "strict", 0, total)
+	var (
+		holder atomic.Int64
+		mu     sync.Mutex
+		order  []int64 // first attempts
+		worked = map[int64]bool{}
+		wg     sync.WaitGroup
+	)
+	deadline := time.Now().Add(20 * time.Second)
+	for g := range 9 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := stores[g%len(stores)]
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				finished := len(worked) == total
+				mu.Unlock()
+				if finished {
+					return
+				}
+				// Skewed clocks: a claimer 5ms ahead or behind.
+				now := time.Now().Add(time.Duration(g%3-1) * 5 * time.Millisecond)
+				evs, err := s.Claim(context.Background(), hookbox.ClaimParams{
+					Owner: fmt.Sprintf("g%d-%d", g, time.Now().UnixNano()), Limit: 5, Lease: time.Minute,
+					Sources: []string{"strict"}, Strict: true, Now: now,
+				})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(evs) == 0 {
+					continue
+				}
+				if len(evs) > 1 {
+					t.Errorf("strict claim returned %d events", len(evs))
+				}
+				if !holder.CompareAndSwap(0, evs[0].ID) {
+					t.Errorf("event %d claimed while %d is in flight", evs[0].ID, holder.Load())
+				}
+				o := done(&evs[0])
+				mu.Lock()
+				if evs[0].Attempts == 1 {
+					order = append(order, evs[0].ID)
+					o.Status, o.RetryAt = hookbox.StatusPending, time.Now().Add(3*time.Millisecond)
+				} else {
+					worked[evs[0].ID] = true
+				}
+				mu.Unlock()
+				time.Sleep(2 * time.Millisecond)
+				holder.Store(0) // before the finish commits: the next claim may follow it
+				if errs, err := s.Finish(context.Background(), []hookbox.Outcome{o}); err != nil || errs[0] != nil {
+					t.Errorf("finish: %v %v", errs, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(worked) != total {
+		t.Fatalf("%d of %d events worked", len(worked), total)
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] <= order[i-1] {
+			t.Fatalf("first attempts out of id order: %v", order)
+		}
+	}
+}
+
+// TestListenWakesAcrossStores: an ingest through one store wakes a listener
+// of another store on the same schema, not one on another schema.
+func TestListenWakesAcrossStores(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	a, b := open(t, url), open(t, url)
+	elsewhere := open(t, pgtest.URL(t))
+	woke := make(chan struct{}, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() { ended <- a.Listen(ctx, func() { woke <- struct{}{} }) }()
+	expect := func(want bool, what string) {
+		t.Helper()
+		wait := 300 * time.Millisecond
+		if want {
+			wait = 10 * time.Second
+		}
+		select {
+		case <-woke:
+			if !want {
+				t.Errorf("woken by %s", what)
+			}
+		case <-time.After(wait):
+			if want {
+				t.Fatalf("not woken by %s", what)
+			}
+		}
+	}
+	expect(true, "starting to listen")
+	if _, err := elsewhere.Ingest(context.Background(), []hookbox.Delivery{storetest.Delivery("l", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	expect(false, "an ingest into another schema")
+	if _, err := b.Ingest(context.Background(), []hookbox.Delivery{storetest.Delivery("l", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	expect(true, "an ingest through another store")
+	if _, err := b.Ingest(context.Background(), []hookbox.Delivery{storetest.Delivery("l", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	expect(false, "an ingest of duplicates only")
+
+	cancel()
+	select {
+	case err := <-ended:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Listen = %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Listen did not return after its context ended")
+	}
+
+	// Closing the store ends a listener too.
+	c := open(t, url)
+	ended2 := make(chan error, 1)
+	go func() { ended2 <- c.Listen(context.Background(), func() { woke <- struct{}{} }) }()
+	expect(true, "starting to listen")
+	c.Close()
+	select {
+	case err := <-ended2:
+		if err == nil {
+			t.Error("Listen on a closed store returned nil")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Listen did not return after Close")
+	}
+}
+
+// TestThreeProcessesDrainOnce: three stores with pools of their own (three
+// processes) each run a worker pool on one schema and drain 10,000 events.
+// Every event ends done, its effect is applied exactly once, and no two
+// handlers ever run for the same event at the same time.
+func TestThreeProcessesDrainOnce(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	const total = 10000
+	stores := []*postgres.Store{open(t, url), open(t, url), open(t, url)}
+	ingestN(t, stores[0], "drain", 0, total)
+	conn := connect(t, url)
+
+	var (
+		mu       sync.Mutex
+		inflight = map[int64]string{}
+		firsts   atomic.Int64
+		runs     atomic.Int64
+		refused  atomic.Int64
+	)
+	began := time.Now()
+	for i, s := range stores {
+		name := fmt.Sprint("proc", i)
+		p := worker.New(s, worker.Options{Name: name, PollInterval: 200 * time.Millisecond,
+			OnAttempt: func(ev *hookbox.Event, o hookbox.Outcome, err error) {
+				if err != nil {
+					refused.Add(1)
+				}
+			}})
+		p.Handle("drain", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			runs.Add(1)
+			mu.Lock()
+			if other, ok := inflight[ev.ID]; ok {
+				t.Errorf("event %d handled by %s and %s at once", ev.ID, other, name)
+			}
+			inflight[ev.ID] = name
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				delete(inflight, ev.ID)
+				mu.Unlock()
+			}()
+			res, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key, event_id)
+                VALUES ('drain', $1, $2) ON CONFLICT DO NOTHING`, ev.DeliveryID, ev.ID)
+			if err != nil {
+				return err
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				firsts.Add(1)
+			}
+			return nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		listening := make(chan error, 1)
+		go func() { listening <- s.Listen(ctx, p.Notify) }()
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer scancel()
+			p.Stop(sctx)
+			cancel()
+			<-listening
+		})
+	}
+	deadline := time.Now().Add(25 * time.Second)
+	for {
+		n := count(t, conn, `SELECT count(*) FROM events WHERE status = 'done'`)
+		if n == total {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d events done after 25s", n, total)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	elapsed := time.Since(began)
+	t.Logf("drained %d events with 3 processes in %v (%.0f events/s)", total, elapsed, total/elapsed.Seconds())
+	if n := firsts.Load(); n != total {
+		t.Errorf("%d first-time effect inserts, want %d", n, total)
+	}
+	if n := runs.Load(); n != total {
+		t.Errorf("handlers ran %d times, want %d", n, total)
+	}
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d outcomes refused", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM effect_keys WHERE scope = 'drain'`); n != total {
+		t.Errorf("%d effect keys, want %d", n, total)
+	}
+	if n := count(t, conn, `SELECT count(DISTINCT event_id) FROM effect_keys WHERE scope = 'drain'`); n != total {
+		t.Errorf("effects of %d distinct events, want %d", n, total)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM attempts WHERE outcome = 'done'`); n != total {
+		t.Errorf("%d done attempts recorded, want %d", n, total)
+	}
+}
+
+// BenchmarkDrain claims 256 events, works them with a handler that writes
+// nothing, and commits: the queue's own cost per event.
+func BenchmarkDrain(b *testing.B) {
+	benchmarkDrain(b, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error { return nil })
+}
+
+// BenchmarkDrainWithWrite is BenchmarkDrain with one insert per handler, as
+// a handler claiming a business key does.
+func BenchmarkDrainWithWrite(b *testing.B) {
+	benchmarkDrain(b, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ('bench', $1)`, ev.DeliveryID)
+		return err
+	})
+}
+
+func benchmarkDrain(b *testing.B, h func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error) {
+	s := open(b, pgtest.URL(b))
+	const batch = 256
+	ctx := context.Background()
+	ingested, backlog, worked := 0, 0, 0
+	for b.Loop() {
+		if backlog < batch {
+			b.StopTimer()
+			ingestN(b, s, "bench", ingested, 20*batch)
+			ingested += 20 * batch
+			backlog += 20 * batch
+			b.StartTimer()
+		}
+		evs := claimAll(b, s, "bench", batch)
+		_, errs, err := s.Work(ctx, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+			if err := h(ctx, tx, ev); err != nil {
+				b.Error(err)
+			}
+			return done(ev)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range errs {
+			if e != nil {
+				b.Fatal(e)
+			}
+		}
+		backlog -= len(evs)
+		worked += len(evs)
+	}
+	b.ReportMetric(float64(worked)/b.Elapsed().Seconds(), "events/s")
 }

@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Wake-ups across processes. After Ingest has committed new rows the store
+// sends NOTIFY on NotifyChannel with the current schema as payload; Listen,
+// in any process on the same database, calls its wake function for each
+// such notification from its own schema.
+//
+// The NOTIFY goes out as a statement of its own, from one goroutine per
+// store, after the ingest transaction has committed: PostgreSQL serializes
+// the commits of all transactions that notify (they take a database-wide
+// lock held through the commit's WAL flush), so notifying inside Ingest
+// would make concurrent ingests commit one at a time. Bursts collapse: while
+// one NOTIFY is in flight, any number of ingests cause at most one more.
+//
+// A wake-up is only a hint to claim now; workers still poll, which covers
+// notifications lost to a dropped connection.
+
+// NotifyChannel is the channel Ingest notifies and Listen listens on.
+const NotifyChannel = "hookbox_events"
+
+var errStoreClosed = errors.New("postgres: listen: store closed")
+
+// notifyTimeout bounds one NOTIFY.
+const notifyTimeout = 5 * time.Second
+
+// Listen's reconnection backoff.
+const (
+	listenMinBackoff = 100 * time.Millisecond
+	listenMaxBackoff = 5 * time.Second
+)
+
+// notifier sends NOTIFY for the ingests that signal it.
+type notifier struct {
+	pending chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func startNotifier(pool *pgxpool.Pool) *notifier {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &notifier{pending: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(n.done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-n.pending:
+			}
+			nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
+			// Best effort: a failure only delays the workers until they poll.
+			pool.Exec(nctx, `SELECT pg_notify('`+NotifyChannel+`', current_schema())`)
+			cancel()
+		}
+	}()
+	return n
+}
+
+// signal asks for one NOTIFY, without waiting.
+func (n *notifier) signal() {
+	select {
+	case n.pending <- struct{}{}:
+	default: // one is already due; it will cover this ingest
+	}
+}
+
+// stop ends the goroutine; it may be called more than once.
+func (n *notifier) stop() {
+	n.cancel()
+	<-n.done
+}
+
+// Listen calls wake for every notification that events were ingested into
+// this store's schema, by this or any other process, until ctx ends; it then
+// returns ctx's error. It holds one connection of its own, taken out of the
+// pool. When that connection fails it reconnects with a short backoff, and
+// calls wake once each time it is listening again (events may have arrived
+// meanwhile). Closing the store ends it with an error.
+//
+// wake must not block for long: it runs on the listening goroutine. A
+// worker.Pool's Notify fits.
+func (s *Store) Listen(ctx context.Context, wake func()) error {
+	delay := listenMinBackoff
+	for {
+		if s.closing.Err() != nil {
+			return errStoreClosed
+		}
+		listened, _ := s.listen(ctx, wake)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if s.closing.Err() != nil {
+			return errStoreClosed
+		}
+		if listened {
+			delay = listenMinBackoff
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, listenMaxBackoff)
+	}
+}
+
+// listen listens on one connection until it fails or ctx ends. It reports
+// whether it got as far as listening.
+func (s *Store) listen(ctx context.Context, wake func()) (bool, error) {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	// The connection is ours now: the pool may open another in its place,
+	// and no other user will ever receive this one with LISTEN active.
+	conn := pc.Hijack()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		conn.Close(cctx)
+	}()
+	// The statements below run without a context: when ctx ends, the
+	// connection's deadline interrupts them at once (a cancel request, the
+	// store's usual reaction to an ended context, would not interrupt a
+	// connection that only waits).
+	interrupt := func() { conn.PgConn().Conn().SetDeadline(time.Now()) }
+	stop := context.AfterFunc(ctx, interrupt)
+	defer stop()
+	stopOnClose := context.AfterFunc(s.closing, interrupt)
+	defer stopOnClose()
+	bg := context.Background()
+	var schema *string
+	if err := conn.QueryRow(bg, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return false, err
+	}
+	if _, err := conn.Exec(bg, `LISTEN `+NotifyChannel); err != nil {
+		return false, err
+	}
+	wake()
+	for {
+		n, err := conn.WaitForNotification(bg)
+		if err != nil {
+			return true, err
+		}
+		if n.Channel == NotifyChannel && (schema == nil || n.Payload == *schema) {
+			wake()
+		}
+	}
+}

@@ -1,0 +1,506 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/hookbox/hookbox"
+)
+
+// The queue side of the store. Every statement that changes an event is
+// guarded by the lease owner (and status) it expects, as on SQLite. Rows are
+// locked in id order wherever a statement may wait for a lock, and claims
+// skip locked rows instead of waiting, so the queue statements cannot
+// deadlock with each other.
+
+var _ hookbox.Queue = (*Store)(nil)
+
+// claimNow is the time a claim is made at: the caller's, else the server's
+// (one clock for every process sharing the database).
+const claimNow = `COALESCE($3::timestamptz, now())`
+
+// claimSet leases the rows of the CTE "due"; $1 is the owner, $2 the lease
+// in microseconds.
+const claimSet = `
+UPDATE events SET status = 'processing', attempts = attempts + 1, lease_owner = $1,
+    next_attempt_at = ` + claimNow + ` + $2::bigint * interval '1 microsecond',
+    updated_at = ` + claimNow + `
+WHERE id IN (SELECT id FROM due)
+RETURNING ` + eventColumns + `, payload`
+
+// claimDue takes up to $5 due events of the sources $4, skipping rows another
+// transaction holds (a concurrent claim, or a Work transaction).
+const claimDue = `WITH due AS (
+    SELECT id FROM events
+    WHERE status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
+      AND source = ANY($4::text[])
+    ORDER BY next_attempt_at, id
+    LIMIT $5
+    FOR NO KEY UPDATE SKIP LOCKED
+)` + claimSet
+
+// claimStrict takes the lowest due id of source $4 when no event of that
+// source holds a live lease. If that very row is locked, it takes nothing
+// rather than a later id. It runs after strictLock, in the same transaction
+// but as a statement of its own, so its snapshot sees every claim committed
+// by a strict claimer that held the lock before.
+const claimStrict = `WITH first AS (
+    SELECT id FROM events
+    WHERE source = $4 AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
+      AND NOT EXISTS (SELECT 1 FROM events
+          WHERE source = $4 AND status = 'processing' AND next_attempt_at > ` + claimNow + `)
+    ORDER BY id LIMIT 1
+), due AS (
+    SELECT id FROM events
+    WHERE id = (SELECT id FROM first)
+      AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
+    FOR NO KEY UPDATE SKIP LOCKED
+)` + claimSet
+
+// strictLock serializes strict claims of one source across processes until
+// the end of the transaction.
+const strictLock = `SELECT pg_advisory_xact_lock(hashtext('hookbox-strict:' || current_schema() || ':' || $1))`
+
+// Claim leases due events; see hookbox.Queue. A plain claim is one
+// statement (one round trip); a strict claim sends the advisory lock and the
+// claim together in one implicit transaction (one round trip).
+func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
+	if len(p.Sources) == 0 || p.Limit <= 0 {
+		return nil, nil
+	}
+	var now any
+	if !p.Now.IsZero() {
+		now = p.Now
+	}
+	lease := p.Lease.Microseconds()
+	var out []hookbox.Event
+	var err error
+	if p.Strict {
+		out, err = s.claimStrict(ctx, p.Owner, lease, now, p.Sources[0])
+	} else {
+		var rows pgx.Rows
+		rows, err = s.pool.Query(ctx, claimDue, p.Owner, lease, now, p.Sources, p.Limit)
+		if err == nil {
+			out, err = scanEvents(rows)
+		}
+	}
+	if err != nil {
+		return nil, unavailable(ctx, "claim", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (s *Store) claimStrict(ctx context.Context, owner string, lease int64, now any, source string) ([]hookbox.Event, error) {
+	// A batch outside an explicit transaction runs in one implicit
+	// transaction (one Sync): the advisory lock is held until the claim has
+	// committed. Under READ COMMITTED each statement takes its own snapshot,
+	// so the claim's is taken after the lock was granted.
+	b := &pgx.Batch{}
+	b.Queue(strictLock, source)
+	b.Queue(claimStrict, owner, lease, now, source)
+	br := s.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	var out []hookbox.Event
+	if err == nil {
+		out, err = scanEvents(rows)
+	}
+	// Close reads to the end of the batch: only then is the commit known.
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return out, err
+}
+
+func scanEvents(rows pgx.Rows) ([]hookbox.Event, error) {
+	defer rows.Close()
+	var out []hookbox.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// extendLeases locks the rows in id order before updating them, as every
+// statement here that may wait does.
+const extendLeases = `UPDATE events SET next_attempt_at = $1
+WHERE id IN (
+    SELECT id FROM events
+    WHERE id = ANY($3::bigint[]) AND lease_owner = $2 AND status = 'processing'
+    ORDER BY id
+    FOR NO KEY UPDATE
+) AND lease_owner = $2 AND status = 'processing'`
+
+// ExtendLeases moves the lease end of events still held by owner; one
+// statement.
+func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, extendLeases, until, owner, ids); err != nil {
+		return unavailable(ctx, "extend leases", err)
+	}
+	return nil
+}
+
+// finishOutcomes applies a batch of outcomes and records every attempt in one
+// statement. It returns the ordinals (1-based positions in the arrays) of the
+// outcomes that were applied; the others were refused, and their attempt rows
+// say "lost".
+//
+// held locks the events concerned in id order first, so a concurrent
+// finish, lease extension or Work transaction cannot deadlock with this one,
+// and no event can be deleted between the check and the insert of its
+// attempt rows: attempts of events already gone are skipped instead of
+// violating the foreign key.
+const finishOutcomes = `WITH o AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
+        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[])
+        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, n)
+), held AS (
+    SELECT id FROM events WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
+), applied AS (
+    UPDATE events e SET status = o.status, lease_owner = NULL, next_attempt_at = o.next_at,
+        last_error = NULLIF(o.error, ''), updated_at = o.finished
+    FROM o
+    WHERE e.id = o.id AND e.lease_owner = o.owner AND e.attempts = o.attempt
+      AND e.status = 'processing' AND e.id IN (SELECT id FROM held)
+    RETURNING o.n
+), recorded AS (
+    INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
+    SELECT o.id, o.attempt, o.owner, CASE WHEN applied.n IS NULL THEN 'lost' ELSE o.outcome END,
+        NULLIF(o.error, ''), o.started, o.finished
+    FROM o LEFT JOIN applied ON applied.n = o.n
+    WHERE o.id IN (SELECT id FROM held)
+    ORDER BY o.n
+)
+SELECT n FROM applied`
+
+// rowScanner is what pgx.Rows and *sql.Rows have in common.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// finishBatch is a set of outcomes prepared for finishOutcomes.
+type finishBatch struct {
+	index []int // index[k] is the position in the caller's slice of array element k+1
+	args  []any
+}
+
+// newFinishBatch prepares the outcomes at positions idx of outs.
+func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
+	n := len(idx)
+	var (
+		ids                 = make([]int64, n)
+		owners              = make([]string, n)
+		attempts            = make([]int32, n)
+		statuses, outcomes  = make([]string, n), make([]string, n)
+		nexts               = make([]time.Time, n)
+		msgs                = make([]string, n)
+		starteds, finisheds = make([]time.Time, n), make([]time.Time, n)
+	)
+	for k, i := range idx {
+		o := &outs[i]
+		next := o.FinishedAt
+		if o.Status == hookbox.StatusPending {
+			next = o.RetryAt
+		}
+		ids[k], owners[k], attempts[k] = o.ID, o.Owner, int32(o.Attempt)
+		statuses[k], outcomes[k] = string(o.Status), hookbox.AttemptOutcome(o.Status)
+		nexts[k], msgs[k], starteds[k], finisheds[k] = next, o.Error, o.StartedAt, o.FinishedAt
+	}
+	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds}}
+}
+
+// result sets errs[i] to ErrLeaseLost for every outcome of the batch that
+// rows (the result of finishOutcomes) does not report applied.
+func (b finishBatch) result(rows rowScanner, errs []error) error {
+	applied := make([]bool, len(b.index))
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		if n < 1 || n > int64(len(applied)) {
+			return fmt.Errorf("finish returned ordinal %d of %d", n, len(applied))
+		}
+		applied[n-1] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for k, i := range b.index {
+		if !applied[k] {
+			errs[i] = hookbox.ErrLeaseLost
+		}
+	}
+	return nil
+}
+
+// toApply lists the positions of the outcomes that say how an attempt ended;
+// an empty Status means the event was not run and there is nothing to apply.
+func toApply(outs []hookbox.Outcome, among []int) []int {
+	var idx []int
+	for _, i := range among {
+		if outs[i].Status != "" {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// Finish applies outcomes in one transaction and records each attempt; see
+// hookbox.Queue. It is one statement (one round trip). Outcomes with an
+// empty Status are not applied and get no error.
+func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	errs := make([]error, len(outs))
+	all := make([]int, len(outs))
+	for i := range all {
+		all[i] = i
+	}
+	idx := toApply(outs, all)
+	if len(idx) == 0 {
+		return errs, nil
+	}
+	b := newFinishBatch(outs, idx)
+	rows, err := s.pool.Query(ctx, finishOutcomes, b.args...)
+	if err == nil {
+		err = b.result(rows, errs)
+		rows.Close()
+	}
+	if err != nil {
+		return nil, unavailable(ctx, "finish", err)
+	}
+	return errs, nil
+}
+
+// lockHeld locks, in id order, the rows of the events still leased to the
+// owner they were claimed with, and returns them. A claim skips locked rows,
+// so a lease held now cannot be taken over before the transaction ends.
+const lockHeld = `SELECT e.id, e.lease_owner
+FROM events e JOIN unnest($1::bigint[], $2::text[]) AS h(id, owner)
+    ON e.id = h.id AND e.lease_owner = h.owner
+WHERE e.status = 'processing'
+ORDER BY e.id
+FOR NO KEY UPDATE OF e`
+
+// Work runs fn for each event in one transaction; see hookbox.Queue.
+//
+// Round trips: BEGIN, the lock of every held event, the first SAVEPOINT,
+// then one per event whose handler sent statements (ROLLBACK TO the savepoint
+// after a failure; RELEASE and a new SAVEPOINT after a success, except for
+// the last event), the finish statement and COMMIT. An event whose handler
+// sent nothing to the server costs no round trip: the savepoint still marks
+// the state before it.
+func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc) ([]hookbox.Outcome, []error, error) {
+	outs := make([]hookbox.Outcome, len(evs))
+	errs := make([]error, len(evs))
+	if len(evs) == 0 {
+		return outs, errs, nil
+	}
+	if err := s.work(ctx, evs, fn, outs, errs); err != nil {
+		return nil, nil, unavailable(ctx, "work", err)
+	}
+	return outs, errs, nil
+}
+
+func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc, outs []hookbox.Outcome, errs []error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var sent *atomic.Int64
+	if err := conn.Raw(func(dc any) error {
+		sent = statementCounter(dc.(*stdlib.Conn).Conn())
+		return nil
+	}); err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+
+	ids := make([]int64, len(evs))
+	owners := make([]string, len(evs))
+	for i := range evs {
+		ids[i], owners[i] = evs[i].ID, evs[i].LeaseOwner
+	}
+	type lease struct {
+		id    int64
+		owner string
+	}
+	held := map[lease]bool{}
+	rows, err := tx.QueryContext(ctx, lockHeld, ids, owners)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var l lease
+		if err := rows.Scan(&l.id, &l.owner); err != nil {
+			rows.Close()
+			return err
+		}
+		held[l] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+
+	var run []int
+	for i, ev := range evs {
+		if held[lease{ev.ID, ev.LeaseOwner}] {
+			run = append(run, i)
+			continue
+		}
+		outs[i] = hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts}
+		errs[i] = hookbox.ErrLeaseLost
+	}
+	if len(run) > 0 {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT work`); err != nil {
+			return err
+		}
+	}
+	htx := &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectPostgres}
+	for j, i := range run {
+		before := sent.Load()
+		o := fn(ctx, htx, &evs[i])
+		outs[i] = o
+		if sent.Load() == before {
+			continue // nothing reached the server: the savepoint still holds
+		}
+		var q string
+		switch last := j == len(run)-1; {
+		case o.Status != hookbox.StatusDone:
+			// Also ends the aborted state a failed statement left. The
+			// savepoint stays, ready for the next event.
+			q = `ROLLBACK TO SAVEPOINT work`
+		case !last:
+			q = `RELEASE SAVEPOINT work; SAVEPOINT work`
+		default:
+			continue // COMMIT keeps it
+		}
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	if idx := toApply(outs, run); len(idx) > 0 {
+		b := newFinishBatch(outs, idx)
+		rows, err := tx.QueryContext(ctx, finishOutcomes, b.args...)
+		if err != nil {
+			return err
+		}
+		err = b.result(rows, errs)
+		rows.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// statementCounterKey names, in a connection's custom data, the count of
+// statements sent on it, kept by statementTracer.
+const statementCounterKey = "hookbox.statements"
+
+// statementCounter returns the counter of statements sent on conn, creating
+// it on first use. The caller must hold conn.
+func statementCounter(conn *pgx.Conn) *atomic.Int64 {
+	data := conn.PgConn().CustomData()
+	c, ok := data[statementCounterKey].(*atomic.Int64)
+	if !ok {
+		c = new(atomic.Int64)
+		data[statementCounterKey] = c
+	}
+	return c
+}
+
+// statementTracer counts every request that may change the state of a
+// connection's transaction (query, prepare, batch, copy) on connections that
+// have a counter, so Work knows whether a handler sent anything.
+type statementTracer struct{}
+
+func countStatement(conn *pgx.Conn) {
+	if c, ok := conn.PgConn().CustomData()[statementCounterKey].(*atomic.Int64); ok {
+		c.Add(1)
+	}
+}
+
+func (statementTracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	countStatement(conn)
+	return ctx
+}
+func (statementTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (statementTracer) TracePrepareStart(ctx context.Context, conn *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	countStatement(conn)
+	return ctx
+}
+func (statementTracer) TracePrepareEnd(context.Context, *pgx.Conn, pgx.TracePrepareEndData) {}
+func (statementTracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	countStatement(conn)
+	return ctx
+}
+func (statementTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (statementTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (statementTracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+	countStatement(conn)
+	return ctx
+}
+func (statementTracer) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
+
+// Attempts lists the recorded attempts at one event, oldest first.
+func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt, error) {
+	rows, err := s.pool.Query(ctx, `SELECT attempt, owner, outcome, error, started_at, finished_at
+        FROM attempts WHERE event_id = $1 ORDER BY id`, eventID)
+	if err != nil {
+		return nil, queryError("attempts", err)
+	}
+	defer rows.Close()
+	var out []hookbox.Attempt
+	for rows.Next() {
+		var a hookbox.Attempt
+		var msg *string
+		if err := rows.Scan(&a.Attempt, &a.Owner, &a.Outcome, &msg, &a.StartedAt, &a.FinishedAt); err != nil {
+			return nil, queryError("attempts", err)
+		}
+		if msg != nil {
+			a.Error = *msg
+		}
+		a.StartedAt, a.FinishedAt = a.StartedAt.UTC(), a.FinishedAt.UTC()
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, queryError("attempts", err)
+	}
+	return out, nil
+}
+
+// unavailable reports a failure of a queue statement or of its commit as
+// hookbox.ErrUnavailable. When ctx has ended, the error matches ctx's error
+// too, so callers can tell a shutdown from an outage.
+func unavailable(ctx context.Context, op string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("postgres: %s: %w: %v (%w)", op, hookbox.ErrUnavailable, err, cerr)
+	}
+	return fmt.Errorf("postgres: %s: %w: %w", op, hookbox.ErrUnavailable, err)
+}
