@@ -171,6 +171,13 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.Pool.Start(ctx); err != nil {
 		return errors.Join(err, s.Close())
 	}
+	// Other processes sharing a PostgreSQL database announce new events;
+	// wake this pool for them too.
+	if l, ok := s.Store.(interface {
+		Listen(ctx context.Context, wake func()) error
+	}); ok {
+		go l.Listen(ctx, s.Pool.Notify)
+	}
 	hs := HTTPServer(s.Server)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -328,6 +328,11 @@ func (p *Pool) maxTimeout(sources []string) Policy {
 	return pol
 }
 
+// maxPerTx caps the handlers run in one transaction: each runs under a
+// savepoint, and PostgreSQL slows down for every session once a transaction
+// holds more than 64 subtransactions.
+const maxPerTx = 64
+
 // runTx claims a batch for Go handlers and works it in transactions of at
 // most TxBudget each. It returns how many events it claimed.
 func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (int, error) {
@@ -347,7 +352,8 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	for len(rest) > 0 {
 		deadline := time.Now().Add(p.opts.TxBudget)
 		ran := 0
-		outs, errs, err := p.q.Work(runCtx, rest, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		chunk := rest[:min(len(rest), maxPerTx)]
+		outs, errs, err := p.q.Work(runCtx, chunk, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 			if ran > 0 && time.Now().After(deadline) {
 				return hookbox.Outcome{} // not run: left for the next transaction
 			}
@@ -365,12 +371,12 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		var next []hookbox.Event
 		for i, o := range outs {
 			if o.Status == "" && errs[i] == nil {
-				next = append(next, rest[i])
+				next = append(next, chunk[i])
 				continue
 			}
-			p.report(&rest[i], o, errs[i])
+			p.report(&chunk[i], o, errs[i])
 		}
-		rest = next
+		rest = append(next, rest[len(chunk):]...)
 	}
 	return len(evs), nil
 }
