@@ -9,12 +9,13 @@ package loadgen
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,8 +32,14 @@ type Request struct {
 type Options struct {
 	URL         string    // full URL to POST to
 	Connections int       // concurrent keep-alive connections (default 64)
-	Requests    []Request // sent in order, each once
-	Body        []byte    // body for requests that have none of their own
+	Requests    []Request // sent in order, each once (or use Count and Next)
+	// Count and Next generate requests on the fly instead of Requests:
+	// Next(i) returns the i-th of Count requests. It is called concurrently.
+	Count int
+	Next  func(i int) Request
+	// Duration, if set, stops sending after this long.
+	Duration time.Duration
+	Body     []byte // body for requests that have none of their own
 	// Progress, if set, is called about once a second with the requests
 	// done so far.
 	Progress func(done int, elapsed time.Duration)
@@ -69,10 +76,16 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		conns = 64
 	}
 	n := len(opts.Requests)
-	lat := make([]time.Duration, n)
-	status := make([]int, n) // 0: transport error
-	var next, done atomic.Int64
-
+	next := func(i int) Request { return opts.Requests[i] }
+	if opts.Next != nil {
+		n, next = opts.Count, opts.Next
+	}
+	if opts.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
+		defer cancel()
+	}
+	var seq, done atomic.Int64
 	start := time.Now()
 	stopProgress := make(chan struct{})
 	if opts.Progress != nil {
@@ -89,28 +102,36 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			}
 		}()
 	}
+	// Each connection keeps its own histogram and status counts; they are
+	// merged at the end, so memory does not grow with the request count.
+	hists := make([]histogram, conns)
+	statuses := make([]map[int]int, conns)
+	errs := make([]int, conns)
 	var wg sync.WaitGroup
-	for range conns {
+	for w := range conns {
 		wg.Add(1)
+		statuses[w] = map[int]int{}
 		go func() {
 			defer wg.Done()
 			c := &client{host: u.Host, path: u.RequestURI()}
 			defer c.close()
 			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
+				i := int(seq.Add(1) - 1)
 				if i >= n {
 					return
 				}
-				req := &opts.Requests[i]
+				req := next(i)
 				body := req.Body
 				if body == nil {
 					body = opts.Body
 				}
 				t0 := time.Now()
 				code, err := c.post(req.Header, body)
-				lat[i] = time.Since(t0)
-				if err == nil {
-					status[i] = code
+				hists[w].add(time.Since(t0))
+				if err != nil {
+					errs[w]++
+				} else {
+					statuses[w][code]++
 				}
 				done.Add(1)
 			}
@@ -121,27 +142,78 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	elapsed := time.Since(start)
 
 	res := Result{Duration: elapsed, Status: map[int]int{}}
-	var sent []time.Duration
-	for i := range n {
-		if lat[i] == 0 && status[i] == 0 {
-			continue // never sent (cancelled)
-		}
-		sent = append(sent, lat[i])
-		if status[i] == 0 {
-			res.Errors++
-		} else {
-			res.Status[status[i]]++
+	var all histogram
+	for w := range conns {
+		all.merge(&hists[w])
+		res.Errors += errs[w]
+		for code, k := range statuses[w] {
+			res.Status[code] += k
 		}
 	}
-	res.Requests = len(sent)
+	res.Requests = int(all.count)
+	err = ctx.Err()
+	if opts.Duration > 0 && errors.Is(err, context.DeadlineExceeded) {
+		err = nil // the run was meant to end by time
+	}
 	if res.Requests == 0 {
-		return res, ctx.Err()
+		return res, err
 	}
-	slices.Sort(sent)
-	pick := func(q float64) time.Duration { return sent[min(len(sent)-1, int(q*float64(len(sent))))] }
 	res.RPS = float64(res.Requests) / elapsed.Seconds()
-	res.P50, res.P90, res.P99, res.Max = pick(0.50), pick(0.90), pick(0.99), sent[len(sent)-1]
-	return res, ctx.Err()
+	res.P50, res.P90, res.P99, res.Max = all.quantile(0.50), all.quantile(0.90), all.quantile(0.99), all.max
+	return res, err
+}
+
+// histogram counts latencies in log-linear buckets: 32 per power of two of
+// microseconds, so a quantile is within about 3% of the true value.
+type histogram struct {
+	buckets [40 * 32]uint32
+	count   uint64
+	max     time.Duration
+}
+
+func bucketOf(d time.Duration) int {
+	us := uint64(max(d, 0) / time.Microsecond)
+	if us < 32 {
+		return int(us)
+	}
+	exp := 63 - bits.LeadingZeros64(us) // us in [2^exp, 2^(exp+1))
+	sub := int((us >> (exp - 5)) & 31)
+	return min((exp-4)*32+sub, len(histogram{}.buckets)-1)
+}
+
+// lowerBound is the smallest latency in bucket b.
+func lowerBound(b int) time.Duration {
+	if b < 32 {
+		return time.Duration(b) * time.Microsecond
+	}
+	exp, sub := b/32+4, uint64(b%32)
+	return time.Duration((32+sub)<<(exp-5)) * time.Microsecond
+}
+
+func (h *histogram) add(d time.Duration) {
+	h.buckets[bucketOf(d)]++
+	h.count++
+	h.max = max(h.max, d)
+}
+
+func (h *histogram) merge(o *histogram) {
+	for i, c := range o.buckets {
+		h.buckets[i] += c
+	}
+	h.count += o.count
+	h.max = max(h.max, o.max)
+}
+
+func (h *histogram) quantile(q float64) time.Duration {
+	rank := uint64(q * float64(h.count))
+	var seen uint64
+	for b, c := range h.buckets {
+		seen += uint64(c)
+		if seen > rank {
+			return lowerBound(b)
+		}
+	}
+	return h.max
 }
 
 // client is one keep-alive HTTP/1.1 connection that redials after an error.

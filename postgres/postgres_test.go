@@ -323,6 +323,71 @@ func TestQueueConformance(t *testing.T) {
 	})
 }
 
+func TestOpsConformance(t *testing.T) {
+	storetest.RunOps(t, func(t *testing.T) storetest.FullStore {
+		s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// TestInTx: InTx commits what fn wrote when it returns nil, and rolls it
+// back when fn fails or panics, handing fn's error back unchanged.
+func TestInTx(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	conn := connect(t, url)
+	ctx := context.Background()
+	insert := func(key string) func(ctx context.Context, tx *hookbox.Tx) error {
+		return func(ctx context.Context, tx *hookbox.Tx) error {
+			if tx.Dialect != hookbox.DialectPostgres {
+				t.Errorf("dialect %q", tx.Dialect)
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ('tx', $1)`, key)
+			return err
+		}
+	}
+	if err := s.InTx(ctx, insert("committed")); err != nil {
+		t.Fatal(err)
+	}
+	errBoom := errors.New("boom")
+	err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+		if err := insert("rolled back")(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) || errors.Is(err, hookbox.ErrUnavailable) {
+		t.Fatalf("InTx = %v, want fn's error", err)
+	}
+	func() {
+		defer func() {
+			if p := recover(); p != "panic in fn" {
+				t.Errorf("recovered %v, want fn's panic", p)
+			}
+		}()
+		s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			if err := insert("panicked")(ctx, tx); err != nil {
+				t.Fatal(err)
+			}
+			panic("panic in fn")
+		})
+	}()
+	if n := count(t, conn, `SELECT count(*) FROM effect_keys WHERE scope = 'tx'`); n != 1 {
+		t.Errorf("%d keys stored, want 1", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM effect_keys WHERE scope = 'tx' AND key = 'committed'`); n != 1 {
+		t.Errorf("the committed key is missing")
+	}
+	// The connections went back to the pool in a usable state.
+	if err := s.InTx(ctx, insert("after")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // connect opens a plain connection to url for a test's own checks.
 func connect(t testing.TB, url string) *pgx.Conn {
 	t.Helper()

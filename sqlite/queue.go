@@ -18,6 +18,45 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
 	}
+	q, args := claimSQL(p)
+	var out []hookbox.Event
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = claimTx(ctx, tx, q, args)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimWork claims and works in one transaction; see hookbox.Queue.
+func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]hookbox.Event, []hookbox.Outcome, []error, error) {
+	if len(p.Sources) == 0 || p.Limit <= 0 {
+		return nil, nil, nil, nil
+	}
+	q, args := claimSQL(p)
+	var evs []hookbox.Event
+	var outs []hookbox.Outcome
+	var errs []error
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if evs, err = claimTx(ctx, tx, q, args); err != nil {
+			return err
+		}
+		// Just claimed in this transaction: no lease check needed.
+		outs, errs, _, err = workTx(ctx, tx, evs, fn, false)
+		return err
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sqlite: claim and work: %w", err)
+	}
+	return evs, outs, errs, nil
+}
+
+// claimSQL builds the claim statement for p and its arguments.
+func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	now := p.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -47,24 +86,27 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
             lease_owner = ?, next_attempt_at = ?, updated_at = ?
         WHERE id IN (` + pick + `)
         RETURNING ` + eventColumns
-	var out []hookbox.Event
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, q, append([]any{p.Owner, until, nowMS}, args...)...)
-		if err != nil {
-			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			e, err := scanEvent(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return rows.Err()
-	})
+	return q, append([]any{p.Owner, until, nowMS}, args...)
+}
+
+// claimTx runs a claim statement built by claimSQL and returns the claimed
+// events in id order.
+func claimTx(ctx context.Context, tx *sql.Tx, q string, args []any) ([]hookbox.Event, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim: %w", err)
+		return nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	var out []hookbox.Event
+	for rows.Next() {
+		e, err := scanEvent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
 	}
 	sortByID(out)
 	return out, nil
@@ -106,19 +148,38 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 
 // Work runs fn for each event in one transaction; see hookbox.Queue.
 func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc) ([]hookbox.Outcome, []error, error) {
-	outs := make([]hookbox.Outcome, 0, len(evs))
-	var lost []int // indexes into evs whose lease had moved on
+	var outs []hookbox.Outcome
 	var errs []error
+	var lost []int
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		htx := &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectSQLite}
-		held, err := tx.PrepareContext(ctx, `SELECT 1 FROM events
+		var err error
+		outs, errs, lost, err = workTx(ctx, tx, evs, fn, true)
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sqlite: work: %w", err)
+	}
+	return mergeLost(evs, outs, errs, lost)
+}
+
+// workTx runs fn for each event under its own savepoint and applies the
+// outcomes. With checkHeld, events whose lease moved on are skipped and
+// returned in lost (indexes into evs); outs and errs then cover the others.
+func workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.WorkFunc, checkHeld bool) (outs []hookbox.Outcome, errs []error, lost []int, err error) {
+	htx := &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectSQLite}
+	var held *sql.Stmt
+	if checkHeld {
+		held, err = tx.PrepareContext(ctx, `SELECT 1 FROM events
             WHERE id = ? AND lease_owner = ? AND status = 'processing'`)
 		if err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 		defer held.Close()
-		for i := range evs {
-			ev := &evs[i]
+	}
+	outs = make([]hookbox.Outcome, 0, len(evs))
+	for i := range evs {
+		ev := &evs[i]
+		if held != nil {
 			var one int
 			// The write lock is ours for the whole transaction: a lease
 			// still held now cannot be taken before we commit.
@@ -126,29 +187,25 @@ func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 				lost = append(lost, i)
 				continue
 			} else if err != nil {
-				return err
+				return nil, nil, nil, err
 			}
-			if _, err := tx.ExecContext(ctx, `SAVEPOINT work`); err != nil {
-				return err
-			}
-			o := fn(ctx, htx, ev)
-			if o.Status == hookbox.StatusDone {
-				_, err = tx.ExecContext(ctx, `RELEASE work`)
-			} else {
-				_, err = tx.ExecContext(ctx, `ROLLBACK TO work; RELEASE work`)
-			}
-			if err != nil {
-				return err
-			}
-			outs = append(outs, o)
 		}
-		errs, err = finishTx(ctx, tx, outs)
-		return err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("sqlite: work: %w", err)
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT work`); err != nil {
+			return nil, nil, nil, err
+		}
+		o := fn(ctx, htx, ev)
+		if o.Status == hookbox.StatusDone {
+			_, err = tx.ExecContext(ctx, `RELEASE work`)
+		} else {
+			_, err = tx.ExecContext(ctx, `ROLLBACK TO work; RELEASE work`)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		outs = append(outs, o)
 	}
-	return mergeLost(evs, outs, errs, lost)
+	errs, err = finishTx(ctx, tx, outs)
+	return outs, errs, lost, err
 }
 
 // mergeLost returns outcomes and errors in the order of evs, with

@@ -40,6 +40,10 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Readers is the size of the read-only pool (default 4).
 	Readers int
+	// InlineSync makes FULL sync inside each COMMIT, as SQLite does on its
+	// own, holding the write lock during the disk flush. Slower; it exists
+	// to measure the naive way against the default.
+	InlineSync bool
 }
 
 // Store is a hookbox.Store kept in one SQLite file.
@@ -64,9 +68,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	var durable *walSyncer
 	switch sync {
 	case "", "FULL":
-		// FULL's promise, kept by walSyncer without holding the write lock
-		// during the disk flush.
-		sync, durable = "NORMAL", newWALSyncer(path)
+		sync = "FULL"
+		if !opts.InlineSync {
+			// FULL's promise, kept by walSyncer without holding the write
+			// lock during the disk flush.
+			sync, durable = "NORMAL", newWALSyncer(path)
+		}
 	case "NORMAL", "OFF", "EXTRA":
 	default:
 		return nil, fmt.Errorf("sqlite: synchronous must be FULL, NORMAL, OFF or EXTRA, not %q", opts.Synchronous)

@@ -12,23 +12,38 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/loadgen"
+	"github.com/hookbox/hookbox/postgres"
+	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/service"
+	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/verify"
 )
 
 type benchFlags struct {
 	targets     []string
+	url         string
+	secret      string
 	postgres    string
+	scheme      string
 	connections int
 	requests    int
+	duration    time.Duration
 	bodySize    int
+	duplicates  float64
+	drain       bool
+	drainOnly   int
+	preload     int
 	jsonOut     bool
 	cpuProfile  string
 }
@@ -37,35 +52,73 @@ func newBenchCmd() *cobra.Command {
 	f := &benchFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure ingest throughput and latency against a bare net/http baseline",
-		Long: `bench starts each target in this process on a loopback port, sends it
-unique deliveries signed (Standard Webhooks) before the clock starts, over
---connections keep-alive connections, and prints req/s and latency
-percentiles. The "bare" target is net/http reading the body and answering 202:
-the machine's own HTTP limit, measured in the same run, so hookbox can be read
-as a ratio of it.`,
+		Short: "Measure ingest and drain against a bare net/http baseline",
+		Long: `bench starts each target in this process on a loopback port (or drives
+--url), sends unique deliveries signed for --scheme over --connections
+keep-alive connections, and prints req/s, latency percentiles and answers by
+status. Targets:
+
+  bare            net/http reading the body and answering 202: the machine's
+                  own HTTP limit, measured in the same run
+  naive-sqlite    one transaction and one disk sync per delivery (SQLite FULL)
+  sqlite          hookbox on SQLite (group commit, synchronous FULL)
+  naive-postgres  one transaction per delivery on PostgreSQL
+  postgres        hookbox on PostgreSQL
+
+With --drain, a no-op Go handler drains the queue during the run, and bench
+reports the drain rate, the queue lag and the time from 202 to handler
+start. With --drain-only N, it stores N events first and times the drain
+alone.`,
 		Example: `  hookbox bench
-  hookbox bench --targets bare,sqlite,postgres --postgres postgres://postgres@127.0.0.1/test`,
+  hookbox bench --targets bare,naive-sqlite,sqlite,naive-postgres,postgres --postgres postgres://postgres@127.0.0.1/test
+  hookbox bench --targets sqlite --drain --duration 60s
+  hookbox bench --targets sqlite,postgres --drain-only 200000
+  hookbox bench --url http://127.0.0.1:8080/webhooks/polar --secret whsec_… --duration 30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, f) },
 	}
-	cmd.Flags().StringSliceVar(&f.targets, "targets", []string{"bare", "sqlite"}, "what to measure, in order: bare, sqlite, postgres")
-	cmd.Flags().StringVar(&f.postgres, "postgres", os.Getenv("HOOKBOX_TEST_POSTGRES"), "PostgreSQL URL for the postgres target")
-	cmd.Flags().IntVar(&f.connections, "connections", 64, "concurrent connections")
-	cmd.Flags().IntVar(&f.requests, "requests", 200000, "deliveries per target")
-	cmd.Flags().IntVar(&f.bodySize, "body-size", 1024, "body size in bytes")
-	cmd.Flags().BoolVar(&f.jsonOut, "json", false, "print results as JSON")
-	cmd.Flags().StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fl := cmd.Flags()
+	fl.StringSliceVar(&f.targets, "targets", []string{"bare", "sqlite"}, "what to measure, in order: bare, naive-sqlite, sqlite, naive-postgres, postgres")
+	fl.StringVar(&f.url, "url", "", "drive a running hookbox at this delivery URL instead of starting targets")
+	fl.StringVar(&f.secret, "secret", "", "signing secret for --url")
+	fl.StringVar(&f.postgres, "postgres", os.Getenv("HOOKBOX_TEST_POSTGRES"), "PostgreSQL URL for the postgres targets")
+	fl.StringVar(&f.scheme, "scheme", "standard-webhooks", "signature scheme: standard-webhooks, stripe, github, hmac, none")
+	fl.IntVar(&f.connections, "connections", 64, "concurrent connections")
+	fl.IntVar(&f.requests, "requests", 200000, "deliveries per target (an upper bound with --duration)")
+	fl.DurationVar(&f.duration, "duration", 0, "send for this long instead of a fixed count")
+	fl.IntVar(&f.bodySize, "body-size", 1024, "body size in bytes")
+	fl.Float64Var(&f.duplicates, "duplicates", 0, "share of deliveries that repeat the previous one (0 to 0.5)")
+	fl.BoolVar(&f.drain, "drain", false, "drain the queue with a no-op handler during the run")
+	fl.IntVar(&f.drainOnly, "drain-only", 0, "store this many events, then time the drain alone")
+	fl.IntVar(&f.preload, "preload", 0, "store this many finished events before measuring (table size)")
+	fl.BoolVar(&f.jsonOut, "json", false, "print results as JSON")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return cmd
 }
 
 // benchSecret signs the benchmark's deliveries; it protects nothing.
 const benchSecret = "whsec_YmVuY2htYXJrLXNlY3JldC1ub3QtZm9yLXVzZQ=="
 
+// benchResult is one target's figures.
 type benchResult struct {
-	Target string         `json:"target"`
-	Result loadgen.Result `json:"result"`
-	Ratio  float64        `json:"ratio_to_bare,omitempty"`
+	Target  string          `json:"target"`
+	Ingest  *loadgen.Result `json:"ingest,omitempty"`
+	Ratio   float64         `json:"ratio_to_bare,omitempty"`
+	Drain   *drainResult    `json:"drain,omitempty"`
+	MaxRSS  int64           `json:"max_rss_bytes,omitempty"`
+	Preload int             `json:"preloaded_rows,omitempty"`
+}
+
+// drainResult describes the workers' side of a run.
+type drainResult struct {
+	Events    int           `json:"events"`
+	Duration  time.Duration `json:"duration_ns"`
+	Rate      float64       `json:"events_per_s"`
+	MaxLag    int           `json:"max_lag"`       // most events waiting at a sample
+	LagAtEnd  int           `json:"lag_at_end"`    // waiting when sending stopped
+	DrainTail time.Duration `json:"drain_tail_ns"` // from the end of sending to an empty queue
+	StartP50  time.Duration `json:"start_p50_ns,omitempty"`
+	StartP99  time.Duration `json:"start_p99_ns,omitempty"`
 }
 
 func runBench(cmd *cobra.Command, f *benchFlags) error {
@@ -82,47 +135,57 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	body := benchBody(f.bodySize)
-	vc := verify.Config{Scheme: "standard-webhooks", Secrets: []string{benchSecret}}
-	if !f.jsonOut {
-		fmt.Fprintf(out, "hookbox bench: %d deliveries of %d bytes per target, %d connections\n", f.requests, len(body), f.connections)
+	if f.duplicates < 0 || f.duplicates > 0.5 {
+		return fmt.Errorf("--duplicates must be between 0 and 0.5")
 	}
+	vc := verify.Config{Scheme: f.scheme, Secrets: []string{benchSecret}}
+	if f.scheme == "hmac" {
+		vc.Header, vc.IDHeader = "X-Signature", "X-Delivery-Id"
+	}
+	if f.scheme == "none" {
+		vc.Secrets = nil
+	}
+	if f.url != "" {
+		if f.secret == "" && f.scheme != "none" {
+			return fmt.Errorf("--url needs --secret (the source's signing secret)")
+		}
+		vc.Secrets = []string{f.secret}
+		f.targets = []string{"url"}
+	}
+	if _, err := verify.New(vc); err != nil {
+		return err
+	}
+	say := func(format string, args ...any) {
+		if !f.jsonOut {
+			fmt.Fprintf(out, format, args...)
+		}
+	}
+	say("hookbox bench: %s deliveries of %d bytes (%s), %d connections, %.0f%% duplicates\n",
+		amount(f), f.bodySize, f.scheme, f.connections, 100*f.duplicates)
+
 	var results []benchResult
 	var bare float64
-	for _, target := range f.targets {
-		url, stop, err := startBenchTarget(ctx, target, f)
+	for _, name := range f.targets {
+		t, err := startBenchTarget(ctx, name, f, vc)
 		if err != nil {
-			return fmt.Errorf("target %s: %w", target, err)
+			return fmt.Errorf("target %s: %w", name, err)
 		}
-		run := func(n int) (loadgen.Result, error) {
-			reqs, err := presign(vc, body, n)
-			if err != nil {
-				return loadgen.Result{}, err
+		r, err := t.measure(ctx, f, vc, out)
+		t.stop()
+		if err != nil {
+			return fmt.Errorf("target %s: %w", name, err)
+		}
+		if r.Ingest != nil {
+			if name == "bare" {
+				bare = r.Ingest.RPS
+			} else if bare > 0 {
+				r.Ratio = r.Ingest.RPS / bare
 			}
-			return loadgen.Run(ctx, loadgen.Options{URL: url, Connections: f.connections, Requests: reqs, Body: body})
 		}
-		if _, err := run(min(5000, f.requests)); err != nil { // warm up connections, caches, the JIT-less Go runtime's pools
-			stop()
-			return err
-		}
-		res, err := run(f.requests)
-		stop()
-		if err != nil {
-			return err
-		}
-		r := benchResult{Target: target, Result: res}
-		if target == "bare" {
-			bare = res.RPS
-		} else if bare > 0 {
-			r.Ratio = res.RPS / bare
-		}
+		r.MaxRSS = maxRSS()
 		results = append(results, r)
 		if !f.jsonOut {
-			line := fmt.Sprintf("%-9s %s", target, res)
-			if r.Ratio > 0 {
-				line += fmt.Sprintf("  %.2fx bare", r.Ratio)
-			}
-			fmt.Fprintln(out, line)
+			printBench(out, r)
 		}
 	}
 	if f.jsonOut {
@@ -133,15 +196,71 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	return nil
 }
 
-// startBenchTarget starts one target on a loopback port and returns its
-// delivery URL and a function that stops it.
-func startBenchTarget(ctx context.Context, target string, f *benchFlags) (string, func(), error) {
+func amount(f *benchFlags) string {
+	if f.drainOnly > 0 {
+		return fmt.Sprintf("%d stored", f.drainOnly)
+	}
+	if f.duration > 0 {
+		return f.duration.String() + " of"
+	}
+	return fmt.Sprint(f.requests)
+}
+
+func printBench(w io.Writer, r benchResult) {
+	if r.Ingest != nil {
+		line := fmt.Sprintf("%-15s %s", r.Target, r.Ingest)
+		if r.Ratio > 0 {
+			line += fmt.Sprintf("  %.2fx bare", r.Ratio)
+		}
+		fmt.Fprintln(w, line)
+	}
+	if d := r.Drain; d != nil {
+		fmt.Fprintf(w, "%-15s drain %8.0f events/s  (%d events in %v)  lag max %d, at end %d, emptied %v after sending stopped",
+			"", d.Rate, d.Events, d.Duration.Round(time.Millisecond), d.MaxLag, d.LagAtEnd, d.DrainTail.Round(time.Millisecond))
+		if d.StartP50 > 0 {
+			fmt.Fprintf(w, "  light load, sent→handler start p50 %v p99 %v", d.StartP50.Round(time.Microsecond), d.StartP99.Round(time.Microsecond))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%-15s process max RSS %d MB (load generator included)\n", "", r.MaxRSS>>20)
+}
+
+// benchTarget is one running target.
+type benchTarget struct {
+	name  string
+	url   string
+	svc   *service.Service // nil for bare, naive and url targets
+	serve func()           // starts svc's HTTP server and workers
+	stop  func()
+
+	handled atomic.Int64 // events the no-op handler saw
+	acked   sync.Map     // delivery id → when its 202 arrived (light-load phase)
+	latMu   sync.Mutex
+	starts  []time.Duration // 202 → handler start, light-load phase
+}
+
+func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify.Config) (*benchTarget, error) {
+	if name == "url" {
+		return &benchTarget{name: name, url: f.url, stop: func() {}}, nil
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	url := "http://" + ln.Addr().String() + "/webhooks/bench"
-	switch target {
+	t := &benchTarget{name: name, url: "http://" + ln.Addr().String() + "/webhooks/bench"}
+	dir, err := os.MkdirTemp("", "hookbox-bench-")
+	if err != nil {
+		return nil, err
+	}
+	sqlitePath := filepath.Join(dir, "bench.db")
+	db := "sqlite:" + sqlitePath
+	if strings.HasSuffix(name, "postgres") {
+		if f.postgres == "" {
+			return nil, fmt.Errorf("--postgres (or HOOKBOX_TEST_POSTGRES) is required")
+		}
+		db = f.postgres
+	}
+	switch name {
 	case "bare":
 		srv := service.HTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
@@ -150,49 +269,361 @@ func startBenchTarget(ctx context.Context, target string, f *benchFlags) (string
 			w.Write([]byte(`{"id":1,"duplicate":false}` + "\n"))
 		}))
 		go srv.Serve(ln)
-		return url, func() { srv.Close() }, nil
-	case "sqlite", "postgres":
-		dir, err := os.MkdirTemp("", "hookbox-bench-")
+		t.stop = func() { srv.Close(); os.RemoveAll(dir) }
+		return t, nil
+	case "naive-sqlite", "naive-postgres":
+		var st hookbox.Store
+		if name == "naive-sqlite" {
+			st, err = sqlite.Open(ctx, sqlitePath, sqlite.Options{InlineSync: true})
+		} else {
+			st, err = postgres.Open(ctx, db, postgres.Options{})
+		}
 		if err != nil {
-			return "", nil, err
+			return nil, err
 		}
-		db := "sqlite:" + filepath.Join(dir, "bench.db")
-		if target == "postgres" {
-			if f.postgres == "" {
-				return "", nil, fmt.Errorf("--postgres (or HOOKBOX_TEST_POSTGRES) is required")
-			}
-			db = f.postgres
-		}
-		cfg := &config.Config{DB: db, Sources: []config.Source{{Name: "bench", Scheme: "standard-webhooks", Secrets: []string{benchSecret}}}}
+		v, _ := verify.New(vc)
+		h := server.New(server.Config{
+			Sources: []server.Source{{Name: "bench", Verifier: v}},
+			Ingest: func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+				rs, err := st.Ingest(ctx, []hookbox.Delivery{d}) // one transaction per delivery
+				if err != nil {
+					return hookbox.Receipt{}, err
+				}
+				return rs[0], nil
+			},
+		})
+		srv := service.HTTPServer(h)
+		go srv.Serve(ln)
+		t.stop = func() { srv.Close(); st.Close(); os.RemoveAll(dir) }
+		return t, nil
+	case "sqlite", "postgres":
+		src := config.Source{Name: "bench", Scheme: vc.Scheme, Secrets: vc.Secrets, Header: vc.Header, IDHeader: vc.IDHeader}
+		cfg := &config.Config{DB: db, Sources: []config.Source{src}}
 		svcCtx, cancel := context.WithCancel(ctx)
 		svc, err := service.New(svcCtx, cfg, nil)
 		if err != nil {
 			cancel()
-			return "", nil, err
-		}
-		done := make(chan struct{})
-		go func() { svc.Serve(svcCtx, ln); close(done) }()
-		return url, func() { cancel(); <-done; os.RemoveAll(dir) }, nil
-	}
-	ln.Close()
-	return "", nil, fmt.Errorf("unknown target %q (want bare, sqlite or postgres)", target)
-}
-
-// presign makes n unique deliveries, signed before the clock starts.
-func presign(vc verify.Config, body []byte, n int) ([]loadgen.Request, error) {
-	var run [6]byte
-	rand.Read(run[:])
-	prefix := "msg_" + hex.EncodeToString(run[:]) + "_"
-	now := time.Now()
-	reqs := make([]loadgen.Request, n)
-	for i := range reqs {
-		h, err := verify.Sign(vc, body, fmt.Sprint(prefix, i), now)
-		if err != nil {
 			return nil, err
 		}
-		reqs[i].Header = h
+		t.svc = svc
+		if f.drain || f.drainOnly > 0 {
+			svc.Pool.Handle("bench", "", t.noopHandler)
+		}
+		if f.preload > 0 {
+			if err := preload(ctx, svc, f.preload); err != nil {
+				cancel()
+				svc.Close()
+				return nil, err
+			}
+		}
+		done := make(chan struct{})
+		var once sync.Once
+		t.serve = func() {
+			once.Do(func() { go func() { svc.Serve(svcCtx, ln); close(done) }() })
+		}
+		t.stop = func() {
+			t.serve() // Serve owns closing the service
+			cancel()
+			<-done
+			os.RemoveAll(dir)
+		}
+		return t, nil
 	}
-	return reqs, nil
+	ln.Close()
+	return nil, fmt.Errorf("unknown target %q", name)
+}
+
+// noopHandler does nothing but note when it ran, so drain rate and the
+// delay from 202 to handler start can be measured.
+func (t *benchTarget) noopHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+	t.handled.Add(1)
+	if at, ok := t.acked.Load(ev.DeliveryID); ok {
+		t.latMu.Lock()
+		t.starts = append(t.starts, time.Since(at.(time.Time)))
+		t.latMu.Unlock()
+	}
+	return nil
+}
+
+// measure runs the load (or the drain) against t.
+func (t *benchTarget) measure(ctx context.Context, f *benchFlags, vc verify.Config, out io.Writer) (benchResult, error) {
+	r := benchResult{Target: t.name, Preload: f.preload}
+	body := benchBody(f.bodySize)
+	gen := newDeliveries(vc, body, f.duplicates)
+	if f.drainOnly > 0 {
+		if t.svc == nil {
+			return r, fmt.Errorf("--drain-only needs the sqlite or postgres target")
+		}
+		if err := storeEvents(ctx, t.svc, gen, f.drainOnly); err != nil {
+			return r, err
+		}
+		start := time.Now()
+		t.serve()
+		if err := t.waitHandled(ctx, int64(f.drainOnly), 10*time.Minute); err != nil {
+			return r, err
+		}
+		d := time.Since(start)
+		r.Drain = &drainResult{Events: f.drainOnly, Duration: d, Rate: float64(f.drainOnly) / d.Seconds()}
+		return r, nil
+	}
+	if t.serve != nil {
+		t.serve()
+	}
+	warm := min(5000, f.requests)
+	if _, err := loadgen.Run(ctx, loadgen.Options{URL: t.url, Connections: f.connections, Count: warm, Next: gen.next, Body: body}); err != nil {
+		return r, err
+	}
+	gen.rewindTo(warm)
+	handledBefore := t.handled.Load()
+	lag := &lagSampler{}
+	if f.drain && t.svc != nil {
+		lag.start(ctx, t.svc)
+	}
+	progress := func(done int, elapsed time.Duration) {
+		if f.jsonOut {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "\r  %-14s %9d sent  %8.0f req/s  drained %9d  lag %7d ", t.name, done,
+			float64(done)/elapsed.Seconds(), t.handled.Load()-handledBefore, lag.last.Load())
+	}
+	res, err := loadgen.Run(ctx, loadgen.Options{
+		URL: t.url, Connections: f.connections, Count: f.requests, Duration: f.duration,
+		Next: gen.next, Body: body, Progress: progress,
+	})
+	if !f.jsonOut {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Ingest = &res
+	if f.drain && t.svc != nil {
+		sendEnd := time.Now()
+		lagAtEnd := lag.sample(ctx, t.svc)
+		if err := t.waitQueueEmpty(ctx, 5*time.Minute); err != nil {
+			return r, err
+		}
+		lag.stop()
+		d := time.Since(sendEnd) + res.Duration
+		n := int(t.handled.Load() - handledBefore)
+		r.Drain = &drainResult{Events: n, Duration: d, Rate: float64(n) / d.Seconds(),
+			MaxLag: int(lag.max.Load()), LagAtEnd: lagAtEnd, DrainTail: time.Since(sendEnd)}
+		r.Drain.StartP50, r.Drain.StartP99 = t.lightLoadLatency(ctx, gen, body)
+	}
+	return r, nil
+}
+
+// lightLoadLatency sends 1000 deliveries one at a time, pausing between
+// them, and returns the median and 99th percentile time from each 202 to
+// the start of its handler.
+func (t *benchTarget) lightLoadLatency(ctx context.Context, gen *deliveries, body []byte) (time.Duration, time.Duration) {
+	t.latMu.Lock()
+	t.starts = nil
+	t.latMu.Unlock()
+	const n = 1000
+	base := gen.used()
+	for i := range n {
+		req := gen.next(base + i)
+		// Timed from the moment the request leaves: an upper bound of the
+		// time from 202 to handler start (the handler may start before the
+		// reply reaches the client).
+		t.acked.Store(deliveryID(req.Header), time.Now())
+		loadgen.Run(ctx, loadgen.Options{URL: t.url, Connections: 1, Requests: []loadgen.Request{req}, Body: body})
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.waitQueueEmpty(ctx, time.Minute)
+	t.latMu.Lock()
+	defer t.latMu.Unlock()
+	if len(t.starts) == 0 {
+		return 0, 0
+	}
+	ls := append([]time.Duration(nil), t.starts...)
+	sortDurations(ls)
+	return ls[len(ls)/2], ls[len(ls)*99/100]
+}
+
+func (t *benchTarget) waitHandled(ctx context.Context, n int64, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for t.handled.Load() < n {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("drained %d of %d events within %v", t.handled.Load(), n, limit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+func (t *benchTarget) waitQueueEmpty(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if queued(ctx, t.svc) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("queue not empty after %v", limit)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// queued counts unfinished events.
+func queued(ctx context.Context, svc *service.Service) int {
+	ops, ok := svc.Store.(hookbox.Ops)
+	if !ok {
+		return 0
+	}
+	st, err := ops.Stats(ctx, time.Now())
+	if err != nil {
+		return 0
+	}
+	return st.ByStatus[hookbox.StatusPending] + st.ByStatus[hookbox.StatusProcessing]
+}
+
+// lagSampler samples the number of unfinished events once a second.
+type lagSampler struct {
+	last, max atomic.Int64
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+func (l *lagSampler) start(ctx context.Context, svc *service.Service) {
+	ctx, l.cancel = context.WithCancel(ctx)
+	l.done = make(chan struct{})
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				l.sample(ctx, svc)
+			}
+		}
+	}()
+}
+
+func (l *lagSampler) sample(ctx context.Context, svc *service.Service) int {
+	n := int64(queued(ctx, svc))
+	l.last.Store(n)
+	if n > l.max.Load() {
+		l.max.Store(n)
+	}
+	return int(n)
+}
+
+func (l *lagSampler) stop() {
+	if l.cancel != nil {
+		l.cancel()
+		<-l.done
+	}
+}
+
+// deliveries generates unique signed deliveries, with a share repeating the
+// previous one.
+type deliveries struct {
+	vc        verify.Config
+	body      []byte
+	prefix    string
+	dupEvery  int // every dupEvery-th delivery repeats the one before; 0: none
+	offset    atomic.Int64
+	now       time.Time
+	stripeRaw bool
+}
+
+func newDeliveries(vc verify.Config, body []byte, dupShare float64) *deliveries {
+	var run [6]byte
+	rand.Read(run[:])
+	g := &deliveries{vc: vc, body: body, prefix: "msg_" + hex.EncodeToString(run[:]) + "_", now: time.Now(),
+		stripeRaw: vc.Scheme == "stripe"}
+	if dupShare > 0 {
+		g.dupEvery = int(1 / dupShare)
+	}
+	return g
+}
+
+// rewindTo makes next(0) return the delivery numbered base, so a warm-up
+// and the measured run never share ids.
+func (g *deliveries) rewindTo(base int) { g.offset.Add(int64(base)) }
+
+// used returns a number far past any measured run's deliveries, for the
+// light-load phase.
+func (g *deliveries) used() int { return int(g.offset.Load()) + 1<<30 }
+
+func (g *deliveries) next(i int) loadgen.Request {
+	n := int(g.offset.Load()) + i
+	if g.dupEvery > 0 && n%g.dupEvery == g.dupEvery-1 && n > 0 {
+		n--
+	}
+	id := fmt.Sprint(g.prefix, n)
+	body := g.body
+	if g.stripeRaw {
+		// Stripe carries the id in the body.
+		body = []byte(`{"id":"` + id + `",` + string(g.body[1:]))
+	}
+	h, err := verify.Sign(g.vc, body, id, g.now)
+	if err != nil {
+		panic(err) // the config was checked before the run
+	}
+	req := loadgen.Request{Header: h}
+	if g.stripeRaw {
+		req.Body = body
+	}
+	return req
+}
+
+// deliveryID reads back the id a signed request carries in a header.
+func deliveryID(h http.Header) string {
+	for _, k := range []string{"Webhook-Id", "X-Github-Delivery", "X-Delivery-Id"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// storeEvents stores n generated deliveries straight into the store, for a
+// drain-only measurement.
+func storeEvents(ctx context.Context, svc *service.Service, gen *deliveries, n int) error {
+	const batch = 512
+	for done := 0; done < n; done += batch {
+		var ds []hookbox.Delivery
+		for i := done; i < min(n, done+batch); i++ {
+			req := gen.next(i)
+			body := req.Body
+			if body == nil {
+				body = gen.body
+			}
+			ds = append(ds, hookbox.Delivery{Source: "bench", DeliveryID: fmt.Sprint(gen.prefix, "d", i),
+				Header: req.Header, Payload: body, ReceivedAt: time.Now()})
+		}
+		if _, err := svc.Store.Ingest(ctx, ds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preload stores n events and marks them done, to measure with a large
+// table.
+func preload(ctx context.Context, svc *service.Service, n int) error {
+	body := benchBody(1024)
+	const batch = 512
+	for done := 0; done < n; done += batch {
+		var ds []hookbox.Delivery
+		for i := done; i < min(n, done+batch); i++ {
+			ds = append(ds, hookbox.Delivery{Source: "preload", DeliveryID: fmt.Sprint("pre_", i),
+				Header: http.Header{}, Payload: body, ReceivedAt: time.Now().Add(-time.Hour)})
+		}
+		if _, err := svc.Store.Ingest(ctx, ds); err != nil {
+			return err
+		}
+	}
+	return svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE events SET status = 'done' WHERE source = 'preload'`)
+		return err
+	})
 }
 
 // benchBody is a JSON object of about size bytes with a type field.
@@ -201,4 +632,24 @@ func benchBody(size int) []byte {
 	tail := `"}}`
 	pad := max(0, size-len(head)-len(tail))
 	return []byte(head + strings.Repeat("x", pad) + tail)
+}
+
+// maxRSS is the process's peak resident memory, from /proc (0 elsewhere).
+func maxRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+func sortDurations(ds []time.Duration) {
+	slices.Sort(ds)
 }

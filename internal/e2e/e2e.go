@@ -125,24 +125,25 @@ func (s *Server) Send(source, deliveryID string, body []byte) Reply {
 }
 
 // WaitIdle waits until no event is pending or processing, failing after
-// timeout.
+// timeout. It reads both counts in one statement: two separate reads could
+// each miss an event that moved between them.
 func (s *Server) WaitIdle(timeout time.Duration) {
 	s.T.Helper()
+	ops, ok := s.Svc.Store.(hookbox.Ops)
+	if !ok {
+		s.T.Fatalf("store %T has no Ops", s.Svc.Store)
+	}
 	deadline := time.Now().Add(timeout)
 	for {
-		busy := 0
-		for _, st := range []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing} {
-			evs, err := s.Svc.Store.Events(context.Background(), hookbox.Filter{Status: st, Limit: 1})
-			if err != nil {
-				s.T.Fatal(err)
-			}
-			busy += len(evs)
+		st, err := ops.Stats(context.Background(), time.Now())
+		if err != nil {
+			s.T.Fatal(err)
 		}
-		if busy == 0 {
+		if st.ByStatus[hookbox.StatusPending]+st.ByStatus[hookbox.StatusProcessing] == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.T.Fatalf("queue still busy after %v", timeout)
+			s.T.Fatalf("queue still busy after %v: %v", timeout, st.ByStatus)
 		}
 		s.Svc.Pool.Notify()
 		time.Sleep(10 * time.Millisecond)

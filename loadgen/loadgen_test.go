@@ -1,0 +1,51 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * 100 * time.Microsecond) // 0.1ms .. 100ms
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 50100 * time.Microsecond}, {0.99, 99100 * time.Microsecond}, {0.01, 1100 * time.Microsecond}} {
+		got := h.quantile(c.q)
+		if got < c.want*96/100 || got > c.want*101/100 {
+			t.Errorf("q%.2f = %v, want about %v", c.q, got, c.want)
+		}
+	}
+	if h.max != 100*time.Millisecond {
+		t.Errorf("max = %v", h.max)
+	}
+}
+
+func TestRunCountsEveryRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if string(b) != "hello" || r.Header.Get("X-N") == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Options{
+		URL: srv.URL + "/x", Connections: 4, Count: 500, Body: []byte("hello"),
+		Next: func(i int) Request { return Request{Header: http.Header{"X-N": {"1"}}} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 500 || res.Status[http.StatusAccepted] != 500 || res.Errors != 0 || res.RPS <= 0 || res.P99 < res.P50 {
+		t.Fatalf("result = %+v", res)
+	}
+}

@@ -1,0 +1,257 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/hookbox/hookbox"
+)
+
+// The operator side of the store. As in the queue, every statement names the
+// states it may touch in its own WHERE clause, so it cannot move an event a
+// worker holds; statements that may wait for row locks take them in id
+// order, so they cannot deadlock with the queue's statements.
+
+var (
+	_ hookbox.Ops        = (*Store)(nil)
+	_ hookbox.Transactor = (*Store)(nil)
+)
+
+// replayable lists the states a replay may move from.
+func replayable(includeDone bool) string {
+	if includeDone {
+		return `('dead', 'pending', 'done')`
+	}
+	return `('dead', 'pending')`
+}
+
+// Replay sends events back to pending; see hookbox.Ops. It is one statement:
+// the rows are locked in id order, and the states are checked again on the
+// locked rows, so an event claimed meanwhile is left alone. With a zero
+// p.Now the events become due at the server's time, the clock claims use.
+// Filter.Limit is not applied: every matching event is replayed.
+func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.ReplayResult, error) {
+	var where string
+	var args []any
+	if len(p.IDs) > 0 {
+		where, args = ` WHERE id = ANY($1::bigint[])`, []any{p.IDs}
+	} else {
+		where, args = filterSQL(p.Filter)
+	}
+	states := `status IN ` + replayable(p.IncludeDone)
+	if where == "" {
+		where = ` WHERE ` + states
+	} else {
+		where += ` AND ` + states
+	}
+	var q string
+	if p.DryRun {
+		q = `SELECT id FROM events` + where + ` ORDER BY id`
+	} else {
+		var now any
+		if !p.Now.IsZero() {
+			now = p.Now
+		}
+		args = append(args, now)
+		at := `COALESCE($` + strconv.Itoa(len(args)) + `::timestamptz, now())`
+		q = `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ` + at + `,
+    lease_owner = NULL, last_error = NULL, updated_at = ` + at + `
+WHERE id IN (SELECT id FROM events` + where + ` ORDER BY id FOR NO KEY UPDATE)
+  AND ` + states + `
+RETURNING id`
+	}
+	var res hookbox.ReplayResult
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return res, opError(ctx, "replay", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return hookbox.ReplayResult{}, opError(ctx, "replay", err)
+		}
+		res.Replayed = append(res.Replayed, id)
+	}
+	// The statement is its own transaction: it has committed once its rows
+	// are read to the end without error.
+	if err := rows.Err(); err != nil {
+		return hookbox.ReplayResult{}, opError(ctx, "replay", err)
+	}
+	slices.Sort(res.Replayed)
+	res.Skipped = hookbox.Missing(p.IDs, res.Replayed)
+	return res, nil
+}
+
+// purgeBatch deletes up to $2 finished events of the listed states last
+// changed before $1, skipping rows another transaction holds. The attempts
+// of a deleted event go with it (ON DELETE CASCADE).
+const purgeBatch = `DELETE FROM events WHERE id IN (
+    SELECT id FROM events WHERE status IN %s AND updated_at < $1
+    ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+RETURNING status`
+
+// Purge deletes finished events in batches; see hookbox.Ops. Each batch is
+// one statement, its own transaction, so no purge holds locks for long.
+func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
+	var res hookbox.PurgeResult
+	states := `('done')`
+	if p.IncludeDead {
+		states = `('done', 'dead')`
+	}
+	if p.DryRun {
+		rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM events
+            WHERE status IN `+states+` AND updated_at < $1 GROUP BY status`, p.Before)
+		if err != nil {
+			return res, opError(ctx, "purge", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				return hookbox.PurgeResult{}, opError(ctx, "purge", err)
+			}
+			res.Add(hookbox.Status(st), n)
+		}
+		if err := rows.Err(); err != nil {
+			return hookbox.PurgeResult{}, opError(ctx, "purge", err)
+		}
+		return res, nil
+	}
+	batch := p.BatchSize
+	if batch <= 0 {
+		batch = 1000
+	}
+	q := fmt.Sprintf(purgeBatch, states)
+	for {
+		var part hookbox.PurgeResult
+		n, err := s.purgeOnce(ctx, q, p.Before, batch, &part)
+		if err != nil {
+			// The batches before this one have committed.
+			return res, opError(ctx, "purge", err)
+		}
+		res.Done += part.Done
+		res.Dead += part.Dead
+		if n < batch {
+			return res, nil
+		}
+	}
+}
+
+// purgeOnce runs one purge batch and counts what it deleted into res.
+func (s *Store) purgeOnce(ctx context.Context, q string, before time.Time, batch int, res *hookbox.PurgeResult) (int, error) {
+	rows, err := s.pool.Query(ctx, q, before, batch)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var st string
+		if err := rows.Scan(&st); err != nil {
+			return 0, err
+		}
+		res.Add(hookbox.Status(st), 1)
+		n++
+	}
+	return n, rows.Err()
+}
+
+// clearBatch drops the payloads of up to 1000 done events last changed
+// before $1, skipping rows another transaction holds.
+const clearBatch = `UPDATE events SET payload = NULL WHERE id IN (
+    SELECT id FROM events WHERE status = 'done' AND updated_at < $1 AND payload IS NOT NULL
+    ORDER BY id LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED)`
+
+// ClearPayloads drops payloads of old done events; see hookbox.Ops. Each
+// batch of 1000 is one statement, its own transaction.
+func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for {
+		tag, err := s.pool.Exec(ctx, clearBatch, before)
+		if err != nil {
+			return total, opError(ctx, "clear payloads", err)
+		}
+		n := int(tag.RowsAffected())
+		total += n
+		if n < 1000 {
+			return total, nil
+		}
+	}
+}
+
+// Stats counts events by status; see hookbox.Ops.
+func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
+	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM events GROUP BY status`)
+	if err != nil {
+		return st, opError(ctx, "stats", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			return st, opError(ctx, "stats", err)
+		}
+		st.ByStatus[hookbox.Status(name)] = n
+	}
+	if err := rows.Err(); err != nil {
+		return st, opError(ctx, "stats", err)
+	}
+	var oldest *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM events
+        WHERE status IN ('pending', 'processing') AND next_attempt_at <= $1`, now).Scan(&oldest); err != nil {
+		return st, opError(ctx, "stats", err)
+	}
+	if oldest != nil {
+		st.OldestDue = oldest.UTC()
+	}
+	return st, nil
+}
+
+// opError reports a failed operator statement: a value the server refuses
+// (SQLSTATE class 22, such as a filter that is not valid UTF-8) is an error
+// of the request; any other failure matches hookbox.ErrUnavailable.
+func opError(ctx context.Context, op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, classDataException) {
+		return fmt.Errorf("postgres: %s: invalid value: %v", op, err)
+	}
+	return unavailable(ctx, op, err)
+}
+
+// InTx runs fn in a transaction on the store's database; see
+// hookbox.Transactor. The transaction commits when fn returns nil and rolls
+// back when it returns an error (returned unchanged) or panics. Failing to
+// begin or to commit matches hookbox.ErrUnavailable.
+func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return unavailable(ctx, "begin", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err = fn(ctx, &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectPostgres}); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return unavailable(ctx, "commit", err)
+	}
+	return nil
+}
