@@ -97,6 +97,12 @@ type Queue interface {
 	// event stays leased to the caller.
 	Work(ctx context.Context, evs []Event, fn WorkFunc) (outs []Outcome, errs []error, err error)
 
+	// ClaimWork claims as Claim does and runs fn over the claimed events as
+	// Work does, in as few transactions as the store allows (SQLite: one,
+	// so a batch of handlers costs one commit instead of two). Events fn
+	// leaves unrun (empty Status) stay leased to p.Owner for a later Work.
+	ClaimWork(ctx context.Context, p ClaimParams, fn WorkFunc) (evs []Event, outs []Outcome, errs []error, err error)
+
 	// Attempts lists the recorded attempts at one event, oldest first.
 	Attempts(ctx context.Context, eventID int64) ([]Attempt, error)
 }

@@ -504,3 +504,18 @@ func unavailable(ctx context.Context, op string, err error) error {
 	}
 	return fmt.Errorf("postgres: %s: %w: %w", op, hookbox.ErrUnavailable, err)
 }
+
+// ClaimWork claims, then works the claimed events; see hookbox.Queue. With
+// concurrent writers, two transactions cost PostgreSQL little: the claim
+// commits the leases, and Work locks the rows again.
+func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]hookbox.Event, []hookbox.Outcome, []error, error) {
+	evs, err := s.Claim(ctx, p)
+	if err != nil || len(evs) == 0 {
+		return nil, nil, nil, err
+	}
+	outs, errs, err := s.Work(ctx, evs, fn)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return evs, outs, errs, nil
+}

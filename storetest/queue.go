@@ -33,6 +33,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"WorkRollsBackOnFailure":     testWorkRollsBackOnFailure,
 		"WorkSkipsLostLease":         testWorkSkipsLostLease,
 		"StrictOneInFlightInIDOrder": testStrictOneInFlight,
+		"ClaimWorkRunsAndLeasesRest": testClaimWork,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -354,5 +355,44 @@ func testStrictOneInFlight(t *testing.T, q QueueStore) {
 	next := strict(now)
 	if len(next) != 1 || next[0].DeliveryID != "2" {
 		t.Fatalf("after a retry was scheduled, claim = %v, want event 2 (retries reorder)", next)
+	}
+}
+
+// testClaimWork: one call claims three events, runs two (one done, one
+// failed) and leaves the third leased for a later Work.
+func testClaimWork(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("cw", "ok"), Delivery("cw", "bad"), Delivery("cw", "later"))
+	owner := fmt.Sprint("cw-", claimSeq.Add(1))
+	retryAt := time.Now().Add(time.Hour)
+	evs, outs, errs, err := q.ClaimWork(context.Background(), hookbox.ClaimParams{
+		Owner: owner, Limit: 10, Lease: time.Minute, Sources: []string{"cw"},
+	}, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		switch ev.DeliveryID {
+		case "ok":
+			if err := claimKey(ctx, tx, "cw-ok"); err != nil {
+				t.Errorf("handler write: %v", err)
+			}
+			return outcome(*ev, hookbox.StatusDone, time.Now())
+		case "bad":
+			claimKey(ctx, tx, "cw-bad")
+			return outcome(*ev, hookbox.StatusPending, retryAt)
+		}
+		return hookbox.Outcome{} // not run
+	})
+	if err != nil || len(evs) != 3 || len(outs) != 3 || len(errs) != 3 {
+		t.Fatalf("ClaimWork = %d events, %d outcomes, %v", len(evs), len(outs), err)
+	}
+	for i, ev := range evs {
+		e := status(t, q, ev.ID)
+		want := map[string]hookbox.Status{"ok": hookbox.StatusDone, "bad": hookbox.StatusPending, "later": hookbox.StatusProcessing}[ev.DeliveryID]
+		if e.Status != want {
+			t.Errorf("%s: status %s, want %s", ev.DeliveryID, e.Status, want)
+		}
+		if ev.DeliveryID == "later" && (e.LeaseOwner != owner || outs[i].Status != "" || errs[i] != nil) {
+			t.Errorf("unrun event: %+v, outcome %+v, err %v", e, outs[i], errs[i])
+		}
+	}
+	if !keyExists(t, q, "cw-ok") || keyExists(t, q, "cw-bad") {
+		t.Error("handler writes: the done one must stay, the failed one must go")
 	}
 }

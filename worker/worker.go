@@ -340,45 +340,57 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	if strict {
 		limit = 1
 	}
-	evs, err := p.q.Claim(claimCtx, hookbox.ClaimParams{
+	// The first transaction claims and runs handlers together; what its
+	// budget leaves over stays leased and runs in the next ones.
+	var deadline time.Time
+	ran := 0
+	work := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		if ran > 0 && (ran >= maxPerTx || time.Now().After(deadline)) {
+			return hookbox.Outcome{} // not run: left for the next transaction
+		}
+		ran++
+		return p.runHandler(ctx, tx, ev)
+	}
+	deadline = time.Now().Add(p.opts.TxBudget)
+	evs, outs, errs, err := p.q.ClaimWork(runCtx, hookbox.ClaimParams{
 		Owner: p.owner(), Limit: limit, Lease: p.lease(p.maxTimeout(sources)), Sources: sources, Strict: strict,
-	})
+	}, work)
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
 	p.leases.add(evs)
 	defer p.leases.remove(evs)
-	rest := evs
+	// Handlers may have queued new events (effect.RecordSend) in the
+	// transaction that just committed: look for them now.
+	p.Notify()
+	rest := p.reportRun(evs, outs, errs)
 	for len(rest) > 0 {
-		deadline := time.Now().Add(p.opts.TxBudget)
-		ran := 0
+		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
 		chunk := rest[:min(len(rest), maxPerTx)]
-		outs, errs, err := p.q.Work(runCtx, chunk, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
-			if ran > 0 && time.Now().After(deadline) {
-				return hookbox.Outcome{} // not run: left for the next transaction
-			}
-			ran++
-			return p.runHandler(ctx, tx, ev)
-		})
+		outs, errs, err := p.q.Work(runCtx, chunk, work)
 		if err != nil {
 			// Nothing was applied; the leases end and the events are
 			// claimed again.
 			return len(evs), err
 		}
-		// Handlers may have queued new events (effect.RecordSend) in the
-		// transaction that just committed: look for them now.
 		p.Notify()
-		var next []hookbox.Event
-		for i, o := range outs {
-			if o.Status == "" && errs[i] == nil {
-				next = append(next, chunk[i])
-				continue
-			}
-			p.report(&chunk[i], o, errs[i])
-		}
-		rest = append(next, rest[len(chunk):]...)
+		rest = append(p.reportRun(chunk, outs, errs), rest[len(chunk):]...)
 	}
 	return len(evs), nil
+}
+
+// reportRun reports the events of evs that ran and returns those left
+// unrun, still leased.
+func (p *Pool) reportRun(evs []hookbox.Event, outs []hookbox.Outcome, errs []error) []hookbox.Event {
+	var unrun []hookbox.Event
+	for i, o := range outs {
+		if o.Status == "" && errs[i] == nil {
+			unrun = append(unrun, evs[i])
+			continue
+		}
+		p.report(&evs[i], o, errs[i])
+	}
+	return unrun
 }
 
 // runHandler runs the handler for ev and turns its result into an outcome.
