@@ -43,6 +43,11 @@ type Config struct {
 	MaxBodyBytes int64                           // default 1 MiB
 	RetryAfter   time.Duration                   // sent with 503; default 5s
 	Logger       *slog.Logger
+	// Observe, if set, is told how each delivery ended: outcome is "new",
+	// "duplicate" or why it was refused ("bad_signature", "malformed",
+	// "too_large", "unknown_source", "unavailable"); source is "" when
+	// unknown; took runs from receipt to reply (0 for a refusal).
+	Observe func(source, outcome string, took time.Duration)
 }
 
 // Server routes requests; it is an http.Handler.
@@ -95,10 +100,12 @@ type receiveReply struct {
 }
 
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	name := r.PathValue("source")
 	src, ok := s.sources[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, "unknown source")
+		s.observe("", "unknown_source", time.Time{})
 		return
 	}
 	if r.ContentLength > src.MaxBodyBytes {
@@ -146,16 +153,44 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("store delivery", "source", name, "delivery_id", d.DeliveryID, "err", err)
 		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds())))
 		writeError(w, http.StatusServiceUnavailable, "cannot store the delivery right now; retry later")
+		s.observe(name, "unavailable", time.Time{})
 		return
 	}
-	s.log.Debug("delivery", "source", name, "delivery_id", d.DeliveryID, "event_id", rc.ID,
-		"duplicate", rc.Duplicate, "type", d.EventType, "bytes", len(body))
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "delivery", slog.String("source", name),
+		slog.String("delivery_id", d.DeliveryID), slog.Int64("event_id", rc.ID), slog.Bool("duplicate", rc.Duplicate),
+		slog.String("type", d.EventType), slog.Int("bytes", len(body)))
 	writeJSON(w, http.StatusAccepted, receiveReply{ID: rc.ID, Duplicate: rc.Duplicate})
+	outcome := "new"
+	if rc.Duplicate {
+		outcome = "duplicate"
+	}
+	s.observe(name, outcome, start)
 }
 
 func (s *Server) reject(w http.ResponseWriter, source string, status int, reason string) {
 	s.log.Info("delivery rejected", "source", source, "status", status, "reason", reason)
 	writeError(w, status, reason)
+	outcome := "malformed"
+	switch status {
+	case http.StatusUnauthorized:
+		outcome = "bad_signature"
+	case http.StatusRequestEntityTooLarge:
+		outcome = "too_large"
+	}
+	s.observe(source, outcome, time.Time{})
+}
+
+// observe reports a delivery's outcome to Config.Observe; a zero start
+// reports no duration.
+func (s *Server) observe(source, outcome string, start time.Time) {
+	if s.cfg.Observe == nil {
+		return
+	}
+	var took time.Duration
+	if !start.IsZero() {
+		took = time.Since(start)
+	}
+	s.cfg.Observe(source, outcome, took)
 }
 
 func (s *Server) wrongMethod(w http.ResponseWriter, r *http.Request) {

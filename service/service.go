@@ -22,6 +22,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/groupcommit"
+	"github.com/hookbox/hookbox/metrics"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/target"
@@ -37,6 +38,8 @@ type Service struct {
 	// Pool runs the work for stored events; register Go handlers on it
 	// (Pool.Handle) before Serve.
 	Pool *worker.Pool
+	// Metrics are served at GET /metrics.
+	Metrics *metrics.Metrics
 
 	log       *slog.Logger
 	committer *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
@@ -85,10 +88,12 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	if !ok {
 		return nil, fmt.Errorf("store %T cannot act as a queue", st)
 	}
+	m := metrics.New(sourceNames(cfg))
 	pool := worker.New(q, worker.Options{
 		BatchSize:   cfg.Workers.BatchSize,
 		Concurrency: cfg.Workers.Concurrency,
 		Logger:      log,
+		OnAttempt:   m.Attempt,
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())
@@ -115,6 +120,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
 		Flushers: flushers,
 		OnBatch: func(size int, took time.Duration, err error) {
+			m.Batch(size, took, err)
 			if os.Getenv("HOOKBOX_DEBUG_BATCH") != "" {
 				fmt.Fprintln(os.Stderr, "batch", size, took)
 			}
@@ -130,8 +136,11 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		Ready:        st.Ping,
 		MaxBodyBytes: maxBody,
 		Logger:       log,
+		Observe:      m.Delivery,
 	})
-	return &Service{Config: cfg, Store: st, Server: srv, Pool: pool, log: log, committer: c}, nil
+	s := &Service{Config: cfg, Store: st, Server: srv, Pool: pool, Metrics: m, log: log, committer: c}
+	s.registerOps()
+	return s, nil
 }
 
 // InTx runs fn in a write transaction on the service's database, for the
@@ -171,6 +180,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.Pool.Start(ctx); err != nil {
 		return errors.Join(err, s.Close())
 	}
+	waitRetention := s.startRetention(ctx)
 	// Other processes sharing a PostgreSQL database announce new events;
 	// wake this pool for them too.
 	if l, ok := s.Store.(interface {
@@ -203,6 +213,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if werr := s.Pool.Stop(workCtx); werr != nil {
 		s.log.Warn("running work cancelled at shutdown", "err", werr)
 	}
+	waitRetention()
 	return errors.Join(serveErr, err, s.Close())
 }
 

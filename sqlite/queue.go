@@ -65,14 +65,20 @@ func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	var pick string
 	var args []any
 	if p.Strict {
-		pick = `SELECT id FROM events
+		// Both reads stay inside events_unfinished_source: finished rows,
+		// however many, are never visited.
+		pick = `SELECT id FROM events INDEXED BY events_unfinished_source
             WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
-              AND NOT EXISTS (SELECT 1 FROM events
-                  WHERE source = ? AND status = 'processing' AND next_attempt_at > ?)
+              AND NOT EXISTS (SELECT 1 FROM events INDEXED BY events_unfinished_source
+                  WHERE source = ? AND status IN ('pending', 'processing')
+                    AND status = 'processing' AND next_attempt_at > ?)
             ORDER BY id LIMIT 1`
 		args = []any{p.Sources[0], nowMS, p.Sources[0], nowMS}
 	} else {
-		pick = `SELECT id FROM events
+		// Walk the due index in order and stop at the limit. (Left to
+		// itself the planner may pick events_unfinished_source for the
+		// source test, and then read every unfinished row to sort them.)
+		pick = `SELECT id FROM events INDEXED BY events_due
             WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?
               AND source IN (` + placeholders(len(p.Sources)) + `)
             ORDER BY next_attempt_at, id LIMIT ?`
