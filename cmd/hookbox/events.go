@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/service"
+)
+
+// openDB opens the store the global flags name (--db, HOOKBOX_DB, the
+// config's db, the default), for commands that read or change events.
+func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
+	cfg, err := g.loadConfig(false)
+	if err != nil {
+		return nil, err
+	}
+	return service.OpenStore(ctx, g.dbURL(cfg), service.StoreOptions{})
+}
+
+// storeOps returns the operator side of st, or an error naming the store.
+func storeOps(st hookbox.Store) (hookbox.Ops, error) {
+	ops, ok := st.(hookbox.Ops)
+	if !ok {
+		return nil, fmt.Errorf("this database's store (%T) does not support replay and purge", st)
+	}
+	return ops, nil
+}
+
+// filterFlags are the event filters shared by events list and replay.
+type filterFlags struct {
+	source, status, eventType, since, until string
+}
+
+func (f *filterFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.source, "source", "", "only events of this source")
+	fl.StringVar(&f.status, "status", "", "only events in this status: pending, processing, done or dead")
+	fl.StringVar(&f.eventType, "type", "", "only events of this event type")
+	fl.StringVar(&f.since, "since", "", "only events received at or after this: a duration back from now (24h, 7d) or a time (RFC 3339)")
+	fl.StringVar(&f.until, "until", "", "only events received before this: a duration back from now or a time")
+}
+
+func (f *filterFlags) empty() bool {
+	return f.source == "" && f.status == "" && f.eventType == "" && f.since == "" && f.until == ""
+}
+
+func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
+	out := hookbox.Filter{Source: f.source, EventType: f.eventType, Status: hookbox.Status(f.status)}
+	if out.Status != "" && !out.Status.Valid() {
+		return out, fmt.Errorf("--status: want pending, processing, done or dead, not %q", f.status)
+	}
+	var err error
+	if out.Since, err = server.ParseTime(f.since, now); err != nil {
+		return out, fmt.Errorf("--since: %w", err)
+	}
+	if out.Until, err = server.ParseTime(f.until, now); err != nil {
+		return out, fmt.Errorf("--until: %w", err)
+	}
+	return out, nil
+}
+
+func newEventsCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "List and inspect stored events",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(newEventsListCmd(g), newEventsShowCmd(g))
+	return cmd
+}
+
+func newEventsListCmd(g *globalFlags) *cobra.Command {
+	var (
+		f        filterFlags
+		limit    int
+		beforeID int64
+		jsonOut  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List events, newest first",
+		Long: `list prints stored events, newest first, as a table or, with --json, as one
+JSON array of event objects (id, source, delivery_id, status, event_type,
+attempts, created_at, …), the same objects the admin API returns. Payloads are
+not listed; see "hookbox events show ID --payload".`,
+		Example: `  hookbox events list --status dead
+  hookbox events list --source polar --since 24h --limit 20
+  hookbox events list --db postgres://hookbox@db/hookbox --type invoice.paid --json
+  hookbox events list --since 2025-01-02T00:00:00Z --until 2025-01-03T00:00:00Z`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			filter, err := f.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			if limit <= 0 || limit > server.MaxListLimit {
+				return fmt.Errorf("--limit: want 1 to %d", server.MaxListLimit)
+			}
+			filter.Limit, filter.BeforeID = limit, beforeID
+			st, err := openDB(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			evs, err := st.Events(cmd.Context(), filter)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if jsonOut {
+				if evs == nil {
+					evs = []hookbox.Event{}
+				}
+				return writeJSONOut(out, evs)
+			}
+			if len(evs) == 0 {
+				fmt.Fprintln(out, "no events match")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSOURCE\tSTATUS\tATTEMPTS\tTYPE\tCREATED\tDELIVERY ID")
+			for _, e := range evs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, e.Source, e.Status, e.Attempts,
+					orDash(e.EventType), e.CreatedAt.UTC().Format(time.RFC3339), eventDeliveryID(e))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(evs) == limit {
+				fmt.Fprintf(out, "(first %d; more with --before-id %d or a larger --limit)\n", limit, evs[len(evs)-1].ID)
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&limit, "limit", hookbox.DefaultListLimit, "the most events to list")
+	cmd.Flags().Int64Var(&beforeID, "before-id", 0, "only events with a lower id (the next page)")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array of event objects")
+	return cmd
+}
+
+func newEventsShowCmd(g *globalFlags) *cobra.Command {
+	var payload, jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one event with its attempts, or its payload as received",
+		Long: `show prints one event: its fields, the headers kept with it and every
+recorded attempt. --payload prints only the payload, byte for byte as it was
+received (pipe it to a file or jq). --json prints {"event": …, "attempts": […],
+"payload": base64}, as GET /admin/events/{id} returns it.`,
+		Example: `  hookbox events show 42
+  hookbox events show 42 --payload | jq .
+  hookbox events show 42 --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id <= 0 {
+				return fmt.Errorf("event id %q: want a positive whole number", args[0])
+			}
+			if payload && jsonOut {
+				return errors.New("--payload and --json are exclusive")
+			}
+			st, err := openDB(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			d, err := server.LoadEventDetail(cmd.Context(), st, id)
+			if errors.Is(err, hookbox.ErrNotFound) {
+				return fmt.Errorf("no event %d", id)
+			}
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch {
+			case payload:
+				if d.Payload == nil {
+					return fmt.Errorf("event %d: the payload was cleared by payload retention (the id and status are kept)", id)
+				}
+				_, err := out.Write(d.Payload)
+				return err
+			case jsonOut:
+				return writeJSONOut(out, d)
+			}
+			return printEvent(out, d)
+		},
+	}
+	cmd.Flags().BoolVar(&payload, "payload", false, "print only the payload, exactly as received")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the event, its attempts and its payload (base64) as JSON")
+	return cmd
+}
+
+func printEvent(w io.Writer, d server.EventDetail) error {
+	e := d.Event
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	ts := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(tw, "id\t%d\n", e.ID)
+	fmt.Fprintf(tw, "source\t%s\n", e.Source)
+	fmt.Fprintf(tw, "delivery id\t%s\n", eventDeliveryID(e))
+	fmt.Fprintf(tw, "type\t%s\n", orDash(e.EventType))
+	fmt.Fprintf(tw, "status\t%s\n", e.Status)
+	fmt.Fprintf(tw, "attempts\t%d\n", e.Attempts)
+	if e.Status == hookbox.StatusPending || e.Status == hookbox.StatusProcessing {
+		fmt.Fprintf(tw, "next attempt\t%s\n", ts(e.NextAttemptAt))
+	}
+	if e.LeaseOwner != "" {
+		fmt.Fprintf(tw, "leased by\t%s\n", e.LeaseOwner)
+	}
+	if e.LastError != "" {
+		fmt.Fprintf(tw, "last error\t%s\n", oneLine(e.LastError))
+	}
+	fmt.Fprintf(tw, "created\t%s\n", ts(e.CreatedAt))
+	fmt.Fprintf(tw, "updated\t%s\n", ts(e.UpdatedAt))
+	if d.Payload == nil {
+		fmt.Fprintf(tw, "payload\tcleared by payload retention\n")
+	} else {
+		fmt.Fprintf(tw, "payload\t%d bytes (hookbox events show %d --payload prints them)\n", len(d.Payload), e.ID)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(e.Header) > 0 {
+		fmt.Fprintln(w, "\nheaders")
+		keys := make([]string, 0, len(e.Header))
+		for k := range e.Header {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			for _, v := range e.Header[k] {
+				fmt.Fprintf(w, "  %s: %s\n", http.CanonicalHeaderKey(k), v)
+			}
+		}
+	}
+	fmt.Fprintln(w, "\nattempts")
+	if len(d.Attempts) == 0 {
+		fmt.Fprintln(w, "  none yet")
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tOUTCOME\tSTARTED\tTOOK\tERROR")
+	for _, a := range d.Attempts {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Outcome, ts(a.StartedAt),
+			a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond), orDash(oneLine(a.Error)))
+	}
+	return tw.Flush()
+}
+
+func eventDeliveryID(e hookbox.Event) string {
+	if e.IDIsHash {
+		return e.DeliveryID + " (body hash)"
+	}
+	return e.DeliveryID
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine keeps a table row on one line.
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func writeJSONOut(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

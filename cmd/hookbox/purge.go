@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/server"
+)
+
+func newPurgeCmd(g *globalFlags) *cobra.Command {
+	var (
+		days        int
+		dryRun      bool
+		includeDead bool
+		jsonOut     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "purge --days N",
+		Short: "Delete finished events older than N days",
+		Long: `purge deletes done events whose last change is more than --days days old,
+in small batches. Pending and processing events are never deleted; dead events
+are kept unless --include-dead (their work never succeeded).
+
+What it costs: a purged event's id is forgotten, so a redelivery of a purged
+id would be stored and processed again. Keep --days longer than any sender
+retries or redelivers (days, for most providers).
+
+serve runs the same purge every hour when retention_days (or RETENTION_DAYS)
+is set. --dry-run counts what would be deleted and deletes nothing.`,
+		Example: `  hookbox purge --days 30 --dry-run
+  hookbox purge --days 30
+  hookbox purge --days 90 --include-dead --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("days") {
+				return errors.New("--days is required: finished events older than this many days are deleted")
+			}
+			if days < 0 {
+				return fmt.Errorf("--days: want 0 or more, not %d", days)
+			}
+			st, err := openDB(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ops, err := storeOps(st)
+			if err != nil {
+				return err
+			}
+			before := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
+			res, err := ops.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dryRun})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if jsonOut {
+				return writeJSONOut(out, server.PurgeReply{PurgeResult: res, Before: before.UTC(), DryRun: dryRun,
+					IncludeDead: includeDead, Note: server.PurgeNote})
+			}
+			verb := "deleted"
+			if dryRun {
+				verb = "would delete"
+			}
+			fmt.Fprintf(out, "%s %d done events", verb, res.Done)
+			if includeDead {
+				fmt.Fprintf(out, " and %d dead events", res.Dead)
+			}
+			fmt.Fprintf(out, " last changed before %s\n", before.UTC().Format(time.RFC3339))
+			if !includeDead {
+				kept, err := ops.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: true, DryRun: true})
+				if err == nil && kept.Dead > 0 {
+					fmt.Fprintf(out, "kept %d dead events as old (--include-dead deletes them too)\n", kept.Dead)
+				}
+			}
+			fmt.Fprintln(out, "pending and processing events are never purged")
+			if res.Done+res.Dead > 0 {
+				fmt.Fprintf(out, "note: %s\n", server.PurgeNote)
+			}
+			if dryRun {
+				fmt.Fprintln(out, "dry run: nothing was deleted")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&days, "days", 0, "delete finished events whose last change is older than this many days (required)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
+	cmd.Flags().BoolVar(&includeDead, "include-dead", false, "delete old dead events too")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the counts as JSON")
+	return cmd
+}

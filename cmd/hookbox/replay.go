@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/server"
+)
+
+func newReplayCmd(g *globalFlags) *cobra.Command {
+	var (
+		f           filterFlags
+		includeDone bool
+		dryRun      bool
+		jsonOut     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay [ID…]",
+		Short: "Put events back in the queue: named ones, or every one a filter selects",
+		Long: `replay sends events back to pending, due now, with a fresh attempt budget; a
+running hookbox serve works them again. The row stays the same row, so the
+dedupe memory is kept.
+
+Name events by id, or select them with filters (--status, --source, --type,
+--since, --until); at least one is required for a bulk replay. Dead and
+pending events are replayed; done events only with --include-done (their work
+runs again, so make sure it is safe to repeat). Events being worked right now
+are never touched. --dry-run shows what would be replayed and changes nothing.`,
+		Example: `  hookbox replay 42 43
+  hookbox replay --status dead --source polar --since 24h --dry-run
+  hookbox replay --status dead --source polar --since 24h
+  hookbox replay 17 --include-done --json`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := hookbox.ReplayParams{IncludeDone: includeDone, DryRun: dryRun}
+			switch {
+			case len(args) > 0 && !f.empty():
+				return errors.New("name event ids or give filters, not both")
+			case len(args) > 0:
+				for _, a := range args {
+					id, err := strconv.ParseInt(a, 10, 64)
+					if err != nil || id <= 0 {
+						return fmt.Errorf("event id %q: want a positive whole number", a)
+					}
+					p.IDs = append(p.IDs, id)
+				}
+			case f.empty():
+				return errors.New("name event ids, or select events with --status, --source, --type, --since or --until")
+			default:
+				var err error
+				if p.Filter, err = f.filter(time.Now()); err != nil {
+					return err
+				}
+			}
+			st, err := openDB(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			ops, err := storeOps(st)
+			if err != nil {
+				return err
+			}
+			res, err := ops.Replay(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			if res.Replayed == nil {
+				res.Replayed = []int64{}
+			}
+			out := cmd.OutOrStdout()
+			if jsonOut {
+				return writeJSONOut(out, server.ReplayReply{ReplayResult: res, DryRun: dryRun})
+			}
+			return printReplay(cmd.Context(), out, st, res, dryRun, includeDone)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&includeDone, "include-done", false, "replay done events too (their work runs again)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be replayed; change nothing")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "dry_run": bool}`)
+	return cmd
+}
+
+func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox.ReplayResult, dryRun, includeDone bool) error {
+	verb := "replayed"
+	if dryRun {
+		verb = "would replay"
+	}
+	switch n := len(res.Replayed); n {
+	case 0:
+		fmt.Fprintln(w, "nothing to replay")
+	case 1:
+		fmt.Fprintf(w, "%s 1 event: %d\n", verb, res.Replayed[0])
+	default:
+		fmt.Fprintf(w, "%s %d events: %s\n", verb, n, idList(res.Replayed, 50))
+	}
+	for _, id := range res.Skipped {
+		fmt.Fprintf(w, "skipped %d: %s\n", id, skipReason(ctx, st, id, includeDone))
+	}
+	if dryRun && len(res.Replayed) > 0 {
+		fmt.Fprintln(w, "dry run: nothing was changed")
+	}
+	return nil
+}
+
+// skipReason says why a named event was not replayed.
+func skipReason(ctx context.Context, st hookbox.Store, id int64, includeDone bool) string {
+	e, err := st.Event(ctx, id)
+	switch {
+	case errors.Is(err, hookbox.ErrNotFound):
+		return "no such event"
+	case err != nil:
+		return "could not read it: " + err.Error()
+	case e.Status == hookbox.StatusProcessing:
+		return "it is being worked right now"
+	case e.Status == hookbox.StatusDone && !includeDone:
+		return "it is done; pass --include-done to run it again"
+	}
+	return "it is " + string(e.Status)
+}
+
+// idList joins ids, eliding after max.
+func idList(ids []int64, max int) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i == max {
+			fmt.Fprintf(&b, ", … (%d more)", len(ids)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatInt(id, 10))
+	}
+	return b.String()
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/worker"
+)
+
+func eventStatus(t *testing.T, st hookbox.Store, id int64) hookbox.Status {
+	t.Helper()
+	e, err := st.Event(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.Status
+}
+
+func waitEventStatus(t *testing.T, st hookbox.Store, id int64, want hookbox.Status) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for eventStatus(t, st, id) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("event %d is %s, want %s", id, eventStatus(t, st, id), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func replayJSON(t *testing.T, args ...string) server.ReplayReply {
+	t.Helper()
+	out := mustCLI(t, append([]string{"replay", "--json"}, args...)...)
+	var r server.ReplayReply
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("--json %q: %v", out, err)
+	}
+	return r
+}
+
+// TestReplayDeadEndsDone runs a worker pool whose handler fails until the
+// cause is fixed: the event goes dead, `hookbox replay ID` puts it back,
+// and the pool works it to done.
+func TestReplayDeadEndsDone(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		var fixed atomic.Bool
+		pool := worker.New(st, worker.Options{PollInterval: 20 * time.Millisecond})
+		pool.SetPolicy("gh", worker.Policy{MaxAttempts: 1})
+		pool.Handle("gh", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			if !fixed.Load() {
+				return errors.New("downstream is down")
+			}
+			return nil
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := pool.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cancel(); pool.Stop(context.Background()) })
+
+		ids := cliSeed(t, st, "gh", "push", hookbox.StatusPending, time.Now(), "1", "2")
+		pool.Notify()
+		for _, id := range ids {
+			waitEventStatus(t, st, id, hookbox.StatusDead)
+		}
+		fixed.Store(true)
+
+		// Dry run first: nothing changes.
+		out := mustCLI(t, "replay", fmt.Sprint(ids[0]), "--db", dbURL, "--dry-run")
+		if !strings.Contains(out, "would replay 1 event") || !strings.Contains(out, "nothing was changed") {
+			t.Errorf("dry run output %q", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if eventStatus(t, st, ids[0]) != hookbox.StatusDead {
+			t.Fatalf("--dry-run replayed the event")
+		}
+
+		out = mustCLI(t, "replay", fmt.Sprint(ids[0]), "--db", dbURL)
+		if !strings.Contains(out, fmt.Sprintf("replayed 1 event: %d", ids[0])) {
+			t.Errorf("replay output %q", out)
+		}
+		waitEventStatus(t, st, ids[0], hookbox.StatusDone)
+		if eventStatus(t, st, ids[1]) != hookbox.StatusDead {
+			t.Errorf("an event not named was replayed")
+		}
+		at, err := st.Attempts(context.Background(), ids[0])
+		if err != nil || len(at) != 2 || at[0].Outcome != "dead" || at[1].Outcome != "done" {
+			t.Errorf("attempts %+v, %v", at, err)
+		}
+	})
+}
+
+func TestReplayCommand(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		now := time.Now()
+		dead := cliSeed(t, st, "polar", "order.paid", hookbox.StatusDead, now, "d1", "d2")
+		done := cliSeed(t, st, "polar", "order.paid", hookbox.StatusDone, now, "ok1")
+		otherDead := cliSeed(t, st, "github", "push", hookbox.StatusDead, now, "g1")
+		inFlight := cliSeed(t, st, "stripe", "charge", hookbox.StatusProcessing, now, "s1")
+
+		// Done needs --include-done; in flight and missing are skipped,
+		// each with its reason.
+		out := mustCLI(t, "replay", fmt.Sprint(done[0]), fmt.Sprint(inFlight[0]), "424242", "--db", dbURL)
+		for _, want := range []string{"nothing to replay", "--include-done", "being worked", "no such event"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		if eventStatus(t, st, done[0]) != hookbox.StatusDone || eventStatus(t, st, inFlight[0]) != hookbox.StatusProcessing {
+			t.Fatalf("skipped events changed")
+		}
+		r := replayJSON(t, fmt.Sprint(done[0]), "--include-done", "--db", dbURL)
+		if !slices.Equal(r.Replayed, done) || len(r.Skipped) != 0 || eventStatus(t, st, done[0]) != hookbox.StatusPending {
+			t.Errorf("--include-done: %+v", r)
+		}
+
+		// Bulk by filter, dry run first.
+		r = replayJSON(t, "--status", "dead", "--source", "polar", "--since", "24h", "--dry-run", "--db", dbURL)
+		if !r.DryRun || !slices.Equal(r.Replayed, dead) {
+			t.Fatalf("dry bulk: %+v", r)
+		}
+		for _, id := range dead {
+			if eventStatus(t, st, id) != hookbox.StatusDead {
+				t.Fatalf("--dry-run changed event %d", id)
+			}
+		}
+		out = mustCLI(t, "replay", "--status", "dead", "--source", "polar", "--since", "24h", "--db", dbURL)
+		if !strings.Contains(out, fmt.Sprintf("replayed 2 events: %d, %d", dead[0], dead[1])) {
+			t.Errorf("bulk output %q", out)
+		}
+		for _, id := range dead {
+			if eventStatus(t, st, id) != hookbox.StatusPending {
+				t.Errorf("event %d not replayed", id)
+			}
+		}
+		if eventStatus(t, st, otherDead[0]) != hookbox.StatusDead {
+			t.Errorf("another source's dead event was replayed")
+		}
+		if r := replayJSON(t, "--status", "dead", "--source", "polar", "--db", dbURL); len(r.Replayed) != 0 {
+			t.Errorf("second bulk replay = %+v", r)
+		}
+
+		for _, args := range [][]string{
+			{"replay"},
+			{"replay", "1", "--status", "dead"},
+			{"replay", "abc"},
+			{"replay", "--status", "nope"},
+			{"replay", "--since", "soon"},
+		} {
+			if _, _, err := runCLI(t, append(args, "--db", dbURL)...); err == nil {
+				t.Errorf("%v accepted", args)
+			}
+		}
+	})
+}

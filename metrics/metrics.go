@@ -1,0 +1,296 @@
+// Package metrics holds hookbox's Prometheus metrics, on a registry of their
+// own (never the process-global default), served at GET /metrics.
+//
+// Labels are bounded and carry no secret: a source label is only ever a
+// configured source name ("" for anything else, such as a request to an
+// unknown source); no payload, header, delivery id or error text becomes a
+// label.
+//
+// The metrics:
+//
+//	hookbox_deliveries_total{source,outcome}  deliveries received; outcome is
+//	    new, duplicate, or why one was refused: bad_signature, malformed,
+//	    too_large, unknown_source, unavailable
+//	hookbox_ingest_seconds                    receipt to reply of stored deliveries
+//	hookbox_ingest_batch_size                 deliveries per group commit
+//	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost
+//	hookbox_attempt_seconds{source}           how long an attempt's work ran
+//	hookbox_dead_total{source}                events that went dead
+//	hookbox_events{status}                    events by status (at scrape time)
+//	hookbox_oldest_due_seconds                age of the longest-waiting due event
+//
+// plus the Go runtime and process collectors.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookbox/hookbox"
+)
+
+// Delivery outcomes, the values of hookbox_deliveries_total's outcome label.
+const (
+	OutcomeNew           = "new"
+	OutcomeDuplicate     = "duplicate"
+	OutcomeBadSignature  = "bad_signature"
+	OutcomeMalformed     = "malformed"
+	OutcomeTooLarge      = "too_large"
+	OutcomeUnknownSource = "unknown_source"
+	OutcomeUnavailable   = "unavailable"
+)
+
+// deliveryOutcomes are the outcomes known in advance; any other value is
+// counted as "other" so a caller's typo cannot grow the label set.
+var deliveryOutcomes = []string{
+	OutcomeNew, OutcomeDuplicate, OutcomeBadSignature, OutcomeMalformed,
+	OutcomeTooLarge, OutcomeUnknownSource, OutcomeUnavailable,
+}
+
+// attemptOutcomes are the values of hookbox_attempts_total's outcome label.
+var attemptOutcomes = []string{hookbox.AttemptDone, hookbox.AttemptRetry, hookbox.AttemptDead, hookbox.AttemptLost}
+
+// DefaultStatsCache is how long the result of one Stats query serves
+// scrapes.
+const DefaultStatsCache = 5 * time.Second
+
+// Metrics is one process's metrics. Its methods are safe for concurrent use
+// and cheap enough for the ingest path.
+type Metrics struct {
+	reg     *prometheus.Registry
+	sources map[string]bool
+
+	deliveries     *prometheus.CounterVec
+	ingestSeconds  prometheus.Histogram
+	batchSize      prometheus.Histogram
+	attempts       *prometheus.CounterVec
+	attemptSeconds *prometheus.HistogramVec
+	dead           *prometheus.CounterVec
+
+	// Pre-resolved children of the configured sources, read-only after
+	// New: the hot paths look up a map instead of hashing label values.
+	deliveryChild map[string]map[string]prometheus.Counter
+	attemptChild  map[string]map[string]prometheus.Counter
+	seconds       map[string]prometheus.Observer
+	deadChild     map[string]prometheus.Counter
+}
+
+// New returns metrics for the given configured source names on a new
+// registry.
+func New(sources []string) *Metrics {
+	m := &Metrics{
+		reg:     prometheus.NewRegistry(),
+		sources: map[string]bool{},
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_deliveries_total",
+			Help: "Deliveries received, by source and outcome (new, duplicate, or the reason for refusing one). source is empty for an unknown source.",
+		}, []string{"source", "outcome"}),
+		ingestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookbox_ingest_seconds",
+			Help:    "Time from receiving a delivery to replying 202, for stored deliveries (new or duplicate).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookbox_ingest_batch_size",
+			Help:    "Deliveries committed together in one group-commit transaction.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 … 1024
+		}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_attempts_total",
+			Help: "Recorded attempts at events, by source and outcome (done, retry, dead, lost).",
+		}, []string{"source", "outcome"}),
+		attemptSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookbox_attempt_seconds",
+			Help:    "How long the work of one attempt (handler or target) ran.",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
+		}, []string{"source"}),
+		dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_dead_total",
+			Help: "Events that went dead after their last attempt, by source.",
+		}, []string{"source"}),
+		deliveryChild: map[string]map[string]prometheus.Counter{},
+		attemptChild:  map[string]map[string]prometheus.Counter{},
+		seconds:       map[string]prometheus.Observer{},
+		deadChild:     map[string]prometheus.Counter{},
+	}
+	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	for _, s := range sources {
+		if s != "" {
+			m.sources[s] = true
+		}
+	}
+	// The label "" stands for every unknown source.
+	for _, s := range append([]string{""}, sources...) {
+		dc := map[string]prometheus.Counter{}
+		for _, o := range deliveryOutcomes {
+			if (s == "") == (o == OutcomeUnknownSource) {
+				dc[o] = m.deliveries.WithLabelValues(s, o)
+			}
+		}
+		m.deliveryChild[s] = dc
+		if s == "" {
+			continue // attempts at events of an unknown source are resolved lazily
+		}
+		ac := map[string]prometheus.Counter{}
+		for _, o := range attemptOutcomes {
+			ac[o] = m.attempts.WithLabelValues(s, o)
+		}
+		m.attemptChild[s] = ac
+		m.seconds[s] = m.attemptSeconds.WithLabelValues(s)
+		m.deadChild[s] = m.dead.WithLabelValues(s)
+	}
+	return m
+}
+
+// Registry returns the registry the metrics live in, to add collectors to.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// source bounds a source name to the configured ones.
+func (m *Metrics) source(name string) string {
+	if m.sources[name] {
+		return name
+	}
+	return ""
+}
+
+// Delivery counts one delivery that ended with outcome (one of the Outcome
+// constants); took is the time from receipt to reply. It has the shape of
+// server.Config.Observe.
+func (m *Metrics) Delivery(source, outcome string, took time.Duration) {
+	src := m.source(source)
+	c, ok := m.deliveryChild[src][outcome]
+	if !ok {
+		if !slices.Contains(deliveryOutcomes, outcome) {
+			outcome = "other"
+		}
+		c = m.deliveries.WithLabelValues(src, outcome)
+	}
+	c.Inc()
+	if (outcome == OutcomeNew || outcome == OutcomeDuplicate) && took > 0 {
+		m.ingestSeconds.Observe(took.Seconds())
+	}
+}
+
+// Batch records one group commit of size deliveries. It has the shape of
+// groupcommit.Options.OnBatch.
+func (m *Metrics) Batch(size int, took time.Duration, err error) {
+	m.batchSize.Observe(float64(size))
+}
+
+// Attempt records one recorded attempt at ev. It has the shape of
+// worker.Options.OnAttempt.
+func (m *Metrics) Attempt(ev *hookbox.Event, o hookbox.Outcome, err error) {
+	src := m.source(ev.Source)
+	outcome := hookbox.AttemptOutcome(o.Status)
+	if errors.Is(err, hookbox.ErrLeaseLost) {
+		outcome = hookbox.AttemptLost
+	}
+	if c, ok := m.attemptChild[src][outcome]; ok {
+		c.Inc()
+	} else {
+		m.attempts.WithLabelValues(src, outcome).Inc()
+	}
+	if !o.StartedAt.IsZero() && !o.FinishedAt.Before(o.StartedAt) {
+		obs, ok := m.seconds[src]
+		if !ok {
+			obs = m.attemptSeconds.WithLabelValues(src)
+		}
+		obs.Observe(o.FinishedAt.Sub(o.StartedAt).Seconds())
+	}
+	if outcome == hookbox.AttemptDead {
+		c, ok := m.deadChild[src]
+		if !ok {
+			c = m.dead.WithLabelValues(src)
+		}
+		c.Inc()
+	}
+}
+
+// StatsFunc reports the queue's state; hookbox.Ops.Stats has its shape.
+type StatsFunc func(ctx context.Context, now time.Time) (hookbox.Stats, error)
+
+// WatchStats adds hookbox_events{status} and hookbox_oldest_due_seconds,
+// computed from stats when scraped; one query's result serves the scrapes
+// of the next cacheFor (at least DefaultStatsCache). A failing query is
+// logged to log (nil: discarded) and leaves both metrics out of that
+// scrape. Call it at most once.
+func (m *Metrics) WatchStats(stats StatsFunc, cacheFor time.Duration, log *slog.Logger) {
+	if cacheFor < DefaultStatsCache {
+		cacheFor = DefaultStatsCache
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m.reg.MustRegister(&statsCollector{stats: stats, cacheFor: cacheFor, log: log})
+}
+
+var (
+	eventsDesc = prometheus.NewDesc("hookbox_events",
+		"Events by status, from the database at scrape time (cached a few seconds).", []string{"status"}, nil)
+	oldestDueDesc = prometheus.NewDesc("hookbox_oldest_due_seconds",
+		"How long the longest-waiting due event has been due; 0 when none is due.", nil, nil)
+)
+
+var allStatuses = []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDone, hookbox.StatusDead}
+
+// statsCollector queries the store at scrape time, at most once per
+// cacheFor.
+type statsCollector struct {
+	stats    StatsFunc
+	cacheFor time.Duration
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	fetched time.Time
+	last    hookbox.Stats
+	ok      bool
+}
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- eventsDesc
+	ch <- oldestDueDesc
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	now := time.Now()
+	if c.fetched.IsZero() || now.Sub(c.fetched) >= c.cacheFor {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := c.stats(ctx, now)
+		cancel()
+		c.fetched, c.last, c.ok = now, st, err == nil
+		if err != nil {
+			c.log.Warn("metrics: queue stats", "err", err)
+		}
+	}
+	st, ok := c.last, c.ok
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	for _, s := range allStatuses {
+		ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.GaugeValue, float64(st.ByStatus[s]), string(s))
+	}
+	age := 0.0
+	if !st.OldestDue.IsZero() {
+		age = max(0, now.Sub(st.OldestDue).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(oldestDueDesc, prometheus.GaugeValue, age)
+}

@@ -1,0 +1,420 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// AdminConfig is what the admin API needs.
+type AdminConfig struct {
+	// Token is the bearer token every admin request must carry. Empty
+	// means no admin API: nothing is registered and /admin/… is a 404.
+	Token string
+	// Store is listed and read; replay and purge need it to be a
+	// hookbox.Ops too, and event attempts a hookbox.Queue.
+	Store hookbox.Store
+	// Notify, if set, is called after a replay put events back in the
+	// queue (to wake the workers).
+	Notify func()
+	Logger *slog.Logger
+	// Now is the clock for relative times (default time.Now).
+	Now func() time.Time
+}
+
+// PurgeNote is what a purge costs, said wherever one is reported.
+const PurgeNote = "a redelivery of a purged id would be stored and processed again"
+
+// MaxListLimit bounds one listing.
+const MaxListLimit = 10000
+
+// RegisterAdmin adds the admin API to s:
+//
+//	GET  /admin/events               ?status=&source=&type=&since=&until=&limit=&before_id=
+//	GET  /admin/events/{id}          the event, its attempts and its payload (base64;
+//	                                 ?payload=raw answers the bytes as received)
+//	POST /admin/events/{id}/replay   ?include_done=true
+//	POST /admin/replay               bulk: the listing's filters, dry_run, include_done
+//	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
+//
+// Every route requires "Authorization: Bearer <token>", compared in
+// constant time; a missing or wrong token is a 401 that never echoes what
+// was sent. With an empty token nothing is registered.
+func RegisterAdmin(s *Server, cfg AdminConfig) {
+	if cfg.Token == "" {
+		return
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &admin{cfg: cfg, tokenSum: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger}
+	s.Handle("GET /admin/events", a.guard(a.list))
+	s.Handle("GET /admin/events/{id}", a.guard(a.show))
+	s.Handle("POST /admin/events/{id}/replay", a.guard(a.replayOne))
+	s.Handle("POST /admin/replay", a.guard(a.replayBulk))
+	s.Handle("POST /admin/purge", a.guard(a.purge))
+	s.Handle("/admin/", a.guard(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such admin endpoint")
+	}))
+}
+
+type admin struct {
+	cfg      AdminConfig
+	tokenSum [sha256.Size]byte
+	log      *slog.Logger
+}
+
+// guard admits requests that carry the token.
+func (a *admin) guard(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.authorized(r.Header.Get("Authorization")) {
+			a.log.Warn("admin request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hookbox admin"`)
+			writeError(w, http.StatusUnauthorized, "missing or invalid admin token")
+			return
+		}
+		h(w, r)
+	})
+}
+
+// authorized compares the bearer token in constant time. Comparing hashes
+// keeps the time independent of the lengths too.
+func (a *admin) authorized(header string) bool {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
+}
+
+func (a *admin) ops(w http.ResponseWriter) (hookbox.Ops, bool) {
+	ops, ok := a.cfg.Store.(hookbox.Ops)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, "this store does not support replay and purge")
+	}
+	return ops, ok
+}
+
+func (a *admin) list(w http.ResponseWriter, r *http.Request) {
+	f, err := FilterFromQuery(r.URL.Query(), a.cfg.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	evs, err := a.cfg.Store.Events(r.Context(), f)
+	if err != nil {
+		a.internal(w, "list events", err)
+		return
+	}
+	if evs == nil {
+		evs = []hookbox.Event{}
+	}
+	writeJSON(w, http.StatusOK, evs)
+}
+
+// EventDetail is one event as `GET /admin/events/{id}` and `hookbox events
+// show --json` return it.
+type EventDetail struct {
+	Event    hookbox.Event     `json:"event"`
+	Attempts []hookbox.Attempt `json:"attempts"`
+	// Payload is the body exactly as received (base64 in JSON); null once
+	// payload retention cleared it.
+	Payload []byte `json:"payload"`
+}
+
+// LoadEventDetail reads an event with its attempts (when st is also a
+// hookbox.Queue).
+func LoadEventDetail(ctx context.Context, st hookbox.Store, id int64) (EventDetail, error) {
+	ev, err := st.Event(ctx, id)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	d := EventDetail{Event: ev, Payload: ev.Payload, Attempts: []hookbox.Attempt{}}
+	if q, ok := st.(hookbox.Queue); ok {
+		at, err := q.Attempts(ctx, id)
+		if err != nil {
+			return EventDetail{}, err
+		}
+		if at != nil {
+			d.Attempts = at
+		}
+	}
+	return d, nil
+}
+
+func (a *admin) show(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	raw := false
+	switch r.URL.Query().Get("payload") {
+	case "", "base64":
+	case "raw":
+		raw = true
+	default:
+		writeError(w, http.StatusBadRequest, "payload: want raw or base64")
+		return
+	}
+	d, err := LoadEventDetail(r.Context(), a.cfg.Store, id)
+	if errors.Is(err, hookbox.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "no event "+strconv.FormatInt(id, 10))
+		return
+	}
+	if err != nil {
+		a.internal(w, "show event", err)
+		return
+	}
+	if raw {
+		if d.Payload == nil {
+			writeError(w, http.StatusGone, "the payload was cleared by payload retention")
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Length", strconv.Itoa(len(d.Payload)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(d.Payload)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// ReplayReply is the body of a replay answer.
+type ReplayReply struct {
+	hookbox.ReplayResult
+	DryRun bool `json:"dry_run"`
+}
+
+func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	includeDone, err := boolParam(q, "include_done")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ops, ok := a.ops(w)
+	if !ok {
+		return
+	}
+	res, err := ops.Replay(r.Context(), hookbox.ReplayParams{IDs: []int64{id}, IncludeDone: includeDone})
+	if err != nil {
+		a.internal(w, "replay", err)
+		return
+	}
+	if len(res.Replayed) == 0 {
+		ev, err := a.cfg.Store.Event(r.Context(), id)
+		switch {
+		case errors.Is(err, hookbox.ErrNotFound):
+			writeError(w, http.StatusNotFound, "no event "+strconv.FormatInt(id, 10))
+		case err != nil:
+			a.internal(w, "replay", err)
+		default:
+			writeError(w, http.StatusConflict, SkipReason(ev.Status, includeDone))
+		}
+		return
+	}
+	a.log.Info("admin replay", "event_ids", res.Replayed)
+	a.notify()
+	writeJSON(w, http.StatusOK, ReplayReply{ReplayResult: res})
+}
+
+// SkipReason says why a replay left an event in status st alone.
+func SkipReason(st hookbox.Status, includeDone bool) string {
+	switch {
+	case st == hookbox.StatusProcessing:
+		return "event is being worked right now; replay it after it finishes"
+	case st == hookbox.StatusDone && !includeDone:
+		return "event is done; pass include_done to run it again"
+	}
+	return "event is " + string(st) + " and was not replayed"
+}
+
+func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f, err := FilterFromQuery(q, a.cfg.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if f.Source == "" && f.Status == "" && f.EventType == "" && f.Since.IsZero() && f.Until.IsZero() {
+		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, since or until")
+		return
+	}
+	dry, err1 := boolParam(q, "dry_run")
+	includeDone, err2 := boolParam(q, "include_done")
+	if err := errors.Join(err1, err2); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ops, ok := a.ops(w)
+	if !ok {
+		return
+	}
+	res, err := ops.Replay(r.Context(), hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry})
+	if err != nil {
+		a.internal(w, "replay", err)
+		return
+	}
+	if res.Replayed == nil {
+		res.Replayed = []int64{}
+	}
+	if !dry {
+		a.log.Info("admin bulk replay", "replayed", len(res.Replayed))
+		if len(res.Replayed) > 0 {
+			a.notify()
+		}
+	}
+	writeJSON(w, http.StatusOK, ReplayReply{ReplayResult: res, DryRun: dry})
+}
+
+// PurgeReply is the body of a purge answer.
+type PurgeReply struct {
+	hookbox.PurgeResult
+	Before      time.Time `json:"before"`
+	DryRun      bool      `json:"dry_run"`
+	IncludeDead bool      `json:"include_dead"`
+	Note        string    `json:"note"`
+}
+
+func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("days") == "" {
+		writeError(w, http.StatusBadRequest, "days is required: finished events older than this many days are deleted")
+		return
+	}
+	days, err := strconv.Atoi(q.Get("days"))
+	if err != nil || days < 0 {
+		writeError(w, http.StatusBadRequest, "days: want a whole number of days, 0 or more")
+		return
+	}
+	dry, err1 := boolParam(q, "dry_run")
+	includeDead, err2 := boolParam(q, "include_dead")
+	if err := errors.Join(err1, err2); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ops, ok := a.ops(w)
+	if !ok {
+		return
+	}
+	before := a.cfg.Now().Add(-time.Duration(days) * 24 * time.Hour)
+	res, err := ops.Purge(r.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dry})
+	if err != nil {
+		a.internal(w, "purge", err)
+		return
+	}
+	if !dry {
+		a.log.Info("admin purge", "done", res.Done, "dead", res.Dead, "before", before)
+	}
+	writeJSON(w, http.StatusOK, PurgeReply{PurgeResult: res, Before: before.UTC(), DryRun: dry, IncludeDead: includeDead, Note: PurgeNote})
+}
+
+func (a *admin) notify() {
+	if a.cfg.Notify != nil {
+		a.cfg.Notify()
+	}
+}
+
+func (a *admin) internal(w http.ResponseWriter, what string, err error) {
+	a.log.Error("admin: "+what, "err", err)
+	writeError(w, http.StatusInternalServerError, what+" failed; see the server log")
+}
+
+func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		writeError(w, http.StatusBadRequest, "event id: want a positive whole number")
+		return 0, false
+	}
+	return id, true
+}
+
+func boolParam(q url.Values, name string) (bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		_, present := q[name]
+		return present, nil // "?dry_run" alone means true
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: want true or false", name)
+	}
+	return b, nil
+}
+
+// FilterFromQuery reads a listing filter from query parameters: status,
+// source, type, since, until (see ParseTime), limit and before_id.
+func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
+	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status"))}
+	if f.Status != "" && !f.Status.Valid() {
+		return f, fmt.Errorf("status: want pending, processing, done or dead")
+	}
+	var err error
+	if f.Since, err = ParseTime(q.Get("since"), now); err != nil {
+		return f, fmt.Errorf("since: %w", err)
+	}
+	if f.Until, err = ParseTime(q.Get("until"), now); err != nil {
+		return f, fmt.Errorf("until: %w", err)
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > MaxListLimit {
+			return f, fmt.Errorf("limit: want a whole number from 1 to %d", MaxListLimit)
+		}
+		f.Limit = n
+	}
+	if v := q.Get("before_id"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return f, fmt.Errorf("before_id: want a positive event id")
+		}
+		f.BeforeID = n
+	}
+	return f, nil
+}
+
+// ParseTime reads a point in time: empty (none), a duration back from now
+// ("90m", "24h", "7d"), an RFC 3339 time or a date (2006-01-02, UTC).
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q: want a duration back from now, like 24h", s)
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02", s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q: want a duration back from now (24h, 7d) or a time (RFC 3339, like 2025-01-02T15:04:05Z)", s)
+}

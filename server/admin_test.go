@@ -1,0 +1,422 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/server"
+)
+
+const adminToken = "adm_t0ken_that_must_never_leak_42"
+
+// seed ingests one event per id of source and leaves it in status st,
+// finished (or retried) at `at`. Pending events of source left by earlier
+// calls would be claimed too, so seed the pending ones last.
+func seed(t *testing.T, st dbtest.Store, source, typ string, status hookbox.Status, at time.Time, ids ...string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	var ds []hookbox.Delivery
+	for _, id := range ids {
+		ds = append(ds, hookbox.Delivery{
+			Source: source, DeliveryID: id, EventType: typ,
+			Header:     http.Header{"Content-Type": {"application/json"}},
+			Payload:    []byte(fmt.Sprintf(`{"id":%q,"raw":"\u00e9 kept"}`+"\n", id)),
+			ReceivedAt: time.Now(),
+		})
+	}
+	rs, err := st.Ingest(ctx, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, r := range rs {
+		out = append(out, r.ID)
+	}
+	if status == hookbox.StatusPending {
+		return out
+	}
+	evs, err := st.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprintf("seed-%d", time.Now().UnixNano()), Limit: len(ids),
+		Lease: time.Minute, Sources: []string{source}})
+	if err != nil || len(evs) != len(ids) {
+		t.Fatalf("claim: %d events, %v", len(evs), err)
+	}
+	if status == hookbox.StatusProcessing {
+		return out
+	}
+	var outs []hookbox.Outcome
+	for _, e := range evs {
+		outs = append(outs, hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts, Status: status,
+			Error: "failed for the test", StartedAt: at, FinishedAt: at})
+	}
+	errs, err := st.Finish(ctx, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func needOps(t *testing.T, st hookbox.Store) {
+	t.Helper()
+	if _, ok := st.(hookbox.Ops); !ok {
+		t.Skipf("%T does not implement hookbox.Ops yet", st)
+	}
+}
+
+type adminHarness struct {
+	t        *testing.T
+	url      string
+	st       dbtest.Store
+	notified atomic.Int32
+}
+
+func startAdmin(t *testing.T, dbURL, token string) *adminHarness {
+	t.Helper()
+	h := &adminHarness{t: t}
+	if dbURL != "" {
+		h.st = dbtest.Open(t, dbURL)
+	}
+	srv := server.New(server.Config{})
+	var st hookbox.Store
+	if h.st != nil {
+		st = h.st
+	}
+	server.RegisterAdmin(srv, server.AdminConfig{Token: token, Store: st, Notify: func() { h.notified.Add(1) }})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	h.url = ts.URL
+	return h
+}
+
+// call makes an admin request with the token and returns status and body.
+func (h *adminHarness) call(method, path string) (int, []byte) {
+	h.t.Helper()
+	return h.callAuth(method, path, "Bearer "+adminToken)
+}
+
+func (h *adminHarness) callAuth(method, path, auth string) (int, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.url+path, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (h *adminHarness) json(method, path string, want int, v any) {
+	h.t.Helper()
+	code, b := h.call(method, path)
+	if code != want {
+		h.t.Fatalf("%s %s = %d %s, want %d", method, path, code, b, want)
+	}
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			h.t.Fatalf("%s %s: %v in %s", method, path, err, b)
+		}
+	}
+}
+
+func (h *adminHarness) status(id int64) hookbox.Status {
+	h.t.Helper()
+	e, err := h.st.Event(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return e.Status
+}
+
+var adminRoutes = []struct{ method, path string }{
+	{"GET", "/admin/events"},
+	{"GET", "/admin/events/1"},
+	{"POST", "/admin/events/1/replay"},
+	{"POST", "/admin/replay?status=dead"},
+	{"POST", "/admin/purge?days=1"},
+	{"GET", "/admin/anything"},
+}
+
+func TestAdminAbsentWithoutToken(t *testing.T) {
+	h := startAdmin(t, dbtest.SQLiteURL(t), "")
+	for _, r := range adminRoutes {
+		for _, auth := range []string{"", "Bearer ", "Bearer " + adminToken} {
+			code, b := h.callAuth(r.method, r.path, auth)
+			if code != http.StatusNotFound {
+				t.Errorf("%s %s (auth %q) = %d %s, want 404", r.method, r.path, auth, code, b)
+			}
+		}
+	}
+}
+
+func TestAdminRequiresToken(t *testing.T) {
+	h := startAdmin(t, dbtest.SQLiteURL(t), adminToken)
+	bad := []string{
+		"",
+		"Bearer",
+		"Bearer ",
+		"Bearer wrong-token",
+		"Bearer " + adminToken + "x",
+		"Bearer " + adminToken[:len(adminToken)-1],
+		"Basic " + adminToken,
+		adminToken,
+	}
+	for _, r := range adminRoutes {
+		for _, auth := range bad {
+			code, b := h.callAuth(r.method, r.path, auth)
+			if code != http.StatusUnauthorized {
+				t.Errorf("%s %s (auth %q) = %d, want 401", r.method, r.path, auth, code)
+			}
+			var e struct{ Error string }
+			if json.Unmarshal(b, &e) != nil || e.Error == "" {
+				t.Errorf("401 body is not a JSON error: %s", b)
+			}
+			if bytes.Contains(b, []byte(adminToken[:8])) || bytes.Contains(b, []byte("wrong-token")) {
+				t.Errorf("401 body echoes a token: %s", b)
+			}
+		}
+	}
+	if code, _ := h.callAuth("GET", "/admin/events", "bearer "+adminToken); code != http.StatusOK {
+		t.Errorf("case-insensitive scheme: %d", code)
+	}
+	if code, _ := h.call("GET", "/admin/nothing-here"); code != http.StatusNotFound {
+		t.Errorf("unknown admin path with the token: %d, want 404", code)
+	}
+}
+
+func TestAdminListAndShow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		now := time.Now()
+		done := seed(t, h.st, "polar", "order.paid", hookbox.StatusDone, now, "d1", "d2")
+		dead := seed(t, h.st, "github", "push", hookbox.StatusDead, now, "x1")
+		pending := seed(t, h.st, "polar", "order.refunded", hookbox.StatusPending, now, "p1")
+
+		var all []hookbox.Event
+		h.json("GET", "/admin/events", 200, &all)
+		if len(all) != 4 || all[0].ID != pending[0] {
+			t.Fatalf("list = %+v", all)
+		}
+		var raw []map[string]any
+		h.json("GET", "/admin/events?limit=1", 200, &raw)
+		if len(raw) != 1 {
+			t.Fatalf("limit=1 gave %d", len(raw))
+		}
+		for _, k := range []string{"id", "source", "delivery_id", "status", "event_type", "attempts", "created_at"} {
+			if _, ok := raw[0][k]; !ok {
+				t.Errorf("event object lacks %q: %v", k, raw[0])
+			}
+		}
+		cases := map[string][]int64{
+			"?status=done":                 {done[1], done[0]},
+			"?source=github":               dead,
+			"?type=order.refunded":         pending,
+			"?source=polar&status=pending": pending,
+			"?since=1h":                    {pending[0], dead[0], done[1], done[0]},
+			"?until=1h":                    nil,
+			"?since=" + now.Add(time.Hour).UTC().Format(time.RFC3339): nil,
+			fmt.Sprintf("?before_id=%d", dead[0]):                     {done[1], done[0]},
+		}
+		for q, want := range cases {
+			var got []hookbox.Event
+			h.json("GET", "/admin/events"+q, 200, &got)
+			var ids []int64
+			for _, e := range got {
+				ids = append(ids, e.ID)
+			}
+			if !slices.Equal(ids, want) {
+				t.Errorf("list %s = %v, want %v", q, ids, want)
+			}
+		}
+		for _, q := range []string{"?status=bogus", "?since=yesterday", "?limit=0", "?limit=x", "?until=-5h", "?before_id=-1"} {
+			if code, b := h.call("GET", "/admin/events"+q); code != 400 {
+				t.Errorf("list %s = %d %s, want 400", q, code, b)
+			}
+		}
+
+		var d server.EventDetail
+		h.json("GET", fmt.Sprintf("/admin/events/%d", dead[0]), 200, &d)
+		if d.Event.ID != dead[0] || d.Event.Status != hookbox.StatusDead || d.Event.DeliveryID != "x1" {
+			t.Errorf("detail event = %+v", d.Event)
+		}
+		if string(d.Payload) != `{"id":"x1","raw":"\u00e9 kept"}`+"\n" {
+			t.Errorf("detail payload = %q", d.Payload)
+		}
+		if len(d.Attempts) != 1 || d.Attempts[0].Outcome != hookbox.AttemptDead || d.Attempts[0].Error != "failed for the test" {
+			t.Errorf("detail attempts = %+v", d.Attempts)
+		}
+		code, body := h.call("GET", fmt.Sprintf("/admin/events/%d?payload=raw", dead[0]))
+		if code != 200 || string(body) != `{"id":"x1","raw":"\u00e9 kept"}`+"\n" {
+			t.Errorf("raw payload = %d %q", code, body)
+		}
+		if code, _ := h.call("GET", "/admin/events/99999"); code != 404 {
+			t.Errorf("missing event: %d", code)
+		}
+		if code, _ := h.call("GET", "/admin/events/abc"); code != 400 {
+			t.Errorf("bad id: %d", code)
+		}
+		if code, _ := h.call("GET", fmt.Sprintf("/admin/events/%d?payload=hex", dead[0])); code != 400 {
+			t.Errorf("bad payload form: %d", code)
+		}
+	})
+}
+
+func TestAdminReplay(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		now := time.Now()
+		dead := seed(t, h.st, "polar", "order.paid", hookbox.StatusDead, now, "x1", "x2")
+		done := seed(t, h.st, "polar", "order.paid", hookbox.StatusDone, now, "d1")
+		otherDead := seed(t, h.st, "github", "push", hookbox.StatusDead, now, "g1")
+		inFlight := seed(t, h.st, "stripe", "charge", hookbox.StatusProcessing, now, "s1")
+
+		// One event: dead → pending, attempts reset.
+		var rep server.ReplayReply
+		h.json("POST", fmt.Sprintf("/admin/events/%d/replay", dead[0]), 200, &rep)
+		if !slices.Equal(rep.Replayed, dead[:1]) || h.status(dead[0]) != hookbox.StatusPending {
+			t.Fatalf("replay one = %+v, status %s", rep, h.status(dead[0]))
+		}
+		if h.notified.Load() != 1 {
+			t.Errorf("workers not woken after replay")
+		}
+		// Done needs include_done; in flight is refused; missing is 404.
+		if code, b := h.call("POST", fmt.Sprintf("/admin/events/%d/replay", done[0])); code != 409 || !strings.Contains(string(b), "include_done") {
+			t.Errorf("replay done without flag = %d %s", code, b)
+		}
+		if h.status(done[0]) != hookbox.StatusDone {
+			t.Fatalf("done event changed")
+		}
+		h.json("POST", fmt.Sprintf("/admin/events/%d/replay?include_done=true", done[0]), 200, &rep)
+		if h.status(done[0]) != hookbox.StatusPending {
+			t.Errorf("done not replayed with include_done")
+		}
+		if code, _ := h.call("POST", fmt.Sprintf("/admin/events/%d/replay?include_done=true", inFlight[0])); code != 409 {
+			t.Errorf("replay in flight = %d, want 409", code)
+		}
+		if h.status(inFlight[0]) != hookbox.StatusProcessing {
+			t.Errorf("in-flight event changed")
+		}
+		if code, _ := h.call("POST", "/admin/events/424242/replay"); code != 404 {
+			t.Errorf("replay missing = %d", code)
+		}
+
+		// Bulk: a filter is required; dry run changes nothing.
+		if code, _ := h.call("POST", "/admin/replay"); code != 400 {
+			t.Errorf("bulk replay without a filter = %d, want 400", code)
+		}
+		h.json("POST", "/admin/replay?status=dead&source=polar&dry_run=true", 200, &rep)
+		if !rep.DryRun || !slices.Equal(rep.Replayed, dead[1:]) || h.status(dead[1]) != hookbox.StatusDead {
+			t.Fatalf("dry bulk replay = %+v, status %s", rep, h.status(dead[1]))
+		}
+		h.json("POST", "/admin/replay?status=dead&source=polar&since=1h", 200, &rep)
+		if rep.DryRun || !slices.Equal(rep.Replayed, dead[1:]) || h.status(dead[1]) != hookbox.StatusPending {
+			t.Fatalf("bulk replay = %+v", rep)
+		}
+		if h.status(otherDead[0]) != hookbox.StatusDead {
+			t.Errorf("another source's dead event was replayed")
+		}
+	})
+}
+
+func TestAdminPurge(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		old := time.Now().Add(-10 * 24 * time.Hour)
+		oldDone := seed(t, h.st, "a", "t", hookbox.StatusDone, old, "1", "2", "3")
+		oldDead := seed(t, h.st, "b", "t", hookbox.StatusDead, old, "4")
+		newDone := seed(t, h.st, "c", "t", hookbox.StatusDone, time.Now(), "5")
+		processing := seed(t, h.st, "d", "t", hookbox.StatusProcessing, old, "6")
+		pending := seed(t, h.st, "e", "t", hookbox.StatusPending, old, "7")
+		keep := slices.Concat(oldDead, newDone, processing, pending)
+		exists := func(id int64) bool {
+			_, err := h.st.Event(context.Background(), id)
+			return err == nil
+		}
+
+		for _, q := range []string{"", "?days=x", "?days=-1", "?days=2&dry_run=maybe"} {
+			if code, _ := h.call("POST", "/admin/purge"+q); code != 400 {
+				t.Errorf("purge %q = %d, want 400", q, code)
+			}
+		}
+		var rep server.PurgeReply
+		h.json("POST", "/admin/purge?days=7&dry_run=true&include_dead=true", 200, &rep)
+		if rep.Done != 3 || rep.Dead != 1 || !rep.DryRun || !strings.Contains(rep.Note, "processed again") {
+			t.Fatalf("dry purge = %+v", rep)
+		}
+		for _, id := range slices.Concat(oldDone, keep) {
+			if !exists(id) {
+				t.Fatalf("dry run deleted %d", id)
+			}
+		}
+		h.json("POST", "/admin/purge?days=7", 200, &rep)
+		if rep.Done != 3 || rep.Dead != 0 || rep.DryRun {
+			t.Fatalf("purge = %+v", rep)
+		}
+		for _, id := range oldDone {
+			if exists(id) {
+				t.Errorf("old done event %d survived", id)
+			}
+		}
+		for _, id := range keep {
+			if !exists(id) {
+				t.Errorf("event %d was purged", id)
+			}
+		}
+		h.json("POST", "/admin/purge?days=7&include_dead", 200, &rep)
+		if rep.Done != 0 || rep.Dead != 1 || exists(oldDead[0]) {
+			t.Fatalf("purge with dead = %+v", rep)
+		}
+		for _, id := range slices.Concat(newDone, processing, pending) {
+			if !exists(id) {
+				t.Errorf("event %d was purged", id)
+			}
+		}
+	})
+}
+
+func TestParseTime(t *testing.T) {
+	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+	cases := map[string]time.Time{
+		"":                     {},
+		"24h":                  now.Add(-24 * time.Hour),
+		"90m":                  now.Add(-90 * time.Minute),
+		"7d":                   now.Add(-7 * 24 * time.Hour),
+		"2025-03-01T10:00:00Z": time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC),
+		"2025-03-01":           time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for in, want := range cases {
+		got, err := server.ParseTime(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"yesterday", "-1h", "-2d", "2025-13-01"} {
+		if _, err := server.ParseTime(in, now); err == nil {
+			t.Errorf("ParseTime(%q) accepted", in)
+		}
+	}
+}

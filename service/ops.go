@@ -1,0 +1,120 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/metrics"
+	"github.com/hookbox/hookbox/server"
+)
+
+// RetentionInterval is how often serve applies retention_days and
+// payload_retention_days (and once when it starts).
+const RetentionInterval = time.Hour
+
+// sourceNames lists the configured sources, the only values a metric's
+// source label may take.
+func sourceNames(cfg *config.Config) []string {
+	names := make([]string, 0, len(cfg.Sources))
+	for _, src := range cfg.Sources {
+		names = append(names, src.Name)
+	}
+	return names
+}
+
+// registerOps adds GET /metrics, the queue statistics behind it and (when
+// an admin token is configured) the admin API to the server.
+func (s *Service) registerOps() {
+	s.Server.Handle("GET /metrics", s.Metrics.Handler())
+	if ops, ok := s.Store.(hookbox.Ops); ok {
+		s.Metrics.WatchStats(ops.Stats, metrics.DefaultStatsCache, s.log)
+	}
+	server.RegisterAdmin(s.Server, server.AdminConfig{
+		Token:  s.Config.AdminToken,
+		Store:  s.Store,
+		Notify: s.Pool.Notify,
+		Logger: s.log,
+	})
+}
+
+// startRetention runs runRetention in the background until ctx ends; the
+// function it returns waits for it to stop.
+func (s *Service) startRetention(ctx context.Context) (wait func()) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.runRetention(ctx)
+	}()
+	return wg.Wait
+}
+
+// runRetention applies retention once at start and then every
+// RetentionInterval, until ctx ends: retention_days purges finished (done)
+// events older than that many days, payload_retention_days drops the
+// payloads of older done events and keeps their rows (the dedupe memory).
+// Dead events are never purged here: their work never succeeded.
+func (s *Service) runRetention(ctx context.Context) {
+	s.retentionLoop(ctx, RetentionInterval, time.Now)
+}
+
+func (s *Service) retentionLoop(ctx context.Context, every time.Duration, now func() time.Time) {
+	cfg := s.Config
+	if cfg.RetentionDays <= 0 && cfg.PayloadRetentionDays <= 0 {
+		return
+	}
+	ops, ok := s.Store.(hookbox.Ops)
+	if !ok {
+		s.log.Warn("retention is configured but this store cannot purge; retention is off", "store", fmt.Sprintf("%T", s.Store))
+		return
+	}
+	s.log.Info("retention on", "retention_days", cfg.RetentionDays, "payload_retention_days", cfg.PayloadRetentionDays,
+		"every", every)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s.retainOnce(ctx, ops, now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// retainOnce applies both retention windows as of now.
+func (s *Service) retainOnce(ctx context.Context, ops hookbox.Ops, now time.Time) {
+	const day = 24 * time.Hour
+	if days := s.Config.RetentionDays; days > 0 {
+		before := now.Add(-time.Duration(days) * day)
+		res, err := ops.Purge(ctx, hookbox.PurgeParams{Before: before})
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Error("retention purge", "err", err)
+		case res.Done+res.Dead > 0:
+			s.log.Info("retention purge", "done", res.Done, "before", before.UTC(), "note", server.PurgeNote)
+		default:
+			s.log.Debug("retention purge: nothing to delete", "before", before.UTC())
+		}
+	}
+	if days := s.Config.PayloadRetentionDays; days > 0 {
+		before := now.Add(-time.Duration(days) * day)
+		n, err := ops.ClearPayloads(ctx, before)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			s.log.Error("payload retention", "err", err)
+		case n > 0:
+			s.log.Info("payload retention: payloads cleared, ids and status kept", "cleared", n, "before", before.UTC())
+		default:
+			s.log.Debug("payload retention: nothing to clear", "before", before.UTC())
+		}
+	}
+}
