@@ -55,10 +55,72 @@ const (
 )
 
 // Tx is the transaction a Go handler's database effects run in; the event's
-// transition to done commits with it.
+// transition to done commits with it. It has the methods of *sql.Tx that
+// run statements (so code written against a DBTX-style interface accepts
+// it), and it lets the store open the handler's savepoint lazily: a handler
+// that writes nothing costs no savepoint.
 type Tx struct {
-	*sql.Tx
+	tx      *sql.Tx
 	Dialect Dialect
+
+	beforeFirst func(context.Context) error // run once, before the first statement
+	used        bool
+}
+
+// NewTx wraps tx for a handler. beforeFirst, if not nil, runs once before
+// the handler's first statement (a store opens its savepoint there).
+func NewTx(tx *sql.Tx, d Dialect, beforeFirst func(context.Context) error) *Tx {
+	return &Tx{tx: tx, Dialect: d, beforeFirst: beforeFirst}
+}
+
+// Used reports whether a statement went through t.
+func (t *Tx) Used() bool { return t.used }
+
+func (t *Tx) use(ctx context.Context) error {
+	if t.used {
+		return nil
+	}
+	t.used = true
+	if t.beforeFirst != nil {
+		return t.beforeFirst(ctx)
+	}
+	return nil
+}
+
+// ExecContext runs a statement that returns no rows.
+func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := t.use(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query.
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := t.use(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a query that returns at most one row.
+func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := t.use(ctx); err != nil {
+		// *sql.Row cannot carry an error we make; a query on a cancelled
+		// context reports ours the same way.
+		cancelled, cancel := context.WithCancelCause(ctx)
+		cancel(err)
+		return t.tx.QueryRowContext(cancelled, query, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+// PrepareContext prepares a statement for use within the transaction.
+func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if err := t.use(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.PrepareContext(ctx, query)
 }
 
 // Transactor runs application code in a write transaction on the store's

@@ -247,7 +247,7 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookb
 			tx.Rollback()
 		}
 	}()
-	if err = fn(ctx, &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectPostgres}); err != nil {
+	if err = fn(ctx, hookbox.NewTx(tx, hookbox.DialectPostgres, nil)); err != nil {
 		return err
 	}
 	if err = tx.Commit(); err != nil {

@@ -381,7 +381,7 @@ func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 			return err
 		}
 	}
-	htx := &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectPostgres}
+	htx := hookbox.NewTx(tx, hookbox.DialectPostgres, nil)
 	for j, i := range run {
 		before := sent.Load()
 		o := fn(ctx, htx, &evs[i])

@@ -172,7 +172,6 @@ func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 // outcomes. With checkHeld, events whose lease moved on are skipped and
 // returned in lost (indexes into evs); outs and errs then cover the others.
 func workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.WorkFunc, checkHeld bool) (outs []hookbox.Outcome, errs []error, lost []int, err error) {
-	htx := &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectSQLite}
 	var held *sql.Stmt
 	if checkHeld {
 		held, err = tx.PrepareContext(ctx, `SELECT 1 FROM events
@@ -196,17 +195,22 @@ func workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.Wor
 				return nil, nil, nil, err
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT work`); err != nil {
-			return nil, nil, nil, err
-		}
+		// The savepoint opens with the handler's first statement; a
+		// handler that writes nothing needs none.
+		htx := hookbox.NewTx(tx, hookbox.DialectSQLite, func(ctx context.Context) error {
+			_, err := tx.ExecContext(ctx, `SAVEPOINT work`)
+			return err
+		})
 		o := fn(ctx, htx, ev)
-		if o.Status == hookbox.StatusDone {
-			_, err = tx.ExecContext(ctx, `RELEASE work`)
-		} else {
-			_, err = tx.ExecContext(ctx, `ROLLBACK TO work; RELEASE work`)
-		}
-		if err != nil {
-			return nil, nil, nil, err
+		if htx.Used() {
+			if o.Status == hookbox.StatusDone {
+				_, err = tx.ExecContext(ctx, `RELEASE work`)
+			} else {
+				_, err = tx.ExecContext(ctx, `ROLLBACK TO work; RELEASE work`)
+			}
+			if err != nil {
+				return nil, nil, nil, err
+			}
 		}
 		outs = append(outs, o)
 	}
@@ -236,57 +240,151 @@ func mergeLost(evs []hookbox.Event, outs []hookbox.Outcome, errs []error, lost [
 	return allOuts, allErrs, nil
 }
 
-// finishTx applies each outcome guarded by owner, attempt and status, and
-// records the attempt.
+// finishTx applies each outcome guarded by owner and status, and records
+// the attempts. The owner is unique per claim, so it also pins the attempt
+// number the claim gave. Done outcomes of one owner are applied by one
+// statement; retries and deaths, which carry their own times and errors,
+// one by one.
 func finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome) ([]error, error) {
 	errs := make([]error, len(outs))
-	if len(outs) == 0 {
-		return errs, nil
-	}
-	upd, err := tx.PrepareContext(ctx, `UPDATE events
-        SET status = ?, lease_owner = NULL, next_attempt_at = ?, last_error = ?, updated_at = ?
-        WHERE id = ? AND lease_owner = ? AND attempts = ? AND status = 'processing'`)
-	if err != nil {
-		return nil, err
-	}
-	defer upd.Close()
-	rec, err := tx.PrepareContext(ctx, `INSERT INTO attempts
-        (event_id, attempt, owner, outcome, error, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return nil, err
-	}
-	defer rec.Close()
+	applied := make([]bool, len(outs))
+	doneByOwner := map[string][]int{}
+	var upd *sql.Stmt
 	for i, o := range outs {
-		if o.Status == "" {
+		switch o.Status {
+		case "":
 			continue // not run (see hookbox.Queue.Work): nothing to apply
+		case hookbox.StatusDone:
+			doneByOwner[o.Owner] = append(doneByOwner[o.Owner], i)
+			continue
+		}
+		if upd == nil {
+			var err error
+			upd, err = tx.PrepareContext(ctx, `UPDATE events
+                SET status = ?, lease_owner = NULL, next_attempt_at = ?, last_error = ?, updated_at = ?
+                WHERE id = ? AND lease_owner = ? AND attempts = ? AND status = 'processing'`)
+			if err != nil {
+				return nil, err
+			}
+			defer upd.Close()
 		}
 		next := o.FinishedAt
 		if o.Status == hookbox.StatusPending {
 			next = o.RetryAt
 		}
-		var lastErr any
-		if o.Error != "" {
-			lastErr = o.Error
-		}
-		res, err := upd.ExecContext(ctx, string(o.Status), millis(next), lastErr, millis(o.FinishedAt),
+		res, err := upd.ExecContext(ctx, string(o.Status), millis(next), nullString(o.Error), millis(o.FinishedAt),
 			o.ID, o.Owner, o.Attempt)
 		if err != nil {
 			return nil, err
 		}
-		outcome := hookbox.AttemptOutcome(o.Status)
-		if n, _ := res.RowsAffected(); n == 0 {
-			errs[i] = hookbox.ErrLeaseLost
-			outcome = hookbox.AttemptLost
-		}
-		if _, err := rec.ExecContext(ctx, o.ID, o.Attempt, o.Owner, outcome, lastErr,
-			millis(o.StartedAt), millis(o.FinishedAt)); err != nil {
-			if isForeignKey(err) {
-				continue // the event was purged meanwhile
-			}
+		n, _ := res.RowsAffected()
+		applied[i] = n == 1
+	}
+	for owner, idx := range doneByOwner {
+		if err := finishDone(ctx, tx, owner, outs, idx, applied); err != nil {
 			return nil, err
 		}
 	}
+	for i, o := range outs {
+		if o.Status != "" && !applied[i] {
+			errs[i] = hookbox.ErrLeaseLost
+		}
+	}
+	if err := recordAttempts(ctx, tx, outs, applied); err != nil {
+		return nil, err
+	}
 	return errs, nil
+}
+
+// finishDone marks the events outs[idx] done if owner still holds them.
+func finishDone(ctx context.Context, tx *sql.Tx, owner string, outs []hookbox.Outcome, idx []int, applied []bool) error {
+	for len(idx) > 0 {
+		chunk := idx[:min(len(idx), 500)]
+		idx = idx[len(chunk):]
+		var at int64
+		args := []any{nil, nil, owner}
+		for _, i := range chunk {
+			at = max(at, millis(outs[i].FinishedAt))
+			args = append(args, outs[i].ID)
+		}
+		args[0], args[1] = at, at
+		rows, err := tx.QueryContext(ctx, `UPDATE events
+            SET status = 'done', lease_owner = NULL, next_attempt_at = ?, last_error = NULL, updated_at = ?
+            WHERE lease_owner = ? AND status = 'processing' AND id IN (`+placeholders(len(chunk))+`)
+            RETURNING id`, args...)
+		if err != nil {
+			return err
+		}
+		done := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			done[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		for _, i := range chunk {
+			applied[i] = done[outs[i].ID]
+		}
+	}
+	return nil
+}
+
+// recordAttempts inserts one attempts row per outcome that ran, many rows
+// per statement.
+func recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, applied []bool) error {
+	var rows []any
+	n := 0
+	flush := func() error {
+		if n == 0 {
+			return nil
+		}
+		q := `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", n), ",")
+		_, err := tx.ExecContext(ctx, q, rows...)
+		if isForeignKey(err) {
+			// An event was purged meanwhile: record the others one by one.
+			err = nil
+			for j := 0; j < len(rows); j += 7 {
+				if _, e := tx.ExecContext(ctx, `INSERT INTO attempts
+                    (event_id, attempt, owner, outcome, error, started_at, finished_at) VALUES (?,?,?,?,?,?,?)`,
+					rows[j:j+7]...); e != nil && !isForeignKey(e) {
+					err = e
+					break
+				}
+			}
+		}
+		rows, n = rows[:0], 0
+		return err
+	}
+	for i, o := range outs {
+		if o.Status == "" {
+			continue
+		}
+		outcome := hookbox.AttemptOutcome(o.Status)
+		if !applied[i] {
+			outcome = hookbox.AttemptLost
+		}
+		rows = append(rows, o.ID, o.Attempt, o.Owner, outcome, nullString(o.Error),
+			millis(o.StartedAt), millis(o.FinishedAt))
+		if n++; n == 64 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func placeholders(n int) string {
@@ -320,6 +418,6 @@ var _ hookbox.Transactor = (*Store)(nil)
 // InTx runs fn in a write transaction; see hookbox.Transactor.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		return fn(ctx, &hookbox.Tx{Tx: tx, Dialect: hookbox.DialectSQLite})
+		return fn(ctx, hookbox.NewTx(tx, hookbox.DialectSQLite, nil))
 	})
 }

@@ -336,7 +336,9 @@ const maxPerTx = 64
 // runTx claims a batch for Go handlers and works it in transactions of at
 // most TxBudget each. It returns how many events it claimed.
 func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (int, error) {
-	limit := p.opts.BatchSize
+	// Claim no more than one transaction runs, so usually a single
+	// transaction claims, runs and finishes the whole batch.
+	limit := min(p.opts.BatchSize, maxPerTx)
 	if strict {
 		limit = 1
 	}
