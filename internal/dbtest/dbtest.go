@@ -14,10 +14,12 @@ import (
 	"github.com/hookbox/hookbox/sqlite"
 )
 
-// Store is what both implementations are: a store and a queue.
+// Store is what both implementations are.
 type Store interface {
 	hookbox.Store
 	hookbox.Queue
+	hookbox.Ops
+	hookbox.Transactor
 }
 
 // Each runs fn as parallel "sqlite" and "postgres" subtests, each with the
@@ -64,7 +66,7 @@ func openPostgres(ctx context.Context, url string) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return any(s).(Store), nil
+	return s, nil
 }
 
 func cutPrefix(s, prefix string) (string, bool) {
