@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -54,6 +55,11 @@ type Store struct {
 
 	inserts map[int]*sql.Stmt // multi-row INSERTs by row count, prepared at Open
 	durable *walSyncer        // nil unless Synchronous is FULL
+
+	checkpointer    *sql.DB // one connection, for background checkpoints
+	stopCheckpoints chan struct{}
+	checkpointsDone chan struct{}
+	closeOnce       sync.Once
 }
 
 var _ hookbox.Store = (*Store)(nil)
@@ -99,7 +105,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return "file:" + path + "?" + q.Encode()
 	}
 
-	writer, err := sql.Open("sqlite", dsn("_txlock", "immediate"))
+	// The writer never checkpoints: a checkpoint inside a COMMIT would
+	// copy pages and sync the database file while holding the only write
+	// lock. A background connection does it instead (see checkpointLoop).
+	writer, err := sql.Open("sqlite", dsn("_txlock", "immediate", "_pragma", "wal_autocheckpoint(0)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -127,7 +136,41 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	reader.SetMaxOpenConns(readers)
 	reader.SetMaxIdleConns(readers)
 	s.reader = reader
+
+	checkpointer, err := sql.Open("sqlite", dsn())
+	if err != nil {
+		writer.Close()
+		reader.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	checkpointer.SetMaxOpenConns(1)
+	s.checkpointer = checkpointer
+	s.stopCheckpoints = make(chan struct{})
+	s.checkpointsDone = make(chan struct{})
+	go s.checkpointLoop()
 	return s, nil
+}
+
+// checkpointInterval is how often the background connection copies the WAL
+// back into the database file.
+const checkpointInterval = 250 * time.Millisecond
+
+// checkpointLoop runs PASSIVE checkpoints on its own connection until
+// Close. PASSIVE never waits for the writer or readers, so commits go on
+// while it copies; once every frame is copied, the next commit restarts the
+// WAL from its beginning and the file stops growing.
+func (s *Store) checkpointLoop() {
+	defer close(s.checkpointsDone)
+	t := time.NewTicker(checkpointInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopCheckpoints:
+			return
+		case <-t.C:
+			s.checkpointer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		}
+	}
 }
 
 // migrate applies the embedded migrations through the writer connection.
@@ -145,10 +188,14 @@ func (s *Store) migrate(ctx context.Context) error {
 // Close closes both pools.
 func (s *Store) Close() error {
 	var err error
+	s.closeOnce.Do(func() {
+		close(s.stopCheckpoints)
+		<-s.checkpointsDone
+	})
 	if s.durable != nil {
 		err = s.durable.close()
 	}
-	return errors.Join(s.writer.Close(), s.reader.Close(), err)
+	return errors.Join(s.writer.Close(), s.reader.Close(), s.checkpointer.Close(), err)
 }
 
 // Ping checks that the writer can reach the file.

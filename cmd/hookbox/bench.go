@@ -46,6 +46,7 @@ type benchFlags struct {
 	preload     int
 	jsonOut     bool
 	cpuProfile  string
+	synchronous string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -92,6 +93,7 @@ alone.`,
 	fl.IntVar(&f.drainOnly, "drain-only", 0, "store this many events, then time the drain alone")
 	fl.IntVar(&f.preload, "preload", 0, "store this many finished events before measuring (table size)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print results as JSON")
+	fl.StringVar(&f.synchronous, "sqlite-synchronous", "FULL", "SQLite durability for the sqlite target: FULL, NORMAL or OFF (only FULL keeps the promise behind a 202)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	return cmd
 }
@@ -298,7 +300,7 @@ func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify
 		return t, nil
 	case "sqlite", "postgres":
 		src := config.Source{Name: "bench", Scheme: vc.Scheme, Secrets: vc.Secrets, Header: vc.Header, IDHeader: vc.IDHeader}
-		cfg := &config.Config{DB: db, Sources: []config.Source{src}}
+		cfg := &config.Config{DB: db, Sources: []config.Source{src}, SQLite: config.SQLite{Synchronous: f.synchronous}}
 		svcCtx, cancel := context.WithCancel(ctx)
 		svc, err := service.New(svcCtx, cfg, nil)
 		if err != nil {
