@@ -346,15 +346,19 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	// budget leaves over stays leased and runs in the next ones.
 	var deadline time.Time
 	ran := 0
-	work := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	// The store's statements run on dbCtx, which shutdown does not cancel,
+	// so outcomes of cancelled handlers are still written; handlers run on
+	// runCtx, which shutdown cancels after the grace period.
+	dbCtx := context.WithoutCancel(runCtx)
+	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if ran > 0 && (ran >= maxPerTx || time.Now().After(deadline)) {
 			return hookbox.Outcome{} // not run: left for the next transaction
 		}
 		ran++
-		return p.runHandler(ctx, tx, ev)
+		return p.runHandler(runCtx, tx, ev)
 	}
 	deadline = time.Now().Add(p.opts.TxBudget)
-	evs, outs, errs, err := p.q.ClaimWork(runCtx, hookbox.ClaimParams{
+	evs, outs, errs, err := p.q.ClaimWork(dbCtx, hookbox.ClaimParams{
 		Owner: p.owner(), Limit: limit, Lease: p.lease(p.maxTimeout(sources)), Sources: sources, Strict: strict,
 	}, work)
 	if err != nil || len(evs) == 0 {
@@ -369,7 +373,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
 		chunk := rest[:min(len(rest), maxPerTx)]
-		outs, errs, err := p.q.Work(runCtx, chunk, work)
+		outs, errs, err := p.q.Work(dbCtx, chunk, work)
 		if err != nil {
 			// Nothing was applied; the leases end and the events are
 			// claimed again.
@@ -408,11 +412,21 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	start := time.Now()
 	var err error
 	if h != nil {
-		ctx, cancel := context.WithTimeout(ctx, pol.Timeout)
-		err = call(func() error { return h(ctx, tx, ev) })
+		hctx, cancel := context.WithTimeout(ctx, pol.Timeout)
+		err = call(func() error { return h(hctx, tx, ev) })
 		cancel()
 	}
-	return p.outcome(ev, pol, start, err)
+	return p.released(ctx, p.outcome(ev, pol, start, err))
+}
+
+// released turns the failed outcome of an attempt that shutdown cancelled
+// into a release: the event is due again at once, for the next process.
+func (p *Pool) released(ctx context.Context, o hookbox.Outcome) hookbox.Outcome {
+	if ctx.Err() != nil && o.Status != hookbox.StatusDone {
+		o.Status, o.RetryAt = hookbox.StatusPending, time.Now()
+		o.Error = "cancelled by shutdown: " + o.Error
+	}
+	return o
 }
 
 // call runs fn, turning a panic into an error.
@@ -498,13 +512,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) {
 	attemptCtx, cancel := context.WithTimeout(ctx, r.policy.Timeout)
 	err := call(func() error { return r.target.Deliver(attemptCtx, ev) })
 	cancel()
-	o := p.outcome(ev, r.policy, start, err)
-	if ctx.Err() != nil && err != nil {
-		// Shutdown cancelled the attempt: release the event for a prompt
-		// retry by the next process.
-		o.Status, o.RetryAt = hookbox.StatusPending, time.Now()
-		o.Error = "cancelled by shutdown: " + o.Error
-	}
+	o := p.released(ctx, p.outcome(ev, r.policy, start, err))
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
 		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)

@@ -342,3 +342,47 @@ func TestTxBudgetSplitsBatches(t *testing.T) {
 		}
 	})
 }
+
+// TestStopReleasesHandlers: a Go handler still running when the grace
+// period ends is cancelled; its writes roll back and its event is released
+// for a prompt retry.
+func TestStopReleasesHandlers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		running := make(chan struct{})
+		p.Handle("slow", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			if _, err := claimKey(ctx, tx, "slow-write"); err != nil {
+				return err
+			}
+			close(running)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rs := ingest(t, s, storetest.Delivery("slow", "1"))
+		p.Notify()
+		<-running
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := p.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Stop = %v, want the grace period to run out", err)
+		}
+		e, err := s.Event(context.Background(), rs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != hookbox.StatusPending || e.LeaseOwner != "" || e.NextAttemptAt.After(time.Now()) {
+			t.Errorf("after shutdown: %+v, want pending, unleased, due now", e)
+		}
+		n := -1
+		s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT count(*) FROM effect_keys WHERE key = 'slow-write'`).Scan(&n)
+		})
+		if n != 0 {
+			t.Errorf("the cancelled handler's write was kept")
+		}
+	})
+}
