@@ -37,25 +37,29 @@ RETURNING ` + eventColumns + `, payload`
 
 // claimDue takes up to $5 due events of the sources $4, skipping rows another
 // transaction holds (a concurrent claim, or a Work transaction).
+// claimDue picks, per source, the first due events in events_due order
+// (each branch stops at the limit), merges them and leases the first
+// $5. A source costs what it returns, however many unfinished events other
+// sources hold. Rows a branch locked but the merge left out stay unleased.
 const claimDue = `WITH due AS (
-    SELECT id FROM events
-    WHERE status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
-      AND source = ANY($4::text[])
-    ORDER BY next_attempt_at, id
+    SELECT e.id FROM unnest($4::text[]) AS s(source)
+    CROSS JOIN LATERAL (
+        SELECT id, next_attempt_at FROM events
+        WHERE source = s.source AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
+        ORDER BY next_attempt_at, id
+        LIMIT $5
+        FOR NO KEY UPDATE SKIP LOCKED
+    ) e
+    ORDER BY e.next_attempt_at, e.id
     LIMIT $5
-    FOR NO KEY UPDATE SKIP LOCKED
 )` + claimSet
 
-// claimStrict takes the lowest due id of source $4 when no event of that
-// source holds a live lease. If that very row is locked, it takes nothing
-// rather than a later id. It runs after strictLock, in the same transaction
-// but as a statement of its own, so its snapshot sees every claim committed
-// by a strict claimer that held the lock before.
 const claimStrict = `WITH first AS (
     SELECT id FROM events
     WHERE source = $4 AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
       AND NOT EXISTS (SELECT 1 FROM events
-          WHERE source = $4 AND status = 'processing' AND next_attempt_at > ` + claimNow + `)
+          WHERE source = $4 AND status IN ('pending', 'processing')
+            AND status = 'processing' AND next_attempt_at > ` + claimNow + `)
     ORDER BY id LIMIT 1
 ), due AS (
     SELECT id FROM events

@@ -65,27 +65,27 @@ func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	var pick string
 	var args []any
 	if p.Strict {
-		// Both reads stay inside events_unfinished_source: finished rows,
-		// however many, are never visited.
-		pick = `SELECT id FROM events INDEXED BY events_unfinished_source
+		// Both reads stay inside events_due: finished rows, however many,
+		// are never visited.
+		pick = `SELECT id FROM events INDEXED BY events_due
             WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
-              AND NOT EXISTS (SELECT 1 FROM events INDEXED BY events_unfinished_source
-                  WHERE source = ? AND status IN ('pending', 'processing')
-                    AND status = 'processing' AND next_attempt_at > ?)
+              AND NOT EXISTS (SELECT 1 FROM events INDEXED BY events_due
+                  WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at > ?
+                    AND status = 'processing')
             ORDER BY id LIMIT 1`
 		args = []any{p.Sources[0], nowMS, p.Sources[0], nowMS}
 	} else {
-		// Walk the due index in order and stop at the limit. (Left to
-		// itself the planner may pick events_unfinished_source for the
-		// source test, and then read every unfinished row to sort them.)
-		pick = `SELECT id FROM events INDEXED BY events_due
-            WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?
-              AND source IN (` + placeholders(len(p.Sources)) + `)
-            ORDER BY next_attempt_at, id LIMIT ?`
-		args = append(args, nowMS)
-		for _, src := range p.Sources {
-			args = append(args, src)
+		// Per source, walk events_due in due order and stop at the limit;
+		// then merge. Each source costs what it returns, however many
+		// unfinished events other sources have.
+		parts := make([]string, len(p.Sources))
+		for i, src := range p.Sources {
+			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
+                WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
+                ORDER BY next_attempt_at, id LIMIT ?)`
+			args = append(args, src, nowMS, p.Limit)
 		}
+		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY next_attempt_at, id LIMIT ?`
 		args = append(args, p.Limit)
 	}
 	q := `UPDATE events SET status = 'processing', attempts = attempts + 1,

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox"
@@ -256,11 +257,16 @@ func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify
 	}
 	sqlitePath := filepath.Join(dir, "bench.db")
 	db := "sqlite:" + sqlitePath
+	dropSchema := func() {}
 	if strings.HasSuffix(name, "postgres") {
 		if f.postgres == "" {
 			return nil, fmt.Errorf("--postgres (or HOOKBOX_TEST_POSTGRES) is required")
 		}
-		db = f.postgres
+		// A schema of its own, so every run starts from an empty table.
+		db, dropSchema, err = freshSchema(ctx, f.postgres)
+		if err != nil {
+			return nil, err
+		}
 	}
 	switch name {
 	case "bare":
@@ -296,7 +302,7 @@ func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify
 		})
 		srv := service.HTTPServer(h)
 		go srv.Serve(ln)
-		t.stop = func() { srv.Close(); st.Close(); os.RemoveAll(dir) }
+		t.stop = func() { srv.Close(); st.Close(); os.RemoveAll(dir); dropSchema() }
 		return t, nil
 	case "sqlite", "postgres":
 		src := config.Source{Name: "bench", Scheme: vc.Scheme, Secrets: vc.Secrets, Header: vc.Header, IDHeader: vc.IDHeader}
@@ -328,6 +334,7 @@ func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify
 			cancel()
 			<-done
 			os.RemoveAll(dir)
+			dropSchema()
 		}
 		return t, nil
 	}
@@ -654,4 +661,33 @@ func maxRSS() int64 {
 
 func sortDurations(ds []time.Duration) {
 	slices.Sort(ds)
+}
+
+// freshSchema creates an empty schema in the PostgreSQL database at url and
+// returns a URL that uses it, and a function that drops it.
+func freshSchema(ctx context.Context, url string) (string, func(), error) {
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "hookbox_bench_" + hex.EncodeToString(b[:])
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", nil, err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", nil, err
+	}
+	drop := func() {
+		c, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + schema, drop, nil
 }

@@ -12,10 +12,6 @@ CREATE TABLE attempts (
 );
 CREATE INDEX attempts_event ON attempts (event_id, attempt);
 
--- Unfinished rows by source in id order: strict-order claims read only this.
-CREATE INDEX events_unfinished_source ON events (source, id)
-    WHERE status IN ('pending', 'processing');
-
 -- Business keys claimed by handlers (effect.ClaimKey): the durable memory
 -- that an effect was applied, kept as long as the business record.
 CREATE TABLE effect_keys (
@@ -28,5 +24,4 @@ CREATE TABLE effect_keys (
 
 -- +goose Down
 DROP TABLE effect_keys;
-DROP INDEX events_unfinished_source;
 DROP TABLE attempts;
