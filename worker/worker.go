@@ -69,6 +69,10 @@ type Options struct {
 	TxBudget time.Duration
 	// PollInterval is the fallback when no wake-up arrives (default 1s).
 	PollInterval time.Duration
+	// ClaimDelay is how long the pool waits after a wake-up before it
+	// claims, to gather more events per transaction (default 2ms; negative
+	// for none).
+	ClaimDelay time.Duration
 	// Logger receives one line per failed attempt (default: discard).
 	Logger *slog.Logger
 	// OnAttempt, if set, is called after each attempt is recorded.
@@ -120,6 +124,9 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
+	}
+	if opts.ClaimDelay == 0 {
+		opts.ClaimDelay = 2 * time.Millisecond
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -298,6 +305,15 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, targetSour
 		select {
 		case <-claimCtx.Done():
 		case <-p.wake:
+			// Let a few more deliveries commit before claiming, so one
+			// transaction works many events instead of one; on SQLite every
+			// transaction takes the write lock that ingest needs too.
+			if p.opts.ClaimDelay > 0 {
+				select {
+				case <-claimCtx.Done():
+				case <-time.After(p.opts.ClaimDelay):
+				}
+			}
 		case <-poll.C:
 		}
 	}
