@@ -89,9 +89,14 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		return nil, fmt.Errorf("store %T cannot act as a queue", st)
 	}
 	m := metrics.New(sourceNames(cfg))
+	txWorkers := 1 // SQLite: one write transaction at a time anyway
+	if concurrentWriters {
+		txWorkers = 4
+	}
 	pool := worker.New(q, worker.Options{
 		BatchSize:   cfg.Workers.BatchSize,
 		Concurrency: cfg.Workers.Concurrency,
+		TxWorkers:   txWorkers,
 		Logger:      log,
 		OnAttempt:   m.Attempt,
 	})

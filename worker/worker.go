@@ -69,6 +69,10 @@ type Options struct {
 	TxBudget time.Duration
 	// PollInterval is the fallback when no wake-up arrives (default 1s).
 	PollInterval time.Duration
+	// TxWorkers is how many transactions of Go handlers may run at once
+	// (default 1). Above 1 helps PostgreSQL, whose claims skip each other's
+	// rows; SQLite runs one write transaction at a time whatever this is.
+	TxWorkers int
 	// ClaimDelay is how long the pool waits after a wake-up before it
 	// claims, to gather more events per transaction (default 2ms; negative
 	// for none).
@@ -95,16 +99,17 @@ type Pool struct {
 	mu     sync.Mutex
 	routes map[string]*route
 
-	wake    chan struct{}
-	seq     atomic.Int64
-	id      string
-	cancel  context.CancelFunc // stops claiming
-	abort   context.CancelFunc // cancels running work
-	wg      sync.WaitGroup
-	finish  *groupcommit.Committer[hookbox.Outcome, error]
-	leases  leaseSet
-	slots   chan struct{}
-	started bool
+	wake       chan struct{}
+	extraWakes []chan struct{} // one per txLoop, fixed at Start
+	seq        atomic.Int64
+	id         string
+	cancel     context.CancelFunc // stops claiming
+	abort      context.CancelFunc // cancels running work
+	wg         sync.WaitGroup
+	finish     *groupcommit.Committer[hookbox.Outcome, error]
+	leases     leaseSet
+	slots      chan struct{}
+	started    bool
 
 	longestLease  time.Duration // what extendLoop extends by
 	shortestLease time.Duration // how often extendLoop runs (a third of it)
@@ -124,6 +129,9 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
+	}
+	if opts.TxWorkers <= 0 {
+		opts.TxWorkers = 1
 	}
 	if opts.ClaimDelay == 0 {
 		opts.ClaimDelay = 2 * time.Millisecond
@@ -196,6 +204,12 @@ func (p *Pool) Notify() {
 	case p.wake <- struct{}{}:
 	default:
 	}
+	for _, w := range p.extraWakes {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Start begins claiming. Handle and Route must not be called after it.
@@ -225,6 +239,14 @@ func (p *Pool) Start(ctx context.Context) error {
 			targetSources = append(targetSources, name)
 		default:
 			txSources = append(txSources, name)
+		}
+	}
+	if len(txSources) > 0 {
+		for range p.opts.TxWorkers - 1 {
+			w := make(chan struct{}, 1)
+			p.extraWakes = append(p.extraWakes, w)
+			p.wg.Add(1)
+			go func() { defer p.wg.Done(); p.txLoop(claimCtx, runCtx, txSources, w) }()
 		}
 	}
 	p.wg.Add(2)
@@ -275,7 +297,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, targetSour
 		busy := false
 		if len(txSources) > 0 {
 			n, err := p.runTx(claimCtx, runCtx, txSources, false)
-			busy = busy || n == p.opts.BatchSize
+			busy = busy || n == p.txLimit()
 			p.logErr("claim and run handlers", err)
 		}
 		if len(targetSources) > 0 {
@@ -349,12 +371,36 @@ func (p *Pool) maxTimeout(sources []string) Policy {
 // holds more than 64 subtransactions.
 const maxPerTx = 64
 
+// txLimit is how many events a claim for Go handlers takes: no more than
+// one transaction runs, so usually a single transaction claims, runs and
+// finishes the whole batch.
+func (p *Pool) txLimit() int { return min(p.opts.BatchSize, maxPerTx) }
+
+// txLoop is an extra claimer for Go handlers (Options.TxWorkers): on
+// PostgreSQL several transactions of handlers run at once, each claiming
+// different events (SKIP LOCKED).
+func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake chan struct{}) {
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for claimCtx.Err() == nil {
+		n, err := p.runTx(claimCtx, runCtx, txSources, false)
+		p.logErr("claim and run handlers", err)
+		if n == p.txLimit() {
+			continue
+		}
+		poll.Reset(p.opts.PollInterval)
+		select {
+		case <-claimCtx.Done():
+		case <-wake:
+		case <-poll.C:
+		}
+	}
+}
+
 // runTx claims a batch for Go handlers and works it in transactions of at
 // most TxBudget each. It returns how many events it claimed.
 func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (int, error) {
-	// Claim no more than one transaction runs, so usually a single
-	// transaction claims, runs and finishes the whole batch.
-	limit := min(p.opts.BatchSize, maxPerTx)
+	limit := p.txLimit()
 	if strict {
 		limit = 1
 	}

@@ -386,3 +386,38 @@ func TestStopReleasesHandlers(t *testing.T) {
 		}
 	})
 }
+
+// TestSeveralTxWorkers: with several handler transactions at once, every
+// event still runs exactly once.
+func TestSeveralTxWorkers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, TxWorkers: 3})
+		var mu sync.Mutex
+		runs := map[string]int{}
+		p.Handle("many", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			mu.Lock()
+			runs[ev.DeliveryID]++
+			mu.Unlock()
+			_, err := claimKey(ctx, tx, "many-"+ev.DeliveryID)
+			return err
+		})
+		var ds []hookbox.Delivery
+		for i := range 300 {
+			ds = append(ds, storetest.Delivery("many", fmt.Sprint(i)))
+		}
+		rs := ingest(t, s, ds...)
+		start(t, p)
+		p.Notify()
+		for _, r := range rs {
+			waitStatus(t, s, p, r.ID, hookbox.StatusDone)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range 300 {
+			if runs[fmt.Sprint(i)] != 1 {
+				t.Errorf("event %d ran %d times", i, runs[fmt.Sprint(i)])
+			}
+		}
+	})
+}
