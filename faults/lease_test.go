@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,17 +16,11 @@ import (
 // its event leased for at most twice the source's attempt timeout (the
 // documented lease), so another process works it again soon after. The
 // first attempt is held at the target until the server is killed, long
-// enough for the worker to have extended the lease at least once.
-//
-// Known bug (worker.Pool.Start): extensions use the longest lease of every
-// policy including DefaultPolicy (2 × 30s), so with timeout: 1s the lease
-// after a kill runs for about 60s, not 2s. Skipped until fixed; set
-// HOOKBOX_FAULTS_KNOWN_BUGS=1 to run it.
+// enough for the worker to have extended the lease at least once. (This
+// caught extensions that used DefaultPolicy's 60s lease whatever the
+// source's timeout.)
 func TestLeaseAfterKill(t *testing.T) {
 	needBinary(t)
-	if os.Getenv("HOOKBOX_FAULTS_KNOWN_BUGS") == "" {
-		t.Skip("known bug: leases are extended to 2×30s whatever the source's timeout (see RELIABILITY.md); HOOKBOX_FAULTS_KNOWN_BUGS=1 runs it")
-	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		const timeout = time.Second // the config's timeout; the lease is twice that
 		var mu sync.Mutex

@@ -10,10 +10,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -215,19 +215,18 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// readBody reads at most limit bytes; a larger body yields *http.MaxBytesError.
+// readBody reads at most limit bytes; a larger body yields
+// *http.MaxBytesError. The buffer grows with the bytes that actually arrive:
+// sizing it from the client's Content-Length would let idle connections
+// that only announce large bodies reserve memory.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	rd := http.MaxBytesReader(w, r.Body, limit)
-	if r.ContentLength > 0 {
-		buf := make([]byte, r.ContentLength)
-		if _, err := io.ReadFull(rd, buf); err != nil {
-			return nil, err
-		}
-		// A body longer than its Content-Length is a protocol error the
-		// server already guards; nothing more to read.
-		return buf, nil
+	var buf bytes.Buffer
+	buf.Grow(int(min(max(r.ContentLength, 0), 64<<10)))
+	if _, err := buf.ReadFrom(rd); err != nil {
+		return nil, err
 	}
-	return io.ReadAll(rd)
+	return buf.Bytes(), nil
 }
 
 // storable reports whether s can be stored as text in every store: valid

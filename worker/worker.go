@@ -111,8 +111,7 @@ type Pool struct {
 	slots      chan struct{}
 	started    bool
 
-	longestLease  time.Duration // what extendLoop extends by
-	shortestLease time.Duration // how often extendLoop runs (a third of it)
+	shortestLease time.Duration // extendLoop runs every third of it
 
 }
 
@@ -152,7 +151,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		routes: map[string]*route{},
 		wake:   make(chan struct{}, 1),
 		id:     opts.Name + "-" + hex.EncodeToString(rnd[:]),
-		leases: leaseSet{m: map[int64]string{}},
+		leases: leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
 		slots:  make(chan struct{}, opts.Concurrency),
 	}
 }
@@ -226,10 +225,11 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
 
 	var txSources, targetSources, strict []string
-	p.longestLease, p.shortestLease = p.lease(DefaultPolicy), p.lease(DefaultPolicy)
+	p.shortestLease = 0
 	for name, r := range p.routes {
-		p.longestLease = max(p.longestLease, p.lease(r.policy))
-		p.shortestLease = min(p.shortestLease, p.lease(r.policy))
+		if l := p.lease(r.policy); p.shortestLease == 0 || l < p.shortestLease {
+			p.shortestLease = l
+		}
 		switch {
 		case r.target == nil && len(r.handlers) == 0:
 			continue // a policy alone: nothing registered to run its events
@@ -240,6 +240,9 @@ func (p *Pool) Start(ctx context.Context) error {
 		default:
 			txSources = append(txSources, name)
 		}
+	}
+	if p.shortestLease == 0 {
+		p.shortestLease = p.lease(DefaultPolicy)
 	}
 	if len(txSources) > 0 {
 		for range p.opts.TxWorkers - 1 {
@@ -420,13 +423,14 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		return p.runHandler(runCtx, tx, ev)
 	}
 	deadline = time.Now().Add(p.opts.TxBudget)
+	lease := p.lease(p.maxTimeout(sources))
 	evs, outs, errs, err := p.q.ClaimWork(dbCtx, hookbox.ClaimParams{
-		Owner: p.owner(), Limit: limit, Lease: p.lease(p.maxTimeout(sources)), Sources: sources, Strict: strict,
+		Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict,
 	}, work)
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
-	p.leases.add(evs)
+	p.leases.add(evs, lease)
 	defer p.leases.remove(evs)
 	// Handlers may have queued new events (effect.RecordSend) in the
 	// transaction that just committed: look for them now.
@@ -544,13 +548,14 @@ func truncate(s string, n int) string {
 // runTargets claims up to limit events for targets and starts each in its
 // own goroutine. It returns how many it claimed.
 func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, sources []string, strict bool, limit int) (int, error) {
+	lease := p.lease(p.maxTimeout(sources))
 	evs, err := p.q.Claim(claimCtx, hookbox.ClaimParams{
-		Owner: p.owner(), Limit: limit, Lease: p.lease(p.maxTimeout(sources)), Sources: sources, Strict: strict,
+		Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict,
 	})
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
-	p.leases.add(evs)
+	p.leases.add(evs, lease)
 	for i := range evs {
 		ev := &evs[i]
 		p.slots <- struct{}{}
@@ -604,7 +609,10 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	}
 }
 
-// extendLoop keeps the leases of running work alive.
+// extendLoop keeps the leases of running work alive: every third of the
+// shortest lease, each claim's events are extended by that claim's own
+// lease length, so a source with a long timeout does not stretch the
+// leases of the others (which a crash would then leave locked longer).
 func (p *Pool) extendLoop(ctx context.Context) {
 	t := time.NewTicker(p.shortestLease / 3)
 	defer t.Stop()
@@ -614,9 +622,9 @@ func (p *Pool) extendLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		until := time.Now().Add(p.longestLease)
-		for owner, ids := range p.leases.byOwner() {
-			if err := p.q.ExtendLeases(ctx, owner, ids, until); err != nil {
+		now := time.Now()
+		for owner, held := range p.leases.byOwner() {
+			if err := p.q.ExtendLeases(ctx, owner, held.ids, now.Add(held.lease)); err != nil {
 				p.logErr("extend leases", err)
 			}
 		}
@@ -625,15 +633,23 @@ func (p *Pool) extendLoop(ctx context.Context) {
 
 // leaseSet tracks the events this pool is working, by lease owner.
 type leaseSet struct {
-	mu sync.Mutex
-	m  map[int64]string
+	mu     sync.Mutex
+	owners map[int64]string         // event id → lease owner
+	leases map[string]time.Duration // lease owner → the claim's lease length
 }
 
-func (l *leaseSet) add(evs []hookbox.Event) {
+// heldLeases are the events one claim still holds.
+type heldLeases struct {
+	ids   []int64
+	lease time.Duration
+}
+
+func (l *leaseSet) add(evs []hookbox.Event, lease time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range evs {
-		l.m[e.ID] = e.LeaseOwner
+		l.owners[e.ID] = e.LeaseOwner
+		l.leases[e.LeaseOwner] = lease
 	}
 }
 
@@ -641,16 +657,23 @@ func (l *leaseSet) remove(evs []hookbox.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range evs {
-		delete(l.m, e.ID)
+		delete(l.owners, e.ID)
 	}
 }
 
-func (l *leaseSet) byOwner() map[string][]int64 {
+func (l *leaseSet) byOwner() map[string]heldLeases {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := map[string][]int64{}
-	for id, owner := range l.m {
-		out[owner] = append(out[owner], id)
+	out := map[string]heldLeases{}
+	for id, owner := range l.owners {
+		h := out[owner]
+		h.ids, h.lease = append(h.ids, id), l.leases[owner]
+		out[owner] = h
+	}
+	for owner := range l.leases {
+		if _, ok := out[owner]; !ok {
+			delete(l.leases, owner) // the claim's events are all finished
+		}
 	}
 	return out
 }
