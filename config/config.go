@@ -61,6 +61,10 @@ type Ingest struct {
 	// BatchWait is how long a batch may wait for more deliveries (default 0:
 	// batches form from whatever arrived while the previous commit ran).
 	BatchWait Duration `yaml:"batch_wait"`
+	// Flushers is how many batches may be in flight at once (default 2 on
+	// SQLite, where a batch waits for its disk sync after releasing the
+	// write lock; 4 on PostgreSQL).
+	Flushers int `yaml:"flushers"`
 }
 
 // Workers tunes the queue's workers.
@@ -250,6 +254,9 @@ func (c *Config) validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("shutdown_timeout", "must not be negative")
+	}
+	if c.Ingest.Flushers < 0 {
+		bad("ingest.flushers", "must be positive")
 	}
 	if c.Ingest.BatchMax < 0 {
 		bad("ingest.batch_max", "must be positive")

@@ -15,8 +15,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -81,8 +79,8 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	if concurrentWriters {
 		flushers = 4
 	}
-	if v, err := strconv.Atoi(os.Getenv("HOOKBOX_FLUSHERS")); err == nil && v > 0 {
-		flushers = v
+	if cfg.Ingest.Flushers > 0 {
+		flushers = cfg.Ingest.Flushers
 	}
 	q, ok := st.(hookbox.Queue)
 	if !ok {
@@ -124,12 +122,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		MaxBatch: cfg.Ingest.BatchMax,
 		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
 		Flushers: flushers,
-		OnBatch: func(size int, took time.Duration, err error) {
-			m.Batch(size, took, err)
-			if os.Getenv("HOOKBOX_DEBUG_BATCH") != "" {
-				fmt.Fprintln(os.Stderr, "batch", size, took)
-			}
-		},
+		OnBatch:  m.Batch,
 	})
 	maxBody := cfg.MaxBodyBytes
 	if maxBody == 0 {
