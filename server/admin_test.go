@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/server"
 )
 
@@ -26,7 +27,6 @@ const adminToken = "adm_t0ken_that_must_never_leak_42"
 // calls would be claimed too, so seed the pending ones last.
 func seed(t *testing.T, st dbtest.Store, source, typ string, status hookbox.Status, at time.Time, ids ...string) []int64 {
 	t.Helper()
-	ctx := context.Background()
 	var ds []hookbox.Delivery
 	for _, id := range ids {
 		ds = append(ds, hookbox.Delivery{
@@ -36,40 +36,7 @@ func seed(t *testing.T, st dbtest.Store, source, typ string, status hookbox.Stat
 			ReceivedAt: time.Now(),
 		})
 	}
-	rs, err := st.Ingest(ctx, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int64
-	for _, r := range rs {
-		out = append(out, r.ID)
-	}
-	if status == hookbox.StatusPending {
-		return out
-	}
-	evs, err := st.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprintf("seed-%d", time.Now().UnixNano()), Limit: len(ids),
-		Lease: time.Minute, Sources: []string{source}})
-	if err != nil || len(evs) != len(ids) {
-		t.Fatalf("claim: %d events, %v", len(evs), err)
-	}
-	if status == hookbox.StatusProcessing {
-		return out
-	}
-	var outs []hookbox.Outcome
-	for _, e := range evs {
-		outs = append(outs, hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts, Status: status,
-			Error: "failed for the test", StartedAt: at, FinishedAt: at})
-	}
-	errs, err := st.Finish(ctx, outs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return storetest.Seed(t, st, status, at, "failed for the test", ds...)
 }
 
 func needOps(t *testing.T, st hookbox.Store) {

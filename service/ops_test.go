@@ -22,6 +22,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
@@ -488,40 +489,12 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 // `at` (pending ones are left as ingested).
 func seedFinished(t *testing.T, st hookbox.Store, source string, status hookbox.Status, at time.Time, ids ...string) []int64 {
 	t.Helper()
-	ctx := context.Background()
-	q := st.(hookbox.Queue)
 	var ds []hookbox.Delivery
 	for _, id := range ids {
 		ds = append(ds, hookbox.Delivery{Source: source, DeliveryID: id, EventType: "t",
 			Payload: []byte(payload(id)), ReceivedAt: time.Now()})
 	}
-	rs, err := st.Ingest(ctx, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int64
-	for _, r := range rs {
-		out = append(out, r.ID)
-	}
-	if status == hookbox.StatusPending {
-		return out
-	}
-	evs, err := q.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("seed-", time.Now().UnixNano()), Limit: len(ids),
-		Lease: time.Minute, Sources: []string{source}})
-	if err != nil || len(evs) != len(ids) {
-		t.Fatalf("claim: %d, %v", len(evs), err)
-	}
-	if status == hookbox.StatusProcessing {
-		return out
-	}
-	var outs []hookbox.Outcome
-	for _, e := range evs {
-		outs = append(outs, hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts, Status: status, StartedAt: at, FinishedAt: at})
-	}
-	if _, err := q.Finish(ctx, outs); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return storetest.Seed(t, st.(storetest.QueueStore), status, at, "", ds...)
 }
 
 // TestRetention: serve purges finished events older than retention_days

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,45 +39,15 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 	}
 }
 
-// finishAs ingests one event per id of source and finishes it with st at
-// finished.
+// finishAs ingests one event per id of source and leaves it in status st,
+// finished at `finished`.
 func finishAs(t *testing.T, s FullStore, source string, st hookbox.Status, finished time.Time, ids ...string) []int64 {
 	t.Helper()
 	var ds []hookbox.Delivery
 	for _, id := range ids {
 		ds = append(ds, Delivery(source, id))
 	}
-	rs := ingest(t, s, ds...)
-	if st == hookbox.StatusPending {
-		return receiptIDs(rs)
-	}
-	evs := claim(t, s, time.Now(), len(ids), source)
-	if len(evs) != len(ids) {
-		t.Fatalf("claimed %d of %d", len(evs), len(ids))
-	}
-	if st == hookbox.StatusProcessing {
-		return receiptIDs(rs)
-	}
-	var outs []hookbox.Outcome
-	for _, e := range evs {
-		o := outcome(e, st, finished)
-		o.Error = "failed for the test"
-		outs = append(outs, o)
-	}
-	for i, err := range finish(t, s, outs...) {
-		if err != nil {
-			t.Fatalf("finish %d: %v", i, err)
-		}
-	}
-	return receiptIDs(rs)
-}
-
-func receiptIDs(rs []hookbox.Receipt) []int64 {
-	var ids []int64
-	for _, r := range rs {
-		ids = append(ids, r.ID)
-	}
-	return ids
+	return Seed(t, s, st, finished, "failed for the test", ds...)
 }
 
 func replay(t *testing.T, s FullStore, p hookbox.ReplayParams) hookbox.ReplayResult {
@@ -247,4 +218,48 @@ func testStats(t *testing.T, s FullStore) {
 	if st.OldestDue.IsZero() || time.Since(st.OldestDue) > time.Minute {
 		t.Fatalf("oldest due = %v", st.OldestDue)
 	}
+}
+
+// Seed ingests ds (all of one source, which must have no other unfinished
+// events) and leaves them in status st: pending as ingested, processing
+// under a live lease, or finished at `at` with errText as the attempt's
+// error. It returns the event ids in the order of ds. Tests outside this
+// package use it to set up listings, replays and purges.
+func Seed(t testing.TB, s QueueStore, st hookbox.Status, at time.Time, errText string, ds ...hookbox.Delivery) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	rs, err := s.Ingest(ctx, ds)
+	if err != nil {
+		t.Fatalf("Ingest: %v", err)
+	}
+	ids := make([]int64, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	if st == hookbox.StatusPending || len(ds) == 0 {
+		return ids
+	}
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("seed-", claimSeq.Add(1)), Limit: len(ds),
+		Lease: time.Minute, Sources: []string{ds[0].Source}})
+	if err != nil || len(evs) != len(ds) {
+		t.Fatalf("claim: %d of %d, %v", len(evs), len(ds), err)
+	}
+	if st == hookbox.StatusProcessing {
+		return ids
+	}
+	outs := make([]hookbox.Outcome, len(evs))
+	for i, e := range evs {
+		outs[i] = outcome(e, st, at)
+		outs[i].Error = errText
+	}
+	errs, err := s.Finish(ctx, outs)
+	if err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("finish %d: %v", i, err)
+		}
+	}
+	return ids
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/server"
 )
 
@@ -50,41 +51,13 @@ func cliPayload(id string) []byte {
 // the same source would take them.
 func cliSeed(t *testing.T, st dbtest.Store, source, typ string, status hookbox.Status, at time.Time, ids ...string) []int64 {
 	t.Helper()
-	ctx := context.Background()
 	var ds []hookbox.Delivery
 	for _, id := range ids {
 		ds = append(ds, hookbox.Delivery{Source: source, DeliveryID: id, EventType: typ,
 			Header:  http.Header{"Content-Type": {"application/json"}, "Webhook-Id": {id}},
 			Payload: cliPayload(id), ReceivedAt: time.Now()})
 	}
-	rs, err := st.Ingest(ctx, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int64
-	for _, r := range rs {
-		out = append(out, r.ID)
-	}
-	if status == hookbox.StatusPending {
-		return out
-	}
-	evs, err := st.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("seed-", time.Now().UnixNano()), Limit: len(ids),
-		Lease: time.Minute, Sources: []string{source}})
-	if err != nil || len(evs) != len(ids) {
-		t.Fatalf("claim: %d, %v", len(evs), err)
-	}
-	if status == hookbox.StatusProcessing {
-		return out
-	}
-	var outs []hookbox.Outcome
-	for _, e := range evs {
-		outs = append(outs, hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts, Status: status,
-			Error: "boom: the target said no", StartedAt: at, FinishedAt: at.Add(5 * time.Millisecond)})
-	}
-	if _, err := st.Finish(ctx, outs); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return storetest.Seed(t, st, status, at, "boom: the target said no", ds...)
 }
 
 func cliNeedOps(t *testing.T, st hookbox.Store) {
