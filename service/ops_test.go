@@ -22,8 +22,8 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/internal/dbtest"
-	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )

@@ -151,14 +151,6 @@ func (s *Service) InTx(ctx context.Context, fn func(ctx context.Context, tx *hoo
 	return t.InTx(ctx, fn)
 }
 
-// Dialect reports the SQL dialect of the service's database.
-func (s *Service) Dialect() hookbox.Dialect {
-	if IsPostgres(s.Config.DB) {
-		return hookbox.DialectPostgres
-	}
-	return hookbox.DialectSQLite
-}
-
 // HTTPServer returns an http.Server for h with timeouts that keep a slow or
 // idle client from holding a connection forever.
 func HTTPServer(h http.Handler) *http.Server {
@@ -170,6 +162,20 @@ func HTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+}
+
+// ListenAndServe listens on the config's listen address (default :8080)
+// and serves until ctx ends; see Serve. The service is closed either way.
+func (s *Service) ListenAndServe(ctx context.Context) error {
+	addr := s.Config.Listen
+	if addr == "" {
+		addr = ":8080"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return errors.Join(err, s.Close())
+	}
+	return s.Serve(ctx, ln)
 }
 
 // Serve answers HTTP on ln until ctx ends, then shuts down in order and

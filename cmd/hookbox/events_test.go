@@ -15,8 +15,8 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
-	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
 )
 
 // runCLI runs `hookbox args…` through the real root command and returns

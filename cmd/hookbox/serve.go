@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 
@@ -43,12 +42,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ln, err := net.Listen("tcp", cfg.Listen)
-			if err != nil {
-				svc.Close()
-				return err
-			}
-			return svc.Serve(cmd.Context(), ln)
+			return svc.ListenAndServe(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default the config's listen, else :8080)")

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -57,12 +56,7 @@ func run(ctx context.Context, configPath, mailURL string) error {
 		svc.Close()
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		svc.Close()
-		return err
-	}
-	return svc.Serve(ctx, ln)
+	return svc.ListenAndServe(ctx)
 }
 
 // schema is the application's own table, in the service's database.

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -54,12 +53,7 @@ func run(ctx context.Context, configPath string) error {
 		svc.Close()
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		svc.Close()
-		return err
-	}
-	return svc.Serve(ctx, ln)
+	return svc.ListenAndServe(ctx)
 }
 
 // schema: one row per subscription. updated_at is the Stripe event time of
