@@ -16,8 +16,8 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
-	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
 )
 
 const adminToken = "adm_t0ken_that_must_never_leak_42"
