@@ -1,5 +1,11 @@
 package hookbox
 
+import (
+	"net/http"
+	"slices"
+	"unicode/utf8"
+)
+
 // DistinctDeliveries groups a batch by (Source, DeliveryID) for a Store's
 // Ingest. It returns the indexes of the first entry of each key, in order, and
 // for every entry the index of the first entry with its key. A store inserts
@@ -31,4 +37,76 @@ func CopyRepeats(rs []Receipt, first []int) {
 			rs[i] = Receipt{ID: rs[j].ID, Duplicate: true}
 		}
 	}
+}
+
+// EncodeHeader encodes h as the JSON object a store keeps for forwarding:
+// names in sorted order, each with its list of values. It is what
+// encoding/json makes of an http.Header (invalid UTF-8 becomes U+FFFD),
+// without reflection, as it runs once per stored delivery.
+func EncodeHeader(h http.Header) []byte {
+	if h == nil {
+		return []byte("null")
+	}
+	names := make([]string, 0, len(h))
+	size := 2
+	for k, vs := range h {
+		names = append(names, k)
+		size += len(k) + 6
+		for _, v := range vs {
+			size += len(v) + 3
+		}
+	}
+	slices.Sort(names)
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, k := range names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		vs := h[k]
+		if vs == nil {
+			b = append(b, "null"...)
+			continue
+		}
+		b = append(b, '[')
+		for j, v := range vs {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, v)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
 }

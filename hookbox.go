@@ -99,6 +99,26 @@ type Store interface {
 	Close() error
 }
 
+// IngestBeginner is implemented by stores that can keep one ingest
+// transaction open while batches are added to it, so that a receiver can
+// gather deliveries into the next transaction while the previous one
+// commits, and commit it the moment the disk is free.
+type IngestBeginner interface {
+	BeginIngest(ctx context.Context) (IngestTx, error)
+}
+
+// IngestTx is an open ingest transaction. Add has Ingest's semantics for
+// the rows it reports, including deliveries that repeat one added earlier
+// in the same transaction, except that nothing is promised until Commit
+// returns nil: only then is every Receipt of every Add durable. After an
+// error from Add the caller must Rollback. Methods are not safe for
+// concurrent use.
+type IngestTx interface {
+	Add(ctx context.Context, ds []Delivery) ([]Receipt, error)
+	Commit(ctx context.Context) error
+	Rollback() error
+}
+
 // Filter selects events for listing, replay and purge. Zero fields match all.
 type Filter struct {
 	Source    string

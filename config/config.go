@@ -61,9 +61,10 @@ type Ingest struct {
 	// BatchWait is how long a batch may wait for more deliveries (default 0:
 	// batches form from whatever arrived while the previous commit ran).
 	BatchWait Duration `yaml:"batch_wait"`
-	// Flushers is how many batches may be in flight at once (default 2 on
-	// SQLite, where a batch waits for its disk sync after releasing the
-	// write lock; 4 on PostgreSQL).
+	// Flushers is how many batches are written at once (default 4 on
+	// PostgreSQL). SQLite by default keeps one transaction filling while
+	// the previous one commits and syncs (see groupcommit.NewPipelined);
+	// setting Flushers there switches to that many independent batches.
 	Flushers int `yaml:"flushers"`
 }
 

@@ -7,9 +7,17 @@
 // While that call runs, the next batch gathers, so batches grow with load
 // without a timer adding latency when the system is idle.
 //
+// NewPipelined is the mode for stores that can keep a transaction open
+// (hookbox.IngestTx): one goroutine adds whatever arrives to an open
+// transaction while another commits the previous one, and the open one is
+// committed the moment that commit returns. A delivery arriving while a
+// commit is in flight is therefore in the very next one, and each commit
+// carries everything that arrived during the last.
+//
 // Guarantees: Submit returns the output for its own item only after the
-// function call that held it returned; if that call failed, every Submit in
-// the batch gets its error. No item is dropped silently: after Close, Submit
+// function call that held it returned (pipelined: after its transaction's
+// Commit returned); if that failed, every Submit in the batch gets the
+// error. No item is dropped silently: after Close, Submit
 // fails with ErrClosed and items already queued are still flushed.
 package groupcommit
 
@@ -45,6 +53,36 @@ type Options struct {
 	OnBatch func(size int, took time.Duration, err error)
 }
 
+// Txn is an open transaction that batches are added to until it is
+// committed; see NewPipelined.
+type Txn[In, Out any] interface {
+	// Add processes in inside the transaction and returns one output per
+	// input, in order. Outputs are promised only once Commit returns nil.
+	Add(ctx context.Context, in []In) ([]Out, error)
+	// Commit ends the transaction; when it returns nil, the outputs of
+	// every Add hold.
+	Commit(ctx context.Context) error
+	// Rollback abandons the transaction.
+	Rollback() error
+}
+
+// BeginFunc opens a transaction for NewPipelined.
+type BeginFunc[In, Out any] func(ctx context.Context) (Txn[In, Out], error)
+
+// withDefaults fills in the defaults the Options comments promise.
+func (o Options) withDefaults() Options {
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 512
+	}
+	if o.Flushers <= 0 {
+		o.Flushers = 1
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 30 * time.Second
+	}
+	return o
+}
+
 type result[Out any] struct {
 	out Out
 	err error
@@ -64,19 +102,26 @@ type Committer[In, Out any] struct {
 	mu     sync.RWMutex // guards closed against sends on reqs
 	closed bool
 	wg     sync.WaitGroup
+
+	// Pipelined mode only.
+	begin   BeginFunc[In, Out]
+	idle    chan struct{}        // holds a token while no commit runs
+	commits chan filled[In, Out] // the filler hands over a transaction
+}
+
+// filled is a transaction ready to commit, with the callers it holds.
+type filled[In, Out any] struct {
+	tx     Txn[In, Out]
+	batch  []request[In, Out]
+	outs   []Out
+	cancel context.CancelFunc
+	ctx    context.Context
+	start  time.Time
 }
 
 // New starts a Committer that calls fn for each batch.
 func New[In, Out any](fn Func[In, Out], opts Options) *Committer[In, Out] {
-	if opts.MaxBatch <= 0 {
-		opts.MaxBatch = 512
-	}
-	if opts.Flushers <= 0 {
-		opts.Flushers = 1
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = 30 * time.Second
-	}
+	opts = opts.withDefaults()
 	c := &Committer[In, Out]{
 		fn:   fn,
 		opts: opts,
@@ -86,6 +131,25 @@ func New[In, Out any](fn Func[In, Out], opts Options) *Committer[In, Out] {
 	for range opts.Flushers {
 		go c.flusher()
 	}
+	return c
+}
+
+// NewPipelined starts a Committer that keeps one transaction open (see
+// the package comment). Options.Flushers and MaxWait do not apply; MaxBatch
+// caps the items in one transaction.
+func NewPipelined[In, Out any](begin BeginFunc[In, Out], opts Options) *Committer[In, Out] {
+	opts = opts.withDefaults()
+	c := &Committer[In, Out]{
+		opts:    opts,
+		reqs:    make(chan request[In, Out], opts.MaxBatch),
+		begin:   begin,
+		idle:    make(chan struct{}, 1),
+		commits: make(chan filled[In, Out]),
+	}
+	c.idle <- struct{}{}
+	c.wg.Add(2)
+	go c.filler()
+	go c.committer()
 	return c
 }
 
@@ -148,6 +212,156 @@ func (c *Committer[In, Out]) flusher() {
 	}
 }
 
+// filler opens a transaction when work arrives and adds to it whatever
+// arrives until the committer is idle, then hands it over.
+func (c *Committer[In, Out]) filler() {
+	defer c.wg.Done()
+	defer close(c.commits)
+	for {
+		first, ok := <-c.reqs
+		if !ok {
+			return
+		}
+		if !c.fill(first) {
+			return
+		}
+	}
+}
+
+// fill runs one transaction from first to its hand-over; it reports false
+// once Close has been called and the queue is empty.
+func (c *Committer[In, Out]) fill(first request[In, Out]) (open bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.Timeout)
+	f := filled[In, Out]{ctx: ctx, cancel: cancel, start: time.Now()}
+	f.batch = append(make([]request[In, Out], 0, 64), first)
+	tx, err := c.callBegin(ctx)
+	if err != nil {
+		c.fail(f, err)
+		return true
+	}
+	f.tx = tx
+	open = true
+	idle := false
+	for {
+		if open {
+			f.batch, open = c.takeWaiting(f.batch)
+		}
+		last := idle || !open || len(f.batch) >= c.opts.MaxBatch
+		// Adding in slices of addEvery keeps most of the work off the
+		// commit's critical path without paying per-statement costs for
+		// every single arrival.
+		if n := len(f.outs); len(f.batch) > n && (last || len(f.batch)-n >= addEvery) {
+			ins := make([]In, 0, len(f.batch)-n)
+			for _, r := range f.batch[n:] {
+				ins = append(ins, r.in)
+			}
+			outs, err := c.callAdd(ctx, tx, ins)
+			if err == nil && len(outs) != len(ins) {
+				err = fmt.Errorf("groupcommit: Add returned %d results for %d items", len(outs), len(ins))
+			}
+			if err != nil {
+				tx.Rollback()
+				c.fail(f, err)
+				if idle {
+					c.idle <- struct{}{} // no commit: the committer stays idle
+				}
+				return open
+			}
+			f.outs = append(f.outs, outs...)
+		}
+		if last {
+			if !idle {
+				<-c.idle
+			}
+			break
+		}
+		select {
+		case <-c.idle:
+			idle = true
+		case r, ok := <-c.reqs:
+			if ok {
+				f.batch = append(f.batch, r)
+			} else {
+				open = false
+			}
+		}
+	}
+	c.commits <- f
+	return open
+}
+
+// addEvery is how many items a pipelined transaction gathers before adding
+// them while the previous commit still runs.
+const addEvery = 16
+
+// takeWaiting appends what is queued, up to MaxBatch, without waiting; it
+// reports false if the queue is closed and empty.
+func (c *Committer[In, Out]) takeWaiting(batch []request[In, Out]) ([]request[In, Out], bool) {
+	for len(batch) < c.opts.MaxBatch {
+		select {
+		case r, ok := <-c.reqs:
+			if !ok {
+				return batch, false
+			}
+			batch = append(batch, r)
+		default:
+			return batch, true
+		}
+	}
+	return batch, true
+}
+
+// fail answers every caller of f with err.
+func (c *Committer[In, Out]) fail(f filled[In, Out], err error) {
+	f.cancel()
+	if c.opts.OnBatch != nil {
+		c.opts.OnBatch(len(f.batch), time.Since(f.start), err)
+	}
+	answer(f.batch, nil, err)
+}
+
+// committer commits each transaction handed over and answers its callers,
+// then signals that it is idle.
+func (c *Committer[In, Out]) committer() {
+	defer c.wg.Done()
+	for f := range c.commits {
+		err := c.callCommit(f.ctx, f.tx)
+		f.cancel()
+		if c.opts.OnBatch != nil {
+			c.opts.OnBatch(len(f.batch), time.Since(f.start), err)
+		}
+		answer(f.batch, f.outs, err)
+		c.idle <- struct{}{}
+	}
+}
+
+func (c *Committer[In, Out]) callBegin(ctx context.Context) (tx Txn[In, Out], err error) {
+	defer recoverInto(&err, "Begin")
+	return c.begin(ctx)
+}
+
+func (c *Committer[In, Out]) callAdd(ctx context.Context, tx Txn[In, Out], ins []In) (outs []Out, err error) {
+	defer recoverInto(&err, "Add")
+	return tx.Add(ctx, ins)
+}
+
+func (c *Committer[In, Out]) callCommit(ctx context.Context, tx Txn[In, Out]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tx.Rollback()
+			err = fmt.Errorf("groupcommit: Commit panicked: %v", p)
+		}
+	}()
+	return tx.Commit(ctx)
+}
+
+// recoverInto turns a panic into an error in *err.
+func recoverInto(err *error, what string) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("groupcommit: %s panicked: %v", what, p)
+	}
+}
+
 // gather adds whatever is already waiting, and, with MaxWait, what arrives
 // within it, up to MaxBatch.
 func (c *Committer[In, Out]) gather(batch []request[In, Out]) []request[In, Out] {
@@ -194,6 +408,11 @@ func (c *Committer[In, Out]) run(batch []request[In, Out], ins []In) {
 	if c.opts.OnBatch != nil {
 		c.opts.OnBatch(len(ins), time.Since(start), err)
 	}
+	answer(batch, outs, err)
+}
+
+// answer sends each caller its output, or err to all of them.
+func answer[In, Out any](batch []request[In, Out], outs []Out, err error) {
 	for i, r := range batch {
 		if err != nil {
 			r.done <- result[Out]{err: err}
@@ -206,10 +425,6 @@ func (c *Committer[In, Out]) run(batch []request[In, Out], ins []In) {
 // call runs fn, turning a panic into an error for the whole batch so no
 // waiting caller hangs.
 func (c *Committer[In, Out]) call(ctx context.Context, ins []In) (outs []Out, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("groupcommit: batch function panicked: %v", p)
-		}
-	}()
+	defer recoverInto(&err, "batch function")
 	return c.fn(ctx, ins)
 }

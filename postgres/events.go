@@ -226,10 +226,7 @@ func insertArgs(ds []hookbox.Delivery, distinct []int) ([]any, error) {
 		sources[j], ids[j], isHash[j], eventTypes[j] = d.Source, d.DeliveryID, d.IDIsHash, d.EventType
 		hdr := []byte("{}")
 		if d.Header != nil {
-			var err error
-			if hdr, err = json.Marshal(d.Header); err != nil {
-				return nil, fmt.Errorf("delivery %d: encode headers: %w", i, err)
-			}
+			hdr = hookbox.EncodeHeader(d.Header)
 		}
 		headers[j] = hdr
 		// NULL is kept for "payload dropped"; an empty body is stored as such.

@@ -93,10 +93,18 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
 
-// receiveReply is the body of a 202.
-type receiveReply struct {
-	ID        int64 `json:"id"`
-	Duplicate bool  `json:"duplicate"`
+// writeReceipt answers 202 with {"id":N,"duplicate":BOOL}, built by hand:
+// it is the reply to every stored delivery.
+func writeReceipt(w http.ResponseWriter, rc hookbox.Receipt) {
+	b := make([]byte, 0, 48)
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, rc.ID, 10)
+	b = append(b, `,"duplicate":`...)
+	b = strconv.AppendBool(b, rc.Duplicate)
+	b = append(b, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	w.Write(b)
 }
 
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
@@ -159,7 +167,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "delivery", slog.String("source", name),
 		slog.String("delivery_id", d.DeliveryID), slog.Int64("event_id", rc.ID), slog.Bool("duplicate", rc.Duplicate),
 		slog.String("type", d.EventType), slog.Int("bytes", len(body)))
-	writeJSON(w, http.StatusAccepted, receiveReply{ID: rc.ID, Duplicate: rc.Duplicate})
+	writeReceipt(w, rc)
 	outcome := "new"
 	if rc.Duplicate {
 		outcome = "duplicate"

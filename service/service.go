@@ -73,12 +73,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes})
 	}
-	// SQLite has one writer, but a batch waits for its disk sync after
-	// releasing the write lock, so a second flusher can write meanwhile.
-	flushers := 2
-	if concurrentWriters {
-		flushers = 4
-	}
+	flushers := 4 // PostgreSQL commits several batches at once
 	if cfg.Ingest.Flushers > 0 {
 		flushers = cfg.Ingest.Flushers
 	}
@@ -118,12 +113,25 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 		return rs, err
 	}
-	c := groupcommit.New(ingest, groupcommit.Options{
+	opts := groupcommit.Options{
 		MaxBatch: cfg.Ingest.BatchMax,
 		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
 		Flushers: flushers,
 		OnBatch:  m.Batch,
-	})
+	}
+	var c *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
+	if b, ok := st.(hookbox.IngestBeginner); ok && cfg.Ingest.Flushers == 0 {
+		// One transaction fills while the previous one commits.
+		c = groupcommit.NewPipelined(func(ctx context.Context) (groupcommit.Txn[hookbox.Delivery, hookbox.Receipt], error) {
+			tx, err := b.BeginIngest(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return &notifyingTx{IngestTx: tx, pool: pool}, nil
+		}, opts)
+	} else {
+		c = groupcommit.New(ingest, opts)
+	}
 	maxBody := cfg.MaxBodyBytes
 	if maxBody == 0 {
 		maxBody = config.DefaultMaxBodyBytes
@@ -225,4 +233,31 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Service) Close() error {
 	s.committer.Close()
 	return s.Store.Close()
+}
+
+// notifyingTx wakes the workers once a transaction that stored new events
+// has committed.
+type notifyingTx struct {
+	hookbox.IngestTx
+	pool  *worker.Pool
+	fresh bool
+}
+
+func (t *notifyingTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
+	rs, err := t.IngestTx.Add(ctx, ds)
+	for _, r := range rs {
+		if !r.Duplicate {
+			t.fresh = true
+			break
+		}
+	}
+	return rs, err
+}
+
+func (t *notifyingTx) Commit(ctx context.Context) error {
+	err := t.IngestTx.Commit(ctx)
+	if err == nil && t.fresh {
+		t.pool.Notify()
+	}
+	return err
 }

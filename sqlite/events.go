@@ -15,7 +15,7 @@ import (
 // insertChunks are the batch sizes with a prepared multi-row INSERT; a batch
 // is cut into chunks of these sizes, largest first, so a handful of cached
 // statements serve every batch size.
-var insertChunks = []int{128, 32, 8, 1}
+var insertChunks = []int{128, 64, 32, 16, 8, 4, 2, 1}
 
 // insertSQL is a multi-row INSERT of n events that reports the rows it
 // inserted; rows that hit the unique constraint are left out.
@@ -38,68 +38,117 @@ const selectEventID = `SELECT id FROM events WHERE source = ? AND delivery_id = 
 
 type eventKey struct{ source, id string }
 
-// Ingest stores ds in one transaction; see hookbox.Store.
+// Ingest stores ds in one transaction and returns once it is durable; see
+// hookbox.Store.
 func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	rs := make([]hookbox.Receipt, len(ds))
-	distinct, first := hookbox.DistinctDeliveries(ds)
-	inserted := make(map[eventKey]int64, len(distinct))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		args := make([]any, 0, 9*min(len(distinct), insertChunks[0]))
-		for rest := distinct; len(rest) > 0; {
-			n := chunkSize(len(rest))
-			args = args[:0]
-			for _, i := range rest[:n] {
-				d := &ds[i]
-				hdr, err := json.Marshal(d.Header)
-				if err != nil {
-					return fmt.Errorf("encode headers: %w", err)
-				}
-				at := millis(d.ReceivedAt)
-				args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, d.Payload, at, at, at)
-			}
-			rows, err := tx.StmtContext(ctx, s.inserts[n]).QueryContext(ctx, args...)
-			if err != nil {
-				return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
-			}
-			for rows.Next() {
-				var k eventKey
-				var id int64
-				if err := rows.Scan(&id, &k.source, &k.id); err != nil {
-					rows.Close()
-					return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
-				}
-				inserted[k] = id
-			}
-			if err := rows.Close(); err != nil {
-				return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
-			}
-			rest = rest[n:]
-		}
-		for _, i := range distinct {
-			d := &ds[i]
-			if id, ok := inserted[eventKey{d.Source, d.DeliveryID}]; ok {
-				rs[i] = hookbox.Receipt{ID: id}
-				continue
-			}
-			var id int64
-			if err := tx.QueryRowContext(ctx, selectEventID, d.Source, d.DeliveryID).Scan(&id); err != nil {
-				return fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
-			}
-			rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
-		}
-		return nil
-	})
+	tx, err := s.BeginIngest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := tx.Add(ctx, ds)
+	if err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// BeginIngest opens a write transaction (BEGIN IMMEDIATE) for deliveries
+// added in batches; see hookbox.IngestBeginner. It holds the only writer
+// connection until Commit or Rollback.
+func (s *Store) BeginIngest(ctx context.Context) (hookbox.IngestTx, error) {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: ingest: %w: begin: %v", hookbox.ErrUnavailable, err)
+	}
+	return &ingestTx{s: s, tx: tx}, nil
+}
+
+// ingestTx is an open ingest transaction on the writer connection.
+type ingestTx struct {
+	s    *Store
+	tx   *sql.Tx
+	args []any
+}
+
+// Add inserts ds in the open transaction; see hookbox.IngestTx.
+func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
+	rs, err := t.add(ctx, ds)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: ingest: %w", err)
 	}
-	if s.durable != nil {
-		if err := s.durable.waitDurable(s.durable.commit()); err != nil {
-			return nil, fmt.Errorf("sqlite: ingest: %w: %v", hookbox.ErrUnavailable, err)
+	return rs, nil
+}
+
+func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
+	rs := make([]hookbox.Receipt, len(ds))
+	distinct, first := hookbox.DistinctDeliveries(ds)
+	inserted := make(map[eventKey]int64, len(distinct))
+	for rest := distinct; len(rest) > 0; {
+		n := chunkSize(len(rest))
+		args := t.args[:0]
+		for _, i := range rest[:n] {
+			d := &ds[i]
+			hdr := hookbox.EncodeHeader(d.Header)
+			at := millis(d.ReceivedAt)
+			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, d.Payload, at, at, at)
 		}
+		t.args = args
+		rows, err := t.tx.StmtContext(ctx, t.s.inserts[n]).QueryContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+		}
+		for rows.Next() {
+			var k eventKey
+			var id int64
+			if err := rows.Scan(&id, &k.source, &k.id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+			}
+			inserted[k] = id
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+		}
+		rest = rest[n:]
+	}
+	clear(t.args) // drop references to payloads
+	for _, i := range distinct {
+		d := &ds[i]
+		if id, ok := inserted[eventKey{d.Source, d.DeliveryID}]; ok {
+			rs[i] = hookbox.Receipt{ID: id}
+			continue
+		}
+		var id int64
+		if err := t.tx.QueryRowContext(ctx, selectEventID, d.Source, d.DeliveryID).Scan(&id); err != nil {
+			return nil, fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
+		}
+		rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
 	}
 	hookbox.CopyRepeats(rs, first)
 	return rs, nil
 }
+
+// Commit commits and, under the FULL promise, waits until the commit is on
+// disk; the writer connection is free for the next transaction while the
+// disk flushes.
+func (t *ingestTx) Commit(ctx context.Context) error {
+	if err := t.tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: ingest: %w: commit: %v", hookbox.ErrUnavailable, err)
+	}
+	if d := t.s.durable; d != nil {
+		if err := d.waitDurable(d.commit()); err != nil {
+			return fmt.Errorf("sqlite: ingest: %w: %v", hookbox.ErrUnavailable, err)
+		}
+	}
+	return nil
+}
+
+// Rollback abandons the transaction.
+func (t *ingestTx) Rollback() error { return t.tx.Rollback() }
 
 // chunkSize is the largest prepared chunk size that fits n.
 func chunkSize(n int) int {

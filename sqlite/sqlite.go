@@ -62,7 +62,10 @@ type Store struct {
 	closeOnce       sync.Once
 }
 
-var _ hookbox.Store = (*Store)(nil)
+var (
+	_ hookbox.Store          = (*Store)(nil)
+	_ hookbox.IngestBeginner = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the database at path and applies pending
 // migrations.

@@ -31,6 +31,8 @@ func Run(t *testing.T, open Opener) {
 		"EventNotFound":            testEventNotFound,
 		"EventsFilter":             testEventsFilter,
 		"ClosedStoreRefusesIngest": testClosedStoreRefusesIngest,
+		"IngestTxAcrossAdds":       testIngestTxAcrossAdds,
+		"IngestTxRollback":         testIngestTxRollback,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -287,5 +289,70 @@ func testClosedStoreRefusesIngest(t *testing.T, s hookbox.Store) {
 	}
 	if s.Ping(context.Background()) == nil {
 		t.Errorf("Ping on a closed store succeeded")
+	}
+}
+
+// beginIngest opens an ingest transaction, skipping stores without them.
+func beginIngest(t *testing.T, s hookbox.Store) hookbox.IngestTx {
+	t.Helper()
+	b, ok := s.(hookbox.IngestBeginner)
+	if !ok {
+		t.Skipf("%T keeps no ingest transaction open", s)
+	}
+	tx, err := b.BeginIngest(context.Background())
+	if err != nil {
+		t.Fatalf("BeginIngest: %v", err)
+	}
+	return tx
+}
+
+// testIngestTxAcrossAdds: deliveries added in several batches of one
+// transaction see each other (a repeat in a later Add is a duplicate of
+// the row an earlier Add made) and are all stored by one Commit.
+func testIngestTxAcrossAdds(t *testing.T, s hookbox.Store) {
+	ctx := context.Background()
+	old := ingest(t, s, Delivery("polar", "before"))[0]
+	tx := beginIngest(t, s)
+	first, err := tx.Add(ctx, []hookbox.Delivery{Delivery("polar", "a"), Delivery("polar", "before")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := tx.Add(ctx, []hookbox.Delivery{Delivery("polar", "b"), Delivery("polar", "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if first[0].Duplicate || second[0].Duplicate {
+		t.Errorf("new deliveries reported duplicate: %+v %+v", first, second)
+	}
+	if !first[1].Duplicate || first[1].ID != old.ID {
+		t.Errorf("repeat of a committed row = %+v, want duplicate of %d", first[1], old.ID)
+	}
+	if !second[1].Duplicate || second[1].ID != first[0].ID {
+		t.Errorf("repeat of an earlier Add = %+v, want duplicate of %d", second[1], first[0].ID)
+	}
+	if n := count(t, s, hookbox.Filter{}); n != 3 {
+		t.Errorf("rows = %d, want 3", n)
+	}
+}
+
+// testIngestTxRollback: a rolled-back transaction stores nothing, and the
+// store takes the same deliveries afterwards as new.
+func testIngestTxRollback(t *testing.T, s hookbox.Store) {
+	ctx := context.Background()
+	tx := beginIngest(t, s)
+	if _, err := tx.Add(ctx, []hookbox.Delivery{Delivery("polar", "x"), Delivery("polar", "y")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, hookbox.Filter{}); n != 0 {
+		t.Fatalf("rows after rollback = %d, want 0", n)
+	}
+	if rs := ingest(t, s, Delivery("polar", "x")); rs[0].Duplicate {
+		t.Errorf("after rollback x = %+v, want new", rs[0])
 	}
 }
