@@ -12,26 +12,12 @@ import (
 	"github.com/hookbox/hookbox"
 )
 
-// insertChunks are the batch sizes with a prepared multi-row INSERT; a batch
-// is cut into chunks of these sizes, largest first, so a handful of cached
-// statements serve every batch size.
-var insertChunks = []int{128, 64, 32, 16, 8, 4, 2, 1}
-
 // insertSQL is a multi-row INSERT of n events that reports the rows it
 // inserted; rows that hit the unique constraint are left out.
 func insertSQL(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO events
+	return `INSERT INTO events
     (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at)
-VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString("(?,?,?,?,?,?,?,?,?)")
-	}
-	b.WriteString(` ON CONFLICT (source, delivery_id) DO NOTHING RETURNING id, source, delivery_id`)
-	return b.String()
+VALUES ` + rowsOf(n, 9) + ` ON CONFLICT (source, delivery_id) DO NOTHING RETURNING id, source, delivery_id`
 }
 
 const selectEventID = `SELECT id FROM events WHERE source = ? AND delivery_id = ?`
@@ -88,7 +74,7 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 	distinct, first := hookbox.DistinctDeliveries(ds)
 	inserted := make(map[eventKey]int64, len(distinct))
 	for rest := distinct; len(rest) > 0; {
-		n := chunkSize(len(rest))
+		n, insert := t.s.inserts.next(ctx, t.tx, len(rest))
 		args := t.args[:0]
 		for _, i := range rest[:n] {
 			d := &ds[i]
@@ -97,7 +83,7 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, d.Payload, at, at, at)
 		}
 		t.args = args
-		rows, err := t.tx.StmtContext(ctx, t.s.inserts[n]).QueryContext(ctx, args...)
+		rows, err := insert.QueryContext(ctx, args...)
 		if err != nil {
 			return nil, fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
 		}
@@ -149,31 +135,6 @@ func (t *ingestTx) Commit(ctx context.Context) error {
 
 // Rollback abandons the transaction.
 func (t *ingestTx) Rollback() error { return t.tx.Rollback() }
-
-// chunkSize is the largest prepared chunk size that fits n.
-func chunkSize(n int) int {
-	for _, c := range insertChunks {
-		if c <= n {
-			return c
-		}
-	}
-	return 1
-}
-
-// prepareInserts prepares the multi-row INSERT of every chunk size on the
-// writer connection. It runs at Open: preparing later, from inside a
-// transaction, would wait for the writer connection that transaction holds.
-func (s *Store) prepareInserts(ctx context.Context) error {
-	s.inserts = map[int]*sql.Stmt{}
-	for _, n := range insertChunks {
-		st, err := s.writer.PrepareContext(ctx, insertSQL(n))
-		if err != nil {
-			return fmt.Errorf("sqlite: prepare insert of %d rows: %w", n, err)
-		}
-		s.inserts[n] = st
-	}
-	return nil
-}
 
 const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts,
     next_attempt_at, lease_owner, last_error, created_at, updated_at, headers, payload`

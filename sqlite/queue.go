@@ -19,10 +19,14 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		return nil, nil
 	}
 	q, args := claimSQL(p)
+	st, err := s.claims.get(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim: %w: %v", hookbox.ErrUnavailable, err)
+	}
 	var out []hookbox.Event
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = claimTx(ctx, tx, q, args)
+		out, err = claimTx(ctx, tx, st, q, args)
 		return err
 	})
 	if err != nil {
@@ -37,16 +41,20 @@ func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox
 		return nil, nil, nil, nil
 	}
 	q, args := claimSQL(p)
+	st, err := s.claims.get(ctx, q)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("sqlite: claim and work: %w: %v", hookbox.ErrUnavailable, err)
+	}
 	var evs []hookbox.Event
 	var outs []hookbox.Outcome
 	var errs []error
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		if evs, err = claimTx(ctx, tx, q, args); err != nil {
+		if evs, err = claimTx(ctx, tx, st, q, args); err != nil {
 			return err
 		}
 		// Just claimed in this transaction: no lease check needed.
-		outs, errs, _, err = workTx(ctx, tx, evs, fn, false)
+		outs, errs, _, err = s.workTx(ctx, tx, evs, fn, false)
 		return err
 	})
 	if err != nil {
@@ -97,8 +105,8 @@ func claimSQL(p hookbox.ClaimParams) (string, []any) {
 
 // claimTx runs a claim statement built by claimSQL and returns the claimed
 // events in id order.
-func claimTx(ctx context.Context, tx *sql.Tx, q string, args []any) ([]hookbox.Event, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+func claimTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any) ([]hookbox.Event, error) {
+	rows, err := query(ctx, tx, st, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
@@ -143,7 +151,7 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 	var errs []error
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		errs, err = finishTx(ctx, tx, outs)
+		errs, err = s.finishTx(ctx, tx, outs)
 		return err
 	})
 	if err != nil {
@@ -159,7 +167,7 @@ func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 	var lost []int
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		outs, errs, lost, err = workTx(ctx, tx, evs, fn, true)
+		outs, errs, lost, err = s.workTx(ctx, tx, evs, fn, true)
 		return err
 	})
 	if err != nil {
@@ -171,7 +179,7 @@ func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 // workTx runs fn for each event under its own savepoint and applies the
 // outcomes. With checkHeld, events whose lease moved on are skipped and
 // returned in lost (indexes into evs); outs and errs then cover the others.
-func workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.WorkFunc, checkHeld bool) (outs []hookbox.Outcome, errs []error, lost []int, err error) {
+func (s *Store) workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.WorkFunc, checkHeld bool) (outs []hookbox.Outcome, errs []error, lost []int, err error) {
 	var held *sql.Stmt
 	if checkHeld {
 		held, err = tx.PrepareContext(ctx, `SELECT 1 FROM events
@@ -214,7 +222,7 @@ func workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.Wor
 		}
 		outs = append(outs, o)
 	}
-	errs, err = finishTx(ctx, tx, outs)
+	errs, err = s.finishTx(ctx, tx, outs)
 	return outs, errs, lost, err
 }
 
@@ -245,7 +253,7 @@ func mergeLost(evs []hookbox.Event, outs []hookbox.Outcome, errs []error, lost [
 // number the claim gave. Done outcomes of one owner are applied by one
 // statement; retries and deaths, which carry their own times and errors,
 // one by one.
-func finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome) ([]error, error) {
+func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome) ([]error, error) {
 	errs := make([]error, len(outs))
 	applied := make([]bool, len(outs))
 	doneByOwner := map[string][]int{}
@@ -281,7 +289,7 @@ func finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome) ([]error,
 		applied[i] = n == 1
 	}
 	for owner, idx := range doneByOwner {
-		if err := finishDone(ctx, tx, owner, outs, idx, applied); err != nil {
+		if err := s.finishDone(ctx, tx, owner, outs, idx, applied); err != nil {
 			return nil, err
 		}
 	}
@@ -290,28 +298,36 @@ func finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome) ([]error,
 			errs[i] = hookbox.ErrLeaseLost
 		}
 	}
-	if err := recordAttempts(ctx, tx, outs, applied); err != nil {
+	if err := s.recordAttempts(ctx, tx, outs, applied); err != nil {
 		return nil, err
 	}
 	return errs, nil
 }
 
+// finishDoneSQL marks n events done if their claim's owner still holds
+// them, and reports which it marked.
+func finishDoneSQL(n int) string {
+	return `UPDATE events
+            SET status = 'done', lease_owner = NULL, next_attempt_at = ?1, last_error = NULL, updated_at = ?1
+            WHERE lease_owner = ?2 AND status = 'processing' AND id IN (` + placeholders(n) + `)
+            RETURNING id`
+}
+
 // finishDone marks the events outs[idx] done if owner still holds them.
-func finishDone(ctx context.Context, tx *sql.Tx, owner string, outs []hookbox.Outcome, idx []int, applied []bool) error {
+func (s *Store) finishDone(ctx context.Context, tx *sql.Tx, owner string, outs []hookbox.Outcome, idx []int, applied []bool) error {
+	args := make([]any, 0, 2+chunkSizes[0])
 	for len(idx) > 0 {
-		chunk := idx[:min(len(idx), 500)]
-		idx = idx[len(chunk):]
+		n, st := s.finishes.next(ctx, tx, len(idx))
+		chunk := idx[:n]
+		idx = idx[n:]
 		var at int64
-		args := []any{nil, nil, owner}
+		args = append(args[:0], nil, owner)
 		for _, i := range chunk {
 			at = max(at, millis(outs[i].FinishedAt))
 			args = append(args, outs[i].ID)
 		}
-		args[0], args[1] = at, at
-		rows, err := tx.QueryContext(ctx, `UPDATE events
-            SET status = 'done', lease_owner = NULL, next_attempt_at = ?, last_error = NULL, updated_at = ?
-            WHERE lease_owner = ? AND status = 'processing' AND id IN (`+placeholders(len(chunk))+`)
-            RETURNING id`, args...)
+		args[0] = at
+		rows, err := st.QueryContext(ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -334,33 +350,15 @@ func finishDone(ctx context.Context, tx *sql.Tx, owner string, outs []hookbox.Ou
 	return nil
 }
 
+// insertAttemptsSQL inserts n attempts rows.
+func insertAttemptsSQL(n int) string {
+	return `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at) VALUES ` + rowsOf(n, 7)
+}
+
 // recordAttempts inserts one attempts row per outcome that ran, many rows
 // per statement.
-func recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, applied []bool) error {
+func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, applied []bool) error {
 	var rows []any
-	n := 0
-	flush := func() error {
-		if n == 0 {
-			return nil
-		}
-		q := `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at) VALUES ` +
-			strings.TrimSuffix(strings.Repeat("(?,?,?,?,?,?,?),", n), ",")
-		_, err := tx.ExecContext(ctx, q, rows...)
-		if isForeignKey(err) {
-			// An event was purged meanwhile: record the others one by one.
-			err = nil
-			for j := 0; j < len(rows); j += 7 {
-				if _, e := tx.ExecContext(ctx, `INSERT INTO attempts
-                    (event_id, attempt, owner, outcome, error, started_at, finished_at) VALUES (?,?,?,?,?,?,?)`,
-					rows[j:j+7]...); e != nil && !isForeignKey(e) {
-					err = e
-					break
-				}
-			}
-		}
-		rows, n = rows[:0], 0
-		return err
-	}
 	for i, o := range outs {
 		if o.Status == "" {
 			continue
@@ -371,13 +369,28 @@ func recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, app
 		}
 		rows = append(rows, o.ID, o.Attempt, o.Owner, outcome, nullString(o.Error),
 			millis(o.StartedAt), millis(o.FinishedAt))
-		if n++; n == 64 {
-			if err := flush(); err != nil {
-				return err
+	}
+	for len(rows) > 0 {
+		n, st := s.attempts.next(ctx, tx, len(rows)/7)
+		chunk := rows[:7*n]
+		rows = rows[7*n:]
+		_, err := st.ExecContext(ctx, chunk...)
+		if isForeignKey(err) {
+			// An event was purged meanwhile: record the others one by one.
+			_, one := s.attempts.next(ctx, tx, 1)
+			err = nil
+			for j := 0; j < len(chunk); j += 7 {
+				if _, e := one.ExecContext(ctx, chunk[j:j+7]...); e != nil && !isForeignKey(e) {
+					err = e
+					break
+				}
 			}
 		}
+		if err != nil {
+			return err
+		}
 	}
-	return flush()
+	return nil
 }
 
 func nullString(s string) any {

@@ -53,8 +53,12 @@ type Store struct {
 	writer *sql.DB // exactly one connection
 	reader *sql.DB // read-only connections
 
-	inserts map[int]*sql.Stmt // multi-row INSERTs by row count, prepared at Open
-	durable *walSyncer        // nil unless Synchronous is FULL
+	// Statements prepared at Open (see stmts.go).
+	inserts  chunked   // multi-row INSERT of events
+	finishes chunked   // mark a claim's events done
+	attempts chunked   // multi-row INSERT of attempts
+	claims   stmtCache // claim statements by text
+	durable  *walSyncer // nil unless Synchronous is FULL
 
 	checkpointer    *sql.DB // one connection, for background checkpoints
 	stopCheckpoints chan struct{}
@@ -102,6 +106,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		q.Add("_pragma", "synchronous("+sync+")")
 		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 		q.Add("_pragma", "foreign_keys(1)")
+		q.Add("_pragma", "temp_store(MEMORY)")
 		for i := 0; i+1 < len(extra); i += 2 {
 			q.Add(extra[i], extra[i+1])
 		}
@@ -126,7 +131,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 
-	if err := s.prepareInserts(ctx); err != nil {
+	if err := s.prepare(ctx); err != nil {
 		writer.Close()
 		return nil, err
 	}
@@ -243,4 +248,21 @@ func fromNullMillis(ms sql.NullInt64) time.Time {
 		return time.Time{}
 	}
 	return fromMillis(ms.Int64)
+}
+
+// prepare prepares the statements every batch uses, on the writer
+// connection.
+func (s *Store) prepare(ctx context.Context) error {
+	var err error
+	if s.inserts, err = prepareChunked(ctx, s.writer, insertSQL); err != nil {
+		return err
+	}
+	if s.finishes, err = prepareChunked(ctx, s.writer, finishDoneSQL); err != nil {
+		return err
+	}
+	if s.attempts, err = prepareChunked(ctx, s.writer, insertAttemptsSQL); err != nil {
+		return err
+	}
+	s.claims.db = s.writer
+	return nil
 }

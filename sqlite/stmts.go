@@ -1,0 +1,96 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Statements are prepared on the writer connection ahead of time: modernc
+// SQLite parses and plans a statement on every prepare, which costs about
+// as much as running it, and a statement cannot be prepared on the writer
+// from inside a transaction that holds it.
+
+// chunkSizes are the row counts with a prepared statement; a batch is cut
+// into chunks of these sizes, largest first, so a handful of statements
+// serve every batch size.
+var chunkSizes = []int{128, 64, 32, 16, 8, 4, 2, 1}
+
+// chunked is one statement prepared for every size in chunkSizes.
+type chunked map[int]*sql.Stmt
+
+// prepareChunked prepares build(n) for every chunk size.
+func prepareChunked(ctx context.Context, db *sql.DB, build func(n int) string) (chunked, error) {
+	c := chunked{}
+	for _, n := range chunkSizes {
+		st, err := db.PrepareContext(ctx, build(n))
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: prepare statement for %d rows: %w", n, err)
+		}
+		c[n] = st
+	}
+	return c, nil
+}
+
+// next returns the largest chunk size that fits n, and its statement bound
+// to tx.
+func (c chunked) next(ctx context.Context, tx *sql.Tx, n int) (int, *sql.Stmt) {
+	size := 1
+	for _, s := range chunkSizes {
+		if s <= n {
+			size = s
+			break
+		}
+	}
+	return size, tx.StmtContext(ctx, c[size])
+}
+
+// rowsOf repeats a parenthesised row of k placeholders n times.
+func rowsOf(n, k int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?,", k), ",") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+",", n), ",")
+}
+
+// stmtCache keeps statements whose text is built at run time (claims
+// depend on the sources asked for). It is bounded: past maxCached texts,
+// statements are prepared per use.
+type stmtCache struct {
+	mu    sync.Mutex
+	db    *sql.DB
+	stmts map[string]*sql.Stmt
+}
+
+const maxCached = 64
+
+// get returns a prepared statement for q, or nil when the cache is full.
+// It must not be called inside a writer transaction.
+func (c *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.stmts[q]; ok {
+		return st, nil
+	}
+	if len(c.stmts) >= maxCached {
+		return nil, nil
+	}
+	st, err := c.db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sql.Stmt{}
+	}
+	c.stmts[q] = st
+	return st, nil
+}
+
+// query runs q in tx through the cached statement st, or unprepared if
+// there is none.
+func query(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args ...any) (*sql.Rows, error) {
+	if st == nil {
+		return tx.QueryContext(ctx, q, args...)
+	}
+	return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+}
