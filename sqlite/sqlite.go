@@ -54,10 +54,10 @@ type Store struct {
 	reader *sql.DB // read-only connections
 
 	// Statements prepared at Open (see stmts.go).
-	inserts  chunked   // multi-row INSERT of events
-	finishes chunked   // mark a claim's events done
-	attempts chunked   // multi-row INSERT of attempts
-	claims   stmtCache // claim statements by text
+	inserts  chunked    // multi-row INSERT of events
+	finishes chunked    // mark a claim's events done
+	attempts chunked    // multi-row INSERT of attempts
+	claims   stmtCache  // claim statements by text
 	durable  *walSyncer // nil unless Synchronous is FULL
 
 	checkpointer    *sql.DB // one connection, for background checkpoints
