@@ -1,6 +1,7 @@
 package hookbox
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"unicode/utf8"
@@ -109,4 +110,99 @@ func appendJSONString(b []byte, s string) []byte {
 		i += n
 	}
 	return append(b, '"')
+}
+
+// DecodeHeader reads what EncodeHeader (or encoding/json) made of a
+// header. The common shape, strings without escapes, is read directly;
+// anything else goes through encoding/json.
+func DecodeHeader(b []byte) (http.Header, error) {
+	if h, ok := decodeHeaderFast(b); ok {
+		return h, nil
+	}
+	var h http.Header
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// decodeHeaderFast parses {"Name":["v",…],…}, with or without spaces
+// between tokens (PostgreSQL's jsonb prints them) but with no escapes in
+// strings; it reports false for anything else.
+func decodeHeaderFast(b []byte) (http.Header, bool) {
+	i := 0
+	space := func() {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+	}
+	// next skips spaces and reports whether the next byte is c, taking it.
+	next := func(c byte) bool {
+		space()
+		if i < len(b) && b[i] == c {
+			i++
+			return true
+		}
+		return false
+	}
+	str := func() (string, bool) {
+		space()
+		if i >= len(b) || b[i] != '"' {
+			return "", false
+		}
+		for j := i + 1; j < len(b); j++ {
+			switch c := b[j]; {
+			case c == '"':
+				s := b[i+1 : j]
+				if !utf8.Valid(s) {
+					return "", false
+				}
+				i = j + 1
+				return string(s), true
+			case c == '\\' || c < 0x20:
+				return "", false
+			}
+		}
+		return "", false
+	}
+	if !next('{') {
+		return nil, false
+	}
+	h := http.Header{}
+	if !next('}') {
+		for {
+			name, ok := str()
+			if !ok || !next(':') || !next('[') {
+				return nil, false
+			}
+			vs := []string{}
+			if !next(']') {
+				for {
+					v, ok := str()
+					if !ok {
+						return nil, false
+					}
+					vs = append(vs, v)
+					if next(']') {
+						break
+					}
+					if !next(',') {
+						return nil, false
+					}
+				}
+			}
+			if _, dup := h[name]; dup {
+				return nil, false // let encoding/json decide what a repeat means
+			}
+			h[name] = vs
+			if next('}') {
+				break
+			}
+			if !next(',') {
+				return nil, false
+			}
+		}
+	}
+	space()
+	return h, i == len(b)
 }

@@ -49,4 +49,27 @@ func checkEncodeHeader(t *testing.T, h http.Header) {
 	if !reflect.DeepEqual(g, w) {
 		t.Fatalf("EncodeHeader(%q) = %s, encoding/json says %s", h, got, want)
 	}
+	checkDecodeHeader(t, got)
+	checkDecodeHeader(t, want)
+}
+
+// checkDecodeHeader: DecodeHeader reads b as encoding/json does.
+func checkDecodeHeader(t *testing.T, b []byte) {
+	t.Helper()
+	var want http.Header
+	wantErr := json.Unmarshal(b, &want)
+	got, err := hookbox.DecodeHeader(b)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("DecodeHeader(%s) error = %v, encoding/json says %v", b, err, wantErr)
+	}
+	if err == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeHeader(%s) = %#v, encoding/json says %#v", b, got, want)
+	}
+}
+
+func FuzzDecodeHeader(f *testing.F) {
+	for _, s := range []string{`{}`, `null`, `{"A":["b","c"],"D":[]}`, `{"A":["b"],"A":["c"]}`, `{"A":["\u00e9"]}`, `{"A":null}`, `{"A":["b"]`, ` {}`, `{"A": ["b", "c"], "D": []}`, ` { "A" : [ "b" ] } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { checkDecodeHeader(t, b) })
 }

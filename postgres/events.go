@@ -3,9 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -265,10 +263,11 @@ func scanEvent(row pgx.Row) (hookbox.Event, error) {
 		e.LastError = *lastErr
 	}
 	if len(hdr) > 0 && !bytes.Equal(hdr, []byte("null")) {
-		e.Header = http.Header{}
-		if err := json.Unmarshal(hdr, &e.Header); err != nil {
+		h, err := hookbox.DecodeHeader(hdr)
+		if err != nil {
 			return e, fmt.Errorf("decode headers of event %d: %w", e.ID, err)
 		}
+		e.Header = h
 	}
 	return e, nil
 }

@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/hookbox/hookbox"
@@ -155,10 +153,11 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	e.NextAttemptAt, e.CreatedAt, e.UpdatedAt = fromMillis(next), fromMillis(created), fromMillis(upd)
 	e.LeaseOwner, e.LastError = owner.String, lastErr.String
 	if len(hdr) > 0 {
-		e.Header = http.Header{}
-		if err := json.Unmarshal(hdr, &e.Header); err != nil {
+		h, err := hookbox.DecodeHeader(hdr)
+		if err != nil {
 			return e, fmt.Errorf("decode headers of event %d: %w", e.ID, err)
 		}
+		e.Header = h
 	}
 	return e, nil
 }
