@@ -40,7 +40,12 @@ func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil, nil, nil
 	}
-	q, args := claimSQL(p)
+	// The write lock is held from the pick to the commit, so nobody can
+	// see or take these events meanwhile: instead of writing a lease that
+	// the finish would overwrite in the same transaction, the events are
+	// read, given their lease in memory, and written once, finished.
+	pick, args, nowMS, until := claimPick(p)
+	q := `SELECT ` + eventColumns + ` FROM events WHERE id IN (` + pick + `)`
 	st, err := s.claims.get(ctx, q)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("sqlite: claim and work: %w: %v", hookbox.ErrUnavailable, err)
@@ -53,8 +58,27 @@ func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox
 		if evs, err = claimTx(ctx, tx, st, q, args); err != nil {
 			return err
 		}
-		// Just claimed in this transaction: no lease check needed.
-		outs, errs, _, err = s.workTx(ctx, tx, evs, fn, false)
+		for i := range evs {
+			e := &evs[i]
+			e.Status, e.Attempts, e.LeaseOwner = hookbox.StatusProcessing, e.Attempts+1, p.Owner
+			e.NextAttemptAt, e.UpdatedAt = fromMillis(until), fromMillis(nowMS)
+		}
+		if outs, errs, _, err = s.workTx(ctx, tx, evs, fn, false); err != nil {
+			return err
+		}
+		// Events fn left unrun keep their lease for a later Work: only
+		// they get it written.
+		var unrun []any
+		for i, o := range outs {
+			if o.Status == "" {
+				unrun = append(unrun, evs[i].ID)
+			}
+		}
+		if len(unrun) > 0 {
+			_, err = tx.ExecContext(ctx, `UPDATE events SET status = 'processing', attempts = attempts + 1,
+                lease_owner = ?, next_attempt_at = ?, updated_at = ?
+                WHERE id IN (`+placeholders(len(unrun))+`)`, append([]any{p.Owner, until, nowMS}, unrun...)...)
+		}
 		return err
 	})
 	if err != nil {
@@ -65,13 +89,22 @@ func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox
 
 // claimSQL builds the claim statement for p and its arguments.
 func claimSQL(p hookbox.ClaimParams) (string, []any) {
+	pick, args, nowMS, until := claimPick(p)
+	q := `UPDATE events SET status = 'processing', attempts = attempts + 1,
+            lease_owner = ?, next_attempt_at = ?, updated_at = ?
+        WHERE id IN (` + pick + `)
+        RETURNING ` + eventColumns
+	return q, append([]any{p.Owner, until, nowMS}, args...)
+}
+
+// claimPick builds the query that picks the ids of the events p claims,
+// its arguments, and the claim's time and lease end in milliseconds.
+func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int64) {
 	now := p.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	nowMS, until := millis(now), millis(now.Add(p.Lease))
-	var pick string
-	var args []any
+	nowMS, until = millis(now), millis(now.Add(p.Lease))
 	if p.Strict {
 		// Both reads stay inside events_due: finished rows, however many,
 		// are never visited.
@@ -96,11 +129,7 @@ func claimSQL(p hookbox.ClaimParams) (string, []any) {
 		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY next_attempt_at, id LIMIT ?`
 		args = append(args, p.Limit)
 	}
-	q := `UPDATE events SET status = 'processing', attempts = attempts + 1,
-            lease_owner = ?, next_attempt_at = ?, updated_at = ?
-        WHERE id IN (` + pick + `)
-        RETURNING ` + eventColumns
-	return q, append([]any{p.Owner, until, nowMS}, args...)
+	return pick, args, nowMS, until
 }
 
 // claimTx runs a claim statement built by claimSQL and returns the claimed
@@ -151,7 +180,7 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 	var errs []error
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		errs, err = s.finishTx(ctx, tx, outs)
+		errs, err = s.finishTx(ctx, tx, outs, true)
 		return err
 	})
 	if err != nil {
@@ -177,8 +206,11 @@ func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 }
 
 // workTx runs fn for each event under its own savepoint and applies the
-// outcomes. With checkHeld, events whose lease moved on are skipped and
-// returned in lost (indexes into evs); outs and errs then cover the others.
+// outcomes. With checkHeld, the events were claimed by an earlier
+// transaction: those whose lease moved on are skipped and returned in lost
+// (indexes into evs), and outs and errs cover the others. Without it, they
+// were picked in this transaction and hold no lease in the database (see
+// ClaimWork).
 func (s *Store) workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.WorkFunc, checkHeld bool) (outs []hookbox.Outcome, errs []error, lost []int, err error) {
 	var held *sql.Stmt
 	if checkHeld {
@@ -222,7 +254,7 @@ func (s *Store) workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn 
 		}
 		outs = append(outs, o)
 	}
-	errs, err = s.finishTx(ctx, tx, outs)
+	errs, err = s.finishTx(ctx, tx, outs, checkHeld)
 	return outs, errs, lost, err
 }
 
@@ -253,7 +285,11 @@ func mergeLost(evs []hookbox.Event, outs []hookbox.Outcome, errs []error, lost [
 // number the claim gave. Done outcomes of one owner are applied by one
 // statement; retries and deaths, which carry their own times and errors,
 // one by one.
-func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome) ([]error, error) {
+//
+// With claimed false the events were picked in this transaction and never
+// leased in the database (see ClaimWork): the finish also counts the
+// attempt, and needs no guard, the write lock having been held since.
+func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, claimed bool) ([]error, error) {
 	errs := make([]error, len(outs))
 	applied := make([]bool, len(outs))
 	doneByOwner := map[string][]int{}
@@ -267,10 +303,17 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 			continue
 		}
 		if upd == nil {
+			q := `UPDATE events
+                SET status = ?1, lease_owner = NULL, next_attempt_at = ?2, last_error = ?3, updated_at = ?4
+                WHERE id = ?5 AND lease_owner = ?6 AND attempts = ?7 AND status = 'processing'`
+			if !claimed {
+				q = `UPDATE events
+                SET status = ?1, attempts = attempts + 1, lease_owner = NULL, next_attempt_at = ?2,
+                    last_error = ?3, updated_at = ?4
+                WHERE id = ?5 AND ?6 IS NOT NULL AND ?7 IS NOT NULL`
+			}
 			var err error
-			upd, err = tx.PrepareContext(ctx, `UPDATE events
-                SET status = ?, lease_owner = NULL, next_attempt_at = ?, last_error = ?, updated_at = ?
-                WHERE id = ? AND lease_owner = ? AND attempts = ? AND status = 'processing'`)
+			upd, err = tx.PrepareContext(ctx, q)
 			if err != nil {
 				return nil, err
 			}
@@ -289,7 +332,7 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 		applied[i] = n == 1
 	}
 	for owner, idx := range doneByOwner {
-		if err := s.finishDone(ctx, tx, owner, outs, idx, applied); err != nil {
+		if err := s.finishDone(ctx, tx, owner, claimed, outs, idx, applied); err != nil {
 			return nil, err
 		}
 	}
@@ -313,11 +356,25 @@ func finishDoneSQL(n int) string {
             RETURNING id`
 }
 
+// finishPickedSQL marks n events done that were picked, not leased, in
+// the same transaction (see ClaimWork), counting the attempt.
+func finishPickedSQL(n int) string {
+	return `UPDATE events
+            SET status = 'done', attempts = attempts + 1, lease_owner = NULL, next_attempt_at = ?1,
+                last_error = NULL, updated_at = ?1
+            WHERE ?2 IS NOT NULL AND id IN (` + placeholders(n) + `)
+            RETURNING id`
+}
+
 // finishDone marks the events outs[idx] done if owner still holds them.
-func (s *Store) finishDone(ctx context.Context, tx *sql.Tx, owner string, outs []hookbox.Outcome, idx []int, applied []bool) error {
+func (s *Store) finishDone(ctx context.Context, tx *sql.Tx, owner string, claimed bool, outs []hookbox.Outcome, idx []int, applied []bool) error {
+	set := s.finishes
+	if !claimed {
+		set = s.picked
+	}
 	args := make([]any, 0, 2+chunkSizes[0])
 	for len(idx) > 0 {
-		n, st := s.finishes.next(ctx, tx, len(idx))
+		n, st := set.next(ctx, tx, len(idx))
 		chunk := idx[:n]
 		idx = idx[n:]
 		var at int64

@@ -391,6 +391,17 @@ func testClaimWork(t *testing.T, q QueueStore) {
 		if ev.DeliveryID == "later" && (e.LeaseOwner != owner || outs[i].Status != "" || errs[i] != nil) {
 			t.Errorf("unrun event: %+v, outcome %+v, err %v", e, outs[i], errs[i])
 		}
+		// Every event claimed counts one attempt, run or not, and what
+		// the handler saw is what the database holds.
+		if e.Attempts != 1 || ev.Attempts != 1 || ev.LeaseOwner != owner || ev.Status != hookbox.StatusProcessing {
+			t.Errorf("%s: attempts %d in the database, handler saw %+v; want 1, leased to %s", ev.DeliveryID, e.Attempts, ev, owner)
+		}
+		if ev.DeliveryID != "later" {
+			as, err := q.Attempts(context.Background(), ev.ID)
+			if err != nil || len(as) != 1 || as[0].Attempt != 1 || as[0].Owner != owner {
+				t.Errorf("%s: attempts recorded %+v, %v; want one, number 1, by %s", ev.DeliveryID, as, err, owner)
+			}
+		}
 	}
 	if !keyExists(t, q, "cw-ok") || keyExists(t, q, "cw-bad") {
 		t.Error("handler writes: the done one must stay, the failed one must go")
