@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sort"
@@ -41,7 +42,11 @@ RETURNING ` + eventColumns + `, payload`
 // (each branch stops at the limit), merges them and leases the first
 // $5. A source costs what it returns, however many unfinished events other
 // sources hold. Rows a branch locked but the merge left out stay unleased.
-const claimDue = `WITH due AS (
+const claimDue = `WITH due AS (` + dueIDs + `)` + claimSet
+
+// dueIDs is the query behind claimDue: $3 the time, $4 the sources, $5 the
+// limit.
+const dueIDs = `
     SELECT e.id FROM unnest($4::text[]) AS s(source)
     CROSS JOIN LATERAL (
         SELECT id, next_attempt_at FROM events
@@ -51,8 +56,16 @@ const claimDue = `WITH due AS (
         FOR NO KEY UPDATE SKIP LOCKED
     ) e
     ORDER BY e.next_attempt_at, e.id
-    LIMIT $5
-)` + claimSet
+    LIMIT $5`
+
+// pickDue locks and reads the events claimDue would lease, without leasing
+// them: the transaction's row locks keep every other claim off them until
+// it ends (see ClaimWork). $1 and $2 are unused but typed, so the
+// parameters keep claimDue's numbers. The last column is the time of the
+// pick.
+const pickDue = `WITH due AS (` + dueIDs + `)
+SELECT ` + eventColumns + `, payload, ` + claimNow + `, $1::text, $2::bigint
+FROM events WHERE id IN (SELECT id FROM due)`
 
 const claimStrict = `WITH first AS (
     SELECT id FROM events
@@ -325,7 +338,9 @@ func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 	return outs, errs, nil
 }
 
-func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc, outs []hookbox.Outcome, errs []error) error {
+// inWorkTx runs fn in a database/sql transaction (the one handlers get) on
+// a connection whose statements are counted, and commits if fn succeeds.
+func (s *Store) inWorkTx(ctx context.Context, fn func(tx *sql.Tx, sent *atomic.Int64) error) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -343,7 +358,33 @@ func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 		return err
 	}
 	defer tx.Rollback()
+	// The commit does not wait for the WAL flush. A work transaction lost
+	// in a server crash only means its events run again (at least once,
+	// with their handlers' writes lost alongside), and any later
+	// synchronous commit, such as the next claim or ingest, flushes it.
+	// Acknowledged deliveries are never in one of these.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+		return err
+	}
+	if err := fn(tx, sent); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
 
+func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc, outs []hookbox.Outcome, errs []error) error {
+	return s.inWorkTx(ctx, func(tx *sql.Tx, sent *atomic.Int64) error {
+		run, err := lockLeases(ctx, tx, evs, outs, errs)
+		if err != nil {
+			return err
+		}
+		return runAndFinish(ctx, tx, sent, evs, run, fn, outs, errs, finishOutcomes)
+	})
+}
+
+// lockLeases locks the events of evs still leased as claimed and returns
+// their positions; the others get ErrLeaseLost.
+func lockLeases(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, outs []hookbox.Outcome, errs []error) ([]int, error) {
 	ids := make([]int64, len(evs))
 	owners := make([]string, len(evs))
 	for i := range evs {
@@ -356,19 +397,19 @@ func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 	held := map[lease]bool{}
 	rows, err := tx.QueryContext(ctx, lockHeld, ids, owners)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for rows.Next() {
 		var l lease
 		if err := rows.Scan(&l.id, &l.owner); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		held[l] = true
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
 
 	var run []int
@@ -380,6 +421,14 @@ func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 		outs[i] = hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts}
 		errs[i] = hookbox.ErrLeaseLost
 	}
+	return run, nil
+}
+
+// runAndFinish runs fn over evs[run] in tx, each under a savepoint, and
+// applies the outcomes with the finish statement (finishOutcomes or
+// finishPicked).
+func runAndFinish(ctx context.Context, tx *sql.Tx, sent *atomic.Int64, evs []hookbox.Event, run []int,
+	fn hookbox.WorkFunc, outs []hookbox.Outcome, errs []error, finish string) error {
 	if len(run) > 0 {
 		if _, err := tx.ExecContext(ctx, `SAVEPOINT work`); err != nil {
 			return err
@@ -410,7 +459,7 @@ func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 	}
 	if idx := toApply(outs, run); len(idx) > 0 {
 		b := newFinishBatch(outs, idx)
-		rows, err := tx.QueryContext(ctx, finishOutcomes, b.args...)
+		rows, err := tx.QueryContext(ctx, finish, b.args...)
 		if err != nil {
 			return err
 		}
@@ -420,7 +469,96 @@ func (s *Store) work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
+}
+
+// finishPicked is finishOutcomes for events picked, not leased, by this
+// transaction (see ClaimWork): its row locks are the guard, and the finish
+// also counts the attempt.
+const finishPicked = `WITH o AS (
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
+        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[])
+        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, n)
+), applied AS (
+    UPDATE events e SET status = o.status, attempts = e.attempts + 1, lease_owner = NULL,
+        next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
+    FROM o
+    WHERE e.id = o.id
+    RETURNING o.n
+), recorded AS (
+    INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
+    SELECT o.id, o.attempt, o.owner, o.outcome, NULLIF(o.error, ''), o.started, o.finished
+    FROM o ORDER BY o.n
+)
+SELECT n FROM applied`
+
+// leasePicked leases the events $3 picked by this transaction that were
+// left unrun, as claimDue would have: owner $1, lease end $2.
+const leasePicked = `UPDATE events SET status = 'processing', attempts = attempts + 1,
+    lease_owner = $1, next_attempt_at = $2, updated_at = $4
+WHERE id = ANY($3::bigint[])`
+
+// pickWork is ClaimWork for plain claims: pick, run, finish, one
+// transaction.
+func (s *Store) pickWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) (evs []hookbox.Event, outs []hookbox.Outcome, errs []error, err error) {
+	var now any
+	if !p.Now.IsZero() {
+		now = p.Now
+	}
+	err = s.inWorkTx(ctx, func(tx *sql.Tx, sent *atomic.Int64) error {
+		rows, err := tx.QueryContext(ctx, pickDue, p.Owner, p.Lease.Microseconds(), now, p.Sources, p.Limit)
+		if err != nil {
+			return err
+		}
+		evs = evs[:0]
+		var at time.Time
+		for rows.Next() {
+			e, err := scanEvent(pickedRow{rows, &at})
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			e.Status, e.Attempts, e.LeaseOwner = hookbox.StatusProcessing, e.Attempts+1, p.Owner
+			e.NextAttemptAt, e.UpdatedAt = at.Add(p.Lease), at
+			evs = append(evs, e)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		sort.Slice(evs, func(i, j int) bool { return evs[i].ID < evs[j].ID })
+		outs, errs = make([]hookbox.Outcome, len(evs)), make([]error, len(evs))
+		run := make([]int, len(evs))
+		for i := range run {
+			run[i] = i
+		}
+		if err := runAndFinish(ctx, tx, sent, evs, run, fn, outs, errs, finishPicked); err != nil {
+			return err
+		}
+		var unrun []int64
+		for i, o := range outs {
+			if o.Status == "" {
+				unrun = append(unrun, evs[i].ID)
+			}
+		}
+		if len(unrun) > 0 {
+			_, err = tx.ExecContext(ctx, leasePicked, p.Owner, at.Add(p.Lease), unrun, at)
+		}
+		return err
+	})
+	return evs, outs, errs, err
+}
+
+// pickedRow reads a pickDue row: the event, then the pick's time into at.
+type pickedRow struct {
+	rows *sql.Rows
+	at   *time.Time
+}
+
+func (r pickedRow) Scan(dest ...any) error {
+	var owner string
+	var lease int64
+	return r.rows.Scan(append(dest, r.at, &owner, &lease)...)
 }
 
 // statementCounterKey names, in a connection's custom data, the count of
@@ -512,7 +650,20 @@ func unavailable(ctx context.Context, op string, err error) error {
 // ClaimWork claims, then works the claimed events; see hookbox.Queue. With
 // concurrent writers, two transactions cost PostgreSQL little: the claim
 // commits the leases, and Work locks the rows again.
+//
+// A plain (not strict) claim picks, runs and finishes in one transaction,
+// as on SQLite: the picked rows are locked, not leased, so each event is
+// written once, finished, and the batch costs one commit. Events fn leaves
+// unrun are leased before the commit. A strict claim must be visible to
+// other processes while it runs, so it leases first and works after.
 func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]hookbox.Event, []hookbox.Outcome, []error, error) {
+	if !p.Strict && len(p.Sources) > 0 && p.Limit > 0 {
+		evs, outs, errs, err := s.pickWork(ctx, p, fn)
+		if err != nil {
+			return nil, nil, nil, unavailable(ctx, "claim and work", err)
+		}
+		return evs, outs, errs, nil
+	}
 	evs, err := s.Claim(ctx, p)
 	if err != nil || len(evs) == 0 {
 		return nil, nil, nil, err
