@@ -20,7 +20,11 @@ func replayable(includeDone bool) string {
 	return `('dead', 'pending')`
 }
 
-// Replay sends events back to pending; see hookbox.Ops.
+// replayBatch is how many events one replay transaction changes.
+const replayBatch = 1000
+
+// Replay sends events back to pending; see hookbox.Ops. A large replay is
+// applied in several transactions, in id order.
 func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.ReplayResult, error) {
 	now := p.Now
 	if now.IsZero() {
@@ -41,19 +45,37 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	}
 	where += ` AND status IN ` + replayable(p.IncludeDone)
 	var res hookbox.ReplayResult
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		q := `SELECT id FROM events` + where + ` ORDER BY id`
-		if !p.DryRun {
-			q = `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ?, lease_owner = NULL,
-                    last_error = NULL, updated_at = ?` + where + ` RETURNING id`
-			args = append([]any{millis(now), millis(now)}, args...)
+	if p.DryRun {
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			ids, err := queryIDs(ctx, tx, `SELECT id FROM events`+where+` ORDER BY id`, args...)
+			res.Replayed = ids
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
-		ids, err := queryIDs(ctx, tx, q, args...)
-		res.Replayed = ids
-		return err
-	})
-	if err != nil {
-		return res, fmt.Errorf("sqlite: replay: %w", err)
+	}
+	// In id order, replayBatch events per transaction: the writer keeps
+	// statement journals in memory (temp_store), so one statement over a
+	// million events would hold a copy of every page it changes.
+	for last := int64(0); !p.DryRun; {
+		var ids []int64
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			var err error
+			ids, err = queryIDs(ctx, tx, `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ?,
+                    lease_owner = NULL, last_error = NULL, updated_at = ?
+                WHERE id IN (SELECT id FROM events`+where+` AND id > ? ORDER BY id LIMIT ?) RETURNING id`,
+				append(append([]any{millis(now), millis(now)}, args...), last, replayBatch)...)
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("sqlite: replay: %w", err)
+		}
+		res.Replayed = append(res.Replayed, ids...)
+		if len(ids) < replayBatch {
+			break
+		}
+		last = slices.Max(ids)
 	}
 	slices.Sort(res.Replayed)
 	res.Skipped = hookbox.Missing(p.IDs, res.Replayed)

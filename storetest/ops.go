@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ReplayDoneNeedsFlag":         testReplayDoneNeedsFlag,
 		"ReplayNeverTouchesInFlight":  testReplayInFlight,
 		"ReplayByFilterAndDryRun":     testReplayFilter,
+		"ReplayManyByFilter":          testReplayMany,
 		"PurgeOnlyOldFinished":        testPurgeOnlyOldFinished,
 		"PurgeDryRunChangesNothing":   testPurgeDryRun,
 		"ClearPayloadsKeepsTheRecord": testClearPayloads,
@@ -262,4 +264,33 @@ func Seed(t testing.TB, s QueueStore, st hookbox.Status, at time.Time, errText s
 		}
 	}
 	return ids
+}
+
+// testReplayMany: a filter matching more events than one replay
+// transaction takes (SQLite works in batches of 1000) replays each of them
+// once, and the dry run counts the same.
+func testReplayMany(t *testing.T, s FullStore) {
+	ids := make([]string, 2345)
+	for i := range ids {
+		ids[i] = fmt.Sprint("m", i)
+	}
+	want := finishAs(t, s, "many", hookbox.StatusDead, time.Now(), ids...)
+	finishAs(t, s, "other", hookbox.StatusDead, time.Now(), "x")
+	f := hookbox.ReplayParams{Filter: hookbox.Filter{Source: "many"}}
+	f.DryRun = true
+	if dry := replay(t, s, f); len(dry.Replayed) != len(want) {
+		t.Fatalf("dry run found %d, want %d", len(dry.Replayed), len(want))
+	}
+	f.DryRun = false
+	res := replay(t, s, f)
+	slices.Sort(want)
+	if !slices.Equal(res.Replayed, want) {
+		t.Fatalf("replayed %d events, want %d, each once", len(res.Replayed), len(want))
+	}
+	if n := count(t, s, hookbox.Filter{Source: "many", Status: hookbox.StatusPending}); n != len(want) {
+		t.Errorf("pending after replay = %d, want %d", n, len(want))
+	}
+	if n := count(t, s, hookbox.Filter{Source: "other", Status: hookbox.StatusDead}); n != 1 {
+		t.Errorf("an event outside the filter was replayed")
+	}
 }

@@ -629,10 +629,21 @@ func preload(ctx context.Context, svc *service.Service, n int) error {
 			return err
 		}
 	}
-	return svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE events SET status = 'done' WHERE source = 'preload'`)
-		return err
-	})
+	// Finished in slices, so no transaction holds a million changed rows.
+	for {
+		var n int64
+		err := svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			r, err := tx.ExecContext(ctx, `UPDATE events SET status = 'done' WHERE id IN (
+                SELECT id FROM events WHERE source = 'preload' AND status = 'pending' LIMIT 10000)`)
+			if err == nil {
+				n, err = r.RowsAffected()
+			}
+			return err
+		})
+		if err != nil || n == 0 {
+			return err
+		}
+	}
 }
 
 // benchBody is a JSON object of about size bytes with a type field.
