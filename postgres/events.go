@@ -76,17 +76,9 @@ func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 	if len(ds) == 0 {
 		return rs, nil
 	}
-	distinct, first := hookbox.DistinctDeliveries(ds)
-	if err := validate(ds, distinct); err != nil {
-		return nil, fmt.Errorf("postgres: ingest: %w", err)
-	}
-	args, err := insertArgs(ds, distinct)
+	distinct, first, args, index, err := prepareIngest(ds)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: ingest: %w", err)
-	}
-	index := make(map[key]int, len(distinct))
-	for _, i := range distinct {
-		index[key{ds[i].Source, ds[i].DeliveryID}] = i
+		return nil, err
 	}
 
 	// Only the INSERT is retried: it is one transaction, so a failed attempt
@@ -106,7 +98,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 		s.notifier.signal() // the rows are committed: wake the workers
 	}
 	if found < len(distinct) {
-		if err := s.findDuplicates(ctx, ds, distinct, index, rs); err != nil {
+		if err := findDuplicates(ctx, s.pool, ds, distinct, index, rs); err != nil {
 			return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
 		}
 	}
@@ -131,7 +123,7 @@ func (s *Store) insert(ctx context.Context, args []any, index map[key]int, rs []
 
 // findDuplicates fills the receipts that insert left empty with the ids of
 // the stored rows their keys conflicted with.
-func (s *Store) findDuplicates(ctx context.Context, ds []hookbox.Delivery, distinct []int, index map[key]int, rs []hookbox.Receipt) error {
+func findDuplicates(ctx context.Context, q querier, ds []hookbox.Delivery, distinct []int, index map[key]int, rs []hookbox.Receipt) error {
 	var sources, ids []string
 	for _, i := range distinct {
 		if rs[i].ID == 0 {
@@ -139,7 +131,7 @@ func (s *Store) findDuplicates(ctx context.Context, ds []hookbox.Delivery, disti
 			ids = append(ids, ds[i].DeliveryID)
 		}
 	}
-	rows, err := s.pool.Query(ctx, selectEventIDs, sources, ids)
+	rows, err := q.Query(ctx, selectEventIDs, sources, ids)
 	if err != nil {
 		return err
 	}
@@ -156,6 +148,90 @@ func (s *Store) findDuplicates(ctx context.Context, ds []hookbox.Delivery, disti
 	}
 	return nil
 }
+
+// querier is what a pool and a transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// prepareIngest checks ds and builds the arguments of insertEvents for its
+// distinct entries, with index mapping each key to its first entry.
+func prepareIngest(ds []hookbox.Delivery) (distinct, first []int, args []any, index map[key]int, err error) {
+	distinct, first = hookbox.DistinctDeliveries(ds)
+	if err := validate(ds, distinct); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("postgres: ingest: %w", err)
+	}
+	if args, err = insertArgs(ds, distinct); err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("postgres: ingest: %w", err)
+	}
+	index = make(map[key]int, len(distinct))
+	for _, i := range distinct {
+		index[key{ds[i].Source, ds[i].DeliveryID}] = i
+	}
+	return distinct, first, args, index, nil
+}
+
+// BeginIngest opens a transaction that deliveries are added to in batches;
+// see hookbox.IngestBeginner. The receiver keeps one filling while the
+// previous one commits. A transaction that fails (a deadlock with another
+// process's ingest included) fails every delivery in it with
+// ErrUnavailable, and their senders retry.
+func (s *Store) BeginIngest(ctx context.Context) (hookbox.IngestTx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: ingest: %w: begin: %v", hookbox.ErrUnavailable, err)
+	}
+	return &ingestTx{s: s, tx: tx}, nil
+}
+
+// ingestTx is an open ingest transaction on one pool connection.
+type ingestTx struct {
+	s     *Store
+	tx    pgx.Tx
+	fresh bool // some Add stored a new row
+}
+
+// Add inserts ds in the open transaction; see hookbox.IngestTx.
+func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
+	rs := make([]hookbox.Receipt, len(ds))
+	if len(ds) == 0 {
+		return rs, nil
+	}
+	distinct, first, args, index, err := prepareIngest(ds)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, insertEvents, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	found, err := collectIDs(rows, index, rs, false)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	t.fresh = t.fresh || found > 0
+	if found < len(distinct) {
+		if err := findDuplicates(ctx, t.tx, ds, distinct, index, rs); err != nil {
+			return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
+		}
+	}
+	hookbox.CopyRepeats(rs, first)
+	return rs, nil
+}
+
+// Commit commits; the receipts of every Add hold once it returns nil.
+func (t *ingestTx) Commit(ctx context.Context) error {
+	if err := t.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: ingest: %w: commit: %v", hookbox.ErrUnavailable, err)
+	}
+	if t.fresh {
+		t.s.notifier.signal() // the rows are committed: wake the workers
+	}
+	return nil
+}
+
+// Rollback abandons the transaction.
+func (t *ingestTx) Rollback() error { return t.tx.Rollback(context.Background()) }
 
 // collectIDs reads (id, source, delivery_id) rows into the receipts of the
 // entries index names, and returns how many it filled.

@@ -88,7 +88,10 @@ type Store struct {
 	closeStore context.CancelFunc
 }
 
-var _ hookbox.Store = (*Store)(nil)
+var (
+	_ hookbox.Store          = (*Store)(nil)
+	_ hookbox.IngestBeginner = (*Store)(nil)
+)
 
 // Open connects to the database at url (a postgres:// URL or a key=value
 // connection string), applies pending migrations and returns the store.

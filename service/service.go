@@ -73,10 +73,6 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes})
 	}
-	flushers := 4 // PostgreSQL commits several batches at once
-	if cfg.Ingest.Flushers > 0 {
-		flushers = cfg.Ingest.Flushers
-	}
 	q, ok := st.(hookbox.Queue)
 	if !ok {
 		return nil, fmt.Errorf("store %T cannot act as a queue", st)
@@ -116,12 +112,13 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	opts := groupcommit.Options{
 		MaxBatch: cfg.Ingest.BatchMax,
 		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
-		Flushers: flushers,
+		Flushers: cfg.Ingest.Flushers, // only when set: see below
 		OnBatch:  m.Batch,
 	}
 	var c *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
 	if b, ok := st.(hookbox.IngestBeginner); ok && cfg.Ingest.Flushers == 0 {
-		// One transaction fills while the previous one commits.
+		// One transaction fills while the previous one commits (both
+		// stores): fewer, larger commits than independent batches.
 		c = groupcommit.NewPipelined(func(ctx context.Context) (groupcommit.Txn[hookbox.Delivery, hookbox.Receipt], error) {
 			tx, err := b.BeginIngest(ctx)
 			if err != nil {
