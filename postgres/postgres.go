@@ -13,6 +13,10 @@
 //   - A batch is stored with one multi-row INSERT over unnest arrays, in one
 //     round trip when no entry is a duplicate of a stored row. Keys are
 //     inserted in a fixed order, so overlapping batches cannot deadlock.
+//     A transaction from BeginIngest takes several batches, so two
+//     processes filling one each can deadlock on overlapping keys; the
+//     server then fails one transaction, and its deliveries get
+//     ErrUnavailable (503) and are sent again.
 //   - Payloads are stored as bytea, byte for byte.
 //   - Every failure to reach the database or to commit is reported as an error
 //     matching hookbox.ErrUnavailable, so the receiver answers 503 and the

@@ -107,6 +107,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		q.Add("_pragma", "synchronous("+sync+")")
 		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 		q.Add("_pragma", "foreign_keys(1)")
+		// Statement journals stay in memory instead of spilling to a
+		// temporary file past 64 KiB (a pwrite per page); bulk operations
+		// work in slices so no statement needs a large one.
 		q.Add("_pragma", "temp_store(MEMORY)")
 		for i := 0; i+1 < len(extra); i += 2 {
 			q.Add(extra[i], extra[i+1])
