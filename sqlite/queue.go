@@ -75,9 +75,8 @@ func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox
 			}
 		}
 		if len(unrun) > 0 {
-			_, err = tx.ExecContext(ctx, `UPDATE events SET status = 'processing', attempts = attempts + 1,
-                lease_owner = ?, next_attempt_at = ?, updated_at = ?
-                WHERE id IN (`+placeholders(len(unrun))+`)`, append([]any{p.Owner, until, nowMS}, unrun...)...)
+			_, err = tx.ExecContext(ctx, leaseIDs+placeholders(len(unrun))+`)`,
+				append([]any{p.Owner, until, nowMS}, unrun...)...)
 		}
 		return err
 	})
@@ -87,14 +86,17 @@ func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox
 	return evs, outs, errs, nil
 }
 
+// leaseIDs leases the events whose ids follow, up to a closing
+// parenthesis, to an owner (argument 1) until a time (2), at a time (3),
+// counting an attempt.
+const leaseIDs = `UPDATE events SET status = 'processing', attempts = attempts + 1,
+            lease_owner = ?, next_attempt_at = ?, updated_at = ?
+        WHERE id IN (`
+
 // claimSQL builds the claim statement for p and its arguments.
 func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	pick, args, nowMS, until := claimPick(p)
-	q := `UPDATE events SET status = 'processing', attempts = attempts + 1,
-            lease_owner = ?, next_attempt_at = ?, updated_at = ?
-        WHERE id IN (` + pick + `)
-        RETURNING ` + eventColumns
-	return q, append([]any{p.Owner, until, nowMS}, args...)
+	return leaseIDs + pick + `) RETURNING ` + eventColumns, append([]any{p.Owner, until, nowMS}, args...)
 }
 
 // claimPick builds the query that picks the ids of the events p claims,
