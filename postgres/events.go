@@ -72,49 +72,66 @@ type key struct{ source, deliveryID string }
 // returns an error that does not match ErrUnavailable, since retrying cannot
 // help.
 func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	rs := make([]hookbox.Receipt, len(ds))
-	if len(ds) == 0 {
-		return rs, nil
+	// Through the pool, the INSERT is a transaction of its own: a failed
+	// attempt left nothing behind, so it may be retried.
+	rs, fresh, err := ingestWith(ctx, s.pool, maxIngestAttempts, ds)
+	if fresh {
+		s.notifier.signal() // the rows are committed: wake the workers
 	}
-	distinct, first, args, index, err := prepareIngest(ds)
-	if err != nil {
-		return nil, err
-	}
+	return rs, err
+}
 
-	// Only the INSERT is retried: it is one transaction, so a failed attempt
-	// left nothing behind. Once it has committed, running it again would
-	// report its own rows as duplicates.
+// ingestWith stores ds through q, the pool or an open transaction, trying
+// the INSERT up to attempts times while it fails in a way worth retrying.
+// Only the INSERT is retried: once it has committed, running it again would
+// report its own rows as duplicates. fresh reports whether it stored a new
+// row, even when a later step failed.
+func ingestWith(ctx context.Context, q querier, attempts int, ds []hookbox.Delivery) (rs []hookbox.Receipt, fresh bool, err error) {
+	rs = make([]hookbox.Receipt, len(ds))
+	if len(ds) == 0 {
+		return rs, false, nil
+	}
+	distinct, first := hookbox.DistinctDeliveries(ds)
+	if err := validate(ds, distinct); err != nil {
+		return nil, false, fmt.Errorf("postgres: ingest: %w", err)
+	}
+	args, err := insertArgs(ds, distinct)
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: ingest: %w", err)
+	}
+	index := make(map[key]int, len(distinct))
+	for _, i := range distinct {
+		index[key{ds[i].Source, ds[i].DeliveryID}] = i
+	}
 	var found int
 	for attempt := 1; ; attempt++ {
-		found, err = s.insert(ctx, args, index, rs)
+		found, err = insert(ctx, q, args, index, rs)
 		if err == nil {
 			break
 		}
-		if attempt == maxIngestAttempts || !retryable(err) || ctx.Err() != nil {
-			return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
+		if attempt >= attempts || !retryable(err) || ctx.Err() != nil {
+			return nil, false, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
 		}
 	}
-	if found > 0 {
-		s.notifier.signal() // the rows are committed: wake the workers
-	}
 	if found < len(distinct) {
-		if err := findDuplicates(ctx, s.pool, ds, distinct, index, rs); err != nil {
-			return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
+		if err := findDuplicates(ctx, q, ds, distinct, index, rs); err != nil {
+			return nil, found > 0, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
 		}
 	}
 	hookbox.CopyRepeats(rs, first)
-	return rs, nil
+	return rs, found > 0, nil
 }
 
-// insert runs insertEvents and fills the receipts of the rows it inserted;
-// it returns their number.
-func (s *Store) insert(ctx context.Context, args []any, index map[key]int, rs []hookbox.Receipt) (int, error) {
+// insert runs insertEvents through q and fills the receipts of the rows it
+// inserted; it returns their number.
+func insert(ctx context.Context, q querier, args []any, index map[key]int, rs []hookbox.Receipt) (int, error) {
 	for _, i := range index {
 		rs[i] = hookbox.Receipt{}
 	}
-	// The statement is its own implicit transaction: once its rows are read
-	// to the end without error, the server has committed it.
-	rows, err := s.pool.Query(ctx, insertEvents, args...)
+	// Through the pool the statement is its own implicit transaction: once
+	// its rows are read to the end without error, the server has committed
+	// it.
+	rows, err := q.Query(ctx, insertEvents, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -154,23 +171,6 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// prepareIngest checks ds and builds the arguments of insertEvents for its
-// distinct entries, with index mapping each key to its first entry.
-func prepareIngest(ds []hookbox.Delivery) (distinct, first []int, args []any, index map[key]int, err error) {
-	distinct, first = hookbox.DistinctDeliveries(ds)
-	if err := validate(ds, distinct); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("postgres: ingest: %w", err)
-	}
-	if args, err = insertArgs(ds, distinct); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("postgres: ingest: %w", err)
-	}
-	index = make(map[key]int, len(distinct))
-	for _, i := range distinct {
-		index[key{ds[i].Source, ds[i].DeliveryID}] = i
-	}
-	return distinct, first, args, index, nil
-}
-
 // BeginIngest opens a transaction that deliveries are added to in batches;
 // see hookbox.IngestBeginner. The receiver keeps one filling while the
 // previous one commits. A transaction that fails (a deadlock with another
@@ -192,31 +192,11 @@ type ingestTx struct {
 }
 
 // Add inserts ds in the open transaction; see hookbox.IngestTx.
+// A failed statement aborts the transaction, so nothing is retried here.
 func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	rs := make([]hookbox.Receipt, len(ds))
-	if len(ds) == 0 {
-		return rs, nil
-	}
-	distinct, first, args, index, err := prepareIngest(ds)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, insertEvents, args...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
-	}
-	found, err := collectIDs(rows, index, rs, false)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
-	}
-	t.fresh = t.fresh || found > 0
-	if found < len(distinct) {
-		if err := findDuplicates(ctx, t.tx, ds, distinct, index, rs); err != nil {
-			return nil, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
-		}
-	}
-	hookbox.CopyRepeats(rs, first)
-	return rs, nil
+	rs, fresh, err := ingestWith(ctx, t.tx, 1, ds)
+	t.fresh = t.fresh || fresh
+	return rs, err
 }
 
 // Commit commits; the receipts of every Add hold once it returns nil.
