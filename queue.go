@@ -197,3 +197,28 @@ func AttemptOutcome(s Status) string {
 	}
 	return AttemptRetry
 }
+
+// Picked gives events that a store's ClaimWork picked without writing a
+// lease (its transaction keeps others off them) the state a claim would
+// have left: processing, one more attempt, leased to owner from at until
+// until. Only the events the handlers leave unrun get that lease written
+// (see Unrun).
+func Picked(evs []Event, owner string, at, until time.Time) {
+	for i := range evs {
+		e := &evs[i]
+		e.Status, e.Attempts, e.LeaseOwner = StatusProcessing, e.Attempts+1, owner
+		e.NextAttemptAt, e.UpdatedAt = until, at
+	}
+}
+
+// Unrun returns the ids of the events whose outcome is empty: not run, so
+// still leased for a later Work.
+func Unrun(evs []Event, outs []Outcome) []int64 {
+	var ids []int64
+	for i, o := range outs {
+		if o.Status == "" {
+			ids = append(ids, evs[i].ID)
+		}
+	}
+	return ids
+}

@@ -518,8 +518,6 @@ func (s *Store) pickWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.
 				rows.Close()
 				return err
 			}
-			e.Status, e.Attempts, e.LeaseOwner = hookbox.StatusProcessing, e.Attempts+1, p.Owner
-			e.NextAttemptAt, e.UpdatedAt = at.Add(p.Lease), at
 			evs = append(evs, e)
 		}
 		rows.Close()
@@ -527,6 +525,7 @@ func (s *Store) pickWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.
 			return err
 		}
 		sort.Slice(evs, func(i, j int) bool { return evs[i].ID < evs[j].ID })
+		hookbox.Picked(evs, p.Owner, at, at.Add(p.Lease))
 		outs, errs = make([]hookbox.Outcome, len(evs)), make([]error, len(evs))
 		run := make([]int, len(evs))
 		for i := range run {
@@ -535,13 +534,7 @@ func (s *Store) pickWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.
 		if err := runAndFinish(ctx, tx, sent, evs, run, fn, outs, errs, finishPicked); err != nil {
 			return err
 		}
-		var unrun []int64
-		for i, o := range outs {
-			if o.Status == "" {
-				unrun = append(unrun, evs[i].ID)
-			}
-		}
-		if len(unrun) > 0 {
+		if unrun := hookbox.Unrun(evs, outs); len(unrun) > 0 {
 			_, err = tx.ExecContext(ctx, leasePicked, p.Owner, at.Add(p.Lease), unrun, at)
 		}
 		return err

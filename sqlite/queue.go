@@ -58,25 +58,16 @@ func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox
 		if evs, err = claimTx(ctx, tx, st, q, args); err != nil {
 			return err
 		}
-		for i := range evs {
-			e := &evs[i]
-			e.Status, e.Attempts, e.LeaseOwner = hookbox.StatusProcessing, e.Attempts+1, p.Owner
-			e.NextAttemptAt, e.UpdatedAt = fromMillis(until), fromMillis(nowMS)
-		}
+		hookbox.Picked(evs, p.Owner, fromMillis(nowMS), fromMillis(until))
 		if outs, errs, _, err = s.workTx(ctx, tx, evs, fn, false); err != nil {
 			return err
 		}
-		// Events fn left unrun keep their lease for a later Work: only
-		// they get it written.
-		var unrun []any
-		for i, o := range outs {
-			if o.Status == "" {
-				unrun = append(unrun, evs[i].ID)
+		if unrun := hookbox.Unrun(evs, outs); len(unrun) > 0 {
+			args := []any{p.Owner, until, nowMS}
+			for _, id := range unrun {
+				args = append(args, id)
 			}
-		}
-		if len(unrun) > 0 {
-			_, err = tx.ExecContext(ctx, leaseIDs+placeholders(len(unrun))+`)`,
-				append([]any{p.Owner, until, nowMS}, unrun...)...)
+			_, err = tx.ExecContext(ctx, leaseIDs+placeholders(len(unrun))+`)`, args...)
 		}
 		return err
 	})
