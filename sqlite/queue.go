@@ -300,6 +300,9 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
                 SET status = ?1, lease_owner = NULL, next_attempt_at = ?2, last_error = ?3, updated_at = ?4
                 WHERE id = ?5 AND lease_owner = ?6 AND attempts = ?7 AND status = 'processing'`
 			if !claimed {
+				// Same arguments; the owner and attempt (?6, ?7) guard
+				// nothing here, the write lock having been held since
+				// the pick.
 				q = `UPDATE events
                 SET status = ?1, attempts = attempts + 1, lease_owner = NULL, next_attempt_at = ?2,
                     last_error = ?3, updated_at = ?4
@@ -350,7 +353,8 @@ func finishDoneSQL(n int) string {
 }
 
 // finishPickedSQL marks n events done that were picked, not leased, in
-// the same transaction (see ClaimWork), counting the attempt.
+// the same transaction (see ClaimWork), counting the attempt. It takes
+// finishDoneSQL's arguments; the owner (?2) guards nothing here.
 func finishPickedSQL(n int) string {
 	return `UPDATE events
             SET status = 'done', attempts = attempts + 1, lease_owner = NULL, next_attempt_at = ?1,
