@@ -30,10 +30,22 @@ func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
 	return service.OpenStore(ctx, g.dbURL(cfg), service.StoreOptions{})
 }
 
-// storeOps returns the operator side of st, or an error naming the store.
-func storeOps(st hookbox.Store) (hookbox.Ops, error) {
-	ops, ok := st.(hookbox.Ops)
+// opsStore is a store with its operator side (replay, purge).
+type opsStore interface {
+	hookbox.Store
+	hookbox.Ops
+}
+
+// openOps opens the store as openDB does, or returns an error naming a
+// store without an operator side.
+func openOps(ctx context.Context, g *globalFlags) (opsStore, error) {
+	st, err := openDB(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	ops, ok := st.(opsStore)
 	if !ok {
+		st.Close()
 		return nil, fmt.Errorf("this database's store (%T) does not support replay and purge", st)
 	}
 	return ops, nil

@@ -42,17 +42,13 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 			if days < 0 {
 				return fmt.Errorf("--days: want 0 or more, not %d", days)
 			}
-			st, err := openDB(cmd.Context(), g)
+			st, err := openOps(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			ops, err := storeOps(st)
-			if err != nil {
-				return err
-			}
 			before := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
-			res, err := ops.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dryRun})
+			res, err := st.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dryRun})
 			if err != nil {
 				return err
 			}
@@ -71,7 +67,7 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 			}
 			fmt.Fprintf(out, " last changed before %s\n", before.UTC().Format(time.RFC3339))
 			if !includeDead {
-				kept, err := ops.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: true, DryRun: true})
+				kept, err := st.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: true, DryRun: true})
 				if err == nil && kept.Dead > 0 {
 					fmt.Fprintf(out, "kept %d dead events as old (--include-dead deletes them too)\n", kept.Dead)
 				}

@@ -59,16 +59,12 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 					return err
 				}
 			}
-			st, err := openDB(cmd.Context(), g)
+			st, err := openOps(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			ops, err := storeOps(st)
-			if err != nil {
-				return err
-			}
-			res, err := ops.Replay(cmd.Context(), p)
+			res, err := st.Replay(cmd.Context(), p)
 			if err != nil {
 				return err
 			}
