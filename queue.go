@@ -156,7 +156,9 @@ type Queue interface {
 	// transaction, which commits once. errs[i] is ErrLeaseLost where event i
 	// was skipped. An outcome with an empty Status means fn chose not to run
 	// the event: its writes are rolled back, nothing is applied, and the
-	// event stays leased to the caller.
+	// event stays leased to the caller. A store may also leave events unrun
+	// that way when one transaction cannot hold more handlers' writes
+	// (PostgreSQL: 64), though never the first one it runs.
 	Work(ctx context.Context, evs []Event, fn WorkFunc) (outs []Outcome, errs []error, err error)
 
 	// ClaimWork claims as Claim does and runs fn over the claimed events as

@@ -506,6 +506,91 @@ func TestWorkNotRunIsKept(t *testing.T) {
 	}
 }
 
+// TestKeptWritesCappedPerTransaction: one work transaction keeps the
+// writes of at most 64 handlers (each leaves a subtransaction behind); the
+// events after them are left unrun and leased to the claimer, and the next
+// Work runs them. Handlers that send nothing are not capped.
+func TestKeptWritesCappedPerTransaction(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	conn := connect(t, url)
+	if _, err := conn.Exec(context.Background(), `CREATE TABLE cap_writes (event_id bigint PRIMARY KEY, xid bigint NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ingestN(t, s, "cap", 0, 100)
+	write := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO cap_writes VALUES ($1, txid_current())`, ev.ID); err != nil {
+			t.Errorf("event %d: %v", ev.ID, err)
+		}
+		return done(ev)
+	}
+	p := hookbox.ClaimParams{Owner: "capper", Limit: 100, Lease: time.Minute, Sources: []string{"cap"}}
+	evs, outs, errs, err := s.ClaimWork(ctx, p, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 100 {
+		t.Fatalf("claimed %d, want 100", len(evs))
+	}
+	var unrun []hookbox.Event
+	for i, o := range outs {
+		if errs[i] != nil {
+			t.Fatalf("event %d: %v", evs[i].ID, errs[i])
+		}
+		if o.Status == "" {
+			unrun = append(unrun, evs[i])
+		}
+	}
+	if len(unrun) != 36 {
+		t.Fatalf("%d events left unrun, want 36 (64 of 100 run)", len(unrun))
+	}
+	for _, ev := range unrun {
+		e, err := s.Event(ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != hookbox.StatusProcessing || e.LeaseOwner != "capper" {
+			t.Errorf("unrun event = %+v, want leased to the claimer", e)
+		}
+	}
+	outs, errs, err = s.Work(ctx, unrun, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range outs {
+		if errs[i] != nil || o.Status != hookbox.StatusDone {
+			t.Errorf("second transaction, event %d: %+v %v", unrun[i].ID, o, errs[i])
+		}
+	}
+	if n := count(t, conn, `SELECT count(*) FROM events WHERE source = 'cap' AND status = 'done'`); n != 100 {
+		t.Errorf("%d done, want 100", n)
+	}
+	if n := count(t, conn, `SELECT max(c) FROM (SELECT count(*) AS c FROM cap_writes GROUP BY xid) x`); n != 64 {
+		t.Errorf("one transaction kept %d handlers' writes, want at most (and here exactly) 64", n)
+	}
+
+	// Handlers that send nothing: the whole claim runs in one transaction.
+	ingestN(t, s, "nocap", 0, 100)
+	p.Sources, p.Owner = []string{"nocap"}, "nocapper"
+	_, outs, _, err = s.ClaimWork(ctx, p, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		return done(ev)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, o := range outs {
+		if o.Status != "" {
+			ran++
+		}
+	}
+	if ran != 100 {
+		t.Errorf("%d of 100 ran in the claiming transaction, want all", ran)
+	}
+}
+
 // TestWorkHandlerTimeoutFailsAlone: a handler statement cancelled by its
 // context fails that event only; the transaction goes on with the others.
 func TestWorkHandlerTimeoutFailsAlone(t *testing.T) {

@@ -338,6 +338,14 @@ func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFu
 	return outs, errs, nil
 }
 
+// asyncCommit makes the transaction's commit not wait for the WAL flush.
+// runAndFinish sends it in every work transaction that runs a handler. A
+// work transaction lost in a server crash only means its events run again
+// (at least once, with their handlers' writes lost alongside), and any
+// later synchronous commit, such as the next claim or ingest, flushes it.
+// Acknowledged deliveries are never in one of these.
+const asyncCommit = `SET LOCAL synchronous_commit = off`
+
 // inWorkTx runs fn in a database/sql transaction (the one handlers get) on
 // a connection whose statements are counted, and commits if fn succeeds.
 func (s *Store) inWorkTx(ctx context.Context, fn func(tx *sql.Tx, sent *atomic.Int64) error) error {
@@ -358,14 +366,6 @@ func (s *Store) inWorkTx(ctx context.Context, fn func(tx *sql.Tx, sent *atomic.I
 		return err
 	}
 	defer tx.Rollback()
-	// The commit does not wait for the WAL flush. A work transaction lost
-	// in a server crash only means its events run again (at least once,
-	// with their handlers' writes lost alongside), and any later
-	// synchronous commit, such as the next claim or ingest, flushes it.
-	// Acknowledged deliveries are never in one of these.
-	if _, err := tx.ExecContext(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
-		return err
-	}
 	if err := fn(tx, sent); err != nil {
 		return err
 	}
@@ -424,18 +424,36 @@ func lockLeases(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, outs []hoo
 	return run, nil
 }
 
+// maxKeptSubtransactions caps the handlers whose writes one work
+// transaction keeps. Each such handler ran under a savepoint that was
+// released with its writes, which leaves a subtransaction id behind; a
+// backend caches 64 of them, and past that every session's snapshots have
+// to look subtransactions up on disk, which slows the whole server.
+// Handlers that send nothing, or whose writes are rolled back, leave none.
+const maxKeptSubtransactions = 64
+
 // runAndFinish runs fn over evs[run] in tx, each under a savepoint, and
 // applies the outcomes with the finish statement (finishOutcomes or
-// finishPicked).
+// finishPicked). Once maxKeptSubtransactions handlers have kept writes, the
+// events after them are not run: their outcomes stay zero, and the caller
+// leaves them leased for a later transaction, as it does for those fn
+// leaves unrun.
+//
+// The same statement that opens the savepoint switches the transaction to
+// asynchronous commit (see inWorkTx): one round trip for both.
 func runAndFinish(ctx context.Context, tx *sql.Tx, sent *atomic.Int64, evs []hookbox.Event, run []int,
 	fn hookbox.WorkFunc, outs []hookbox.Outcome, errs []error, finish string) error {
 	if len(run) > 0 {
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT work`); err != nil {
+		if _, err := tx.ExecContext(ctx, asyncCommit+`; SAVEPOINT work`); err != nil {
 			return err
 		}
 	}
 	htx := hookbox.NewTx(tx, hookbox.DialectPostgres, nil)
+	kept := 0
 	for j, i := range run {
+		if kept == maxKeptSubtransactions {
+			break
+		}
 		before := sent.Load()
 		o := fn(ctx, htx, &evs[i])
 		outs[i] = o
@@ -449,6 +467,7 @@ func runAndFinish(ctx context.Context, tx *sql.Tx, sent *atomic.Int64, evs []hoo
 			// savepoint stays, ready for the next event.
 			q = `ROLLBACK TO SAVEPOINT work`
 		case !last:
+			kept++
 			q = `RELEASE SAVEPOINT work; SAVEPOINT work`
 		default:
 			continue // COMMIT keeps it

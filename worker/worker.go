@@ -113,6 +113,8 @@ type Pool struct {
 
 	shortestLease time.Duration // extendLoop runs every third of it
 
+	txClaim atomic.Int64 // events the next claim for Go handlers takes; see txLimit
+	txRuns  atomic.Int64 // whole claims run at txClaim since it last changed
 }
 
 // New returns a Pool over q. Register work with Handle and Route, then Start.
@@ -144,7 +146,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	}
 	var rnd [4]byte
 	rand.Read(rnd[:])
-	return &Pool{
+	p := &Pool{
 		q:      q,
 		opts:   opts,
 		log:    opts.Logger,
@@ -154,6 +156,8 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		leases: leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
 		slots:  make(chan struct{}, opts.Concurrency),
 	}
+	p.txClaim.Store(int64(opts.BatchSize))
+	return p
 }
 
 func (p *Pool) route(source string) *route {
@@ -299,8 +303,8 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, targetSour
 	for claimCtx.Err() == nil {
 		busy := false
 		if len(txSources) > 0 {
-			n, err := p.runTx(claimCtx, runCtx, txSources, false)
-			busy = busy || n == p.txLimit()
+			full, err := p.runTx(claimCtx, runCtx, txSources, false)
+			busy = busy || full
 			p.logErr("claim and run handlers", err)
 		}
 		if len(targetSources) > 0 {
@@ -369,15 +373,36 @@ func (p *Pool) maxTimeout(sources []string) Policy {
 	return pol
 }
 
-// maxPerTx caps the handlers run in one transaction: each runs under a
-// savepoint, and PostgreSQL slows down for every session once a transaction
-// holds more than 64 subtransactions.
-const maxPerTx = 64
+// txLimit is how many events a claim for Go handlers takes: as many as the
+// claiming transaction is expected to run itself, so that a single
+// transaction claims, runs and finishes the batch. What it leaves unrun
+// (TxBudget ran out, or the store's own cap on handlers whose writes one
+// transaction keeps) must be leased and worked in more transactions, which
+// costs a write per event. So the limit follows what the claiming
+// transactions manage: halved (but not below what ran) when one leaves
+// events unrun, and doubled, up to BatchSize, after txGrowAfter whole
+// claims in a row.
+func (p *Pool) txLimit() int { return int(p.txClaim.Load()) }
 
-// txLimit is how many events a claim for Go handlers takes: no more than
-// one transaction runs, so usually a single transaction claims, runs and
-// finishes the whole batch.
-func (p *Pool) txLimit() int { return min(p.opts.BatchSize, maxPerTx) }
+// txGrowAfter is how many whole claims in a row let txLimit grow again. A
+// try that proves too big costs one lease write per event left unrun, so
+// it is made rarely.
+const txGrowAfter = 16
+
+// adaptTxLimit updates txLimit after a claim that asked for limit events,
+// got claimed, and whose transaction got through ran of them.
+func (p *Pool) adaptTxLimit(limit, claimed, ran int) {
+	switch {
+	case ran < claimed:
+		p.txClaim.Store(int64(max(ran, limit/2, 1)))
+		p.txRuns.Store(0)
+	case claimed == limit && limit < p.opts.BatchSize:
+		if p.txRuns.Add(1) >= txGrowAfter {
+			p.txClaim.Store(int64(min(2*limit, p.opts.BatchSize)))
+			p.txRuns.Store(0)
+		}
+	}
+}
 
 // txLoop is an extra claimer for Go handlers (Options.TxWorkers): on
 // PostgreSQL several transactions of handlers run at once, each claiming
@@ -386,9 +411,9 @@ func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for claimCtx.Err() == nil {
-		n, err := p.runTx(claimCtx, runCtx, txSources, false)
+		full, err := p.runTx(claimCtx, runCtx, txSources, false)
 		p.logErr("claim and run handlers", err)
-		if n == p.txLimit() {
+		if full {
 			continue
 		}
 		poll.Reset(p.opts.PollInterval)
@@ -401,8 +426,9 @@ func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake
 }
 
 // runTx claims a batch for Go handlers and works it in transactions of at
-// most TxBudget each. It returns how many events it claimed.
-func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (int, error) {
+// most TxBudget each. It reports whether the claim took as many events as
+// it asked for (so more may be due).
+func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (full bool, err error) {
 	limit := p.txLimit()
 	if strict {
 		limit = 1
@@ -416,7 +442,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	// runCtx, which shutdown cancels after the grace period.
 	dbCtx := context.WithoutCancel(runCtx)
 	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
-		if ran > 0 && (ran >= maxPerTx || time.Now().After(deadline)) {
+		if ran > 0 && time.Now().After(deadline) {
 			return hookbox.Outcome{} // not run: left for the next transaction
 		}
 		ran++
@@ -428,27 +454,31 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict,
 	}, work)
 	if err != nil || len(evs) == 0 {
-		return 0, err
+		return false, err
 	}
+	full = len(evs) == limit
 	p.leases.add(evs, lease)
 	defer p.leases.remove(evs)
 	// Handlers may have queued new events (effect.RecordSend) in the
 	// transaction that just committed: look for them now.
 	p.Notify()
 	rest := p.reportRun(evs, outs, errs)
+	if !strict {
+		p.adaptTxLimit(limit, len(evs), len(evs)-len(rest))
+	}
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
-		chunk := rest[:min(len(rest), maxPerTx)]
+		chunk := rest[:min(len(rest), p.opts.BatchSize)]
 		outs, errs, err := p.q.Work(dbCtx, chunk, work)
 		if err != nil {
 			// Nothing was applied; the leases end and the events are
 			// claimed again.
-			return len(evs), err
+			return full, err
 		}
 		p.Notify()
 		rest = append(p.reportRun(chunk, outs, errs), rest[len(chunk):]...)
 	}
-	return len(evs), nil
+	return full, nil
 }
 
 // reportRun reports the events of evs that ran and returns those left

@@ -343,6 +343,43 @@ func TestTxBudgetSplitsBatches(t *testing.T) {
 	})
 }
 
+// TestWritingHandlersPastTheStoreCap: more writing handlers than one
+// PostgreSQL transaction keeps (64) are claimed at once; the rest run in
+// later transactions, each event once, none counted twice.
+func TestWritingHandlersPastTheStoreCap(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, BatchSize: 256})
+		var mu sync.Mutex
+		runs := map[string]int{}
+		p.Handle("cap", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			mu.Lock()
+			runs[ev.DeliveryID]++
+			mu.Unlock()
+			_, err := claimKey(ctx, tx, "cap-"+ev.DeliveryID)
+			return err
+		})
+		var ds []hookbox.Delivery
+		for i := range 300 {
+			ds = append(ds, storetest.Delivery("cap", fmt.Sprint(i)))
+		}
+		rs := ingest(t, s, ds...)
+		start(t, p)
+		for _, r := range rs {
+			if e := waitStatus(t, s, p, r.ID, hookbox.StatusDone); e.Attempts != 1 {
+				t.Errorf("event %d took %d attempts", e.ID, e.Attempts)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range 300 {
+			if runs[fmt.Sprint(i)] != 1 {
+				t.Errorf("event %d ran %d times", i, runs[fmt.Sprint(i)])
+			}
+		}
+	})
+}
+
 // TestStopReleasesHandlers: a Go handler still running when the grace
 // period ends is cancelled; its writes roll back and its event is released
 // for a prompt retry.
