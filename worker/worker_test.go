@@ -313,33 +313,7 @@ func TestTxBudgetSplitsBatches(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, TxBudget: time.Nanosecond})
-		var mu sync.Mutex
-		runs := map[string]int{}
-		p.Handle("split", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
-			mu.Lock()
-			runs[ev.DeliveryID]++
-			mu.Unlock()
-			_, err := claimKey(ctx, tx, "split-"+ev.DeliveryID)
-			return err
-		})
-		var ds []hookbox.Delivery
-		for i := range 40 {
-			ds = append(ds, storetest.Delivery("split", fmt.Sprint(i)))
-		}
-		rs := ingest(t, s, ds...)
-		start(t, p)
-		for _, r := range rs {
-			if e := waitStatus(t, s, p, r.ID, hookbox.StatusDone); e.Attempts != 1 {
-				t.Errorf("event %d took %d attempts", e.ID, e.Attempts)
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for i := range 40 {
-			if runs[fmt.Sprint(i)] != 1 {
-				t.Errorf("event %d ran %d times", i, runs[fmt.Sprint(i)])
-			}
-		}
+		drainOnce(t, s, p, "split", 40)
 	})
 }
 
@@ -350,34 +324,42 @@ func TestWritingHandlersPastTheStoreCap(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, BatchSize: 256})
-		var mu sync.Mutex
-		runs := map[string]int{}
-		p.Handle("cap", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
-			mu.Lock()
-			runs[ev.DeliveryID]++
-			mu.Unlock()
-			_, err := claimKey(ctx, tx, "cap-"+ev.DeliveryID)
-			return err
-		})
-		var ds []hookbox.Delivery
-		for i := range 300 {
-			ds = append(ds, storetest.Delivery("cap", fmt.Sprint(i)))
-		}
-		rs := ingest(t, s, ds...)
-		start(t, p)
-		for _, r := range rs {
-			if e := waitStatus(t, s, p, r.ID, hookbox.StatusDone); e.Attempts != 1 {
-				t.Errorf("event %d took %d attempts", e.ID, e.Attempts)
-			}
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for i := range 300 {
-			if runs[fmt.Sprint(i)] != 1 {
-				t.Errorf("event %d ran %d times", i, runs[fmt.Sprint(i)])
-			}
-		}
+		drainOnce(t, s, p, "cap", 300)
 	})
+}
+
+// drainOnce registers a handler for source that claims a business key per
+// event, stores n events, starts p, and checks that every event is done
+// after one attempt and its handler ran exactly once.
+func drainOnce(t *testing.T, s dbtest.Store, p *worker.Pool, source string, n int) {
+	t.Helper()
+	var mu sync.Mutex
+	runs := map[string]int{}
+	p.Handle(source, "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+		mu.Lock()
+		runs[ev.DeliveryID]++
+		mu.Unlock()
+		_, err := claimKey(ctx, tx, source+"-"+ev.DeliveryID)
+		return err
+	})
+	var ds []hookbox.Delivery
+	for i := range n {
+		ds = append(ds, storetest.Delivery(source, fmt.Sprint(i)))
+	}
+	rs := ingest(t, s, ds...)
+	start(t, p)
+	for _, r := range rs {
+		if e := waitStatus(t, s, p, r.ID, hookbox.StatusDone); e.Attempts != 1 {
+			t.Errorf("event %d took %d attempts", e.ID, e.Attempts)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		if runs[fmt.Sprint(i)] != 1 {
+			t.Errorf("event %d ran %d times", i, runs[fmt.Sprint(i)])
+		}
+	}
 }
 
 // TestStopReleasesHandlers: a Go handler still running when the grace
