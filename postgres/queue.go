@@ -46,10 +46,25 @@ const claimDue = `WITH due AS (` + dueIDs + `)` + claimSet
 
 // dueIDs is the query behind claimDue: $3 the time, $4 the sources, $5 the
 // limit.
-const dueIDs = `
-    SELECT e.id FROM unnest($4::text[]) AS s(source)
+const dueIDs = `SELECT e.id` + dueFrom1 + `id, next_attempt_at` + dueFrom2
+
+// pickDue locks and reads the events claimDue would lease, without leasing
+// them: the transaction's row locks keep every other claim off them until
+// it ends (see ClaimWork). It is dueIDs reading whole rows as it locks
+// them, rather than ids to look up again. $1 and $2 are unused but typed,
+// so the parameters keep claimDue's numbers. The last column is the time
+// of the pick.
+const pickDue = `SELECT e.*, ` + claimNow + `, $1::text, $2::bigint` +
+	dueFrom1 + eventColumns + `, payload` + dueFrom2
+
+// dueFrom1 and dueFrom2 are the FROM clause of dueIDs and pickDue, around
+// the columns each reads from the due rows it locks.
+const (
+	dueFrom1 = `
+    FROM unnest($4::text[]) AS s(source)
     CROSS JOIN LATERAL (
-        SELECT id, next_attempt_at FROM events
+        SELECT `
+	dueFrom2 = ` FROM events
         WHERE source = s.source AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
         ORDER BY next_attempt_at, id
         LIMIT $5
@@ -57,15 +72,7 @@ const dueIDs = `
     ) e
     ORDER BY e.next_attempt_at, e.id
     LIMIT $5`
-
-// pickDue locks and reads the events claimDue would lease, without leasing
-// them: the transaction's row locks keep every other claim off them until
-// it ends (see ClaimWork). $1 and $2 are unused but typed, so the
-// parameters keep claimDue's numbers. The last column is the time of the
-// pick.
-const pickDue = `WITH due AS (` + dueIDs + `)
-SELECT ` + eventColumns + `, payload, ` + claimNow + `, $1::text, $2::bigint
-FROM events WHERE id IN (SELECT id FROM due)`
+)
 
 const claimStrict = `WITH first AS (
     SELECT id FROM events
