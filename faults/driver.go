@@ -92,10 +92,10 @@ func (b *Binary) Start(configPath, logPath string, env ...string) (*Process, err
 	case p.addr = <-addrc:
 		return p, nil
 	case <-p.exited:
-		return nil, fmt.Errorf("hookbox serve exited before listening: %v; log %s:\n%s", p.err, logPath, tail(logPath, 4096))
+		return nil, fmt.Errorf("hookbox serve exited before listening: %v; log %s:\n%s", p.err, logPath, Tail(logPath, 4096))
 	case <-time.After(startTimeout):
 		p.Kill()
-		return nil, fmt.Errorf("hookbox serve did not listen within %s; log %s:\n%s", startTimeout, logPath, tail(logPath, 4096))
+		return nil, fmt.Errorf("hookbox serve did not listen within %s; log %s:\n%s", startTimeout, logPath, Tail(logPath, 4096))
 	}
 }
 
@@ -173,7 +173,7 @@ func (l *logWriter) Write(b []byte) (int, error) {
 
 // LogTail returns the last n bytes of the process's log (complete once the
 // process has exited).
-func (p *Process) LogTail(n int) string { return tail(p.logPath, n) }
+func (p *Process) LogTail(n int) string { return Tail(p.logPath, n) }
 
 // RaceReports counts the race detector's reports in the process's log.
 func (p *Process) RaceReports() int {
@@ -181,7 +181,9 @@ func (p *Process) RaceReports() int {
 	return bytes.Count(b, []byte("WARNING: DATA RACE"))
 }
 
-func tail(path string, n int) string {
+// Tail returns the last n bytes of the file at path (a process log), or
+// the error that kept it from being read.
+func Tail(path string, n int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

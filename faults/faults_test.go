@@ -191,7 +191,7 @@ func newServer(t *testing.T, dir, configPath string, env ...string) *server {
 			t.Errorf("the race detector reported %d data races in hookbox serve; logs in %s", races, s.dir)
 		}
 		if t.Failed() && len(logs) > 0 {
-			t.Logf("tail of %s:\n%s", logs[len(logs)-1], tailFile(logs[len(logs)-1], 3000))
+			t.Logf("tail of %s:\n%s", logs[len(logs)-1], faults.Tail(logs[len(logs)-1], 3000))
 		}
 	})
 	return s
@@ -239,17 +239,6 @@ func (s *server) stop() {
 	if err := p.Stop(30 * time.Second); err != nil {
 		s.t.Errorf("clean stop (SIGTERM): %v\n%s", err, p.LogTail(3000))
 	}
-}
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
 }
 
 // endpoint is where senders deliver: the current process's URL. Senders

@@ -447,7 +447,7 @@ const maxKeptSubtransactions = 64
 // leaves unrun.
 //
 // The same statement that opens the savepoint switches the transaction to
-// asynchronous commit (see inWorkTx): one round trip for both.
+// asynchronous commit (asyncCommit): one round trip for both.
 func runAndFinish(ctx context.Context, tx *sql.Tx, sent *atomic.Int64, evs []hookbox.Event, run []int,
 	fn hookbox.WorkFunc, outs []hookbox.Outcome, errs []error, finish string) error {
 	if len(run) > 0 {

@@ -101,11 +101,8 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	}
 	ingest := func(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 		rs, err := st.Ingest(ctx, ds)
-		for _, r := range rs {
-			if !r.Duplicate {
-				pool.Notify() // new work is committed: wake the workers now
-				break
-			}
+		if storedNew(rs) {
+			pool.Notify() // new work is committed: wake the workers now
 		}
 		return rs, err
 	}
@@ -242,12 +239,7 @@ type notifyingTx struct {
 
 func (t *notifyingTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 	rs, err := t.IngestTx.Add(ctx, ds)
-	for _, r := range rs {
-		if !r.Duplicate {
-			t.fresh = true
-			break
-		}
-	}
+	t.fresh = t.fresh || storedNew(rs)
 	return rs, err
 }
 
@@ -257,4 +249,14 @@ func (t *notifyingTx) Commit(ctx context.Context) error {
 		t.pool.Notify()
 	}
 	return err
+}
+
+// storedNew reports whether rs holds a delivery stored for the first time.
+func storedNew(rs []hookbox.Receipt) bool {
+	for _, r := range rs {
+		if !r.Duplicate {
+			return true
+		}
+	}
+	return false
 }

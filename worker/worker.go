@@ -468,15 +468,14 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	}
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
-		chunk := rest[:min(len(rest), p.opts.BatchSize)]
-		outs, errs, err := p.q.Work(dbCtx, chunk, work)
+		outs, errs, err := p.q.Work(dbCtx, rest, work)
 		if err != nil {
 			// Nothing was applied; the leases end and the events are
 			// claimed again.
 			return full, err
 		}
 		p.Notify()
-		rest = append(p.reportRun(chunk, outs, errs), rest[len(chunk):]...)
+		rest = p.reportRun(rest, outs, errs)
 	}
 	return full, nil
 }
