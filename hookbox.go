@@ -76,8 +76,22 @@ type Event struct {
 	Payload       []byte      `json:"-"`
 }
 
-// Store keeps events. Every method is safe for concurrent use.
+// Store is everything a hookbox store does: it keeps events (EventStore),
+// ingests in open transactions (IngestBeginner), drains them as a queue
+// (Queue), serves the operator (Ops) and runs application transactions
+// (Transactor). Both implementations, sqlite and postgres, are all of it,
+// checked by the one conformance suite in storetest; a consumer that needs
+// less takes the narrower interface as its parameter.
 type Store interface {
+	EventStore
+	IngestBeginner
+	Queue
+	Ops
+	Transactor
+}
+
+// EventStore keeps events. Every method is safe for concurrent use.
+type EventStore interface {
 	// Ingest stores deliveries in one transaction and returns one Receipt per
 	// delivery, in order, only after that transaction committed. Two entries
 	// of ds with the same (Source, DeliveryID) yield one row: the first is

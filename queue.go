@@ -130,45 +130,95 @@ type Transactor interface {
 	InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error
 }
 
-// WorkFunc runs one claimed event inside tx and says how it ended. Writes it
-// made through tx are kept only if the outcome is StatusDone.
+// WorkFunc runs one event inside tx and says how it ended. Writes it made
+// through tx are kept only if the outcome is StatusDone. An outcome with an
+// empty Status means fn chose not to run the event.
 type WorkFunc func(ctx context.Context, tx *Tx, ev *Event) Outcome
 
 // Queue is the work side of a store: the events table drained with leases.
-// Every transition is guarded by the lease owner and status it expects.
+// A store implements only primitive operations, each one statement or a
+// few; the claim → run → finish orchestration that joins them (savepoints,
+// isolating a handler that breaks its transaction, leasing what was left
+// unrun) is written once, above every store, in package queue. Every
+// transition is guarded by the lease owner and status it expects.
 type Queue interface {
-	// Claim leases due events (pending, or processing with an expired lease)
-	// in next_attempt_at order, incrementing their attempt count.
+	// Claim leases due events (pending, or processing with an expired
+	// lease) in next_attempt_at order, incrementing their attempt count,
+	// and commits before it returns: the attempt is counted even if the
+	// process dies while working it.
 	Claim(ctx context.Context, p ClaimParams) ([]Event, error)
 
 	// ExtendLeases pushes the lease end of the given events, still held by
 	// owner, to until. Events no longer held are left alone.
 	ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) error
 
-	// Finish applies outcomes in one transaction and records each attempt.
-	// errs[i] is ErrLeaseLost where outcome i was refused; err is set when
-	// nothing could be applied.
+	// Finish applies outcomes of claimed events in one transaction and
+	// records each attempt. errs[i] is ErrLeaseLost where outcome i was
+	// refused; err is set when nothing could be applied. Outcomes with an
+	// empty Status are skipped.
 	Finish(ctx context.Context, outs []Outcome) (errs []error, err error)
 
-	// Work runs fn for each event in one transaction, each under its own
-	// savepoint: an event whose lease is lost is skipped; a non-done outcome
-	// rolls back what fn wrote. The outcomes are applied in the same
-	// transaction, which commits once. errs[i] is ErrLeaseLost where event i
-	// was skipped. An outcome with an empty Status means fn chose not to run
-	// the event: its writes are rolled back, nothing is applied, and the
-	// event stays leased to the caller. A store may also leave events unrun
-	// that way when one transaction cannot hold more handlers' writes
-	// (PostgreSQL: 64), though never the first one it runs.
-	Work(ctx context.Context, evs []Event, fn WorkFunc) (outs []Outcome, errs []error, err error)
-
-	// ClaimWork claims as Claim does and runs fn over the claimed events as
-	// Work does, in as few transactions as the store allows (SQLite: one,
-	// so a batch of handlers costs one commit instead of two). Events fn
-	// leaves unrun (empty Status) stay leased to p.Owner for a later Work.
-	ClaimWork(ctx context.Context, p ClaimParams, fn WorkFunc) (evs []Event, outs []Outcome, errs []error, err error)
+	// BeginWork opens a write transaction for Go handlers (see WorkTx).
+	BeginWork(ctx context.Context) (WorkTx, error)
 
 	// Attempts lists the recorded attempts at one event, oldest first.
 	Attempts(ctx context.Context, eventID int64) ([]Attempt, error)
+}
+
+// WorkTx is an open transaction in which Go handlers run and their events'
+// outcomes are applied, so that a handler's writes commit with its event's
+// transition or not at all. Events reach it in one of two ways: picked by
+// the transaction itself (Pick, Repick: locked, not leased, their attempt
+// counted by FinishPicked or LeasePicked), or claimed earlier with a
+// committed lease (Hold, then Finish). Methods are not safe for
+// concurrent use. After any error the caller must Rollback.
+type WorkTx interface {
+	// Pick locks up to p.Limit due events of p.Sources for this
+	// transaction without leasing them, in id order, and returns them as
+	// stored with the time of the pick (the store's clock). p.Strict is
+	// not supported.
+	Pick(ctx context.Context, p ClaimParams) (evs []Event, at time.Time, err error)
+
+	// Repick locks the events of evs that are still due and have not been
+	// worked since they were read (their attempt count is still
+	// evs[i].Attempts), reporting which it locked.
+	Repick(ctx context.Context, evs []Event) ([]bool, error)
+
+	// Hold locks the events of evs still leased to the owner they were
+	// claimed with (evs[i].LeaseOwner) and reports which: only those may be
+	// worked in this transaction.
+	Hold(ctx context.Context, evs []Event) ([]bool, error)
+
+	// Tx returns the transaction handed to handlers; its first statement
+	// runs beforeFirst (the caller opens the handler's savepoint there).
+	Tx(beforeFirst func(context.Context) error) *Tx
+
+	// Savepoint marks the state before a handler's writes; Release keeps
+	// them; RollbackTo discards them. An error from Release or RollbackTo
+	// means the handler broke the transaction.
+	Savepoint(ctx context.Context) error
+	Release(ctx context.Context) error
+	RollbackTo(ctx context.Context) error
+
+	// MaxKept is how many handlers' released savepoints one transaction
+	// may keep (0: no limit). PostgreSQL caches 64 subtransactions per
+	// backend; past that every session slows down.
+	MaxKept() int
+
+	// Finish applies outcomes of held events (see Hold), as Queue.Finish
+	// does, inside this transaction.
+	Finish(ctx context.Context, outs []Outcome) ([]error, error)
+
+	// FinishPicked applies outcomes of events this transaction picked,
+	// counting their attempt: outs[i].Attempt is the attempt number.
+	FinishPicked(ctx context.Context, outs []Outcome) error
+
+	// LeasePicked leases events this transaction picked but did not run
+	// to owner until until, counting an attempt, as Claim would have.
+	LeasePicked(ctx context.Context, ids []int64, owner string, until, at time.Time) error
+
+	Commit(ctx context.Context) error
+	Rollback() error
 }
 
 // Attempt is one recorded try at an event.
@@ -198,29 +248,4 @@ func AttemptOutcome(s Status) string {
 		return AttemptDead
 	}
 	return AttemptRetry
-}
-
-// Picked gives events that a store's ClaimWork picked without writing a
-// lease (its transaction keeps others off them) the state a claim would
-// have left: processing, one more attempt, leased to owner from at until
-// until. Only the events the handlers leave unrun get that lease written
-// (see Unrun).
-func Picked(evs []Event, owner string, at, until time.Time) {
-	for i := range evs {
-		e := &evs[i]
-		e.Status, e.Attempts, e.LeaseOwner = StatusProcessing, e.Attempts+1, owner
-		e.NextAttemptAt, e.UpdatedAt = until, at
-	}
-}
-
-// Unrun returns the ids of the events whose outcome is empty: not run, so
-// still leased for a later Work.
-func Unrun(evs []Event, outs []Outcome) []int64 {
-	var ids []int64
-	for i, o := range outs {
-		if o.Status == "" {
-			ids = append(ids, evs[i].ID)
-		}
-	}
-	return ids
 }

@@ -123,7 +123,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadlineDelay}
 	}
-	cfg.ConnConfig.Tracer = statementTracer{}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)

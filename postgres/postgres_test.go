@@ -457,7 +457,7 @@ func TestWorkNotRunIsKept(t *testing.T) {
 			t.Errorf("insert %s: %v", key, err)
 		}
 	}
-	outs, errs, err := s.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	outs, errs, err := storetest.Work(s, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		switch ev.ID {
 		case evs[0].ID:
 			insert(ctx, tx, "a")
@@ -495,7 +495,7 @@ func TestWorkNotRunIsKept(t *testing.T) {
 		}
 	}
 	// The caller still holds them and can run them in the next transaction.
-	_, errs, err = s.Work(context.Background(), evs[1:], func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	_, errs, err = storetest.Work(s, evs[1:], func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		return done(ev)
 	})
 	if err != nil || errs[0] != nil || errs[1] != nil {
@@ -527,7 +527,7 @@ func TestKeptWritesCappedPerTransaction(t *testing.T) {
 		return done(ev)
 	}
 	p := hookbox.ClaimParams{Owner: "capper", Limit: 100, Lease: time.Minute, Sources: []string{"cap"}}
-	evs, outs, errs, err := s.ClaimWork(ctx, p, write)
+	evs, outs, errs, err := storetest.ClaimWork(s, p, write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +555,7 @@ func TestKeptWritesCappedPerTransaction(t *testing.T) {
 			t.Errorf("unrun event = %+v, want leased to the claimer", e)
 		}
 	}
-	outs, errs, err = s.Work(ctx, unrun, write)
+	outs, errs, err = storetest.Work(s, unrun, write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +574,7 @@ func TestKeptWritesCappedPerTransaction(t *testing.T) {
 	// Handlers that send nothing: the whole claim runs in one transaction.
 	ingestN(t, s, "nocap", 0, 100)
 	p.Sources, p.Owner = []string{"nocap"}, "nocapper"
-	_, outs, _, err = s.ClaimWork(ctx, p, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	_, outs, _, err = storetest.ClaimWork(s, p, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		return done(ev)
 	})
 	if err != nil {
@@ -601,7 +601,7 @@ func TestWorkHandlerTimeoutFailsAlone(t *testing.T) {
 	ingestN(t, s, "to", 0, 2)
 	evs := claimAll(t, s, "to", 2)
 	start := time.Now()
-	_, errs, err := s.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	_, errs, err := storetest.Work(s, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if ev.ID == evs[0].ID {
 			hctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 			defer cancel()
@@ -919,7 +919,6 @@ func BenchmarkDrainWithWrite(b *testing.B) {
 func benchmarkDrain(b *testing.B, h func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error) {
 	s := open(b, pgtest.URL(b))
 	const batch = 256
-	ctx := context.Background()
 	ingested, backlog, worked := 0, 0, 0
 	for b.Loop() {
 		if backlog < batch {
@@ -930,7 +929,7 @@ func benchmarkDrain(b *testing.B, h func(ctx context.Context, tx *hookbox.Tx, ev
 			b.StartTimer()
 		}
 		evs := claimAll(b, s, "bench", batch)
-		_, errs, err := s.Work(ctx, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		_, errs, err := storetest.Work(s, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 			if err := h(ctx, tx, ev); err != nil {
 				b.Error(err)
 			}

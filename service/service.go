@@ -73,16 +73,12 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes})
 	}
-	q, ok := st.(hookbox.Queue)
-	if !ok {
-		return nil, fmt.Errorf("store %T cannot act as a queue", st)
-	}
 	m := metrics.New(sourceNames(cfg))
 	txWorkers := 1 // SQLite: one write transaction at a time anyway
 	if concurrentWriters {
 		txWorkers = 4
 	}
-	pool := worker.New(q, worker.Options{
+	pool := worker.New(st, worker.Options{
 		BatchSize:   cfg.Workers.BatchSize,
 		Concurrency: cfg.Workers.Concurrency,
 		TxWorkers:   txWorkers,
@@ -146,11 +142,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 // InTx runs fn in a write transaction on the service's database, for the
 // tables an application's handlers write (create them here at start-up).
 func (s *Service) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) error {
-	t, ok := s.Store.(hookbox.Transactor)
-	if !ok {
-		return fmt.Errorf("store %T cannot run transactions", s.Store)
-	}
-	return t.InTx(ctx, fn)
+	return s.Store.InTx(ctx, fn)
 }
 
 // HTTPServer returns an http.Server for h with timeouts that keep a slow or
@@ -214,13 +206,16 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	if grace <= 0 {
 		grace = 30 * time.Second
 	}
+	s.log.Info("stopping", "in_flight", s.Pool.InFlight(), "grace", grace)
 	workCtx, cancelWork := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancelWork()
 	if werr := s.Pool.Stop(workCtx); werr != nil {
 		s.log.Warn("running work cancelled at shutdown", "err", werr)
 	}
 	waitRetention()
-	return errors.Join(serveErr, err, s.Close())
+	err = errors.Join(serveErr, err, s.Close())
+	s.log.Info("stopped")
+	return err
 }
 
 // Close flushes the committer and closes the store.

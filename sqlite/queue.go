@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,48 +32,6 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
 	}
 	return out, nil
-}
-
-// ClaimWork claims and works in one transaction; see hookbox.Queue.
-func (s *Store) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]hookbox.Event, []hookbox.Outcome, []error, error) {
-	if len(p.Sources) == 0 || p.Limit <= 0 {
-		return nil, nil, nil, nil
-	}
-	// The write lock is held from the pick to the commit, so nobody can
-	// see or take these events meanwhile: instead of writing a lease that
-	// the finish would overwrite in the same transaction, the events are
-	// read, given their lease in memory, and written once, finished.
-	pick, args, nowMS, until := claimPick(p)
-	q := `SELECT ` + eventColumns + ` FROM events WHERE id IN (` + pick + `)`
-	st, err := s.claims.get(ctx, q)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("sqlite: claim and work: %w: %v", hookbox.ErrUnavailable, err)
-	}
-	var evs []hookbox.Event
-	var outs []hookbox.Outcome
-	var errs []error
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		if evs, err = claimTx(ctx, tx, st, q, args); err != nil {
-			return err
-		}
-		hookbox.Picked(evs, p.Owner, fromMillis(nowMS), fromMillis(until))
-		if outs, errs, _, err = s.workTx(ctx, tx, evs, fn, false); err != nil {
-			return err
-		}
-		if unrun := hookbox.Unrun(evs, outs); len(unrun) > 0 {
-			args := []any{p.Owner, until, nowMS}
-			for _, id := range unrun {
-				args = append(args, id)
-			}
-			_, err = tx.ExecContext(ctx, leaseIDs+placeholders(len(unrun))+`)`, args...)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("sqlite: claim and work: %w", err)
-	}
-	return evs, outs, errs, nil
 }
 
 // leaseIDs leases the events whose ids follow, up to a closing
@@ -180,97 +137,6 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 		return nil, fmt.Errorf("sqlite: finish: %w", err)
 	}
 	return errs, nil
-}
-
-// Work runs fn for each event in one transaction; see hookbox.Queue.
-func (s *Store) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc) ([]hookbox.Outcome, []error, error) {
-	var outs []hookbox.Outcome
-	var errs []error
-	var lost []int
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		outs, errs, lost, err = s.workTx(ctx, tx, evs, fn, true)
-		return err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("sqlite: work: %w", err)
-	}
-	return mergeLost(evs, outs, errs, lost)
-}
-
-// workTx runs fn for each event under its own savepoint and applies the
-// outcomes. With checkHeld, the events were claimed by an earlier
-// transaction: those whose lease moved on are skipped and returned in lost
-// (indexes into evs), and outs and errs cover the others. Without it, they
-// were picked in this transaction and hold no lease in the database (see
-// ClaimWork).
-func (s *Store) workTx(ctx context.Context, tx *sql.Tx, evs []hookbox.Event, fn hookbox.WorkFunc, checkHeld bool) (outs []hookbox.Outcome, errs []error, lost []int, err error) {
-	var held *sql.Stmt
-	if checkHeld {
-		held, err = tx.PrepareContext(ctx, `SELECT 1 FROM events
-            WHERE id = ? AND lease_owner = ? AND status = 'processing'`)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		defer held.Close()
-	}
-	outs = make([]hookbox.Outcome, 0, len(evs))
-	for i := range evs {
-		ev := &evs[i]
-		if held != nil {
-			var one int
-			// The write lock is ours for the whole transaction: a lease
-			// still held now cannot be taken before we commit.
-			if err := held.QueryRowContext(ctx, ev.ID, ev.LeaseOwner).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-				lost = append(lost, i)
-				continue
-			} else if err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		// The savepoint opens with the handler's first statement; a
-		// handler that writes nothing needs none.
-		htx := hookbox.NewTx(tx, hookbox.DialectSQLite, func(ctx context.Context) error {
-			_, err := tx.ExecContext(ctx, `SAVEPOINT work`)
-			return err
-		})
-		o := fn(ctx, htx, ev)
-		if htx.Used() {
-			if o.Status == hookbox.StatusDone {
-				_, err = tx.ExecContext(ctx, `RELEASE work`)
-			} else {
-				_, err = tx.ExecContext(ctx, `ROLLBACK TO work; RELEASE work`)
-			}
-			if err != nil {
-				return nil, nil, nil, err
-			}
-		}
-		outs = append(outs, o)
-	}
-	errs, err = s.finishTx(ctx, tx, outs, checkHeld)
-	return outs, errs, lost, err
-}
-
-// mergeLost returns outcomes and errors in the order of evs, with
-// ErrLeaseLost for the events skipped before running.
-func mergeLost(evs []hookbox.Event, outs []hookbox.Outcome, errs []error, lost []int) ([]hookbox.Outcome, []error, error) {
-	if len(lost) == 0 {
-		return outs, errs, nil
-	}
-	allOuts := make([]hookbox.Outcome, len(evs))
-	allErrs := make([]error, len(evs))
-	j, k := 0, 0
-	for i := range evs {
-		if k < len(lost) && lost[k] == i {
-			allOuts[i] = hookbox.Outcome{ID: evs[i].ID, Owner: evs[i].LeaseOwner, Attempt: evs[i].Attempts}
-			allErrs[i] = hookbox.ErrLeaseLost
-			k++
-			continue
-		}
-		allOuts[i], allErrs[i] = outs[j], errs[j]
-		j++
-	}
-	return allOuts, allErrs, nil
 }
 
 // finishTx applies each outcome guarded by owner and status, and records

@@ -66,24 +66,43 @@ const maxCached = 64
 
 // get returns a prepared statement for q, or nil when the cache is full.
 // It must not be called inside a writer transaction.
+//
+// The lock is not held while preparing, which waits for the writer: a
+// transaction holding the writer may call lookup meanwhile.
 func (c *stmtCache) get(ctx context.Context, q string) (*sql.Stmt, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.stmts[q]; ok {
+	st, ok := c.stmts[q]
+	full := len(c.stmts) >= maxCached
+	c.mu.Unlock()
+	if ok {
 		return st, nil
 	}
-	if len(c.stmts) >= maxCached {
+	if full {
 		return nil, nil
 	}
 	st, err := c.db.PrepareContext(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev, ok := c.stmts[q]; ok {
+		st.Close() // prepared meanwhile by another caller
+		return prev, nil
+	}
 	if c.stmts == nil {
 		c.stmts = map[string]*sql.Stmt{}
 	}
 	c.stmts[q] = st
 	return st, nil
+}
+
+// lookup returns the cached statement for q, or nil: it never prepares,
+// so it may be called inside a writer transaction.
+func (c *stmtCache) lookup(q string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stmts[q]
 }
 
 // query runs q in tx through the cached statement st, or unprepared if

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/queue"
 )
 
 // QueueStore is a store that is also a queue, as both implementations are.
@@ -234,7 +235,7 @@ func keyExists(t *testing.T, q QueueStore, key string) bool {
 	// Read through Work on a throwaway event to stay inside the interface.
 	ingest(t, q, Delivery("probe", key))
 	evs := claim(t, q, time.Now(), 1, "probe")
-	_, _, err := q.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	_, _, err := Work(q, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		var n int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM effect_keys WHERE scope = $1 AND key = $2`, "test", key).Scan(&n); err != nil {
 			t.Errorf("probe: %v", err)
@@ -251,7 +252,7 @@ func keyExists(t *testing.T, q QueueStore, key string) bool {
 func testWorkCommitsWithDone(t *testing.T, q QueueStore) {
 	ingest(t, q, Delivery("w", "1"), Delivery("w", "2"))
 	evs := claim(t, q, time.Now(), 2, "w")
-	outs, errs, err := q.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	outs, errs, err := Work(q, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if err := claimKey(ctx, tx, "k"+ev.DeliveryID); err != nil {
 			t.Errorf("handler write: %v", err)
 		}
@@ -276,7 +277,7 @@ func testWorkRollsBackOnFailure(t *testing.T, q QueueStore) {
 	ingest(t, q, Delivery("wf", "ok"), Delivery("wf", "bad"))
 	evs := claim(t, q, time.Now(), 2, "wf")
 	retryAt := time.Now().Add(time.Hour)
-	_, errs, err := q.Work(context.Background(), evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	_, errs, err := Work(q, evs, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if err := claimKey(ctx, tx, "wf-"+ev.DeliveryID); err != nil {
 			t.Errorf("handler write: %v", err)
 		}
@@ -316,7 +317,7 @@ func testWorkSkipsLostLease(t *testing.T, q QueueStore) {
 	old := claim(t, q, now, 1, "wl")
 	claim(t, q, now.Add(2*time.Minute), 1, "wl") // taken over
 	ran := false
-	_, errs, err := q.Work(context.Background(), old, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+	_, errs, err := Work(q, old, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		ran = true
 		return outcome(*ev, hookbox.StatusDone, time.Now())
 	})
@@ -364,7 +365,7 @@ func testClaimWork(t *testing.T, q QueueStore) {
 	ingest(t, q, Delivery("cw", "ok"), Delivery("cw", "bad"), Delivery("cw", "later"))
 	owner := fmt.Sprint("cw-", claimSeq.Add(1))
 	retryAt := time.Now().Add(time.Hour)
-	evs, outs, errs, err := q.ClaimWork(context.Background(), hookbox.ClaimParams{
+	evs, outs, errs, err := ClaimWork(q, hookbox.ClaimParams{
 		Owner: owner, Limit: 10, Lease: time.Minute, Sources: []string{"cw"},
 	}, func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		switch ev.DeliveryID {
@@ -406,4 +407,45 @@ func testClaimWork(t *testing.T, q QueueStore) {
 	if !keyExists(t, q, "cw-ok") || keyExists(t, q, "cw-bad") {
 		t.Error("handler writes: the done one must stay, the failed one must go")
 	}
+}
+
+// runner runs the queue core over q; a handler that breaks its transaction
+// is charged a retry an hour later.
+func runner(q hookbox.Queue) *queue.Runner {
+	return &queue.Runner{Queue: q, Charge: func(ev *hookbox.Event, start time.Time, err error) hookbox.Outcome {
+		o := outcome(*ev, hookbox.StatusPending, time.Now().Add(time.Hour))
+		o.StartedAt, o.Error = start, err.Error()
+		return o
+	}}
+}
+
+// Work is queue.Runner Work over q with its results split into outcomes
+// and errors, for tests of a store's work primitives.
+func Work(q hookbox.Queue, evs []hookbox.Event, fn hookbox.WorkFunc) ([]hookbox.Outcome, []error, error) {
+	res, err := runner(q).Work(context.Background(), evs, fn)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, outs, errs := split(res)
+	return outs, errs, nil
+}
+
+// ClaimWork is queue.Runner ClaimWork over q with its results split.
+func ClaimWork(q hookbox.Queue, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]hookbox.Event, []hookbox.Outcome, []error, error) {
+	res, err := runner(q).ClaimWork(context.Background(), p, fn)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	evs, outs, errs := split(res)
+	return evs, outs, errs, nil
+}
+
+func split(res []queue.Result) ([]hookbox.Event, []hookbox.Outcome, []error) {
+	evs := make([]hookbox.Event, len(res))
+	outs := make([]hookbox.Outcome, len(res))
+	errs := make([]error, len(res))
+	for i, r := range res {
+		evs[i], outs[i], errs[i] = r.Event, r.Outcome, r.Err
+	}
+	return evs, outs, errs
 }

@@ -35,12 +35,43 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/groupcommit"
+	"github.com/hookbox/hookbox/queue"
 )
 
-// Handler is a Go handler. Writes it makes through tx commit with the
-// event's done; an error rolls them back and schedules a retry (or dead, for
-// a Permanent error); a panic counts as a failed attempt.
+// Handler is a Go handler that only writes to the database. Writes it makes
+// through tx commit with the event's done; an error rolls them back and
+// schedules a retry (or dead, for a Permanent error); a panic counts as a
+// failed attempt. It runs while the store's transaction is open (on
+// SQLite, holding the database's only write lock), several events to a
+// transaction: it must not wait on anything outside the database. A
+// handler that calls other services is registered with HandlePhases.
 type Handler func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error
+
+// Phases is a Go handler in two phases, for work that calls other
+// services as well as writing to the database.
+type Phases struct {
+	// Prepare runs first, outside any transaction, under the event's
+	// lease: it may call other services, and must be safe to repeat (pass
+	// effect.IdempotencyKey to services that deduplicate). Its result is
+	// handed to Apply. An error fails the attempt.
+	Prepare func(ctx context.Context, ev *hookbox.Event) (any, error)
+	// Apply runs in the transaction that marks the event done, with what
+	// Prepare returned; it may only write to the database. nil marks the
+	// event done once Prepare succeeds.
+	Apply func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, prepared any) error
+}
+
+// TwoPhase builds Phases from a typed prepare and apply.
+func TwoPhase[T any](prepare func(ctx context.Context, ev *hookbox.Event) (T, error),
+	apply func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, prepared T) error) Phases {
+	return Phases{
+		Prepare: func(ctx context.Context, ev *hookbox.Event) (any, error) { return prepare(ctx, ev) },
+		Apply: func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, prepared any) error {
+			v, _ := prepared.(T)
+			return apply(ctx, tx, ev, v)
+		},
+	}
+}
 
 // Target performs an event's work outside any transaction: forwarding it,
 // running a command, calling another service. nil means done.
@@ -81,14 +112,25 @@ type Options struct {
 	Logger *slog.Logger
 	// OnAttempt, if set, is called after each attempt is recorded.
 	OnAttempt func(ev *hookbox.Event, o hookbox.Outcome, err error)
+	// Redact, if set, masks secrets in error text before it is stored.
+	Redact func(string) string
 }
 
 // route is what runs a source's events.
 type route struct {
 	policy   Policy
 	handlers map[string]Handler // by event type; "" matches any
+	phased   map[string]Phases  // by event type; "" matches any
 	target   Target
 }
+
+// leased reports whether the route's events are claimed with a committed
+// lease and worked outside a transaction first (targets, two-phase
+// handlers) rather than picked and run inside one.
+func (r *route) leased() bool { return r.target != nil || len(r.phased) > 0 }
+
+// hasWork reports whether anything is registered to run the route's events.
+func (r *route) hasWork() bool { return r.leased() || len(r.handlers) > 0 }
 
 // Pool runs the work for events of the sources routed to it.
 type Pool struct {
@@ -100,16 +142,24 @@ type Pool struct {
 	routes map[string]*route
 
 	wake       chan struct{}
-	extraWakes []chan struct{} // one per txLoop, fixed at Start
+	extraWakes []chan struct{} // one per extra txLoop, made by New
 	seq        atomic.Int64
 	id         string
 	cancel     context.CancelFunc // stops claiming
 	abort      context.CancelFunc // cancels running work
-	wg         sync.WaitGroup
+	stopExtend context.CancelFunc // stops extending leases, once no work runs
+	wg         sync.WaitGroup     // claim loops and the work they started
+	extendDone chan struct{}
+	runner     queue.Runner
 	finish     *groupcommit.Committer[hookbox.Outcome, error]
+	apply      *groupcommit.Committer[prepared, queue.Result]
 	leases     leaseSet
 	slots      chan struct{}
 	started    bool
+
+	// recovering counts the claims for Go handlers still to be made one
+	// event at a time with a committed lease; see Start.
+	recovering atomic.Int64
 
 	shortestLease time.Duration // extendLoop runs every third of it
 
@@ -156,6 +206,10 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		leases: leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
 		slots:  make(chan struct{}, opts.Concurrency),
 	}
+	for range opts.TxWorkers - 1 {
+		p.extraWakes = append(p.extraWakes, make(chan struct{}, 1))
+	}
+	p.runner = queue.Runner{Queue: q, Charge: p.charge}
 	p.txClaim.Store(int64(opts.BatchSize))
 	return p
 }
@@ -163,7 +217,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 func (p *Pool) route(source string) *route {
 	r, ok := p.routes[source]
 	if !ok {
-		r = &route{policy: DefaultPolicy, handlers: map[string]Handler{}}
+		r = &route{policy: DefaultPolicy, handlers: map[string]Handler{}, phased: map[string]Phases{}}
 		p.routes[source] = r
 	}
 	return r
@@ -183,15 +237,44 @@ func (p *Pool) Handle(source, eventType string, h Handler) {
 	r.handlers[eventType] = h
 }
 
+// HandlePhases registers a two-phase handler for events of source with the
+// given type ("" for any type without a handler of its own). Once a source
+// has one, all its events are claimed with a lease and prepared outside any
+// transaction; handlers registered with Handle run as Apply alone.
+func (p *Pool) HandlePhases(source, eventType string, h Phases) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.route(source)
+	if r.target != nil {
+		panic(fmt.Sprintf("worker: source %q already has a target", source))
+	}
+	r.phased[eventType] = h
+}
+
 // Route sends every event of source to t.
 func (p *Pool) Route(source string, t Target) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.route(source)
-	if len(r.handlers) > 0 {
+	if len(r.handlers) > 0 || len(r.phased) > 0 {
 		panic(fmt.Sprintf("worker: source %q already has Go handlers", source))
 	}
 	r.target = t
+}
+
+// handlerFor returns what runs an event of type eventType of route r: a
+// two-phase handler (ok) or an apply-only one; both zero mark it done.
+func (r *route) handlerFor(eventType string) (ph Phases, phased bool, h Handler) {
+	if ph, ok := r.phased[eventType]; ok {
+		return ph, true, nil
+	}
+	if h := r.handlers[eventType]; h != nil {
+		return Phases{}, false, h
+	}
+	if ph, ok := r.phased[""]; ok {
+		return ph, true, nil
+	}
+	return Phases{}, false, r.handlers[""]
 }
 
 // SetPolicy sets the retry policy of source; zero fields take defaults.
@@ -216,6 +299,16 @@ func (p *Pool) Notify() {
 }
 
 // Start begins claiming. Handle and Route must not be called after it.
+//
+// A process that dies while a Go handler runs (os.Exit, a fatal runtime
+// error, the OOM killer) leaves no trace of the attempt when the handler
+// ran in a transaction that picked its event without a lease: the event
+// would crash the next process too, forever. So every pool starts in
+// recovery: its first BatchSize × TxWorkers events for Go handlers (at
+// least as many as a pool can have in flight, and a crashed one's are the
+// first due) are claimed one at a time with a committed, counted lease.
+// An event that kills the process is then charged an attempt each time,
+// and goes dead after its last, while no other event is charged for it.
 func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -225,22 +318,25 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.started = true
 	runCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
 	claimCtx, cancel := context.WithCancel(ctx)
-	p.cancel, p.abort = cancel, abort
+	extendCtx, stopExtend := context.WithCancel(context.WithoutCancel(ctx))
+	p.cancel, p.abort, p.stopExtend = cancel, abort, stopExtend
 	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
+	p.apply = groupcommit.New(p.applyBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
+	p.recovering.Store(int64(p.opts.BatchSize * p.opts.TxWorkers))
 
-	var txSources, targetSources, strict []string
+	var txSources, leasedSources, strict []string
 	p.shortestLease = 0
 	for name, r := range p.routes {
 		if l := p.lease(r.policy); p.shortestLease == 0 || l < p.shortestLease {
 			p.shortestLease = l
 		}
 		switch {
-		case r.target == nil && len(r.handlers) == 0:
+		case !r.hasWork():
 			continue // a policy alone: nothing registered to run its events
 		case r.policy.Strict:
 			strict = append(strict, name)
-		case r.target != nil:
-			targetSources = append(targetSources, name)
+		case r.leased():
+			leasedSources = append(leasedSources, name)
 		default:
 			txSources = append(txSources, name)
 		}
@@ -249,21 +345,24 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.shortestLease = p.lease(DefaultPolicy)
 	}
 	if len(txSources) > 0 {
-		for range p.opts.TxWorkers - 1 {
-			w := make(chan struct{}, 1)
-			p.extraWakes = append(p.extraWakes, w)
+		for _, w := range p.extraWakes {
 			p.wg.Add(1)
 			go func() { defer p.wg.Done(); p.txLoop(claimCtx, runCtx, txSources, w) }()
 		}
 	}
-	p.wg.Add(2)
-	go func() { defer p.wg.Done(); p.claimLoop(claimCtx, runCtx, txSources, targetSources, strict) }()
-	go func() { defer p.wg.Done(); p.extendLoop(claimCtx) }()
+	p.wg.Add(1)
+	go func() { defer p.wg.Done(); p.claimLoop(claimCtx, runCtx, txSources, leasedSources, strict) }()
+	p.extendDone = make(chan struct{})
+	go func() { defer close(p.extendDone); p.extendLoop(extendCtx) }()
 	return nil
 }
 
+// InFlight is the number of events this pool is working now.
+func (p *Pool) InFlight() int { return p.leases.count() }
+
 // Stop stops claiming, lets running work finish until ctx ends, then
 // cancels it; cancelled attempts release their events for a prompt retry.
+// Leases stay extended until the last running handler or target returns.
 func (p *Pool) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	started := p.started
@@ -283,7 +382,10 @@ func (p *Pool) Stop(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	p.abort()
+	p.apply.Close()
 	p.finish.Close()
+	p.stopExtend()
+	<-p.extendDone
 	return err
 }
 
@@ -295,7 +397,7 @@ func (p *Pool) owner() string { return fmt.Sprintf("%s-%d", p.id, p.seq.Add(1)) 
 func (p *Pool) lease(pol Policy) time.Duration { return max(2*pol.Timeout, time.Second) }
 
 // claimLoop claims and dispatches until claimCtx ends.
-func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, targetSources, strict []string) {
+func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSources, strict []string) {
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
 	poll := time.NewTimer(0)
@@ -307,20 +409,20 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, targetSour
 			busy = busy || full
 			p.logErr("claim and run handlers", err)
 		}
-		if len(targetSources) > 0 {
+		if len(leasedSources) > 0 {
 			free := p.opts.Concurrency - len(p.slots)
 			if free > 0 {
-				n, err := p.runTargets(claimCtx, runCtx, &inflight, targetSources, false, min(free, p.opts.BatchSize))
+				n, err := p.runTargets(claimCtx, runCtx, &inflight, leasedSources, false, min(free, p.opts.BatchSize))
 				busy = busy || n == min(free, p.opts.BatchSize)
 				p.logErr("claim for targets", err)
 			}
 		}
 		for _, src := range strict {
 			p.mu.Lock()
-			isTarget := p.routes[src].target != nil
+			leased := p.routes[src].leased()
 			p.mu.Unlock()
 			var err error
-			if isTarget {
+			if leased {
 				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1)
 			} else {
 				_, err = p.runTx(claimCtx, runCtx, []string{src}, true)
@@ -428,9 +530,15 @@ func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake
 // runTx claims a batch for Go handlers and works it in transactions of at
 // most TxBudget each. It reports whether the claim took as many events as
 // it asked for (so more may be due).
+//
+// A plain claim picks, runs and finishes in one transaction (queue.Runner
+// ClaimWork): one row write per event. A strict claim, and every claim
+// while the pool is recovering (see Start), leases one event with a
+// committed lease first and works it after.
 func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (full bool, err error) {
 	limit := p.txLimit()
-	if strict {
+	leased := strict || p.recovering.Load() > 0
+	if leased {
 		limit = 1
 	}
 	// The first transaction claims and runs handlers together; what its
@@ -446,72 +554,172 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 			return hookbox.Outcome{} // not run: left for the next transaction
 		}
 		ran++
-		return p.runHandler(runCtx, tx, ev)
+		return p.runHandler(runCtx, tx, ev, nil)
 	}
 	deadline = time.Now().Add(p.opts.TxBudget)
 	lease := p.lease(p.maxTimeout(sources))
-	evs, outs, errs, err := p.q.ClaimWork(dbCtx, hookbox.ClaimParams{
-		Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict,
-	}, work)
-	if err != nil || len(evs) == 0 {
-		return false, err
+	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict}
+	var res []queue.Result
+	if leased {
+		var evs []hookbox.Event
+		evs, err = p.q.Claim(claimCtx, params)
+		if err != nil || len(evs) == 0 {
+			if err == nil && !strict {
+				p.recovering.Store(0) // nothing due: nothing left from a crash
+			}
+			return false, err
+		}
+		if !strict {
+			p.recovering.Add(-int64(len(evs)))
+		}
+		p.leases.add(evs, lease)
+		defer p.leases.remove(evs)
+		res, err = p.runner.Work(dbCtx, evs, work)
+		if err != nil {
+			p.release(dbCtx, evs, err)
+			return false, err
+		}
+	} else {
+		res, err = p.runner.ClaimWork(dbCtx, params, work)
+		if err != nil || len(res) == 0 {
+			return false, err
+		}
+		evs := make([]hookbox.Event, len(res))
+		for i := range res {
+			evs[i] = res[i].Event
+		}
+		p.leases.add(evs, lease)
+		defer p.leases.remove(evs)
 	}
-	full = len(evs) == limit
-	p.leases.add(evs, lease)
-	defer p.leases.remove(evs)
+	full = len(res) == limit
 	// Handlers may have queued new events (effect.RecordSend) in the
 	// transaction that just committed: look for them now.
 	p.Notify()
-	rest := p.reportRun(evs, outs, errs)
-	if !strict {
-		p.adaptTxLimit(limit, len(evs), len(evs)-len(rest))
+	rest := p.reportRun(res)
+	if !leased {
+		p.adaptTxLimit(limit, len(res), len(res)-len(rest))
 	}
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
-		outs, errs, err := p.q.Work(dbCtx, rest, work)
+		res, err := p.runner.Work(dbCtx, rest, work)
 		if err != nil {
-			// Nothing was applied; the leases end and the events are
-			// claimed again.
+			// Nothing was applied: give the events back for a retry.
+			p.release(dbCtx, rest, err)
 			return full, err
 		}
 		p.Notify()
-		rest = p.reportRun(rest, outs, errs)
+		rest = p.reportRun(res)
 	}
 	return full, nil
 }
 
-// reportRun reports the events of evs that ran and returns those left
-// unrun, still leased.
-func (p *Pool) reportRun(evs []hookbox.Event, outs []hookbox.Outcome, errs []error) []hookbox.Event {
+// release records a failed attempt, due again soon, for leased events whose
+// work the store could not record; if that fails too, their leases end and
+// they are claimed again.
+func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
+	outs := make([]hookbox.Outcome, len(evs))
+	now := time.Now()
+	for i, ev := range evs {
+		outs[i] = hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusPending,
+			RetryAt: now.Add(time.Second), Error: p.errorText("store failed: " + cause.Error()), StartedAt: now, FinishedAt: now}
+	}
+	if _, err := p.q.Finish(ctx, outs); err != nil {
+		p.logErr("release events after a store failure", err)
+	}
+}
+
+// reportRun reports the events that ran and returns those left unrun,
+// still leased.
+func (p *Pool) reportRun(res []queue.Result) []hookbox.Event {
 	var unrun []hookbox.Event
-	for i, o := range outs {
-		if o.Status == "" && errs[i] == nil {
-			unrun = append(unrun, evs[i])
+	for i := range res {
+		r := &res[i]
+		if !r.Ran() && r.Err == nil {
+			unrun = append(unrun, r.Event)
 			continue
 		}
-		p.report(&evs[i], o, errs[i])
+		p.report(&r.Event, r.Outcome, r.Err)
 	}
 	return unrun
 }
 
-// runHandler runs the handler for ev and turns its result into an outcome.
-func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+// charge is queue.Runner's Charge: the outcome of an attempt whose handler
+// broke its transaction.
+func (p *Pool) charge(ev *hookbox.Event, started time.Time, err error) hookbox.Outcome {
+	return p.outcome(ev, p.policy(ev.Source), started, err)
+}
+
+// runHandler runs the database side of ev's handler in tx and turns its
+// result into an outcome: the Apply of a two-phase handler, with what its
+// Prepare returned (prep), or an apply-only handler.
+func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, prep *prepared) hookbox.Outcome {
 	p.mu.Lock()
 	r := p.routes[ev.Source]
-	h := r.handlers[ev.EventType]
-	if h == nil {
-		h = r.handlers[""]
-	}
+	ph, phased, h := r.handlerFor(ev.EventType)
 	pol := r.policy
 	p.mu.Unlock()
 	start := time.Now()
+	var run func(ctx context.Context) error
+	switch {
+	case phased && ph.Apply != nil:
+		var v any
+		if prep != nil {
+			v, start = prep.value, prep.start
+		}
+		run = func(ctx context.Context) error { return ph.Apply(ctx, tx, ev, v) }
+	case prep != nil:
+		start = prep.start
+	case h != nil:
+		run = func(ctx context.Context) error { return h(ctx, tx, ev) }
+	}
 	var err error
-	if h != nil {
+	if run != nil {
 		hctx, cancel := context.WithTimeout(ctx, pol.Timeout)
-		err = call(func() error { return h(hctx, tx, ev) })
+		err = call(func() error { return run(hctx) })
 		cancel()
 	}
 	return p.released(ctx, p.outcome(ev, pol, start, err))
+}
+
+// prepared is an event whose Prepare phase succeeded, waiting for Apply.
+type prepared struct {
+	ev    hookbox.Event
+	value any
+	start time.Time // when the attempt started (before Prepare)
+}
+
+// applyBatch runs the Apply phase of prepared events in as few
+// transactions as the store allows (queue.Runner Work).
+func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, error) {
+	byID := make(map[int64]*prepared, len(in))
+	evs := make([]hookbox.Event, len(in))
+	for i := range in {
+		byID[in[i].ev.ID] = &in[i]
+		evs[i] = in[i].ev
+	}
+	pos := make(map[int64]int, len(in))
+	for i, ev := range evs {
+		pos[ev.ID] = i
+	}
+	out := make([]queue.Result, len(in))
+	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		return p.runHandler(ctx, tx, ev, byID[ev.ID])
+	}
+	for len(evs) > 0 {
+		res, err := p.runner.Work(context.WithoutCancel(ctx), evs, work)
+		if err != nil {
+			return nil, err
+		}
+		evs = evs[:0:0]
+		for _, r := range res {
+			if !r.Ran() && r.Err == nil {
+				evs = append(evs, r.Event) // over the store's cap: next transaction
+				continue
+			}
+			out[pos[r.Event.ID]] = r
+		}
+	}
+	return out, nil
 }
 
 // released turns the failed outcome of an attempt that shutdown cancelled
@@ -551,9 +759,18 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 		o.RetryAt = now.Add(pol.retryDelay(ev.Attempts, err))
 	}
 	if err != nil {
-		o.Error = truncate(err.Error(), maxErrorText)
+		o.Error = p.errorText(err.Error())
 	}
 	return o
+}
+
+// errorText is the error text stored with an attempt: secrets masked
+// (Options.Redact), then cut to maxErrorText.
+func (p *Pool) errorText(s string) string {
+	if p.opts.Redact != nil {
+		s = p.opts.Redact(s)
+	}
+	return truncate(s, maxErrorText)
 }
 
 // truncate keeps at most n bytes of s: its start and its end (where a
@@ -599,15 +816,39 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	return len(evs), nil
 }
 
-// deliver runs ev's target and records the outcome.
+// deliver runs ev's work outside any transaction, under its lease: a
+// Target, or the Prepare phase of a two-phase handler followed by its Apply
+// in a shared transaction. Then it records the outcome.
 func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) {
 	p.mu.Lock()
 	r := p.routes[ev.Source]
+	ph, phased, _ := r.handlerFor(ev.EventType)
 	p.mu.Unlock()
 	start := time.Now()
+	var value any
+	var err error
 	attemptCtx, cancel := context.WithTimeout(ctx, r.policy.Timeout)
-	err := call(func() error { return r.target.Deliver(attemptCtx, ev) })
+	switch {
+	case r.target != nil:
+		err = call(func() error { return r.target.Deliver(attemptCtx, ev) })
+	case phased && ph.Prepare != nil:
+		err = call(func() error {
+			var err error
+			value, err = ph.Prepare(attemptCtx, ev)
+			return err
+		})
+	}
 	cancel()
+	if r.target == nil && err == nil {
+		res, err := p.apply.Submit(context.WithoutCancel(ctx), prepared{ev: *ev, value: value, start: start})
+		if err != nil {
+			p.log.Error("worker: apply", "event_id", ev.ID, "err", err)
+			p.release(context.WithoutCancel(ctx), []hookbox.Event{*ev}, err)
+			return
+		}
+		p.report(ev, res.Outcome, res.Err)
+		return
+	}
 	o := p.released(ctx, p.outcome(ev, r.policy, start, err))
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
@@ -688,6 +929,12 @@ func (l *leaseSet) remove(evs []hookbox.Event) {
 	for _, e := range evs {
 		delete(l.owners, e.ID)
 	}
+}
+
+func (l *leaseSet) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.owners)
 }
 
 func (l *leaseSet) byOwner() map[string]heldLeases {

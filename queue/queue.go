@@ -1,0 +1,365 @@
+// Package queue runs Go handlers over stored events inside store
+// transactions. It is the one place where claim → run → finish is written;
+// the stores (sqlite, postgres) only offer the primitive steps of
+// hookbox.Queue and hookbox.WorkTx.
+//
+// Guarantees:
+//   - A handler's writes commit together with its event's outcome, or not
+//     at all: each handler runs under its own savepoint, and a failed
+//     attempt rolls back to it.
+//   - One event cannot stall the others. When a handler breaks the shared
+//     transaction (a failed statement it swallowed, a timeout that landed
+//     in the middle of a write), the transaction is rolled back, that
+//     event alone is charged a failed attempt (through Charge, so it goes
+//     dead after its last attempt), and the others run again without it.
+//     When a shared transaction fails at its end and the culprit is not
+//     known, each event is run again in a transaction of its own, and only
+//     those that fail alone are charged.
+//   - Events picked without a lease (ClaimWork) that are left unrun are
+//     leased to the claim's owner before the commit, so they can be worked
+//     later with Work; events that were not run because another event
+//     broke the transaction are left as they were, due, for the next claim.
+//   - Only outcomes of events whose lease is still held are applied; the
+//     others are reported as hookbox.ErrLeaseLost.
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// Result is what became of one event.
+type Result struct {
+	Event hookbox.Event
+	// Outcome is the attempt's outcome as applied. An empty Status means
+	// the event was not run and is still leased to Event.LeaseOwner.
+	Outcome hookbox.Outcome
+	// Err is hookbox.ErrLeaseLost when the outcome was refused (the lease
+	// had moved on) or the event was skipped for that reason.
+	Err error
+}
+
+// Ran reports whether the event was run (its outcome says how it ended).
+func (r Result) Ran() bool { return r.Outcome.Status != "" }
+
+// Runner runs handlers over events of one store.
+type Runner struct {
+	Queue hookbox.Queue
+	// Charge turns an error that ended an attempt outside its handler (the
+	// handler broke the transaction it ran in) into the outcome to record
+	// for ev, whose Attempts is the attempt being charged.
+	Charge func(ev *hookbox.Event, started time.Time, err error) hookbox.Outcome
+}
+
+// errBroken reports that a handler left its transaction unusable.
+var errBroken = errors.New("the handler broke its transaction")
+
+// ClaimWork picks up to p.Limit due events of p.Sources in one transaction,
+// runs fn over them, applies their outcomes and commits: one commit for the
+// batch, one row write per event. Events fn leaves unrun (an empty Status)
+// are leased to p.Owner before the commit; their results have an empty
+// Outcome, for a later Work. p.Strict is not supported: a strict claim
+// must be visible to other processes while it runs, so use Claim and Work.
+func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]Result, error) {
+	wt, err := r.Queue.BeginWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stored, at, err := wt.Pick(ctx, p)
+	if err != nil || len(stored) == 0 {
+		wt.Rollback()
+		return nil, err
+	}
+	until := at.Add(p.Lease)
+	evs := make([]hookbox.Event, len(stored))
+	for i, e := range stored {
+		// The state a claim would have left; only events left unrun get it
+		// written (LeasePicked).
+		e.Status, e.Attempts, e.LeaseOwner = hookbox.StatusProcessing, e.Attempts+1, p.Owner
+		e.NextAttemptAt, e.UpdatedAt = until, at
+		evs[i] = e
+	}
+	outs, broken, err := runAll(ctx, wt, evs, fn)
+	if broken >= 0 {
+		wt.Rollback()
+		res, cerr := r.chargePicked(ctx, stored[broken], evs[broken], err)
+		if cerr != nil {
+			return nil, cerr
+		}
+		return res, nil
+	}
+	if err == nil {
+		err = wt.FinishPicked(ctx, outs)
+	}
+	var unrun []int64
+	for i, o := range outs {
+		if o.Status == "" {
+			unrun = append(unrun, evs[i].ID)
+		}
+	}
+	if err == nil {
+		err = wt.LeasePicked(ctx, unrun, p.Owner, until, at)
+	}
+	if err == nil {
+		err = wt.Commit(ctx)
+	}
+	if err != nil {
+		wt.Rollback()
+		if ranCount(outs) == 0 {
+			return nil, err
+		}
+		// Something the handlers did may have made the end of the shared
+		// transaction fail: find out by working each event alone.
+		return r.isolatePicked(ctx, stored, evs, outs, fn, err)
+	}
+	res := make([]Result, len(evs))
+	for i := range evs {
+		res[i] = Result{Event: evs[i], Outcome: outs[i]}
+	}
+	return res, nil
+}
+
+// Work runs fn over events claimed earlier with a lease (Claim, or left
+// unrun by ClaimWork), in as few transactions as it can: events whose
+// lease was lost are skipped (Err is ErrLeaseLost), and one whose handler
+// breaks the transaction is charged and left out of a new try at the rest.
+// Results are in the order of evs.
+func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc) ([]Result, error) {
+	res := make([]Result, len(evs))
+	for i := range evs {
+		res[i].Event = evs[i]
+	}
+	todo := make([]int, len(evs))
+	for i := range todo {
+		todo[i] = i
+	}
+	for len(todo) > 0 {
+		next, err := r.workOnce(ctx, evs, todo, fn, res)
+		if err != nil {
+			return nil, err
+		}
+		todo = next
+	}
+	return res, nil
+}
+
+// workOnce works evs[todo] in one transaction, filling res. It returns the
+// events to try again: all but the culprit when a handler broke the
+// transaction.
+func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, fn hookbox.WorkFunc, res []Result) ([]int, error) {
+	wt, err := r.Queue.BeginWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	batch := make([]hookbox.Event, len(todo))
+	for k, i := range todo {
+		batch[k] = evs[i]
+	}
+	held, err := wt.Hold(ctx, batch)
+	if err != nil {
+		wt.Rollback()
+		return nil, err
+	}
+	var run []int // positions in todo
+	var runEvs []hookbox.Event
+	for k, i := range todo {
+		if !held[k] {
+			res[i].Outcome = hookbox.Outcome{ID: evs[i].ID, Owner: evs[i].LeaseOwner, Attempt: evs[i].Attempts}
+			res[i].Err = hookbox.ErrLeaseLost
+			continue
+		}
+		run = append(run, k)
+		runEvs = append(runEvs, evs[i])
+	}
+	if len(run) == 0 {
+		wt.Rollback()
+		return nil, nil
+	}
+	outs, broken, err := runAll(ctx, wt, runEvs, fn)
+	if broken >= 0 {
+		wt.Rollback()
+		culprit := todo[run[broken]]
+		if err := r.chargeHeld(ctx, &evs[culprit], err, &res[culprit]); err != nil {
+			return nil, err
+		}
+		var again []int
+		for _, k := range run {
+			if todo[k] != culprit {
+				again = append(again, todo[k])
+			}
+		}
+		return again, nil
+	}
+	var errs []error
+	if err == nil {
+		errs, err = wt.Finish(ctx, outs)
+	}
+	if err == nil {
+		err = wt.Commit(ctx)
+	}
+	if err != nil {
+		wt.Rollback()
+		n := ranCount(outs)
+		if n == 0 {
+			return nil, err
+		}
+		if len(run) == 1 {
+			i := todo[run[0]]
+			return nil, r.chargeHeld(ctx, &evs[i], err, &res[i])
+		}
+		// Work each event that ran alone, to find the one that made the
+		// end of the transaction fail.
+		for j, k := range run {
+			if outs[j].Status == "" {
+				continue // not run: still leased, for a later Work
+			}
+			if _, err := r.workOnce(ctx, evs, []int{todo[k]}, fn, res); err != nil {
+				return nil, err
+			}
+		}
+		return nil, nil
+	}
+	for j, k := range run {
+		i := todo[k]
+		res[i].Outcome, res[i].Err = outs[j], errs[j]
+	}
+	return nil, nil
+}
+
+// runAll runs fn over evs in wt, each under its own savepoint, opened by
+// the handler's first statement (a handler that writes nothing costs
+// none). It stops early when wt can keep no more handlers' writes; the
+// events after that get a zero outcome. When the savepoint of evs[broken]
+// cannot be released or rolled back, the handler broke the transaction:
+// runAll returns at once with that index (else -1) and the error.
+func runAll(ctx context.Context, wt hookbox.WorkTx, evs []hookbox.Event, fn hookbox.WorkFunc) (outs []hookbox.Outcome, broken int, err error) {
+	outs = make([]hookbox.Outcome, len(evs))
+	kept, maxKept := 0, wt.MaxKept()
+	for i := range evs {
+		if maxKept > 0 && kept == maxKept {
+			break
+		}
+		var spErr error
+		htx := wt.Tx(func(ctx context.Context) error {
+			spErr = wt.Savepoint(ctx)
+			return spErr
+		})
+		o := fn(ctx, htx, &evs[i])
+		outs[i] = o
+		if spErr != nil {
+			return outs, i, fmt.Errorf("%w: open savepoint: %v", errBroken, spErr)
+		}
+		if !htx.Used() {
+			continue // nothing reached the database
+		}
+		var err error
+		if o.Status == hookbox.StatusDone {
+			err = wt.Release(ctx)
+			kept++
+		} else {
+			err = wt.RollbackTo(ctx)
+		}
+		if err != nil {
+			return outs, i, fmt.Errorf("%w: %v", errBroken, err)
+		}
+	}
+	return outs, -1, nil
+}
+
+func ranCount(outs []hookbox.Outcome) int {
+	n := 0
+	for _, o := range outs {
+		if o.Status != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// chargeHeld records a failed attempt for a leased event whose handler
+// broke its transaction.
+func (r *Runner) chargeHeld(ctx context.Context, ev *hookbox.Event, cause error, res *Result) error {
+	o := r.Charge(ev, time.Now(), cause)
+	errs, err := r.Queue.Finish(ctx, []hookbox.Outcome{o})
+	if err != nil {
+		return err
+	}
+	res.Outcome, res.Err = o, errs[0]
+	return nil
+}
+
+// chargePicked records a failed attempt for an event that was picked, not
+// leased, by a transaction its handler broke: in a transaction of its own,
+// if nobody has worked the event since. stored is the event as read;
+// claimed is it with the claim's state (the attempt being charged).
+func (r *Runner) chargePicked(ctx context.Context, stored, claimed hookbox.Event, cause error) ([]Result, error) {
+	wt, err := r.Queue.BeginWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer wt.Rollback()
+	ok, err := wt.Repick(ctx, []hookbox.Event{stored})
+	if err != nil || !ok[0] {
+		return nil, err
+	}
+	o := r.Charge(&claimed, time.Now(), cause)
+	if err := wt.FinishPicked(ctx, []hookbox.Outcome{o}); err != nil {
+		return nil, err
+	}
+	if err := wt.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return []Result{{Event: claimed, Outcome: o}}, nil
+}
+
+// isolatePicked works each event of a failed ClaimWork transaction that ran
+// in a transaction of its own, charging those that fail alone. Events that
+// were not run stay as they were, due again.
+func (r *Runner) isolatePicked(ctx context.Context, stored, claimed []hookbox.Event, outs []hookbox.Outcome, fn hookbox.WorkFunc, cause error) ([]Result, error) {
+	var res []Result
+	for i := range stored {
+		if outs[i].Status == "" {
+			continue
+		}
+		one, err := r.soloPicked(ctx, stored[i], claimed[i], fn)
+		if err != nil {
+			return res, errors.Join(cause, err)
+		}
+		res = append(res, one...)
+	}
+	return res, nil
+}
+
+// soloPicked works one event in a transaction of its own, if nobody has
+// worked it since it was read, and charges it when that fails.
+func (r *Runner) soloPicked(ctx context.Context, stored, claimed hookbox.Event, fn hookbox.WorkFunc) ([]Result, error) {
+	wt, err := r.Queue.BeginWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := wt.Repick(ctx, []hookbox.Event{stored})
+	if err != nil || !ok[0] {
+		wt.Rollback()
+		return nil, err
+	}
+	evs := []hookbox.Event{claimed}
+	outs, broken, err := runAll(ctx, wt, evs, fn)
+	if err == nil && broken < 0 && outs[0].Status != "" {
+		err = wt.FinishPicked(ctx, outs)
+		if err == nil {
+			err = wt.Commit(ctx)
+		}
+		if err == nil {
+			return []Result{{Event: claimed, Outcome: outs[0]}}, nil
+		}
+	}
+	wt.Rollback()
+	if outs == nil || outs[0].Status == "" {
+		return nil, err
+	}
+	return r.chargePicked(ctx, stored, claimed, err)
+}
