@@ -42,6 +42,11 @@ const DefaultDB = "sqlite:hookbox.db"
 // max_body_bytes for such a source).
 const DefaultMaxBodyBytes = 1 << 20
 
+// MaxRetentionDays is the largest retention_days and payload_retention_days
+// accepted: 100 years. Much larger day counts overflow a time.Duration
+// (from 106,752 days) and would make the purge cutoff lie in the future.
+const MaxRetentionDays = 36500
+
 // Config is the whole file.
 type Config struct {
 	Listen               string  `yaml:"listen"`
@@ -293,6 +298,8 @@ func (c *Config) validate() error {
 	}{{"retention_days", c.RetentionDays}, {"payload_retention_days", c.PayloadRetentionDays}} {
 		if r.days < 0 {
 			bad(r.key, "must be 0 (off) or more")
+		} else if r.days > MaxRetentionDays {
+			bad(r.key, "must be at most %d (100 years); to keep everything, set 0 (off)", MaxRetentionDays)
 		}
 	}
 	if c.MaxBodyBytes < 0 {

@@ -6,6 +6,25 @@ import (
 	"testing"
 )
 
+// TestRetentionDaysCapped: a day count so large that it overflows a
+// time.Duration (200000 days purged everything) is refused, naming the key.
+func TestRetentionDaysCapped(t *testing.T) {
+	for _, key := range []string{"retention_days", "payload_retention_days"} {
+		for _, days := range []string{"36501", "106752", "200000"} {
+			_, err := Parse([]byte(key + ": " + days + "\nsources:\n  - name: a\n    scheme: none\n"))
+			if err == nil || !strings.Contains(err.Error(), key+":") || !strings.Contains(err.Error(), "36500") {
+				t.Errorf("%s: %s: error = %v, want one naming the key and the limit", key, days, err)
+			}
+		}
+		c, err := Parse([]byte(key + ": 36500\nsources:\n  - name: a\n    scheme: none\n"))
+		if err != nil {
+			t.Errorf("%s: 36500: %v", key, err)
+		} else if c.RetentionDays+c.PayloadRetentionDays != MaxRetentionDays {
+			t.Errorf("%s: 36500 read as %+v", key, c)
+		}
+	}
+}
+
 // TestUnknownKeysAllReported: every unknown key is reported, each with its
 // line and the key it probably meant.
 func TestUnknownKeysAllReported(t *testing.T) {
