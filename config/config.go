@@ -14,7 +14,10 @@
 //     ("sources[1].scheme: …").
 //   - Errors never contain a secret or any value taken from the environment,
 //     and never the YAML source lines.
-//   - A Config that Load or Parse returned is valid.
+//   - A Config that Load or Parse returned is valid. Its Warnings list what
+//     works but is probably a mistake, for the process to log at start: a
+//     source running on the example secret written in the file (a
+//     ${NAME:-default} default).
 package config
 
 import (
@@ -63,6 +66,13 @@ type Config struct {
 	// before it is cancelled and its events released (default 30s).
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	Sources         []Source `yaml:"sources"`
+
+	// Warnings are the start-time warnings Load and Parse found: things
+	// that work but are probably not what the operator wants (a source
+	// running on the example secret).
+	// hookbox serve logs each at WARN when it starts. Code that finds more
+	// such things appends to this list.
+	Warnings []string `yaml:"-"`
 
 	// origins records where each expanded string value came from, by key
 	// path; it lets messages avoid repeating values from the environment.
@@ -208,14 +218,15 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse expands and validates a YAML document.
+// Parse expands and validates a YAML document. Its Warnings name each
+// source whose secret is the example default written in the document.
 func Parse(raw []byte) (*Config, error) {
 	c, _, err := parse(raw, os.LookupEnv)
 	return c, err
 }
 
-// parse decodes raw with ${...} expanded in values and validates the
-// result.
+// parse decodes raw with ${...} expanded in values, validates the result
+// and collects the warnings about example secrets.
 func parse(raw []byte, lookup func(string) (string, bool)) (*Config, *decoder, error) {
 	c, d, err := parseUnredacted(raw, lookup)
 	if err != nil {
@@ -226,8 +237,6 @@ func parse(raw []byte, lookup func(string) (string, bool)) (*Config, *decoder, e
 	return c, d, nil
 }
 
-// parseUnredacted is parse without the last-resort redaction; the fuzz test
-// checks that its errors repeat no value.
 func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *decoder, error) {
 	var c Config
 	d, err := decodeYAML(raw, &c, lookup)
@@ -238,6 +247,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	if err := c.validate(); err != nil {
 		return nil, d, err
 	}
+	c.Warnings = c.exampleSecretWarnings()
 	return &c, d, nil
 }
 
@@ -246,8 +256,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 // message.
 const minRedacted = 8
 
-// redact replaces every environment value of minRedacted bytes or more in
-// err's message, as is or as %q would quote it.
+// redact replaces every environment value in err's message.
 func redact(err error, values []string) error {
 	msg := err.Error()
 	changed := false
@@ -266,6 +275,29 @@ func redact(err error, values []string) error {
 		return err
 	}
 	return errors.New(msg)
+}
+
+// exampleSecretWarnings names each source (and the admin token) whose
+// secret came from a ${NAME:-default} default rather than the environment.
+func (c *Config) exampleSecretWarnings() []string {
+	var ws []string
+	if vars := c.origins["admin_token"].defaults; len(vars) > 0 {
+		ws = append(ws, fmt.Sprintf("admin_token is the example value from the config file; set %s", strings.Join(vars, ", ")))
+	}
+	for i, s := range c.Sources {
+		var vars []string
+		for j := range s.Secrets {
+			for _, v := range c.origins[secretPath(i, j)].defaults {
+				if !slices.Contains(vars, v) {
+					vars = append(vars, v)
+				}
+			}
+		}
+		if len(vars) > 0 {
+			ws = append(ws, fmt.Sprintf("source %s uses the example secret from the config file, so anyone who has read that file can forge its deliveries; set %s", c.sourceLabel(i), strings.Join(vars, ", ")))
+		}
+	}
+	return ws
 }
 
 // secretPath is the key path of secret j of source i.

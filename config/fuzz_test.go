@@ -13,9 +13,9 @@ const (
 )
 
 // FuzzExpandSecrets: whatever the document and whatever the environment
-// values (quotes, backslashes, newlines, YAML syntax), no error contains an
-// environment value. Every variable is set to a marked value except those
-// named UNSET… (unset) and EMPTY… (set to ""). The check
+// values (quotes, backslashes, newlines, YAML syntax), no error and no
+// warning contains an environment value. Every variable is set to a marked
+// value except those named UNSET… (unset) and EMPTY… (set to ""). The check
 // runs before the last-resort redaction in parse, so it proves that no
 // message repeats a value in the first place. Seeds are in
 // testdata/fuzz/FuzzExpandSecrets.
@@ -41,6 +41,11 @@ func FuzzExpandSecrets(f *testing.F) {
 				t.Fatalf("error shows an environment value:\n%s", msg)
 			}
 			return
+		}
+		for _, w := range c.Warnings {
+			if strings.Contains(w, secretStart) || strings.Contains(w, secretEnd) {
+				t.Fatalf("warning shows an environment value: %s", w)
+			}
 		}
 		for i, s := range c.Sources {
 			for j, sec := range s.Secrets {

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,5 +96,59 @@ func TestNumbersFromEnvironment(t *testing.T) {
 	}
 	if c.RetentionDays != 14 || c.PayloadRetentionDays != 7 || !c.Sources[0].Strict || c.Sources[0].Policy().Timeout.String() != "3s" {
 		t.Fatalf("config = %+v", c)
+	}
+}
+
+// TestExampleSecretWarnings: a secret that came from a ${VAR:-default}
+// default is reported by source, with the variable to set; one from the
+// environment is not.
+func TestExampleSecretWarnings(t *testing.T) {
+	t.Setenv("HB_POLAR", "whsec_c2VjcmV0")
+	c, err := Parse([]byte(`
+sources:
+  - name: polar
+    scheme: standard-webhooks
+    secrets: ["${HB_POLAR:-whsec_ZXhhbXBsZQ==}"]
+  - name: stripe
+    scheme: stripe
+    secrets: ["${HB_STRIPE_UNSET:-whsec_example}"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 {
+		t.Fatalf("warnings = %q, want one", c.Warnings)
+	}
+	w := c.Warnings[0]
+	if !strings.Contains(w, "stripe") || !strings.Contains(w, "HB_STRIPE_UNSET") || strings.Contains(w, "whsec_example") {
+		t.Fatalf("warning = %q", w)
+	}
+}
+
+// TestExampleConfigIsLoud: the README's example runs on a fresh machine,
+// listens on loopback only, and names every source that runs on an example
+// secret; someone who sets only POLAR_WEBHOOK_SECRET is told about the
+// other three.
+func TestExampleConfigIsLoud(t *testing.T) {
+	for _, v := range []string{"STRIPE_WEBHOOK_SECRET", "GITHUB_WEBHOOK_SECRET", "SHOPIFY_WEBHOOK_SECRET", "HOOKBOX_ADMIN_TOKEN"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("POLAR_WEBHOOK_SECRET", "whsec_c2VjcmV0")
+	c, err := Load(filepath.Join("..", "examples", "hookbox.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.Listen, "127.0.0.1:") {
+		t.Errorf("listen = %q, want loopback only", c.Listen)
+	}
+	all := strings.Join(c.Warnings, "\n")
+	for _, want := range []string{"stripe", "STRIPE_WEBHOOK_SECRET", "github", "GITHUB_WEBHOOK_SECRET", "shopify", "SHOPIFY_WEBHOOK_SECRET"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("warnings do not name %s:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "polar") || strings.Contains(all, "POLAR") {
+		t.Errorf("warnings name polar, whose secret is set:\n%s", all)
 	}
 }
