@@ -17,14 +17,17 @@
 //   - A Config that Load or Parse returned is valid. Its Warnings list what
 //     works but is probably a mistake, for the process to log at start: a
 //     source running on the example secret written in the file (a
-//     ${NAME:-default} default).
+//     ${NAME:-default} default), and a config file holding secrets that
+//     group or others can read.
 package config
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +72,7 @@ type Config struct {
 
 	// Warnings are the start-time warnings Load and Parse found: things
 	// that work but are probably not what the operator wants (a source
-	// running on the example secret).
+	// running on the example secret, a config file others can read).
 	// hookbox serve logs each at WARN when it starts. Code that finds more
 	// such things appends to this list.
 	Warnings []string `yaml:"-"`
@@ -205,15 +208,28 @@ func (d *Duration) UnmarshalYAML(b []byte) error {
 	return d.UnmarshalText([]byte(s))
 }
 
-// Load reads, expands and validates the file at path.
+// Load reads, expands and validates the file at path. Its Warnings add
+// one for a file that holds a secret and is readable by group or others.
 func Load(path string) (*Config, error) {
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c, _, err := parse(raw, os.LookupEnv)
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, d, err := parse(raw, os.LookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if perm := info.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 && holdsSecret(d.origins) {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("config file %s holds secrets and is readable by group or others (mode %04o); run chmod 600 %s", path, perm, path))
 	}
 	return c, nil
 }
@@ -275,6 +291,21 @@ func redact(err error, values []string) error {
 		return err
 	}
 	return errors.New(msg)
+}
+
+// secretKey matches the key paths whose values are secrets.
+var secretKey = regexp.MustCompile(`^(admin_token|sources\[\d+\]\.(secrets\[\d+\]|forward_headers\..*))$`)
+
+// holdsSecret reports whether a secret's text is written in the file, not
+// taken from the environment. A ${NAME:-default} default does not count: it
+// is reported, louder, as an example secret.
+func holdsSecret(origins map[string]origin) bool {
+	for path, o := range origins {
+		if o.literal && secretKey.MatchString(path) {
+			return true
+		}
+	}
+	return false
 }
 
 // exampleSecretWarnings names each source (and the admin token) whose

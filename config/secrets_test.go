@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,5 +151,57 @@ func TestExampleConfigIsLoud(t *testing.T) {
 	}
 	if strings.Contains(all, "polar") || strings.Contains(all, "POLAR") {
 		t.Errorf("warnings name polar, whose secret is set:\n%s", all)
+	}
+}
+
+// TestFileModeWarning: a config file that holds a secret and is readable
+// by group or others is reported with the fix; one that is private, or
+// whose secrets all come from the environment, is not. Nor is one whose
+// only secrets are ${NAME:-default} defaults: those get the louder
+// example-secret warning instead.
+func TestFileModeWarning(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix file modes")
+	}
+	t.Setenv("HB_SECRET", "from-env")
+	literal := "sources:\n  - name: gh\n    scheme: github\n    secrets: [literal-secret]\n"
+	fromEnv := "sources:\n  - name: gh\n    scheme: github\n    secrets: ['${HB_SECRET}']\n"
+	token := "admin_token: literal-token\nsources:\n  - name: a\n    scheme: none\n"
+	header := "sources:\n  - name: a\n    scheme: none\n    forward: http://127.0.0.1:3000\n    forward_headers:\n      X-App-Key: literal-secret\n"
+	example := "sources:\n  - name: gh\n    scheme: github\n    secrets: ['${HB_UNSET_SECRET:-example}']\n"
+	cases := []struct {
+		doc  string
+		mode os.FileMode
+		warn bool
+	}{
+		{literal, 0o644, true},
+		{literal, 0o640, true},
+		{literal, 0o600, false},
+		{literal, 0o400, false},
+		{fromEnv, 0o644, false},
+		{token, 0o604, true},
+		{header, 0o644, true},
+		{example, 0o644, false},
+	}
+	for _, c := range cases {
+		path := filepath.Join(t.TempDir(), "hookbox.yaml")
+		if err := os.WriteFile(path, []byte(c.doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := strings.Join(cfg.Warnings, "\n")
+		got := strings.Contains(all, "chmod 600 "+path)
+		if got != c.warn {
+			t.Errorf("mode %o, %q: warnings %q, want a chmod warning: %v", c.mode, c.doc, cfg.Warnings, c.warn)
+		}
+		if strings.Contains(all, "literal-secret") || strings.Contains(all, "literal-token") {
+			t.Errorf("warning shows the secret: %q", all)
+		}
 	}
 }
