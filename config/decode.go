@@ -447,6 +447,8 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, depth i
 		if !ok {
 			if near := nearest(k, fields); near != "" {
 				d.fail(kpath, mv.Key, "unknown key; did you mean %s?", near)
+			} else if parent := keyOfChild(v.Type(), fields, k); parent != "" {
+				d.fail(kpath, mv.Key, "unknown key here; %s is a key of %s, so move it under %s:", k, parent, parent)
 			} else {
 				d.fail(kpath, mv.Key, "unknown key")
 			}
@@ -454,6 +456,24 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, depth i
 		}
 		d.decode(mv.Value, v.Field(f.index), kpath, depth+1)
 	}
+}
+
+// keyOfChild returns the field of t whose struct (or list of structs) has
+// the key, for a key written one level too high.
+func keyOfChild(t reflect.Type, fs []structField, key string) string {
+	for _, f := range fs {
+		ft := t.Field(f.index).Type
+		for ft.Kind() == reflect.Slice || ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() != reflect.Struct || reflect.PointerTo(ft).Implements(textUnmarshaler) {
+			continue
+		}
+		if _, ok := findField(fieldsOf(ft), key); ok {
+			return f.key
+		}
+	}
+	return ""
 }
 
 func findField(fs []structField, key string) (structField, bool) {

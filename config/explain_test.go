@@ -35,6 +35,7 @@ sources:
     scheme: github
     secret: [x]
     max_atempts: 3
+strict: true
 `))
 	if err == nil {
 		t.Fatal("no error")
@@ -44,6 +45,7 @@ sources:
 		"retension_days (line 2): unknown key; did you mean retention_days?",
 		"sources[0].secret (line 6): unknown key; did you mean secrets?",
 		"sources[0].max_atempts (line 7): unknown key; did you mean max_attempts?",
+		"strict (line 8): unknown key here; strict is a key of sources, so move it under sources:",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error does not say %q:\n%s", want, msg)
