@@ -1,17 +1,35 @@
 // Package config loads hookbox's YAML configuration.
 //
-// Loading expands ${NAME} and ${NAME:-default} from the environment (an unset
-// variable without a default is an error that names it), rejects unknown keys,
-// and validates every value, naming the key at fault ("sources[1].scheme: …").
-// A Config that Load returned is ready to use; error messages never contain a
-// secret's value.
+// Guarantees:
+//   - The file is parsed as YAML before anything is expanded. ${NAME} and
+//     ${NAME:-default} are then expanded inside each parsed value ("$${" is
+//     a literal "${"), so an environment value is never YAML text: quotes,
+//     backslashes and newlines in it are kept exactly, it cannot change the
+//     document's structure, and a ${...} in a comment is not expanded. A
+//     variable set to "" takes its default. An unset variable without a
+//     default is an error naming the variable and the key.
+//   - Every problem is reported, not only the first: each unknown key with
+//     its line and the known key it most resembles, each value of the wrong
+//     type with its key and line, each invalid value with its key
+//     ("sources[1].scheme: …").
+//   - Errors never contain a secret or any value taken from the environment,
+//     and never the YAML source lines.
+//   - A Config that Load or Parse returned is valid. Its Warnings list what
+//     works but is probably a mistake, for the process to log at start: a
+//     source running on the example secret written in the file (a
+//     ${NAME:-default} default), and a config file holding secrets that
+//     group or others can read.
 package config
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +48,11 @@ const DefaultDB = "sqlite:hookbox.db"
 // max_body_bytes for such a source).
 const DefaultMaxBodyBytes = 1 << 20
 
+// MaxRetentionDays is the largest retention_days and payload_retention_days
+// accepted: 100 years. Much larger day counts overflow a time.Duration
+// (from 106,752 days) and would make the purge cutoff lie in the future.
+const MaxRetentionDays = 36500
+
 // Config is the whole file.
 type Config struct {
 	Listen               string  `yaml:"listen"`
@@ -46,6 +69,17 @@ type Config struct {
 	// before it is cancelled and its events released (default 30s).
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	Sources         []Source `yaml:"sources"`
+
+	// Warnings are the start-time warnings Load and Parse found: things
+	// that work but are probably not what the operator wants (a source
+	// running on the example secret, a config file others can read).
+	// hookbox serve logs each at WARN when it starts. Code that finds more
+	// such things appends to this list.
+	Warnings []string `yaml:"-"`
+
+	// origins records where each expanded string value came from, by key
+	// path; it lets messages avoid repeating values from the environment.
+	origins map[string]origin
 }
 
 // Log configures structured logging.
@@ -153,73 +187,166 @@ func (s Source) Verify() verify.Config {
 // Duration is a time.Duration written as "5m", "250ms" in YAML.
 type Duration time.Duration
 
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(b []byte) error {
-	var s string
-	if err := yaml.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	v, err := time.ParseDuration(s)
+// UnmarshalText parses a Go duration string. Its error does not repeat the
+// text, which may have come from the environment.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("not a duration (like 5m or 250ms): %q", s)
+		return errors.New("not a duration: write a number with a unit, like 30s, 5m or 250ms")
 	}
 	*d = Duration(v)
 	return nil
 }
 
-// Load reads, expands and validates the file at path.
+// UnmarshalYAML parses a Go duration string, for callers that decode the
+// type with goccy/go-yaml directly.
+func (d *Duration) UnmarshalYAML(b []byte) error {
+	var s string
+	if err := yaml.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	return d.UnmarshalText([]byte(s))
+}
+
+// Load reads, expands and validates the file at path. Its Warnings add
+// one for a file that holds a secret and is readable by group or others.
 func Load(path string) (*Config, error) {
-	raw, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c, err := Parse(raw)
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, d, err := parse(raw, os.LookupEnv)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if perm := info.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 && holdsSecret(d.origins) {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("config file %s holds secrets and is readable by group or others (mode %04o); run chmod 600 %s", path, perm, path))
 	}
 	return c, nil
 }
 
-// Parse expands and validates a YAML document.
+// Parse expands and validates a YAML document. Its Warnings name each
+// source whose secret is the example default written in the document.
 func Parse(raw []byte) (*Config, error) {
-	expanded, err := expandEnv(string(raw), os.LookupEnv)
+	c, _, err := parse(raw, os.LookupEnv)
+	return c, err
+}
+
+// parse decodes raw with ${...} expanded in values, validates the result
+// and collects the warnings about example secrets.
+func parse(raw []byte, lookup func(string) (string, bool)) (*Config, *decoder, error) {
+	c, d, err := parseUnredacted(raw, lookup)
 	if err != nil {
-		return nil, err
+		// Nothing above repeats a value; this keeps the promise should a
+		// message from another package ever do so.
+		return nil, nil, redact(err, d.envValues)
 	}
+	return c, d, nil
+}
+
+func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *decoder, error) {
 	var c Config
-	if err := yaml.UnmarshalWithOptions([]byte(expanded), &c, yaml.DisallowUnknownField()); err != nil {
-		return nil, errors.New(yaml.FormatError(err, false, true))
+	d, err := decodeYAML(raw, &c, lookup)
+	if err != nil {
+		return nil, d, err
 	}
+	c.origins = d.origins
 	if err := c.validate(); err != nil {
-		return nil, err
+		return nil, d, err
 	}
-	return &c, nil
+	c.Warnings = c.exampleSecretWarnings()
+	return &c, d, nil
 }
 
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
+// minRedacted is the shortest environment value taken out of an error
+// message: shorter ones are not secrets, and removing them would garble the
+// message.
+const minRedacted = 8
 
-// expandEnv replaces ${NAME} and ${NAME:-default}. "$${" escapes a literal
-// "${".
-func expandEnv(s string, lookup func(string) (string, bool)) (string, error) {
-	const escaped = "\x00dollar\x00"
-	s = strings.ReplaceAll(s, "$${", escaped)
-	var missing []string
-	s = envRef.ReplaceAllStringFunc(s, func(ref string) string {
-		m := envRef.FindStringSubmatch(ref)
-		if v, ok := lookup(m[1]); ok && (v != "" || m[2] == "") {
-			return v
+// redact replaces every environment value in err's message.
+func redact(err error, values []string) error {
+	msg := err.Error()
+	changed := false
+	for _, v := range values {
+		if len(v) < minRedacted {
+			continue
 		}
-		if m[2] != "" {
-			return m[3]
+		for _, form := range []string{v, strings.Trim(strconv.Quote(v), `"`)} {
+			if strings.Contains(msg, form) {
+				msg = strings.ReplaceAll(msg, form, "[value from the environment]")
+				changed = true
+			}
 		}
-		missing = append(missing, m[1])
-		return ""
-	})
-	if len(missing) > 0 {
-		return "", fmt.Errorf("environment variable %s is not set (use ${NAME:-default} for a default)", strings.Join(missing, ", "))
 	}
-	return strings.ReplaceAll(s, escaped, "${"), nil
+	if !changed {
+		return err
+	}
+	return errors.New(msg)
 }
+
+// secretKey matches the key paths whose values are secrets.
+var secretKey = regexp.MustCompile(`^(admin_token|sources\[\d+\]\.(secrets\[\d+\]|forward_headers\..*))$`)
+
+// holdsSecret reports whether a secret's text is written in the file, not
+// taken from the environment. A ${NAME:-default} default does not count: it
+// is reported, louder, as an example secret.
+func holdsSecret(origins map[string]origin) bool {
+	for path, o := range origins {
+		if o.literal && secretKey.MatchString(path) {
+			return true
+		}
+	}
+	return false
+}
+
+// exampleSecretWarnings names each source (and the admin token) whose
+// secret came from a ${NAME:-default} default rather than the environment.
+func (c *Config) exampleSecretWarnings() []string {
+	var ws []string
+	if vars := c.origins["admin_token"].defaults; len(vars) > 0 {
+		ws = append(ws, fmt.Sprintf("admin_token is the example value from the config file; set %s", strings.Join(vars, ", ")))
+	}
+	for i, s := range c.Sources {
+		var vars []string
+		for j := range s.Secrets {
+			for _, v := range c.origins[secretPath(i, j)].defaults {
+				if !slices.Contains(vars, v) {
+					vars = append(vars, v)
+				}
+			}
+		}
+		if len(vars) > 0 {
+			ws = append(ws, fmt.Sprintf("source %s uses the example secret from the config file, so anyone who has read that file can forge its deliveries; set %s", c.sourceLabel(i), strings.Join(vars, ", ")))
+		}
+	}
+	return ws
+}
+
+// secretPath is the key path of secret j of source i.
+func secretPath(i, j int) string { return fmt.Sprintf("sources[%d].secrets[%d]", i, j) }
+
+// sourceLabel names source i in messages: by its name when the name is
+// written in the file, else by its index (a value from the environment is
+// never repeated).
+func (c *Config) sourceLabel(i int) string {
+	o := c.origins[fmt.Sprintf("sources[%d].name", i)]
+	if name := c.Sources[i].Name; name != "" && !o.fromEnv && sourceName.MatchString(name) {
+		return name
+	}
+	return fmt.Sprintf("sources[%d]", i)
+}
+
+// schemes are the signature schemes verify knows.
+var schemes = []string{verify.SchemeStandardWebhooks, verify.SchemeStripe, verify.SchemeGitHub, verify.SchemeHMAC, verify.SchemeNone}
 
 var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
@@ -228,11 +355,15 @@ func (c *Config) validate() error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf(key+": "+format, args...))
 	}
-	if c.RetentionDays < 0 {
-		bad("retention_days", "must be 0 (off) or more")
-	}
-	if c.PayloadRetentionDays < 0 {
-		bad("payload_retention_days", "must be 0 (off) or more")
+	for _, r := range []struct {
+		key  string
+		days int
+	}{{"retention_days", c.RetentionDays}, {"payload_retention_days", c.PayloadRetentionDays}} {
+		if r.days < 0 {
+			bad(r.key, "must be 0 (off) or more")
+		} else if r.days > MaxRetentionDays {
+			bad(r.key, "must be at most %d (100 years); to keep everything, set 0 (off)", MaxRetentionDays)
+		}
 	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes", "must be positive")
@@ -240,12 +371,12 @@ func (c *Config) validate() error {
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
-		bad("log.format", "must be text or json, not %q", c.Log.Format)
+		bad("log.format", "must be text or json")
 	}
 	switch c.Log.Level {
 	case "", "debug", "info", "warn", "error":
 	default:
-		bad("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
+		bad("log.level", "must be debug, info, warn or error")
 	}
 	if c.Workers.BatchSize < 0 {
 		bad("workers.batch_size", "must be positive")
@@ -273,24 +404,30 @@ func (c *Config) validate() error {
 	if len(c.Sources) == 0 {
 		bad("sources", "at least one source is required")
 	}
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for i, s := range c.Sources {
 		key := fmt.Sprintf("sources[%d]", i)
 		if !sourceName.MatchString(s.Name) {
-			bad(key+".name", "must be letters, digits, '_', '-' or '.', not %q", s.Name)
-		} else if seen[s.Name] {
-			bad(key+".name", "%q is used by another source", s.Name)
+			bad(key+".name", "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)")
+		} else if first, dup := seen[s.Name]; dup {
+			bad(key+".name", "is the name of sources[%d] too; names must differ", first)
+		} else {
+			seen[s.Name] = i
 		}
-		seen[s.Name] = true
-		if s.Name != "" {
-			key = fmt.Sprintf("sources[%d] (%s)", i, s.Name)
+		key = fmt.Sprintf("sources[%d]", i)
+		if label := c.sourceLabel(i); label != key {
+			key = fmt.Sprintf("%s (%s)", key, label)
 		}
 		for j, sec := range s.Secrets {
 			if sec == "" {
 				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "is empty")
 			}
 		}
-		if _, err := verify.New(s.Verify()); err != nil {
+		// verify's message for an unknown scheme quotes it; the scheme may
+		// have come from the environment.
+		if !slices.Contains(schemes, s.Scheme) && s.Scheme != "" {
+			bad(key+".scheme", "must be %s", strings.Join(schemes, ", "))
+		} else if _, err := verify.New(s.Verify()); err != nil {
 			bad(key, "%v", err)
 		}
 		if s.MaxBodyBytes < 0 {

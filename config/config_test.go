@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,14 +22,22 @@ func TestExampleConfigLoads(t *testing.T) {
 func TestExpandEnv(t *testing.T) {
 	env := map[string]string{"SET": "value", "EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	cases := []struct{ in, want, err string }{
-		{"a ${SET} b", "a value b", ""},
-		{"${UNSET:-fallback}", "fallback", ""},
-		{"${EMPTY:-fallback}", "fallback", ""},
-		{"${EMPTY}", "", ""},
-		{"$${SET} stays", "${SET} stays", ""},
-		{"$SET is not expanded", "$SET is not expanded", ""},
-		{"${UNSET}", "", "UNSET is not set"},
+	cases := []struct {
+		in, want, err string
+		from          origin
+	}{
+		{"a ${SET} b", "a value b", "", origin{literal: true, fromEnv: true}},
+		{"${SET}", "value", "", origin{fromEnv: true}},
+		{"${UNSET:-fallback}", "fallback", "", origin{defaults: []string{"UNSET"}}},
+		{"${EMPTY:-fallback}", "fallback", "", origin{defaults: []string{"EMPTY"}}},
+		{"${UNSET:-}", "", "", origin{}},
+		{"${EMPTY}", "", "", origin{}},
+		{"$${SET} stays", "${SET} stays", "", origin{literal: true}},
+		{"$SET is not expanded", "$SET is not expanded", "", origin{literal: true}},
+		{"${1} ${SET-x} ${", "${1} ${SET-x} ${", "", origin{literal: true}},
+		{`"\${SET}'`, `"\value'`, "", origin{literal: true, fromEnv: true}},
+		{"${UNSET}", "", "UNSET is not set", origin{}},
+		{"${UNSET} ${SET} ${OTHER}", "", "variables UNSET, OTHER are not set", origin{}},
 	}
 	for _, c := range cases {
 		got, err := expandEnv(c.in, lookup)
@@ -38,8 +47,8 @@ func TestExpandEnv(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != c.want {
-			t.Errorf("%q = %q, %v; want %q", c.in, got, err, c.want)
+		if err != nil || got.value != c.want || !reflect.DeepEqual(got.origin, c.from) {
+			t.Errorf("%q = %q %+v, %v; want %q %+v", c.in, got.value, got.origin, err, c.want, c.from)
 		}
 	}
 }

@@ -38,6 +38,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				cfg.RetentionDays = n
 			}
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
+			for _, w := range cfg.Warnings {
+				log.Warn(w)
+			}
 			svc, err := service.New(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
