@@ -102,6 +102,9 @@ RETURNING status`
 // one statement, its own transaction, so no purge holds locks for long.
 func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
 	var res hookbox.PurgeResult
+	if err := hookbox.CheckCutoff(p.Before, time.Now()); err != nil {
+		return res, fmt.Errorf("postgres: purge: %w", err)
+	}
 	states := `('done')`
 	if p.IncludeDead {
 		states = `('done', 'dead')`
@@ -174,6 +177,9 @@ const clearBatch = `UPDATE events SET payload = NULL WHERE id IN (
 // ClearPayloads drops payloads of old done events; see hookbox.Ops. Each
 // batch of 1000 is one statement, its own transaction.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
+	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
+		return 0, fmt.Errorf("postgres: clear payloads: %w", err)
+	}
 	total := 0
 	for {
 		tag, err := s.pool.Exec(ctx, clearBatch, before)

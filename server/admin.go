@@ -302,8 +302,12 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	days, err := strconv.Atoi(q.Get("days"))
-	if err != nil || days < 0 {
-		writeError(w, http.StatusBadRequest, "days: want a whole number of days, 0 or more")
+	if err != nil {
+		days = -1 // not a number: DaysAgo says what it wants
+	}
+	before, err := hookbox.DaysAgo(a.cfg.Now(), days)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "days: "+err.Error())
 		return
 	}
 	dry, err1 := boolParam(q, "dry_run")
@@ -316,7 +320,6 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	before := a.cfg.Now().Add(-time.Duration(days) * 24 * time.Hour)
 	res, err := ops.Purge(r.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dry})
 	if err != nil {
 		a.internal(w, "purge", err)
@@ -393,14 +396,15 @@ func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 }
 
 // ParseTime reads a point in time: empty (none), a duration back from now
-// ("90m", "24h", "7d"), an RFC 3339 time or a date (2006-01-02, UTC).
+// ("90m", "24h", "7d", at most hookbox.MaxDays days), an RFC 3339 time or a
+// date (2006-01-02, UTC).
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 {
+		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 && n <= hookbox.MaxDays {
 			return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
 		}
 	}

@@ -329,6 +329,19 @@ func TestAdminPurge(t *testing.T) {
 				t.Errorf("purge %q = %d, want 400", q, code)
 			}
 		}
+		// Day counts past the cap (meant as "forever") must not wrap
+		// time.Duration into a cut-off in the future and purge everything.
+		for _, q := range []string{"?days=36501", "?days=106752", "?days=200000", "?days=200000&dry_run=true"} {
+			code, body := h.call("POST", "/admin/purge"+q)
+			if code != 400 || !strings.Contains(string(body), "days") || !strings.Contains(string(body), "36500") {
+				t.Errorf("purge %q = %d %s, want 400 naming days and the cap", q, code, body)
+			}
+		}
+		for _, id := range slices.Concat(oldDone, keep) {
+			if !exists(id) {
+				t.Fatalf("a refused purge deleted %d", id)
+			}
+		}
 		var rep server.PurgeReply
 		h.json("POST", "/admin/purge?days=7&dry_run=true&include_dead=true", 200, &rep)
 		if rep.Done != 3 || rep.Dead != 1 || !rep.DryRun || !strings.Contains(rep.Note, "processed again") {
@@ -381,7 +394,8 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"yesterday", "-1h", "-2d", "2025-13-01"} {
+	// Past hookbox.MaxDays a day count would overflow time.Duration.
+	for _, in := range []string{"yesterday", "-1h", "-2d", "2025-13-01", "36501d", "200000d", "Infd", "NaNd"} {
 		if _, err := server.ParseTime(in, now); err == nil {
 			t.Errorf("ParseTime(%q) accepted", in)
 		}

@@ -85,6 +85,9 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 // Purge deletes finished events in batches; see hookbox.Ops.
 func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
 	var res hookbox.PurgeResult
+	if err := hookbox.CheckCutoff(p.Before, time.Now()); err != nil {
+		return res, fmt.Errorf("sqlite: purge: %w", err)
+	}
 	states := `('done')`
 	if p.IncludeDead {
 		states = `('done', 'dead')`
@@ -150,6 +153,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 
 // ClearPayloads drops payloads of old done events; see hookbox.Ops.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
+	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
+		return 0, fmt.Errorf("sqlite: clear payloads: %w", err)
+	}
 	total := 0
 	for {
 		var n int64

@@ -21,15 +21,16 @@ type FullStore interface {
 // retention and statistics.
 func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 	tests := map[string]func(*testing.T, FullStore){
-		"ReplayDeadEndsPending":       testReplayDead,
-		"ReplayDoneNeedsFlag":         testReplayDoneNeedsFlag,
-		"ReplayNeverTouchesInFlight":  testReplayInFlight,
-		"ReplayByFilterAndDryRun":     testReplayFilter,
-		"ReplayManyByFilter":          testReplayMany,
-		"PurgeOnlyOldFinished":        testPurgeOnlyOldFinished,
-		"PurgeDryRunChangesNothing":   testPurgeDryRun,
-		"ClearPayloadsKeepsTheRecord": testClearPayloads,
-		"StatsCountByStatus":          testStats,
+		"ReplayDeadEndsPending":        testReplayDead,
+		"ReplayDoneNeedsFlag":          testReplayDoneNeedsFlag,
+		"ReplayNeverTouchesInFlight":   testReplayInFlight,
+		"ReplayByFilterAndDryRun":      testReplayFilter,
+		"ReplayManyByFilter":           testReplayMany,
+		"PurgeOnlyOldFinished":         testPurgeOnlyOldFinished,
+		"PurgeDryRunChangesNothing":    testPurgeDryRun,
+		"RetentionRefusesFutureCutoff": testRetentionRefusesFutureCutoff,
+		"ClearPayloadsKeepsTheRecord":  testClearPayloads,
+		"StatsCountByStatus":           testStats,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -180,6 +181,26 @@ func testPurgeDryRun(t *testing.T, s FullStore) {
 		if _, err := s.Event(context.Background(), id); err != nil {
 			t.Fatalf("dry run deleted event %d", id)
 		}
+	}
+}
+
+// testRetentionRefusesFutureCutoff: a cut-off later than now (what a day
+// count that overflowed time.Duration produces) is an error, and neither
+// Purge nor ClearPayloads deletes anything with it.
+func testRetentionRefusesFutureCutoff(t *testing.T, s FullStore) {
+	done := finishAs(t, s, "fut", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1")
+	future := time.Now().Add(8295 * 24 * time.Hour) // 200,000 days wrapped around
+	for _, dry := range []bool{true, false} {
+		if res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: future, DryRun: dry}); err == nil {
+			t.Errorf("Purge with a future cut-off (dry %v) = %+v, want an error", dry, res)
+		}
+	}
+	if n, err := s.ClearPayloads(context.Background(), future); err == nil {
+		t.Errorf("ClearPayloads with a future cut-off = %d, want an error", n)
+	}
+	e := status(t, s, done[0])
+	if e.Status != hookbox.StatusDone || len(e.Payload) == 0 {
+		t.Fatalf("event after refused retention: %+v", e)
 	}
 }
 
