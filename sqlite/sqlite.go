@@ -15,7 +15,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +75,8 @@ var (
 )
 
 // Open opens (creating if needed) the database at path and applies pending
-// migrations.
+// migrations. A database file Open creates is readable by its owner only
+// (0600), and so are its -wal and -shm files.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -99,6 +102,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	readers := opts.Readers
 	if readers <= 0 {
 		readers = 4
+	}
+
+	if err := createPrivate(path); err != nil {
+		return nil, err
 	}
 
 	dsn := func(extra ...string) string {
@@ -164,6 +171,22 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.checkpointsDone = make(chan struct{})
 	go s.checkpointLoop()
 	return s, nil
+}
+
+// createPrivate creates the database file at path, empty and readable by
+// its owner only, unless it exists. SQLite gives the -wal and -shm files it
+// creates beside it the main file's permissions, so payloads and signature
+// headers stay private in all three whatever the process umask. An
+// existing file keeps the permissions it has.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // checkpointInterval is how often the background connection copies the WAL
