@@ -368,6 +368,9 @@ func boolParam(q url.Values, name string) (bool, error) {
 // source, type, since, until (see ParseTime), limit and before_id.
 func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status"))}
+	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType)); err != nil {
+		return f, err
+	}
 	if f.Status != "" && !f.Status.Valid() {
 		return f, fmt.Errorf("status: want pending, processing, done or dead")
 	}
@@ -393,6 +396,17 @@ func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 		f.BeforeID = n
 	}
 	return f, nil
+}
+
+// CheckFilterText refuses a text filter (source, event type) that no store
+// could hold: one that is not valid UTF-8 or holds a NUL byte. PostgreSQL
+// refuses such a value outright and SQLite can only match nothing, so both
+// answer it as bad input, named by param.
+func CheckFilterText(param, v string) error {
+	if !storable(v) {
+		return fmt.Errorf("%s: want valid UTF-8 text without NUL bytes", param)
+	}
+	return nil
 }
 
 // ParseTime reads a point in time: empty (none), a duration back from now

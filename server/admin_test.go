@@ -401,3 +401,33 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminRefusesUnstorableFilters: a source or type filter that is not
+// valid UTF-8 or holds a NUL byte is a 400 naming the parameter on both
+// stores (PostgreSQL text refuses such values, which was a 500; SQLite
+// answered 200 with nothing).
+func TestAdminRefusesUnstorableFilters(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		dead := seed(t, h.st, "polar", "t", hookbox.StatusDead, time.Now(), "1")
+		cases := map[string]string{
+			"GET /admin/events?source=%ff":                      "source",
+			"GET /admin/events?source=pol%00ar":                 "source",
+			"GET /admin/events?type=%c3":                        "type",
+			"GET /admin/events?type=a%00":                       "type",
+			"POST /admin/replay?status=dead&source=%fe%ff":      "source",
+			"POST /admin/replay?status=dead&type=%00&dry_run=1": "type",
+		}
+		for req, param := range cases {
+			method, path, _ := strings.Cut(req, " ")
+			code, body := h.call(method, path)
+			if code != 400 || !strings.Contains(string(body), param) {
+				t.Errorf("%s = %d %s, want 400 naming %s", req, code, body, param)
+			}
+		}
+		if h.status(dead[0]) != hookbox.StatusDead {
+			t.Errorf("a refused bulk replay changed the event")
+		}
+	})
+}

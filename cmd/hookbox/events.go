@@ -71,6 +71,9 @@ func (f *filterFlags) empty() bool {
 
 func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
 	out := hookbox.Filter{Source: f.source, EventType: f.eventType, Status: hookbox.Status(f.status)}
+	if err := errors.Join(server.CheckFilterText("--source", f.source), server.CheckFilterText("--type", f.eventType)); err != nil {
+		return out, err
+	}
 	if out.Status != "" && !out.Status.Valid() {
 		return out, fmt.Errorf("--status: want pending, processing, done or dead, not %q", f.status)
 	}

@@ -233,3 +233,31 @@ func TestOpsCommandsHaveHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestFiltersRefuseUnstorableText: --source and --type that are not valid
+// UTF-8 or hold a NUL byte are usage errors naming the flag, on both stores.
+func TestFiltersRefuseUnstorableText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		dead := cliSeed(t, st, "polar", "t", hookbox.StatusDead, time.Now(), "1")
+		cases := [][]string{
+			{"events", "list", "--source", "\xff"},
+			{"events", "list", "--type", "a\x00b"},
+			{"replay", "--status", "dead", "--source", "pol\xc3"},
+			{"replay", "--status", "dead", "--type", "\x00", "--dry-run"},
+		}
+		for _, args := range cases {
+			flag := args[len(args)-2]
+			if flag == "--dry-run" || strings.HasPrefix(flag, "\x00") {
+				flag = args[len(args)-3]
+			}
+			_, _, err := runCLI(t, append(args, "--db", dbURL)...)
+			if err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), "UTF-8") {
+				t.Errorf("%q: err = %v, want a usage error naming %s", args, err, flag)
+			}
+		}
+		if e, err := st.Event(context.Background(), dead[0]); err != nil || e.Status != hookbox.StatusDead {
+			t.Errorf("event after refused replays: %+v, %v", e, err)
+		}
+	})
+}
