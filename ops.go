@@ -58,6 +58,11 @@ type ReplayResult struct {
 	// Skipped are named events left alone: in flight, or done without
 	// IncludeDone, or missing.
 	Skipped []int64 `json:"skipped,omitempty"`
+	// NoPayload are events left alone because payload retention cleared
+	// their payload: replaying one would send an empty body under the
+	// original signature headers. Named events and, in a replay by
+	// filter, every match in a replayable state are reported here.
+	NoPayload []int64 `json:"no_payload,omitempty"`
 }
 
 // PurgeParams say which finished events to delete.

@@ -227,6 +227,8 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "no event "+strconv.FormatInt(id, 10))
 		case err != nil:
 			a.internal(w, "replay", err)
+		case ev.PayloadCleared || len(res.NoPayload) > 0:
+			writeError(w, http.StatusConflict, NoPayloadReason)
 		default:
 			writeError(w, http.StatusConflict, SkipReason(ev.Status, includeDone))
 		}
@@ -236,6 +238,11 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 	a.notify()
 	writeJSON(w, http.StatusOK, ReplayReply{ReplayResult: res})
 }
+
+// NoPayloadReason says why an event whose payload was cleared is never
+// replayed.
+const NoPayloadReason = "the event's payload was cleared by payload retention (payload_retention_days); " +
+	"replaying it would send an empty body under the original signature headers, so it is not replayed"
 
 // SkipReason says why a replay left an event in status st alone.
 func SkipReason(st hookbox.Status, includeDone bool) string {

@@ -431,3 +431,48 @@ func TestAdminRefusesUnstorableFilters(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminReplayClearedPayload: an event whose payload payload retention
+// cleared is not replayed (it would be sent as an empty body under the
+// original signature headers): one by id is a 409 that says why, a bulk
+// replay leaves it out and lists it under no_payload, and the listing
+// says payload_cleared.
+func TestAdminReplayClearedPayload(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		cleared := seed(t, h.st, "polar", "t", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "c1")
+		if _, err := h.st.ClearPayloads(context.Background(), time.Now().Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		dead := seed(t, h.st, "polar", "t", hookbox.StatusDead, time.Now(), "d1")
+		for _, q := range []string{"?include_done=true", ""} {
+			code, body := h.call("POST", fmt.Sprintf("/admin/events/%d/replay%s", cleared[0], q))
+			if code != 409 || !strings.Contains(string(body), "payload was cleared") {
+				t.Errorf("replay of a cleared event (%q) = %d %s, want 409 saying the payload was cleared", q, code, body)
+			}
+		}
+		var rep struct {
+			Replayed  []int64 `json:"replayed"`
+			NoPayload []int64 `json:"no_payload"`
+		}
+		h.json("POST", "/admin/replay?source=polar&include_done=true&dry_run=true", 200, &rep)
+		if !slices.Equal(rep.Replayed, dead) || !slices.Equal(rep.NoPayload, cleared) {
+			t.Errorf("dry bulk replay = %+v", rep)
+		}
+		h.json("POST", "/admin/replay?source=polar&include_done=true", 200, &rep)
+		if !slices.Equal(rep.Replayed, dead) || !slices.Equal(rep.NoPayload, cleared) {
+			t.Errorf("bulk replay = %+v", rep)
+		}
+		if h.status(cleared[0]) != hookbox.StatusDone {
+			t.Errorf("the cleared event was replayed")
+		}
+		var evs []map[string]any
+		h.json("GET", "/admin/events?source=polar", 200, &evs)
+		for _, e := range evs {
+			if want := e["id"] == float64(cleared[0]); (e["payload_cleared"] == true) != want {
+				t.Errorf("listing: event %v payload_cleared = %v, want %v", e["id"], e["payload_cleared"], want)
+			}
+		}
+	})
+}

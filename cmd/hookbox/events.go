@@ -206,7 +206,7 @@ received (pipe it to a file or jq). --json prints {"event": â€¦, "attempts": [â€
 			out := cmd.OutOrStdout()
 			switch {
 			case payload:
-				if d.Payload == nil {
+				if d.Event.PayloadCleared {
 					return fmt.Errorf("event %d: the payload was cleared by payload retention (the id and status are kept)", id)
 				}
 				_, err := out.Write(d.Payload)
@@ -248,7 +248,7 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	}
 	fmt.Fprintf(tw, "created\t%s\n", ts(e.CreatedAt))
 	fmt.Fprintf(tw, "updated\t%s\n", ts(e.UpdatedAt))
-	if d.Payload == nil {
+	if e.PayloadCleared {
 		fmt.Fprintf(tw, "payload\tcleared by payload retention\n")
 	} else {
 		fmt.Fprintf(tw, "payload\t%d bytes (hookbox events show %d --payload prints them)\n", len(d.Payload), e.ID)
