@@ -2,9 +2,16 @@ package hookbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
+
+// ErrNoSchema means a store opened for an existing database only found no
+// hookbox schema there (a mistyped SQLite path, a PostgreSQL schema hookbox
+// never migrated), or one older than this hookbox needs. Such an open
+// creates and migrates nothing; `hookbox migrate` does.
+var ErrNoSchema = errors.New("no hookbox schema")
 
 // MaxDays is the largest day count a retention window, a purge or a
 // replay filter accepts: 100 years, far below the 106,751 days at which

@@ -21,13 +21,16 @@ import (
 )
 
 // openDB opens the store the global flags name (--db, HOOKBOX_DB, the
-// config's db, the default), for commands that read or change events.
+// config's db, the default), for commands that read or change events. It
+// opens an existing hookbox database only: a mistyped path or a database
+// hookbox never migrated is an error saying to run hookbox migrate, not a
+// new empty database that matches no events.
 func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
 	cfg, err := g.loadConfig(false)
 	if err != nil {
 		return nil, err
 	}
-	return service.OpenStore(ctx, g.dbURL(cfg), service.StoreOptions{})
+	return service.OpenStore(ctx, g.dbURL(cfg), service.StoreOptions{Existing: true})
 }
 
 // opsStore is a store with its operator side (replay, purge).

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/server"
@@ -260,4 +262,58 @@ func TestFiltersRefuseUnstorableText(t *testing.T) {
 			t.Errorf("event after refused replays: %+v, %v", e, err)
 		}
 	})
+}
+
+// TestReadCommandsCreateNothing: events list/show, replay and purge given a
+// database without hookbox's schema (a mistyped SQLite path, a shared
+// PostgreSQL schema) say so and what to run, and create nothing: no file,
+// no tables. After hookbox migrate they work.
+func TestReadCommandsCreateNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		path, isSQLite := strings.CutPrefix(dbURL, "sqlite:")
+		for _, args := range [][]string{
+			{"events", "list"},
+			{"events", "list", "--json"},
+			{"events", "show", "1"},
+			{"replay", "1", "--dry-run"},
+			{"replay", "--status", "dead", "--dry-run"},
+			{"replay", "1"},
+			{"purge", "--days", "30", "--dry-run"},
+			{"purge", "--days", "30"},
+		} {
+			out, _, err := runCLI(t, append(args, "--db", dbURL)...)
+			if err == nil || !strings.Contains(err.Error(), "no hookbox database") || !strings.Contains(err.Error(), "hookbox migrate") {
+				t.Errorf("%v: err %v, output %q; want an error saying there is no hookbox database and to run hookbox migrate", args, err, out)
+			}
+		}
+		if isSQLite {
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Fatalf("a read command created the database file: %v", err)
+			}
+		} else {
+			st, err := postgresTables(dbURL)
+			if err != nil || st != 0 {
+				t.Fatalf("a read command created %d tables in the shared schema (%v)", st, err)
+			}
+		}
+		if out := mustCLI(t, "migrate", "--db", dbURL); !strings.Contains(out, "up to date") {
+			t.Errorf("migrate: %q", out)
+		}
+		if out := mustCLI(t, "events", "list", "--db", dbURL); !strings.Contains(out, "no events match") {
+			t.Errorf("events list after migrate: %q", out)
+		}
+	})
+}
+
+// postgresTables counts the tables in the current schema of dbURL.
+func postgresTables(dbURL string) (int, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&n)
+	return n, err
 }
