@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -316,4 +318,48 @@ func postgresTables(dbURL string) (int, error) {
 	var n int
 	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&n)
 	return n, err
+}
+
+// TestHumanOutputEscapesControls: event types, delivery ids, headers and
+// errors come from senders and targets; printed raw, their escape
+// sequences would drive the operator's terminal (clear it, retitle it,
+// hide text, reorder it with bidi overrides). Human output escapes control
+// characters, other non-printing runes and invalid UTF-8.
+func TestHumanOutputEscapesControls(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		hostile := "\x1b[2J\x1b]0;pwned\x07evil\u202etxt.exe\r\u009b"
+		d := hookbox.Delivery{Source: "polar", DeliveryID: "evt_\x1b[8mhidden", EventType: "order." + hostile,
+			Header:  http.Header{"X-Note": {"\x1b[31mred"}, "X-\x1b[1mKey": {"v"}},
+			Payload: []byte("{}"), ReceivedAt: time.Now()}
+		if strings.HasPrefix(dbURL, "sqlite:") {
+			d.EventType += "\xff\xfe" // PostgreSQL text cannot hold invalid UTF-8
+		}
+		ids := storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "target said \x1b[0mno\r\nretry", d)
+		id := fmt.Sprint(ids[0])
+		outputs := map[string]string{
+			"events list": mustCLI(t, "events", "list", "--db", dbURL),
+			"events show": mustCLI(t, "events", "show", id, "--db", dbURL),
+			"replay":      mustCLI(t, "replay", "--source", "polar", "--dry-run", "--db", dbURL),
+		}
+		for name, out := range outputs {
+			if !utf8.ValidString(out) {
+				t.Errorf("%s: output is not valid UTF-8: %q", name, out)
+			}
+			for _, r := range out {
+				if r != '\n' && !unicode.IsPrint(r) {
+					t.Errorf("%s: output holds %U raw:\n%q", name, r, out)
+					break
+				}
+			}
+		}
+		if !strings.Contains(outputs["events list"], `order.\x1b[2J\x1b]0;pwned\x07evil\u202etxt.exe\r\u009b`) {
+			t.Errorf("events list does not show the escaped type:\n%s", outputs["events list"])
+		}
+		for _, want := range []string{`evt_\x1b[8mhidden`, `\x1b[31mred`, `X-\x1b[1mkey`, `target said \x1b[0mno\r\nretry`} {
+			if !strings.Contains(strings.ToLower(outputs["events show"]), strings.ToLower(want)) {
+				t.Errorf("events show lacks %q:\n%s", want, outputs["events show"])
+			}
+		}
+	})
 }

@@ -112,7 +112,7 @@ func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox
 			n, plural(n, "event", "events"), idList(res.NoPayload, 50))
 	}
 	for _, id := range res.Skipped {
-		fmt.Fprintf(w, "skipped %d: %s\n", id, skipReason(ctx, st, id, includeDone))
+		fmt.Fprintf(w, "skipped %d: %s\n", id, printable(skipReason(ctx, st, id, includeDone)))
 	}
 	if dryRun && len(res.Replayed) > 0 {
 		fmt.Fprintln(w, "dry run: nothing was changed")
