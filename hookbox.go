@@ -74,6 +74,10 @@ type Event struct {
 	UpdatedAt     time.Time   `json:"updated_at"`
 	Header        http.Header `json:"headers,omitempty"`
 	Payload       []byte      `json:"-"`
+	// PayloadCleared says payload retention dropped the payload; the id
+	// and status (the dedupe memory) are kept. An empty body is not a
+	// cleared one: its Payload is zero bytes, not nil.
+	PayloadCleared bool `json:"payload_cleared,omitempty"`
 }
 
 // Store is everything a hookbox store does: it keeps events (EventStore),

@@ -2,8 +2,48 @@ package hookbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
+
+// ErrNoSchema means a store opened for an existing database only found no
+// hookbox schema there (a mistyped SQLite path, a PostgreSQL schema hookbox
+// never migrated), or one older than this hookbox needs. Such an open
+// creates and migrates nothing; `hookbox migrate` does.
+var ErrNoSchema = errors.New("no hookbox schema")
+
+// MaxDays is the largest day count a retention window, a purge or a
+// replay filter accepts: 100 years, far below the 106,751 days at which
+// time.Duration wraps around and a cut-off "that many days ago" lands in
+// the future.
+const MaxDays = 36500
+
+// DaysAgo returns the cut-off days whole days before now. A count below 0
+// or above MaxDays is an error, so a large count meant as "forever" can
+// never turn into a cut-off in the future that purges every finished
+// event. Callers prefix the error with the name of their parameter.
+func DaysAgo(now time.Time, days int) (time.Time, error) {
+	if days < 0 || days > MaxDays {
+		return time.Time{}, fmt.Errorf("want a whole number of days from 0 to %d, not %d", MaxDays, days)
+	}
+	cut := now.Add(-time.Duration(days) * 24 * time.Hour)
+	if err := CheckCutoff(cut, now); err != nil {
+		return time.Time{}, err
+	}
+	return cut, nil
+}
+
+// CheckCutoff refuses a retention cut-off later than now. The stores' Purge
+// and ClearPayloads call it as a last guard: no window ends in the future,
+// and one that seems to was computed wrongly.
+func CheckCutoff(before, now time.Time) error {
+	if before.After(now) {
+		return fmt.Errorf("cut-off %s is later than now (%s); a retention window ends in the past",
+			before.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
 
 // ReplayParams select events to put back in the queue.
 type ReplayParams struct {
@@ -25,11 +65,17 @@ type ReplayResult struct {
 	// Skipped are named events left alone: in flight, or done without
 	// IncludeDone, or missing.
 	Skipped []int64 `json:"skipped,omitempty"`
+	// NoPayload are events left alone because payload retention cleared
+	// their payload: replaying one would send an empty body under the
+	// original signature headers. Named events and, in a replay by
+	// filter, every match in a replayable state are reported here.
+	NoPayload []int64 `json:"no_payload,omitempty"`
 }
 
 // PurgeParams say which finished events to delete.
 type PurgeParams struct {
 	// Before deletes finished events whose last change is older than it.
+	// It must not be later than now (see CheckCutoff); DaysAgo computes it.
 	Before time.Time
 	// IncludeDead deletes dead events too; by default they are kept, since
 	// their work never succeeded.
@@ -67,11 +113,13 @@ type Ops interface {
 	// Purge deletes finished events (done, and dead if asked) older than
 	// p.Before, in batches. Pending and processing events are never
 	// deleted. A redelivery of a purged id is stored and worked again.
+	// A p.Before later than now is refused with an error (CheckCutoff).
 	Purge(ctx context.Context, p PurgeParams) (PurgeResult, error)
 
 	// ClearPayloads drops the payload of done events finished before
 	// before, keeping id, status, headers and timestamps (the dedupe
-	// memory). It returns how many payloads it cleared.
+	// memory). It returns how many payloads it cleared. A before later
+	// than now is refused, as in Purge.
 	ClearPayloads(ctx context.Context, before time.Time) (int, error)
 
 	// Stats counts events by status and finds the oldest due event.

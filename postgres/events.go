@@ -328,12 +328,35 @@ func scanEvent(row pgx.Row) (hookbox.Event, error) {
 	return e, nil
 }
 
+// payloadClearedRow scans one more column than scanEvent: whether the
+// payload is NULL, which only payload retention leaves (an empty body is
+// stored as zero bytes).
+type payloadClearedRow struct {
+	row     pgx.Row
+	cleared *bool
+}
+
+func (r payloadClearedRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.cleared)...) }
+
+// scanListedEvent reads one row selected with eventColumns, the payload (or
+// NULL) and payload IS NULL.
+func scanListedEvent(row pgx.Row) (hookbox.Event, error) {
+	var cleared bool
+	e, err := scanEvent(payloadClearedRow{row, &cleared})
+	e.PayloadCleared = cleared
+	return e, err
+}
+
 // Event returns one event with headers and payload. A missing event gives an
-// error matching hookbox.ErrNotFound.
+// error matching hookbox.ErrNotFound. An empty payload is zero bytes, never
+// nil; a cleared one is nil, with PayloadCleared set.
 func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
-	e, err := scanEvent(s.pool.QueryRow(ctx, `SELECT `+eventColumns+`, payload FROM events WHERE id = $1`, id))
+	e, err := scanListedEvent(s.pool.QueryRow(ctx, `SELECT `+eventColumns+`, payload, payload IS NULL FROM events WHERE id = $1`, id))
 	if err != nil {
 		return hookbox.Event{}, queryError(fmt.Sprintf("event %d", id), err)
+	}
+	if !e.PayloadCleared && e.Payload == nil {
+		e.Payload = []byte{}
 	}
 	return e, nil
 }
@@ -346,7 +369,7 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 		limit = hookbox.DefaultListLimit
 	}
 	args = append(args, limit)
-	q := `SELECT ` + eventColumns + `, NULL::bytea FROM events` + where +
+	q := `SELECT ` + eventColumns + `, NULL::bytea, payload IS NULL FROM events` + where +
 		` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
@@ -355,7 +378,7 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 	defer rows.Close()
 	var out []hookbox.Event
 	for rows.Next() {
-		e, err := scanEvent(rows)
+		e, err := scanListedEvent(rows)
 		if err != nil {
 			return nil, queryError("list events", err)
 		}

@@ -51,9 +51,10 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	} else {
 		where += ` AND ` + states
 	}
+	filterArgs := args
 	var q string
 	if p.DryRun {
-		q = `SELECT id FROM events` + where + ` ORDER BY id`
+		q = `SELECT id, payload IS NULL FROM events` + where + ` ORDER BY id`
 	} else {
 		var now any
 		if !p.Now.IsZero() {
@@ -63,9 +64,9 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		at := `COALESCE($` + strconv.Itoa(len(args)) + `::timestamptz, now())`
 		q = `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ` + at + `,
     lease_owner = NULL, last_error = NULL, updated_at = ` + at + `
-WHERE id IN (SELECT id FROM events` + where + ` ORDER BY id FOR NO KEY UPDATE)
-  AND ` + states + `
-RETURNING id`
+WHERE id IN (SELECT id FROM events` + where + ` AND payload IS NOT NULL ORDER BY id FOR NO KEY UPDATE)
+  AND ` + states + ` AND payload IS NOT NULL
+RETURNING id, false`
 	}
 	var res hookbox.ReplayResult
 	rows, err := s.pool.Query(ctx, q, args...)
@@ -75,19 +76,50 @@ RETURNING id`
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var cleared bool
+		if err := rows.Scan(&id, &cleared); err != nil {
 			return hookbox.ReplayResult{}, opError(ctx, "replay", err)
 		}
-		res.Replayed = append(res.Replayed, id)
+		if cleared {
+			res.NoPayload = append(res.NoPayload, id)
+		} else {
+			res.Replayed = append(res.Replayed, id)
+		}
 	}
 	// The statement is its own transaction: it has committed once its rows
 	// are read to the end without error.
 	if err := rows.Err(); err != nil {
 		return hookbox.ReplayResult{}, opError(ctx, "replay", err)
 	}
+	if !p.DryRun {
+		// Events without a payload are never replayed, so they are still
+		// in the state that matched: find them after the update.
+		if res.NoPayload, err = s.clearedIDs(ctx, where, filterArgs); err != nil {
+			return res, opError(ctx, "replay", err)
+		}
+	}
 	slices.Sort(res.Replayed)
-	res.Skipped = hookbox.Missing(p.IDs, res.Replayed)
+	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload))
 	return res, nil
+}
+
+// clearedIDs lists, in id order, the events matching where (a WHERE clause
+// over args) whose payload was cleared.
+func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM events`+where+` AND payload IS NULL ORDER BY id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // purgeBatch deletes up to $2 finished events of the listed states last
@@ -102,6 +134,9 @@ RETURNING status`
 // one statement, its own transaction, so no purge holds locks for long.
 func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
 	var res hookbox.PurgeResult
+	if err := hookbox.CheckCutoff(p.Before, time.Now()); err != nil {
+		return res, fmt.Errorf("postgres: purge: %w", err)
+	}
 	states := `('done')`
 	if p.IncludeDead {
 		states = `('done', 'dead')`
@@ -174,6 +209,9 @@ const clearBatch = `UPDATE events SET payload = NULL WHERE id IN (
 // ClearPayloads drops payloads of old done events; see hookbox.Ops. Each
 // batch of 1000 is one statement, its own transaction.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
+	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
+		return 0, fmt.Errorf("postgres: clear payloads: %w", err)
+	}
 	total := 0
 	for {
 		tag, err := s.pool.Exec(ctx, clearBatch, before)

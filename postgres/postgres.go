@@ -79,6 +79,12 @@ type Options struct {
 	// MaxConns is the largest number of connections the pool opens. Zero
 	// means the URL's pool_max_conns if it has one, else DefaultMaxConns.
 	MaxConns int32
+	// Existing opens an existing hookbox schema only: Open applies no
+	// migrations and creates no table, and a schema without hookbox's
+	// tables or with an older version than this hookbox needs is an error
+	// matching hookbox.ErrNoSchema. For commands that only read or change
+	// existing events, pointed perhaps at a database other apps share.
+	Existing bool
 }
 
 // Store is a hookbox.Store kept in PostgreSQL. It is safe for concurrent use.
@@ -98,7 +104,8 @@ var (
 )
 
 // Open connects to the database at url (a postgres:// URL or a key=value
-// connection string), applies pending migrations and returns the store.
+// connection string), applies pending migrations (unless opts.Existing)
+// and returns the store.
 // Errors never contain the password.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -128,7 +135,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
 	}
 	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}
-	if err := s.migrate(ctx); err != nil {
+	migrate := s.migrate
+	if opts.Existing {
+		migrate = s.checkSchema
+	}
+	if err := migrate(ctx); err != nil {
 		s.db.Close()
 		pool.Close()
 		return nil, err
@@ -175,6 +186,51 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("postgres: migrate schema %q: %w", *schema, err)
 	}
 	return nil
+}
+
+// checkSchema makes sure the current schema holds hookbox's tables at the
+// version this hookbox needs, changing nothing.
+func (s *Store) checkSchema(ctx context.Context) error {
+	var schema *string
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT current_schema(), (SELECT count(*) FROM pg_tables
+        WHERE schemaname = current_schema() AND tablename IN ('events', 'goose_db_version'))`).Scan(&schema, &n)
+	if err != nil {
+		return fmt.Errorf("postgres: open: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	if schema == nil {
+		return noSchema("postgres: no hookbox database: no schema on the search_path exists; create it, then run `hookbox migrate`")
+	}
+	if n < 2 {
+		return noSchema("postgres: no hookbox database in schema %q (no hookbox tables); run `hookbox migrate` or `hookbox serve` first", *schema)
+	}
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub)
+	if err != nil {
+		return fmt.Errorf("postgres: migrations: %w", err)
+	}
+	current, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: schema version of %q: %w", *schema, err)
+	}
+	if current < target {
+		return noSchema("postgres: the hookbox database in schema %q is at schema version %d, this hookbox needs %d; run `hookbox migrate` first", *schema, current, target)
+	}
+	return nil
+}
+
+// schemaError is an error matching hookbox.ErrNoSchema with a message of
+// its own.
+type schemaError struct{ msg string }
+
+func (e *schemaError) Error() string        { return e.msg }
+func (e *schemaError) Is(target error) bool { return target == hookbox.ErrNoSchema }
+
+func noSchema(format string, args ...any) error {
+	return &schemaError{msg: fmt.Sprintf(format, args...)}
 }
 
 // parseError reports a malformed connection string without quoting it: the

@@ -227,6 +227,8 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "no event "+strconv.FormatInt(id, 10))
 		case err != nil:
 			a.internal(w, "replay", err)
+		case ev.PayloadCleared || len(res.NoPayload) > 0:
+			writeError(w, http.StatusConflict, NoPayloadReason)
 		default:
 			writeError(w, http.StatusConflict, SkipReason(ev.Status, includeDone))
 		}
@@ -236,6 +238,11 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 	a.notify()
 	writeJSON(w, http.StatusOK, ReplayReply{ReplayResult: res})
 }
+
+// NoPayloadReason says why an event whose payload was cleared is never
+// replayed.
+const NoPayloadReason = "the event's payload was cleared by payload retention (payload_retention_days); " +
+	"replaying it would send an empty body under the original signature headers, so it is not replayed"
 
 // SkipReason says why a replay left an event in status st alone.
 func SkipReason(st hookbox.Status, includeDone bool) string {
@@ -302,8 +309,12 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	days, err := strconv.Atoi(q.Get("days"))
-	if err != nil || days < 0 {
-		writeError(w, http.StatusBadRequest, "days: want a whole number of days, 0 or more")
+	if err != nil {
+		days = -1 // not a number: DaysAgo says what it wants
+	}
+	before, err := hookbox.DaysAgo(a.cfg.Now(), days)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "days: "+err.Error())
 		return
 	}
 	dry, err1 := boolParam(q, "dry_run")
@@ -316,7 +327,6 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	before := a.cfg.Now().Add(-time.Duration(days) * 24 * time.Hour)
 	res, err := ops.Purge(r.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dry})
 	if err != nil {
 		a.internal(w, "purge", err)
@@ -365,6 +375,9 @@ func boolParam(q url.Values, name string) (bool, error) {
 // source, type, since, until (see ParseTime), limit and before_id.
 func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status"))}
+	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType)); err != nil {
+		return f, err
+	}
 	if f.Status != "" && !f.Status.Valid() {
 		return f, fmt.Errorf("status: want pending, processing, done or dead")
 	}
@@ -392,15 +405,27 @@ func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 	return f, nil
 }
 
+// CheckFilterText refuses a text filter (source, event type) that no store
+// could hold: one that is not valid UTF-8 or holds a NUL byte. PostgreSQL
+// refuses such a value outright and SQLite can only match nothing, so both
+// answer it as bad input, named by param.
+func CheckFilterText(param, v string) error {
+	if !storable(v) {
+		return fmt.Errorf("%s: want valid UTF-8 text without NUL bytes", param)
+	}
+	return nil
+}
+
 // ParseTime reads a point in time: empty (none), a duration back from now
-// ("90m", "24h", "7d"), an RFC 3339 time or a date (2006-01-02, UTC).
+// ("90m", "24h", "7d", at most hookbox.MaxDays days), an RFC 3339 time or a
+// date (2006-01-02, UTC).
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
 	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 {
+		if n, err := strconv.ParseFloat(days, 64); err == nil && n >= 0 && n <= hookbox.MaxDays {
 			return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
 		}
 	}

@@ -329,6 +329,19 @@ func TestAdminPurge(t *testing.T) {
 				t.Errorf("purge %q = %d, want 400", q, code)
 			}
 		}
+		// Day counts past the cap (meant as "forever") must not wrap
+		// time.Duration into a cut-off in the future and purge everything.
+		for _, q := range []string{"?days=36501", "?days=106752", "?days=200000", "?days=200000&dry_run=true"} {
+			code, body := h.call("POST", "/admin/purge"+q)
+			if code != 400 || !strings.Contains(string(body), "days") || !strings.Contains(string(body), "36500") {
+				t.Errorf("purge %q = %d %s, want 400 naming days and the cap", q, code, body)
+			}
+		}
+		for _, id := range slices.Concat(oldDone, keep) {
+			if !exists(id) {
+				t.Fatalf("a refused purge deleted %d", id)
+			}
+		}
 		var rep server.PurgeReply
 		h.json("POST", "/admin/purge?days=7&dry_run=true&include_dead=true", 200, &rep)
 		if rep.Done != 3 || rep.Dead != 1 || !rep.DryRun || !strings.Contains(rep.Note, "processed again") {
@@ -381,9 +394,85 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"yesterday", "-1h", "-2d", "2025-13-01"} {
+	// Past hookbox.MaxDays a day count would overflow time.Duration.
+	for _, in := range []string{"yesterday", "-1h", "-2d", "2025-13-01", "36501d", "200000d", "Infd", "NaNd"} {
 		if _, err := server.ParseTime(in, now); err == nil {
 			t.Errorf("ParseTime(%q) accepted", in)
 		}
 	}
+}
+
+// TestAdminRefusesUnstorableFilters: a source or type filter that is not
+// valid UTF-8 or holds a NUL byte is a 400 naming the parameter on both
+// stores (PostgreSQL text refuses such values, which was a 500; SQLite
+// answered 200 with nothing).
+func TestAdminRefusesUnstorableFilters(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		dead := seed(t, h.st, "polar", "t", hookbox.StatusDead, time.Now(), "1")
+		cases := map[string]string{
+			"GET /admin/events?source=%ff":                      "source",
+			"GET /admin/events?source=pol%00ar":                 "source",
+			"GET /admin/events?type=%c3":                        "type",
+			"GET /admin/events?type=a%00":                       "type",
+			"POST /admin/replay?status=dead&source=%fe%ff":      "source",
+			"POST /admin/replay?status=dead&type=%00&dry_run=1": "type",
+		}
+		for req, param := range cases {
+			method, path, _ := strings.Cut(req, " ")
+			code, body := h.call(method, path)
+			if code != 400 || !strings.Contains(string(body), param) {
+				t.Errorf("%s = %d %s, want 400 naming %s", req, code, body, param)
+			}
+		}
+		if h.status(dead[0]) != hookbox.StatusDead {
+			t.Errorf("a refused bulk replay changed the event")
+		}
+	})
+}
+
+// TestAdminReplayClearedPayload: an event whose payload payload retention
+// cleared is not replayed (it would be sent as an empty body under the
+// original signature headers): one by id is a 409 that says why, a bulk
+// replay leaves it out and lists it under no_payload, and the listing
+// says payload_cleared.
+func TestAdminReplayClearedPayload(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		cleared := seed(t, h.st, "polar", "t", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "c1")
+		if _, err := h.st.ClearPayloads(context.Background(), time.Now().Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		dead := seed(t, h.st, "polar", "t", hookbox.StatusDead, time.Now(), "d1")
+		for _, q := range []string{"?include_done=true", ""} {
+			code, body := h.call("POST", fmt.Sprintf("/admin/events/%d/replay%s", cleared[0], q))
+			if code != 409 || !strings.Contains(string(body), "payload was cleared") {
+				t.Errorf("replay of a cleared event (%q) = %d %s, want 409 saying the payload was cleared", q, code, body)
+			}
+		}
+		var rep struct {
+			Replayed  []int64 `json:"replayed"`
+			NoPayload []int64 `json:"no_payload"`
+		}
+		h.json("POST", "/admin/replay?source=polar&include_done=true&dry_run=true", 200, &rep)
+		if !slices.Equal(rep.Replayed, dead) || !slices.Equal(rep.NoPayload, cleared) {
+			t.Errorf("dry bulk replay = %+v", rep)
+		}
+		h.json("POST", "/admin/replay?source=polar&include_done=true", 200, &rep)
+		if !slices.Equal(rep.Replayed, dead) || !slices.Equal(rep.NoPayload, cleared) {
+			t.Errorf("bulk replay = %+v", rep)
+		}
+		if h.status(cleared[0]) != hookbox.StatusDone {
+			t.Errorf("the cleared event was replayed")
+		}
+		var evs []map[string]any
+		h.json("GET", "/admin/events?source=polar", 200, &evs)
+		for _, e := range evs {
+			if want := e["id"] == float64(cleared[0]); (e["payload_cleared"] == true) != want {
+				t.Errorf("listing: event %v payload_cleared = %v, want %v", e["id"], e["payload_cleared"], want)
+			}
+		}
+	})
 }

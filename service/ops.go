@@ -86,35 +86,56 @@ func (s *Service) retentionLoop(ctx context.Context, every time.Duration, now fu
 	}
 }
 
-// retainOnce applies both retention windows as of now.
+// retainOnce applies both retention windows as of now. A window past
+// hookbox.MaxDays (a count meant as "forever") is refused with an error in
+// the log and applies nothing.
 func (s *Service) retainOnce(ctx context.Context, ops hookbox.Ops, now time.Time) {
-	const day = 24 * time.Hour
 	if days := s.Config.RetentionDays; days > 0 {
-		before := now.Add(-time.Duration(days) * day)
-		res, err := ops.Purge(ctx, hookbox.PurgeParams{Before: before})
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			s.log.Error("retention purge", "err", err)
-		case res.Done+res.Dead > 0:
-			s.log.Info("retention purge", "done", res.Done, "before", before.UTC(), "note", server.PurgeNote)
-		default:
-			s.log.Debug("retention purge: nothing to delete", "before", before.UTC())
-		}
+		s.purgeOld(ctx, ops, now, days)
+	}
+	if ctx.Err() != nil {
+		return
 	}
 	if days := s.Config.PayloadRetentionDays; days > 0 {
-		before := now.Add(-time.Duration(days) * day)
-		n, err := ops.ClearPayloads(ctx, before)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			s.log.Error("payload retention", "err", err)
-		case n > 0:
-			s.log.Info("payload retention: payloads cleared, ids and status kept", "cleared", n, "before", before.UTC())
-		default:
-			s.log.Debug("payload retention: nothing to clear", "before", before.UTC())
-		}
+		s.clearOldPayloads(ctx, ops, now, days)
+	}
+}
+
+// purgeOld deletes done events last changed more than days before now.
+func (s *Service) purgeOld(ctx context.Context, ops hookbox.Ops, now time.Time, days int) {
+	before, err := hookbox.DaysAgo(now, days)
+	if err != nil {
+		s.log.Error("retention purge refused: retention_days (or RETENTION_DAYS): " + err.Error())
+		return
+	}
+	res, err := ops.Purge(ctx, hookbox.PurgeParams{Before: before})
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		s.log.Error("retention purge", "err", err)
+	case res.Done+res.Dead > 0:
+		s.log.Info("retention purge", "done", res.Done, "before", before.UTC(), "note", server.PurgeNote)
+	default:
+		s.log.Debug("retention purge: nothing to delete", "before", before.UTC())
+	}
+}
+
+// clearOldPayloads drops the payloads of done events last changed more
+// than days before now.
+func (s *Service) clearOldPayloads(ctx context.Context, ops hookbox.Ops, now time.Time, days int) {
+	before, err := hookbox.DaysAgo(now, days)
+	if err != nil {
+		s.log.Error("payload retention refused: payload_retention_days: " + err.Error())
+		return
+	}
+	n, err := ops.ClearPayloads(ctx, before)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		s.log.Error("payload retention", "err", err)
+	case n > 0:
+		s.log.Info("payload retention: payloads cleared, ids and status kept", "cleared", n, "before", before.UTC())
+	default:
+		s.log.Debug("payload retention: nothing to clear", "before", before.UTC())
 	}
 }

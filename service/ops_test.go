@@ -594,3 +594,31 @@ func TestRetentionOff(t *testing.T) {
 		t.Fatal("runRetention kept running with retention off")
 	}
 }
+
+// TestRetentionHugeDays: retention_days and payload_retention_days past the
+// cap (meant as "forever"; RETENTION_DAYS sets the first) purge and clear
+// nothing and say why in the log, instead of wrapping into a cut-off in
+// the future that purges every finished event.
+func TestRetentionHugeDays(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ops := needOps(t, st)
+		done := seedFinished(t, st, "a", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1")
+		var logs syncBuffer
+		svc := &Service{
+			Config: &config.Config{RetentionDays: 200000, PayloadRetentionDays: 106752},
+			Store:  st,
+			log:    slog.New(slog.NewJSONHandler(&logs, nil)),
+		}
+		svc.retainOnce(context.Background(), ops, time.Now())
+		e, err := st.Event(context.Background(), done[0])
+		if err != nil || len(e.Payload) == 0 {
+			t.Fatalf("event after retention with huge day counts: %+v, %v", e, err)
+		}
+		for _, want := range []string{"retention_days", "payload_retention_days", "36500"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("log lacks %q:\n%s", want, logs.String())
+			}
+		}
+	})
+}

@@ -13,17 +13,25 @@ import (
 // StoreOptions carry the per-database settings OpenStore passes on.
 type StoreOptions struct {
 	SQLite sqlite.Options
+	// Existing opens an existing hookbox database only, on either store:
+	// nothing is created or migrated, and a database without hookbox's
+	// schema (or with an older one) is an error matching
+	// hookbox.ErrNoSchema.
+	Existing bool
 }
 
 // OpenStore opens the store a database URL names: "sqlite:PATH" (or a path
 // ending in .db) for SQLite, "postgres://…" or "postgresql://…" for
-// PostgreSQL. Migrations are applied before it returns.
+// PostgreSQL. Migrations are applied before it returns, unless
+// opts.Existing.
 func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Store, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return postgres.Open(ctx, url, postgres.Options{})
+		return postgres.Open(ctx, url, postgres.Options{Existing: opts.Existing})
 	case strings.HasPrefix(url, "sqlite:"):
-		return sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"), opts.SQLite)
+		o := opts.SQLite
+		o.Existing = o.Existing || opts.Existing
+		return sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"), o)
 	default:
 		return nil, fmt.Errorf("database URL %q: want sqlite:PATH or postgres://…", redactURL(url))
 	}

@@ -78,7 +78,7 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 			d := &ds[i]
 			hdr := hookbox.EncodeHeader(d.Header)
 			at := millis(d.ReceivedAt)
-			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, d.Payload, at, at, at)
+			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, payloadArg(d.Payload), at, at, at)
 		}
 		t.args = args
 		rows, err := insert.QueryContext(ctx, args...)
@@ -114,6 +114,16 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 	}
 	hookbox.CopyRepeats(rs, first)
 	return rs, nil
+}
+
+// payloadArg binds a payload: the driver binds a nil slice as NULL, which
+// means "cleared by payload retention", so an empty body is bound as a
+// zero-length blob instead.
+func payloadArg(p []byte) []byte {
+	if p == nil {
+		return []byte{}
+	}
+	return p
 }
 
 // Commit commits and, under the FULL promise, waits until the commit is on
@@ -162,9 +172,32 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	return e, nil
 }
 
-// Event returns one event with headers and payload.
+// payloadClearedRow scans one more column than eventColumns: whether the
+// payload is NULL, which only payload retention leaves (an empty body is a
+// zero-length blob).
+type payloadClearedRow struct {
+	row     interface{ Scan(...any) error }
+	cleared *bool
+}
+
+func (r payloadClearedRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.cleared)...) }
+
+// scanListedEvent reads one row selected with eventColumns followed by
+// payload IS NULL.
+func scanListedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
+	var cleared bool
+	e, err := scanEvent(payloadClearedRow{row, &cleared})
+	e.PayloadCleared = cleared
+	return e, err
+}
+
+// Event returns one event with headers and payload. An empty payload is
+// zero bytes, never nil; a cleared one is nil, with PayloadCleared set.
 func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
-	e, err := scanEvent(s.reader.QueryRowContext(ctx, `SELECT `+eventColumns+` FROM events WHERE id = ?`, id))
+	e, err := scanListedEvent(s.reader.QueryRowContext(ctx, `SELECT `+eventColumns+`, payload IS NULL FROM events WHERE id = ?`, id))
+	if err == nil && !e.PayloadCleared && e.Payload == nil {
+		e.Payload = []byte{} // the driver reads a zero-length blob as nil
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return e, fmt.Errorf("event %d: %w", id, hookbox.ErrNotFound)
 	}
@@ -181,7 +214,7 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 	if limit <= 0 {
 		limit = hookbox.DefaultListLimit
 	}
-	q := `SELECT ` + eventColumns + ` FROM events` + where + ` ORDER BY id DESC LIMIT ?`
+	q := `SELECT ` + eventColumns + `, payload IS NULL FROM events` + where + ` ORDER BY id DESC LIMIT ?`
 	q = strings.Replace(q, "headers, payload", "headers, NULL", 1)
 	rows, err := s.reader.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
@@ -190,7 +223,7 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 	defer rows.Close()
 	var out []hookbox.Event
 	for rows.Next() {
-		e, err := scanEvent(rows)
+		e, err := scanListedEvent(rows)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list events: %w", err)
 		}

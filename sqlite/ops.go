@@ -47,8 +47,9 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	var res hookbox.ReplayResult
 	if p.DryRun {
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			ids, err := queryIDs(ctx, tx, `SELECT id FROM events`+where+` ORDER BY id`, args...)
-			res.Replayed = ids
+			var err error
+			res.Replayed, res.NoPayload, err = queryIDsSplit(ctx, tx,
+				`SELECT id, payload IS NULL FROM events`+where+` ORDER BY id`, args...)
 			return err
 		})
 		if err != nil {
@@ -64,7 +65,8 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 			var err error
 			ids, err = queryIDs(ctx, tx, `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ?,
                     lease_owner = NULL, last_error = NULL, updated_at = ?
-                WHERE id IN (SELECT id FROM events`+where+` AND id > ? ORDER BY id LIMIT ?) RETURNING id`,
+                WHERE id IN (SELECT id FROM events`+where+` AND payload IS NOT NULL AND id > ? ORDER BY id LIMIT ?)
+                RETURNING id`,
 				append(append([]any{millis(now), millis(now)}, args...), last, replayBatch)...)
 			return err
 		})
@@ -77,14 +79,26 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		}
 		last = slices.Max(ids)
 	}
+	if !p.DryRun {
+		// Events without a payload are never replayed, so they are still
+		// in the state that matched: find them after the updates.
+		var err error
+		res.NoPayload, err = queryIDs(ctx, s.reader, `SELECT id FROM events`+where+` AND payload IS NULL ORDER BY id`, args...)
+		if err != nil {
+			return res, fmt.Errorf("sqlite: replay: %w", err)
+		}
+	}
 	slices.Sort(res.Replayed)
-	res.Skipped = hookbox.Missing(p.IDs, res.Replayed)
+	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload))
 	return res, nil
 }
 
 // Purge deletes finished events in batches; see hookbox.Ops.
 func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
 	var res hookbox.PurgeResult
+	if err := hookbox.CheckCutoff(p.Before, time.Now()); err != nil {
+		return res, fmt.Errorf("sqlite: purge: %w", err)
+	}
 	states := `('done')`
 	if p.IncludeDead {
 		states = `('done', 'dead')`
@@ -150,6 +164,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 
 // ClearPayloads drops payloads of old done events; see hookbox.Ops.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
+	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
+		return 0, fmt.Errorf("sqlite: clear payloads: %w", err)
+	}
 	total := 0
 	for {
 		var n int64
@@ -201,8 +218,36 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 	return st, nil
 }
 
-func queryIDs(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
+// queryer is a connection pool or a transaction.
+type queryer interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
+
+// queryIDsSplit runs q, which selects an id and whether its payload is
+// NULL, and returns the ids with a payload and those without.
+func queryIDsSplit(ctx context.Context, db queryer, q string, args ...any) (withPayload, without []int64, err error) {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var cleared bool
+		if err := rows.Scan(&id, &cleared); err != nil {
+			return nil, nil, err
+		}
+		if cleared {
+			without = append(without, id)
+		} else {
+			withPayload = append(withPayload, id)
+		}
+	}
+	return withPayload, without, rows.Err()
+}
+
+func queryIDs(ctx context.Context, db queryer, q string, args ...any) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

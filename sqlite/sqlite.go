@@ -15,7 +15,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +47,12 @@ type Options struct {
 	// own, holding the write lock during the disk flush. Slower; it exists
 	// to measure the naive way against the default.
 	InlineSync bool
+	// Existing opens an existing hookbox database only: Open never creates
+	// the file nor applies migrations, and a missing file, a file without
+	// hookbox's tables or with an older schema than this hookbox needs is
+	// an error matching hookbox.ErrNoSchema. For commands that only read
+	// or change existing events.
+	Existing bool
 }
 
 // Store is a hookbox.Store kept in one SQLite file.
@@ -73,7 +81,8 @@ var (
 )
 
 // Open opens (creating if needed) the database at path and applies pending
-// migrations.
+// migrations. A database file Open creates is readable by its owner only
+// (0600), and so are its -wal and -shm files.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -101,6 +110,14 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		readers = 4
 	}
 
+	if opts.Existing {
+		if err := checkSchema(ctx, path, busy); err != nil {
+			return nil, err
+		}
+	} else if err := createPrivate(path); err != nil {
+		return nil, err
+	}
+
 	dsn := func(extra ...string) string {
 		q := url.Values{}
 		q.Add("_pragma", "journal_mode(WAL)")
@@ -111,6 +128,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// temporary file past 64 KiB (a pwrite per page); bulk operations
 		// work in slices so no statement needs a large one.
 		q.Add("_pragma", "temp_store(MEMORY)")
+		if opts.Existing {
+			q.Add("mode", "rw") // never create the file
+		}
 		for i := 0; i+1 < len(extra); i += 2 {
 			q.Add(extra[i], extra[i+1])
 		}
@@ -133,9 +153,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	writer.SetConnMaxIdleTime(0)
 
 	s := &Store{path: path, writer: writer, durable: durable}
-	if err := s.migrate(ctx); err != nil {
-		writer.Close()
-		return nil, err
+	if !opts.Existing {
+		if err := s.migrate(ctx); err != nil {
+			writer.Close()
+			return nil, err
+		}
 	}
 
 	if err := s.prepare(ctx); err != nil {
@@ -164,6 +186,22 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.checkpointsDone = make(chan struct{})
 	go s.checkpointLoop()
 	return s, nil
+}
+
+// createPrivate creates the database file at path, empty and readable by
+// its owner only, unless it exists. SQLite gives the -wal and -shm files it
+// creates beside it the main file's permissions, so payloads and signature
+// headers stay private in all three whatever the process umask. An
+// existing file keeps the permissions it has.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // checkpointInterval is how often the background connection copies the WAL
@@ -198,6 +236,57 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// checkSchema makes sure the file at path exists and holds hookbox's
+// tables at the version this hookbox needs. It opens the file without
+// creating it and only reads: another application's database, or an empty
+// file, is left exactly as it was.
+func checkSchema(ctx context.Context, path string, busy time.Duration) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return noSchema("sqlite: no hookbox database at %s (no such file); run `hookbox migrate` or `hookbox serve` first", path)
+	}
+	q := url.Values{}
+	q.Add("mode", "rw")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "query_only(1)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
+        WHERE type = 'table' AND name IN ('events', 'goose_db_version')`).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if n < 2 {
+		return noSchema("sqlite: no hookbox database at %s (the file has no hookbox tables); run `hookbox migrate` or `hookbox serve` first", path)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"))
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	current, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: schema version of %s: %w", path, err)
+	}
+	if current < target {
+		return noSchema("sqlite: the hookbox database at %s is at schema version %d, this hookbox needs %d; run `hookbox migrate` first", path, current, target)
+	}
+	return nil
+}
+
+// schemaError is an error matching hookbox.ErrNoSchema with a message of
+// its own.
+type schemaError struct{ msg string }
+
+func (e *schemaError) Error() string        { return e.msg }
+func (e *schemaError) Is(target error) bool { return target == hookbox.ErrNoSchema }
+
+func noSchema(format string, args ...any) error {
+	return &schemaError{msg: fmt.Sprintf(format, args...)}
 }
 
 // Close closes both pools.

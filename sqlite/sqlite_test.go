@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -38,4 +39,28 @@ func TestOpsConformance(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// TestFilesArePrivate: the database file and its -wal and -shm files hold
+// payloads and signatures, so only the owner may read them, whatever the
+// process umask.
+func TestFilesArePrivate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Ingest(context.Background(), []hookbox.Delivery{storetest.Delivery("p", "1")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v, want 0600", filepath.Base(name), perm)
+		}
+	}
 }

@@ -21,15 +21,18 @@ type FullStore interface {
 // retention and statistics.
 func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 	tests := map[string]func(*testing.T, FullStore){
-		"ReplayDeadEndsPending":       testReplayDead,
-		"ReplayDoneNeedsFlag":         testReplayDoneNeedsFlag,
-		"ReplayNeverTouchesInFlight":  testReplayInFlight,
-		"ReplayByFilterAndDryRun":     testReplayFilter,
-		"ReplayManyByFilter":          testReplayMany,
-		"PurgeOnlyOldFinished":        testPurgeOnlyOldFinished,
-		"PurgeDryRunChangesNothing":   testPurgeDryRun,
-		"ClearPayloadsKeepsTheRecord": testClearPayloads,
-		"StatsCountByStatus":          testStats,
+		"ReplayDeadEndsPending":        testReplayDead,
+		"ReplayDoneNeedsFlag":          testReplayDoneNeedsFlag,
+		"ReplayNeverTouchesInFlight":   testReplayInFlight,
+		"ReplayByFilterAndDryRun":      testReplayFilter,
+		"ReplayManyByFilter":           testReplayMany,
+		"ReplayRefusesClearedPayload":  testReplayRefusesClearedPayload,
+		"EmptyPayloadIsNotCleared":     testEmptyPayloadIsNotCleared,
+		"PurgeOnlyOldFinished":         testPurgeOnlyOldFinished,
+		"PurgeDryRunChangesNothing":    testPurgeDryRun,
+		"RetentionRefusesFutureCutoff": testRetentionRefusesFutureCutoff,
+		"ClearPayloadsKeepsTheRecord":  testClearPayloads,
+		"StatsCountByStatus":           testStats,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -183,6 +186,26 @@ func testPurgeDryRun(t *testing.T, s FullStore) {
 	}
 }
 
+// testRetentionRefusesFutureCutoff: a cut-off later than now (what a day
+// count that overflowed time.Duration produces) is an error, and neither
+// Purge nor ClearPayloads deletes anything with it.
+func testRetentionRefusesFutureCutoff(t *testing.T, s FullStore) {
+	done := finishAs(t, s, "fut", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1")
+	future := time.Now().Add(8295 * 24 * time.Hour) // 200,000 days wrapped around
+	for _, dry := range []bool{true, false} {
+		if res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: future, DryRun: dry}); err == nil {
+			t.Errorf("Purge with a future cut-off (dry %v) = %+v, want an error", dry, res)
+		}
+	}
+	if n, err := s.ClearPayloads(context.Background(), future); err == nil {
+		t.Errorf("ClearPayloads with a future cut-off = %d, want an error", n)
+	}
+	e := status(t, s, done[0])
+	if e.Status != hookbox.StatusDone || len(e.Payload) == 0 {
+		t.Fatalf("event after refused retention: %+v", e)
+	}
+}
+
 func testClearPayloads(t *testing.T, s FullStore) {
 	old := time.Now().Add(-48 * time.Hour)
 	done := finishAs(t, s, "cp", hookbox.StatusDone, old, "1")
@@ -292,5 +315,101 @@ func testReplayMany(t *testing.T, s FullStore) {
 	}
 	if n := count(t, s, hookbox.Filter{Source: "other", Status: hookbox.StatusDead}); n != 1 {
 		t.Errorf("an event outside the filter was replayed")
+	}
+}
+
+// testReplayRefusesClearedPayload: an event whose payload payload retention
+// cleared is never replayed (it would be sent with an empty body under the
+// original signature headers): named, it is reported in NoPayload; by
+// filter it is left out and counted there; dry runs say the same. Event
+// and Events say the payload was cleared.
+func testReplayRefusesClearedPayload(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	cleared := finishAs(t, s, "np", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1")
+	if n, err := s.ClearPayloads(ctx, time.Now().Add(-time.Hour)); err != nil || n != 1 {
+		t.Fatalf("ClearPayloads = %d, %v", n, err)
+	}
+	kept := finishAs(t, s, "np", hookbox.StatusDone, time.Now(), "2")
+	dead := finishAs(t, s, "np", hookbox.StatusDead, time.Now(), "3")
+
+	if e := status(t, s, cleared[0]); !e.PayloadCleared || e.Payload != nil {
+		t.Errorf("Event of a cleared payload: PayloadCleared %v, payload %q", e.PayloadCleared, e.Payload)
+	}
+	if e := status(t, s, kept[0]); e.PayloadCleared {
+		t.Errorf("Event with its payload says PayloadCleared")
+	}
+	evs, err := s.Events(ctx, hookbox.Filter{Source: "np"})
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("Events = %v, %v", evs, err)
+	}
+	for _, e := range evs {
+		if want := e.ID == cleared[0]; e.PayloadCleared != want {
+			t.Errorf("Events: event %d PayloadCleared = %v, want %v", e.ID, e.PayloadCleared, want)
+		}
+	}
+
+	named := hookbox.ReplayParams{IDs: []int64{cleared[0], kept[0], dead[0]}, IncludeDone: true}
+	bulk := hookbox.ReplayParams{Filter: hookbox.Filter{Source: "np"}, IncludeDone: true}
+	want := []int64{kept[0], dead[0]}
+	slices.Sort(want)
+	for _, p := range []hookbox.ReplayParams{named, bulk} {
+		p.DryRun = true
+		res := replay(t, s, p)
+		if !slices.Equal(res.Replayed, want) || !slices.Equal(res.NoPayload, cleared) || len(res.Skipped) != 0 {
+			t.Errorf("dry replay (ids %v) = %+v, want replayed %v, no payload %v", p.IDs, res, want, cleared)
+		}
+	}
+	for _, id := range slices.Concat(cleared, kept) {
+		if e := status(t, s, id); e.Status != hookbox.StatusDone {
+			t.Fatalf("dry run changed event %d to %s", id, e.Status)
+		}
+	}
+	res := replay(t, s, named)
+	if !slices.Equal(res.Replayed, want) || !slices.Equal(res.NoPayload, cleared) || len(res.Skipped) != 0 {
+		t.Errorf("replay = %+v, want replayed %v, no payload %v", res, want, cleared)
+	}
+	if e := status(t, s, cleared[0]); e.Status != hookbox.StatusDone || !e.PayloadCleared {
+		t.Errorf("event without payload after replay: %+v", e)
+	}
+	res = replay(t, s, bulk)
+	if len(res.Replayed) != 2 || !slices.Equal(res.NoPayload, cleared) {
+		t.Errorf("bulk replay = %+v, want the 2 pending again and %v without payload", res, cleared)
+	}
+	if e := status(t, s, cleared[0]); e.Status != hookbox.StatusDone {
+		t.Errorf("bulk replay changed the event without payload to %s", e.Status)
+	}
+	// Without IncludeDone the done event is skipped as done, as before.
+	res = replay(t, s, hookbox.ReplayParams{IDs: cleared})
+	if len(res.Replayed) != 0 || !slices.Equal(res.Skipped, cleared) {
+		t.Errorf("replay without IncludeDone = %+v", res)
+	}
+}
+
+// testEmptyPayloadIsNotCleared: a delivery with an empty body (nil or zero
+// bytes) is stored as an empty payload, never as a cleared one: Event
+// returns it as zero bytes (not nil), and it can be replayed.
+func testEmptyPayloadIsNotCleared(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	nilBody, emptyBody := Delivery("empty", "nil"), Delivery("empty", "zero")
+	nilBody.Payload, emptyBody.Payload = nil, []byte{}
+	ids := Seed(t, s, hookbox.StatusDead, time.Now(), "failed for the test", nilBody, emptyBody)
+	for _, id := range ids {
+		e := status(t, s, id)
+		if e.PayloadCleared || e.Payload == nil || len(e.Payload) != 0 {
+			t.Errorf("event %d with an empty body: PayloadCleared %v, payload %#v", id, e.PayloadCleared, e.Payload)
+		}
+	}
+	evs, err := s.Events(ctx, hookbox.Filter{Source: "empty"})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("Events = %v, %v", evs, err)
+	}
+	for _, e := range evs {
+		if e.PayloadCleared {
+			t.Errorf("Events: event %d with an empty body says PayloadCleared", e.ID)
+		}
+	}
+	res := replay(t, s, hookbox.ReplayParams{IDs: ids})
+	if !slices.Equal(res.Replayed, ids) || len(res.NoPayload) != 0 {
+		t.Errorf("replay of empty bodies = %+v, want %v replayed", res, ids)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -21,13 +21,16 @@ import (
 )
 
 // openDB opens the store the global flags name (--db, HOOKBOX_DB, the
-// config's db, the default), for commands that read or change events.
+// config's db, the default), for commands that read or change events. It
+// opens an existing hookbox database only: a mistyped path or a database
+// hookbox never migrated is an error saying to run hookbox migrate, not a
+// new empty database that matches no events.
 func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
 	cfg, err := g.loadConfig(false)
 	if err != nil {
 		return nil, err
 	}
-	return service.OpenStore(ctx, g.dbURL(cfg), service.StoreOptions{})
+	return service.OpenStore(ctx, g.dbURL(cfg), service.StoreOptions{Existing: true})
 }
 
 // opsStore is a store with its operator side (replay, purge).
@@ -71,6 +74,9 @@ func (f *filterFlags) empty() bool {
 
 func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
 	out := hookbox.Filter{Source: f.source, EventType: f.eventType, Status: hookbox.Status(f.status)}
+	if err := errors.Join(server.CheckFilterText("--source", f.source), server.CheckFilterText("--type", f.eventType)); err != nil {
+		return out, err
+	}
 	if out.Status != "" && !out.Status.Valid() {
 		return out, fmt.Errorf("--status: want pending, processing, done or dead, not %q", f.status)
 	}
@@ -148,8 +154,8 @@ not listed; see "hookbox events show ID --payload".`,
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tSOURCE\tSTATUS\tATTEMPTS\tTYPE\tCREATED\tDELIVERY ID")
 			for _, e := range evs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, e.Source, e.Status, e.Attempts,
-					orDash(e.EventType), e.CreatedAt.UTC().Format(time.RFC3339), eventDeliveryID(e))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, printable(e.Source), printable(string(e.Status)), e.Attempts,
+					orDash(printable(e.EventType)), e.CreatedAt.UTC().Format(time.RFC3339), eventDeliveryID(e))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -203,7 +209,7 @@ received (pipe it to a file or jq). --json prints {"event": …, "attempts": [�
 			out := cmd.OutOrStdout()
 			switch {
 			case payload:
-				if d.Payload == nil {
+				if d.Event.PayloadCleared {
 					return fmt.Errorf("event %d: the payload was cleared by payload retention (the id and status are kept)", id)
 				}
 				_, err := out.Write(d.Payload)
@@ -229,23 +235,23 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 		return t.UTC().Format(time.RFC3339Nano)
 	}
 	fmt.Fprintf(tw, "id\t%d\n", e.ID)
-	fmt.Fprintf(tw, "source\t%s\n", e.Source)
+	fmt.Fprintf(tw, "source\t%s\n", printable(e.Source))
 	fmt.Fprintf(tw, "delivery id\t%s\n", eventDeliveryID(e))
-	fmt.Fprintf(tw, "type\t%s\n", orDash(e.EventType))
-	fmt.Fprintf(tw, "status\t%s\n", e.Status)
+	fmt.Fprintf(tw, "type\t%s\n", orDash(printable(e.EventType)))
+	fmt.Fprintf(tw, "status\t%s\n", printable(string(e.Status)))
 	fmt.Fprintf(tw, "attempts\t%d\n", e.Attempts)
 	if e.Status == hookbox.StatusPending || e.Status == hookbox.StatusProcessing {
 		fmt.Fprintf(tw, "next attempt\t%s\n", ts(e.NextAttemptAt))
 	}
 	if e.LeaseOwner != "" {
-		fmt.Fprintf(tw, "leased by\t%s\n", e.LeaseOwner)
+		fmt.Fprintf(tw, "leased by\t%s\n", printable(e.LeaseOwner))
 	}
 	if e.LastError != "" {
 		fmt.Fprintf(tw, "last error\t%s\n", oneLine(e.LastError))
 	}
 	fmt.Fprintf(tw, "created\t%s\n", ts(e.CreatedAt))
 	fmt.Fprintf(tw, "updated\t%s\n", ts(e.UpdatedAt))
-	if d.Payload == nil {
+	if e.PayloadCleared {
 		fmt.Fprintf(tw, "payload\tcleared by payload retention\n")
 	} else {
 		fmt.Fprintf(tw, "payload\t%d bytes (hookbox events show %d --payload prints them)\n", len(d.Payload), e.ID)
@@ -262,7 +268,7 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 		slices.Sort(keys)
 		for _, k := range keys {
 			for _, v := range e.Header[k] {
-				fmt.Fprintf(w, "  %s: %s\n", http.CanonicalHeaderKey(k), v)
+				fmt.Fprintf(w, "  %s: %s\n", printable(http.CanonicalHeaderKey(k)), printable(v))
 			}
 		}
 	}
@@ -274,17 +280,18 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tOUTCOME\tSTARTED\tTOOK\tERROR")
 	for _, a := range d.Attempts {
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, a.Outcome, ts(a.StartedAt),
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, printable(string(a.Outcome)), ts(a.StartedAt),
 			a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond), orDash(oneLine(a.Error)))
 	}
 	return tw.Flush()
 }
 
+// eventDeliveryID is the delivery id as printed, escaped (see printable).
 func eventDeliveryID(e hookbox.Event) string {
 	if e.IDIsHash {
-		return e.DeliveryID + " (body hash)"
+		return printable(e.DeliveryID) + " (body hash)"
 	}
-	return e.DeliveryID
+	return printable(e.DeliveryID)
 }
 
 func orDash(s string) string {
@@ -294,11 +301,16 @@ func orDash(s string) string {
 	return s
 }
 
-// oneLine keeps a table row on one line.
+// oneLine keeps a table row on one line, escaped (see printable) and cut
+// after 200 bytes at a rune boundary.
 func oneLine(s string) string {
-	s = strings.ReplaceAll(s, "\n", " ")
+	s = printable(s)
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }

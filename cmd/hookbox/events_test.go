@@ -12,6 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
@@ -232,4 +236,130 @@ func TestOpsCommandsHaveHelp(t *testing.T) {
 			t.Errorf("%v has no --json", args)
 		}
 	}
+}
+
+// TestFiltersRefuseUnstorableText: --source and --type that are not valid
+// UTF-8 or hold a NUL byte are usage errors naming the flag, on both stores.
+func TestFiltersRefuseUnstorableText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		dead := cliSeed(t, st, "polar", "t", hookbox.StatusDead, time.Now(), "1")
+		cases := [][]string{
+			{"events", "list", "--source", "\xff"},
+			{"events", "list", "--type", "a\x00b"},
+			{"replay", "--status", "dead", "--source", "pol\xc3"},
+			{"replay", "--status", "dead", "--type", "\x00", "--dry-run"},
+		}
+		for _, args := range cases {
+			flag := args[len(args)-2]
+			if flag == "--dry-run" || strings.HasPrefix(flag, "\x00") {
+				flag = args[len(args)-3]
+			}
+			_, _, err := runCLI(t, append(args, "--db", dbURL)...)
+			if err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), "UTF-8") {
+				t.Errorf("%q: err = %v, want a usage error naming %s", args, err, flag)
+			}
+		}
+		if e, err := st.Event(context.Background(), dead[0]); err != nil || e.Status != hookbox.StatusDead {
+			t.Errorf("event after refused replays: %+v, %v", e, err)
+		}
+	})
+}
+
+// TestReadCommandsCreateNothing: events list/show, replay and purge given a
+// database without hookbox's schema (a mistyped SQLite path, a shared
+// PostgreSQL schema) say so and what to run, and create nothing: no file,
+// no tables. After hookbox migrate they work.
+func TestReadCommandsCreateNothing(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		path, isSQLite := strings.CutPrefix(dbURL, "sqlite:")
+		for _, args := range [][]string{
+			{"events", "list"},
+			{"events", "list", "--json"},
+			{"events", "show", "1"},
+			{"replay", "1", "--dry-run"},
+			{"replay", "--status", "dead", "--dry-run"},
+			{"replay", "1"},
+			{"purge", "--days", "30", "--dry-run"},
+			{"purge", "--days", "30"},
+		} {
+			out, _, err := runCLI(t, append(args, "--db", dbURL)...)
+			if err == nil || !strings.Contains(err.Error(), "no hookbox database") || !strings.Contains(err.Error(), "hookbox migrate") {
+				t.Errorf("%v: err %v, output %q; want an error saying there is no hookbox database and to run hookbox migrate", args, err, out)
+			}
+		}
+		if isSQLite {
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Fatalf("a read command created the database file: %v", err)
+			}
+		} else {
+			st, err := postgresTables(dbURL)
+			if err != nil || st != 0 {
+				t.Fatalf("a read command created %d tables in the shared schema (%v)", st, err)
+			}
+		}
+		if out := mustCLI(t, "migrate", "--db", dbURL); !strings.Contains(out, "up to date") {
+			t.Errorf("migrate: %q", out)
+		}
+		if out := mustCLI(t, "events", "list", "--db", dbURL); !strings.Contains(out, "no events match") {
+			t.Errorf("events list after migrate: %q", out)
+		}
+	})
+}
+
+// postgresTables counts the tables in the current schema of dbURL.
+func postgresTables(dbURL string) (int, error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&n)
+	return n, err
+}
+
+// TestHumanOutputEscapesControls: event types, delivery ids, headers and
+// errors come from senders and targets; printed raw, their escape
+// sequences would drive the operator's terminal (clear it, retitle it,
+// hide text, reorder it with bidi overrides). Human output escapes control
+// characters, other non-printing runes and invalid UTF-8.
+func TestHumanOutputEscapesControls(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		hostile := "\x1b[2J\x1b]0;pwned\x07evil\u202etxt.exe\r\u009b"
+		d := hookbox.Delivery{Source: "polar", DeliveryID: "evt_\x1b[8mhidden", EventType: "order." + hostile,
+			Header:  http.Header{"X-Note": {"\x1b[31mred"}, "X-\x1b[1mKey": {"v"}},
+			Payload: []byte("{}"), ReceivedAt: time.Now()}
+		if strings.HasPrefix(dbURL, "sqlite:") {
+			d.EventType += "\xff\xfe" // PostgreSQL text cannot hold invalid UTF-8
+		}
+		ids := storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "target said \x1b[0mno\r\nretry", d)
+		id := fmt.Sprint(ids[0])
+		outputs := map[string]string{
+			"events list": mustCLI(t, "events", "list", "--db", dbURL),
+			"events show": mustCLI(t, "events", "show", id, "--db", dbURL),
+			"replay":      mustCLI(t, "replay", "--source", "polar", "--dry-run", "--db", dbURL),
+		}
+		for name, out := range outputs {
+			if !utf8.ValidString(out) {
+				t.Errorf("%s: output is not valid UTF-8: %q", name, out)
+			}
+			for _, r := range out {
+				if r != '\n' && !unicode.IsPrint(r) {
+					t.Errorf("%s: output holds %U raw:\n%q", name, r, out)
+					break
+				}
+			}
+		}
+		if !strings.Contains(outputs["events list"], `order.\x1b[2J\x1b]0;pwned\x07evil\u202etxt.exe\r\u009b`) {
+			t.Errorf("events list does not show the escaped type:\n%s", outputs["events list"])
+		}
+		for _, want := range []string{`evt_\x1b[8mhidden`, `\x1b[31mred`, `X-\x1b[1mkey`, `target said \x1b[0mno\r\nretry`} {
+			if !strings.Contains(strings.ToLower(outputs["events show"]), strings.ToLower(want)) {
+				t.Errorf("events show lacks %q:\n%s", want, outputs["events show"])
+			}
+		}
+	})
 }

@@ -14,7 +14,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "hookbox:", err)
+		// Errors may quote input (flags, a server's reply): escaped.
+		fmt.Fprintln(os.Stderr, "hookbox:", printableLines(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -39,15 +39,15 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 			if !cmd.Flags().Changed("days") {
 				return errors.New("--days is required: finished events older than this many days are deleted")
 			}
-			if days < 0 {
-				return fmt.Errorf("--days: want 0 or more, not %d", days)
+			before, err := hookbox.DaysAgo(time.Now(), days)
+			if err != nil {
+				return fmt.Errorf("--days: %w", err)
 			}
 			st, err := openOps(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			before := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
 			res, err := st.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dryRun})
 			if err != nil {
 				return err

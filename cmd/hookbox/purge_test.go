@@ -94,3 +94,28 @@ func TestPurgeCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestPurgeRefusesHugeDays: --days past the cap (meant as "forever") is a
+// usage error, not a cut-off that wrapped into the future and purges every
+// finished event.
+func TestPurgeRefusesHugeDays(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		done := cliSeed(t, st, "a", "t", hookbox.StatusDone, time.Now().Add(-2*24*time.Hour), "1")
+		dead := cliSeed(t, st, "b", "t", hookbox.StatusDead, time.Now().Add(-2*24*time.Hour), "2")
+		for _, days := range []string{"36501", "106752", "200000"} {
+			for _, extra := range [][]string{nil, {"--dry-run"}, {"--include-dead"}} {
+				args := append([]string{"purge", "--days", days, "--db", dbURL}, extra...)
+				_, _, err := runCLI(t, args...)
+				if err == nil || !strings.Contains(err.Error(), "--days") || !strings.Contains(err.Error(), "36500") {
+					t.Errorf("%v: err = %v, want a usage error naming --days and the cap", args, err)
+				}
+			}
+		}
+		for _, id := range slices.Concat(done, dead) {
+			if _, err := st.Event(context.Background(), id); err != nil {
+				t.Errorf("event %d was purged: %v", id, err)
+			}
+		}
+	})
+}

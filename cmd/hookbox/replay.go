@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,9 +74,17 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			}
 			out := cmd.OutOrStdout()
 			if jsonOut {
-				return writeJSONOut(out, server.ReplayReply{ReplayResult: res, DryRun: dryRun})
+				err = writeJSONOut(out, server.ReplayReply{ReplayResult: res, DryRun: dryRun})
+			} else {
+				err = printReplay(cmd.Context(), out, st, res, dryRun, includeDone)
 			}
-			return printReplay(cmd.Context(), out, st, res, dryRun, includeDone)
+			if err != nil || len(p.IDs) == 0 {
+				return err
+			}
+			if ids := withoutPayload(cmd.Context(), st, res); len(ids) > 0 {
+				return fmt.Errorf("not replayed: %s: the payload was cleared by payload retention", idList(ids, 50))
+			}
+			return nil
 		},
 	}
 	f.register(cmd)
@@ -98,13 +107,31 @@ func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox
 	default:
 		fmt.Fprintf(w, "%s %d events: %s\n", verb, n, idList(res.Replayed, 50))
 	}
+	if n := len(res.NoPayload); n > 0 {
+		fmt.Fprintf(w, "not replayed, %d %s whose payload was cleared by payload retention (a replay would send an empty body): %s\n",
+			n, plural(n, "event", "events"), idList(res.NoPayload, 50))
+	}
 	for _, id := range res.Skipped {
-		fmt.Fprintf(w, "skipped %d: %s\n", id, skipReason(ctx, st, id, includeDone))
+		fmt.Fprintf(w, "skipped %d: %s\n", id, printable(skipReason(ctx, st, id, includeDone)))
 	}
 	if dryRun && len(res.Replayed) > 0 {
 		fmt.Fprintln(w, "dry run: nothing was changed")
 	}
 	return nil
+}
+
+// withoutPayload lists the named events of res that can never be replayed
+// because their payload was cleared: those the store reported, and those
+// it skipped for another reason first (done, without --include-done).
+func withoutPayload(ctx context.Context, st hookbox.Store, res hookbox.ReplayResult) []int64 {
+	ids := slices.Clone(res.NoPayload)
+	for _, id := range res.Skipped {
+		if e, err := st.Event(ctx, id); err == nil && e.PayloadCleared {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // skipReason says why a named event was not replayed.
@@ -115,6 +142,8 @@ func skipReason(ctx context.Context, st hookbox.Store, id int64, includeDone boo
 		return "no such event"
 	case err != nil:
 		return "could not read it: " + err.Error()
+	case e.PayloadCleared:
+		return "its payload was cleared by payload retention; a replay would send an empty body"
 	case e.Status == hookbox.StatusProcessing:
 		return "it is being worked right now"
 	case e.Status == hookbox.StatusDone && !includeDone:
@@ -137,4 +166,12 @@ func idList(ids []int64, max int) string {
 		b.WriteString(strconv.FormatInt(id, 10))
 	}
 	return b.String()
+}
+
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

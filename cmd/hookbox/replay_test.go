@@ -166,3 +166,36 @@ func TestReplayCommand(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayClearedPayload: `hookbox replay ID` of an event whose payload
+// was cleared by payload retention says so and exits non-zero, and a bulk
+// replay leaves such events out and says how many.
+func TestReplayClearedPayload(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cleared := cliSeed(t, st, "polar", "t", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "c1")
+		if _, err := st.ClearPayloads(context.Background(), time.Now().Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		dead := cliSeed(t, st, "polar", "t", hookbox.StatusDead, time.Now(), "d1")
+		for _, extra := range [][]string{{"--include-done"}, nil, {"--include-done", "--dry-run"}} {
+			args := append([]string{"replay", fmt.Sprint(cleared[0]), "--db", dbURL}, extra...)
+			out, _, err := runCLI(t, args...)
+			if err == nil || !strings.Contains(out+err.Error(), "payload was cleared") {
+				t.Errorf("%v: err %v, output %q; want a non-zero exit saying the payload was cleared", args, err, out)
+			}
+		}
+		out := mustCLI(t, "replay", "--source", "polar", "--include-done", "--db", dbURL)
+		if !strings.Contains(out, fmt.Sprintf("replayed 1 event: %d", dead[0])) ||
+			!strings.Contains(out, "1 event") || !strings.Contains(out, "payload was cleared") {
+			t.Errorf("bulk replay output:\n%s", out)
+		}
+		if eventStatus(t, st, cleared[0]) != hookbox.StatusDone || eventStatus(t, st, dead[0]) != hookbox.StatusPending {
+			t.Errorf("statuses after replay: cleared %s, dead %s", eventStatus(t, st, cleared[0]), eventStatus(t, st, dead[0]))
+		}
+		out = mustCLI(t, "events", "show", fmt.Sprint(cleared[0]), "--db", dbURL)
+		if !strings.Contains(out, "cleared by payload retention") {
+			t.Errorf("show of a cleared event:\n%s", out)
+		}
+	})
+}

@@ -235,10 +235,11 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 				prefix = fmt.Sprintf("copy %d: ", r.Copy)
 			}
 			if r.Error != "" {
-				fmt.Fprintf(out, "%serror: %s\n", prefix, r.Error)
+				fmt.Fprintf(out, "%serror: %s\n", prefix, printable(r.Error))
 				continue
 			}
-			fmt.Fprintf(out, "%s%s %s\n", prefix, r.StatusText, strings.TrimRight(r.text, "\r\n"))
+			// The reply comes from whatever answers at the URL: escaped.
+			fmt.Fprintf(out, "%s%s %s\n", prefix, printable(r.StatusText), printableLines(strings.TrimRight(r.text, "\r\n")))
 		}
 	}
 	if failed > 0 {
