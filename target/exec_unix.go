@@ -64,7 +64,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		stdinW.Write(ev.Payload) // EPIPE when the command does not read it all: fine
 		closeStdin.Do(func() { stdinW.Close() })
 	}()
-	out := &tailBuffer{limit: e.limit}
+	out := &tailBuffer{limit: e.limit, red: e.red}
 	read := make(chan struct{})
 	go func() {
 		defer close(read)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/worker"
 )
 
@@ -57,6 +58,10 @@ type ForwardOptions struct {
 	// its meaning; a 3xx reply is retried like any other failure). The
 	// attempt's time limit comes from the context the worker passes.
 	Client *http.Client
+	// Redactor masks secrets in the errors Deliver returns (a reply body
+	// that echoes a token, above all); nil masks nothing. The values of
+	// Headers are masked in any case.
+	Redactor *redact.Redactor
 }
 
 // Forward POSTs each event's raw body, with the sender's original headers,
@@ -65,7 +70,8 @@ type Forward struct {
 	url       string
 	host      string      // Host override from the extra headers
 	extra     http.Header // extra headers, canonical keys
-	secrets   []string    // extra header values, redacted from errors
+	secrets   []string    // extra header values, masked in errors
+	red       *redact.Redactor
 	permanent map[int]bool
 	client    *http.Client
 }
@@ -77,7 +83,7 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("forward: URL must be an absolute http:// or https:// URL")
 	}
-	f := &Forward{url: opts.URL, extra: http.Header{}, permanent: map[int]bool{}, client: opts.Client}
+	f := &Forward{url: opts.URL, extra: http.Header{}, permanent: map[int]bool{}, client: opts.Client, red: opts.Redactor}
 	for name, value := range opts.Headers {
 		if !validHeaderName(name) {
 			return nil, fmt.Errorf("forward: headers: %q is not a valid header name", name)
@@ -176,7 +182,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	}
 	// Read a little more than is shown, so that a secret straddling the cut
 	// is still redacted whole.
-	longest := 0
+	longest := f.red.Longest()
 	for _, s := range f.secrets {
 		longest = max(longest, len(s))
 	}
@@ -194,12 +200,13 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	return serr
 }
 
-// redact replaces every extra header value in s.
+// redact masks every extra header value in s (whatever its length), then
+// the Redactor's secrets.
 func (f *Forward) redact(s string) string {
 	for _, v := range f.secrets {
-		s = strings.ReplaceAll(s, v, "[redacted]")
+		s = strings.ReplaceAll(s, v, redact.Mask)
 	}
-	return s
+	return f.red.String(s)
 }
 
 // statusError is a non-2xx reply.

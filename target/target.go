@@ -18,7 +18,10 @@
 //     least that long. Only the statuses listed as permanent (410 Gone by
 //     default) make the event dead at once.
 //   - Exec runs the command without a shell, with the body on stdin and the
-//     event's fields in HOOKBOX_* environment variables. Exit status 0 is
+//     event's fields in HOOKBOX_* environment variables. Its environment is
+//     minimal unless InheritEnv is set: PATH, HOME, the configured extras
+//     and those HOOKBOX_* fields, so that the secrets in hookbox's own
+//     environment never reach the command or its output. Exit status 0 is
 //     done; anything else is retried, with the exit code and the tail of the
 //     combined output in the error. The command runs in its own process
 //     group, and the whole group is killed when the attempt ends (its
@@ -26,31 +29,36 @@
 //     attempt outlives it.
 //   - Errors never contain the values of the extra headers Forward is
 //     configured with (they are often shared secrets), nor the forward URL's
-//     query or password.
+//     query or password, nor any secret of the Redactor the target is given
+//     (see package redact): a reply body or an output tail that echoes one
+//     shows redact.Mask instead, even where the cut that bounds the text
+//     falls inside the secret.
 package target
 
 import (
 	"fmt"
 
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/worker"
 )
 
 // FromConfig returns the target configured for src: a *Forward when
 // src.Forward is set, an *Exec when src.Exec is, and (nil, nil) when the
-// source has neither (its events are then for Go handlers).
-func FromConfig(src config.Source) (worker.Target, error) {
+// source has neither (its events are then for Go handlers). red masks
+// secrets in the target's errors; nil masks none.
+func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) {
 	switch {
 	case src.Forward != "" && len(src.Exec) > 0:
 		return nil, fmt.Errorf("source %s: forward and exec are exclusive; choose one target", src.Name)
 	case src.Forward != "":
-		f, err := NewForward(ForwardOptions{URL: src.Forward, Headers: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses})
+		f, err := NewForward(ForwardOptions{URL: src.Forward, Headers: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses, Redactor: red})
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", src.Name, err)
 		}
 		return f, nil
 	case len(src.Exec) > 0:
-		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv})
+		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv, InheritEnv: src.ExecInheritEnv, Redactor: red})
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", src.Name, err)
 		}
