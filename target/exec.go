@@ -111,8 +111,12 @@ func NewExec(opts ExecOptions) (*Exec, error) {
 // anything else is an error to retry that gives the exit code (or signal)
 // and the tail of the output, with the Redactor's secrets masked. When ctx
 // ends first, the command's whole process group is killed and the error
-// says so.
+// says so. An event whose payload was cleared is a worker.Permanent error,
+// and the command is not run.
 func (e *Exec) Deliver(ctx context.Context, ev *hookbox.Event) error {
+	if err := checkPayload("exec: "+e.name(), ev); err != nil {
+		return err
+	}
 	return e.red.Error(e.run(ctx, ev))
 }
 

@@ -271,7 +271,7 @@ echo "THE REAL REASON" >&2
 exit 1
 `)
 	e := newExec(t, target.ExecOptions{Argv: []string{"./loud.sh"}, Dir: dir, OutputLimit: 100})
-	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 	if err == nil || worker.IsPermanent(err) {
 		t.Fatalf("err = %v, want a retryable error", err)
 	}
@@ -324,7 +324,7 @@ exit 0
 `)
 	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"PIDFILE=" + pidfile}})
 	start := time.Now()
-	if err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1}); err != nil {
+	if err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > time.Second {
@@ -342,7 +342,7 @@ func TestExecCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	err := e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	err := e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
@@ -355,7 +355,7 @@ func TestExecCancelled(t *testing.T) {
 // deployed later), naming the command.
 func TestExecStartFailure(t *testing.T) {
 	e := newExec(t, target.ExecOptions{Argv: []string{"/nonexistent/hookbox-handler", "--token", "argv-secret"}})
-	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 	if err == nil || worker.IsPermanent(err) || !strings.Contains(err.Error(), "hookbox-handler") {
 		t.Errorf("err = %v", err)
 	}

@@ -139,7 +139,12 @@ func defaultClient() *http.Client {
 // Deliver POSTs ev to the URL. A 2xx reply is nil; a status listed as
 // permanent is a worker.Permanent error; anything else is an error to retry,
 // wrapped in worker.RetryAfter when the reply carries a Retry-After header.
+// An event whose payload was cleared is a worker.Permanent error, and
+// nothing is sent.
 func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
+	if err := checkPayload("forward", ev); err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(ev.Payload))
 	if err != nil {
 		return errors.New("forward: cannot build the request") // the URL was validated; never quote it

@@ -36,8 +36,10 @@
 package target
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/worker"
@@ -65,4 +67,24 @@ func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) 
 		return e, nil
 	}
 	return nil, nil
+}
+
+// errPayloadCleared is why an event whose payload was cleared is not
+// delivered: sending an empty body (with the sender's signature headers)
+// would make the app fail to verify it, or worse act on nothing, and
+// retrying cannot bring the payload back.
+var errPayloadCleared = errors.New("payload was cleared by payload_retention_days; it cannot be delivered again")
+
+// payloadCleared reports whether ev's payload was dropped by payload
+// retention. A stored empty body is an empty, non-nil slice (both stores
+// scan it so); only a cleared payload is nil.
+func payloadCleared(ev *hookbox.Event) bool { return ev.Payload == nil }
+
+// checkPayload returns a permanent error, worded for the target named what,
+// when ev's payload was cleared, and nil otherwise.
+func checkPayload(what string, ev *hookbox.Event) error {
+	if !payloadCleared(ev) {
+		return nil
+	}
+	return worker.Permanent(fmt.Errorf("%s: event %d: %w", what, ev.ID, errPayloadCleared))
 }
