@@ -149,7 +149,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	if err != nil {
 		return errors.New("forward: cannot build the request") // the URL was validated; never quote it
 	}
-	req.Header = forwardHeader(ev.Header)
+	req.Header = ForwardHeader(ev.Header)
 	for k, v := range f.extra {
 		req.Header[k] = v
 	}
@@ -264,25 +264,88 @@ func reservedHeader(key string) bool {
 	return false
 }
 
-// forwardHeader copies the stored headers worth forwarding: everything but
-// hop-by-hop headers (and those a Connection header names) and the ones
-// Forward sets itself.
-func forwardHeader(stored http.Header) http.Header {
+// routingHeaders tell a server where a request came from, which host,
+// scheme or URL it was meant for, which method to treat it as, or how its
+// body is encoded. A sender controls them, and an app (or its framework)
+// behind hookbox may trust them, since they look like its proxy's: they
+// are never forwarded.
+var routingHeaders = map[string]bool{
+	"Forwarded": true, "X-Real-Ip": true, "X-Client-Ip": true,
+	"True-Client-Ip": true, "X-Cluster-Client-Ip": true,
+	"X-Original-Url": true, "X-Rewrite-Url": true,
+	"X-Http-Method": true, // X-*-Method-Override and X-Forwarded-* by pattern
+	// The body is sent as stored, whatever the sender said of it.
+	"Content-Encoding": true,
+	// Credentials meant for hookbox, not for the app (ingest does not store
+	// them either).
+	"Authorization": true, "Cookie": true,
+}
+
+// dropped reports whether Forward leaves out the header with canonical key.
+func dropped(key string) bool {
+	return hopByHop[key] || routingHeaders[key] || reservedHeader(key) ||
+		strings.HasPrefix(key, "X-Forwarded-") ||
+		(strings.HasPrefix(key, "X-") && strings.HasSuffix(key, "-Method-Override"))
+}
+
+// ForwardHeader returns the copy of a stored event's headers that Forward
+// sends (before adding its own): every header but the hop-by-hop ones
+// (Connection, Keep-Alive, Transfer-Encoding, TE, Trailer, Upgrade,
+// Proxy-*, Host, Content-Length, Expect) and those a Connection header
+// names; the routing ones (Forwarded, X-Forwarded-*, X-Real-Ip,
+// X-Client-Ip, True-Client-Ip, X-Cluster-Client-Ip, X-Original-Url,
+// X-Rewrite-Url, X-Http-Method, X-*-Method-Override); Content-Encoding;
+// Authorization and Cookie; and the Hookbox-* and Idempotency-Key headers
+// Forward sets itself. Keys come out canonical; values are copied.
+func ForwardHeader(stored http.Header) http.Header {
+	named := connectionNamed(stored)
 	out := make(http.Header, len(stored)+6)
-	named := map[string]bool{}
-	for _, v := range stored.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			named[http.CanonicalHeaderKey(strings.TrimSpace(name))] = true
-		}
-	}
 	for k, vs := range stored {
 		key := http.CanonicalHeaderKey(k)
-		if hopByHop[key] || named[key] || reservedHeader(key) || len(vs) == 0 {
+		if dropped(key) || named[key] || len(vs) == 0 {
 			continue
 		}
 		out[key] = append(out[key], vs...)
 	}
 	return out
+}
+
+// WithoutConnectionHeaders returns a copy of h without Connection and the
+// headers its values name (RFC 9110 §7.6.1: they were meant for the one
+// connection, and a sender may use them to pass a header that a proxy would
+// have dropped). net/http leaves both in Request.Header; ingest calls this
+// on the request's headers before storing them, since once Connection is
+// gone the names it listed cannot be known.
+func WithoutConnectionHeaders(h http.Header) http.Header {
+	named := connectionNamed(h)
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		key := http.CanonicalHeaderKey(k)
+		if key == "Connection" || named[key] {
+			continue
+		}
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// connectionNamed returns the canonical names listed in h's Connection
+// values.
+func connectionNamed(h http.Header) map[string]bool {
+	named := map[string]bool{}
+	for k, vs := range h {
+		if http.CanonicalHeaderKey(k) != "Connection" {
+			continue
+		}
+		for _, v := range vs {
+			for _, name := range strings.Split(v, ",") {
+				if name = strings.TrimSpace(name); name != "" {
+					named[http.CanonicalHeaderKey(name)] = true
+				}
+			}
+		}
+	}
+	return named
 }
 
 // parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.

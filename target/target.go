@@ -7,8 +7,14 @@
 // Guarantees:
 //
 //   - Forward sends the stored body byte for byte with the sender's original
-//     headers (signature headers included, hop-by-hop headers left out), so
-//     the app behind hookbox can verify the provider's signature itself. It
+//     headers (signature headers included), so the app behind hookbox can
+//     verify the provider's signature itself. It leaves out the headers that
+//     describe a connection rather than the message (hop-by-hop ones and
+//     those a Connection header names) and the routing headers an app may
+//     trust from its own proxy (Forwarded, X-Forwarded-*, X-Real-Ip,
+//     X-Original-Url, X-*-Method-Override, Content-Encoding and the like;
+//     ForwardHeader has the list), so a sender cannot pose as a local
+//     client or rewrite the method or URL the app sees. It
 //     adds an Idempotency-Key of "<source>:<delivery id>" that is the same on
 //     every attempt and every redelivery, so the app can make its effect safe
 //     to repeat.

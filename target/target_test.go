@@ -64,8 +64,9 @@ func TestForwardHeader(t *testing.T) {
 		"Content-Type":      {"application/json"},
 		"Webhook-Signature": {"v1,abc v1,def"},
 		"X-Multi":           {"a", "b"},
-		"Connection":        {"keep-alive, X-Per-Hop"},
+		"Connection":        {"keep-alive, X-Per-Hop", "x-other-hop"},
 		"X-Per-Hop":         {"drop me"},
+		"X-Other-Hop":       {"drop me"},
 		"Keep-Alive":        {"timeout=5"},
 		"Transfer-Encoding": {"chunked"},
 		"Content-Length":    {"12"},
@@ -74,8 +75,28 @@ func TestForwardHeader(t *testing.T) {
 		"Idempotency-Key":   {"spoof"},
 		"Hookbox-Attempt":   {"99"},
 		"x-lower-case":      {"kept"},
+		// Routing headers the app or its framework may trust.
+		"X-Forwarded-For":          {"10.0.0.1"},
+		"X-Forwarded-Host":         {"admin.internal"},
+		"X-Forwarded-Proto":        {"https"},
+		"X-Forwarded-Port":         {"443"},
+		"X-Forwarded-Prefix":       {"/admin"},
+		"X-Real-Ip":                {"127.0.0.1"},
+		"X-Client-Ip":              {"127.0.0.1"},
+		"True-Client-Ip":           {"127.0.0.1"},
+		"Forwarded":                {"for=127.0.0.1;host=admin.internal"},
+		"X-Original-Url":           {"/admin/delete"},
+		"X-Rewrite-Url":            {"/admin/delete"},
+		"X-Http-Method-Override":   {"DELETE"},
+		"X-Http-Method":            {"DELETE"},
+		"X-Method-Override":        {"DELETE"},
+		"X-Custom-Method-Override": {"DELETE"},
+		"Content-Encoding":         {"gzip"},
+		"Authorization":            {"Bearer hookbox-token"},
+		"Cookie":                   {"session=1"},
+		"x-forwarded-for":          {"non-canonical"},
 	}
-	got := forwardHeader(stored)
+	got := ForwardHeader(stored)
 	want := http.Header{
 		"Content-Type":      {"application/json"},
 		"Webhook-Signature": {"v1,abc v1,def"},
@@ -83,7 +104,7 @@ func TestForwardHeader(t *testing.T) {
 		"X-Lower-Case":      {"kept"},
 	}
 	if len(got) != len(want) {
-		t.Fatalf("forwardHeader = %v, want %v", got, want)
+		t.Fatalf("ForwardHeader = %v, want %v", got, want)
 	}
 	for k, v := range want {
 		if strings.Join(got[k], "|") != strings.Join(v, "|") {
@@ -92,7 +113,7 @@ func TestForwardHeader(t *testing.T) {
 	}
 	got.Add("X-Multi", "c")
 	if len(stored["X-Multi"]) != 2 {
-		t.Error("forwardHeader shares value slices with the stored header")
+		t.Error("ForwardHeader shares value slices with the stored header")
 	}
 }
 
