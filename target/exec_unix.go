@@ -45,7 +45,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = execWaitDelay
 
-	if err := cmd.Start(); err != nil {
+	if err := startChild(cmd); err != nil {
 		stdinR.Close()
 		stdinW.Close()
 		outR.Close()
@@ -72,6 +72,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	}()
 
 	waitErr := cmd.Wait()
+	childDone(pgid)
 	// The command has exited (or was killed with its group when ctx ended).
 	// Kill whatever it left behind in its group.
 	killGroup(pgid)

@@ -32,7 +32,10 @@
 //     combined output in the error. The command runs in its own process
 //     group, and the whole group is killed when the attempt ends (its
 //     timeout, a shutdown, or the command's own exit), so no process of an
-//     attempt outlives it.
+//     attempt outlives it. When hookbox is PID 1 (a container without an
+//     init), the killed processes are reparented to it; ReapOrphans reaps
+//     them without taking the exit status of a command Exec waits for, so
+//     none is left a zombie.
 //   - Errors never contain the values of the extra headers Forward is
 //     configured with (they are often shared secrets), nor the forward URL's
 //     query or password, nor any secret of the Redactor the target is given
