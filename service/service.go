@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -67,6 +68,24 @@ func Redactor(cfg *config.Config) *redact.Redactor {
 	return redact.New(secrets...)
 }
 
+// shortSecrets names the keys of cfg's secrets that are too short for
+// Redactor to mask.
+func shortSecrets(cfg *config.Config) []string {
+	short := func(s string) bool { return s != "" && len(s) < redact.MinLen }
+	var keys []string
+	if short(cfg.AdminToken) {
+		keys = append(keys, "admin_token")
+	}
+	for i, src := range cfg.Sources {
+		for j, sec := range src.Secrets {
+			if short(sec) {
+				keys = append(keys, fmt.Sprintf("sources[%d] (%s).secrets[%d]", i, src.Name, j))
+			}
+		}
+	}
+	return keys
+}
+
 // New opens the store named by cfg.DB and builds the service around it.
 // Every line log receives from the service has cfg's secrets masked.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, error) {
@@ -92,6 +111,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, log *slog.Logger) (*Service, error) {
 	red := Redactor(cfg)
 	log = slog.New(redact.NewHandler(log.Handler(), red))
+	if short := shortSecrets(cfg); len(short) > 0 {
+		log.Warn("secrets shorter than the masking minimum are not masked in logs and errors; use longer ones",
+			"min_bytes", redact.MinLen, "keys", strings.Join(short, ", "))
+	}
 	var sources []server.Source
 	for i, src := range cfg.Sources {
 		v, err := verify.New(src.Verify())
