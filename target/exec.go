@@ -135,7 +135,9 @@ func (e *Exec) environ(parent []string, ev *hookbox.Event) []string {
 		for _, kv := range parent {
 			switch name, value, _ := strings.Cut(kv, "="); name {
 			case "PATH":
-				path = value
+				if value != "" {
+					path = value
+				}
 			case "HOME":
 				env = append(env, kv)
 			}

@@ -36,6 +36,9 @@
 //     init), the killed processes are reparented to it; ReapOrphans reaps
 //     them without taking the exit status of a command Exec waits for, so
 //     none is left a zombie.
+//   - An event whose payload was cleared (payload_retention_days) is never
+//     sent or run with an empty body in its place: the attempt is a
+//     worker.Permanent error that says why.
 //   - Errors never contain the values of the extra headers Forward is
 //     configured with (they are often shared secrets), nor the forward URL's
 //     query or password, nor any secret of the Redactor the target is given
