@@ -154,6 +154,12 @@ type Source struct {
 	Timeout           Duration `yaml:"timeout"` // per attempt
 	// Strict runs this source's events one at a time in id order.
 	Strict bool `yaml:"strict"`
+
+	// ExecInheritEnv passes hookbox's whole environment to the exec
+	// command. Off by default: the command gets PATH, HOME, exec_env and
+	// the event's HOOKBOX_* variables only, so that the secrets in
+	// hookbox's environment do not reach it (nor its output).
+	ExecInheritEnv bool `yaml:"exec_inherit_env"`
 }
 
 // Policy returns the retry policy of s (zero fields take the defaults).

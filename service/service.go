@@ -2,6 +2,9 @@
 // group committer in front of it, the HTTP server and, later, the workers. It
 // is what `hookbox serve` runs and what a Go program embeds.
 //
+// Every configured secret (see Redactor) is masked in the service's log
+// lines and in the errors its forward and exec targets return.
+//
 // Shutdown order is the one that loses nothing: stop accepting HTTP requests
 // and let in-flight ones finish (their deliveries are committed or refused),
 // then let running work finish within the shutdown timeout (cancelling and
@@ -15,12 +18,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/groupcommit"
 	"github.com/hookbox/hookbox/metrics"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/target"
@@ -43,7 +49,45 @@ type Service struct {
 	committer *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
 }
 
+// Redactor returns the Redactor for cfg's secrets: every source's signing
+// secrets and forward header values, the admin token, and the password of
+// the database URL. It is nil when there is nothing (long enough) to mask.
+func Redactor(cfg *config.Config) *redact.Redactor {
+	secrets := []string{cfg.AdminToken}
+	for _, src := range cfg.Sources {
+		secrets = append(secrets, src.Secrets...)
+		for _, v := range src.ForwardHeaders {
+			secrets = append(secrets, v)
+		}
+	}
+	if u, err := url.Parse(cfg.DB); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			secrets = append(secrets, pw)
+		}
+	}
+	return redact.New(secrets...)
+}
+
+// shortSecrets names the keys of cfg's secrets that are too short for
+// Redactor to mask.
+func shortSecrets(cfg *config.Config) []string {
+	short := func(s string) bool { return s != "" && len(s) < redact.MinLen }
+	var keys []string
+	if short(cfg.AdminToken) {
+		keys = append(keys, "admin_token")
+	}
+	for i, src := range cfg.Sources {
+		for j, sec := range src.Secrets {
+			if short(sec) {
+				keys = append(keys, fmt.Sprintf("sources[%d] (%s).secrets[%d]", i, src.Name, j))
+			}
+		}
+	}
+	return keys
+}
+
 // New opens the store named by cfg.DB and builds the service around it.
+// Every line log receives from the service has cfg's secrets masked.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -65,6 +109,12 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 }
 
 func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, log *slog.Logger) (*Service, error) {
+	red := Redactor(cfg)
+	log = slog.New(redact.NewHandler(log.Handler(), red))
+	if short := shortSecrets(cfg); len(short) > 0 {
+		log.Warn("secrets shorter than the masking minimum are not masked in logs and errors; use longer ones",
+			"min_bytes", redact.MinLen, "keys", strings.Join(short, ", "))
+	}
 	var sources []server.Source
 	for i, src := range cfg.Sources {
 		v, err := verify.New(src.Verify())
@@ -87,7 +137,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())
-		t, err := target.FromConfig(src)
+		t, err := target.FromConfig(src, red)
 		if err != nil {
 			return nil, err // names the source
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/redact"
 )
 
 // DefaultOutputLimit is how much of a command's combined output Exec keeps
@@ -21,8 +22,8 @@ const DefaultOutputLimit = 64 << 10
 // killed process to exit and for its output pipe to close.
 const execWaitDelay = 2 * time.Second
 
-// Environment variables Exec sets for the command, on top of the parent's
-// environment and ExecOptions.Env.
+// Environment variables Exec sets for the command, on top of PATH, HOME and
+// ExecOptions.Env (or hookbox's whole environment with InheritEnv).
 const (
 	EnvSource         = "HOOKBOX_SOURCE"
 	EnvDeliveryID     = "HOOKBOX_DELIVERY_ID"
@@ -40,8 +41,19 @@ type ExecOptions struct {
 	Argv []string
 	// Dir is the working directory ("" means hookbox's own).
 	Dir string
-	// Env holds extra "NAME=value" entries, added to hookbox's environment.
+	// Env holds extra "NAME=value" entries for the command's environment.
 	Env []string
+	// InheritEnv passes hookbox's whole environment to the command, under
+	// Env and the event's fields. Off by default: hookbox's environment
+	// usually holds the secrets its config expands (webhook secrets, the
+	// admin token, the database password), and a command that prints its
+	// environment would put them in its output. Without it the command
+	// gets only PATH (hookbox's, or defaultPath), HOME (when set), Env and
+	// the event's HOOKBOX_* fields.
+	InheritEnv bool
+	// Redactor masks secrets in the errors Deliver returns (the output
+	// tail above all); nil masks nothing.
+	Redactor *redact.Redactor
 	// OutputLimit is how many bytes of combined stdout and stderr are kept
 	// for the error of a failed attempt: the last ones (default
 	// DefaultOutputLimit).
@@ -51,10 +63,12 @@ type ExecOptions struct {
 // Exec runs a command per event, with the raw body on stdin. It is safe for
 // concurrent use; each attempt runs its own process.
 type Exec struct {
-	argv  []string
-	dir   string
-	env   []string
-	limit int
+	argv    []string
+	dir     string
+	env     []string
+	inherit bool
+	red     *redact.Redactor
+	limit   int
 }
 
 // NewExec validates opts and returns the target. Errors never quote Env
@@ -84,26 +98,52 @@ func NewExec(opts ExecOptions) (*Exec, error) {
 		return nil, err
 	}
 	return &Exec{
-		argv:  append([]string(nil), opts.Argv...),
-		dir:   opts.Dir,
-		env:   append([]string(nil), opts.Env...),
-		limit: opts.OutputLimit,
+		argv:    append([]string(nil), opts.Argv...),
+		dir:     opts.Dir,
+		env:     append([]string(nil), opts.Env...),
+		inherit: opts.InheritEnv,
+		red:     opts.Redactor,
+		limit:   opts.OutputLimit,
 	}, nil
 }
 
 // Deliver runs the command for ev and waits for it. Exit status 0 is nil;
 // anything else is an error to retry that gives the exit code (or signal)
-// and the tail of the output. When ctx ends first, the command's whole
-// process group is killed and the error says so.
+// and the tail of the output, with the Redactor's secrets masked. When ctx
+// ends first, the command's whole process group is killed and the error
+// says so. An event whose payload was cleared is a worker.Permanent error,
+// and the command is not run.
 func (e *Exec) Deliver(ctx context.Context, ev *hookbox.Event) error {
-	return e.run(ctx, ev)
+	if err := checkPayload("exec: "+e.name(), ev); err != nil {
+		return err
+	}
+	return e.red.Error(e.run(ctx, ev))
 }
 
-// environ returns the command's environment for ev: the parent's, then the
-// configured extras, then the event's fields (later entries win).
+// defaultPath is the command's PATH when hookbox has none.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// environ returns the command's environment for ev: the parent's (all of
+// it with InheritEnv, else only PATH and HOME), then the configured
+// extras, then the event's fields (later entries win).
 func (e *Exec) environ(parent []string, ev *hookbox.Event) []string {
 	env := make([]string, 0, len(parent)+len(e.env)+6)
-	env = append(env, parent...)
+	if e.inherit {
+		env = append(env, parent...)
+	} else {
+		path := defaultPath
+		for _, kv := range parent {
+			switch name, value, _ := strings.Cut(kv, "="); name {
+			case "PATH":
+				if value != "" {
+					path = value
+				}
+			case "HOME":
+				env = append(env, kv)
+			}
+		}
+		env = append(env, "PATH="+path)
+	}
 	env = append(env, e.env...)
 	return append(env,
 		EnvSource+"="+ev.Source,
@@ -119,38 +159,45 @@ func (e *Exec) environ(parent []string, ev *hookbox.Event) []string {
 // arguments may carry secrets.
 func (e *Exec) name() string { return filepath.Base(e.argv[0]) }
 
-// tailBuffer keeps the last limit bytes written to it. Not safe for
-// concurrent use.
+// tailBuffer keeps the last limit bytes written to it, and enough before
+// them to mask a secret the cut would split. Not safe for concurrent use.
 type tailBuffer struct {
 	buf   []byte
 	limit int
+	red   *redact.Redactor
 	total int64
 }
+
+// keep is how many bytes the buffer holds on to.
+func (t *tailBuffer) keep() int { return t.limit + t.red.Longest() }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.total += int64(len(p))
 	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.limit {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.limit:]...)
+	if keep := t.keep(); len(t.buf) > 2*keep {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
 	}
 	return len(p), nil
 }
 
-// String returns the kept tail, made safe to store (valid UTF-8, no NUL or
-// other controls but newline and tab), prefixed by "…" when output was cut.
+// String returns the kept tail with secrets masked, made safe to store
+// (valid UTF-8, no NUL or other controls but newline and tab), prefixed by
+// "…" when output was cut. A secret the cut would split is shown masked, so
+// the tail may then run a little over limit.
 func (t *tailBuffer) String() string {
 	b := t.buf
-	if len(b) > t.limit {
-		b = b[len(b)-t.limit:]
+	if keep := t.keep(); len(b) > keep {
+		b = b[len(b)-keep:]
 	}
+	tail := t.red.Tail(string(b), t.limit)
 	s := strings.Map(func(r rune) rune {
 		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
 			return -1
 		}
 		return r
-	}, strings.ToValidUTF8(string(b), "\uFFFD"))
+	}, strings.ToValidUTF8(tail, "\uFFFD"))
 	s = strings.TrimSpace(s)
-	if t.total > int64(len(b)) {
+	if t.total > int64(t.limit) {
 		s = "…" + s
 	}
 	return s

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -40,9 +41,8 @@ func newExec(t *testing.T, opts target.ExecOptions) *target.Exec {
 }
 
 // TestExecDone: exit 0 is done; the command read the exact payload on
-// stdin and saw the event's fields, the extra env and the parent's env.
+// stdin and saw the event's fields and the extra env.
 func TestExecDone(t *testing.T) {
-	t.Setenv("HOOKBOX_TEST_PARENT_VAR", "from-parent")
 	dir := t.TempDir()
 	sh := script(t, dir, "hook.sh", `cat > "$OUT/stdin.$HOOKBOX_EVENT_ID"
 env > "$OUT/env.$HOOKBOX_EVENT_ID"
@@ -66,12 +66,7 @@ env > "$OUT/env.$HOOKBOX_EVENT_ID"
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{}
-	for _, line := range strings.Split(string(envText), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
+	env := parseEnv(string(envText))
 	for k, v := range map[string]string{
 		"HOOKBOX_SOURCE":          "gh",
 		"HOOKBOX_DELIVERY_ID":     "72d3162e-cc78",
@@ -80,10 +75,153 @@ env > "$OUT/env.$HOOKBOX_EVENT_ID"
 		"HOOKBOX_ATTEMPT":         "1",
 		"HOOKBOX_IDEMPOTENCY_KEY": "gh:72d3162e-cc78",
 		"OUT":                     dir,
-		"HOOKBOX_TEST_PARENT_VAR": "from-parent",
 	} {
 		if env[k] != v {
 			t.Errorf("env %s = %q, want %q", k, env[k], v)
+		}
+	}
+}
+
+// parseEnv reads the output of env(1).
+func parseEnv(text string) map[string]string {
+	env := map[string]string{}
+	for _, line := range strings.Split(text, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// execEnv runs env(1) through an Exec made from opts and returns what it
+// printed.
+func execEnv(t *testing.T, opts target.ExecOptions) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "env.txt")
+	sh := script(t, dir, "env.sh", "exec env > "+out+"\n")
+	opts.Argv = []string{sh}
+	e := newExec(t, opts)
+	ev := &hookbox.Event{ID: 7, Source: "s", DeliveryID: "d", EventType: "push", Attempts: 1, Payload: []byte(`{}`)}
+	if err := e.Deliver(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := parseEnv(string(b))
+	for _, k := range []string{"PWD", "SHLVL", "_"} {
+		delete(env, k) // sh sets these itself
+	}
+	return env
+}
+
+// TestExecMinimalEnvironment: by default the command sees PATH, HOME, the
+// configured extras and the event's HOOKBOX_* fields, and nothing else of
+// hookbox's environment: not the secrets a config expands from it, nor
+// hookbox's own HOOKBOX_* settings.
+func TestExecMinimalEnvironment(t *testing.T) {
+	t.Setenv("HOOKBOX_ADMIN_TOKEN", "adm-secret-token-1")
+	t.Setenv("POLAR_WEBHOOK_SECRET", "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=")
+	t.Setenv("HOOKBOX_DB", "postgres://u:pw@db/hookbox")
+	t.Setenv("HOME", "/home/hookbox")
+	env := execEnv(t, target.ExecOptions{Env: []string{"DEPLOY_DIR=/srv"}})
+	want := map[string]string{
+		"PATH":                    os.Getenv("PATH"),
+		"HOME":                    "/home/hookbox",
+		"DEPLOY_DIR":              "/srv",
+		"HOOKBOX_SOURCE":          "s",
+		"HOOKBOX_DELIVERY_ID":     "d",
+		"HOOKBOX_EVENT_ID":        "7",
+		"HOOKBOX_EVENT_TYPE":      "push",
+		"HOOKBOX_ATTEMPT":         "1",
+		"HOOKBOX_IDEMPOTENCY_KEY": "s:d",
+	}
+	for k, v := range env {
+		if want[k] != v {
+			t.Errorf("env %s=%q, want it absent or %q", k, v, want[k])
+		}
+	}
+	for k := range want {
+		if _, ok := env[k]; !ok {
+			t.Errorf("env lacks %s", k)
+		}
+	}
+}
+
+// TestExecMinimalEnvironmentDefaults: without PATH or HOME in hookbox's
+// environment the command still gets a usable PATH, and no HOME.
+func TestExecMinimalEnvironmentDefaults(t *testing.T) {
+	t.Setenv("HOME", "") // restored when the test ends
+	os.Unsetenv("HOME")
+	t.Setenv("PATH", "")
+	os.Unsetenv("PATH")
+	env := execEnv(t, target.ExecOptions{})
+	if env["PATH"] == "" {
+		t.Error("no PATH")
+	}
+	if v, ok := env["HOME"]; ok {
+		t.Errorf("HOME=%q, want none", v)
+	}
+}
+
+// TestExecInheritEnv: with InheritEnv the command gets hookbox's whole
+// environment, the extras and the event's fields, later ones winning.
+func TestExecInheritEnv(t *testing.T) {
+	t.Setenv("HOOKBOX_TEST_PARENT_VAR", "from-parent")
+	t.Setenv("HOOKBOX_SOURCE", "stale")
+	env := execEnv(t, target.ExecOptions{InheritEnv: true, Env: []string{"X=1"}})
+	if env["HOOKBOX_TEST_PARENT_VAR"] != "from-parent" || env["X"] != "1" || env["HOOKBOX_SOURCE"] != "s" {
+		t.Errorf("env = %v", env)
+	}
+}
+
+// TestExecOutputRedacted: a command that prints the environment it was
+// given, a secret and its encodings, leaves none of them in the error.
+func TestExecOutputRedacted(t *testing.T) {
+	const token = "adm-secret-token-1"
+	const whsec = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="
+	dir := t.TempDir()
+	sh := script(t, dir, "leak.sh", `env
+echo "token=$TOKEN"
+printf %s "$TOKEN" | base64
+echo "key=${SECRET#whsec_}"
+exit 1
+`)
+	r := redact.New(token, whsec)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"TOKEN=" + token, "SECRET=" + whsec}, Redactor: r})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, leak := range []string{token, "c2VjcmV0LXNlY3JldC1zZWNyZXQ", "YWRtLXNlY3JldC10b2tlbi0x"} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("error holds %q: %s", leak, msg)
+		}
+	}
+	if !strings.Contains(msg, "token="+redact.Mask) || !strings.Contains(msg, "key="+redact.Mask) {
+		t.Errorf("error %q", msg)
+	}
+}
+
+// TestExecOutputTailRedacted: the cut that keeps the output's tail never
+// leaves part of a secret showing.
+func TestExecOutputTailRedacted(t *testing.T) {
+	const token = "adm-secret-token-1"
+	r := redact.New(token)
+	dir := t.TempDir()
+	sh := script(t, dir, "tail.sh", `printf "%s%s" "$PAD" "$TOKEN"; exit 1`)
+	for pad := 0; pad < 30; pad++ {
+		e := newExec(t, target.ExecOptions{Argv: []string{sh}, OutputLimit: 20, Redactor: r,
+			Env: []string{"TOKEN=" + token, "PAD=" + strings.Repeat("x", pad)}})
+		err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+		msg := err.Error()
+		for k := 3; k <= len(token); k++ {
+			if frag := token[len(token)-k:]; strings.Contains(msg, frag) {
+				t.Fatalf("pad %d: error %q shows %q", pad, msg, frag)
+			}
 		}
 	}
 }
@@ -133,7 +271,7 @@ echo "THE REAL REASON" >&2
 exit 1
 `)
 	e := newExec(t, target.ExecOptions{Argv: []string{"./loud.sh"}, Dir: dir, OutputLimit: 100})
-	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 	if err == nil || worker.IsPermanent(err) {
 		t.Fatalf("err = %v, want a retryable error", err)
 	}
@@ -186,7 +324,7 @@ exit 0
 `)
 	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"PIDFILE=" + pidfile}})
 	start := time.Now()
-	if err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1}); err != nil {
+	if err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > time.Second {
@@ -204,7 +342,7 @@ func TestExecCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
 	start := time.Now()
-	err := e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	err := e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
@@ -217,7 +355,7 @@ func TestExecCancelled(t *testing.T) {
 // deployed later), naming the command.
 func TestExecStartFailure(t *testing.T) {
 	e := newExec(t, target.ExecOptions{Argv: []string{"/nonexistent/hookbox-handler", "--token", "argv-secret"}})
-	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 	if err == nil || worker.IsPermanent(err) || !strings.Contains(err.Error(), "hookbox-handler") {
 		t.Errorf("err = %v", err)
 	}

@@ -45,7 +45,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = execWaitDelay
 
-	if err := cmd.Start(); err != nil {
+	if err := startChild(cmd); err != nil {
 		stdinR.Close()
 		stdinW.Close()
 		outR.Close()
@@ -64,7 +64,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		stdinW.Write(ev.Payload) // EPIPE when the command does not read it all: fine
 		closeStdin.Do(func() { stdinW.Close() })
 	}()
-	out := &tailBuffer{limit: e.limit}
+	out := &tailBuffer{limit: e.limit, red: e.red}
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
@@ -72,6 +72,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	}()
 
 	waitErr := cmd.Wait()
+	childDone(pgid)
 	// The command has exited (or was killed with its group when ctx ended).
 	// Kill whatever it left behind in its group.
 	killGroup(pgid)

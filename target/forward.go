@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/worker"
 )
 
@@ -57,6 +58,10 @@ type ForwardOptions struct {
 	// its meaning; a 3xx reply is retried like any other failure). The
 	// attempt's time limit comes from the context the worker passes.
 	Client *http.Client
+	// Redactor masks secrets in the errors Deliver returns (a reply body
+	// that echoes a token, above all); nil masks nothing. The values of
+	// Headers are masked in any case.
+	Redactor *redact.Redactor
 }
 
 // Forward POSTs each event's raw body, with the sender's original headers,
@@ -65,7 +70,8 @@ type Forward struct {
 	url       string
 	host      string      // Host override from the extra headers
 	extra     http.Header // extra headers, canonical keys
-	secrets   []string    // extra header values, redacted from errors
+	secrets   []string    // extra header values, masked in errors
+	red       *redact.Redactor
 	permanent map[int]bool
 	client    *http.Client
 }
@@ -77,7 +83,7 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("forward: URL must be an absolute http:// or https:// URL")
 	}
-	f := &Forward{url: opts.URL, extra: http.Header{}, permanent: map[int]bool{}, client: opts.Client}
+	f := &Forward{url: opts.URL, extra: http.Header{}, permanent: map[int]bool{}, client: opts.Client, red: opts.Redactor}
 	for name, value := range opts.Headers {
 		if !validHeaderName(name) {
 			return nil, fmt.Errorf("forward: headers: %q is not a valid header name", name)
@@ -133,12 +139,17 @@ func defaultClient() *http.Client {
 // Deliver POSTs ev to the URL. A 2xx reply is nil; a status listed as
 // permanent is a worker.Permanent error; anything else is an error to retry,
 // wrapped in worker.RetryAfter when the reply carries a Retry-After header.
+// An event whose payload was cleared is a worker.Permanent error, and
+// nothing is sent.
 func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
+	if err := checkPayload("forward", ev); err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, bytes.NewReader(ev.Payload))
 	if err != nil {
 		return errors.New("forward: cannot build the request") // the URL was validated; never quote it
 	}
-	req.Header = forwardHeader(ev.Header)
+	req.Header = ForwardHeader(ev.Header)
 	for k, v := range f.extra {
 		req.Header[k] = v
 	}
@@ -176,7 +187,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	}
 	// Read a little more than is shown, so that a secret straddling the cut
 	// is still redacted whole.
-	longest := 0
+	longest := f.red.Longest()
 	for _, s := range f.secrets {
 		longest = max(longest, len(s))
 	}
@@ -194,12 +205,13 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	return serr
 }
 
-// redact replaces every extra header value in s.
+// redact masks every extra header value in s (whatever its length), then
+// the Redactor's secrets.
 func (f *Forward) redact(s string) string {
 	for _, v := range f.secrets {
-		s = strings.ReplaceAll(s, v, "[redacted]")
+		s = strings.ReplaceAll(s, v, redact.Mask)
 	}
-	return s
+	return f.red.String(s)
 }
 
 // statusError is a non-2xx reply.
@@ -252,25 +264,88 @@ func reservedHeader(key string) bool {
 	return false
 }
 
-// forwardHeader copies the stored headers worth forwarding: everything but
-// hop-by-hop headers (and those a Connection header names) and the ones
-// Forward sets itself.
-func forwardHeader(stored http.Header) http.Header {
+// routingHeaders tell a server where a request came from, which host,
+// scheme or URL it was meant for, which method to treat it as, or how its
+// body is encoded. A sender controls them, and an app (or its framework)
+// behind hookbox may trust them, since they look like its proxy's: they
+// are never forwarded.
+var routingHeaders = map[string]bool{
+	"Forwarded": true, "X-Real-Ip": true, "X-Client-Ip": true,
+	"True-Client-Ip": true, "X-Cluster-Client-Ip": true,
+	"X-Original-Url": true, "X-Rewrite-Url": true,
+	"X-Http-Method": true, // X-*-Method-Override and X-Forwarded-* by pattern
+	// The body is sent as stored, whatever the sender said of it.
+	"Content-Encoding": true,
+	// Credentials meant for hookbox, not for the app (ingest does not store
+	// them either).
+	"Authorization": true, "Cookie": true,
+}
+
+// dropped reports whether Forward leaves out the header with canonical key.
+func dropped(key string) bool {
+	return hopByHop[key] || routingHeaders[key] || reservedHeader(key) ||
+		strings.HasPrefix(key, "X-Forwarded-") ||
+		(strings.HasPrefix(key, "X-") && strings.HasSuffix(key, "-Method-Override"))
+}
+
+// ForwardHeader returns the copy of a stored event's headers that Forward
+// sends (before adding its own): every header but the hop-by-hop ones
+// (Connection, Keep-Alive, Transfer-Encoding, TE, Trailer, Upgrade,
+// Proxy-*, Host, Content-Length, Expect) and those a Connection header
+// names; the routing ones (Forwarded, X-Forwarded-*, X-Real-Ip,
+// X-Client-Ip, True-Client-Ip, X-Cluster-Client-Ip, X-Original-Url,
+// X-Rewrite-Url, X-Http-Method, X-*-Method-Override); Content-Encoding;
+// Authorization and Cookie; and the Hookbox-* and Idempotency-Key headers
+// Forward sets itself. Keys come out canonical; values are copied.
+func ForwardHeader(stored http.Header) http.Header {
+	named := connectionNamed(stored)
 	out := make(http.Header, len(stored)+6)
-	named := map[string]bool{}
-	for _, v := range stored.Values("Connection") {
-		for _, name := range strings.Split(v, ",") {
-			named[http.CanonicalHeaderKey(strings.TrimSpace(name))] = true
-		}
-	}
 	for k, vs := range stored {
 		key := http.CanonicalHeaderKey(k)
-		if hopByHop[key] || named[key] || reservedHeader(key) || len(vs) == 0 {
+		if dropped(key) || named[key] || len(vs) == 0 {
 			continue
 		}
 		out[key] = append(out[key], vs...)
 	}
 	return out
+}
+
+// WithoutConnectionHeaders returns a copy of h without Connection and the
+// headers its values name (RFC 9110 §7.6.1: they were meant for the one
+// connection, and a sender may use them to pass a header that a proxy would
+// have dropped). net/http leaves both in Request.Header; ingest calls this
+// on the request's headers before storing them, since once Connection is
+// gone the names it listed cannot be known.
+func WithoutConnectionHeaders(h http.Header) http.Header {
+	named := connectionNamed(h)
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		key := http.CanonicalHeaderKey(k)
+		if key == "Connection" || named[key] {
+			continue
+		}
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}
+
+// connectionNamed returns the canonical names listed in h's Connection
+// values.
+func connectionNamed(h http.Header) map[string]bool {
+	named := map[string]bool{}
+	for k, vs := range h {
+		if http.CanonicalHeaderKey(k) != "Connection" {
+			continue
+		}
+		for _, v := range vs {
+			for _, name := range strings.Split(v, ",") {
+				if name = strings.TrimSpace(name); name != "" {
+					named[http.CanonicalHeaderKey(name)] = true
+				}
+			}
+		}
+	}
+	return named
 }
 
 // parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.

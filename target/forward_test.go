@@ -19,6 +19,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
@@ -291,7 +292,7 @@ func TestForwardDeadAfterMaxAttempts(t *testing.T) {
 	rg := newRig(t, map[string]worker.Target{"s": f}, pol)
 	ids := rg.ingest(hookbox.Delivery{Source: "s", DeliveryID: "d-dead", Payload: []byte(`{}`)})
 	e := rg.want(ids[0], hookbox.StatusDead, 3)
-	if !strings.HasPrefix(e.LastError, "forward: 503 Service Unavailable: down for maintenance; you sent [redacted] xxx") {
+	if !strings.HasPrefix(e.LastError, "forward: 503 Service Unavailable: down for maintenance; you sent [REDACTED] xxx") {
 		t.Errorf("last error %q", e.LastError)
 	}
 	if strings.Contains(e.LastError, sharedSecret) {
@@ -302,6 +303,32 @@ func TestForwardDeadAfterMaxAttempts(t *testing.T) {
 	}
 	if n := len(app.requests()); n != 3 {
 		t.Errorf("app got %d requests, want 3", n)
+	}
+}
+
+// TestForwardReplyRedacted: a reply that echoes configured secrets (here
+// the admin token and a webhook secret's base64 key) leaves none of them
+// in the stored error, even when one straddles the 200-byte cut.
+func TestForwardReplyRedacted(t *testing.T) {
+	const token = "adm-secret-token-1"
+	const whsec = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="
+	app := newSink(t, func(_ int, r *http.Request, w http.ResponseWriter) {
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, "token "+token+" key c2VjcmV0LXNlY3JldC1zZWNyZXQ= "+strings.Repeat("x", 160)+token)
+	})
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL, Redactor: redact.New(token, whsec)})
+	err := f.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	msg := err.Error()
+	for _, leak := range []string{token, "c2VjcmV0LXNlY3JldC1zZWNyZXQ", token[:5]} {
+		if strings.Contains(msg, leak) {
+			t.Errorf("error holds %q: %s", leak, msg)
+		}
+	}
+	if !strings.HasPrefix(msg, "forward: 500 Internal Server Error: token [REDACTED] key [REDACTED]") {
+		t.Errorf("error %q", msg)
 	}
 }
 

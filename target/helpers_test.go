@@ -24,7 +24,13 @@ type rig struct {
 // pool; it stops when the test ends.
 func newRig(t *testing.T, routes map[string]worker.Target, pol worker.Policy) *rig {
 	t.Helper()
-	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	return newRigAt(t, dbtest.SQLiteURL(t), routes, pol)
+}
+
+// newRigAt is newRig on the database at dbURL (see dbtest.Each).
+func newRigAt(t *testing.T, dbURL string, routes map[string]worker.Target, pol worker.Policy) *rig {
+	t.Helper()
+	s := dbtest.Open(t, dbURL)
 	p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
 	for src, tg := range routes {
 		p.Route(src, tg)

@@ -7,8 +7,14 @@
 // Guarantees:
 //
 //   - Forward sends the stored body byte for byte with the sender's original
-//     headers (signature headers included, hop-by-hop headers left out), so
-//     the app behind hookbox can verify the provider's signature itself. It
+//     headers (signature headers included), so the app behind hookbox can
+//     verify the provider's signature itself. It leaves out the headers that
+//     describe a connection rather than the message (hop-by-hop ones and
+//     those a Connection header names) and the routing headers an app may
+//     trust from its own proxy (Forwarded, X-Forwarded-*, X-Real-Ip,
+//     X-Original-Url, X-*-Method-Override, Content-Encoding and the like;
+//     ForwardHeader has the list), so a sender cannot pose as a local
+//     client or rewrite the method or URL the app sees. It
 //     adds an Idempotency-Key of "<source>:<delivery id>" that is the same on
 //     every attempt and every redelivery, so the app can make its effect safe
 //     to repeat.
@@ -18,43 +24,79 @@
 //     least that long. Only the statuses listed as permanent (410 Gone by
 //     default) make the event dead at once.
 //   - Exec runs the command without a shell, with the body on stdin and the
-//     event's fields in HOOKBOX_* environment variables. Exit status 0 is
+//     event's fields in HOOKBOX_* environment variables. Its environment is
+//     minimal unless InheritEnv is set: PATH, HOME, the configured extras
+//     and those HOOKBOX_* fields, so that the secrets in hookbox's own
+//     environment never reach the command or its output. Exit status 0 is
 //     done; anything else is retried, with the exit code and the tail of the
 //     combined output in the error. The command runs in its own process
 //     group, and the whole group is killed when the attempt ends (its
 //     timeout, a shutdown, or the command's own exit), so no process of an
-//     attempt outlives it.
+//     attempt outlives it. When hookbox is PID 1 (a container without an
+//     init), the killed processes are reparented to it; ReapOrphans reaps
+//     them without taking the exit status of a command Exec waits for, so
+//     none is left a zombie.
+//   - An event whose payload was cleared (payload_retention_days) is never
+//     sent or run with an empty body in its place: the attempt is a
+//     worker.Permanent error that says why.
 //   - Errors never contain the values of the extra headers Forward is
 //     configured with (they are often shared secrets), nor the forward URL's
-//     query or password.
+//     query or password, nor any secret of the Redactor the target is given
+//     (see package redact): a reply body or an output tail that echoes one
+//     shows redact.Mask instead, even where the cut that bounds the text
+//     falls inside the secret.
 package target
 
 import (
+	"errors"
 	"fmt"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/worker"
 )
 
 // FromConfig returns the target configured for src: a *Forward when
 // src.Forward is set, an *Exec when src.Exec is, and (nil, nil) when the
-// source has neither (its events are then for Go handlers).
-func FromConfig(src config.Source) (worker.Target, error) {
+// source has neither (its events are then for Go handlers). red masks
+// secrets in the target's errors; nil masks none.
+func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) {
 	switch {
 	case src.Forward != "" && len(src.Exec) > 0:
 		return nil, fmt.Errorf("source %s: forward and exec are exclusive; choose one target", src.Name)
 	case src.Forward != "":
-		f, err := NewForward(ForwardOptions{URL: src.Forward, Headers: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses})
+		f, err := NewForward(ForwardOptions{URL: src.Forward, Headers: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses, Redactor: red})
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", src.Name, err)
 		}
 		return f, nil
 	case len(src.Exec) > 0:
-		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv})
+		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv, InheritEnv: src.ExecInheritEnv, Redactor: red})
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", src.Name, err)
 		}
 		return e, nil
 	}
 	return nil, nil
+}
+
+// errPayloadCleared is why an event whose payload was cleared is not
+// delivered: sending an empty body (with the sender's signature headers)
+// would make the app fail to verify it, or worse act on nothing, and
+// retrying cannot bring the payload back.
+var errPayloadCleared = errors.New("payload was cleared by payload_retention_days; it cannot be delivered again")
+
+// payloadCleared reports whether ev's payload was dropped by payload
+// retention. A stored empty body is an empty, non-nil slice (both stores
+// scan it so); only a cleared payload is nil.
+func payloadCleared(ev *hookbox.Event) bool { return ev.Payload == nil }
+
+// checkPayload returns a permanent error, worded for the target named what,
+// when ev's payload was cleared, and nil otherwise.
+func checkPayload(what string, ev *hookbox.Event) error {
+	if !payloadCleared(ev) {
+		return nil
+	}
+	return worker.Permanent(fmt.Errorf("%s: event %d: %w", what, ev.ID, errPayloadCleared))
 }

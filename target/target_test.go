@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/worker"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -62,8 +64,9 @@ func TestForwardHeader(t *testing.T) {
 		"Content-Type":      {"application/json"},
 		"Webhook-Signature": {"v1,abc v1,def"},
 		"X-Multi":           {"a", "b"},
-		"Connection":        {"keep-alive, X-Per-Hop"},
+		"Connection":        {"keep-alive, X-Per-Hop", "x-other-hop"},
 		"X-Per-Hop":         {"drop me"},
+		"X-Other-Hop":       {"drop me"},
 		"Keep-Alive":        {"timeout=5"},
 		"Transfer-Encoding": {"chunked"},
 		"Content-Length":    {"12"},
@@ -72,8 +75,28 @@ func TestForwardHeader(t *testing.T) {
 		"Idempotency-Key":   {"spoof"},
 		"Hookbox-Attempt":   {"99"},
 		"x-lower-case":      {"kept"},
+		// Routing headers the app or its framework may trust.
+		"X-Forwarded-For":          {"10.0.0.1"},
+		"X-Forwarded-Host":         {"admin.internal"},
+		"X-Forwarded-Proto":        {"https"},
+		"X-Forwarded-Port":         {"443"},
+		"X-Forwarded-Prefix":       {"/admin"},
+		"X-Real-Ip":                {"127.0.0.1"},
+		"X-Client-Ip":              {"127.0.0.1"},
+		"True-Client-Ip":           {"127.0.0.1"},
+		"Forwarded":                {"for=127.0.0.1;host=admin.internal"},
+		"X-Original-Url":           {"/admin/delete"},
+		"X-Rewrite-Url":            {"/admin/delete"},
+		"X-Http-Method-Override":   {"DELETE"},
+		"X-Http-Method":            {"DELETE"},
+		"X-Method-Override":        {"DELETE"},
+		"X-Custom-Method-Override": {"DELETE"},
+		"Content-Encoding":         {"gzip"},
+		"Authorization":            {"Bearer hookbox-token"},
+		"Cookie":                   {"session=1"},
+		"x-forwarded-for":          {"non-canonical"},
 	}
-	got := forwardHeader(stored)
+	got := ForwardHeader(stored)
 	want := http.Header{
 		"Content-Type":      {"application/json"},
 		"Webhook-Signature": {"v1,abc v1,def"},
@@ -81,7 +104,7 @@ func TestForwardHeader(t *testing.T) {
 		"X-Lower-Case":      {"kept"},
 	}
 	if len(got) != len(want) {
-		t.Fatalf("forwardHeader = %v, want %v", got, want)
+		t.Fatalf("ForwardHeader = %v, want %v", got, want)
 	}
 	for k, v := range want {
 		if strings.Join(got[k], "|") != strings.Join(v, "|") {
@@ -90,7 +113,7 @@ func TestForwardHeader(t *testing.T) {
 	}
 	got.Add("X-Multi", "c")
 	if len(stored["X-Multi"]) != 2 {
-		t.Error("forwardHeader shares value slices with the stored header")
+		t.Error("ForwardHeader shares value slices with the stored header")
 	}
 }
 
@@ -161,23 +184,61 @@ func TestNewExecValidates(t *testing.T) {
 }
 
 func TestFromConfig(t *testing.T) {
-	tg, err := FromConfig(config.Source{Name: "a", Forward: "http://127.0.0.1:3000/hooks"})
+	tg, err := FromConfig(config.Source{Name: "a", Forward: "http://127.0.0.1:3000/hooks"}, nil)
 	if _, ok := tg.(*Forward); !ok || err != nil {
 		t.Errorf("forward: %T, %v", tg, err)
 	}
-	tg, err = FromConfig(config.Source{Name: "b", Exec: []string{"./deploy.sh", "--prod"}})
+	tg, err = FromConfig(config.Source{Name: "b", Exec: []string{"./deploy.sh", "--prod"}}, nil)
 	if e, ok := tg.(*Exec); err == nil && (!ok || e.argv[1] != "--prod") {
 		t.Errorf("exec: %T, %v", tg, err)
 	}
-	tg, err = FromConfig(config.Source{Name: "c"})
+	tg, err = FromConfig(config.Source{Name: "c"}, nil)
 	if tg != nil || err != nil {
 		t.Errorf("no target: %#v, %v; want a nil interface", tg, err)
 	}
-	if _, err := FromConfig(config.Source{Name: "d", Forward: "http://x", Exec: []string{"y"}}); err == nil {
+	if _, err := FromConfig(config.Source{Name: "d", Forward: "http://x", Exec: []string{"y"}}, nil); err == nil {
 		t.Error("forward and exec together accepted")
 	}
-	if _, err := FromConfig(config.Source{Name: "e", Forward: "mailto:x"}); err == nil || !strings.Contains(err.Error(), "source e:") {
+	if _, err := FromConfig(config.Source{Name: "e", Forward: "mailto:x"}, nil); err == nil || !strings.Contains(err.Error(), "source e:") {
 		t.Errorf("bad forward: %v", err)
+	}
+}
+
+// TestFromConfigExecEnvAndRedactor: exec_inherit_env reaches the Exec
+// (off by default) and the Redactor reaches both targets.
+func TestFromConfigExecEnvAndRedactor(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+sources:
+  - name: plain
+    scheme: none
+    exec: ["./a.sh"]
+    exec_env: ["A=1"]
+  - name: inherit
+    scheme: none
+    exec: ["./b.sh"]
+    exec_inherit_env: true
+  - name: fwd
+    scheme: none
+    forward: "http://127.0.0.1:3000/"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := redact.New("a-long-secret")
+	var got []worker.Target
+	for _, src := range cfg.Sources {
+		tg, err := FromConfig(src, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, tg)
+	}
+	plain, inherit, fwd := got[0].(*Exec), got[1].(*Exec), got[2].(*Forward)
+	if plain.inherit || !inherit.inherit || plain.env[0] != "A=1" {
+		t.Errorf("inherit: plain %v, inherit %v", plain.inherit, inherit.inherit)
+	}
+	if plain.red != r || inherit.red != r || fwd.red != r {
+		t.Error("a target lacks the Redactor")
 	}
 }
 

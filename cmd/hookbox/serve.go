@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox/service"
+	"github.com/hookbox/hookbox/target"
 )
 
 func newServeCmd(g *globalFlags) *cobra.Command {
@@ -37,6 +39,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				}
 				cfg.RetentionDays = n
 			}
+			reapIfInit(cmd.Context())
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
 			for _, w := range cfg.Warnings {
 				log.Warn(w)
@@ -50,4 +53,14 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default the config's listen, else :8080)")
 	return cmd
+}
+
+// reapIfInit starts reaping orphaned processes, until ctx ends, when hookbox
+// runs as PID 1 (a container without an init): the background processes of
+// killed exec commands are reparented to it and would otherwise stay
+// zombies. Anywhere else the real init reaps them. See target.ReapOrphans.
+func reapIfInit(ctx context.Context) {
+	if os.Getpid() == 1 {
+		go target.ReapOrphans(ctx)
+	}
 }

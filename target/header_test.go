@@ -1,0 +1,85 @@
+package target_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/target"
+)
+
+// TestForwardDropsRoutingHeaders: a delivery whose sender set routing
+// headers reaches the app without them, over real HTTP.
+func TestForwardDropsRoutingHeaders(t *testing.T) {
+	app := newSink(t, status(http.StatusOK, ""))
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL})
+	stored := http.Header{
+		"Webhook-Signature":      {"v1,abc"},
+		"X-Forwarded-For":        {"10.0.0.1"},
+		"X-Forwarded-Host":       {"admin.internal"},
+		"X-Real-Ip":              {"127.0.0.1"},
+		"Forwarded":              {"for=127.0.0.1"},
+		"X-Original-Url":         {"/admin/delete"},
+		"X-Http-Method-Override": {"DELETE"},
+		"Content-Encoding":       {"gzip"},
+	}
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
+	if err := f.Deliver(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	got := app.requests()[0].header
+	for name := range stored {
+		if name == "Webhook-Signature" {
+			continue
+		}
+		if v, ok := got[name]; ok {
+			t.Errorf("app got %s: %q", name, v)
+		}
+	}
+	if got.Get("Webhook-Signature") != "v1,abc" {
+		t.Errorf("signature header lost: %v", got)
+	}
+}
+
+// TestWithoutConnectionHeaders: the headers a sender names in Connection
+// reach the receiving server's Request.Header, and WithoutConnectionHeaders
+// (what ingest calls before storing) drops them with Connection itself.
+func TestWithoutConnectionHeaders(t *testing.T) {
+	seen := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Clone()
+	}))
+	defer srv.Close()
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /webhooks/s HTTP/1.1\r\nHost: x\r\nConnection: X-Hop, keep-alive\r\nX-Hop: secret-route\r\nX-Kept: yes\r\nContent-Length: 2\r\n\r\n{}")
+	if _, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil {
+		t.Fatal(err)
+	}
+	raw := <-seen
+	if raw.Get("X-Hop") == "" || raw.Get("Connection") == "" {
+		t.Fatalf("net/http already dropped them (%v): the filter is not needed", raw)
+	}
+	h := target.WithoutConnectionHeaders(raw)
+	if _, ok := h["X-Hop"]; ok {
+		t.Errorf("X-Hop kept: %v", h)
+	}
+	if _, ok := h["Connection"]; ok {
+		t.Errorf("Connection kept: %v", h)
+	}
+	if h.Get("X-Kept") != "yes" {
+		t.Errorf("X-Kept lost: %v", h)
+	}
+	if strings.Join(raw["X-Hop"], "") != "secret-route" {
+		t.Error("WithoutConnectionHeaders changed its argument")
+	}
+}
