@@ -56,7 +56,8 @@ type Config struct {
 	// once across all deliveries; one that would pass it is answered 503
 	// with Retry-After. Default: DefaultMaxInflightBodyBytes, or the largest
 	// body limit if that is more. It must be at least every source's body
-	// limit.
+	// limit; a chunked body (no Content-Length) near the limit needs up to
+	// three times the limit, as its buffer grows.
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
 	// TrustedProxies are the addresses or CIDRs of proxies in front of
 	// hookbox whose X-Forwarded-For and Forwarded headers are believed when

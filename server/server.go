@@ -64,7 +64,9 @@ type Config struct {
 	// MaxInflightBodyBytes bounds the body bytes held at once across all
 	// requests, from the first byte read until the reply (default
 	// DefaultMaxInflightBodyBytes, and never less than the largest source
-	// limit, so that any body the limits admit can be received).
+	// limit, so that any declared body the limits admit can be received;
+	// a body of undeclared length counts the buffers it outgrew too, see
+	// readBody).
 	MaxInflightBodyBytes int64
 	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded
 	// headers are believed when finding a client's address for
@@ -340,7 +342,9 @@ const firstBodyBuffer = 16 << 10
 // when they do not fit). held is what it took, to release after the reply,
 // error or not. A declared length (already checked against limit) is
 // allocated once, exactly; an undeclared one starts small and doubles, but
-// never past limit, so it costs at most about twice what arrived.
+// never past limit. Every buffer an undeclared body outgrows stays counted
+// until the reply, so such a body takes from the budget about twice its
+// final buffer: up to three times the limit for a body near it.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, held int64, err error) {
 	if n := r.ContentLength; n >= 0 {
 		if !s.budget.take(n) {
@@ -371,11 +375,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 				}
 				continue // a zero-byte read; try again
 			}
+			// The outgrown buffer stays counted: it is garbage the
+			// collector has yet to free, and the budget bounds what is
+			// allocated, not only what is still in use.
 			grown := min(2*int64(cap(body)), limit)
-			if !s.budget.take(grown - int64(cap(body))) {
+			if !s.budget.take(grown) {
 				return nil, held, errBusy
 			}
-			held += grown - int64(cap(body))
+			held += grown
 			body = append(make([]byte, 0, grown), body...)
 		}
 		n, err := rd.Read(body[len(body):cap(body)])
