@@ -314,17 +314,24 @@ func TestBadInput(t *testing.T) {
 	})
 }
 
-// checkNoneWarnings: the log warns, naming it, about the none source that
-// admits every address, and warns about no other source.
+// checkNoneWarnings: before it listens, the log warns, naming it, about
+// the none source that admits every address, and about no other source.
 func checkNoneWarnings(t *testing.T, log string) {
 	t.Helper()
 	var warned []string
 	for _, line := range strings.Split(log, "\n") {
 		var rec struct {
 			Level  string `json:"level"`
+			Msg    string `json:"msg"`
 			Source string `json:"source"`
 		}
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Level == "WARN" && rec.Source != "" {
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		if rec.Msg == "listening" {
+			break
+		}
+		if rec.Level == "WARN" && rec.Source != "" {
 			warned = append(warned, rec.Source)
 		}
 	}
