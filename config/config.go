@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"regexp"
 	"runtime"
@@ -53,6 +54,10 @@ const DefaultMaxBodyBytes = 1 << 20
 // (from 106,752 days) and would make the purge cutoff lie in the future.
 const MaxRetentionDays = 36500
 
+// DefaultMaxInflightBodyBytes is the budget for body bytes in flight when
+// max_inflight_body_bytes is not set (64 MiB).
+const DefaultMaxInflightBodyBytes = 64 << 20
+
 // Config is the whole file.
 type Config struct {
 	Listen               string  `yaml:"listen"`
@@ -80,6 +85,17 @@ type Config struct {
 	// origins records where each expanded string value came from, by key
 	// path; it lets messages avoid repeating values from the environment.
 	origins map[string]origin
+	// MaxInflightBodyBytes bounds the request body bytes held in memory at
+	// once across all deliveries; one that would pass it is answered 503
+	// with Retry-After. Default: DefaultMaxInflightBodyBytes, or the largest
+	// body limit if that is more. It must be at least every source's body
+	// limit; a chunked body (no Content-Length) near the limit needs up to
+	// three times the limit, as its buffer grows.
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
+	// TrustedProxies are the addresses or CIDRs of proxies in front of
+	// hookbox whose X-Forwarded-For and Forwarded headers are believed when
+	// a source has allow_ips. From any other peer they are ignored.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
 // Log configures structured logging.
@@ -124,6 +140,9 @@ type Source struct {
 	Secrets      []string `yaml:"secrets"`
 	Tolerance    Duration `yaml:"tolerance"`
 	MaxBodyBytes int64    `yaml:"max_body_bytes"`
+	// AllowIPs, when set, are the only addresses or CIDRs this source
+	// accepts deliveries from (403 otherwise), for any scheme.
+	AllowIPs []string `yaml:"allow_ips"`
 
 	// Generic hmac scheme.
 	Header    string `yaml:"header"`
@@ -188,6 +207,77 @@ func (s Source) Verify() verify.Config {
 		TypeHeader: s.TypeHeader,
 		TypeField:  s.TypeField,
 	}
+}
+
+// AllowedIPs returns the parsed allow_ips of s (nil when unset). The
+// Config must have been validated.
+func (s Source) AllowedIPs() []netip.Prefix {
+	ps, _ := ParsePrefixes(s.AllowIPs)
+	return ps
+}
+
+// TrustedProxyPrefixes returns the parsed trusted_proxies. The Config must
+// have been validated.
+func (c *Config) TrustedProxyPrefixes() []netip.Prefix {
+	ps, _ := ParsePrefixes(c.TrustedProxies)
+	return ps
+}
+
+// InflightBodyBytes returns max_inflight_body_bytes, or its default: the
+// larger of DefaultMaxInflightBodyBytes and the largest body limit.
+func (c *Config) InflightBodyBytes() int64 {
+	if c.MaxInflightBodyBytes > 0 {
+		return c.MaxInflightBodyBytes
+	}
+	n := int64(DefaultMaxInflightBodyBytes)
+	for _, s := range c.Sources {
+		n = max(n, c.bodyLimit(s))
+	}
+	return n
+}
+
+// bodyLimit is the largest body s accepts.
+func (c *Config) bodyLimit(s Source) int64 {
+	switch {
+	case s.MaxBodyBytes > 0:
+		return s.MaxBodyBytes
+	case c.MaxBodyBytes > 0:
+		return c.MaxBodyBytes
+	}
+	return DefaultMaxBodyBytes
+}
+
+// ParsePrefixes parses addresses ("192.0.2.7", "2001:db8::1") and CIDRs
+// ("192.0.2.0/24"); an address stands for itself alone. Host bits of a CIDR
+// are cleared, and an IPv4-mapped IPv6 entry becomes plain IPv4, as
+// client addresses are. The error names the index of the first bad entry.
+func ParsePrefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, s := range list {
+		s = strings.TrimSpace(s)
+		var p netip.Prefix
+		if strings.Contains(s, "/") {
+			var err error
+			if p, err = netip.ParsePrefix(s); err != nil {
+				return nil, fmt.Errorf("[%d]: not an IP address or CIDR: %q", i, s)
+			}
+		} else {
+			a, err := netip.ParseAddr(s)
+			if err != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("[%d]: not an IP address or CIDR: %q", i, s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if a := p.Addr(); a.Is4In6() {
+			bits := p.Bits() - 96
+			if bits < 0 {
+				return nil, fmt.Errorf("[%d]: an IPv4-mapped CIDR must be /96 or longer: %q", i, s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), bits)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // Duration is a time.Duration written as "5m", "250ms" in YAML.
@@ -374,6 +464,12 @@ func (c *Config) validate() error {
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes", "must be positive")
 	}
+	if c.MaxInflightBodyBytes < 0 {
+		bad("max_inflight_body_bytes", "must be positive")
+	}
+	if _, err := ParsePrefixes(c.TrustedProxies); err != nil {
+		errs = append(errs, errors.New("trusted_proxies"+err.Error()))
+	}
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
@@ -438,6 +534,13 @@ func (c *Config) validate() error {
 		}
 		if s.MaxBodyBytes < 0 {
 			bad(key+".max_body_bytes", "must be positive")
+		}
+		if c.MaxInflightBodyBytes > 0 && c.bodyLimit(s) > c.MaxInflightBodyBytes {
+			bad("max_inflight_body_bytes", "%d is less than %s's body limit of %d bytes: its largest deliveries could never be received",
+				c.MaxInflightBodyBytes, key, c.bodyLimit(s))
+		}
+		if _, err := ParsePrefixes(s.AllowIPs); err != nil {
+			errs = append(errs, errors.New(key+".allow_ips"+err.Error()))
 		}
 		if s.MaxAttempts < 0 {
 			bad(key+".max_attempts", "must be positive")

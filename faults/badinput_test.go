@@ -6,16 +6,19 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/verify"
 )
@@ -38,6 +41,8 @@ type rawRequest struct {
 	// headerPace > 0 writes the request line, then one more header line
 	// every headerPace, never ending the headers.
 	headerPace time.Duration
+	// declared > 0 is sent as Content-Length in place of len(body).
+	declared int64
 }
 
 // rawReply is what came back.
@@ -69,6 +74,8 @@ func rawDo(addr string, r rawRequest, timeout time.Duration) rawReply {
 	}
 	if r.chunked {
 		head.WriteString("Transfer-Encoding: chunked\r\n")
+	} else if r.declared > 0 {
+		fmt.Fprintf(&head, "Content-Length: %d\r\n", r.declared)
 	} else if r.body != nil || r.method == http.MethodPost {
 		fmt.Fprintf(&head, "Content-Length: %d\r\n", len(r.body))
 	}
@@ -187,20 +194,71 @@ type badCase struct {
 	full bool
 	// check, if set, judges the reply further.
 	check func(t *testing.T, r rawReply)
+	// timeout, if set, is how soon the reply must come (default 90s).
+	timeout time.Duration
+}
+
+// Sources that only the bad-input table uses, with the YAML keys that
+// writeConfig does not write.
+var (
+	// lockedSrc admits only a network the tests never come from.
+	lockedSrc = source{name: "locked", vc: verify.Config{Scheme: "github", Secrets: []string{"faults-locked-secret"}}}
+	// lockedNoneSrc checks no signature but admits only that network.
+	lockedNoneSrc = source{name: "lockednone", vc: verify.Config{Scheme: "none"}}
+	// openSrc checks no signature and admits everyone: a warning at start.
+	openSrc = source{name: "open", vc: verify.Config{Scheme: "none", IDHeader: "X-Id"}}
+
+	extraSourceKeys = map[string]string{
+		"locked":     `allow_ips: ["192.0.2.0/24", "2001:db8::/32"]`,
+		"lockednone": `allow_ips: ["192.0.2.7"]`,
+		"open":       `type_header: "X-Type"`,
+	}
+)
+
+// withSourceKeys adds YAML lines to the named sources of the config at
+// path (written by writeConfig) and checks that it still loads.
+func withSourceKeys(t *testing.T, path string, keys map[string]string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		out.WriteString(line)
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "- name: "); ok {
+			if n, err := strconv.Unquote(name); err == nil && keys[n] != "" {
+				fmt.Fprintf(&out, "    %s\n", keys[n])
+			}
+		}
+	}
+	if _, err := config.Parse([]byte(out.String())); err != nil {
+		t.Fatalf("config does not load: %v\n%s", err, out.String())
+	}
+	if err := os.WriteFile(path, []byte(out.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestBadInput sends abusive and malformed requests to a running hookbox
-// serve over real HTTP: each gets its documented status (400, 401, 404,
-// 405, 413, 431 for huge headers) and nothing is stored. Slow clients: a
+// serve over real HTTP: each gets its documented status (400, 401, 403,
+// 404, 405, 413, 431 for huge headers) and nothing is stored. What the
+// headers alone condemn (a missing or malformed signature, a stale or
+// future timestamp, a declared length over the limit, an address outside
+// allow_ips) is answered while the body is still withheld. Slow clients: a
 // body trickling past a small limit is refused with 413 before it ends;
 // in the full run, a slow-header connection is closed by the server's
 // ReadHeaderTimeout (10s) and a stalled body by its ReadTimeout (60s).
+// The log warns at start about the source that checks no signature and
+// admits everyone, and about no other.
 func TestBadInput(t *testing.T) {
 	needBinary(t)
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		dir := t.TempDir()
-		srcs := []source{polarSrc, stripeSrc, githubSrc, shopSrc, smallSrc}
-		srv := newServer(t, dir, writeConfig(t, dir, serverSpec{db: dbURL, sources: srcs}))
+		srcs := []source{polarSrc, stripeSrc, githubSrc, shopSrc, smallSrc, lockedSrc, lockedNoneSrc, openSrc}
+		cfgPath := writeConfig(t, dir, serverSpec{db: dbURL, sources: srcs})
+		withSourceKeys(t, cfgPath, extraSourceKeys)
+		srv := newServer(t, dir, cfgPath)
 		p := srv.start()
 		st := openStore(t, dbURL)
 
@@ -214,7 +272,11 @@ func TestBadInput(t *testing.T) {
 					if c.req.pace > 0 || c.req.stallAfter > 0 || c.req.headerPace > 0 {
 						t.Parallel()
 					}
-					r := rawDo(p.Addr(), c.req, 90*time.Second)
+					timeout := 90 * time.Second
+					if c.timeout > 0 {
+						timeout = c.timeout
+					}
+					r := rawDo(p.Addr(), c.req, timeout)
 					if c.check != nil {
 						c.check(t, r)
 						return
@@ -248,13 +310,40 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("after the control delivery %d rows, want 1", n)
 		}
 		srv.stop()
+		checkNoneWarnings(t, p.LogTail(1<<20))
 	})
+}
+
+// checkNoneWarnings: before it listens, the log warns, naming it, about
+// the none source that admits every address, and about no other source.
+func checkNoneWarnings(t *testing.T, log string) {
+	t.Helper()
+	var warned []string
+	for _, line := range strings.Split(log, "\n") {
+		var rec struct {
+			Level  string `json:"level"`
+			Msg    string `json:"msg"`
+			Source string `json:"source"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		if rec.Msg == "listening" {
+			break
+		}
+		if rec.Level == "WARN" && rec.Source != "" {
+			warned = append(warned, rec.Source)
+		}
+	}
+	if len(warned) != 1 || warned[0] != "open" {
+		t.Errorf("WARN log lines name the sources %q, want only [\"open\"]", warned)
+	}
 }
 
 // secrets are every configured secret, none of which may appear in a reply.
 func secrets() []string {
 	var out []string
-	for _, s := range []source{polarSrc, stripeSrc, githubSrc, shopSrc, smallSrc} {
+	for _, s := range []source{polarSrc, stripeSrc, githubSrc, shopSrc, smallSrc, lockedSrc} {
 		out = append(out, s.vc.Secrets...)
 	}
 	return out
@@ -419,6 +508,64 @@ func badCases(t *testing.T) []badCase {
 	}
 	add("github: no X-GitHub-Delivery", 400, post("/webhooks/github", with(sig["github"], "X-GitHub-Delivery"), body))
 	add("shop: no id header", 400, post("/webhooks/shop", with(sig["shop"], "X-Shopify-Webhook-Id"), body))
+
+	// Ids and event types longer than hookbox.MaxIDLength: 400, whether
+	// from a header, the body or a none source.
+	long := strings.Repeat("i", hookbox.MaxIDLength+1)
+	add("polar: webhook-id of 401 bytes", 400, post("/webhooks/polar", signedHeader(t, polarSrc, long, body, now), body))
+	huge6K := strings.Repeat("k", 6<<10)
+	add("polar: webhook-id of 6 KiB", 400, post("/webhooks/polar", signedHeader(t, polarSrc, huge6K, body, now), body))
+	longType := []byte(`{"id":"evt_long_type","type":"` + long + `"}`)
+	add("polar: event type of 401 bytes", 400, post("/webhooks/polar", signedHeader(t, polarSrc, "long-type", longType, now), longType))
+	longID := []byte(`{"id":"` + long + `","type":"order.paid"}`)
+	add("stripe: body id of 401 bytes", 400, post("/webhooks/stripe", signedHeader(t, stripeSrc, "", longID, now), longID))
+	add("github: X-GitHub-Delivery of 401 bytes", 400, post("/webhooks/github", with(sig["github"], "X-GitHub-Delivery", long), body))
+	add("github: X-GitHub-Event of 401 bytes", 400, post("/webhooks/github", with(sig["github"], "X-GitHub-Event", long), body))
+	add("open: id header of 401 bytes", 400, post("/webhooks/open", http.Header{"X-Id": {long}}, body))
+	add("open: type header of 401 bytes", 400, post("/webhooks/open", http.Header{"X-Id": {"open-1"}, "X-Type": {long}}, body))
+
+	// Lengths: a body longer than its Content-Length is cut there (the
+	// signature covers the whole), and a declared length over the limit is
+	// refused before a byte of the body is read.
+	longer := post("/webhooks/polar", sig["polar"], body)
+	longer.declared = int64(len(body) - 5)
+	add("body larger than declared", 401, longer)
+	overDeclared := post("/webhooks/small", signedHeader(t, smallSrc, "declared-1", body, now), body)
+	overDeclared.declared, overDeclared.stallAfter = smallSrc.maxBody+1, 1
+	cases = append(cases, badCase{name: "declared length over the limit, body withheld", req: overDeclared, want: 413, timeout: 10 * time.Second})
+	gib := post("/webhooks/polar", sig["polar"], body)
+	gib.declared, gib.stallAfter = 1<<30, 1
+	cases = append(cases, badCase{name: "declared 1 GiB, body withheld", req: gib, want: 413, timeout: 10 * time.Second})
+
+	// What the headers condemn is answered while the body is withheld:
+	// the server does not wait for (or buffer) an unauthenticated body.
+	// The body is over net/http's 256 KiB drain, as an attack's would be.
+	withheld := func(name string, want int, target string, h http.Header) {
+		big := bytes.Repeat([]byte("w"), 512<<10)
+		req := post(target, h, big)
+		req.stallAfter = 1
+		cases = append(cases, badCase{name: name + ", body withheld", req: req, want: want, timeout: 10 * time.Second})
+	}
+	for _, name := range []string{"polar", "stripe", "github", "shop"} {
+		h := sigHeader[name]
+		withheld(name+": signature missing", 401, "/webhooks/"+name, with(sig[name], h))
+		withheld(name+": signature malformed", 401, "/webhooks/"+name, with(sig[name], h, "x"+sig[name].Get(h)))
+	}
+	for _, s := range []source{polarSrc, stripeSrc} {
+		withheld(s.name+": timestamp 6 minutes old", 401, "/webhooks/"+s.name, signedHeader(t, s, "old-withheld", body, now.Add(-6*time.Minute)))
+		withheld(s.name+": timestamp 6 minutes ahead", 401, "/webhooks/"+s.name, signedHeader(t, s, "ahead-withheld", body, now.Add(6*time.Minute)))
+	}
+
+	// allow_ips: a request from elsewhere gets 403, signed or not, and
+	// forwarded-for headers count only from trusted_proxies (none here).
+	lockedSig := signedHeader(t, lockedSrc, "locked-1", body, now)
+	add("locked: disallowed IP, signed correctly", 403, post("/webhooks/locked", lockedSig, body))
+	add("locked: disallowed IP, X-Forwarded-For naming an allowed one", 403,
+		post("/webhooks/locked", with(lockedSig, "X-Forwarded-For", "192.0.2.7"), body))
+	add("locked: disallowed IP, Forwarded naming an allowed one", 403,
+		post("/webhooks/locked", with(lockedSig, "Forwarded", "for=192.0.2.7"), body))
+	add("lockednone: disallowed IP, no signature needed", 403, post("/webhooks/lockednone", http.Header{"X-Forwarded-For": {"192.0.2.7"}}, body))
+	withheld("lockednone: disallowed IP", 403, "/webhooks/lockednone", http.Header{})
 
 	// Routing: unknown source, wrong method, path tricks (each request
 	// otherwise a valid polar delivery).

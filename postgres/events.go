@@ -311,6 +311,10 @@ func scanEvent(row pgx.Row) (hookbox.Event, error) {
 		return e, err
 	}
 	e.Status = hookbox.Status(status)
+	// pgx reads NULL as nil and an empty bytea as empty: only payload
+	// retention leaves NULL. (scanListedEvent overrides this for rows
+	// read without their payload.)
+	e.PayloadCleared = e.Payload == nil
 	e.NextAttemptAt, e.CreatedAt, e.UpdatedAt = e.NextAttemptAt.UTC(), e.CreatedAt.UTC(), e.UpdatedAt.UTC()
 	if owner != nil {
 		e.LeaseOwner = *owner

@@ -5,19 +5,31 @@
 //   - 202 is written only after the delivery's row is committed (the Ingest
 //     function returned a receipt); a duplicate is a 202 too.
 //   - A store that cannot commit yields 503 with Retry-After, never 2xx.
-//   - Bad input yields 400/401/404/405/413 and stores nothing.
+//   - Bad input yields 400/401/403/404/405/413 and stores nothing.
+//   - Nothing of the body is read until the request has passed every check
+//     its headers allow: the source's allow_ips, the declared length, and
+//     the verifier's CheckHeader (signature header present and well formed,
+//     signed timestamp within the tolerance).
+//   - The body bytes held at once, across all requests, stay within
+//     Config.MaxInflightBodyBytes; a request that would pass it gets 503
+//     with Retry-After. A declared body is read into one buffer of exactly
+//     its length; an undeclared one grows no larger than the source's limit.
+//   - Delivery ids and event types are at most hookbox.MaxIDLength bytes
+//     (400 otherwise), and logs show at most the first 64 bytes of either.
 //   - Replies and logs never contain a secret or an expected signature.
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,7 +45,14 @@ type Source struct {
 	Name         string
 	Verifier     verify.Verifier
 	MaxBodyBytes int64 // 0 means Config.MaxBodyBytes
+	// AllowIPs, when not empty, are the only client addresses this source
+	// accepts deliveries from; a request from elsewhere gets 403. See
+	// Config.TrustedProxies for how the client address is found.
+	AllowIPs []netip.Prefix
 }
+
+// DefaultMaxInflightBodyBytes is the default of Config.MaxInflightBodyBytes.
+const DefaultMaxInflightBodyBytes = 64 << 20
 
 // Config is what the server needs to run.
 type Config struct {
@@ -42,11 +61,22 @@ type Config struct {
 	Ready        func(ctx context.Context) error // store reachability, for /readyz
 	MaxBodyBytes int64                           // default 1 MiB
 	RetryAfter   time.Duration                   // sent with 503; default 5s
-	Logger       *slog.Logger
+	// MaxInflightBodyBytes bounds the body bytes held at once across all
+	// requests, from the first byte read until the reply (default
+	// DefaultMaxInflightBodyBytes, and never less than the largest source
+	// limit, so that any declared body the limits admit can be received;
+	// a body of undeclared length counts the buffers it outgrew too, see
+	// readBody).
+	MaxInflightBodyBytes int64
+	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded
+	// headers are believed when finding a client's address for
+	// Source.AllowIPs. From any other peer those headers are ignored.
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
 	// Observe, if set, is told how each delivery ended: outcome is "new",
 	// "duplicate" or why it was refused ("bad_signature", "malformed",
-	// "too_large", "unknown_source", "unavailable"); source is "" when
-	// unknown; took runs from receipt to reply (0 for a refusal).
+	// "too_large", "unknown_source", "forbidden", "unavailable"); source is
+	// "" when unknown; took runs from receipt to reply (0 for a refusal).
 	Observe func(source, outcome string, took time.Duration)
 }
 
@@ -56,6 +86,7 @@ type Server struct {
 	sources map[string]*Source
 	mux     *http.ServeMux
 	log     *slog.Logger
+	budget  *byteBudget
 }
 
 // New builds a Server.
@@ -69,14 +100,19 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.MaxInflightBodyBytes <= 0 {
+		cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
+	}
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, mux: http.NewServeMux(), log: cfg.Logger}
 	for i := range cfg.Sources {
 		src := cfg.Sources[i]
 		if src.MaxBodyBytes <= 0 {
 			src.MaxBodyBytes = cfg.MaxBodyBytes
 		}
+		s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, src.MaxBodyBytes)
 		s.sources[src.Name] = &src
 	}
+	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
 	s.mux.HandleFunc("POST /webhooks/{source}", s.receive)
 	s.mux.HandleFunc("/webhooks/{source}", s.wrongMethod)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
@@ -116,28 +152,55 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.observe("", "unknown_source", time.Time{})
 		return
 	}
-	if r.ContentLength > src.MaxBodyBytes {
-		s.reject(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+	// What the headers alone can refuse is refused before the body is
+	// read, and the connection closed rather than drained.
+	if len(src.AllowIPs) > 0 && !s.allowed(r, src.AllowIPs) {
+		s.rejectUnread(w, name, http.StatusForbidden, "this source does not accept deliveries from your address")
 		return
 	}
-	body, err := readBody(w, r, src.MaxBodyBytes)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			s.reject(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
-			return
-		}
-		s.reject(w, name, http.StatusBadRequest, "could not read body")
+	if r.ContentLength > src.MaxBodyBytes {
+		s.rejectUnread(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
 		return
 	}
 	now := time.Now()
-	res, err := src.Verifier.Verify(verify.Request{Header: r.Header, Body: body, Now: now})
+	vr := verify.Request{Header: r.Header, Now: now}
+	if err := src.Verifier.CheckHeader(vr); err != nil {
+		s.rejectUnread(w, name, http.StatusUnauthorized, err.Error())
+		return
+	}
+	body, held, err := s.readBody(w, r, src.MaxBodyBytes)
+	defer s.budget.release(held) // the bytes are held until the reply
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.Is(err, errBusy):
+			s.log.Warn("delivery refused: body bytes in flight at the limit", "source", name,
+				"limit", s.cfg.MaxInflightBodyBytes, "content_length", r.ContentLength)
+			w.Header().Set("Connection", "close")
+			s.unavailable(w, name, "too many deliveries in flight; retry later")
+		case errors.As(err, &tooLarge):
+			s.reject(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+		default:
+			s.reject(w, name, http.StatusBadRequest, "could not read body")
+		}
+		return
+	}
+	vr.Body = body
+	res, err := src.Verifier.Verify(vr)
 	if err != nil {
 		status := http.StatusUnauthorized
 		if errors.Is(err, verify.ErrMalformed) {
 			status = http.StatusBadRequest
 		}
 		s.reject(w, name, status, err.Error())
+		return
+	}
+	if len(res.DeliveryID) > hookbox.MaxIDLength {
+		s.reject(w, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes")
+		return
+	}
+	if len(res.EventType) > hookbox.MaxIDLength {
+		s.reject(w, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes")
 		return
 	}
 	if !storable(res.DeliveryID) || !storable(res.EventType) {
@@ -158,21 +221,35 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			return // the client left; it will retry
 		}
-		s.log.Error("store delivery", "source", name, "delivery_id", d.DeliveryID, "err", err)
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds())))
-		writeError(w, http.StatusServiceUnavailable, "cannot store the delivery right now; retry later")
-		s.observe(name, "unavailable", time.Time{})
+		s.log.Error("store delivery", "source", name, "delivery_id", logText(d.DeliveryID), "err", err)
+		s.unavailable(w, name, "cannot store the delivery right now; retry later")
 		return
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "delivery", slog.String("source", name),
-		slog.String("delivery_id", d.DeliveryID), slog.Int64("event_id", rc.ID), slog.Bool("duplicate", rc.Duplicate),
-		slog.String("type", d.EventType), slog.Int("bytes", len(body)))
+		slog.String("delivery_id", logText(d.DeliveryID)), slog.Int64("event_id", rc.ID), slog.Bool("duplicate", rc.Duplicate),
+		slog.String("type", logText(d.EventType)), slog.Int("bytes", len(body)))
 	writeReceipt(w, rc)
 	outcome := "new"
 	if rc.Duplicate {
 		outcome = "duplicate"
 	}
 	s.observe(name, outcome, start)
+}
+
+// unavailable answers 503 with Retry-After: the sender should try again.
+func (s *Server) unavailable(w http.ResponseWriter, source, msg string) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds())))
+	writeError(w, http.StatusServiceUnavailable, msg)
+	s.observe(source, "unavailable", time.Time{})
+}
+
+// rejectUnread refuses a request whose body has not been read. It closes
+// the connection after the reply: otherwise net/http would read up to
+// 256 KiB of the body to reuse the connection, waiting for a client that
+// withholds it.
+func (s *Server) rejectUnread(w http.ResponseWriter, source string, status int, reason string) {
+	w.Header().Set("Connection", "close")
+	s.reject(w, source, status, reason)
 }
 
 func (s *Server) reject(w http.ResponseWriter, source string, status int, reason string) {
@@ -182,6 +259,8 @@ func (s *Server) reject(w http.ResponseWriter, source string, status int, reason
 	switch status {
 	case http.StatusUnauthorized:
 		outcome = "bad_signature"
+	case http.StatusForbidden:
+		outcome = "forbidden"
 	case http.StatusRequestEntityTooLarge:
 		outcome = "too_large"
 	}
@@ -223,18 +302,115 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// readBody reads at most limit bytes; a larger body yields
-// *http.MaxBytesError. The buffer grows with the bytes that actually arrive:
-// sizing it from the client's Content-Length would let idle connections
-// that only announce large bodies reserve memory.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, limit)
-	var buf bytes.Buffer
-	buf.Grow(int(min(max(r.ContentLength, 0), 64<<10)))
-	if _, err := buf.ReadFrom(rd); err != nil {
-		return nil, err
+// errBusy means the budget for body bytes in flight is spent.
+var errBusy = errors.New("body bytes in flight at the limit")
+
+// byteBudget counts the body bytes held by requests in flight against a
+// limit. Taking never waits: a request that does not fit is refused at once
+// (503), so a flood of bodies cannot queue up memory or goroutines.
+type byteBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take reserves n bytes, reporting false (and reserving nothing) when they
+// do not fit.
+func (b *byteBudget) take(n int64) bool {
+	for {
+		used := b.used.Load()
+		if used+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
 	}
-	return buf.Bytes(), nil
+}
+
+// release gives back n bytes.
+func (b *byteBudget) release(n int64) {
+	if n != 0 {
+		b.used.Add(-n)
+	}
+}
+
+// firstBodyBuffer is where a body of undeclared length starts.
+const firstBodyBuffer = 16 << 10
+
+// readBody reads the body of r, at most limit bytes (a larger one yields
+// *http.MaxBytesError), taking its bytes from the budget as it goes (errBusy
+// when they do not fit). held is what it took, to release after the reply,
+// error or not. A declared length (already checked against limit) is
+// allocated once, exactly; an undeclared one starts small and doubles, but
+// never past limit. Every buffer an undeclared body outgrows stays counted
+// until the reply, so such a body takes from the budget about twice its
+// final buffer: up to three times the limit for a body near it.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, held int64, err error) {
+	if n := r.ContentLength; n >= 0 {
+		if !s.budget.take(n) {
+			return nil, 0, errBusy
+		}
+		body = make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, n, err
+		}
+		return body, n, nil
+	}
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	size := min(limit, firstBodyBuffer)
+	if !s.budget.take(size) {
+		return nil, 0, errBusy
+	}
+	held = size
+	body = make([]byte, 0, size)
+	for {
+		if len(body) == cap(body) {
+			if int64(len(body)) == limit {
+				// Full: only the end of the body may follow.
+				var probe [1]byte
+				if _, err := rd.Read(probe[:]); err == io.EOF {
+					return body, held, nil
+				} else if err != nil {
+					return nil, held, err
+				}
+				continue // a zero-byte read; try again
+			}
+			// The outgrown buffer stays counted: it is garbage the
+			// collector has yet to free, and the budget bounds what is
+			// allocated, not only what is still in use.
+			grown := min(2*int64(cap(body)), limit)
+			if !s.budget.take(grown) {
+				return nil, held, errBusy
+			}
+			held += grown
+			body = append(make([]byte, 0, grown), body...)
+		}
+		n, err := rd.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			return body, held, nil
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
+}
+
+// maxLoggedText is how much of a delivery id or event type a log line
+// shows: enough to find it, not enough to flood the log.
+const maxLoggedText = 64
+
+// logText returns s cut to maxLoggedText bytes (on a rune boundary), with
+// its full length noted when it was cut.
+func logText(s string) string {
+	if len(s) <= maxLoggedText {
+		return s
+	}
+	cut := maxLoggedText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // storable reports whether s can be stored as text in every store: valid

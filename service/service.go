@@ -121,7 +121,11 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		if err != nil {
 			return nil, fmt.Errorf("sources[%d] (%s): %w", i, src.Name, err)
 		}
-		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes})
+		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes, AllowIPs: src.AllowedIPs()})
+		if src.Scheme == verify.SchemeNone && len(src.AllowIPs) == 0 {
+			log.Warn("source checks no signature and admits every address: anyone who reaches the port can store deliveries; set allow_ips or a signing scheme",
+				"source", src.Name)
+		}
 	}
 	m := metrics.New(sourceNames(cfg))
 	txWorkers := 1 // SQLite: one write transaction at a time anyway
@@ -183,6 +187,9 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		MaxBodyBytes: maxBody,
 		Logger:       log,
 		Observe:      m.Delivery,
+
+		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
+		TrustedProxies:       cfg.TrustedProxyPrefixes(),
 	})
 	s := &Service{Config: cfg, Store: st, Server: srv, Pool: pool, Metrics: m, log: log, committer: c}
 	s.registerOps()

@@ -44,7 +44,7 @@ const leaseIDs = `UPDATE events SET status = 'processing', attempts = attempts +
 // claimSQL builds the claim statement for p and its arguments.
 func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	pick, args, nowMS, until := claimPick(p)
-	return leaseIDs + pick + `) RETURNING ` + eventColumns, append([]any{p.Owner, until, nowMS}, args...)
+	return leaseIDs + pick + `) RETURNING ` + queuedColumns, append([]any{p.Owner, until, nowMS}, args...)
 }
 
 // claimPick builds the query that picks the ids of the events p claims,
@@ -82,6 +82,19 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 	return pick, args, nowMS, until
 }
 
+// queuedColumns are the columns a claim reads: eventColumns and whether
+// the payload was cleared (the driver reads an empty blob as nil too).
+const queuedColumns = eventColumns + `, payload IS NULL`
+
+// scanQueuedEvent reads one row selected with queuedColumns.
+func scanQueuedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
+	e, err := scanListedEvent(row)
+	if err == nil && !e.PayloadCleared && e.Payload == nil {
+		e.Payload = []byte{}
+	}
+	return e, err
+}
+
 // claimTx runs a claim statement built by claimSQL and returns the claimed
 // events in id order.
 func claimTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any) ([]hookbox.Event, error) {
@@ -92,7 +105,7 @@ func claimTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any
 	defer rows.Close()
 	var out []hookbox.Event
 	for rows.Next() {
-		e, err := scanEvent(rows)
+		e, err := scanQueuedEvent(rows)
 		if err != nil {
 			return nil, err
 		}

@@ -43,7 +43,7 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		return nil, time.Time{}, errors.New("sqlite: pick: strict claims must lease")
 	}
 	pick, args, nowMS, _ := claimPick(p)
-	q := `SELECT ` + eventColumns + ` FROM events WHERE id IN (` + pick + `)`
+	q := `SELECT ` + queuedColumns + ` FROM events WHERE id IN (` + pick + `)`
 	// The writer is this transaction's: a statement cannot be prepared on
 	// it now, so a new one runs unprepared this once.
 	st := w.s.claims.lookup(q)

@@ -88,9 +88,8 @@ func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) 
 var errPayloadCleared = errors.New("payload was cleared by payload_retention_days; it cannot be delivered again")
 
 // payloadCleared reports whether ev's payload was dropped by payload
-// retention. A stored empty body is an empty, non-nil slice (both stores
-// scan it so); only a cleared payload is nil.
-func payloadCleared(ev *hookbox.Event) bool { return ev.Payload == nil }
+// retention (a stored empty body is not).
+func payloadCleared(ev *hookbox.Event) bool { return ev.PayloadCleared }
 
 // checkPayload returns a permanent error, worded for the target named what,
 // when ev's payload was cleared, and nil otherwise.

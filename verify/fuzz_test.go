@@ -87,6 +87,7 @@ func FuzzStandardWebhooksSignature(f *testing.F) {
 		h["Webhook-Signature"] = []string{sigHeader}
 		res, err := v.Verify(Request{Header: h, Body: fuzzBody, Now: testNow})
 		checkErr(t, err, swSecretA, expected, strings.TrimPrefix(expected, "v1,"))
+		checkHeaderAgrees(t, v, Request{Header: h, Now: testNow}, err)
 		if err != nil && !errors.Is(err, ErrUnauthorized) {
 			t.Fatalf("error %q is not ErrUnauthorized", err)
 		}
@@ -137,6 +138,7 @@ func FuzzStripeSignature(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sigHeader string) {
 		res, err := v.Verify(Request{Header: hdr("Stripe-Signature", sigHeader), Body: fuzzBody, Now: testNow})
 		checkErr(t, err, stripeSecretA, expected)
+		checkHeaderAgrees(t, v, Request{Header: hdr("Stripe-Signature", sigHeader), Now: testNow}, err)
 		if err != nil && !errors.Is(err, ErrUnauthorized) {
 			t.Fatalf("error %q is not ErrUnauthorized", err)
 		}
@@ -200,6 +202,7 @@ func FuzzGitHubSignature(f *testing.F) {
 		h["X-Hub-Signature-256"] = []string{sigHeader}
 		_, err := v.Verify(Request{Header: h, Body: fuzzBody})
 		checkErr(t, err, ghSecretA, expected)
+		checkHeaderAgrees(t, v, Request{Header: h}, err)
 		rest, ok := strings.CutPrefix(strings.TrimSpace(sigHeader), "sha256=")
 		want := ok && asciiLower(rest) == expected
 		if (err == nil) != want {
@@ -239,6 +242,7 @@ func FuzzHMACSignature(f *testing.F) {
 		h["X-Sig"] = []string{sigHeader}
 		res, err := v.Verify(Request{Header: h, Body: fuzzBody})
 		checkErr(t, err, hmacSecretA, hex.EncodeToString(mac), base64.RawStdEncoding.EncodeToString(mac))
+		checkHeaderAgrees(t, v, Request{Header: h}, err)
 		rest, ok := strings.CutPrefix(strings.TrimSpace(sigHeader), prefix)
 		rest = strings.TrimSpace(rest)
 		want := ok && asciiLower(rest) == hex.EncodeToString(mac)

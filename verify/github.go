@@ -38,15 +38,29 @@ func newGitHub(cfg Config) *githubVerifier {
 	return v
 }
 
-// Verify implements Verifier.
-func (v *githubVerifier) Verify(r Request) (Result, error) {
+// parseHeader decodes the signature header of r into sig.
+func (v *githubVerifier) parseHeader(r Request, sig *[sha256.Size]byte) error {
 	h, ok := headerValue(r.Header, githubSignatureHeader)
 	if !ok || h == "" {
-		return Result{}, errGitHubMissing
+		return errGitHubMissing
 	}
+	if !parseGitHubSignature(h, sig) {
+		return errGitHubMalformed
+	}
+	return nil
+}
+
+// CheckHeader implements Verifier.
+func (v *githubVerifier) CheckHeader(r Request) error {
 	var sig [sha256.Size]byte
-	if !parseGitHubSignature(h, &sig) {
-		return Result{}, errGitHubMalformed
+	return v.parseHeader(r, &sig)
+}
+
+// Verify implements Verifier.
+func (v *githubVerifier) Verify(r Request) (Result, error) {
+	var sig [sha256.Size]byte
+	if err := v.parseHeader(r, &sig); err != nil {
+		return Result{}, err
 	}
 	if !matchBody(v.keys, r.Body, sig[:]) {
 		return Result{}, errGitHubNoMatch

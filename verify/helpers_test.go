@@ -88,6 +88,7 @@ func runCases(t *testing.T, def Config, cases []verifyCase) {
 			}
 			got, err := v.Verify(Request{Header: tc.header, Body: tc.body, Now: now})
 			checkOutcome(t, got, err, tc.want, tc.wantErr, tc.errText)
+			checkHeaderAgrees(t, v, Request{Header: tc.header, Now: now}, err)
 		})
 	}
 }
@@ -121,5 +122,25 @@ func checkOutcome(t *testing.T, got Result, err error, want Result, wantErr erro
 	}
 	if got != (Result{}) {
 		t.Fatalf("Verify returned %+v alongside an error", got)
+	}
+}
+
+// checkHeaderAgrees checks CheckHeader on r (headers only) against the
+// error Verify returned for the whole request: it may refuse only what
+// Verify refused, and only with Verify's error.
+func checkHeaderAgrees(t *testing.T, v Verifier, r Request, verifyErr error) {
+	t.Helper()
+	err := v.CheckHeader(r)
+	if err == nil {
+		return
+	}
+	if verifyErr == nil {
+		t.Fatalf("CheckHeader refused (%v) a request Verify accepts", err)
+	}
+	if err != verifyErr {
+		t.Fatalf("CheckHeader error %q, Verify error %q: want the same", err, verifyErr)
+	}
+	if !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("CheckHeader error %q does not wrap ErrUnauthorized", err)
 	}
 }

@@ -75,15 +75,29 @@ func newHMAC(cfg Config) (*hmacVerifier, error) {
 	return v, nil
 }
 
-// Verify implements Verifier.
-func (v *hmacVerifier) Verify(r Request) (Result, error) {
+// parseHeader decodes the signature header of r into sig[:v.size].
+func (v *hmacVerifier) parseHeader(r Request, sig *[sha512.Size]byte) error {
 	h, ok := headerValue(r.Header, v.header)
 	if !ok || h == "" {
-		return Result{}, v.errMiss
+		return v.errMiss
 	}
+	if !v.parseSignature(h, sig) {
+		return v.errBad
+	}
+	return nil
+}
+
+// CheckHeader implements Verifier.
+func (v *hmacVerifier) CheckHeader(r Request) error {
 	var sig [sha512.Size]byte
-	if !v.parseSignature(h, &sig) {
-		return Result{}, v.errBad
+	return v.parseHeader(r, &sig)
+}
+
+// Verify implements Verifier.
+func (v *hmacVerifier) Verify(r Request) (Result, error) {
+	var sig [sha512.Size]byte
+	if err := v.parseHeader(r, &sig); err != nil {
+		return Result{}, err
 	}
 	if !matchBody(v.keys, r.Body, sig[:v.size]) {
 		return Result{}, v.errMatch

@@ -94,40 +94,62 @@ func standardWebhooksKey(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// Verify implements Verifier.
-func (v *standardWebhooks) Verify(r Request) (Result, error) {
+// swSigned is what the headers of a Standard Webhooks delivery carry.
+type swSigned struct {
+	id   string
+	ts   int64
+	sigs [maxSignatures][sha256.Size]byte
+	n    int
+}
+
+// parseHeader reads and checks everything the headers of r can show: the
+// id, a well-formed timestamp within the tolerance, and at least one
+// well-formed v1 signature.
+func (v *standardWebhooks) parseHeader(r Request, s *swSigned) error {
 	hs := swWebhook
 	sigHeader, ok := headerValue(r.Header, hs.signature)
 	if !ok {
 		hs = swSvix
 		if sigHeader, ok = headerValue(r.Header, hs.signature); !ok {
-			return Result{}, errSWMissingSignature
+			return errSWMissingSignature
 		}
 	}
-	id, _ := headerValue(r.Header, hs.id)
-	if id == "" {
-		return Result{}, hs.errMissingID
+	s.id, _ = headerValue(r.Header, hs.id)
+	if s.id == "" {
+		return hs.errMissingID
 	}
 	tsText, _ := headerValue(r.Header, hs.timestamp)
 	if tsText == "" {
-		return Result{}, hs.errMissingTS
+		return hs.errMissingTS
 	}
-	ts, ok := parseUnix(tsText)
-	if !ok {
-		return Result{}, hs.errBadTS
+	if s.ts, ok = parseUnix(tsText); !ok {
+		return hs.errBadTS
 	}
-	var sigs [maxSignatures][sha256.Size]byte
-	n := parseStandardSignatures(sigHeader, &sigs)
-	if n == 0 {
-		return Result{}, hs.errNoSignature
+	if s.n = parseStandardSignatures(sigHeader, &s.sigs); s.n == 0 {
+		return hs.errNoSignature
 	}
-	if !withinTolerance(ts, nowOr(r.Now), v.tol) {
-		return Result{}, errSWTolerance
+	if !withinTolerance(s.ts, nowOr(r.Now), v.tol) {
+		return errSWTolerance
 	}
-	if !v.matches(id, ts, r.Body, sigs[:n]) {
+	return nil
+}
+
+// CheckHeader implements Verifier.
+func (v *standardWebhooks) CheckHeader(r Request) error {
+	var s swSigned
+	return v.parseHeader(r, &s)
+}
+
+// Verify implements Verifier.
+func (v *standardWebhooks) Verify(r Request) (Result, error) {
+	var s swSigned
+	if err := v.parseHeader(r, &s); err != nil {
+		return Result{}, err
+	}
+	if !v.matches(s.id, s.ts, r.Body, s.sigs[:s.n]) {
 		return Result{}, errSWNoMatch
 	}
-	res := Result{DeliveryID: id}
+	res := Result{DeliveryID: s.id}
 	if raw, _, ok := jsonFields(r.Body, "type", ""); ok {
 		res.EventType, _ = jsonString(raw)
 	}

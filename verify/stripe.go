@@ -39,19 +39,35 @@ func newStripe(cfg Config) *stripeVerifier {
 	return v
 }
 
-// Verify implements Verifier.
-func (v *stripeVerifier) Verify(r Request) (Result, error) {
+// parseHeader parses the Stripe-Signature header of r into sigs and
+// checks its timestamp against the tolerance.
+func (v *stripeVerifier) parseHeader(r Request, sigs *[maxSignatures][sha256.Size]byte) (ts int64, n int, err error) {
 	h, ok := headerValue(r.Header, stripeSignatureHeader)
 	if !ok || h == "" {
-		return Result{}, errStripeMissing
+		return 0, 0, errStripeMissing
 	}
-	var sigs [maxSignatures][sha256.Size]byte
-	ts, n, err := parseStripeSignature(h, &sigs)
-	if err != nil {
-		return Result{}, err
+	if ts, n, err = parseStripeSignature(h, sigs); err != nil {
+		return 0, 0, err
 	}
 	if !withinTolerance(ts, nowOr(r.Now), v.tol) {
-		return Result{}, errStripeTolerance
+		return 0, 0, errStripeTolerance
+	}
+	return ts, n, nil
+}
+
+// CheckHeader implements Verifier.
+func (v *stripeVerifier) CheckHeader(r Request) error {
+	var sigs [maxSignatures][sha256.Size]byte
+	_, _, err := v.parseHeader(r, &sigs)
+	return err
+}
+
+// Verify implements Verifier.
+func (v *stripeVerifier) Verify(r Request) (Result, error) {
+	var sigs [maxSignatures][sha256.Size]byte
+	ts, n, err := v.parseHeader(r, &sigs)
+	if err != nil {
+		return Result{}, err
 	}
 	if !v.matches(ts, r.Body, sigs[:n]) {
 		return Result{}, errStripeNoMatch

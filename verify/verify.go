@@ -24,6 +24,11 @@
 //     of ErrUnauthorized (answer 401) or ErrMalformed (answer 400).
 //   - The signature is checked before anything else about the delivery is
 //     judged, so an unauthenticated request always gets ErrUnauthorized.
+//   - CheckHeader refuses, from the headers alone, what Verify would refuse
+//     for a missing or malformed signature header or a signed timestamp
+//     outside the tolerance, with the same error, so that a server need not
+//     read the body of such a request; it never refuses a request that
+//     Verify would accept.
 package verify
 
 import (
@@ -72,6 +77,13 @@ type Verifier interface {
 	// Verify authenticates r and returns its delivery id and event type.
 	// A non-nil error wraps ErrUnauthorized or ErrMalformed.
 	Verify(r Request) (Result, error)
+	// CheckHeader judges what r's headers alone can show, before the body
+	// is read: a missing or malformed signature header, and a signed
+	// timestamp outside the tolerance. r.Body is ignored. A nil error does
+	// not authenticate anything; Verify must still run on the whole body.
+	// A non-nil error wraps ErrUnauthorized and is the error Verify would
+	// return for the same headers.
+	CheckHeader(r Request) error
 }
 
 // Config configures one source's verifier (fields mirror the YAML source

@@ -285,3 +285,64 @@ func TestNearMissSignatures(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHeader: what the headers alone show to be unauthenticated is
+// refused without the body, scheme by scheme; a well-formed signature
+// header with a timestamp in the window passes (the body decides).
+func TestCheckHeader(t *testing.T) {
+	sw := Config{Scheme: SchemeStandardWebhooks, Secrets: []string{swSecretA}}
+	stripe := Config{Scheme: SchemeStripe, Secrets: []string{stripeSecretA}}
+	gh := Config{Scheme: SchemeGitHub, Secrets: []string{ghSecretA}}
+	hm := Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Sig", Prefix: "sha256="}
+	ts := fmt.Sprint(testNow.Unix())
+	old := fmt.Sprint(testNow.Add(-6 * time.Minute).Unix())
+	ahead := fmt.Sprint(testNow.Add(6 * time.Minute).Unix())
+	zeros64 := strings.Repeat("0", 64)
+	swSig := "v1," + base64.StdEncoding.EncodeToString(make([]byte, 32))
+	cases := []struct {
+		name   string
+		cfg    Config
+		header http.Header
+		ok     bool
+	}{
+		{"standard-webhooks: well-formed", sw, hdr("webhook-id", "msg_1", "webhook-timestamp", ts, "webhook-signature", swSig), true},
+		{"standard-webhooks: no signature", sw, hdr("webhook-id", "msg_1", "webhook-timestamp", ts), false},
+		{"standard-webhooks: malformed signature", sw, hdr("webhook-id", "msg_1", "webhook-timestamp", ts, "webhook-signature", "v1,zz"), false},
+		{"standard-webhooks: no id", sw, hdr("webhook-timestamp", ts, "webhook-signature", swSig), false},
+		{"standard-webhooks: no timestamp", sw, hdr("webhook-id", "msg_1", "webhook-signature", swSig), false},
+		{"standard-webhooks: stale", sw, hdr("webhook-id", "msg_1", "webhook-timestamp", old, "webhook-signature", swSig), false},
+		{"standard-webhooks: future", sw, hdr("webhook-id", "msg_1", "webhook-timestamp", ahead, "webhook-signature", swSig), false},
+		{"stripe: well-formed", stripe, hdr("Stripe-Signature", "t="+ts+",v1="+zeros64), true},
+		{"stripe: no signature", stripe, hdr(), false},
+		{"stripe: malformed", stripe, hdr("Stripe-Signature", "t=x,v1="+zeros64), false},
+		{"stripe: no v1", stripe, hdr("Stripe-Signature", "t="+ts), false},
+		{"stripe: stale", stripe, hdr("Stripe-Signature", "t="+old+",v1="+zeros64), false},
+		{"stripe: future", stripe, hdr("Stripe-Signature", "t="+ahead+",v1="+zeros64), false},
+		{"github: well-formed", gh, hdr("X-Hub-Signature-256", "sha256="+zeros64), true},
+		{"github: no signature", gh, hdr("X-GitHub-Delivery", "d1"), false},
+		{"github: malformed", gh, hdr("X-Hub-Signature-256", "sha256="+zeros64[:10]), false},
+		{"hmac: well-formed", hm, hdr("X-Sig", "sha256="+zeros64), true},
+		{"hmac: no signature", hm, hdr(), false},
+		{"hmac: malformed", hm, hdr("X-Sig", zeros64), false},
+		{"none: anything", Config{Scheme: SchemeNone}, hdr(), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := mustNew(t, tc.cfg)
+			err := v.CheckHeader(Request{Header: tc.header, Now: testNow})
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("CheckHeader: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrUnauthorized) {
+				t.Fatalf("CheckHeader = %v, want an error wrapping ErrUnauthorized", err)
+			}
+			// Verify says the same, whatever the body.
+			if _, verr := v.Verify(Request{Header: tc.header, Body: eventBody, Now: testNow}); verr != err {
+				t.Fatalf("Verify error %v, CheckHeader error %v: want the same", verr, err)
+			}
+		})
+	}
+}

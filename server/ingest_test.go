@@ -1,0 +1,294 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// recorder is an IngestFunc that keeps what it is given.
+type recorder struct {
+	mu sync.Mutex
+	ds []hookbox.Delivery
+}
+
+func (rec *recorder) ingest(_ context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.ds = append(rec.ds, d)
+	return hookbox.Receipt{ID: int64(len(rec.ds))}, nil
+}
+
+func (rec *recorder) stored() []hookbox.Delivery {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]hookbox.Delivery(nil), rec.ds...)
+}
+
+// bundle is one server on a real port.
+type bundle struct {
+	srv *Server
+	url string
+	rec *recorder
+	log *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// setup serves cfg (its sources use the none scheme with X-Id and X-Type
+// headers unless they bring a verifier) on 127.0.0.1, port 0.
+func setup(t *testing.T, cfg Config) *bundle {
+	t.Helper()
+	rec := &recorder{}
+	logs := &syncBuffer{}
+	for i := range cfg.Sources {
+		if cfg.Sources[i].Verifier == nil {
+			v, err := verify.New(verify.Config{Scheme: verify.SchemeNone, IDHeader: "X-Id", TypeHeader: "X-Type"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Sources[i].Verifier = v
+		}
+	}
+	cfg.Ingest = rec.ingest
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	srv := New(cfg)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &bundle{srv: srv, url: hs.URL, rec: rec, log: logs}
+}
+
+// post sends body to source with the given headers (pairs).
+func (b *bundle) post(t *testing.T, source string, body io.Reader, kv ...string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.url+"/webhooks/"+source, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		req.Header.Add(kv[i], kv[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(reply)
+}
+
+// waitFor polls cond until it holds or a few seconds pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestInflightBudget: while one delivery holds most of the budget for body
+// bytes in flight, another that does not fit gets 503 with Retry-After and
+// is not stored; once the first is answered its bytes are free again.
+func TestInflightBudget(t *testing.T) {
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 1000, MaxInflightBodyBytes: 1000})
+
+	// The first delivery announces 800 bytes and sends 799.
+	c, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /webhooks/a HTTP/1.1\r\nHost: x\r\nX-Id: first\r\nContent-Length: 800\r\n\r\n%s", strings.Repeat("a", 799))
+	waitFor(t, "the first body to hold its 800 bytes", func() bool { return b.srv.budget.used.Load() == 800 })
+
+	status, h, reply := b.post(t, "a", strings.NewReader(strings.Repeat("b", 300)), "X-Id", "second")
+	if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+		t.Fatalf("second delivery over the budget: %d (Retry-After %q) %s, want 503 with Retry-After", status, h.Get("Retry-After"), reply)
+	}
+	// Undeclared length: refused as soon as it would pass the budget.
+	status, _, _ = b.post(t, "a", io.MultiReader(strings.NewReader(strings.Repeat("c", 300))), "X-Id", "third")
+	if status != http.StatusServiceUnavailable {
+		t.Fatalf("chunked delivery over the budget: %d, want 503", status)
+	}
+	if n := len(b.rec.stored()); n != 0 {
+		t.Fatalf("%d deliveries stored while the first is unfinished, want 0", n)
+	}
+
+	c.Write([]byte("a"))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("first delivery: %d, want 202", resp.StatusCode)
+	}
+	waitFor(t, "the budget to be free", func() bool { return b.srv.budget.used.Load() == 0 })
+	if status, _, reply := b.post(t, "a", strings.NewReader(strings.Repeat("d", 300)), "X-Id", "fourth"); status != http.StatusAccepted {
+		t.Fatalf("delivery after the first was answered: %d %s, want 202", status, reply)
+	}
+	if got := len(b.rec.stored()); got != 2 {
+		t.Fatalf("%d deliveries stored, want 2 (first, fourth)", got)
+	}
+}
+
+// TestBodyBuffer: a declared body is read into a buffer of exactly its
+// length; an undeclared one never grows past the source's limit.
+func TestBodyBuffer(t *testing.T) {
+	const limit = 100_000
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: limit})
+	body := strings.Repeat("x", 70_000)
+	if status, _, reply := b.post(t, "a", strings.NewReader(body), "X-Id", "declared"); status != http.StatusAccepted {
+		t.Fatalf("declared: %d %s", status, reply)
+	}
+	// A reader of unknown length makes the client send it chunked.
+	if status, _, reply := b.post(t, "a", io.MultiReader(strings.NewReader(body)), "X-Id", "chunked"); status != http.StatusAccepted {
+		t.Fatalf("chunked: %d %s", status, reply)
+	}
+	ds := b.rec.stored()
+	if len(ds) != 2 {
+		t.Fatalf("%d stored, want 2", len(ds))
+	}
+	if p := ds[0].Payload; string(p) != body || cap(p) != len(body) {
+		t.Errorf("declared body: %d bytes in a buffer of %d, want exactly %d", len(p), cap(p), len(body))
+	}
+	if p := ds[1].Payload; string(p) != body || cap(p) > limit {
+		t.Errorf("chunked body: %d bytes in a buffer of %d, want at most the limit %d", len(p), cap(p), limit)
+	}
+	if used := b.srv.budget.used.Load(); used != 0 {
+		t.Errorf("%d bytes still counted in flight after the replies", used)
+	}
+	// Exactly the limit, undeclared, is accepted; one more byte is not.
+	full := strings.Repeat("y", limit)
+	if status, _, reply := b.post(t, "a", io.MultiReader(strings.NewReader(full)), "X-Id", "full"); status != http.StatusAccepted {
+		t.Errorf("chunked body of exactly the limit: %d %s", status, reply)
+	}
+	if status, _, _ := b.post(t, "a", io.MultiReader(strings.NewReader(full+"z")), "X-Id", "over"); status != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body one byte over the limit: %d, want 413", status)
+	}
+}
+
+// TestIDLength: ids and event types of hookbox.MaxIDLength bytes are
+// stored, one byte more is a 400 that stores nothing, and the log shows
+// only the start of a long id.
+func TestIDLength(t *testing.T) {
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}})
+	longest := strings.Repeat("i", hookbox.MaxIDLength)
+	if status, _, reply := b.post(t, "a", strings.NewReader("{}"), "X-Id", longest, "X-Type", longest); status != http.StatusAccepted {
+		t.Fatalf("id and type of %d bytes: %d %s, want 202", hookbox.MaxIDLength, status, reply)
+	}
+	for _, h := range [][]string{
+		{"X-Id", longest + "i"},
+		{"X-Id", "ok", "X-Type", longest + "t"},
+		{"X-Id", strings.Repeat("é", hookbox.MaxIDLength/2+1)},
+	} {
+		status, _, reply := b.post(t, "a", strings.NewReader("{}"), h...)
+		if status != http.StatusBadRequest || !strings.Contains(reply, "longer than 400 bytes") {
+			t.Errorf("%s of %d bytes: %d %s, want 400 saying it is longer than 400 bytes", h[len(h)-2], len(h[len(h)-1]), status, reply)
+		}
+	}
+	if n := len(b.rec.stored()); n != 1 {
+		t.Errorf("%d stored, want 1", n)
+	}
+	if strings.Contains(b.log.String(), longest) {
+		t.Errorf("the log holds a %d-byte id in full:\n%s", len(longest), b.log.String())
+	}
+	if !strings.Contains(b.log.String(), "(400 bytes)") {
+		t.Errorf("the log does not say how long the cut id was:\n%s", b.log.String())
+	}
+}
+
+// TestAllowIPs: allow_ips is judged on the peer's address, or on what a
+// trusted proxy's forwarding headers say; a refusal is 403 and stores
+// nothing.
+func TestAllowIPs(t *testing.T) {
+	allow := []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+	local := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	behindProxy := setup(t, Config{
+		Sources:        []Source{{Name: "a", AllowIPs: allow}, {Name: "local", AllowIPs: local}, {Name: "open"}},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.0.0.0/8")},
+	})
+	direct := setup(t, Config{Sources: []Source{{Name: "a", AllowIPs: allow}, {Name: "local", AllowIPs: local}}})
+	cases := []struct {
+		b      *bundle
+		source string
+		header []string
+		want   int
+	}{
+		{direct, "local", nil, 202},
+		{direct, "a", nil, 403},
+		{direct, "a", []string{"X-Forwarded-For", "192.0.2.7"}, 403},
+		{direct, "a", []string{"Forwarded", "for=192.0.2.7"}, 403},
+		{behindProxy, "open", nil, 202},
+		{behindProxy, "a", nil, 403}, // the proxy itself is not allowed
+		{behindProxy, "local", nil, 202},
+		{behindProxy, "a", []string{"X-Forwarded-For", "192.0.2.7"}, 202},
+		{behindProxy, "a", []string{"X-Forwarded-For", "192.0.2.7:4711"}, 202},
+		{behindProxy, "a", []string{"X-Forwarded-For", "198.51.100.1"}, 403},
+		{behindProxy, "local", []string{"X-Forwarded-For", "198.51.100.1"}, 403},
+		// The nearest untrusted hop is the client, whatever came before.
+		{behindProxy, "a", []string{"X-Forwarded-For", "198.51.100.1, 192.0.2.7"}, 202},
+		{behindProxy, "a", []string{"X-Forwarded-For", "192.0.2.7, 198.51.100.1"}, 403},
+		{behindProxy, "a", []string{"X-Forwarded-For", "192.0.2.7, 10.1.2.3"}, 202},
+		{behindProxy, "a", []string{"X-Forwarded-For", "192.0.2.7", "X-Forwarded-For", "198.51.100.1"}, 403},
+		{behindProxy, "a", []string{"X-Forwarded-For", "unknown"}, 403},
+		{behindProxy, "a", []string{"X-Forwarded-For", ""}, 403},
+		{behindProxy, "a", []string{"Forwarded", "for=192.0.2.7;proto=https"}, 202},
+		{behindProxy, "a", []string{"Forwarded", `For="[2001:db8::1]:4711"`}, 202},
+		{behindProxy, "a", []string{"Forwarded", "for=198.51.100.1, for=10.0.0.2"}, 403},
+		{behindProxy, "a", []string{"Forwarded", "for=_hidden"}, 403},
+		{behindProxy, "a", []string{"Forwarded", "proto=https"}, 403},
+		// Both headers: they must name the same client.
+		{behindProxy, "a", []string{"X-Forwarded-For", "192.0.2.7", "Forwarded", "for=192.0.2.7"}, 202},
+		{behindProxy, "a", []string{"X-Forwarded-For", "198.51.100.1", "Forwarded", "for=192.0.2.7"}, 403},
+		{behindProxy, "a", []string{"X-Forwarded-For", "192.0.2.7", "Forwarded", "for=198.51.100.1"}, 403},
+	}
+	stored := map[*bundle]int{}
+	for i, c := range cases {
+		kv := append([]string{"X-Id", fmt.Sprint("d", i)}, c.header...)
+		status, _, reply := c.b.post(t, c.source, strings.NewReader("{}"), kv...)
+		if status != c.want {
+			t.Errorf("%s, %q via %s: %d %s, want %d", c.source, c.header, map[bool]string{true: "proxy", false: "direct"}[c.b == behindProxy], status, reply, c.want)
+		}
+		if c.want == 202 {
+			stored[c.b]++
+		}
+	}
+	for _, b := range []*bundle{direct, behindProxy} {
+		if got := len(b.rec.stored()); got != stored[b] {
+			t.Errorf("%d stored, want %d", got, stored[b])
+		}
+	}
+}
