@@ -92,6 +92,11 @@ type Store interface {
 	Queue
 	Ops
 	Transactor
+
+	// Listen calls wake each time another process commits new events to
+	// the store, until ctx ends. A store that only one process writes
+	// returns at once.
+	Listen(ctx context.Context, wake func()) error
 }
 
 // EventStore keeps events. Every method is safe for concurrent use.

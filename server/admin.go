@@ -21,8 +21,7 @@ type AdminConfig struct {
 	// Token is the bearer token every admin request must carry. Empty
 	// means no admin API: nothing is registered and /admin/… is a 404.
 	Token string
-	// Store is listed and read; replay and purge need it to be a
-	// hookbox.Ops too, and event attempts a hookbox.Queue.
+	// Store is listed, read, replayed and purged.
 	Store hookbox.Store
 	// Notify, if set, is called after a replay put events back in the
 	// queue (to wake the workers).
@@ -101,13 +100,6 @@ func (a *admin) authorized(header string) bool {
 	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
 }
 
-func (a *admin) ops(w http.ResponseWriter) (hookbox.Ops, bool) {
-	ops, ok := a.cfg.Store.(hookbox.Ops)
-	if !ok {
-		writeError(w, http.StatusNotImplemented, "this store does not support replay and purge")
-	}
-	return ops, ok
-}
 
 func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	f, err := FilterFromQuery(r.URL.Query(), a.cfg.Now())
@@ -136,22 +128,22 @@ type EventDetail struct {
 	Payload []byte `json:"payload"`
 }
 
-// LoadEventDetail reads an event with its attempts (when st is also a
-// hookbox.Queue).
-func LoadEventDetail(ctx context.Context, st hookbox.Store, id int64) (EventDetail, error) {
+// LoadEventDetail reads an event with its attempts.
+func LoadEventDetail(ctx context.Context, st interface {
+	Event(ctx context.Context, id int64) (hookbox.Event, error)
+	Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt, error)
+}, id int64) (EventDetail, error) {
 	ev, err := st.Event(ctx, id)
 	if err != nil {
 		return EventDetail{}, err
 	}
 	d := EventDetail{Event: ev, Payload: ev.Payload, Attempts: []hookbox.Attempt{}}
-	if q, ok := st.(hookbox.Queue); ok {
-		at, err := q.Attempts(ctx, id)
-		if err != nil {
-			return EventDetail{}, err
-		}
-		if at != nil {
-			d.Attempts = at
-		}
+	at, err := st.Attempts(ctx, id)
+	if err != nil {
+		return EventDetail{}, err
+	}
+	if at != nil {
+		d.Attempts = at
 	}
 	return d, nil
 }
@@ -211,10 +203,7 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ops, ok := a.ops(w)
-	if !ok {
-		return
-	}
+	ops := a.cfg.Store
 	res, err := ops.Replay(r.Context(), hookbox.ReplayParams{IDs: []int64{id}, IncludeDone: includeDone})
 	if err != nil {
 		a.internal(w, "replay", err)
@@ -272,10 +261,7 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ops, ok := a.ops(w)
-	if !ok {
-		return
-	}
+	ops := a.cfg.Store
 	res, err := ops.Replay(r.Context(), hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry})
 	if err != nil {
 		a.internal(w, "replay", err)
@@ -323,10 +309,7 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ops, ok := a.ops(w)
-	if !ok {
-		return
-	}
+	ops := a.cfg.Store
 	res, err := ops.Purge(r.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dry})
 	if err != nil {
 		a.internal(w, "purge", err)

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -30,9 +29,7 @@ func sourceNames(cfg *config.Config) []string {
 // an admin token is configured) the admin API to the server.
 func (s *Service) registerOps() {
 	s.Server.Handle("GET /metrics", s.Metrics.Handler())
-	if ops, ok := s.Store.(hookbox.Ops); ok {
-		s.Metrics.WatchStats(ops.Stats, metrics.DefaultStatsCache, s.log)
-	}
+	s.Metrics.WatchStats(s.Store.Stats, metrics.DefaultStatsCache, s.log)
 	server.RegisterAdmin(s.Server, server.AdminConfig{
 		Token:  s.Config.AdminToken,
 		Store:  s.Store,
@@ -67,11 +64,7 @@ func (s *Service) retentionLoop(ctx context.Context, every time.Duration, now fu
 	if cfg.RetentionDays <= 0 && cfg.PayloadRetentionDays <= 0 {
 		return
 	}
-	ops, ok := s.Store.(hookbox.Ops)
-	if !ok {
-		s.log.Warn("retention is configured but this store cannot purge; retention is off", "store", fmt.Sprintf("%T", s.Store))
-		return
-	}
+	ops := s.Store
 	s.log.Info("retention on", "retention_days", cfg.RetentionDays, "payload_retention_days", cfg.PayloadRetentionDays,
 		"every", every)
 	t := time.NewTicker(every)

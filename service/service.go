@@ -163,11 +163,11 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		OnBatch:  m.Batch,
 	}
 	var c *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
-	if b, ok := st.(hookbox.IngestBeginner); ok && cfg.Ingest.Flushers == 0 {
+	if cfg.Ingest.Flushers == 0 {
 		// One transaction fills while the previous one commits (both
 		// stores): fewer, larger commits than independent batches.
 		c = groupcommit.NewPipelined(func(ctx context.Context) (groupcommit.Txn[hookbox.Delivery, hookbox.Receipt], error) {
-			tx, err := b.BeginIngest(ctx)
+			tx, err := st.BeginIngest(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -238,11 +238,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	waitRetention := s.startRetention(ctx)
 	// Other processes sharing a PostgreSQL database announce new events;
 	// wake this pool for them too.
-	if l, ok := s.Store.(interface {
-		Listen(ctx context.Context, wake func()) error
-	}); ok {
-		go l.Listen(ctx, s.Pool.Notify)
-	}
+	go s.Store.Listen(ctx, s.Pool.Notify)
 	hs := HTTPServer(s.Server)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

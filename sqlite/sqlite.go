@@ -302,6 +302,10 @@ func (s *Store) Close() error {
 	return errors.Join(s.writer.Close(), s.reader.Close(), s.checkpointer.Close(), err)
 }
 
+// Listen returns at once: one process writes the file, and it wakes its
+// own workers; see hookbox.Store.
+func (s *Store) Listen(ctx context.Context, wake func()) error { return nil }
+
 // Ping checks that the writer can reach the file.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.writer.PingContext(ctx); err != nil {

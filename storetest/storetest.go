@@ -292,14 +292,10 @@ func testClosedStoreRefusesIngest(t *testing.T, s hookbox.Store) {
 	}
 }
 
-// beginIngest opens an ingest transaction, skipping stores without them.
-func beginIngest(t *testing.T, s hookbox.Store) hookbox.IngestTx {
+// beginIngest opens an ingest transaction.
+func beginIngest(t *testing.T, s hookbox.IngestBeginner) hookbox.IngestTx {
 	t.Helper()
-	b, ok := s.(hookbox.IngestBeginner)
-	if !ok {
-		t.Skipf("%T keeps no ingest transaction open", s)
-	}
-	tx, err := b.BeginIngest(context.Background())
+	tx, err := s.BeginIngest(context.Background())
 	if err != nil {
 		t.Fatalf("BeginIngest: %v", err)
 	}

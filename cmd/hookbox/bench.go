@@ -477,11 +477,7 @@ func (t *benchTarget) waitQueueEmpty(ctx context.Context, limit time.Duration) e
 
 // queued counts unfinished events.
 func queued(ctx context.Context, svc *service.Service) int {
-	ops, ok := svc.Store.(hookbox.Ops)
-	if !ok {
-		return 0
-	}
-	st, err := ops.Stats(ctx, time.Now())
+	st, err := svc.Store.Stats(ctx, time.Now())
 	if err != nil {
 		return 0
 	}
