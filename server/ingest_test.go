@@ -292,3 +292,23 @@ func TestAllowIPs(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptHeaderDropsConnectionNamed: headers the sender names in
+// Connection are not stored (and so never forwarded), nor is Connection.
+func TestKeptHeaderDropsConnectionNamed(t *testing.T) {
+	h := http.Header{
+		"Connection":      {"keep-alive, X-Route-To"},
+		"X-Route-To":      {"admin"},
+		"X-Hub-Signature": {"sha256=ab"},
+	}
+	got := KeptHeader(h)
+	if _, ok := got["X-Route-To"]; ok {
+		t.Errorf("a header named in Connection was kept: %v", got)
+	}
+	if _, ok := got["Connection"]; ok {
+		t.Errorf("Connection was kept: %v", got)
+	}
+	if got.Get("X-Hub-Signature") != "sha256=ab" {
+		t.Errorf("the signature header was lost: %v", got)
+	}
+}

@@ -429,11 +429,24 @@ var hiddenHeaders = map[string]bool{
 }
 
 // KeptHeader returns the request headers worth storing for forwarding and
-// inspection.
+// inspection: not hop-by-hop ones, and not those the sender named in
+// Connection (hop-by-hop by its own say, and a way to slip routing headers
+// past a proxy).
 func KeptHeader(h http.Header) http.Header {
+	var named map[string]bool
+	for _, v := range h["Connection"] {
+		for _, name := range strings.Split(v, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				if named == nil {
+					named = map[string]bool{}
+				}
+				named[http.CanonicalHeaderKey(name)] = true
+			}
+		}
+	}
 	out := make(http.Header, len(h))
 	for k, v := range h {
-		if !hiddenHeaders[k] {
+		if !hiddenHeaders[k] && !named[k] {
 			out[k] = v
 		}
 	}

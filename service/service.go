@@ -138,6 +138,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		TxWorkers:   txWorkers,
 		Logger:      log,
 		OnAttempt:   m.Attempt,
+		Redact:      red.String,
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())

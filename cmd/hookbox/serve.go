@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/target"
 )
@@ -34,8 +35,8 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			}
 			if v := os.Getenv("RETENTION_DAYS"); v != "" {
 				n, err := strconv.Atoi(v)
-				if err != nil || n < 0 {
-					return fmt.Errorf("RETENTION_DAYS: want a whole number of days, got %q", v)
+				if err != nil || n < 0 || n > hookbox.MaxDays {
+					return fmt.Errorf("RETENTION_DAYS: want a whole number of days from 0 (off) to %d, got %q", hookbox.MaxDays, v)
 				}
 				cfg.RetentionDays = n
 			}
