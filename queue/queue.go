@@ -15,6 +15,12 @@
 //     When a shared transaction fails at its end and the culprit is not
 //     known, each event is run again in a transaction of its own, and only
 //     those that fail alone are charged.
+//   - An event picked with an expired lease (its worker may have died
+//     working it: os.Exit, a fatal error, the OOM killer) is never run in a
+//     shared transaction: ClaimWork leases it with a counted attempt and
+//     commits first, so a handler that kills the process is charged every
+//     time and goes dead after its last attempt, without taking others
+//     down with it.
 //   - Events picked without a lease (ClaimWork) that are left unrun are
 //     leased to the claim's owner before the commit, so they can be worked
 //     later with Work; events that were not run because another event
@@ -41,6 +47,11 @@ type Result struct {
 	// Err is hookbox.ErrLeaseLost when the outcome was refused (the lease
 	// had moved on) or the event was skipped for that reason.
 	Err error
+	// Rescued says the event was picked with an expired lease: whoever
+	// worked it before may have died of it. ClaimWork does not run such an
+	// event with the others; it leases it, counting the attempt, so the
+	// caller can run it alone (Work) with that attempt already on record.
+	Rescued bool
 }
 
 // Ran reports whether the event was run (its outcome says how it ended).
@@ -76,14 +87,27 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	}
 	until := at.Add(p.Lease)
 	evs := make([]hookbox.Event, len(stored))
+	rescued := map[int64]bool{}
 	for i, e := range stored {
+		if e.Status == hookbox.StatusProcessing {
+			rescued[e.ID] = true
+		}
 		// The state a claim would have left; only events left unrun get it
 		// written (LeasePicked).
 		e.Status, e.Attempts, e.LeaseOwner = hookbox.StatusProcessing, e.Attempts+1, p.Owner
 		e.NextAttemptAt, e.UpdatedAt = until, at
 		evs[i] = e
 	}
-	outs, broken, err := runAll(ctx, wt, evs, fn)
+	run := fn
+	if len(rescued) > 0 {
+		run = func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+			if rescued[ev.ID] {
+				return hookbox.Outcome{} // leased below, to be run alone
+			}
+			return fn(ctx, tx, ev)
+		}
+	}
+	outs, broken, err := runAll(ctx, wt, evs, run)
 	if broken >= 0 {
 		wt.Rollback()
 		res, cerr := r.chargePicked(ctx, stored[broken], evs[broken], err)
@@ -118,7 +142,7 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	}
 	res := make([]Result, len(evs))
 	for i := range evs {
-		res[i] = Result{Event: evs[i], Outcome: outs[i]}
+		res[i] = Result{Event: evs[i], Outcome: outs[i], Rescued: rescued[evs[i].ID]}
 	}
 	return res, nil
 }

@@ -595,9 +595,21 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	// Handlers may have queued new events (effect.RecordSend) in the
 	// transaction that just committed: look for them now.
 	p.Notify()
-	rest := p.reportRun(res)
+	rest, rescued := p.reportRun(res)
 	if !leased {
-		p.adaptTxLimit(limit, len(res), len(res)-len(rest))
+		p.adaptTxLimit(limit, len(res), len(res)-len(rest)-len(rescued))
+	}
+	// Rescued events each run alone, their attempt already counted: one
+	// that kills the process again is charged for it, and nothing else is.
+	for _, ev := range rescued {
+		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
+		res, err := p.runner.Work(dbCtx, []hookbox.Event{ev}, work)
+		if err != nil {
+			p.release(dbCtx, []hookbox.Event{ev}, err)
+			return full, err
+		}
+		more, _ := p.reportRun(res)
+		rest = append(rest, more...)
 	}
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
@@ -608,7 +620,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 			return full, err
 		}
 		p.Notify()
-		rest = p.reportRun(res)
+		rest, _ = p.reportRun(res)
 	}
 	return full, nil
 }
@@ -629,18 +641,20 @@ func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
 }
 
 // reportRun reports the events that ran and returns those left unrun,
-// still leased.
-func (p *Pool) reportRun(res []queue.Result) []hookbox.Event {
-	var unrun []hookbox.Event
+// still leased: rescued ones (see queue.Result) apart from the others.
+func (p *Pool) reportRun(res []queue.Result) (unrun, rescued []hookbox.Event) {
 	for i := range res {
 		r := &res[i]
-		if !r.Ran() && r.Err == nil {
+		switch {
+		case !r.Ran() && r.Err == nil && r.Rescued:
+			rescued = append(rescued, r.Event)
+		case !r.Ran() && r.Err == nil:
 			unrun = append(unrun, r.Event)
-			continue
+		default:
+			p.report(&r.Event, r.Outcome, r.Err)
 		}
-		p.report(&r.Event, r.Outcome, r.Err)
 	}
-	return unrun
+	return unrun, rescued
 }
 
 // charge is queue.Runner's Charge: the outcome of an attempt whose handler
@@ -672,6 +686,9 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	case h != nil:
 		run = func(ctx context.Context) error { return h(ctx, tx, ev) }
 	}
+	if ev.Attempts > pol.MaxAttempts {
+		return p.outcome(ev, pol, start, errUnfinished)
+	}
 	var err error
 	if run != nil {
 		hctx, cancel := context.WithTimeout(ctx, pol.Timeout)
@@ -680,6 +697,12 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	}
 	return p.released(ctx, p.outcome(ev, pol, start, err))
 }
+
+// errUnfinished ends an event claimed past its last attempt without
+// running it: that can only happen when an attempt was counted and its
+// worker stopped before recording how it ended, most likely because the
+// event's work killed the process. Running it again would kill the next one.
+var errUnfinished = Permanent(errors.New("the last attempt's worker stopped without an outcome (the process died?); not run again"))
 
 // prepared is an event whose Prepare phase succeeded, waiting for Apply.
 type prepared struct {
@@ -829,6 +852,8 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) {
 	var err error
 	attemptCtx, cancel := context.WithTimeout(ctx, r.policy.Timeout)
 	switch {
+	case ev.Attempts > r.policy.MaxAttempts:
+		err = errUnfinished
 	case r.target != nil:
 		err = call(func() error { return r.target.Deliver(attemptCtx, ev) })
 	case phased && ph.Prepare != nil:

@@ -1,0 +1,250 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// poisonPolicy gives three attempts with short backoff and a short timeout.
+var poisonPolicy = worker.Policy{MaxAttempts: 3, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+	Timeout: 300 * time.Millisecond}
+
+// TestBadHandlersGoDeadAlone: four handlers that fail in the ways a shared
+// transaction finds hardest — one swallows a statement that broke the
+// transaction and reports success, one is interrupted by its timeout in the
+// middle of a write, one panics, one returns an error — each take exactly
+// MaxAttempts attempts and end dead, while 1,000 healthy events of the same
+// source, worked in the same transactions, each end done after one attempt.
+func TestBadHandlersGoDeadAlone(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		if err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := tx.ExecContext(ctx, `CREATE TABLE bulk (n bigint)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// One key the "swallow" handler collides with on purpose.
+		if err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ('test', 'taken')`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var calls [4]atomic.Int64
+		bad := map[string]int{"swallow": 0, "timeout": 1, "panic": 2, "error": 3}
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		p.SetPolicy("mix", poisonPolicy)
+		p.Handle("mix", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			i, isBad := bad[ev.DeliveryID]
+			if !isBad {
+				_, err := claimKey(ctx, tx, "ok-"+ev.DeliveryID)
+				return err
+			}
+			calls[i].Add(1)
+			switch ev.DeliveryID {
+			case "swallow":
+				// A failed statement that takes the whole transaction
+				// down: SQLite's OR ROLLBACK undoes the transaction;
+				// on PostgreSQL any error aborts it. The handler
+				// ignores the error and reports success.
+				if tx.Dialect == hookbox.DialectSQLite {
+					tx.ExecContext(ctx, `INSERT OR ROLLBACK INTO effect_keys (scope, key) VALUES ('test', 'taken')`)
+				} else {
+					tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ('test', 'taken')`)
+				}
+				return nil
+			case "timeout":
+				// A write that runs until the attempt's timeout
+				// interrupts it.
+				_, err := tx.ExecContext(ctx, `INSERT INTO bulk (n)
+                    WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c`)
+				return err
+			case "panic":
+				claimKey(ctx, tx, "panic-write")
+				panic("handler bug")
+			default:
+				claimKey(ctx, tx, "error-write")
+				return errors.New("upstream refused")
+			}
+		})
+		var ds []hookbox.Delivery
+		for i := range 1000 {
+			ds = append(ds, storetest.Delivery("mix", fmt.Sprint("h", i)))
+			if i%250 == 125 {
+				for id, j := range bad {
+					if j == i/250 {
+						ds = append(ds, storetest.Delivery("mix", id))
+					}
+				}
+			}
+		}
+		rs, err := s.Ingest(ctx, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, p)
+		for i, r := range rs {
+			id := ds[i].DeliveryID
+			if j, isBad := bad[id]; isBad {
+				e := waitStatus(t, s, p, r.ID, hookbox.StatusDead)
+				if e.Attempts != poisonPolicy.MaxAttempts || calls[j].Load() != int64(poisonPolicy.MaxAttempts) {
+					t.Errorf("%s: dead after %d attempts and %d calls, want %d (last error %q)",
+						id, e.Attempts, calls[j].Load(), poisonPolicy.MaxAttempts, e.LastError)
+				}
+				as, err := s.Attempts(ctx, r.ID)
+				if err != nil || len(as) != poisonPolicy.MaxAttempts {
+					t.Errorf("%s: %d attempts recorded (%v), want %d", id, len(as), err, poisonPolicy.MaxAttempts)
+				}
+				continue
+			}
+			e := waitStatus(t, s, p, r.ID, hookbox.StatusDone)
+			if e.Attempts != 1 {
+				t.Errorf("healthy event %s: %d attempts, want 1 (charged for another's failure)", id, e.Attempts)
+			}
+		}
+		for _, key := range []string{"panic-write", "error-write"} {
+			if n := keyCount(t, s, p, key); n != 0 {
+				t.Errorf("a failed handler's write %s was kept", key)
+			}
+		}
+	})
+}
+
+// poisonChildEnv names the database a poison child works (see
+// TestPoisonChild).
+const poisonChildEnv = "HOOKBOX_TEST_POISON_DB"
+
+// TestPoisonChild is not a test on its own: TestProcessKillingHandler runs
+// the test binary with only this test and poisonChildEnv set, as a hookbox
+// process whose handler kills it on the event "poison".
+func TestPoisonChild(t *testing.T) {
+	dbURL := os.Getenv(poisonChildEnv)
+	if dbURL == "" {
+		t.Skip("run by TestProcessKillingHandler")
+	}
+	s := dbtest.Open(t, dbURL)
+	p := worker.New(s, worker.Options{PollInterval: 20 * time.Millisecond})
+	p.SetPolicy("crash", poisonPolicy)
+	p.Handle("crash", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+		if ev.DeliveryID == "poison" {
+			os.Exit(1)
+		}
+		_, err := claimKey(ctx, tx, "crash-"+ev.DeliveryID)
+		return err
+	})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {} // until killed, by the handler or the parent
+}
+
+// TestProcessKillingHandler: a handler calls os.Exit(1) on one event. The
+// test restarts the process after each death. The event must end dead and
+// every other event done. The first death, in a shared transaction that
+// had written nothing yet, leaves no record; every later one is counted
+// (the restarted process claims the first due events, then any event whose
+// lease expired, with a committed lease, one at a time). So the event is
+// dead after at most MaxAttempts + 1 deaths, and no other event is charged.
+// The poison sits past the first BatchSize events on purpose, where a
+// fresh process no longer leases one at a time.
+func TestProcessKillingHandler(t *testing.T) {
+	if os.Getenv(poisonChildEnv) != "" {
+		t.Skip("in a child")
+	}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		var ds []hookbox.Delivery
+		for i := range 600 {
+			if i == 300 {
+				ds = append(ds, storetest.Delivery("crash", "poison"))
+			}
+			ds = append(ds, storetest.Delivery("crash", fmt.Sprint("c", i)))
+		}
+		rs, err := s.Ingest(ctx, ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var poison int64
+		for i, r := range rs {
+			if ds[i].DeliveryID == "poison" {
+				poison = r.ID
+			}
+		}
+		settled := func() bool {
+			st, err := s.Stats(ctx, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.ByStatus[hookbox.StatusPending]+st.ByStatus[hookbox.StatusProcessing] == 0
+		}
+		deaths := 0
+		deadline := time.Now().Add(60 * time.Second)
+		for !settled() {
+			if time.Now().After(deadline) {
+				e, _ := s.Event(ctx, poison)
+				t.Fatalf("not settled after %d deaths: poison %s with %d attempts", deaths, e.Status, e.Attempts)
+			}
+			cmd := exec.Command(os.Args[0], "-test.run=^TestPoisonChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), poisonChildEnv+"="+dbURL)
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			tick := time.NewTicker(20 * time.Millisecond)
+		wait:
+			for {
+				select {
+				case err := <-exited:
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+						t.Fatalf("child ended with %v:\n%s", err, out.String())
+					}
+					deaths++
+					break wait
+				case <-tick.C:
+					if settled() {
+						cmd.Process.Kill()
+						<-exited
+						break wait
+					}
+				}
+			}
+			tick.Stop()
+		}
+		e, err := s.Event(ctx, poison)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != hookbox.StatusDead || deaths > poisonPolicy.MaxAttempts+1 {
+			t.Errorf("poison: %s after %d deaths (attempts %d), want dead within %d", e.Status, deaths, e.Attempts, poisonPolicy.MaxAttempts+1)
+		}
+		for i, r := range rs {
+			if r.ID == poison {
+				continue
+			}
+			ev, err := s.Event(ctx, r.ID)
+			if err != nil || ev.Status != hookbox.StatusDone || ev.Attempts != 1 {
+				t.Fatalf("event %s: %s after %d attempts (%v), want done after 1", ds[i].DeliveryID, ev.Status, ev.Attempts, err)
+			}
+		}
+		t.Logf("poison dead after %d process deaths, attempts on record %d", deaths, e.Attempts)
+	})
+}
