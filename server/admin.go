@@ -100,7 +100,6 @@ func (a *admin) authorized(header string) bool {
 	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
 }
 
-
 func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	f, err := FilterFromQuery(r.URL.Query(), a.cfg.Now())
 	if err != nil {
