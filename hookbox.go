@@ -60,13 +60,17 @@ type Receipt struct {
 
 // Event is a stored delivery with its queue state.
 type Event struct {
-	ID            int64       `json:"id"`
-	Source        string      `json:"source"`
-	DeliveryID    string      `json:"delivery_id"`
-	IDIsHash      bool        `json:"id_is_hash"`
-	EventType     string      `json:"event_type"`
-	Status        Status      `json:"status"`
-	Attempts      int         `json:"attempts"`
+	ID         int64  `json:"id"`
+	Source     string `json:"source"`
+	DeliveryID string `json:"delivery_id"`
+	IDIsHash   bool   `json:"id_is_hash"`
+	EventType  string `json:"event_type"`
+	Status     Status `json:"status"`
+	Attempts   int    `json:"attempts"`
+	// AttemptBase is Attempts as it was when the event was last replayed:
+	// attempt numbers go on across replays, and the retry budget counts
+	// from here.
+	AttemptBase   int         `json:"attempt_base,omitempty"`
 	NextAttemptAt time.Time   `json:"next_attempt_at"`
 	LeaseOwner    string      `json:"lease_owner,omitempty"`
 	LastError     string      `json:"last_error,omitempty"`

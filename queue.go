@@ -225,7 +225,7 @@ type WorkTx interface {
 type Attempt struct {
 	Attempt    int       `json:"attempt"`
 	Owner      string    `json:"owner"`
-	Outcome    string    `json:"outcome"` // AttemptDone, AttemptRetry, AttemptDead or AttemptLost
+	Outcome    string    `json:"outcome"` // AttemptDone, AttemptRetry, AttemptDead, AttemptLost or AttemptReplay
 	Error      string    `json:"error,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
@@ -237,6 +237,9 @@ const (
 	AttemptRetry = "retry"
 	AttemptDead  = "dead"
 	AttemptLost  = "lost" // refused: the lease had moved on
+	// AttemptReplay marks where an operator replayed the event; its number
+	// is that of the last attempt before the replay.
+	AttemptReplay = "replay"
 )
 
 // AttemptOutcome names the attempt outcome that leads to status s.

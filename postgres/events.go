@@ -293,7 +293,7 @@ func insertArgs(ds []hookbox.Delivery, distinct []int) ([]any, error) {
 	return []any{sources, ids, isHash, eventTypes, headers, payloads, times}, nil
 }
 
-const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts,
+const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts, attempt_base,
     next_attempt_at, lease_owner, last_error, created_at, updated_at, headers`
 
 // scanEvent reads one row selected with eventColumns followed by the payload
@@ -306,7 +306,7 @@ func scanEvent(row pgx.Row) (hookbox.Event, error) {
 		hdr            []byte
 	)
 	err := row.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.IDIsHash, &e.EventType, &status,
-		&e.Attempts, &e.NextAttemptAt, &owner, &lastErr, &e.CreatedAt, &e.UpdatedAt, &hdr, &e.Payload)
+		&e.Attempts, &e.AttemptBase, &e.NextAttemptAt, &owner, &lastErr, &e.CreatedAt, &e.UpdatedAt, &hdr, &e.Payload)
 	if err != nil {
 		return e, err
 	}

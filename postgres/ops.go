@@ -62,11 +62,19 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		}
 		args = append(args, now)
 		at := `COALESCE($` + strconv.Itoa(len(args)) + `::timestamptz, now())`
-		q = `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ` + at + `,
+		// The replay is marked in each event's history (an attempts row
+		// numbered as the last attempt before it).
+		q = `WITH replayed AS (
+UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ` + at + `,
     lease_owner = NULL, last_error = NULL, updated_at = ` + at + `
 WHERE id IN (SELECT id FROM events` + where + ` AND payload IS NOT NULL ORDER BY id FOR NO KEY UPDATE)
   AND ` + states + ` AND payload IS NOT NULL
-RETURNING id, false`
+RETURNING id, attempts, updated_at
+), marked AS (
+INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+SELECT id, attempts, 'operator', '` + hookbox.AttemptReplay + `', updated_at, updated_at FROM replayed
+)
+SELECT id, false FROM replayed`
 	}
 	var res hookbox.ReplayResult
 	rows, err := s.pool.Query(ctx, q, args...)

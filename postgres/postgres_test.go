@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,8 +75,9 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		`SELECT count(*), count(DISTINCT version_id) FROM goose_db_version WHERE version_id > 0 AND is_applied`).Scan(&applied, &distinct); err != nil {
 		t.Fatal(err)
 	}
-	if applied != 2 || distinct != 2 {
-		t.Errorf("%d migrations recorded (%d distinct), want each of the 2 once", applied, distinct)
+	files, _ := filepath.Glob("migrations/*.sql")
+	if applied != len(files) || distinct != len(files) {
+		t.Errorf("%d migrations recorded (%d distinct), want each of the %d once", applied, distinct, len(files))
 	}
 	// Two stores (two pools) racing on one key: one row, one new.
 	var news int

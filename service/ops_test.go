@@ -369,7 +369,7 @@ func TestReplayDeadEndsDone(t *testing.T) {
 		for _, a := range d.Attempts {
 			outcomes = append(outcomes, a.Outcome)
 		}
-		if !slices.Equal(outcomes, []string{"dead", "done"}) || d.Event.Attempts != 1 {
+		if !slices.Equal(outcomes, []string{"dead", hookbox.AttemptReplay, "done"}) || d.Event.Attempts != 2 {
 			t.Errorf("after replay: attempts %v, count %d", outcomes, d.Event.Attempts)
 		}
 		if h.event(ids[1]).Status != hookbox.StatusDead {

@@ -144,7 +144,7 @@ func (t *ingestTx) Commit(ctx context.Context) error {
 // Rollback abandons the transaction.
 func (t *ingestTx) Rollback() error { return t.tx.Rollback() }
 
-const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts,
+const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts, attempt_base,
     next_attempt_at, lease_owner, last_error, created_at, updated_at, headers, payload`
 
 // scanEvent reads one row selected with eventColumns.
@@ -156,7 +156,7 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 		hdr                []byte
 	)
 	err := row.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.IDIsHash, &e.EventType, &e.Status,
-		&e.Attempts, &next, &owner, &lastErr, &created, &upd, &hdr, &e.Payload)
+		&e.Attempts, &e.AttemptBase, &next, &owner, &lastErr, &created, &upd, &hdr, &e.Payload)
 	if err != nil {
 		return e, err
 	}

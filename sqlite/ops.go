@@ -63,11 +63,22 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		var ids []int64
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			var err error
-			ids, err = queryIDs(ctx, tx, `UPDATE events SET status = 'pending', attempts = 0, next_attempt_at = ?,
+			ids, err = queryIDs(ctx, tx, `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ?,
                     lease_owner = NULL, last_error = NULL, updated_at = ?
                 WHERE id IN (SELECT id FROM events`+where+` AND payload IS NOT NULL AND id > ? ORDER BY id LIMIT ?)
                 RETURNING id`,
 				append(append([]any{millis(now), millis(now)}, args...), last, replayBatch)...)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			// Mark the replay in each event's history.
+			marks := []any{millis(now), millis(now)}
+			for _, id := range ids {
+				marks = append(marks, id)
+			}
+			_, err = tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+                SELECT id, attempts, 'operator', '`+hookbox.AttemptReplay+`', ?1, ?2 FROM events
+                WHERE id IN (`+placeholders(len(ids))+`)`, marks...)
 			return err
 		})
 		if err != nil {

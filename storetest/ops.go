@@ -71,12 +71,18 @@ func testReplayDead(t *testing.T, s FullStore) {
 		t.Fatalf("replay = %+v", res)
 	}
 	e := status(t, s, ids[0])
-	if e.Status != hookbox.StatusPending || e.Attempts != 0 || e.LeaseOwner != "" || len(e.Payload) == 0 {
+	// Attempt numbers go on after a replay; the retry budget counts from
+	// AttemptBase.
+	if e.Status != hookbox.StatusPending || e.Attempts != 1 || e.AttemptBase != 1 || e.LeaseOwner != "" || len(e.Payload) == 0 {
 		t.Fatalf("after replay: %+v", e)
 	}
 	evs := claim(t, s, time.Now(), 1, "rd")
-	if len(evs) != 1 || evs[0].ID != ids[0] || evs[0].Attempts != 1 {
-		t.Fatalf("replayed event not claimable as a fresh attempt: %+v", evs)
+	if len(evs) != 1 || evs[0].ID != ids[0] || evs[0].Attempts != 2 || evs[0].AttemptBase != 1 {
+		t.Fatalf("replayed event not claimable as attempt 2 with base 1: %+v", evs)
+	}
+	as, err := s.Attempts(context.Background(), ids[0])
+	if err != nil || len(as) == 0 || as[len(as)-1].Outcome != hookbox.AttemptReplay || as[len(as)-1].Attempt != 1 {
+		t.Fatalf("the replay is not marked in the history: %+v, %v", as, err)
 	}
 	finish(t, s, outcome(evs[0], hookbox.StatusDone, time.Now()))
 	if e := status(t, s, ids[0]); e.Status != hookbox.StatusDone {

@@ -686,7 +686,7 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	case h != nil:
 		run = func(ctx context.Context) error { return h(ctx, tx, ev) }
 	}
-	if ev.Attempts > pol.MaxAttempts {
+	if tries(ev) > pol.MaxAttempts {
 		return p.outcome(ev, pol, start, errUnfinished)
 	}
 	var err error
@@ -697,6 +697,10 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	}
 	return p.released(ctx, p.outcome(ev, pol, start, err))
 }
+
+// tries is how many attempts ev has had since it was stored or last
+// replayed: the count its retry policy applies to.
+func tries(ev *hookbox.Event) int { return ev.Attempts - ev.AttemptBase }
 
 // errUnfinished ends an event claimed past its last attempt without
 // running it: that can only happen when an attempt was counted and its
@@ -775,11 +779,11 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 	switch {
 	case err == nil:
 		o.Status = hookbox.StatusDone
-	case IsPermanent(err) || ev.Attempts >= pol.MaxAttempts:
+	case IsPermanent(err) || tries(ev) >= pol.MaxAttempts:
 		o.Status = hookbox.StatusDead
 	default:
 		o.Status = hookbox.StatusPending
-		o.RetryAt = now.Add(pol.retryDelay(ev.Attempts, err))
+		o.RetryAt = now.Add(pol.retryDelay(tries(ev), err))
 	}
 	if err != nil {
 		o.Error = p.errorText(err.Error())
@@ -852,7 +856,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) {
 	var err error
 	attemptCtx, cancel := context.WithTimeout(ctx, r.policy.Timeout)
 	switch {
-	case ev.Attempts > r.policy.MaxAttempts:
+	case tries(ev) > r.policy.MaxAttempts:
 		err = errUnfinished
 	case r.target != nil:
 		err = call(func() error { return r.target.Deliver(attemptCtx, ev) })

@@ -95,7 +95,10 @@ func TestReplayDeadEndsDone(t *testing.T) {
 			t.Errorf("an event not named was replayed")
 		}
 		at, err := st.Attempts(context.Background(), ids[0])
-		if err != nil || len(at) != 2 || at[0].Outcome != "dead" || at[1].Outcome != "done" {
+		// The replay is marked, and attempt numbers go on: 1 dead, the
+		// replay mark, 2 done.
+		if err != nil || len(at) != 3 || at[0].Outcome != "dead" || at[1].Outcome != hookbox.AttemptReplay ||
+			at[2].Outcome != "done" || at[2].Attempt != 2 {
 			t.Errorf("attempts %+v, %v", at, err)
 		}
 	})
