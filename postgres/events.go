@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
 // insertEvents stores a batch in one statement. events_id_seq is the
@@ -322,31 +322,15 @@ func scanEvent(row pgx.Row) (hookbox.Event, error) {
 	if lastErr != nil {
 		e.LastError = *lastErr
 	}
-	if len(hdr) > 0 && !bytes.Equal(hdr, []byte("null")) {
-		h, err := hookbox.DecodeHeader(hdr)
-		if err != nil {
-			return e, fmt.Errorf("decode headers of event %d: %w", e.ID, err)
-		}
-		e.Header = h
-	}
-	return e, nil
+	e.Header, err = rowscan.Header(e.ID, hdr)
+	return e, err
 }
-
-// payloadClearedRow scans one more column than scanEvent: whether the
-// payload is NULL, which only payload retention leaves (an empty body is
-// stored as zero bytes).
-type payloadClearedRow struct {
-	row     pgx.Row
-	cleared *bool
-}
-
-func (r payloadClearedRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.cleared)...) }
 
 // scanListedEvent reads one row selected with eventColumns, the payload (or
 // NULL) and payload IS NULL.
 func scanListedEvent(row pgx.Row) (hookbox.Event, error) {
 	var cleared bool
-	e, err := scanEvent(payloadClearedRow{row, &cleared})
+	e, err := scanEvent(rowscan.WithCleared{Row: row, Cleared: &cleared})
 	e.PayloadCleared = cleared
 	return e, err
 }

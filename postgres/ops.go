@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
 // The operator side of the store. As in the queue, every statement names the
@@ -119,15 +120,7 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return rowscan.IDs(rows)
 }
 
 // purgeBatch deletes up to $2 finished events of the listed states last

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
 // insertSQL is a multi-row INSERT of n events that reports the rows it
@@ -162,31 +163,15 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	}
 	e.NextAttemptAt, e.CreatedAt, e.UpdatedAt = fromMillis(next), fromMillis(created), fromMillis(upd)
 	e.LeaseOwner, e.LastError = owner.String, lastErr.String
-	if len(hdr) > 0 {
-		h, err := hookbox.DecodeHeader(hdr)
-		if err != nil {
-			return e, fmt.Errorf("decode headers of event %d: %w", e.ID, err)
-		}
-		e.Header = h
-	}
-	return e, nil
+	e.Header, err = rowscan.Header(e.ID, hdr)
+	return e, err
 }
-
-// payloadClearedRow scans one more column than eventColumns: whether the
-// payload is NULL, which only payload retention leaves (an empty body is a
-// zero-length blob).
-type payloadClearedRow struct {
-	row     interface{ Scan(...any) error }
-	cleared *bool
-}
-
-func (r payloadClearedRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.cleared)...) }
 
 // scanListedEvent reads one row selected with eventColumns followed by
 // payload IS NULL.
 func scanListedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	var cleared bool
-	e, err := scanEvent(payloadClearedRow{row, &cleared})
+	e, err := scanEvent(rowscan.WithCleared{Row: row, Cleared: &cleared})
 	e.PayloadCleared = cleared
 	return e, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
 var _ hookbox.Ops = (*Store)(nil)
@@ -263,13 +264,5 @@ func queryIDs(ctx context.Context, db queryer, q string, args ...any) ([]int64, 
 		return nil, err
 	}
 	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return rowscan.IDs(rows)
 }
