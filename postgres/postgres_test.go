@@ -510,8 +510,7 @@ func TestWorkNotRunIsKept(t *testing.T) {
 
 // TestKeptWritesCappedPerTransaction: one work transaction keeps the
 // writes of at most 64 handlers (each leaves a subtransaction behind); the
-// events after them are left unrun and leased to the claimer, and the next
-// Work runs them. Handlers that send nothing are not capped.
+// events after them are left unrun and due, and the next claim runs them. Handlers that send nothing are not capped.
 func TestKeptWritesCappedPerTransaction(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
@@ -553,13 +552,17 @@ func TestKeptWritesCappedPerTransaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Status != hookbox.StatusProcessing || e.LeaseOwner != "capper" {
-			t.Errorf("unrun event = %+v, want leased to the claimer", e)
+		if e.Status != hookbox.StatusPending || e.LeaseOwner != "" || e.Attempts != 0 {
+			t.Errorf("unrun event = %+v, want left due as it was", e)
 		}
 	}
-	outs, errs, err = storetest.Work(s, unrun, write)
+	p.Owner = "capper-2"
+	_, outs, errs, err = storetest.ClaimWork(s, p, write)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(outs) != 36 {
+		t.Fatalf("second claim picked %d, want the 36 left", len(outs))
 	}
 	for i, o := range outs {
 		if errs[i] != nil || o.Status != hookbox.StatusDone {

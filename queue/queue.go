@@ -21,10 +21,11 @@
 //     commits first, so a handler that kills the process is charged every
 //     time and goes dead after its last attempt, without taking others
 //     down with it.
-//   - Events picked without a lease (ClaimWork) that are left unrun are
-//     leased to the claim's owner before the commit, so they can be worked
-//     later with Work; events that were not run because another event
-//     broke the transaction are left as they were, due, for the next claim.
+//   - Events picked without a lease (ClaimWork) that are left unrun, or
+//     were not run because another event broke the transaction, are left
+//     as they were, due, for the next claim: never leased together, so a
+//     batch of leftovers cannot share the fate of one that kills the
+//     process.
 //   - Only outcomes of events whose lease is still held are applied; the
 //     others are reported as hookbox.ErrLeaseLost.
 package queue
@@ -42,7 +43,8 @@ import (
 type Result struct {
 	Event hookbox.Event
 	// Outcome is the attempt's outcome as applied. An empty Status means
-	// the event was not run and is still leased to Event.LeaseOwner.
+	// the event was not run: after ClaimWork it was left due, as it was
+	// (unless Rescued); after Work it is still leased to Event.LeaseOwner.
 	Outcome hookbox.Outcome
 	// Err is hookbox.ErrLeaseLost when the outcome was refused (the lease
 	// had moved on) or the event was skipped for that reason.
@@ -72,9 +74,10 @@ var errBroken = errors.New("the handler broke its transaction")
 // ClaimWork picks up to p.Limit due events of p.Sources in one transaction,
 // runs fn over them, applies their outcomes and commits: one commit for the
 // batch, one row write per event. Events fn leaves unrun (an empty Status)
-// are leased to p.Owner before the commit; their results have an empty
-// Outcome, for a later Work. p.Strict is not supported: a strict claim
-// must be visible to other processes while it runs, so use Claim and Work.
+// stay due, untouched, and their results have an empty Outcome. Rescued
+// events (see Result) are leased to p.Owner, counted, before the commit.
+// p.Strict is not supported: a strict claim must be visible to other
+// processes while it runs, so use Claim and Work.
 func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]Result, error) {
 	wt, err := r.Queue.BeginWork(ctx)
 	if err != nil {
@@ -119,14 +122,14 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	if err == nil {
 		err = wt.FinishPicked(ctx, outs)
 	}
-	var unrun []int64
+	var lease []int64
 	for i, o := range outs {
-		if o.Status == "" {
-			unrun = append(unrun, evs[i].ID)
+		if o.Status == "" && rescued[evs[i].ID] {
+			lease = append(lease, evs[i].ID)
 		}
 	}
 	if err == nil {
-		err = wt.LeasePicked(ctx, unrun, p.Owner, until, at)
+		err = wt.LeasePicked(ctx, lease, p.Owner, until, at)
 	}
 	if err == nil {
 		err = wt.Commit(ctx)
@@ -143,6 +146,9 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	res := make([]Result, len(evs))
 	for i := range evs {
 		res[i] = Result{Event: evs[i], Outcome: outs[i], Rescued: rescued[evs[i].ID]}
+		if outs[i].Status == "" && !rescued[evs[i].ID] {
+			res[i].Event = stored[i] // left as it was
+		}
 	}
 	return res, nil
 }

@@ -119,6 +119,12 @@ func TestBadHandlersGoDeadAlone(t *testing.T) {
 		for _, key := range []string{"panic-write", "error-write"} {
 			if n := keyCount(t, s, p, key); n != 0 {
 				t.Errorf("a failed handler's write %s was kept", key)
+				for i, r := range rs {
+					if _, isBad := bad[ds[i].DeliveryID]; isBad {
+						as, _ := s.Attempts(ctx, r.ID)
+						t.Logf("%s: %+v", ds[i].DeliveryID, as)
+					}
+				}
 			}
 		}
 	})

@@ -584,12 +584,6 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		if err != nil || len(res) == 0 {
 			return false, err
 		}
-		evs := make([]hookbox.Event, len(res))
-		for i := range res {
-			evs[i] = res[i].Event
-		}
-		p.leases.add(evs, lease)
-		defer p.leases.remove(evs)
 	}
 	full = len(res) == limit
 	// Handlers may have queued new events (effect.RecordSend) in the
@@ -598,9 +592,17 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	rest, rescued := p.reportRun(res)
 	if !leased {
 		p.adaptTxLimit(limit, len(res), len(res)-len(rest)-len(rescued))
+		// What the claiming transaction left unrun is due again, not
+		// leased: the next claim, at once, picks it up.
+		full = full || len(rest) > 0
+		rest = nil
 	}
 	// Rescued events each run alone, their attempt already counted: one
 	// that kills the process again is charged for it, and nothing else is.
+	if len(rescued) > 0 {
+		p.leases.add(rescued, lease)
+		defer p.leases.remove(rescued)
+	}
 	for _, ev := range rescued {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
 		res, err := p.runner.Work(dbCtx, []hookbox.Event{ev}, work)
@@ -608,8 +610,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 			p.release(dbCtx, []hookbox.Event{ev}, err)
 			return full, err
 		}
-		more, _ := p.reportRun(res)
-		rest = append(rest, more...)
+		p.reportRun(res)
 	}
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
