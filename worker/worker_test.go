@@ -70,15 +70,19 @@ func claimKey(ctx context.Context, tx *hookbox.Tx, key string) (bool, error) {
 	return n == 1, err
 }
 
+var probeSeq atomic.Int64
+
 func keyCount(t *testing.T, s dbtest.Store, p *worker.Pool, key string) int {
 	t.Helper()
 	// Read through a handler so the test needs nothing but the interfaces.
 	var n atomic.Int64
 	n.Store(-1)
-	probe := fmt.Sprint("probe-", time.Now().UnixNano())
-	rs := ingest(t, s, storetest.Delivery("probe", probe))
+	// A source of its own: pools of earlier probes are still running, and
+	// must not take this probe's event.
+	probe := fmt.Sprint("probe-", probeSeq.Add(1))
+	rs := ingest(t, s, storetest.Delivery(probe, probe))
 	q := worker.New(s, worker.Options{})
-	q.Handle("probe", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+	q.Handle(probe, "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
 		var c int64
 		err := tx.QueryRowContext(ctx, `SELECT count(*) FROM effect_keys WHERE scope = 'test' AND key = $1`, key).Scan(&c)
 		n.Store(c)
