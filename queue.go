@@ -163,6 +163,19 @@ type Queue interface {
 
 	// Attempts lists the recorded attempts at one event, oldest first.
 	Attempts(ctx context.Context, eventID int64) ([]Attempt, error)
+
+	// WorkerStarted records that the worker pool name runs from now on. It
+	// reports whether another pool's record was there: left behind by a
+	// process that died, or (PostgreSQL) kept by one that is running.
+	WorkerStarted(ctx context.Context, name string) (others bool, err error)
+
+	// WorkerSeen refreshes (or makes) name's record, and deletes the records of other
+	// pools not seen for staleAfter (their processes died). It returns how
+	// many it deleted.
+	WorkerSeen(ctx context.Context, name string, staleAfter time.Duration) (dead int, err error)
+
+	// WorkerStopped deletes name's record: the pool stopped cleanly.
+	WorkerStopped(ctx context.Context, name string) error
 }
 
 // WorkTx is an open transaction in which Go handlers run and their events'

@@ -374,3 +374,42 @@ func unavailable(ctx context.Context, op string, err error) error {
 	}
 	return fmt.Errorf("postgres: %s: %w: %w", op, hookbox.ErrUnavailable, err)
 }
+
+// workerStarted records a running pool and counts the others, in one
+// statement.
+const workerStarted = `WITH others AS (SELECT count(*) AS n FROM workers WHERE name <> $1),
+mine AS (INSERT INTO workers (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET seen_at = now())
+SELECT n FROM others`
+
+// WorkerStarted records a running pool; see hookbox.Queue.
+func (s *Store) WorkerStarted(ctx context.Context, name string) (bool, error) {
+	var others int64
+	if err := s.pool.QueryRow(ctx, workerStarted, name).Scan(&others); err != nil {
+		return false, unavailable(ctx, "worker started", err)
+	}
+	return others > 0, nil
+}
+
+// workerSeen refreshes a pool's record and deletes stale ones, in one
+// statement; $2 is the staleness in microseconds.
+const workerSeen = `WITH seen AS (INSERT INTO workers (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET seen_at = now()),
+dead AS (DELETE FROM workers WHERE name <> $1 AND seen_at < now() - $2::bigint * interval '1 microsecond' RETURNING 1)
+SELECT count(*) FROM dead`
+
+// WorkerSeen refreshes a pool's record and drops stale ones; see
+// hookbox.Queue.
+func (s *Store) WorkerSeen(ctx context.Context, name string, staleAfter time.Duration) (int, error) {
+	var dead int64
+	if err := s.pool.QueryRow(ctx, workerSeen, name, staleAfter.Microseconds()).Scan(&dead); err != nil {
+		return 0, unavailable(ctx, "worker seen", err)
+	}
+	return int(dead), nil
+}
+
+// WorkerStopped deletes a pool's record; see hookbox.Queue.
+func (s *Store) WorkerStopped(ctx context.Context, name string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM workers WHERE name = $1`, name); err != nil {
+		return unavailable(ctx, "worker stopped", err)
+	}
+	return nil
+}

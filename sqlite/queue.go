@@ -367,3 +367,56 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookb
 		return fn(ctx, hookbox.NewTx(tx, hookbox.DialectSQLite, nil))
 	})
 }
+
+// WorkerStarted records a running pool; see hookbox.Queue.
+func (s *Store) WorkerStarted(ctx context.Context, name string) (bool, error) {
+	var others int
+	now := millis(time.Now())
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM workers WHERE name <> ?`, name).Scan(&others); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO workers (name, started_at, seen_at) VALUES (?1, ?2, ?2)
+            ON CONFLICT (name) DO UPDATE SET seen_at = ?2`, name, now)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqlite: worker started: %w", err)
+	}
+	return others > 0, nil
+}
+
+// WorkerSeen refreshes a pool's record and drops stale ones; see
+// hookbox.Queue.
+func (s *Store) WorkerSeen(ctx context.Context, name string, staleAfter time.Duration) (int, error) {
+	var dead int64
+	now := time.Now()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO workers (name, started_at, seen_at) VALUES (?1, ?2, ?2)
+            ON CONFLICT (name) DO UPDATE SET seen_at = ?2`, name, millis(now)); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM workers WHERE name <> ? AND seen_at < ?`, name, millis(now.Add(-staleAfter)))
+		if err != nil {
+			return err
+		}
+		dead, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: worker seen: %w", err)
+	}
+	return int(dead), nil
+}
+
+// WorkerStopped deletes a pool's record; see hookbox.Queue.
+func (s *Store) WorkerStopped(ctx context.Context, name string) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM workers WHERE name = ?`, name)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: worker stopped: %w", err)
+	}
+	return nil
+}

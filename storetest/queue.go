@@ -34,7 +34,8 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"WorkRollsBackOnFailure":     testWorkRollsBackOnFailure,
 		"WorkSkipsLostLease":         testWorkSkipsLostLease,
 		"StrictOneInFlightInIDOrder": testStrictOneInFlight,
-		"ClaimWorkRunsAndLeasesRest": testClaimWork,
+		"ClaimWorkRunsAndLeavesRest": testClaimWork,
+		"WorkerRecords":              testWorkerRecords,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -453,4 +454,37 @@ func split(res []queue.Result) ([]hookbox.Event, []hookbox.Outcome, []error) {
 		evs[i], outs[i], errs[i] = r.Event, r.Outcome, r.Err
 	}
 	return evs, outs, errs
+}
+
+// testWorkerRecords: a pool that stopped cleanly leaves no record; one that
+// did not is seen by the next pool, and dropped once stale.
+func testWorkerRecords(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	others, err := q.WorkerStarted(ctx, "a")
+	if err != nil || others {
+		t.Fatalf("first pool: others=%v, %v", others, err)
+	}
+	if err := q.WorkerStopped(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if others, err := q.WorkerStarted(ctx, "b"); err != nil || others {
+		t.Fatalf("after a clean stop: others=%v, %v; want none", others, err)
+	}
+	// b dies without a word; c finds its record.
+	if others, err := q.WorkerStarted(ctx, "c"); err != nil || !others {
+		t.Fatalf("after b died: others=%v, %v; want b's record", others, err)
+	}
+	if dead, err := q.WorkerSeen(ctx, "c", time.Hour); err != nil || dead != 0 {
+		t.Fatalf("WorkerSeen(1h) = %d, %v; want nothing stale yet", dead, err)
+	}
+	time.Sleep(5 * time.Millisecond) // let b's record age past the threshold below
+	if dead, err := q.WorkerSeen(ctx, "c", time.Millisecond); err != nil || dead != 1 {
+		t.Fatalf("WorkerSeen(1ms) = %d, %v; want b dropped", dead, err)
+	}
+	if err := q.WorkerStopped(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if others, err := q.WorkerStarted(ctx, "d"); err != nil || others {
+		t.Fatalf("after c stopped and b was dropped: others=%v, %v", others, err)
+	}
 }

@@ -303,12 +303,14 @@ func (p *Pool) Notify() {
 // A process that dies while a Go handler runs (os.Exit, a fatal runtime
 // error, the OOM killer) leaves no trace of the attempt when the handler
 // ran in a transaction that picked its event without a lease: the event
-// would crash the next process too, forever. So every pool starts in
-// recovery: its first BatchSize × TxWorkers events for Go handlers (at
-// least as many as a pool can have in flight, and a crashed one's are the
-// first due) are claimed one at a time with a committed, counted lease.
-// An event that kills the process is then charged an attempt each time,
-// and goes dead after its last, while no other event is charged for it.
+// would crash the next process too, forever. So a pool that finds the
+// record of a pool that did not stop cleanly (Queue.WorkerStarted, or one
+// gone stale while it runs: WorkerSeen) goes into recovery: its next
+// BatchSize × TxWorkers events for Go handlers (at least as many as a pool
+// can have in flight, and a crashed one's are the first due) are claimed
+// one at a time with a committed, counted lease. An event that kills the
+// process is then charged an attempt each time, and goes dead after its
+// last, while no other event is charged for it.
 func (p *Pool) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -322,7 +324,12 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.cancel, p.abort, p.stopExtend = cancel, abort, stopExtend
 	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
 	p.apply = groupcommit.New(p.applyBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
-	p.recovering.Store(int64(p.opts.BatchSize * p.opts.TxWorkers))
+	// A store that cannot say starts the pool in recovery, to be safe; the
+	// record is made by the first refresh that reaches it.
+	if others, err := p.q.WorkerStarted(ctx, p.id); err != nil || others {
+		p.logErr("record the pool", err)
+		p.recover()
+	}
 
 	var txSources, leasedSources, strict []string
 	p.shortestLease = 0
@@ -386,8 +393,18 @@ func (p *Pool) Stop(ctx context.Context) error {
 	p.finish.Close()
 	p.stopExtend()
 	<-p.extendDone
+	if ferr := p.q.WorkerStopped(context.WithoutCancel(ctx), p.id); ferr != nil {
+		p.logErr("record the clean stop", ferr)
+	}
 	return err
 }
+
+// recover puts the pool in recovery; see Start.
+func (p *Pool) recover() { p.recovering.Store(int64(p.opts.BatchSize * p.opts.TxWorkers)) }
+
+// staleAfter is how long a pool's record may go unrefreshed before others
+// take it for dead: well past the refresh interval of any pool.
+func (p *Pool) staleAfter() time.Duration { return max(time.Minute, 3*p.shortestLease) }
 
 func (p *Pool) owner() string { return fmt.Sprintf("%s-%d", p.id, p.seq.Add(1)) }
 
@@ -909,7 +926,8 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	}
 }
 
-// extendLoop keeps the leases of running work alive: every third of the
+// extendLoop keeps the pool's record fresh (finding pools that died, see
+// Start) and the leases of running work alive: every third of the
 // shortest lease, each claim's events are extended by that claim's own
 // lease length, so a source with a long timeout does not stretch the
 // leases of the others (which a crash would then leave locked longer).
@@ -921,6 +939,12 @@ func (p *Pool) extendLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if dead, err := p.q.WorkerSeen(ctx, p.id, p.staleAfter()); err != nil {
+			p.logErr("refresh the pool's record", err)
+		} else if dead > 0 {
+			p.log.Warn("worker: a pool stopped without a trace; working its events one at a time", "pools", dead)
+			p.recover()
 		}
 		now := time.Now()
 		for owner, held := range p.leases.byOwner() {
