@@ -6,16 +6,23 @@
 // make the repeat harmless:
 //
 //   - ClaimKey: a business key (an order id, a commit SHA) claimed in the
-//     handler's own transaction, so "effect applied" and "event done" commit
-//     together. A rerun finds the key and does nothing.
+//     transaction that marks the event done (an apply-only handler, or the
+//     Apply phase of a two-phase one), so "effect applied" and "event done"
+//     commit together. A rerun finds the key and does nothing.
 //   - IdempotencyKey: a key derived from the event, stable across attempts,
 //     to pass to another service that deduplicates requests (Stripe's
-//     Idempotency-Key header, for example).
+//     Idempotency-Key header, for example). Such calls belong in the Prepare
+//     phase of a two-phase handler (worker.Pool.HandlePhases), which runs
+//     outside any transaction and may run more than once.
 //   - RecordSend: for effects with no idempotency support (an email), the
-//     send is recorded in the handler's transaction and performed afterwards
-//     by the queue, under its own lease, retries and dead state. A crash
-//     between sending and marking it sent leaves it visible as unfinished
-//     (Uncertain lists them), and the rerun repeats it at most once.
+//     send is recorded in the transaction that marks the event done and
+//     performed afterwards by the queue, under its own lease, retries and
+//     dead state. A crash between sending and marking it sent leaves it
+//     visible as unfinished (Uncertain lists them), and the rerun repeats it
+//     at most once.
+//
+// ClaimKey and RecordSend only write to the database, so they may run inside
+// the store's transaction; nothing that waits on another service may.
 package effect
 
 import (
@@ -50,7 +57,10 @@ func ClaimKey(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key
 
 // IdempotencyKey returns "<source>:<delivery id>", the same on every attempt
 // and every redelivery of the event. hookbox's forward target sends it as the
-// Idempotency-Key header.
+// Idempotency-Key header; a two-phase handler's Prepare passes it to the
+// services it calls. It names the event: where the effect is one per
+// business object (one licence per order, whatever the events about it), a
+// key built from that object's id keeps two events from causing it twice.
 func IdempotencyKey(ev *hookbox.Event) string {
 	return ev.Source + ":" + ev.DeliveryID
 }

@@ -2,13 +2,17 @@ package effect_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/sqlite"
+	"github.com/hookbox/hookbox/worker"
 )
 
 // openStore opens a throwaway SQLite store for an example.
@@ -23,7 +27,7 @@ func openStore() (*sqlite.Store, func()) {
 
 // A handler that runs twice for the same order (a crash after the effect, or
 // a second event about the same order) issues one licence: the key is
-// claimed in the handler's own transaction.
+// claimed in the transaction that marks the event done (here a bare one).
 func ExampleClaimKey() {
 	s, done := openStore()
 	defer done()
@@ -86,4 +90,56 @@ func ExampleRecordSend() {
 	// attempt 2: recorded=false
 	// 1 send queued for ord_1
 	// 0 uncertain
+}
+
+// A handler that calls another service does it in the Prepare phase of a
+// two-phase handler, outside any transaction, with the event's idempotency
+// key. Here the service's first reply is lost, so Prepare fails and runs
+// again: the service, deduplicating by the key, charges once.
+func ExampleIdempotencyKey_twoPhase() {
+	s, done := openStore()
+	defer done()
+	ctx := context.Background()
+
+	// A payment service that deduplicates by Idempotency-Key, and loses
+	// its first reply.
+	var mu sync.Mutex
+	calls, charges := 0, map[string]bool{}
+	charge := func(key string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		charges[key] = true
+		if calls == 1 {
+			return errors.New("reply lost")
+		}
+		return nil
+	}
+
+	pool := worker.New(s, worker.Options{})
+	pool.SetPolicy("shop", worker.Policy{BackoffMin: time.Millisecond, BackoffMax: 2 * time.Millisecond})
+	finished := make(chan struct{})
+	pool.HandlePhases("shop", "", worker.TwoPhase(
+		func(ctx context.Context, ev *hookbox.Event) (string, error) { // outside any transaction
+			key := effect.IdempotencyKey(ev)
+			return key, charge(key)
+		},
+		func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, key string) error { // in the transaction
+			first, err := effect.ClaimKey(ctx, tx, ev, "charge", key)
+			if err == nil && first {
+				close(finished)
+			}
+			return err
+		}))
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{{Source: "shop", DeliveryID: "ord_7", Payload: []byte(`{}`), ReceivedAt: time.Now()}}); err != nil {
+		panic(err)
+	}
+	if err := pool.Start(ctx); err != nil {
+		panic(err)
+	}
+	pool.Notify()
+	<-finished
+	pool.Stop(ctx)
+	fmt.Printf("service called %d times, %d charge: %v\n", calls, len(charges), charges)
+	// Output: service called 2 times, 1 charge: map[shop:ord_7:true]
 }

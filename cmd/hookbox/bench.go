@@ -29,6 +29,7 @@ import (
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/verify"
+	"github.com/hookbox/hookbox/worker"
 )
 
 type benchFlags struct {
@@ -48,6 +49,8 @@ type benchFlags struct {
 	jsonOut     bool
 	cpuProfile  string
 	synchronous string
+	handler     string
+	concurrency int
 }
 
 func newBenchCmd() *cobra.Command {
@@ -70,11 +73,24 @@ status. Targets:
 With --drain, a no-op Go handler drains the queue during the run, and bench
 reports the drain rate, the queue lag and the time from 202 to handler
 start. With --drain-only N, it stores N events first and times the drain
-alone.`,
+alone.
+
+With --handler, the sqlite and postgres targets run a Go handler for the
+bench source while the load runs, and bench reports ingest as usual plus the
+events the handler finished while sending (it does not wait for the queue
+to empty):
+
+  noop    an apply-only handler (Pool.Handle) that does nothing
+  wait1s  a two-phase handler (worker.TwoPhase): Prepare waits 1 s outside
+          any transaction, as a call to another service would; Apply writes
+          one row in the transaction that marks the event done. At most
+          --concurrency events wait at once, so it finishes about
+          concurrency events a second.`,
 		Example: `  hookbox bench
   hookbox bench --targets bare,naive-sqlite,sqlite,naive-postgres,postgres --postgres postgres://postgres@127.0.0.1/test
   hookbox bench --targets sqlite --drain --duration 60s
   hookbox bench --targets sqlite,postgres --drain-only 200000
+  hookbox bench --targets sqlite --handler wait1s --duration 12s
   hookbox bench --url http://127.0.0.1:8080/webhooks/polar --secret whsec_… --duration 30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runBench(cmd, f) },
@@ -96,6 +112,8 @@ alone.`,
 	fl.BoolVar(&f.jsonOut, "json", false, "print results as JSON")
 	fl.StringVar(&f.synchronous, "sqlite-synchronous", "FULL", "SQLite durability for the sqlite target: FULL, NORMAL or OFF (only FULL keeps the promise behind a 202)")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
+	fl.StringVar(&f.handler, "handler", "", "Go handler for the bench source during the run: noop or wait1s (default: noop with --drain or --drain-only, else none)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "workers.concurrency of the sqlite and postgres targets: events prepared (or forwarded) at once (default 32)")
 	return cmd
 }
 
@@ -105,6 +123,7 @@ const benchSecret = "whsec_YmVuY2htYXJrLXNlY3JldC1ub3QtZm9yLXVzZQ=="
 // benchResult is one target's figures.
 type benchResult struct {
 	Target  string          `json:"target"`
+	Handler string          `json:"handler,omitempty"`
 	Ingest  *loadgen.Result `json:"ingest,omitempty"`
 	Ratio   float64         `json:"ratio_to_bare,omitempty"`
 	Drain   *drainResult    `json:"drain,omitempty"`
@@ -122,6 +141,39 @@ type drainResult struct {
 	DrainTail time.Duration `json:"drain_tail_ns"` // from the end of sending to an empty queue
 	StartP50  time.Duration `json:"start_p50_ns,omitempty"`
 	StartP99  time.Duration `json:"start_p99_ns,omitempty"`
+	// WhileSending marks a --handler run: Events are those finished while
+	// the load ran, and the queue was not waited for.
+	WhileSending bool `json:"while_sending,omitempty"`
+}
+
+// Bench handlers (--handler).
+const (
+	handlerNoop   = "noop"
+	handlerWait1s = "wait1s"
+)
+
+// benchWait is how long the wait1s handler's Prepare waits.
+const benchWait = time.Second
+
+// checkHandler resolves --handler against --drain and --drain-only.
+func checkHandler(f *benchFlags) error {
+	switch f.handler {
+	case "":
+		if f.drain || f.drainOnly > 0 {
+			f.handler = handlerNoop
+		}
+	case handlerNoop:
+	case handlerWait1s:
+		if f.drain || f.drainOnly > 0 {
+			return fmt.Errorf("--handler wait1s finishes about --concurrency events a second: it cannot be combined with --drain or --drain-only, which wait for the queue to empty")
+		}
+	default:
+		return fmt.Errorf("--handler %q: want noop or wait1s", f.handler)
+	}
+	if f.concurrency < 0 {
+		return fmt.Errorf("--concurrency must not be negative")
+	}
+	return nil
 }
 
 func runBench(cmd *cobra.Command, f *benchFlags) error {
@@ -158,6 +210,9 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	if _, err := verify.New(vc); err != nil {
 		return err
 	}
+	if err := checkHandler(f); err != nil {
+		return err
+	}
 	say := func(format string, args ...any) {
 		if !f.jsonOut {
 			fmt.Fprintf(out, format, args...)
@@ -165,6 +220,9 @@ func runBench(cmd *cobra.Command, f *benchFlags) error {
 	}
 	say("hookbox bench: %s deliveries of %d bytes (%s), %d connections, %.0f%% duplicates\n",
 		amount(f), f.bodySize, f.scheme, f.connections, 100*f.duplicates)
+	if f.handler != "" {
+		say("Go handler for the bench source: %s\n", f.handler)
+	}
 
 	var results []benchResult
 	var bare float64
@@ -217,7 +275,10 @@ func printBench(w io.Writer, r benchResult) {
 		}
 		fmt.Fprintln(w, line)
 	}
-	if d := r.Drain; d != nil {
+	if d := r.Drain; d != nil && d.WhileSending {
+		fmt.Fprintf(w, "%-15s handler %s: %.0f events/s finished while sending (%d events in %v), lag max %d, at end %d\n",
+			"", r.Handler, d.Rate, d.Events, d.Duration.Round(time.Millisecond), d.MaxLag, d.LagAtEnd)
+	} else if d != nil {
 		fmt.Fprintf(w, "%-15s drain %8.0f events/s  (%d events in %v)  lag max %d, at end %d, emptied %v after sending stopped",
 			"", d.Rate, d.Events, d.Duration.Round(time.Millisecond), d.MaxLag, d.LagAtEnd, d.DrainTail.Round(time.Millisecond))
 		if d.StartP50 > 0 {
@@ -236,10 +297,12 @@ type benchTarget struct {
 	serve func()           // starts svc's HTTP server and workers
 	stop  func()
 
-	handled atomic.Int64 // events the no-op handler saw
-	acked   sync.Map     // delivery id → when its 202 arrived (light-load phase)
-	latMu   sync.Mutex
-	starts  []time.Duration // 202 → handler start, light-load phase
+	handler  string       // --handler registered for the bench source; "" for none
+	handled  atomic.Int64 // events the handler finished (for wait1s: applied)
+	prepared atomic.Int64 // Prepare calls of the wait1s handler
+	acked    sync.Map     // delivery id → when its 202 arrived (light-load phase)
+	latMu    sync.Mutex
+	starts   []time.Duration // 202 → handler start, light-load phase
 }
 
 func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify.Config) (*benchTarget, error) {
@@ -306,7 +369,8 @@ func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify
 		return t, nil
 	case "sqlite", "postgres":
 		src := config.Source{Name: "bench", Scheme: vc.Scheme, Secrets: vc.Secrets, Header: vc.Header, IDHeader: vc.IDHeader}
-		cfg := &config.Config{DB: db, Sources: []config.Source{src}, SQLite: config.SQLite{Synchronous: f.synchronous}}
+		cfg := &config.Config{DB: db, Sources: []config.Source{src}, SQLite: config.SQLite{Synchronous: f.synchronous},
+			Workers: config.Workers{Concurrency: f.concurrency}}
 		svcCtx, cancel := context.WithCancel(ctx)
 		svc, err := service.New(svcCtx, cfg, nil)
 		if err != nil {
@@ -314,8 +378,10 @@ func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify
 			return nil, err
 		}
 		t.svc = svc
-		if f.drain || f.drainOnly > 0 {
-			svc.Pool.Handle("bench", "", t.noopHandler)
+		if err := t.register(ctx, f.handler); err != nil {
+			cancel()
+			svc.Close()
+			return nil, err
 		}
 		if f.preload > 0 {
 			if err := preload(ctx, svc, f.preload); err != nil {
@@ -342,6 +408,56 @@ func startBenchTarget(ctx context.Context, name string, f *benchFlags, vc verify
 	return nil, fmt.Errorf("unknown target %q", name)
 }
 
+// register adds the Go handler named by --handler for the bench source.
+func (t *benchTarget) register(ctx context.Context, handler string) error {
+	t.handler = handler
+	switch handler {
+	case handlerNoop:
+		t.svc.Pool.Handle("bench", "", t.noopHandler)
+	case handlerWait1s:
+		if err := t.svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := tx.ExecContext(ctx, benchEffectsSchema)
+			return err
+		}); err != nil {
+			return fmt.Errorf("create bench_effects: %w", err)
+		}
+		t.svc.Pool.HandlePhases("bench", "", worker.TwoPhase(t.waitPrepare, t.writeApply))
+	}
+	return nil
+}
+
+// benchEffectsSchema is the table the wait1s handler's Apply writes to.
+const benchEffectsSchema = `CREATE TABLE IF NOT EXISTS bench_effects (
+    event_id BIGINT PRIMARY KEY,
+    waited   BIGINT NOT NULL
+)`
+
+// waitPrepare stands for a call to another service that takes benchWait:
+// it runs outside any transaction, so ingest does not wait behind it.
+func (t *benchTarget) waitPrepare(ctx context.Context, ev *hookbox.Event) (time.Duration, error) {
+	t.prepared.Add(1)
+	start := time.Now()
+	timer := time.NewTimer(benchWait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return time.Since(start), nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// writeApply records the prepared call's result: one row, in the
+// transaction that marks the event done.
+func (t *benchTarget) writeApply(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, waited time.Duration) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO bench_effects (event_id, waited) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+		ev.ID, waited.Milliseconds()); err != nil {
+		return err
+	}
+	t.handled.Add(1)
+	return nil
+}
+
 // noopHandler does nothing but note when it ran, so drain rate and the
 // delay from 202 to handler start can be measured.
 func (t *benchTarget) noopHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
@@ -356,7 +472,7 @@ func (t *benchTarget) noopHandler(ctx context.Context, tx *hookbox.Tx, ev *hookb
 
 // measure runs the load (or the drain) against t.
 func (t *benchTarget) measure(ctx context.Context, f *benchFlags, vc verify.Config, out io.Writer) (benchResult, error) {
-	r := benchResult{Target: t.name, Preload: f.preload}
+	r := benchResult{Target: t.name, Preload: f.preload, Handler: t.handler}
 	body := benchBody(f.bodySize)
 	gen := newDeliveries(vc, body, f.duplicates)
 	if f.drainOnly > 0 {
@@ -385,7 +501,7 @@ func (t *benchTarget) measure(ctx context.Context, f *benchFlags, vc verify.Conf
 	gen.rewindTo(warm)
 	handledBefore := t.handled.Load()
 	lag := &lagSampler{}
-	if f.drain && t.svc != nil {
+	if t.handler != "" {
 		lag.start(ctx, t.svc)
 	}
 	progress := func(done int, elapsed time.Duration) {
@@ -406,6 +522,15 @@ func (t *benchTarget) measure(ctx context.Context, f *benchFlags, vc verify.Conf
 		return r, err
 	}
 	r.Ingest = &res
+	if t.handler != "" && !f.drain {
+		// Counted when sending stopped: a slow handler's queue is not
+		// waited for (wait1s would take many minutes to empty it).
+		n := int(t.handled.Load() - handledBefore)
+		lagAtEnd := lag.sample(ctx, t.svc)
+		lag.stop()
+		r.Drain = &drainResult{Events: n, Duration: res.Duration, Rate: float64(n) / res.Duration.Seconds(),
+			MaxLag: int(lag.max.Load()), LagAtEnd: lagAtEnd, WhileSending: true}
+	}
 	if f.drain && t.svc != nil {
 		sendEnd := time.Now()
 		lagAtEnd := lag.sample(ctx, t.svc)

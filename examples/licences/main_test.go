@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,6 +54,49 @@ func (m *mailSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
+// licenceAPI is a fake licensing service that deduplicates by
+// Idempotency-Key, as real ones do: a repeat gets the licence minted for
+// the first request. loseReplies makes it mint and then answer 503 that
+// many times, as if the reply were lost on the way back.
+type licenceAPI struct {
+	mu          sync.Mutex
+	requests    map[string]int    // Idempotency-Key → requests
+	minted      map[string]string // Idempotency-Key → licence key
+	loseReplies int
+}
+
+func newLicenceAPI() *licenceAPI {
+	return &licenceAPI{requests: map[string]int{}, minted: map[string]string{}}
+}
+
+func (a *licenceAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		OrderID string `json:"order_id"`
+	}
+	idem := r.Header.Get("Idempotency-Key")
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.OrderID == "" || idem == "" {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	a.mu.Lock()
+	a.requests[idem]++
+	key, ok := a.minted[idem]
+	if !ok {
+		key = fmt.Sprintf("LIC-%s-%d", req.OrderID, len(a.minted)+1)
+		a.minted[idem] = key
+	}
+	lose := a.loseReplies > 0
+	if lose {
+		a.loseReplies--
+	}
+	a.mu.Unlock()
+	if lose {
+		http.Error(w, "reply lost", http.StatusServiceUnavailable)
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]string{"key": key})
+}
+
 // polarDelivery signs an order.paid body with the Standard Webhooks
 // library, as Polar does.
 func polarDelivery(t *testing.T, msgID, orderID string) (http.Header, []byte) {
@@ -76,14 +120,18 @@ func polarDelivery(t *testing.T, msgID, orderID string) (http.Header, []byte) {
 
 // TestOneLicenceOneEmailPerOrder: two copies of one delivery (sent at once)
 // and a second, different event for the same order give one licence and one
-// email; another order gets its own.
+// email; another order gets its own. Both events of the order run Prepare,
+// and the licensing service mints one licence for the order.
 func TestOneLicenceOneEmailPerOrder(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		sink := &mailSink{keys: map[string]int{}}
 		mail := httptest.NewServer(sink)
 		defer mail.Close()
+		api := newLicenceAPI()
+		licences := httptest.NewServer(api)
+		defer licences.Close()
 		srv := e2e.Start(t, testConfig, dbURL, func(svc *service.Service) error {
-			return Register(t.Context(), svc, mail.URL)
+			return Register(t.Context(), svc, mail.URL, licences.URL)
 		})
 
 		h, body := polarDelivery(t, "msg_copy", "ord_1")
@@ -124,7 +172,83 @@ func TestOneLicenceOneEmailPerOrder(t *testing.T) {
 		if events := srv.Events("polar"); len(events) != 3 {
 			t.Errorf("stored events = %d, want 3 (the copy deduplicated)", len(events))
 		}
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		if n := api.requests[licenceIdempotencyKey("ord_1")]; n < 2 {
+			t.Errorf("licensing service asked %d times for ord_1, want at least 2 (a Prepare per stored event)", n)
+		}
+		if len(api.minted) != 2 {
+			t.Errorf("licensing service minted %v, want one licence per order", api.minted)
+		}
+		for _, ord := range []string{"ord_1", "ord_2"} {
+			checkIssued(t, srv, sink.sent, ord, api.minted[licenceIdempotencyKey(ord)])
+		}
 	})
+}
+
+// TestLicenceReplyLost: the licensing service mints the licence but its
+// reply is lost twice, so Prepare fails and runs again, three times in all.
+// The repeats carry the same idempotency key: one licence is minted, stored
+// and emailed.
+func TestLicenceReplyLost(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		sink := &mailSink{keys: map[string]int{}}
+		mail := httptest.NewServer(sink)
+		defer mail.Close()
+		api := newLicenceAPI()
+		api.loseReplies = 2
+		licences := httptest.NewServer(api)
+		defer licences.Close()
+		srv := e2e.Start(t, testConfig, dbURL, func(svc *service.Service) error {
+			return Register(t.Context(), svc, mail.URL, licences.URL)
+		})
+		h, body := polarDelivery(t, "msg_lost_reply", "ord_5")
+		if r := srv.Post("polar", h, body); r.Status != http.StatusAccepted {
+			t.Fatalf("delivery: %+v", r)
+		}
+		srv.WaitIdle(20 * time.Second)
+
+		events := srv.Events("polar")
+		if len(events) != 1 || events[0].Status != "done" || events[0].Attempts != 3 {
+			t.Fatalf("events = %+v, want one, done after 3 attempts", events)
+		}
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		if n := api.requests[licenceIdempotencyKey("ord_5")]; n != 3 {
+			t.Errorf("licensing service asked %d times, want 3 (two lost replies)", n)
+		}
+		if len(api.minted) != 1 {
+			t.Errorf("licensing service minted %v, want one licence", api.minted)
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.sent) != 1 {
+			t.Errorf("emails = %d, want 1", len(sink.sent))
+		}
+		checkIssued(t, srv, sink.sent, "ord_5", api.minted[licenceIdempotencyKey("ord_5")])
+	})
+}
+
+// checkIssued checks that order has one stored licence, the one the
+// licensing service minted, and that exactly one email carried it.
+func checkIssued(t *testing.T, srv *e2e.Server, sent []email, order, minted string) {
+	t.Helper()
+	if minted == "" {
+		t.Errorf("no licence minted for %s", order)
+		return
+	}
+	if n := srv.QueryInt(`SELECT count(*) FROM licences WHERE order_id = $1 AND licence_key = $2`, order, minted); n != 1 {
+		t.Errorf("licence %s of %s stored %d times, want once", minted, order, n)
+	}
+	n := 0
+	for _, e := range sent {
+		if strings.Contains(e.Body, minted) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("licence %s of %s emailed %d times, want once", minted, order, n)
+	}
 }
 
 // TestEmailRetriedUntilSent: the mail API fails twice; the email is retried
@@ -145,7 +269,7 @@ func TestEmailRetriedUntilSent(t *testing.T) {
 	defer mail.Close()
 	srv := e2e.Start(t, testConfig, dbtest.SQLiteURL(t), func(svc *service.Service) error {
 		svc.Pool.SetPolicy("send:email", fastPolicy)
-		return Register(t.Context(), svc, mail.URL)
+		return Register(t.Context(), svc, mail.URL, "") // the key minted in Prepare
 	})
 	h, body := polarDelivery(t, "msg_retry", "ord_9")
 	srv.Post("polar", h, body)

@@ -10,6 +10,9 @@
 //	    a business key claimed in the transaction that marks the event done, so
 //	    a redelivery (even one that arrives after the event row was purged)
 //	    cannot extend twice.
+//
+// Both handlers only write to the database, so they are registered with
+// Pool.Handle and run inside the transaction that marks the event done.
 package main
 
 import (
@@ -73,7 +76,9 @@ type stripeEvent struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-// Register creates the table and the handlers for source "stripe".
+// Register creates the table and the handlers for source "stripe". They
+// are apply-only (Pool.Handle): they write to the database and call nothing
+// else, which is what may run inside the store's transaction.
 func Register(ctx context.Context, svc *service.Service) error {
 	if err := svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
 		_, err := tx.ExecContext(ctx, schema)
