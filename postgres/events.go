@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -208,6 +209,15 @@ func (t *ingestTx) run(ctx context.Context, a *addBatch) error {
 		case retryable(err) && attempt < maxIngestAttempts && ctx.Err() == nil:
 		default:
 			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		}
+		if !isolating {
+			// Transactions that gave up on each other at the same moment
+			// would meet again in the same order: stagger the redos.
+			pause := time.Duration(rand.Int64N(int64(attempt) * int64(10*time.Millisecond)))
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+			}
 		}
 		// The failed statement aborted the transaction.
 		if err := t.redo(ctx); err != nil {
