@@ -50,6 +50,7 @@ type Delivery struct {
 	Header     http.Header // request headers kept for forwarding
 	Payload    []byte      // the raw body, exactly as received
 	ReceivedAt time.Time
+	BodySHA256 []byte // set when the source dedupes by body too
 }
 
 // Receipt is the outcome of storing one Delivery.

@@ -179,6 +179,28 @@ type Source struct {
 	// the event's HOOKBOX_* variables only, so that the secrets in
 	// hookbox's environment do not reach it (nor its output).
 	ExecInheritEnv bool `yaml:"exec_inherit_env"`
+
+	// AllowIdenticalBodies turns off deduplication by body for a source
+	// whose signature covers the body but not the delivery id (github,
+	// hmac, none): by default a body already stored for the source is a
+	// duplicate whatever id it comes with, since anyone who captured one
+	// delivery could send it again under a fresh id. Set it for senders
+	// that really send identical bodies as new deliveries.
+	AllowIdenticalBodies bool `yaml:"allow_identical_bodies"`
+}
+
+// DedupesByBody reports whether deliveries of s are also deduplicated by
+// the SHA-256 of their body: for schemes that sign no timestamp and no id
+// (github, hmac, none), unless allow_identical_bodies is set.
+func (s Source) DedupesByBody() bool {
+	if s.AllowIdenticalBodies {
+		return false
+	}
+	switch s.Scheme {
+	case "github", "hmac", "none":
+		return true
+	}
+	return false
 }
 
 // Policy returns the retry policy of s (zero fields take the defaults).

@@ -4,16 +4,28 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 )
 
 // Proxy relays TCP connections from a loopback port to a target (a
-// database server) and can cut them, as a stopped server or a broken
-// network would: Cut closes every relayed connection and refuses new ones
-// (accepted and closed at once) until Restore. The listening port stays
-// the same throughout, so clients reconnect to the same address.
+// database server) and breaks them on demand, as a stopped server or a
+// broken network would:
+//
+//   - Cut closes every relayed connection and refuses new ones (accepted
+//     and closed at once) until Restore: a server that is down.
+//   - BlackHole drops everything: relayed connections stop carrying bytes
+//     in either direction, and new connections are accepted but never
+//     answered nor forwarded, until Restore: a network that drops packets,
+//     where nothing fails, it only never answers.
+//
+// Restore after a black hole closes the connections that lived through
+// it (bytes were lost on them, as if they had timed out) and forwards new
+// ones again. The listening port stays the same throughout, so clients
+// reconnect to the same address.
 type Proxy struct {
 	target string
 	ln     net.Listener
+	hole   atomic.Bool // black hole: drop every byte
 
 	mu    sync.Mutex
 	cut   bool
@@ -50,6 +62,10 @@ func (p *Proxy) accept() {
 			c.Close()
 			continue
 		}
+		if p.hole.Load() {
+			p.hold(c)
+			continue
+		}
 		up, err := net.Dial("tcp", p.target)
 		if err != nil {
 			c.Close()
@@ -70,9 +86,37 @@ func (p *Proxy) accept() {
 	}
 }
 
+// hold keeps a connection accepted during a black hole open, reading and
+// dropping what the client sends, until it or Restore closes it.
+func (p *Proxy) hold(c net.Conn) {
+	p.mu.Lock()
+	p.conns[c] = true
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		io.Copy(io.Discard, c)
+		c.Close()
+		p.mu.Lock()
+		delete(p.conns, c)
+		p.mu.Unlock()
+	}()
+}
+
 func (p *Proxy) relay(dst, src net.Conn) {
 	defer p.wg.Done()
-	io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.hole.Load() {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	dst.Close()
 	src.Close()
 	p.mu.Lock()
@@ -91,11 +135,22 @@ func (p *Proxy) Cut() {
 	}
 }
 
-// Restore lets connections through again.
+// BlackHole stops every byte, on the connections relayed now and on those
+// accepted until Restore, without closing anything.
+func (p *Proxy) BlackHole() { p.hole.Store(true) }
+
+// Restore lets connections through again. After a black hole it first
+// closes every connection that lived through it.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hole.Load() {
+		for c := range p.conns {
+			c.Close()
+		}
+		p.hole.Store(false)
+	}
 	p.cut = false
-	p.mu.Unlock()
 }
 
 // Close stops the proxy and closes every connection.

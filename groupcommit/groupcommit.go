@@ -16,9 +16,17 @@
 //
 // Guarantees: Submit returns the output for its own item only after the
 // function call that held it returned (pipelined: after its transaction's
-// Commit returned); if that failed, every Submit in the batch gets the
-// error. No item is dropped silently: after Close, Submit
-// fails with ErrClosed and items already queued are still flushed.
+// Commit returned, and as the transaction reports it then); if that
+// failed, every Submit in the batch gets the error, unless the error is
+// an ItemErrors, which fails only the items it names. No item is dropped
+// silently: after Close, Submit fails with ErrClosed and items already
+// queued are still flushed.
+//
+// Failures answer fast. When a pipelined transaction cannot begin, add or
+// commit, every caller in it and every caller queued at that moment gets
+// the error at once, and a failed commit also fails the transaction
+// filling behind it: none of them waits for a Begin or a Commit of its own
+// against a store that just failed.
 package groupcommit
 
 import (
@@ -57,13 +65,24 @@ type Options struct {
 // committed; see NewPipelined.
 type Txn[In, Out any] interface {
 	// Add processes in inside the transaction and returns one output per
-	// input, in order. Outputs are promised only once Commit returns nil.
+	// input, in order. Outputs are promised only once Commit returns nil,
+	// and are read then: a Txn that redoes its work (after a deadlock) may
+	// rewrite the slices Add returned until Commit returns.
 	Add(ctx context.Context, in []In) ([]Out, error)
 	// Commit ends the transaction; when it returns nil, the outputs of
 	// every Add hold.
 	Commit(ctx context.Context) error
 	// Rollback abandons the transaction.
 	Rollback() error
+}
+
+// ItemErrors is an error a Func or Txn.Add may return, with its outputs, to
+// refuse some items and keep the rest: ItemError(i) is the error of the
+// i-th item of that call, or nil for an item whose output holds (once
+// Commit returns nil, for a Txn). The transaction stays usable.
+type ItemErrors interface {
+	error
+	ItemError(i int) error
 }
 
 // BeginFunc opens a transaction for NewPipelined.
@@ -105,18 +124,33 @@ type Committer[In, Out any] struct {
 
 	// Pipelined mode only.
 	begin   BeginFunc[In, Out]
-	idle    chan struct{}        // holds a token while no commit runs
+	idle    chan idleToken       // holds a token while no commit runs
 	commits chan filled[In, Out] // the filler hands over a transaction
+}
+
+// idleToken says that no commit runs; err is the error of the commit that
+// just ended, if it failed, and at when it ended.
+type idleToken struct {
+	err error
+	at  time.Time
 }
 
 // filled is a transaction ready to commit, with the callers it holds.
 type filled[In, Out any] struct {
 	tx     Txn[In, Out]
 	batch  []request[In, Out]
-	outs   []Out
+	adds   []added[Out] // one per Add, in order, covering batch[:added]
+	added  int
 	cancel context.CancelFunc
 	ctx    context.Context
 	start  time.Time
+}
+
+// added is what one Add returned: outputs read after Commit, and the
+// errors of the items it refused.
+type added[Out any] struct {
+	outs []Out
+	errs ItemErrors // nil when every item holds
 }
 
 // New starts a Committer that calls fn for each batch.
@@ -143,10 +177,10 @@ func NewPipelined[In, Out any](begin BeginFunc[In, Out], opts Options) *Committe
 		opts:    opts,
 		reqs:    make(chan request[In, Out], opts.MaxBatch),
 		begin:   begin,
-		idle:    make(chan struct{}, 1),
+		idle:    make(chan idleToken, 1),
 		commits: make(chan filled[In, Out]),
 	}
-	c.idle <- struct{}{}
+	c.idle <- idleToken{}
 	c.wg.Add(2)
 	go c.filler()
 	go c.committer()
@@ -236,12 +270,24 @@ func (c *Committer[In, Out]) fill(first request[In, Out]) (open bool) {
 	f.batch = append(make([]request[In, Out], 0, 64), first)
 	tx, err := c.callBegin(ctx)
 	if err != nil {
-		c.fail(f, err)
-		return true
+		return c.failAll(f, err)
 	}
 	f.tx = tx
 	open = true
 	idle := false
+	// takeIdle waits for the committer's token; a commit that failed after
+	// this transaction began fails it too (the store just failed: its
+	// callers should hear so now, not after a commit of their own).
+	takeIdle := func(tok idleToken) bool {
+		if tok.err != nil && f.start.Before(tok.at) {
+			tx.Rollback()
+			c.idle <- idleToken{} // no commit: the committer stays idle
+			open = c.failAll(f, tok.err)
+			return false
+		}
+		idle = true
+		return true
+	}
 	for {
 		if open {
 			f.batch, open = c.takeWaiting(f.batch)
@@ -250,34 +296,40 @@ func (c *Committer[In, Out]) fill(first request[In, Out]) (open bool) {
 		// Adding in slices of addEvery keeps most of the work off the
 		// commit's critical path without paying per-statement costs for
 		// every single arrival.
-		if n := len(f.outs); len(f.batch) > n && (last || len(f.batch)-n >= addEvery) {
+		if n := f.added; len(f.batch) > n && (last || len(f.batch)-n >= addEvery) {
 			ins := make([]In, 0, len(f.batch)-n)
 			for _, r := range f.batch[n:] {
 				ins = append(ins, r.in)
 			}
 			outs, err := c.callAdd(ctx, tx, ins)
+			var itemErrs ItemErrors
+			if errors.As(err, &itemErrs) {
+				err = nil
+			}
 			if err == nil && len(outs) != len(ins) {
 				err = fmt.Errorf("groupcommit: Add returned %d results for %d items", len(outs), len(ins))
 			}
 			if err != nil {
 				tx.Rollback()
-				c.fail(f, err)
 				if idle {
-					c.idle <- struct{}{} // no commit: the committer stays idle
+					c.idle <- idleToken{} // no commit: the committer stays idle
 				}
-				return open
+				return c.failAll(f, err) && open
 			}
-			f.outs = append(f.outs, outs...)
+			f.adds = append(f.adds, added[Out]{outs: outs, errs: itemErrs})
+			f.added = len(f.batch)
 		}
 		if last {
-			if !idle {
-				<-c.idle
+			if !idle && !takeIdle(<-c.idle) {
+				return open
 			}
 			break
 		}
 		select {
-		case <-c.idle:
-			idle = true
+		case tok := <-c.idle:
+			if !takeIdle(tok) {
+				return open
+			}
 		case r, ok := <-c.reqs:
 			if ok {
 				f.batch = append(f.batch, r)
@@ -311,13 +363,35 @@ func (c *Committer[In, Out]) takeWaiting(batch []request[In, Out]) ([]request[In
 	return batch, true
 }
 
-// fail answers every caller of f with err.
-func (c *Committer[In, Out]) fail(f filled[In, Out], err error) {
+// failAll answers every caller of f and every caller queued at this
+// moment with err, so that none of them waits for a Begin of its own
+// against a store that just failed. It reports false once Close has been
+// called and the queue is empty.
+func (c *Committer[In, Out]) failAll(f filled[In, Out], err error) (open bool) {
 	f.cancel()
+	open = true
+	// Take what is queued now, and no more than twice the queue's
+	// capacity, so steady arrivals cannot keep this loop going.
+drain:
+	for range 2 * cap(c.reqs) {
+		select {
+		case r, ok := <-c.reqs:
+			if !ok {
+				open = false
+				break drain
+			}
+			f.batch = append(f.batch, r)
+		default:
+			break drain
+		}
+	}
 	if c.opts.OnBatch != nil {
 		c.opts.OnBatch(len(f.batch), time.Since(f.start), err)
 	}
-	answer(f.batch, nil, err)
+	for _, r := range f.batch {
+		r.done <- result[Out]{err: err}
+	}
+	return open
 }
 
 // committer commits each transaction handed over and answers its callers,
@@ -330,8 +404,8 @@ func (c *Committer[In, Out]) committer() {
 		if c.opts.OnBatch != nil {
 			c.opts.OnBatch(len(f.batch), time.Since(f.start), err)
 		}
-		answer(f.batch, f.outs, err)
-		c.idle <- struct{}{}
+		answerAdds(f.batch, f.adds, err)
+		c.idle <- idleToken{err: err, at: time.Now()}
 	}
 }
 
@@ -402,6 +476,14 @@ func (c *Committer[In, Out]) run(batch []request[In, Out], ins []In) {
 	defer cancel()
 	start := time.Now()
 	outs, err := c.call(ctx, ins)
+	var itemErrs ItemErrors
+	if errors.As(err, &itemErrs) && len(outs) == len(ins) {
+		answerAdds(batch, []added[Out]{{outs: outs, errs: itemErrs}}, nil)
+		if c.opts.OnBatch != nil {
+			c.opts.OnBatch(len(ins), time.Since(start), nil)
+		}
+		return
+	}
 	if err == nil && len(outs) != len(ins) {
 		err = fmt.Errorf("groupcommit: batch function returned %d results for %d items", len(outs), len(ins))
 	}
@@ -418,6 +500,29 @@ func answer[In, Out any](batch []request[In, Out], outs []Out, err error) {
 			r.done <- result[Out]{err: err}
 		} else {
 			r.done <- result[Out]{out: outs[i]}
+		}
+	}
+}
+
+// answerAdds answers the callers of a pipelined transaction: each with its
+// output as it stands now (after Commit) or its item's error, or all with
+// err.
+func answerAdds[In, Out any](batch []request[In, Out], adds []added[Out], err error) {
+	if err != nil {
+		answer(batch, nil, err)
+		return
+	}
+	i := 0
+	for _, a := range adds {
+		for j, out := range a.outs {
+			r := result[Out]{out: out}
+			if a.errs != nil {
+				if e := a.errs.ItemError(j); e != nil {
+					r = result[Out]{err: e}
+				}
+			}
+			batch[i].done <- r
+			i++
 		}
 	}
 }

@@ -2,13 +2,16 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/rowscan"
@@ -19,188 +22,337 @@ import (
 //
 // Ids are drawn in batch order (the inner ORDER BY; PostgreSQL evaluates
 // nextval after that sort), so they follow arrival order, while the rows are
-// inserted in key order (the outer ORDER BY), so two transactions whose
+// inserted in key order (the outer ORDER BY), so two statements whose
 // batches share keys take the keys' index entries in the same order and
-// cannot deadlock.
+// cannot deadlock each other.
 //
-// Rows that conflict with a stored (source, delivery_id) are skipped and not
-// returned. When the conflicting row belongs to a transaction still in
-// progress, PostgreSQL waits for it: if it commits, the row here is skipped;
-// if it rolls back, the row here is inserted. So every key this statement
-// skips belongs to a committed row.
+// Rows that conflict with a stored (source, delivery_id) or (source,
+// body_sha256) are skipped and not returned. When the conflicting row
+// belongs to a transaction still in progress, PostgreSQL waits for it: if it
+// commits, the row here is skipped; if it rolls back, the row here is
+// inserted. So every key this statement skips belongs to a committed row.
 const insertEvents = `WITH d AS (
     SELECT nextval('events_id_seq') AS id, d.*
-    FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::jsonb[], $6::bytea[], $7::timestamptz[])
-        WITH ORDINALITY AS d(source, delivery_id, id_is_hash, event_type, headers, payload, received_at, n)
+    FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::jsonb[], $6::bytea[], $7::timestamptz[], $8::bytea[])
+        WITH ORDINALITY AS d(source, delivery_id, id_is_hash, event_type, headers, payload, received_at, body_sha256, n)
     ORDER BY n
 )
 INSERT INTO events
-    (id, source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at)
-SELECT id, source, delivery_id, id_is_hash, event_type, headers, payload, received_at, received_at, received_at
+    (id, source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at, body_sha256)
+SELECT id, source, delivery_id, id_is_hash, event_type, headers, payload, received_at, received_at, received_at, body_sha256
 FROM d
 ORDER BY source, delivery_id
-ON CONFLICT (source, delivery_id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING id, source, delivery_id`
 
-// selectEventIDs finds the rows of keys that insertEvents skipped. It runs as
-// a statement of its own: under READ COMMITTED its snapshot is taken after
-// the INSERT finished waiting, so it sees the rows the INSERT conflicted with.
-const selectEventIDs = `SELECT id, source, delivery_id FROM events
-WHERE (source, delivery_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+// selectConflicts finds the rows that the keys insertEvents skipped
+// conflicted with: by (source, delivery_id), and by (source, body_sha256)
+// for deliveries that set it. It runs as a statement of its own: under
+// READ COMMITTED its snapshot is taken after the INSERT finished waiting,
+// so it sees the rows the INSERT conflicted with.
+const selectConflicts = `SELECT id, source, delivery_id, body_sha256 FROM events
+WHERE (source, delivery_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+UNION ALL
+SELECT id, source, delivery_id, body_sha256 FROM events
+WHERE body_sha256 IS NOT NULL AND (source, body_sha256) IN (SELECT * FROM unnest($3::text[], $4::bytea[]))`
 
-// maxIngestAttempts bounds how often Ingest runs its INSERT when the server
-// rolled it back because of a conflict with another transaction, or when the
-// request never reached the server.
-const maxIngestAttempts = 3
+// beginIngest opens an ingest transaction in one round trip. It states
+// what ingest relies on rather than inheriting it from the server, the
+// role or the URL: READ COMMITTED (selectConflicts must see rows committed
+// after the transaction began), a commit that waits for the WAL flush (a
+// receipt is acknowledged to the sender), and a lock wait short enough
+// that two ingest transactions holding keys the other needs give up and
+// redo long before the server's deadlock_timeout (1 s by default, and only
+// a superuser may lower it) would find the cycle.
+const beginIngest = `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = on; SET LOCAL lock_timeout = '300ms'`
+
+// maxIngestAttempts bounds how often one Add runs again after the server
+// rolled its transaction back because of a conflict with another
+// transaction (a deadlock, a lock wait that timed out).
+const maxIngestAttempts = 6
+
+// Each step of an ingest (BeginIngest, one Add with whatever it redoes,
+// Commit) gets at most this long, plus a second per ingestBytesPerSecond
+// it sends, so that a server that stopped answering (a network that drops
+// packets) turns into ErrUnavailable, and a 503 for the senders, within
+// about a second and a half instead of when the caller's context ends.
+// When a step's time is up the connection is closed at once rather than
+// cancelled politely (see closeOnCancel).
+const (
+	ingestBeginTimeout   = time.Second // acquiring a connection (connecting, if need be) and BEGIN
+	ingestStepTimeout    = 1500 * time.Millisecond
+	ingestBytesPerSecond = 8 << 20
+)
+
+// ingestContext bounds one step of an ingest that sends size bytes.
+func ingestContext(ctx context.Context, limit time.Duration, size int) (context.Context, context.CancelFunc) {
+	limit += time.Duration(size) * time.Second / ingestBytesPerSecond
+	return context.WithTimeout(closeOnCancel(ctx), limit)
+}
 
 // key identifies an event.
 type key struct{ source, deliveryID string }
 
-// Ingest stores ds in one transaction; see hookbox.Store.
-//
-// The distinct deliveries of the batch go to the server in one INSERT over
-// unnest arrays, which is a transaction of its own: one round trip when none
-// of them was stored before. Ids follow the order of ds. The ids of the
-// deliveries that were stored before (the duplicates) are then read with one
-// more statement. Repeats inside ds are resolved in memory. When new rows
-// were stored, a NOTIFY for Listen follows, sent apart from the ingest (see
-// NotifyChannel).
-//
-// A database failure returns an error matching hookbox.ErrUnavailable. A
-// delivery whose source, id or event type is not valid UTF-8, or holds a NUL
-// byte, cannot be stored as PostgreSQL text; Ingest then stores nothing and
-// returns an error that does not match ErrUnavailable, since retrying cannot
-// help.
+// Ingest stores ds in one transaction; see hookbox.Store and BeginIngest.
+// Deliveries that cannot be stored are left out and the others committed;
+// the error is then a *hookbox.BadDeliveries.
 func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	// Through the pool, the INSERT is a transaction of its own: a failed
-	// attempt left nothing behind, so it may be retried.
-	rs, fresh, err := ingestWith(ctx, s.pool, maxIngestAttempts, ds)
-	if fresh {
-		s.notifier.signal() // the rows are committed: wake the workers
-	}
-	return rs, err
-}
-
-// ingestWith stores ds through q, the pool or an open transaction, trying
-// the INSERT up to attempts times while it fails in a way worth retrying.
-// Only the INSERT is retried: once it has committed, running it again would
-// report its own rows as duplicates. fresh reports whether it stored a new
-// row, even when a later step failed.
-func ingestWith(ctx context.Context, q querier, attempts int, ds []hookbox.Delivery) (rs []hookbox.Receipt, fresh bool, err error) {
-	rs = make([]hookbox.Receipt, len(ds))
 	if len(ds) == 0 {
-		return rs, false, nil
+		return []hookbox.Receipt{}, nil
 	}
-	distinct, first := hookbox.DistinctDeliveries(ds)
-	if err := validate(ds, distinct); err != nil {
-		return nil, false, fmt.Errorf("postgres: ingest: %w", err)
-	}
-	args, err := insertArgs(ds, distinct)
+	tx, err := s.BeginIngest(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: ingest: %w", err)
+		return nil, err
 	}
-	index := make(map[key]int, len(distinct))
-	for _, i := range distinct {
-		index[key{ds[i].Source, ds[i].DeliveryID}] = i
+	rs, addErr := tx.Add(ctx, ds)
+	var bad *hookbox.BadDeliveries
+	if addErr != nil && !errors.As(addErr, &bad) {
+		tx.Rollback()
+		return nil, addErr
 	}
-	var found int
-	for attempt := 1; ; attempt++ {
-		found, err = insert(ctx, q, args, index, rs)
-		if err == nil {
-			break
-		}
-		if attempt >= attempts || !retryable(err) || ctx.Err() != nil {
-			return nil, false, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
-		}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
 	}
-	if found < len(distinct) {
-		if err := findDuplicates(ctx, q, ds, distinct, index, rs); err != nil {
-			return nil, found > 0, fmt.Errorf("postgres: ingest: %w: %v", hookbox.ErrUnavailable, err)
-		}
-	}
-	hookbox.CopyRepeats(rs, first)
-	return rs, found > 0, nil
-}
-
-// insert runs insertEvents through q and fills the receipts of the rows it
-// inserted; it returns their number.
-func insert(ctx context.Context, q querier, args []any, index map[key]int, rs []hookbox.Receipt) (int, error) {
-	for _, i := range index {
-		rs[i] = hookbox.Receipt{}
-	}
-	// Through the pool the statement is its own implicit transaction: once
-	// its rows are read to the end without error, the server has committed
-	// it.
-	rows, err := q.Query(ctx, insertEvents, args...)
-	if err != nil {
-		return 0, err
-	}
-	return collectIDs(rows, index, rs, false)
-}
-
-// findDuplicates fills the receipts that insert left empty with the ids of
-// the stored rows their keys conflicted with.
-func findDuplicates(ctx context.Context, q querier, ds []hookbox.Delivery, distinct []int, index map[key]int, rs []hookbox.Receipt) error {
-	var sources, ids []string
-	for _, i := range distinct {
-		if rs[i].ID == 0 {
-			sources = append(sources, ds[i].Source)
-			ids = append(ids, ds[i].DeliveryID)
-		}
-	}
-	rows, err := q.Query(ctx, selectEventIDs, sources, ids)
-	if err != nil {
-		return err
-	}
-	if _, err := collectIDs(rows, index, rs, true); err != nil {
-		return err
-	}
-	for _, i := range distinct {
-		if rs[i].ID == 0 {
-			// The row this delivery conflicted with was deleted (purged)
-			// since; the sender's retry will store it anew.
-			return fmt.Errorf("event (%q, %q) conflicted with a row that no longer exists",
-				ds[i].Source, ds[i].DeliveryID)
-		}
-	}
-	return nil
-}
-
-// querier is what a pool and a transaction have in common.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	return rs, addErr
 }
 
 // BeginIngest opens a transaction that deliveries are added to in batches;
 // see hookbox.IngestBeginner. The receiver keeps one filling while the
-// previous one commits. A transaction that fails (a deadlock with another
-// process's ingest included) fails every delivery in it with
-// ErrUnavailable, and their senders retry.
+// previous one commits.
+//
+// The transaction keeps the deliveries of every Add so that it can be
+// redone: when the server rolls it back because of another process's
+// ingest (a deadlock or a lock wait that timed out, as two transactions
+// that each took several batches can hold keys the other needs), or when
+// one delivery makes a statement fail, the transaction is begun again,
+// the earlier Adds are replayed in one statement, and the Add goes on.
+// The receipts an Add returned are rewritten in place by a redo (a key
+// that was new may now be a duplicate of the other process's row), so
+// they are to be read once Commit has returned nil.
+//
+// A delivery that cannot be stored (see Add) never fails the others: its
+// Add returns a *hookbox.BadDeliveries naming it, and the transaction goes
+// on without it.
 func (s *Store) BeginIngest(ctx context.Context) (hookbox.IngestTx, error) {
-	tx, err := s.pool.Begin(ctx)
+	ctx, cancel := ingestContext(ctx, ingestBeginTimeout, 0)
+	defer cancel()
+	tx, err := s.beginIngest(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: ingest: %w: begin: %v", hookbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("postgres: ingest: %w", err)
 	}
 	return &ingestTx{s: s, tx: tx}, nil
+}
+
+func (s *Store) beginIngest(ctx context.Context) (pgx.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginIngest})
+	if err != nil {
+		return nil, fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err)
+	}
+	return tx, nil
 }
 
 // ingestTx is an open ingest transaction on one pool connection.
 type ingestTx struct {
 	s     *Store
 	tx    pgx.Tx
-	fresh bool // some Add stored a new row
+	fresh bool        // some Add stored a new row
+	adds  []*addBatch // every Add so far, to redo the transaction
 }
 
-// Add inserts ds in the open transaction; see hookbox.IngestTx.
-// A failed statement aborts the transaction, so nothing is retried here.
+// addBatch is one Add: its deliveries, the receipts handed out for them
+// (rewritten in place by a redo), and the deliveries it refused.
+type addBatch struct {
+	ds  []hookbox.Delivery
+	rs  []hookbox.Receipt
+	bad map[int]error
+}
+
+// Add inserts ds in the open transaction; see hookbox.IngestTx and
+// BeginIngest. A delivery whose id or event type is longer than
+// hookbox.MaxIDLength, or whose text is not valid UTF-8 or holds a NUL
+// byte (PostgreSQL text cannot), or whose values the server refuses (a
+// data exception, SQLSTATE class 22, or a program limit, class 54) is left
+// out: the error is then a *hookbox.BadDeliveries and the others are in
+// the transaction.
 func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	rs, fresh, err := ingestWith(ctx, t.tx, 1, ds)
+	ctx, cancel := ingestContext(ctx, ingestStepTimeout, payloadBytes(ds))
+	defer cancel()
+	a := &addBatch{ds: ds, rs: make([]hookbox.Receipt, len(ds)), bad: validate(ds)}
+	if err := t.run(ctx, a); err != nil {
+		return nil, fmt.Errorf("postgres: ingest: %w", err)
+	}
+	t.adds = append(t.adds, a)
+	if len(a.bad) > 0 {
+		return a.rs, &hookbox.BadDeliveries{Bad: a.bad}
+	}
+	return a.rs, nil
+}
+
+// run inserts a, redoing the transaction while the server rolls it back
+// for a conflict with another transaction, and isolating the deliveries
+// that make a statement fail.
+func (t *ingestTx) run(ctx context.Context, a *addBatch) error {
+	isolating := false
+	for attempt := 1; ; attempt++ {
+		var err error
+		if isolating {
+			err = t.isolate(ctx, a)
+		} else {
+			err = t.insert(ctx, a)
+		}
+		if err == nil {
+			return nil
+		}
+		switch {
+		case !isolating && isDataError(err):
+			isolating = true // one delivery (or a few) is at fault: find it
+		case retryable(err) && attempt < maxIngestAttempts && ctx.Err() == nil:
+		default:
+			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		}
+		if !isolating {
+			// Transactions that gave up on each other at the same moment
+			// would meet again in the same order: stagger the redos.
+			pause := time.Duration(rand.Int64N(int64(attempt) * int64(10*time.Millisecond)))
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+			}
+		}
+		// The failed statement aborted the transaction.
+		if err := t.redo(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// insert stores a's deliveries with one INSERT (and one more statement for
+// duplicates of stored rows).
+func (t *ingestTx) insert(ctx context.Context, a *addBatch) error {
+	clear(a.rs)
+	distinct, first := hookbox.DistinctByKeys(a.ds, func(i int) bool { return a.bad[i] != nil })
+	fresh, err := insertBatch(ctx, t.tx, a.ds, distinct, a.rs)
+	if err != nil {
+		return err
+	}
 	t.fresh = t.fresh || fresh
-	return rs, err
+	hookbox.FillRepeats(a.rs, first)
+	return nil
+}
+
+// isolate stores a's deliveries in halves, each under a savepoint, halving
+// again the parts that fail with a data error, down to the single
+// deliveries at fault, which it records as bad. It runs only after a
+// statement of the whole batch failed, so its extra round trips are paid
+// only then.
+func (t *ingestTx) isolate(ctx context.Context, a *addBatch) error {
+	clear(a.rs)
+	if a.bad == nil {
+		a.bad = map[int]error{}
+	}
+	distinct, first := hookbox.DistinctByKeys(a.ds, func(i int) bool { return a.bad[i] != nil })
+	var try func(idx []int) error
+	try = func(idx []int) error {
+		if len(idx) == 0 {
+			return nil
+		}
+		if _, err := t.tx.Exec(ctx, `SAVEPOINT hookbox_isolate`); err != nil {
+			return err
+		}
+		fresh, err := insertBatch(ctx, t.tx, a.ds, idx, a.rs)
+		if err == nil {
+			t.fresh = t.fresh || fresh
+			_, err = t.tx.Exec(ctx, `RELEASE SAVEPOINT hookbox_isolate`)
+			return err
+		}
+		if !isDataError(err) {
+			return err
+		}
+		if _, err := t.tx.Exec(ctx, `ROLLBACK TO SAVEPOINT hookbox_isolate; RELEASE SAVEPOINT hookbox_isolate`); err != nil {
+			return err
+		}
+		for _, i := range idx {
+			a.rs[i] = hookbox.Receipt{}
+		}
+		if len(idx) == 1 {
+			a.bad[idx[0]] = refused(&a.ds[idx[0]], err)
+			return nil
+		}
+		h := len(idx) / 2
+		if err := try(idx[:h]); err != nil {
+			return err
+		}
+		return try(idx[h:])
+	}
+	if err := try(distinct); err != nil {
+		return err
+	}
+	for i, j := range first {
+		if j >= 0 && i != j && a.bad[j] != nil {
+			a.bad[i], first[i] = a.bad[j], -1
+		}
+	}
+	hookbox.FillRepeats(a.rs, first)
+	return nil
+}
+
+// redo rolls the transaction back, begins it again and replays every
+// earlier Add in one statement, rewriting their receipts in place.
+func (t *ingestTx) redo(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		t.tx.Rollback(ctx)
+		tx, err := t.s.beginIngest(ctx)
+		if err != nil {
+			return err
+		}
+		t.tx = tx
+		err = t.replay(ctx)
+		if err == nil {
+			return nil
+		}
+		if !retryable(err) || attempt >= maxIngestAttempts || ctx.Err() != nil {
+			return fmt.Errorf("%w: redo: %v", hookbox.ErrUnavailable, err)
+		}
+	}
+}
+
+// replay inserts the deliveries of every earlier Add as one batch.
+func (t *ingestTx) replay(ctx context.Context) error {
+	if len(t.adds) == 0 {
+		t.fresh = false
+		return nil
+	}
+	var all []hookbox.Delivery
+	skip := map[int]bool{}
+	for _, a := range t.adds {
+		for i := range a.bad {
+			skip[len(all)+i] = true
+		}
+		all = append(all, a.ds...)
+	}
+	rs := make([]hookbox.Receipt, len(all))
+	distinct, first := hookbox.DistinctByKeys(all, func(i int) bool { return skip[i] })
+	fresh, err := insertBatch(ctx, t.tx, all, distinct, rs)
+	if err != nil {
+		return err
+	}
+	t.fresh = fresh
+	hookbox.FillRepeats(rs, first)
+	for _, a := range t.adds {
+		for i := range a.rs {
+			if a.bad[i] == nil {
+				a.rs[i] = rs[i]
+			}
+		}
+		rs = rs[len(a.rs):]
+	}
+	return nil
 }
 
 // Commit commits; the receipts of every Add hold once it returns nil.
 func (t *ingestTx) Commit(ctx context.Context) error {
+	ctx, cancel := ingestContext(ctx, ingestStepTimeout, 0)
+	defer cancel()
 	if err := t.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: ingest: %w: commit: %v", hookbox.ErrUnavailable, err)
 	}
@@ -213,9 +365,102 @@ func (t *ingestTx) Commit(ctx context.Context) error {
 // Rollback abandons the transaction.
 func (t *ingestTx) Rollback() error { return t.tx.Rollback(context.Background()) }
 
-// collectIDs reads (id, source, delivery_id) rows into the receipts of the
-// entries index names, and returns how many it filled.
-func collectIDs(rows pgx.Rows, index map[key]int, rs []hookbox.Receipt, duplicate bool) (int, error) {
+// insertBatch stores the entries idx of ds through q: one INSERT, and, when
+// some were skipped, one statement to find the rows they conflicted with.
+// It fills their receipts and reports whether it stored a new row.
+func insertBatch(ctx context.Context, q querier, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) (fresh bool, err error) {
+	if len(idx) == 0 {
+		return false, nil
+	}
+	index := make(map[key]int, len(idx))
+	for _, i := range idx {
+		index[key{ds[i].Source, ds[i].DeliveryID}] = i
+	}
+	rows, err := q.Query(ctx, insertEvents, insertArgs(ds, idx)...)
+	if err != nil {
+		return false, err
+	}
+	found, err := collectIDs(rows, index, rs)
+	if err != nil {
+		return false, err
+	}
+	if found < len(idx) {
+		if err := findConflicts(ctx, q, ds, idx, rs); err != nil {
+			return true, err
+		}
+	}
+	return found > 0, nil
+}
+
+// findConflicts fills the receipts that the INSERT left empty with the ids
+// of the stored rows their keys conflicted with: the row with the same
+// delivery id, else the row with the same body.
+func findConflicts(ctx context.Context, q querier, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) error {
+	var sources, ids, bodySources []string
+	var sums [][]byte
+	for _, i := range idx {
+		if rs[i].ID == 0 {
+			sources = append(sources, ds[i].Source)
+			ids = append(ids, ds[i].DeliveryID)
+			if ds[i].BodySHA256 != nil {
+				bodySources = append(bodySources, ds[i].Source)
+				sums = append(sums, ds[i].BodySHA256)
+			}
+		}
+	}
+	rows, err := q.Query(ctx, selectConflicts, sources, ids, bodySources, sums)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	byID := map[key]int64{}
+	byBody := map[key]int64{}
+	var (
+		id  int64
+		k   key
+		sum []byte
+	)
+	for rows.Next() {
+		if err := rows.Scan(&id, &k.source, &k.deliveryID, &sum); err != nil {
+			return err
+		}
+		byID[k] = id
+		if sum != nil {
+			byBody[key{k.source, string(sum)}] = id
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, i := range idx {
+		if rs[i].ID != 0 {
+			continue
+		}
+		d := &ds[i]
+		id, ok := byID[key{d.Source, d.DeliveryID}]
+		if !ok && d.BodySHA256 != nil {
+			id, ok = byBody[key{d.Source, string(d.BodySHA256)}]
+		}
+		if !ok {
+			// The row this delivery conflicted with was deleted (purged)
+			// since; the sender's retry will store it anew.
+			return fmt.Errorf("event (%q, %s) conflicted with a row that no longer exists",
+				d.Source, hookbox.ShortQuote(d.DeliveryID))
+		}
+		rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
+	}
+	return nil
+}
+
+// querier is what a pool and a transaction have in common.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// collectIDs reads the (id, source, delivery_id) rows the INSERT returned
+// into the receipts of the entries index names, and returns how many it
+// filled.
+func collectIDs(rows pgx.Rows, index map[key]int, rs []hookbox.Receipt) (int, error) {
 	defer rows.Close()
 	n := 0
 	var k key
@@ -226,46 +471,80 @@ func collectIDs(rows pgx.Rows, index map[key]int, rs []hookbox.Receipt, duplicat
 		}
 		i, ok := index[k]
 		if !ok {
-			return n, fmt.Errorf("server returned a row for (%q, %q), which the batch does not hold", k.source, k.deliveryID)
+			return n, fmt.Errorf("server returned a row for (%q, %s), which the batch does not hold", k.source, hookbox.ShortQuote(k.deliveryID))
 		}
 		if rs[i].ID == 0 {
-			rs[i] = hookbox.Receipt{ID: id, Duplicate: duplicate}
+			rs[i] = hookbox.Receipt{ID: id}
 			n++
 		}
 	}
 	return n, rows.Err()
 }
 
-// validate checks that the text columns of the distinct deliveries can be
-// stored: PostgreSQL text holds valid UTF-8 without NUL bytes.
-func validate(ds []hookbox.Delivery, distinct []int) error {
-	for _, i := range distinct {
-		d := &ds[i]
-		for _, f := range [...]struct{ name, v string }{
-			{"source", d.Source}, {"delivery id", d.DeliveryID}, {"event type", d.EventType},
-		} {
-			if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
-				return fmt.Errorf("delivery %d: %s %q is not UTF-8 text without NUL bytes", i, f.name, f.v)
+// validate returns the deliveries of ds that cannot be stored, with why:
+// an id or event type too long or not UTF-8 (hookbox.CheckStorable), or
+// text PostgreSQL cannot hold (a NUL byte; a source that is not UTF-8).
+func validate(ds []hookbox.Delivery) map[int]error {
+	var bad map[int]error
+	for i := range ds {
+		if err := validateOne(&ds[i]); err != nil {
+			if bad == nil {
+				bad = map[int]error{}
 			}
+			bad[i] = err
 		}
-		for name, vs := range d.Header {
-			if strings.IndexByte(name, 0) >= 0 {
-				return fmt.Errorf("delivery %d: header name %q holds a NUL byte", i, name)
-			}
-			for _, v := range vs {
-				if strings.IndexByte(v, 0) >= 0 {
-					return fmt.Errorf("delivery %d: header %q holds a NUL byte", i, name)
-				}
+	}
+	return bad
+}
+
+func validateOne(d *hookbox.Delivery) error {
+	if err := hookbox.CheckStorable(d); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"source", d.Source}, {"delivery id", d.DeliveryID}, {"event type", d.EventType},
+	} {
+		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
+			return hookbox.BadDelivery(f.name+" is not UTF-8 text without NUL bytes:", f.v)
+		}
+	}
+	for name, vs := range d.Header {
+		if strings.IndexByte(name, 0) >= 0 {
+			return hookbox.BadDelivery("a header name holds a NUL byte:", name)
+		}
+		for _, v := range vs {
+			if strings.IndexByte(v, 0) >= 0 {
+				return hookbox.BadDelivery("a header value holds a NUL byte: header", name)
 			}
 		}
 	}
 	return nil
 }
 
+// refused is the error of a delivery whose row the server refused with a
+// data error.
+func refused(d *hookbox.Delivery, err error) error {
+	code := "?"
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		code = pgErr.Code
+	}
+	return fmt.Errorf("%w: the database refuses delivery %s (SQLSTATE %s)", hookbox.ErrBadDelivery, hookbox.ShortQuote(d.DeliveryID), code)
+}
+
+// payloadBytes is what a batch sends, roughly.
+func payloadBytes(ds []hookbox.Delivery) int {
+	n := 0
+	for i := range ds {
+		n += len(ds[i].Payload)
+	}
+	return n
+}
+
 // insertArgs builds the column arrays of insertEvents for the entries in
-// distinct, in that order.
-func insertArgs(ds []hookbox.Delivery, distinct []int) ([]any, error) {
-	n := len(distinct)
+// idx, in that order.
+func insertArgs(ds []hookbox.Delivery, idx []int) []any {
+	n := len(idx)
 	var (
 		sources    = make([]string, n)
 		ids        = make([]string, n)
@@ -274,8 +553,9 @@ func insertArgs(ds []hookbox.Delivery, distinct []int) ([]any, error) {
 		headers    = make([][]byte, n)
 		payloads   = make([][]byte, n)
 		times      = make([]time.Time, n)
+		sums       = make([][]byte, n)
 	)
-	for j, i := range distinct {
+	for j, i := range idx {
 		d := &ds[i]
 		sources[j], ids[j], isHash[j], eventTypes[j] = d.Source, d.DeliveryID, d.IDIsHash, d.EventType
 		hdr := []byte("{}")
@@ -289,8 +569,9 @@ func insertArgs(ds []hookbox.Delivery, distinct []int) ([]any, error) {
 			payloads[j] = []byte{}
 		}
 		times[j] = d.ReceivedAt
+		sums[j] = d.BodySHA256 // nil is NULL
 	}
-	return []any{sources, ids, isHash, eventTypes, headers, payloads, times}, nil
+	return []any{sources, ids, isHash, eventTypes, headers, payloads, times, sums}
 }
 
 const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts, attempt_base,

@@ -6,17 +6,27 @@
 //   - Ingest returns receipts only after the transaction that stored the new
 //     rows has committed (the server acknowledged it), so a receipt may be
 //     acknowledged to the sender.
-//   - Deduplication is done by the UNIQUE (source, delivery_id) constraint and
-//     INSERT … ON CONFLICT DO NOTHING, never by a prior read: concurrent copies
-//     of one delivery, in this process or in another, yield exactly one row and
-//     exactly one receipt that is not a duplicate.
-//   - A batch is stored with one multi-row INSERT over unnest arrays, in one
-//     round trip when no entry is a duplicate of a stored row. Keys are
-//     inserted in a fixed order, so overlapping batches cannot deadlock.
-//     A transaction from BeginIngest takes several batches, so two
-//     processes filling one each can deadlock on overlapping keys; the
-//     server then fails one transaction, and its deliveries get
-//     ErrUnavailable (503) and are sent again.
+//   - Deduplication is done by the UNIQUE (source, delivery_id) constraint
+//     (and, for deliveries that set BodySHA256, a unique (source,
+//     body_sha256) index) and INSERT … ON CONFLICT DO NOTHING, never by a
+//     prior read: concurrent copies of one delivery, in this process or in
+//     another, yield exactly one row and exactly one receipt that is not a
+//     duplicate.
+//   - A batch is stored with one multi-row INSERT over unnest arrays. Keys
+//     are inserted in a fixed order, so overlapping batches cannot
+//     deadlock. A transaction from BeginIngest takes several batches, so
+//     two processes filling one each can still hold keys the other needs;
+//     the transaction that gives up (a deadlock, or its short lock_timeout)
+//     is redone within hookbox from the deliveries it keeps, and its
+//     senders never see it.
+//   - Ingest commits synchronously (synchronous_commit on, whatever the
+//     server, role or URL say), so a receipt survives a server crash.
+//   - A delivery the server refuses (a data error) or that breaks the
+//     store's limits is the delivery's fault: it alone gets an error
+//     matching hookbox.ErrBadDelivery; the deliveries sharing its
+//     transaction are stored.
+//   - Each step of an ingest is bounded (about 1.5 s; connecting 2 s), so a
+//     server that stops answering yields ErrUnavailable promptly.
 //   - Payloads are stored as bytea, byte for byte.
 //   - Every failure to reach the database or to commit is reported as an error
 //     matching hookbox.ErrUnavailable, so the receiver answers 503 and the
@@ -70,9 +80,9 @@ var migrations embed.FS
 const DefaultMaxConns = 16
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no
-// connect_timeout, so an unreachable server turns into a prompt 503 instead
-// of a request that hangs.
-const defaultConnectTimeout = 5 * time.Second
+// connect_timeout, so an unreachable server (or one behind a network that
+// drops packets) turns into a prompt 503 instead of a request that hangs.
+const defaultConnectTimeout = 2 * time.Second
 
 // Options tune the connection pool.
 type Options struct {
@@ -123,12 +133,17 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	// Every session starts with synchronous commits, whatever the server,
+	// the role or the URL say: ingest acknowledges what it commits. Work
+	// transactions turn it off for themselves (SET LOCAL).
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 	// A cancelled context cancels the statement on the server instead of
 	// closing the connection: a handler whose attempt times out in the
 	// middle of a query fails alone, and the Work transaction it ran in goes
-	// on with the other events, as on SQLite.
+	// on with the other events, as on SQLite. Ingest steps close the
+	// connection at once instead (closeOnCancel).
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
-		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadlineDelay}
+		return &cancelHandler{conn: c}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -152,6 +167,41 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // cancelDeadlineDelay is how long a statement whose context ended may take
 // to be cancelled by the server before the connection is closed instead.
 const cancelDeadlineDelay = 2 * time.Second
+
+// closeOnCancelKey marks a context whose end should close the connection
+// at once rather than ask the server to cancel the statement.
+type closeOnCancelKey struct{}
+
+// closeOnCancel returns ctx marked so that, when it ends during a
+// statement, the connection is closed at once: the server may not be
+// answering at all (a network that drops packets), and waiting for a
+// cancel request to be answered would keep the caller for
+// cancelDeadlineDelay more. Ingest steps use it; their transaction is
+// abandoned anyway when they time out.
+func closeOnCancel(ctx context.Context) context.Context {
+	return context.WithValue(ctx, closeOnCancelKey{}, true)
+}
+
+// cancelHandler is the pool's context watcher: a cancel request with
+// cancelDeadlineDelay as the fallback, or an immediate close for contexts
+// marked by closeOnCancel.
+type cancelHandler struct {
+	conn *pgconn.PgConn
+	cur  *pgconn.CancelRequestContextWatcherHandler
+}
+
+// HandleCancel reacts to the end of the watched context.
+func (h *cancelHandler) HandleCancel(ctx context.Context) {
+	delay := cancelDeadlineDelay
+	if ctx.Value(closeOnCancelKey{}) != nil {
+		delay = 0
+	}
+	h.cur = &pgconn.CancelRequestContextWatcherHandler{Conn: h.conn, DeadlineDelay: delay}
+	h.cur.HandleCancel(ctx)
+}
+
+// HandleUnwatchAfterCancel finishes what HandleCancel started.
+func (h *cancelHandler) HandleUnwatchAfterCancel() { h.cur.HandleUnwatchAfterCancel() }
 
 // migrate applies the embedded migrations through a database/sql handle over
 // the pool, holding a session-level advisory lock while it does.
@@ -283,18 +333,34 @@ func (s *Store) Ping(ctx context.Context) error {
 const (
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
+	codeLockNotAvailable     = "55P03" // lock_timeout ran out
 	classDataException       = "22"
+	classProgramLimit        = "54" // 54000: an index row too large, and the like
 )
 
 // retryable reports whether a failed transaction may simply be run again:
-// the server rolled it back because of a conflict with another transaction,
-// or the request never left this process.
+// the server rolled it back because of a conflict with another transaction
+// (a deadlock, a lock wait longer than lock_timeout), or the request never
+// left this process.
 func retryable(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		return pgErr.Code == codeSerializationFailure || pgErr.Code == codeDeadlockDetected
+		switch pgErr.Code {
+		case codeSerializationFailure, codeDeadlockDetected, codeLockNotAvailable:
+			return true
+		}
+		return false
 	}
 	return pgconn.SafeToRetry(err)
+}
+
+// isDataError reports whether the server refused a value of the statement
+// (a data exception, class 22, or a program limit such as a too large
+// index row, class 54): the input's fault, not the database's.
+func isDataError(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) &&
+		(strings.HasPrefix(pgErr.Code, classDataException) || strings.HasPrefix(pgErr.Code, classProgramLimit))
 }
 
 // queryError maps a driver error from a read to the hookbox errors: no row is

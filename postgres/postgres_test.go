@@ -200,26 +200,31 @@ func TestEmptyBatchAndNilFields(t *testing.T) {
 }
 
 // TestInvalidTextIsNotUnavailable: text PostgreSQL cannot store is a
-// problem of the input, not of the database; nothing of the batch is stored.
+// problem of that delivery, not of the database: it alone is refused with
+// ErrBadDelivery, and the delivery sent with it is stored.
 func TestInvalidTextIsNotUnavailable(t *testing.T) {
 	t.Parallel()
 	s := open(t, pgtest.URL(t))
-	for _, id := range []string{"bad\xff", "nul\x00"} {
-		_, err := s.Ingest(context.Background(), []hookbox.Delivery{
-			storetest.Delivery("v", "fine"), storetest.Delivery("v", id)})
-		if err == nil {
-			t.Fatalf("Ingest of id %q succeeded", id)
+	for n, id := range []string{"bad\xff", "nul\x00"} {
+		rs, err := s.Ingest(context.Background(), []hookbox.Delivery{
+			storetest.Delivery("v", fmt.Sprint("fine", n)), storetest.Delivery("v", id)})
+		var bad *hookbox.BadDeliveries
+		if !errors.As(err, &bad) || bad.ItemError(1) == nil || bad.ItemError(0) != nil {
+			t.Fatalf("Ingest of id %q: %v, want a BadDeliveries naming delivery 1", id, err)
 		}
-		if errors.Is(err, hookbox.ErrUnavailable) {
-			t.Errorf("Ingest of id %q: %v matches ErrUnavailable", id, err)
+		if !errors.Is(err, hookbox.ErrBadDelivery) || errors.Is(err, hookbox.ErrUnavailable) {
+			t.Errorf("Ingest of id %q: %v, want ErrBadDelivery, not ErrUnavailable", id, err)
+		}
+		if rs[0].ID == 0 || rs[0].Duplicate {
+			t.Errorf("the good delivery sent along: %+v, want stored", rs[0])
 		}
 	}
 	es, err := s.Events(context.Background(), hookbox.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 0 {
-		t.Errorf("%d events stored from rejected batches", len(es))
+	if len(es) != 2 {
+		t.Errorf("%d events stored, want the 2 good ones", len(es))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -245,7 +246,7 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		}
 		ids[k], owners[k], attempts[k] = o.ID, o.Owner, int32(o.Attempt)
 		statuses[k], outcomes[k] = string(o.Status), hookbox.AttemptOutcome(o.Status)
-		nexts[k], msgs[k], starteds[k], finisheds[k] = next, o.Error, o.StartedAt, o.FinishedAt
+		nexts[k], msgs[k], starteds[k], finisheds[k] = next, storableText(o.Error), o.StartedAt, o.FinishedAt
 	}
 	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds}}
 }
@@ -412,4 +413,12 @@ func (s *Store) WorkerStopped(ctx context.Context, name string) error {
 		return unavailable(ctx, "worker stopped", err)
 	}
 	return nil
+}
+
+// storableText makes an attempt's error text fit a text column: what a
+// target or handler said may hold invalid UTF-8 or NUL, which PostgreSQL
+// refuses, and an outcome that cannot be written leaves its event to be
+// run again and again.
+func storableText(s string) string {
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }

@@ -221,6 +221,12 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			return // the client left; it will retry
 		}
+		if errors.Is(err, hookbox.ErrBadDelivery) {
+			// The store refuses this delivery alone (an id too long, a value
+			// the database rejects): retrying cannot help.
+			s.reject(w, name, http.StatusBadRequest, "the delivery cannot be stored as sent")
+			return
+		}
 		s.log.Error("store delivery", "source", name, "delivery_id", logText(d.DeliveryID), "err", err)
 		s.unavailable(w, name, "cannot store the delivery right now; retry later")
 		return

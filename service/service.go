@@ -13,6 +13,7 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -183,7 +184,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	}
 	srv := server.New(server.Config{
 		Sources:      sources,
-		Ingest:       c.Submit,
+		Ingest:       withBodyKeys(cfg, c.Submit),
 		Ready:        st.Ping,
 		MaxBodyBytes: maxBody,
 		Logger:       log,
@@ -276,6 +277,27 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Service) Close() error {
 	s.committer.Close()
 	return s.Store.Close()
+}
+
+// withBodyKeys sets BodySHA256 on the deliveries of sources that dedupe by
+// body too (config.Source.DedupesByBody) before ingest.
+func withBodyKeys(cfg *config.Config, ingest server.IngestFunc) server.IngestFunc {
+	byBody := map[string]bool{}
+	for _, src := range cfg.Sources {
+		if src.DedupesByBody() {
+			byBody[src.Name] = true
+		}
+	}
+	if len(byBody) == 0 {
+		return ingest
+	}
+	return func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+		if byBody[d.Source] {
+			sum := sha256.Sum256(d.Payload)
+			d.BodySHA256 = sum[:]
+		}
+		return ingest(ctx, d)
+	}
 }
 
 // notifyingTx wakes the workers once a transaction that stored new events

@@ -12,33 +12,41 @@ import (
 )
 
 // insertSQL is a multi-row INSERT of n events that reports the rows it
-// inserted; rows that hit the unique constraint are left out.
+// inserted; rows that hit a unique constraint, (source, delivery_id) or
+// (source, body_sha256), are left out.
 func insertSQL(n int) string {
 	return `INSERT INTO events
-    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at)
-VALUES ` + rowsOf(n, 9) + ` ON CONFLICT (source, delivery_id) DO NOTHING RETURNING id, source, delivery_id`
+    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at, body_sha256)
+VALUES ` + rowsOf(n, 10) + ` ON CONFLICT DO NOTHING RETURNING id, source, delivery_id`
 }
 
-const selectEventID = `SELECT id FROM events WHERE source = ? AND delivery_id = ?`
+// The stored row a skipped delivery conflicted with: by its id, else by
+// its body.
+const (
+	selectEventID     = `SELECT id FROM events WHERE source = ? AND delivery_id = ?`
+	selectEventByBody = `SELECT id FROM events WHERE source = ? AND body_sha256 = ?`
+)
 
 type eventKey struct{ source, id string }
 
 // Ingest stores ds in one transaction and returns once it is durable; see
-// hookbox.Store.
+// hookbox.Store. Deliveries that cannot be stored (see Add) are left out:
+// the others are committed, and the error is a *hookbox.BadDeliveries.
 func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 	tx, err := s.BeginIngest(ctx)
 	if err != nil {
 		return nil, err
 	}
-	rs, err := tx.Add(ctx, ds)
-	if err != nil {
+	rs, addErr := tx.Add(ctx, ds)
+	var bad *hookbox.BadDeliveries
+	if addErr != nil && !errors.As(addErr, &bad) {
 		tx.Rollback()
-		return nil, err
+		return nil, addErr
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
-	return rs, nil
+	return rs, addErr
 }
 
 // BeginIngest opens a write transaction (BEGIN IMMEDIATE) for deliveries
@@ -59,18 +67,33 @@ type ingestTx struct {
 	args []any
 }
 
-// Add inserts ds in the open transaction; see hookbox.IngestTx.
+// Add inserts ds in the open transaction; see hookbox.IngestTx. A
+// delivery whose id or event type is longer than hookbox.MaxIDLength or
+// not valid UTF-8 is left out and the others are added: the error is then
+// a *hookbox.BadDeliveries, and the transaction stays usable.
 func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	rs, err := t.add(ctx, ds)
+	var bad map[int]error
+	for i := range ds {
+		if err := hookbox.CheckStorable(&ds[i]); err != nil {
+			if bad == nil {
+				bad = map[int]error{}
+			}
+			bad[i] = err
+		}
+	}
+	rs, err := t.add(ctx, ds, bad)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: ingest: %w", err)
+	}
+	if bad != nil {
+		return rs, &hookbox.BadDeliveries{Bad: bad}
 	}
 	return rs, nil
 }
 
-func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
+func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery, bad map[int]error) ([]hookbox.Receipt, error) {
 	rs := make([]hookbox.Receipt, len(ds))
-	distinct, first := hookbox.DistinctDeliveries(ds)
+	distinct, first := hookbox.DistinctByKeys(ds, func(i int) bool { return bad[i] != nil })
 	inserted := make(map[eventKey]int64, len(distinct))
 	for rest := distinct; len(rest) > 0; {
 		n, insert := t.s.inserts.next(ctx, t.tx, len(rest))
@@ -79,7 +102,11 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 			d := &ds[i]
 			hdr := hookbox.EncodeHeader(d.Header)
 			at := millis(d.ReceivedAt)
-			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, payloadArg(d.Payload), at, at, at)
+			var sum any // NULL unless the source dedupes by body
+			if d.BodySHA256 != nil {
+				sum = d.BodySHA256
+			}
+			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, payloadArg(d.Payload), at, at, at, sum)
 		}
 		t.args = args
 		rows, err := insert.QueryContext(ctx, args...)
@@ -108,12 +135,16 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 			continue
 		}
 		var id int64
-		if err := t.tx.QueryRowContext(ctx, selectEventID, d.Source, d.DeliveryID).Scan(&id); err != nil {
+		err := t.tx.QueryRowContext(ctx, selectEventID, d.Source, d.DeliveryID).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) && d.BodySHA256 != nil {
+			err = t.tx.QueryRowContext(ctx, selectEventByBody, d.Source, d.BodySHA256).Scan(&id)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
 		}
 		rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
 	}
-	hookbox.CopyRepeats(rs, first)
+	hookbox.FillRepeats(rs, first)
 	return rs, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +37,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"StrictOneInFlightInIDOrder": testStrictOneInFlight,
 		"ClaimWorkRunsAndLeavesRest": testClaimWork,
 		"WorkerRecords":              testWorkerRecords,
+		"FinishStoresAnyErrorText":   testFinishAnyErrorText,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -486,5 +488,23 @@ func testWorkerRecords(t *testing.T, q QueueStore) {
 	}
 	if others, err := q.WorkerStarted(ctx, "d"); err != nil || others {
 		t.Fatalf("after c stopped and b was dropped: others=%v, %v", others, err)
+	}
+}
+
+// testFinishAnyErrorText: what a target answered (invalid UTF-8, NUL)
+// does not stop its outcome from being recorded; an outcome that cannot be
+// written leaves its event to be run again forever.
+func testFinishAnyErrorText(t *testing.T, q QueueStore) {
+	ingest(t, q, Delivery("txt", "1"))
+	now := time.Now()
+	evs := claim(t, q, now, 1, "txt")
+	o := outcome(evs[0], hookbox.StatusPending, now.Add(time.Hour))
+	o.Error = "reply: \xff\xfe\x00 end"
+	if errs := finish(t, q, o); errs[0] != nil {
+		t.Fatalf("Finish: %v", errs[0])
+	}
+	e := status(t, q, evs[0].ID)
+	if e.Status != hookbox.StatusPending || !strings.Contains(e.LastError, "end") {
+		t.Fatalf("after finish: %s, last error %q", e.Status, e.LastError)
 	}
 }

@@ -6,9 +6,11 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +35,10 @@ func Run(t *testing.T, open Opener) {
 		"ClosedStoreRefusesIngest": testClosedStoreRefusesIngest,
 		"IngestTxAcrossAdds":       testIngestTxAcrossAdds,
 		"IngestTxRollback":         testIngestTxRollback,
+		"IngestBadDeliveryAlone":   testIngestBadDeliveryAlone,
+		"IngestTxBadDelivery":      testIngestTxBadDelivery,
+		"IngestSameBodyNewID":      testIngestSameBodyNewID,
+		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -299,6 +305,7 @@ func beginIngest(t *testing.T, s hookbox.IngestBeginner) hookbox.IngestTx {
 	if err != nil {
 		t.Fatalf("BeginIngest: %v", err)
 	}
+	t.Cleanup(func() { tx.Rollback() }) // after a failed check; a no-op after Commit
 	return tx
 }
 
@@ -350,5 +357,171 @@ func testIngestTxRollback(t *testing.T, s hookbox.Store) {
 	}
 	if rs := ingest(t, s, Delivery("polar", "x")); rs[0].Duplicate {
 		t.Errorf("after rollback x = %+v, want new", rs[0])
+	}
+}
+
+// badBatch is 100 good deliveries with two bad ones among them: a 6 KB id
+// and an event type that is not UTF-8. It returns the indexes of the bad.
+func badBatch(source string) ([]hookbox.Delivery, []int) {
+	var ds []hookbox.Delivery
+	for i := range 100 {
+		ds = append(ds, Delivery(source, fmt.Sprint("good-", i)))
+	}
+	long := Delivery(source, "long-"+strings.Repeat("x", 6000))
+	notUTF8 := Delivery(source, "type")
+	notUTF8.EventType = "bad\xff"
+	ds = append(ds[:30], append([]hookbox.Delivery{long}, ds[30:]...)...)
+	ds = append(ds, notUTF8)
+	return ds, []int{30, len(ds) - 1}
+}
+
+// checkBad checks that err names exactly the bad deliveries and matches
+// ErrBadDelivery, not ErrUnavailable, and that its text does not quote a
+// long id in full.
+func checkBad(t *testing.T, err error, bad []int, n int) {
+	t.Helper()
+	var bd *hookbox.BadDeliveries
+	if !errors.As(err, &bd) {
+		t.Fatalf("error = %v, want *hookbox.BadDeliveries", err)
+	}
+	if !errors.Is(err, hookbox.ErrBadDelivery) || errors.Is(err, hookbox.ErrUnavailable) {
+		t.Errorf("error %v: want ErrBadDelivery and not ErrUnavailable", err)
+	}
+	for i := range n {
+		want := false
+		for _, b := range bad {
+			want = want || b == i
+		}
+		if got := bd.ItemError(i) != nil; got != want {
+			t.Errorf("delivery %d: bad = %v, want %v (%v)", i, got, want, bd.ItemError(i))
+		}
+		if e := bd.ItemError(i); e != nil && (!errors.Is(e, hookbox.ErrBadDelivery) || len(e.Error()) > 300) {
+			t.Errorf("delivery %d: error %.400q does not match ErrBadDelivery or is too long", i, e)
+		}
+	}
+}
+
+// testIngestBadDeliveryAlone: deliveries that cannot be stored are refused
+// alone; the 100 sent with them are stored (issue 13).
+func testIngestBadDeliveryAlone(t *testing.T, s hookbox.Store) {
+	ds, bad := badBatch("bad")
+	rs, err := s.Ingest(context.Background(), ds)
+	checkBad(t, err, bad, len(ds))
+	if len(rs) != len(ds) {
+		t.Fatalf("%d receipts for %d deliveries", len(rs), len(ds))
+	}
+	for i, r := range rs {
+		if i != bad[0] && i != bad[1] && (r.ID == 0 || r.Duplicate) {
+			t.Errorf("good delivery %d: %+v, want stored as new", i, r)
+		}
+	}
+	if n := count(t, s, hookbox.Filter{Source: "bad"}); n != 100 {
+		t.Errorf("rows = %d, want the 100 good deliveries", n)
+	}
+}
+
+// testIngestTxBadDelivery: a bad delivery in a later Add of an open
+// transaction leaves the earlier Adds and its good neighbours in it.
+func testIngestTxBadDelivery(t *testing.T, s hookbox.Store) {
+	ctx := context.Background()
+	tx := beginIngest(t, s)
+	first, err := tx.Add(ctx, []hookbox.Delivery{Delivery("txbad", "a"), Delivery("txbad", "b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, bad := badBatch("txbad")
+	second, err := tx.Add(ctx, ds)
+	checkBad(t, err, bad, len(ds))
+	third, err := tx.Add(ctx, []hookbox.Delivery{Delivery("txbad", "c"), Delivery("txbad", "a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if first[0].ID == 0 || first[1].ID == 0 || third[0].ID == 0 || second[0].ID == 0 {
+		t.Errorf("receipts %+v %+v %+v", first, second[:1], third)
+	}
+	if !third[1].Duplicate || third[1].ID != first[0].ID {
+		t.Errorf("repeat of a = %+v, want duplicate of %d", third[1], first[0].ID)
+	}
+	if n := count(t, s, hookbox.Filter{Source: "txbad"}); n != 103 {
+		t.Errorf("rows = %d, want 103", n)
+	}
+}
+
+// withBody returns d deduped by its body too.
+func withBody(d hookbox.Delivery, body string) hookbox.Delivery {
+	d.Payload = []byte(body)
+	sum := sha256.Sum256(d.Payload)
+	d.BodySHA256 = sum[:]
+	return d
+}
+
+// testIngestSameBodyNewID: a body already stored for the source under
+// another id is a duplicate of the first event when the delivery sets
+// BodySHA256 (a replayed GitHub body under a fresh X-GitHub-Delivery); not
+// for another source, nor without BodySHA256.
+func testIngestSameBodyNewID(t *testing.T, s hookbox.Store) {
+	first := ingest(t, s, withBody(Delivery("gh", "d-1"), `{"ref":"main"}`))[0]
+	if first.Duplicate {
+		t.Fatalf("first = %+v", first)
+	}
+	again := ingest(t, s,
+		withBody(Delivery("gh", "d-2"), `{"ref":"main"}`),    // replay under a new id
+		withBody(Delivery("gh", "d-1"), `{"ref":"other"}`),   // known id, new body
+		withBody(Delivery("gh2", "d-9"), `{"ref":"main"}`),   // another source
+		Delivery("gh", "d-3"),                                // no body key
+		withBody(Delivery("gh", "d-4"), `{"ref":"feature"}`), // new
+	)
+	if !again[0].Duplicate || again[0].ID != first.ID {
+		t.Errorf("same body, new id = %+v, want duplicate of %d", again[0], first.ID)
+	}
+	if !again[1].Duplicate || again[1].ID != first.ID {
+		t.Errorf("same id, new body = %+v, want duplicate of %d", again[1], first.ID)
+	}
+	for _, i := range []int{2, 3, 4} {
+		if again[i].Duplicate {
+			t.Errorf("delivery %d = %+v, want new", i, again[i])
+		}
+	}
+	if n := count(t, s, hookbox.Filter{}); n != 4 {
+		t.Errorf("rows = %d, want 4", n)
+	}
+}
+
+// testIngestSameBodyInOneBatch: two copies of one body under two ids in one
+// batch, and in two Adds of one transaction, yield one row; the first is
+// new.
+func testIngestSameBodyInOneBatch(t *testing.T, s hookbox.Store) {
+	rs := ingest(t, s,
+		withBody(Delivery("gh", "z-9"), `{"n":1}`),
+		withBody(Delivery("gh", "a-1"), `{"n":1}`),
+		withBody(Delivery("gh", "m-5"), `{"n":2}`),
+	)
+	if rs[0].Duplicate || rs[2].Duplicate {
+		t.Errorf("first copies = %+v, want new", rs)
+	}
+	if !rs[1].Duplicate || rs[1].ID != rs[0].ID {
+		t.Errorf("second copy = %+v, want duplicate of %d", rs[1], rs[0].ID)
+	}
+	ctx := context.Background()
+	tx := beginIngest(t, s)
+	a, err := tx.Add(ctx, []hookbox.Delivery{withBody(Delivery("gh", "t-2"), `{"n":3}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tx.Add(ctx, []hookbox.Delivery{withBody(Delivery("gh", "t-1"), `{"n":3}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a[0].Duplicate || !b[0].Duplicate || b[0].ID != a[0].ID {
+		t.Errorf("across Adds: %+v then %+v, want new then its duplicate", a[0], b[0])
+	}
+	if n := count(t, s, hookbox.Filter{}); n != 3 {
+		t.Errorf("rows = %d, want 3", n)
 	}
 }

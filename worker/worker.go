@@ -815,7 +815,7 @@ func (p *Pool) errorText(s string) string {
 	if p.opts.Redact != nil {
 		s = p.opts.Redact(s)
 	}
-	return truncate(s, maxErrorText)
+	return truncate(strings.ToValidUTF8(s, "\uFFFD"), maxErrorText)
 }
 
 // truncate keeps at most n bytes of s: its start and its end (where a

@@ -1,7 +1,9 @@
 #!/bin/sh
-# Deploy on GitHub push, at most once per commit. hookbox runs this with the
-# push payload on stdin (exec target). The deployed SHA is the business key:
-# a redelivery, or a second push of the same commit, finds it and exits 0.
+# Deploy on GitHub push, at most once per commit, never back to an older
+# one. hookbox runs this with the push payload on stdin (exec target). The
+# deployed SHA is the business key: a redelivery, or a second push of the
+# same commit, finds it and exits 0; a commit deployed before the current
+# one is refused.
 set -eu
 state=${DEPLOY_DIR:-.}
 sha=$(grep -o '"after": *"[0-9a-f]\{40\}"' | grep -o '[0-9a-f]\{40\}' || true)
@@ -11,6 +13,13 @@ if [ -z "$sha" ]; then
 fi
 if [ "$(cat "$state/deployed_sha" 2>/dev/null || true)" = "$sha" ]; then
     echo "$sha is already deployed (delivery $HOOKBOX_DELIVERY_ID)"
+    exit 0
+fi
+# Never roll back: a commit deployed before the current one is older than
+# it, and a push carrying it (a late delivery, or a captured push sent
+# again) must not put it back. Exit 0: there is nothing to retry.
+if grep -qx "$sha" "$state/deploys.log" 2>/dev/null; then
+    echo "refusing $sha: older than the deployed $(cat "$state/deployed_sha") (delivery $HOOKBOX_DELIVERY_ID)"
     exit 0
 fi
 # The real deployment goes here (build, copy, restart). It must be safe to

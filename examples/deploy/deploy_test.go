@@ -23,7 +23,12 @@ const secret = "deploy-test-secret"
 // push signs a push payload by hand, as GitHub does: sha256= and the hex
 // HMAC of the body.
 func push(srv *e2e.Server, delivery, sha string) e2e.Reply {
-	body := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","after":"%s","repository":{"full_name":"acme/shop"}}`, sha))
+	return pushFrom(srv, delivery, strings.Repeat("0", 40), sha)
+}
+
+// pushFrom is a push from commit before to commit after.
+func pushFrom(srv *e2e.Server, delivery, before, after string) e2e.Reply {
+	body := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","before":"%s","after":"%s","repository":{"full_name":"acme/shop"}}`, before, after))
 	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write(body)
 	h := http.Header{}
@@ -61,16 +66,26 @@ sources:
 		if r := push(srv, "delivery-1", shaA); !r.Duplicate || r.ID != first.ID {
 			t.Fatalf("redelivery: %+v", r)
 		}
+		// The same push body under a fresh delivery id (a captured push
+		// sent again): a duplicate of the first.
+		if r := push(srv, "delivery-1b", shaA); !r.Duplicate || r.ID != first.ID {
+			t.Fatalf("same body, new delivery id: %+v", r)
+		}
 		// A second push event carrying the same commit.
-		if r := push(srv, "delivery-2", shaA); r.Duplicate {
+		if r := pushFrom(srv, "delivery-2", shaB, shaA); r.Duplicate {
 			t.Fatalf("second push: %+v", r)
 		}
 		push(srv, "delivery-3", shaB)
 		srv.WaitIdle(30 * time.Second)
+		// A late push of the older commit A, after B is deployed: refused.
+		if r := pushFrom(srv, "delivery-4", strings.Repeat("c", 40), shaA); r.Duplicate {
+			t.Fatalf("late push: %+v", r)
+		}
+		srv.WaitIdle(30 * time.Second)
 
 		events := srv.Events("github")
-		if len(events) != 3 {
-			t.Fatalf("stored %d events, want 3", len(events))
+		if len(events) != 4 {
+			t.Fatalf("stored %d events, want 4", len(events))
 		}
 		for _, e := range events {
 			if e.Status != "done" {
@@ -82,7 +97,10 @@ sources:
 			t.Fatal(err)
 		}
 		if got := string(log); got != shaA+"\n"+shaB+"\n" {
-			t.Errorf("deploys.log = %q, want one deploy of each commit in order", got)
+			t.Errorf("deploys.log = %q, want one deploy of each commit in order, and no return to A", got)
+		}
+		if got, _ := os.ReadFile(filepath.Join(state, "deployed_sha")); string(got) != shaB+"\n" {
+			t.Errorf("deployed_sha = %q, want B", got)
 		}
 	})
 }

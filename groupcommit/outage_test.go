@@ -1,0 +1,213 @@
+package groupcommit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox/groupcommit"
+)
+
+// submitTimed submits 0..n-1 at once and returns each error and how long
+// each Submit took.
+func submitTimed(c *groupcommit.Committer[int, int], n int) ([]error, []time.Duration) {
+	errs := make([]error, n)
+	took := make([]time.Duration, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			_, errs[i] = c.Submit(context.Background(), i)
+			took[i] = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	return errs, took
+}
+
+// TestPipelinedBeginFailureFailsEveryWaiter: when Begin fails, every
+// delivery waiting behind it gets the error at once; none pays a Begin of
+// its own (30 waiters with a 100 ms Begin used to take 3 s).
+func TestPipelinedBeginFailureFailsEveryWaiter(t *testing.T) {
+	down := errors.New("store down")
+	var begins atomic.Int64
+	gate := make(chan struct{})
+	begin := func(ctx context.Context) (groupcommit.Txn[int, int], error) {
+		if begins.Add(1) == 1 {
+			<-gate // hold the first Begin until every caller is queued
+		}
+		time.Sleep(100 * time.Millisecond)
+		return nil, down
+	}
+	c := groupcommit.NewPipelined(begin, groupcommit.Options{})
+	defer c.Close()
+	const n = 30
+	var errs []error
+	var took []time.Duration
+	done := make(chan struct{})
+	go func() { errs, took = submitTimed(c, n); close(done) }()
+	for begins.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // let the other 29 queue up behind the held Begin
+	close(gate)
+	<-done
+	var slowest time.Duration
+	for i := range n {
+		if !errors.Is(errs[i], down) {
+			t.Errorf("item %d: %v, want %v", i, errs[i], down)
+		}
+		slowest = max(slowest, took[i])
+	}
+	if slowest > time.Second {
+		t.Errorf("slowest caller waited %v for a store that was known down after one 100 ms Begin", slowest)
+	}
+	if b := begins.Load(); b > 3 {
+		t.Errorf("%d Begins for %d callers queued behind one failure", b, n)
+	}
+}
+
+// TestPipelinedCommitFailureFailsTheNextTransaction: when a commit fails,
+// the transaction filling behind it and the callers queued are answered
+// with the error at once, not after a commit of their own.
+func TestPipelinedCommitFailureFailsTheNextTransaction(t *testing.T) {
+	st := &fakeStore{holdCommit: make(chan struct{})}
+	var commits atomic.Int64
+	down := errors.New("commit refused")
+	c := groupcommit.NewPipelined(func(ctx context.Context) (groupcommit.Txn[int, int], error) {
+		return &failingCommitTxn{fakeTxn: fakeTxn{st: st}, commits: &commits, err: down}, nil
+	}, groupcommit.Options{})
+	defer c.Close()
+	first := make(chan error, 1)
+	go func() { _, err := c.Submit(context.Background(), 1000); first <- err }()
+	for commits.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	var errs []error
+	done := make(chan struct{})
+	go func() { errs, _ = submitTimed(c, 40); close(done) }()
+	for st.added.Load() < 1+40-15 {
+		time.Sleep(time.Millisecond)
+	}
+	close(st.holdCommit) // the first commit now fails
+	if err := <-first; !errors.Is(err, down) {
+		t.Fatalf("first = %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("the callers behind a failed commit were not answered within 1s")
+	}
+	for i, err := range errs {
+		if err == nil {
+			t.Errorf("item %d acknowledged", i)
+		}
+	}
+	if n := commits.Load(); n != 1 {
+		t.Errorf("%d commits; the transaction behind a failed commit should not be committed", n)
+	}
+}
+
+// failingCommitTxn holds its commit like fakeTxn, counts it and then fails.
+type failingCommitTxn struct {
+	fakeTxn
+	commits *atomic.Int64
+	err     error
+}
+
+func (t *failingCommitTxn) Commit(ctx context.Context) error {
+	t.commits.Add(1)
+	<-t.st.holdCommit
+	return t.err
+}
+
+// itemErrors fails the items at the given positions of one Add.
+type itemErrors map[int]error
+
+func (e itemErrors) Error() string         { return fmt.Sprintf("%d items refused", len(e)) }
+func (e itemErrors) ItemError(i int) error { return e[i] }
+
+// revisingTxn refuses odd items with an ItemErrors and, at Commit, revises
+// the outputs it returned (as a store that redid its transaction would).
+type revisingTxn struct {
+	outs [][]int
+}
+
+func (t *revisingTxn) Add(ctx context.Context, in []int) ([]int, error) {
+	out := make([]int, len(in))
+	bad := itemErrors{}
+	for i, v := range in {
+		if v%2 == 1 {
+			bad[i] = fmt.Errorf("odd %d", v)
+			continue
+		}
+		out[i] = -1 // revised at Commit
+	}
+	t.outs = append(t.outs, out)
+	if len(bad) > 0 {
+		return out, bad
+	}
+	return out, nil
+}
+
+func (t *revisingTxn) Commit(ctx context.Context) error {
+	for _, out := range t.outs {
+		for i := range out {
+			if out[i] == -1 {
+				out[i] = 7
+			}
+		}
+	}
+	return nil
+}
+
+func (t *revisingTxn) Rollback() error { return nil }
+
+// TestItemErrorsFailOnlyTheirItems: an Add error that names items fails
+// those, the others are committed, and their outputs are read after Commit.
+func TestItemErrorsFailOnlyTheirItems(t *testing.T) {
+	c := groupcommit.NewPipelined(func(ctx context.Context) (groupcommit.Txn[int, int], error) {
+		return &revisingTxn{}, nil
+	}, groupcommit.Options{})
+	defer c.Close()
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := c.Submit(context.Background(), i)
+			switch {
+			case i%2 == 1 && err == nil:
+				t.Errorf("odd item %d acknowledged", i)
+			case i%2 == 0 && (err != nil || got != 7):
+				t.Errorf("even item %d = %d, %v; want 7 (the output as of Commit)", i, got, err)
+			}
+		}()
+	}
+	wg.Wait()
+
+	f := groupcommit.New(func(ctx context.Context, in []int) ([]int, error) {
+		out := make([]int, len(in))
+		bad := itemErrors{}
+		for i, v := range in {
+			out[i] = v
+			if v%2 == 1 {
+				bad[i] = errors.New("odd")
+			}
+		}
+		return out, bad
+	}, groupcommit.Options{})
+	defer f.Close()
+	for i := range 4 {
+		got, err := f.Submit(context.Background(), i)
+		if (i%2 == 1) != (err != nil) || (err == nil && got != i) {
+			t.Errorf("batch function: item %d = %d, %v", i, got, err)
+		}
+	}
+}
