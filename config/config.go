@@ -122,7 +122,8 @@ type Ingest struct {
 type Workers struct {
 	// BatchSize is the most events claimed at once (default 256).
 	BatchSize int `yaml:"batch_size"`
-	// Concurrency is the most forward/exec deliveries in flight (default 32).
+	// Concurrency is the most forward/exec deliveries and two-phase
+	// Prepares (worker.Phases) in flight at once (default 32).
 	Concurrency int `yaml:"concurrency"`
 }
 
