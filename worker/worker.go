@@ -91,7 +91,8 @@ type Options struct {
 	Name string
 	// BatchSize is the most events claimed at once (default 256).
 	BatchSize int
-	// Concurrency is the most Target deliveries in flight (default 32).
+	// Concurrency is the most Target deliveries and two-phase Prepares in
+	// flight (default 32).
 	Concurrency int
 	// TxBudget is how long one transaction of Go handlers may keep starting
 	// new handlers before it commits (default 50ms). On SQLite the
