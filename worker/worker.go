@@ -9,14 +9,21 @@
 //   - Every transition is guarded by the lease: a worker that lost its lease
 //     never overwrites a newer state (the store refuses, the pool reports it).
 //   - Retries back off exponentially with jitter; after MaxAttempts the event
-//     is dead, its payload kept for replay.
+//     is dead, its payload kept for replay. Attempt numbers go on across
+//     replays (the budget counts from Event.AttemptBase).
+//   - Every attempt is counted, whatever ends it: an error, a panic, a
+//     timeout, a handler that breaks its transaction (package queue charges
+//     it alone), a process that dies (see Start for the one exception).
+//   - Leases stay extended until the last running handler or target
+//     returns, also while Stop waits for it.
 //
-// Go handlers run inside a store transaction, several events to a
-// transaction, each under its own savepoint: one commit (one disk sync) per
-// batch instead of per event. Targets (forward, exec, anything slow or
-// outside the database) run outside any transaction, concurrently, under a
-// lease that is extended while they run; their outcomes are written back in
-// batches.
+// Apply-only Go handlers (Handle) run inside a store transaction, several
+// events to a transaction, each under its own savepoint: one commit (one
+// disk sync) per batch instead of per event; nothing in them may wait
+// outside the database. Targets (forward, exec) and the Prepare phase of
+// two-phase handlers (HandlePhases) run outside any transaction,
+// concurrently, under a lease that is extended while they run; their
+// outcomes, and the Apply phases, are written back in batches.
 package worker
 
 import (
