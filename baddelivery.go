@@ -1,6 +1,7 @@
 package hookbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -76,4 +77,28 @@ func CheckStorable(d *Delivery) error {
 		}
 	}
 	return nil
+}
+
+// IngestInOne stores ds through one ingest transaction of b (begin, add,
+// commit) and returns once it is durable: how a store that keeps
+// transactions open implements Store.Ingest. Deliveries refused alone
+// (*BadDeliveries) are left out and the others committed.
+func IngestInOne(ctx context.Context, b IngestBeginner, ds []Delivery) ([]Receipt, error) {
+	if len(ds) == 0 {
+		return []Receipt{}, nil
+	}
+	tx, err := b.BeginIngest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rs, addErr := tx.Add(ctx, ds)
+	var bad *BadDeliveries
+	if addErr != nil && !errors.As(addErr, &bad) {
+		tx.Rollback()
+		return nil, addErr
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return rs, addErr
 }

@@ -97,23 +97,7 @@ type key struct{ source, deliveryID string }
 // Deliveries that cannot be stored are left out and the others committed;
 // the error is then a *hookbox.BadDeliveries.
 func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	if len(ds) == 0 {
-		return []hookbox.Receipt{}, nil
-	}
-	tx, err := s.BeginIngest(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rs, addErr := tx.Add(ctx, ds)
-	var bad *hookbox.BadDeliveries
-	if addErr != nil && !errors.As(addErr, &bad) {
-		tx.Rollback()
-		return nil, addErr
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return rs, addErr
+	return hookbox.IngestInOne(ctx, s, ds)
 }
 
 // BeginIngest opens a transaction that deliveries are added to in batches;

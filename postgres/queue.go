@@ -292,6 +292,20 @@ func toApply(outs []hookbox.Outcome, among []int) []int {
 // hookbox.Queue. It is one statement (one round trip). Outcomes with an
 // empty Status are not applied and get no error.
 func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	errs, err := applyOutcomes(outs, func(args []any) (rowScanner, func(), error) {
+		rows, err := s.pool.Query(ctx, finishOutcomes, args...)
+		return rows, func() { rows.Close() }, err
+	})
+	if err != nil {
+		return nil, unavailable(ctx, "finish", err)
+	}
+	return errs, nil
+}
+
+// applyOutcomes runs a finish statement (finishOutcomes, finishPicked)
+// through query over the outcomes that say how an attempt ended, and
+// returns one error per outcome: ErrLeaseLost where it was refused.
+func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, func(), error)) ([]error, error) {
 	errs := make([]error, len(outs))
 	all := make([]int, len(outs))
 	for i := range all {
@@ -302,13 +316,13 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 		return errs, nil
 	}
 	b := newFinishBatch(outs, idx)
-	rows, err := s.pool.Query(ctx, finishOutcomes, b.args...)
-	if err == nil {
-		err = b.result(rows, errs)
-		rows.Close()
-	}
+	rows, done, err := query(b.args)
 	if err != nil {
-		return nil, unavailable(ctx, "finish", err)
+		return nil, err
+	}
+	defer done()
+	if err := b.result(rows, errs); err != nil {
+		return nil, err
 	}
 	return errs, nil
 }

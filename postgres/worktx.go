@@ -188,26 +188,13 @@ func (w *workTx) FinishPicked(ctx context.Context, outs []hookbox.Outcome) error
 }
 
 func (w *workTx) finish(ctx context.Context, q string, outs []hookbox.Outcome) ([]error, error) {
-	errs := make([]error, len(outs))
-	all := make([]int, len(outs))
-	for i := range all {
-		all[i] = i
-	}
-	idx := toApply(outs, all)
-	if len(idx) == 0 {
-		return errs, nil
-	}
-	b := newFinishBatch(outs, idx)
-	rows, err := w.tx.QueryContext(ctx, q, b.args...)
-	if err != nil {
-		return nil, err
-	}
-	err = b.result(rows, errs)
-	rows.Close()
-	if err != nil {
-		return nil, err
-	}
-	return errs, nil
+	return applyOutcomes(outs, func(args []any) (rowScanner, func(), error) {
+		rows, err := w.tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rows, func() { rows.Close() }, nil
+	})
 }
 
 func (w *workTx) LeasePicked(ctx context.Context, ids []int64, owner string, until, at time.Time) error {

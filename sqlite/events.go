@@ -33,20 +33,7 @@ type eventKey struct{ source, id string }
 // hookbox.Store. Deliveries that cannot be stored (see Add) are left out:
 // the others are committed, and the error is a *hookbox.BadDeliveries.
 func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
-	tx, err := s.BeginIngest(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rs, addErr := tx.Add(ctx, ds)
-	var bad *hookbox.BadDeliveries
-	if addErr != nil && !errors.As(addErr, &bad) {
-		tx.Rollback()
-		return nil, addErr
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, err
-	}
-	return rs, addErr
+	return hookbox.IngestInOne(ctx, s, ds)
 }
 
 // BeginIngest opens a write transaction (BEGIN IMMEDIATE) for deliveries
