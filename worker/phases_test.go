@@ -135,3 +135,29 @@ func TestLeasesExtendedWhileStopping(t *testing.T) {
 		}
 	})
 }
+
+// TestNotifyDuringStart: Notify may be called from ingest at any time,
+// also while the pool starts (the race detector watches this one).
+func TestNotifyDuringStart(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	p := worker.New(s, worker.Options{TxWorkers: 4})
+	p.Handle("n", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error { return nil })
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				p.Notify()
+			}
+		}
+	}()
+	start(t, p)
+	id := ingest(t, s, storetest.Delivery("n", "1"))[0].ID
+	waitStatus(t, s, p, id, hookbox.StatusDone)
+	close(stop)
+	<-done
+}
