@@ -150,3 +150,12 @@ func Missing(want, got []int64) []int64 {
 	}
 	return out
 }
+
+// NoSchemaError returns an error that matches ErrNoSchema and reads msg
+// (which should say what to do, such as run `hookbox migrate`).
+func NoSchemaError(msg string) error { return &schemaError{msg: msg} }
+
+type schemaError struct{ msg string }
+
+func (e *schemaError) Error() string        { return e.msg }
+func (e *schemaError) Is(target error) bool { return target == ErrNoSchema }

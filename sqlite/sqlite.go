@@ -278,15 +278,8 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	return nil
 }
 
-// schemaError is an error matching hookbox.ErrNoSchema with a message of
-// its own.
-type schemaError struct{ msg string }
-
-func (e *schemaError) Error() string        { return e.msg }
-func (e *schemaError) Is(target error) bool { return target == hookbox.ErrNoSchema }
-
 func noSchema(format string, args ...any) error {
-	return &schemaError{msg: fmt.Sprintf(format, args...)}
+	return hookbox.NoSchemaError(fmt.Sprintf(format, args...))
 }
 
 // Close closes both pools.
