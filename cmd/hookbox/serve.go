@@ -42,6 +42,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			}
 			reapIfInit(cmd.Context())
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
+			// serve runs forward and exec targets only: a source with
+			// neither stores events that nothing here works.
+			cfg.Warnings = append(cfg.Warnings, cfg.NoTargetWarnings()...)
 			for _, w := range cfg.Warnings {
 				log.Warn(w)
 			}
@@ -49,6 +52,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			svc.Version = buildInfo().String()
 			return svc.ListenAndServe(cmd.Context())
 		},
 	}

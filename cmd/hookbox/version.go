@@ -23,6 +23,14 @@ type versionInfo struct {
 	Arch     string `json:"arch"`
 }
 
+// String is the version with the commit's first 12 hex digits, if known.
+func (v versionInfo) String() string {
+	if len(v.Commit) >= 12 {
+		return v.Version + " (" + v.Commit[:12] + ")"
+	}
+	return v.Version
+}
+
 // buildInfo collects the version, the Go version and the commit from the
 // binary's build information.
 func buildInfo() versionInfo {
@@ -54,11 +62,7 @@ func newVersionCmd() *cobra.Command {
 			if jsonOut {
 				return writeJSONOut(cmd.OutOrStdout(), v)
 			}
-			s := v.Version
-			if len(v.Commit) >= 12 {
-				s += " (" + v.Commit[:12] + ")"
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "hookbox", s)
+			fmt.Fprintln(cmd.OutOrStdout(), "hookbox", v.String())
 			return nil
 		},
 	}
