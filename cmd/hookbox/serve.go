@@ -27,12 +27,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			cfg.DB = g.dbURL(cfg)
-			if listen != "" {
-				cfg.Listen = listen
-			}
-			if cfg.Listen == "" {
-				cfg.Listen = ":8080"
-			}
+			cfg.Listen = listenAddr(listen, cfg)
 			if v := os.Getenv("RETENTION_DAYS"); v != "" {
 				n, err := strconv.Atoi(v)
 				if err != nil || n < 0 || n > hookbox.MaxDays {
