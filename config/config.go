@@ -174,6 +174,11 @@ type Source struct {
 	Timeout           Duration `yaml:"timeout"` // per attempt
 	// Strict runs this source's events one at a time in id order.
 	Strict bool `yaml:"strict"`
+	// StoreOnly says that the source has no forward or exec on purpose:
+	// its events are stored and wait for a worker that another process
+	// (a Go program using hookbox as a library) runs. Without it, hookbox
+	// serve warns at start about a source with no target.
+	StoreOnly bool `yaml:"store_only"`
 
 	// ExecInheritEnv passes hookbox's whole environment to the exec
 	// command. Off by default: the command gets PATH, HOME, exec_env and
@@ -450,6 +455,21 @@ func (c *Config) exampleSecretWarnings() []string {
 	return ws
 }
 
+// NoTargetWarnings names each source that has neither a forward nor an
+// exec target and does not say store_only: true. hookbox serve, which
+// runs only forward and exec targets, appends them to Warnings, since
+// such a source's events are stored and never worked by it. A Go program
+// that registers handlers for its sources does not call it.
+func (c *Config) NoTargetWarnings() []string {
+	var ws []string
+	for i, s := range c.Sources {
+		if s.Forward == "" && len(s.Exec) == 0 && !s.StoreOnly {
+			ws = append(ws, fmt.Sprintf("source %s has no forward or exec: its events are stored and wait for a worker; set store_only: true if that is what you want", c.sourceLabel(i)))
+		}
+	}
+	return ws
+}
+
 // secretPath is the key path of secret j of source i.
 func secretPath(i, j int) string { return fmt.Sprintf("sources[%d].secrets[%d]", i, j) }
 
@@ -576,6 +596,9 @@ func (c *Config) validate() error {
 		}
 		if s.Forward != "" && len(s.Exec) > 0 {
 			bad(key, "forward and exec are exclusive; choose one target")
+		}
+		if s.StoreOnly && (s.Forward != "" || len(s.Exec) > 0) {
+			bad(key+".store_only", "is set but the source has a forward or exec target; remove one or the other")
 		}
 		if s.Forward != "" && !strings.HasPrefix(s.Forward, "http://") && !strings.HasPrefix(s.Forward, "https://") {
 			bad(key+".forward", "must be an http:// or https:// URL")

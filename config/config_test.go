@@ -148,3 +148,57 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestNoTargetWarnings: a source with neither forward nor exec is named
+// unless it says store_only: true; store_only beside a target is an error
+// naming the key.
+func TestNoTargetWarnings(t *testing.T) {
+	c, err := Parse([]byte(`
+sources:
+  - name: bare
+    scheme: none
+  - name: kept
+    scheme: none
+    store_only: true
+  - name: fwd
+    scheme: none
+    forward: "http://127.0.0.1:3000/hooks"
+  - name: run
+    scheme: none
+    exec: ["true"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.NoTargetWarnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], "source bare has no forward or exec") || !strings.Contains(ws[0], "store_only: true") {
+		t.Fatalf("NoTargetWarnings = %q, want one naming source bare and store_only", ws)
+	}
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "no forward or exec") {
+			t.Errorf("Parse added %q to Warnings; only serve should", w)
+		}
+	}
+	_, err = Parse([]byte(`
+sources:
+  - name: both
+    scheme: none
+    store_only: true
+    forward: "http://127.0.0.1:3000/hooks"
+`))
+	if err == nil || !strings.Contains(err.Error(), "sources[0] (both).store_only") {
+		t.Fatalf("store_only with forward: %v; want an error naming sources[0] (both).store_only", err)
+	}
+}
+
+// TestExampleSourcesSayStoreOnly: the example config's sources without a
+// target say store_only, so serve starts on it without the warning.
+func TestExampleSourcesSayStoreOnly(t *testing.T) {
+	c, err := Load(filepath.Join("..", "examples", "hookbox.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := c.NoTargetWarnings(); len(ws) > 0 {
+		t.Fatalf("examples/hookbox.yaml: %q", ws)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -45,6 +46,11 @@ type Service struct {
 	Pool *worker.Pool
 	// Metrics are served at GET /metrics.
 	Metrics *metrics.Metrics
+
+	// Version is the version shown in the start log line; hookbox serve
+	// sets it. When empty, the module version from the build information
+	// is shown, if there is one.
+	Version string
 
 	log       *slog.Logger
 	committer *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
@@ -244,7 +250,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	hs := HTTPServer(s.Server)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	s.log.Info("listening", "addr", ln.Addr().String())
+	s.log.Info("listening", s.startSummary(ln.Addr().String())...)
 
 	var serveErr error
 	select {
@@ -271,6 +277,90 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	err = errors.Join(serveErr, err, s.Close())
 	s.log.Info("stopped")
 	return err
+}
+
+// startSummary is the start log line's attributes: the address first
+// (tools read addr from the "listening" line), then what this process
+// runs: its version, the store (never the database password), each source
+// with its scheme and target, whether the admin API is on, and retention.
+func (s *Service) startSummary(addr string) []any {
+	cfg := s.Config
+	attrs := []any{"addr", addr}
+	if v := s.version(); v != "" {
+		attrs = append(attrs, "version", v)
+	}
+	dbURL := cfg.DB
+	if dbURL == "" {
+		dbURL = config.DefaultDB
+	}
+	store := "sqlite"
+	if IsPostgres(dbURL) {
+		store = "postgres"
+	}
+	attrs = append(attrs, "store", store, "db", displayDB(dbURL))
+	var sources []string
+	for _, src := range cfg.Sources {
+		sources = append(sources, fmt.Sprintf("%s (%s, %s)", src.Name, src.Scheme, targetKind(src)))
+	}
+	admin := "off"
+	if cfg.AdminToken != "" {
+		admin = "on"
+	}
+	return append(attrs, "sources", strings.Join(sources, "; "), "admin", admin,
+		"retention", days(cfg.RetentionDays), "payload_retention", days(cfg.PayloadRetentionDays))
+}
+
+// version is s.Version, else the main module's version from the build
+// information when the binary was built from a tagged module.
+func (s *Service) version() string {
+	if s.Version != "" {
+		return s.Version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return ""
+}
+
+// targetKind names what works a source's events, as configured: forward,
+// exec, store-only, or "no forward or exec" (the Go handlers a program
+// registers are not part of the config).
+func targetKind(src config.Source) string {
+	switch {
+	case src.Forward != "":
+		return "forward"
+	case len(src.Exec) > 0:
+		return "exec"
+	case src.StoreOnly:
+		return "store-only"
+	}
+	return "no forward or exec"
+}
+
+// days describes a retention setting.
+func days(n int) string {
+	if n <= 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%d days", n)
+}
+
+// displayDB is the database URL without its secrets: a SQLite URL as is,
+// a PostgreSQL URL reduced to its user, host and database name (the
+// password and the query, which may hold one, are dropped).
+func displayDB(dbURL string) string {
+	if !IsPostgres(dbURL) {
+		return dbURL
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "postgres://…"
+	}
+	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	if u.User != nil {
+		shown.User = url.User(u.User.Username())
+	}
+	return shown.String()
 }
 
 // Close flushes the committer and closes the store.

@@ -81,10 +81,14 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			if err != nil || len(p.IDs) == 0 {
 				return err
 			}
-			if ids := withoutPayload(cmd.Context(), st, res); len(ids) > 0 {
-				return fmt.Errorf("not replayed: %s: the payload was cleared by payload retention", idList(ids, 50))
+			var errs []error
+			if ids := missing(cmd.Context(), st, res); len(ids) > 0 {
+				errs = append(errs, fmt.Errorf("no such %s: %s", plural(len(ids), "event", "events"), idList(ids, 50)))
 			}
-			return nil
+			if ids := withoutPayload(cmd.Context(), st, res); len(ids) > 0 {
+				errs = append(errs, fmt.Errorf("not replayed: %s: the payload was cleared by payload retention", idList(ids, 50)))
+			}
+			return errors.Join(errs...)
 		},
 	}
 	f.register(cmd)
@@ -131,6 +135,18 @@ func withoutPayload(ctx context.Context, st hookbox.Store, res hookbox.ReplayRes
 		}
 	}
 	slices.Sort(ids)
+	return ids
+}
+
+// missing lists the named events of res that do not exist, so that naming
+// a wrong id fails the command rather than passing as "nothing to replay".
+func missing(ctx context.Context, st hookbox.Store, res hookbox.ReplayResult) []int64 {
+	var ids []int64
+	for _, id := range res.Skipped {
+		if _, err := st.Event(ctx, id); errors.Is(err, hookbox.ErrNotFound) {
+			ids = append(ids, id)
+		}
+	}
 	return ids
 }
 

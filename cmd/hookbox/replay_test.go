@@ -116,10 +116,18 @@ func TestReplayCommand(t *testing.T) {
 
 		// Done needs --include-done; in flight and missing are skipped,
 		// each with its reason.
-		out := mustCLI(t, "replay", fmt.Sprint(done[0]), fmt.Sprint(inFlight[0]), "424242", "--db", dbURL)
-		for _, want := range []string{"nothing to replay", "--include-done", "being worked", "no such event"} {
+		out := mustCLI(t, "replay", fmt.Sprint(done[0]), fmt.Sprint(inFlight[0]), "--db", dbURL)
+		for _, want := range []string{"nothing to replay", "--include-done", "being worked"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		// A missing id fails the command, naming the id, with or without
+		// others beside it.
+		for _, args := range [][]string{{"424242"}, {fmt.Sprint(done[0]), "424242"}, {"424242", "--json"}} {
+			out, _, err := runCLI(t, append(append([]string{"replay"}, args...), "--db", dbURL)...)
+			if err == nil || !strings.Contains(err.Error(), "no such event: 424242") {
+				t.Errorf("replay %v: err %v, output %q; want a non-zero exit saying there is no event 424242", args, err, out)
 			}
 		}
 		if eventStatus(t, st, done[0]) != hookbox.StatusDone || eventStatus(t, st, inFlight[0]) != hookbox.StatusProcessing {

@@ -62,6 +62,23 @@ func (g *globalFlags) dbURL(c *config.Config) string {
 	return config.DefaultDB
 }
 
+// DefaultListen is the address serve listens on when neither --listen nor
+// the config's listen names one.
+const DefaultListen = ":8080"
+
+// listenAddr applies the precedence for serve's address, which send uses
+// to find the server too: the --listen flag, the config's listen, the
+// default.
+func listenAddr(flag string, c *config.Config) string {
+	switch {
+	case flag != "":
+		return flag
+	case c != nil && c.Listen != "":
+		return c.Listen
+	}
+	return DefaultListen
+}
+
 // newLogger builds the process logger from the config's log section.
 func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	level := slog.LevelInfo

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,6 +38,7 @@ type sendFlags struct {
 	typeHeader  string
 	typeField   string
 	url         string
+	listen      string
 	file        string
 	deliveryID  string
 	eventType   string
@@ -62,9 +64,11 @@ The signature comes either from a configured source (--source NAME with
 --id-field for the hmac scheme). Reading the secret from the config keeps it
 out of the command line and the shell history.
 
-The URL defaults to http://127.0.0.1:<port>/webhooks/<source>, the port taken
-from the config's listen (default 8080); with --scheme and no --source the
-source name is the scheme's name.
+The URL defaults to http://127.0.0.1:<port>/webhooks/<source>, the address
+found as serve finds it: --listen, else the config's listen, else :8080 (a
+specific host in it is used instead of 127.0.0.1). With --scheme and no
+--source the source name is the scheme's name. When nothing answers there,
+send says that hookbox is not running at that address.
 
 Without --file, the body is a small JSON event with an "id" and a "type"; for
 stripe its id is a random evt_… (stripe's delivery id lives in the body). With
@@ -96,6 +100,7 @@ not a 2xx.`,
 	fl.StringVar(&f.typeHeader, "type-header", "", "hmac, none: header carrying the event type")
 	fl.StringVar(&f.typeField, "type-field", "", "hmac, none: top-level JSON field carrying the event type")
 	fl.StringVar(&f.url, "url", "", "where to POST (default http://127.0.0.1:<listen port>/webhooks/<source>)")
+	fl.StringVar(&f.listen, "listen", "", "the address hookbox serve listens on, as its --listen (default the config's listen, else "+DefaultListen+")")
 	fl.StringVar(&f.file, "file", "", "file holding the body, sent byte for byte; - reads stdin (default: a generated JSON event)")
 	fl.StringVar(&f.deliveryID, "delivery-id", "", "delivery id (default random msg_…, or evt_… for stripe); ignored where the id lives in a --file body")
 	fl.StringVar(&f.eventType, "type", "hookbox.test", "event type for the generated body (and X-GitHub-Event, or --type-header)")
@@ -116,7 +121,23 @@ type sendReply struct {
 	Body       json.RawMessage `json:"body,omitempty"`
 	Error      string          `json:"error,omitempty"`
 
-	text string // the body as text, for the plain output
+	text    string // the body as text, for the plain output
+	refused bool   // the connection was refused: nothing listens there
+}
+
+// notRunning is send's error when every connection to target was refused.
+// When the address came from --listen or the config (found), nothing
+// listening there means hookbox serve is not running; an explicit --url
+// may name anything.
+func notRunning(target string, found bool) error {
+	host := target
+	if u, err := url.Parse(target); err == nil {
+		host = u.Host
+	}
+	if found {
+		return fmt.Errorf("hookbox is not running at %s (connection refused): start it with `hookbox serve --config FILE`, or say where it listens with --listen or --config", host)
+	}
+	return fmt.Errorf("nothing is listening at %s (connection refused): is the receiver running?", host)
 }
 
 func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
@@ -129,7 +150,9 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 	}
 	target := f.url
 	if target == "" {
-		target = defaultSendURL(cfg, source)
+		target = defaultSendURL(listenAddr(f.listen, cfg), source)
+	} else if f.listen != "" {
+		return errors.New("--url and --listen: give one")
 	} else if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return errors.New("--url: must be an absolute http:// or https:// URL")
 	}
@@ -216,10 +239,13 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 	}
 
 	out := cmd.OutOrStdout()
-	failed := 0
+	failed, refused := 0, 0
 	for _, r := range replies {
 		if r.Error != "" || r.Status < 200 || r.Status > 299 {
 			failed++
+		}
+		if r.refused {
+			refused++
 		}
 	}
 	if f.jsonOut {
@@ -241,6 +267,9 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 			// The reply comes from whatever answers at the URL: escaped.
 			fmt.Fprintf(out, "%s%s %s\n", prefix, printable(r.StatusText), printableLines(strings.TrimRight(r.text, "\r\n")))
 		}
+	}
+	if refused == f.copies {
+		return notRunning(target, f.url == "")
 	}
 	if failed > 0 {
 		if f.copies == 1 {
@@ -298,14 +327,10 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 	return verify.Config{}, "", nil, fmt.Errorf("--source %s: not in %s (its sources: %s)", f.source, g.configPath, strings.Join(names, ", "))
 }
 
-// defaultSendURL is the local receiver's URL for source: the config's
-// listen port (default 8080) on the loopback address unless listen names a
-// specific host.
-func defaultSendURL(cfg *config.Config, source string) string {
-	listen := ":8080"
-	if cfg != nil && cfg.Listen != "" {
-		listen = cfg.Listen
-	}
+// defaultSendURL is the local receiver's URL for source: the port of
+// listen (serve's address, see listenAddr) on the loopback address unless
+// listen names a specific host.
+func defaultSendURL(listen, source string) string {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		host, port = "", "8080"
@@ -359,6 +384,9 @@ func postOnce(ctx context.Context, client *http.Client, target string, hdr http.
 	}
 	req.Header = hdr.Clone()
 	resp, err := client.Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return sendReply{Error: fmt.Sprintf("connection refused: nothing is listening at %s", req.URL.Host), refused: true}
+	}
 	if err != nil {
 		return sendReply{Error: err.Error()}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -372,5 +374,80 @@ func TestSendFlagErrors(t *testing.T) {
 	out, _, err := runSendCmd(t, "", "send", "--scheme", "none", "--url", "http://127.0.0.1:1/webhooks/x", "--timeout", "2s")
 	if err == nil || !strings.Contains(out, "error:") {
 		t.Errorf("unreachable: %v, %q", err, out)
+	}
+}
+
+// closedAddr returns a loopback address nothing listens on: a port just
+// handed out by the kernel and closed again.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestSendServerNotRunning: with no server at the address send finds as
+// serve does (the config's listen, or --listen over it), send says hookbox
+// is not running there and names the address; --listen reaches a server
+// the config's listen does not name; an explicit --url that nothing
+// answers is reported as such.
+func TestSendServerNotRunning(t *testing.T) {
+	down := closedAddr(t)
+	rc := newReceiver(t, map[string]verify.Config{"polar": {Scheme: "standard-webhooks", Secrets: []string{"whsec_c2VuZC10ZXN0LXNlY3JldC1mb3ItcG9sYXI="}}})
+	up := strings.TrimPrefix(rc.srv.URL, "http://")
+	cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
+	doc := fmt.Sprintf("listen: %q\nsources:\n  - name: polar\n    scheme: standard-webhooks\n    secrets: [\"whsec_c2VuZC10ZXN0LXNlY3JldC1mb3ItcG9sYXI=\"]\n", down)
+	if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, copies := range []string{"1", "3"} {
+		out, _, err := runSendCmd(t, "", "--config", cfgPath, "send", "--source", "polar", "--copies", copies)
+		if err == nil || !strings.Contains(err.Error(), "hookbox is not running at "+down) {
+			t.Errorf("--copies %s, config listen %s down: err %v, want it to say hookbox is not running at %s (stdout %q)", copies, down, err, down, out)
+		}
+	}
+	_, _, err := runSendCmd(t, "", "--config", cfgPath, "send", "--source", "polar", "--listen", up)
+	if err != nil {
+		t.Errorf("--listen %s (a running receiver): %v", up, err)
+	}
+	if n := len(rc.deliveries()); n != 1 {
+		t.Errorf("receiver got %d deliveries, want 1", n)
+	}
+	_, _, err = runSendCmd(t, "", "send", "--scheme", "none", "--listen", down)
+	if err == nil || !strings.Contains(err.Error(), "hookbox is not running at "+down) {
+		t.Errorf("--listen %s down: %v", down, err)
+	}
+	_, _, err = runSendCmd(t, "", "send", "--scheme", "none", "--url", "http://"+down+"/webhooks/x")
+	if err == nil || !strings.Contains(err.Error(), "nothing is listening at "+down) {
+		t.Errorf("--url at %s down: %v", down, err)
+	}
+	_, _, err = runSendCmd(t, "", "send", "--scheme", "none", "--url", "http://"+up+"/webhooks/x", "--listen", up)
+	if err == nil || !strings.Contains(err.Error(), "--url and --listen") {
+		t.Errorf("--url with --listen: %v", err)
+	}
+}
+
+// TestServeAndSendShareListen: serve and send resolve the address the same
+// way: the flag, else the config's listen, else the default.
+func TestServeAndSendShareListen(t *testing.T) {
+	cases := []struct {
+		flag, config, want string
+	}{
+		{"", "", DefaultListen},
+		{"", "127.0.0.1:9001", "127.0.0.1:9001"},
+		{"127.0.0.1:9002", "127.0.0.1:9001", "127.0.0.1:9002"},
+	}
+	for _, c := range cases {
+		if got := listenAddr(c.flag, &config.Config{Listen: c.config}); got != c.want {
+			t.Errorf("listenAddr(%q, listen %q) = %q, want %q", c.flag, c.config, got, c.want)
+		}
+	}
+	if got := defaultSendURL(":8080", "polar"); got != "http://127.0.0.1:8080/webhooks/polar" {
+		t.Errorf("defaultSendURL(:8080) = %q", got)
 	}
 }

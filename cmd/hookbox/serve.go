@@ -27,12 +27,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				return err
 			}
 			cfg.DB = g.dbURL(cfg)
-			if listen != "" {
-				cfg.Listen = listen
-			}
-			if cfg.Listen == "" {
-				cfg.Listen = ":8080"
-			}
+			cfg.Listen = listenAddr(listen, cfg)
 			if v := os.Getenv("RETENTION_DAYS"); v != "" {
 				n, err := strconv.Atoi(v)
 				if err != nil || n < 0 || n > hookbox.MaxDays {
@@ -42,6 +37,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			}
 			reapIfInit(cmd.Context())
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
+			// serve runs forward and exec targets only: a source with
+			// neither stores events that nothing here works.
+			cfg.Warnings = append(cfg.Warnings, cfg.NoTargetWarnings()...)
 			for _, w := range cfg.Warnings {
 				log.Warn(w)
 			}
@@ -49,6 +47,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			svc.Version = buildInfo().String()
 			return svc.ListenAndServe(cmd.Context())
 		},
 	}

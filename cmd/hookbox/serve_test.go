@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
 // TestServeLogsStartWarnings: serve logs the config's start-time warnings
@@ -41,4 +46,142 @@ func TestServeLogsStartWarnings(t *testing.T) {
 	if strings.Contains(log, "example-secret-value") {
 		t.Fatalf("the log shows the secret:\n%s", log)
 	}
+}
+
+// startedLog is the log writer of serveLog: it cancels serve once the
+// start line is written.
+type startedLog struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	cancel context.CancelFunc
+}
+
+func (l *startedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if strings.Contains(l.buf.String(), "msg=listening") {
+		l.cancel()
+	}
+	return len(p), nil
+}
+
+func (l *startedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// serveLog runs serve on doc with a database of its own (unless extra
+// names one) on port 0, stops it once it has logged its start line, and
+// returns what it logged.
+func serveLog(t *testing.T, doc string, extra ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hookbox.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &startedLog{cancel: cancel}
+	root := newRootCmd()
+	root.SetOut(io.Discard)
+	root.SetErr(log)
+	args := []string{"serve", "--config", path, "--db", "sqlite:" + filepath.Join(dir, "hookbox.db"), "--listen", "127.0.0.1:0"}
+	root.SetArgs(append(args, extra...))
+	if err := root.ExecuteContext(ctx); err != nil {
+		t.Fatalf("serve: %v\n%s", err, log)
+	}
+	return log.String()
+}
+
+// logLine returns the first line of log holding every one of want.
+func logLine(log string, want ...string) string {
+	for _, line := range strings.Split(log, "\n") {
+		found := true
+		for _, w := range want {
+			found = found && strings.Contains(line, w)
+		}
+		if found {
+			return line
+		}
+	}
+	return ""
+}
+
+// TestServeWarnsSourceWithoutTarget: serve warns at start about a source
+// with neither forward nor exec, and not about one that says store_only.
+func TestServeWarnsSourceWithoutTarget(t *testing.T) {
+	log := serveLog(t, `sources:
+  - name: bare
+    scheme: none
+    allow_ips: ["127.0.0.1"]
+  - name: kept
+    scheme: none
+    allow_ips: ["127.0.0.1"]
+    store_only: true
+`)
+	if n := strings.Count(log, "no forward or exec: its events are stored"); n != 1 {
+		t.Fatalf("%d no-target warnings, want 1; log:\n%s", n, log)
+	}
+	if logLine(log, "level=WARN", "source bare has no forward or exec", "store_only: true") == "" {
+		t.Fatalf("no WARN naming source bare and store_only; log:\n%s", log)
+	}
+}
+
+// TestServeStartSummary: the start line says the address, version, store,
+// each source with its scheme and target, admin and retention; never a
+// secret nor the database password.
+func TestServeStartSummary(t *testing.T) {
+	doc := `retention_days: 30
+admin_token: "admin-token-value-0123456789"
+sources:
+  - name: polar
+    scheme: standard-webhooks
+    secrets: ["whsec_c2VjcmV0LXZhbHVlLWZvci10ZXN0cw=="]
+    forward: "http://127.0.0.1:1/hooks"
+  - name: gh
+    scheme: github
+    secrets: ["github-secret-value-0123"]
+    exec: ["true"]
+  - name: kept
+    scheme: github
+    secrets: ["github-secret-value-4567"]
+    store_only: true
+`
+	check := func(t *testing.T, log, store string) {
+		t.Helper()
+		line := logLine(log, "msg=listening")
+		for _, want := range []string{"addr=127.0.0.1:", "version=", "store=" + store,
+			"polar (standard-webhooks, forward)", "gh (github, exec)", "kept (github, store-only)",
+			"admin=on", `retention="30 days"`, "payload_retention=off"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("start line lacks %q: %s", want, line)
+			}
+		}
+		for _, secret := range []string{"admin-token-value", "c2VjcmV0LXZhbHVl", "github-secret-value", "pw-not-shown"} {
+			if strings.Contains(log, secret) {
+				t.Errorf("the log shows a secret %q:\n%s", secret, log)
+			}
+		}
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		check(t, serveLog(t, doc), "sqlite")
+	})
+	t.Run("postgres", func(t *testing.T) {
+		u, err := url.Parse(pgtest.URL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.User == nil || u.User.Username() == "" {
+			t.Skip("HOOKBOX_TEST_POSTGRES names no user to add a password to")
+		}
+		if _, set := u.User.Password(); !set {
+			// The test server trusts local connections: a password in
+			// the URL is sent and ignored, and must never be logged.
+			u.User = url.UserPassword(u.User.Username(), "pw-not-shown")
+		}
+		check(t, serveLog(t, doc, "--db", u.String()), "postgres")
+	})
 }

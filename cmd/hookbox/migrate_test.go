@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/service"
+)
+
+// TestMigrateSaysWhatItApplied: on a new database migrate lists the
+// versions it applied; on an up-to-date one it says so with the version;
+// on one a version behind, it names the version it applied.
+func TestMigrateSaysWhatItApplied(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		out := mustCLI(t, "migrate", "--db", dbURL)
+		m := regexp.MustCompile(`^created the schema: applied versions 1, 2, [0-9, ]+ \(now at version ([0-9]+)\)\n$`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("migrate on a new database printed %q; want the versions it applied", out)
+		}
+		latest := m[1]
+		if out := mustCLI(t, "migrate", "--db", dbURL); out != "schema is up to date: version "+latest+"\n" {
+			t.Fatalf("migrate on an up-to-date database printed %q", out)
+		}
+
+		// Take the database back one version by undoing the newest
+		// migration (00005_workers) by hand.
+		if latest != "5" {
+			t.Fatalf("the newest migration is %s: make this test undo it instead of 00005_workers", latest)
+		}
+		ctx := context.Background()
+		st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			if _, err := tx.ExecContext(ctx, `DROP TABLE workers`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `DELETE FROM goose_db_version WHERE version_id = 5`)
+			return err
+		})
+		if cerr := st.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("upgraded the schema from version 4: applied version 5 (now at version %s)\n", latest)
+		if out := mustCLI(t, "migrate", "--db", dbURL); out != want {
+			t.Fatalf("migrate on a database one version behind printed %q, want %q", out, want)
+		}
+	})
+}
+
+// TestMigrateNeverShowsPassword: a database that cannot be reached fails
+// migrate without the URL's password in the message.
+func TestMigrateNeverShowsPassword(t *testing.T) {
+	_, _, err := runCLI(t, "migrate", "--db", "postgres://u:pw-not-shown-0123@127.0.0.1:1/x?connect_timeout=2")
+	if err == nil || strings.Contains(err.Error(), "pw-not-shown") {
+		t.Fatalf("migrate against nothing: %v", err)
+	}
+}
