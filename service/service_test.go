@@ -316,7 +316,7 @@ func TestHealth(t *testing.T) {
 func TestSQLiteCannotCommit(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "full.db")
 	h := start(t, "sqlite:"+path)
-	db, err := sql.Open("sqlite", "file:"+path)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)") // waits for the store's writes
 	if err != nil {
 		t.Fatal(err)
 	}
