@@ -30,6 +30,38 @@ type ClaimParams struct {
 	Strict bool
 	// Now is the time the claim is made at (zero: time.Now()).
 	Now time.Time
+	// Rescue lets ClaimWork lease one event picked with an expired lease
+	// (its worker may have died of it), counting the attempt, for the
+	// caller to run alone; without it such events are left as they are,
+	// for a claimer that rescues. One claimer at a time should.
+	Rescue bool
+	// Mark, when its Key is set, is recorded with the picked events
+	// before any handler runs (WorkTx.Mark), so that a crash of the
+	// process while they run can be charged to them (Queue.OrphanMarks).
+	Mark Mark
+}
+
+// Worker is the record of a running worker pool.
+type Worker struct {
+	Name string
+	Host string // the machine it runs on (os.Hostname)
+	PID  int    // its process on that machine
+}
+
+// Mark records that a worker pool is running handlers over events picked
+// without a lease (WorkTx.Pick), so that a process that dies while they
+// run leaves a trace: the events of a mark whose pool has no record any
+// more were in flight when it died, and each is charged that attempt.
+type Mark struct {
+	// Key names one claiming loop of a pool; a loop has at most one mark,
+	// and a new one replaces it.
+	Key string
+	// Worker is the Worker.Name of the pool.
+	Worker string
+	// Events are the events as picked (WorkTx.Mark); from
+	// Queue.OrphanMarks, those still unfinished with the attempt count
+	// they were picked with, as stored now.
+	Events []Event
 }
 
 // Outcome is how one attempt at an event ended.
@@ -164,18 +196,28 @@ type Queue interface {
 	// Attempts lists the recorded attempts at one event, oldest first.
 	Attempts(ctx context.Context, eventID int64) ([]Attempt, error)
 
-	// WorkerStarted records that the worker pool name runs from now on. It
-	// reports whether another pool's record was there: left behind by a
-	// process that died, or (PostgreSQL) kept by one that is running.
-	WorkerStarted(ctx context.Context, name string) (others bool, err error)
+	// WorkerStarted records that the worker pool w runs from now on. It
+	// returns the records of other pools: left behind by processes that
+	// died, or kept by ones that are running.
+	WorkerStarted(ctx context.Context, w Worker) (others []Worker, err error)
 
 	// WorkerSeen refreshes (or makes) name's record, and deletes the records of other
 	// pools not seen for staleAfter (their processes died). It returns how
 	// many it deleted.
 	WorkerSeen(ctx context.Context, name string, staleAfter time.Duration) (dead int, err error)
 
-	// WorkerStopped deletes name's record: the pool stopped cleanly.
+	// WorkerStopped deletes name's record: the pool stopped cleanly, or
+	// (called by another pool) its process is known to be gone.
 	WorkerStopped(ctx context.Context, name string) error
+
+	// OrphanMarks returns the marks (see WorkTx.Mark) whose pool has no
+	// record any more, each with those of its events that are still
+	// unfinished and have the attempt count they were picked with: the
+	// attempt that was running when the pool's process died.
+	OrphanMarks(ctx context.Context) ([]Mark, error)
+
+	// DropMark forgets the mark key.
+	DropMark(ctx context.Context, key string) error
 }
 
 // WorkTx is an open transaction in which Go handlers run and their events'
@@ -212,6 +254,11 @@ type WorkTx interface {
 	Savepoint(ctx context.Context) error
 	Release(ctx context.Context) error
 	RollbackTo(ctx context.Context) error
+
+	// Mark records m (m.Events as picked) so that it outlives a crash of
+	// this process, before any handler runs; a successful Commit drops
+	// it. It must not need the write lock this transaction holds.
+	Mark(ctx context.Context, m Mark) error
 
 	// MaxKept is how many handlers' released savepoints one transaction
 	// may keep (0: no limit). PostgreSQL caches 64 subtransactions per

@@ -392,17 +392,27 @@ func unavailable(ctx context.Context, op string, err error) error {
 
 // workerStarted records a running pool and counts the others, in one
 // statement.
-const workerStarted = `WITH others AS (SELECT count(*) AS n FROM workers WHERE name <> $1),
-mine AS (INSERT INTO workers (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET seen_at = now())
-SELECT n FROM others`
+// workerStarted lists the other pools' records and adds (or refreshes) the
+// caller's, in one statement.
+const workerStarted = `WITH mine AS (INSERT INTO workers (name, host, pid) VALUES ($1, $2, $3)
+    ON CONFLICT (name) DO UPDATE SET seen_at = now())
+SELECT name, host, pid FROM workers WHERE name <> $1`
 
 // WorkerStarted records a running pool; see hookbox.Queue.
-func (s *Store) WorkerStarted(ctx context.Context, name string) (bool, error) {
-	var others int64
-	if err := s.pool.QueryRow(ctx, workerStarted, name).Scan(&others); err != nil {
-		return false, unavailable(ctx, "worker started", err)
+func (s *Store) WorkerStarted(ctx context.Context, w hookbox.Worker) ([]hookbox.Worker, error) {
+	rows, err := s.pool.Query(ctx, workerStarted, w.Name, w.Host, w.PID)
+	if err != nil {
+		return nil, unavailable(ctx, "worker started", err)
 	}
-	return others > 0, nil
+	others, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hookbox.Worker, error) {
+		var o hookbox.Worker
+		err := row.Scan(&o.Name, &o.Host, &o.PID)
+		return o, err
+	})
+	if err != nil {
+		return nil, unavailable(ctx, "worker started", err)
+	}
+	return others, nil
 }
 
 // workerSeen refreshes a pool's record and deletes stale ones, in one

@@ -22,7 +22,11 @@ import (
 // handlers' writes lost alongside, and any later synchronous commit (a
 // claim, an ingest) flushes it. Acknowledged deliveries are never in one.
 type workTx struct {
+	s  *Store
 	tx *sql.Tx
+	// marked is the key of the mark written for this transaction (Mark),
+	// emptied by its commit.
+	marked string
 }
 
 var _ hookbox.WorkTx = (*workTx)(nil)
@@ -40,7 +44,7 @@ func (s *Store) BeginWork(ctx context.Context) (hookbox.WorkTx, error) {
 		tx.Rollback()
 		return nil, unavailable(ctx, "begin work", err)
 	}
-	return &workTx{tx: tx}, nil
+	return &workTx{s: s, tx: tx}, nil
 }
 
 // Pick locks due events without leasing them (pickDue).
@@ -206,6 +210,11 @@ func (w *workTx) LeasePicked(ctx context.Context, ids []int64, owner string, unt
 }
 
 func (w *workTx) Commit(ctx context.Context) error {
+	if w.marked != "" {
+		if _, err := w.tx.ExecContext(ctx, clearMark, w.marked); err != nil {
+			return unavailable(ctx, "commit work", err)
+		}
+	}
 	if err := w.tx.Commit(); err != nil {
 		return unavailable(ctx, "commit work", fmt.Errorf("%w", err))
 	}

@@ -17,10 +17,15 @@
 //     those that fail alone are charged.
 //   - An event picked with an expired lease (its worker may have died
 //     working it: os.Exit, a fatal error, the OOM killer) is never run in a
-//     shared transaction: ClaimWork leases it with a counted attempt and
-//     commits first, so a handler that kills the process is charged every
+//     shared transaction: ClaimWork leases one such event per claim (when
+//     ClaimParams.Rescue) with a counted attempt and commits first, so a handler that kills the process is charged every
 //     time and goes dead after its last attempt, without taking others
 //     down with it.
+//   - A process that dies while handlers run over events picked without a
+//     lease (ClaimWork) leaves a mark naming them (ClaimParams.Mark),
+//     written before the handlers run and dropped by the commit. Recover
+//     charges each event of a dead pool's mark the attempt it was making,
+//     so a handler that kills the process is counted from its first death.
 //   - Events picked without a lease (ClaimWork) that are left unrun, or
 //     were not run because another event broke the transaction, are left
 //     as they were, due, for the next claim: never leased together, so a
@@ -51,8 +56,9 @@ type Result struct {
 	Err error
 	// Rescued says the event was picked with an expired lease: whoever
 	// worked it before may have died of it. ClaimWork does not run such an
-	// event with the others; it leases it, counting the attempt, so the
-	// caller can run it alone (Work) with that attempt already on record.
+	// event with the others; with ClaimParams.Rescue it leases one of them,
+	// counting the attempt, so the caller can run it alone (Work) with that
+	// attempt already on record. The others are left as they were.
 	Rescued bool
 }
 
@@ -74,8 +80,8 @@ var errBroken = errors.New("the handler broke its transaction")
 // ClaimWork picks up to p.Limit due events of p.Sources in one transaction,
 // runs fn over them, applies their outcomes and commits: one commit for the
 // batch, one row write per event. Events fn leaves unrun (an empty Status)
-// stay due, untouched, and their results have an empty Outcome. Rescued
-// events (see Result) are leased to p.Owner, counted, before the commit.
+// stay due, untouched, and their results have an empty Outcome. A rescued
+// event (see Result) is leased to p.Owner, counted, before the commit.
 // p.Strict is not supported: a strict claim must be visible to other
 // processes while it runs, so use Claim and Work.
 func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]Result, error) {
@@ -87,6 +93,14 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	if err != nil || len(stored) == 0 {
 		wt.Rollback()
 		return nil, err
+	}
+	if p.Mark.Key != "" {
+		m := p.Mark
+		m.Events = stored
+		if err := wt.Mark(ctx, m); err != nil {
+			wt.Rollback()
+			return nil, err
+		}
 	}
 	until := at.Add(p.Lease)
 	evs := make([]hookbox.Event, len(stored))
@@ -113,7 +127,7 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	outs, broken, err := runAll(ctx, wt, evs, run)
 	if broken >= 0 {
 		wt.Rollback()
-		res, cerr := r.chargePicked(ctx, stored[broken], evs[broken], err)
+		res, cerr := r.chargePicked(ctx, stored[broken], evs[broken], err, hookbox.StatusPending)
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -122,10 +136,17 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	if err == nil {
 		err = wt.FinishPicked(ctx, outs)
 	}
+	// One rescued event at most is leased, to be run alone: two leased
+	// together would both be charged if one of them kills the process.
+	// Without p.Rescue, and past the first, they are left as they are.
 	var lease []int64
 	for i, o := range outs {
 		if o.Status == "" && rescued[evs[i].ID] {
-			lease = append(lease, evs[i].ID)
+			if p.Rescue && len(lease) == 0 {
+				lease = append(lease, evs[i].ID)
+			} else {
+				delete(rescued, evs[i].ID)
+			}
 		}
 	}
 	if err == nil {
@@ -151,6 +172,44 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 		}
 	}
 	return res, nil
+}
+
+// ErrProcessDied is the error charged, by Recover, to each event that was
+// running when its pool's process died.
+var ErrProcessDied = errors.New("the process stopped while this event's batch of handlers ran (this event's handler, or another's, may have ended it)")
+
+// Recover charges the attempt that was running on each event of an orphan
+// mark (hookbox.Queue.OrphanMarks: a pool whose process died while its
+// handlers ran, between pick and commit), as an attempt that failed with
+// ErrProcessDied, then forgets the marks. An event that kills its process
+// is so charged for every death, including one in a shared transaction,
+// and goes dead after its last attempt. It returns how many it charged.
+func (r *Runner) Recover(ctx context.Context) (int, error) {
+	marks, err := r.Queue.OrphanMarks(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range marks {
+		for _, ev := range m.Events {
+			claimed := ev
+			claimed.Status, claimed.Attempts, claimed.LeaseOwner = hookbox.StatusProcessing, ev.Attempts+1, m.Key
+			// Unless this was its last attempt, the event is left as one
+			// whose worker died holding its lease (processing, the lease
+			// ending when its retry is due), so the next claim runs it
+			// alone with a counted lease (see Result.Rescued), not in a
+			// shared transaction with others it might take down again.
+			res, err := r.chargePicked(ctx, ev, claimed, ErrProcessDied, hookbox.StatusProcessing)
+			if err != nil {
+				return n, err
+			}
+			n += len(res)
+		}
+		if err := r.Queue.DropMark(ctx, m.Key); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // Work runs fn over events claimed earlier with a lease (Claim, or left
@@ -325,8 +384,9 @@ func (r *Runner) chargeHeld(ctx context.Context, ev *hookbox.Event, cause error,
 // chargePicked records a failed attempt for an event that was picked, not
 // leased, by a transaction its handler broke: in a transaction of its own,
 // if nobody has worked the event since. stored is the event as read;
-// claimed is it with the claim's state (the attempt being charged).
-func (r *Runner) chargePicked(ctx context.Context, stored, claimed hookbox.Event, cause error) ([]Result, error) {
+// claimed is it with the claim's state (the attempt being charged). An
+// attempt to be retried leaves the event in status retry.
+func (r *Runner) chargePicked(ctx context.Context, stored, claimed hookbox.Event, cause error, retry hookbox.Status) ([]Result, error) {
 	wt, err := r.Queue.BeginWork(ctx)
 	if err != nil {
 		return nil, err
@@ -337,6 +397,9 @@ func (r *Runner) chargePicked(ctx context.Context, stored, claimed hookbox.Event
 		return nil, err
 	}
 	o := r.Charge(&claimed, time.Now(), cause)
+	if o.Status == hookbox.StatusPending {
+		o.Status = retry
+	}
 	if err := wt.FinishPicked(ctx, []hookbox.Outcome{o}); err != nil {
 		return nil, err
 	}
@@ -391,5 +454,5 @@ func (r *Runner) soloPicked(ctx context.Context, stored, claimed hookbox.Event, 
 	if outs == nil || outs[0].Status == "" {
 		return nil, err
 	}
-	return r.chargePicked(ctx, stored, claimed, err)
+	return r.chargePicked(ctx, stored, claimed, err, hookbox.StatusPending)
 }

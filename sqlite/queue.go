@@ -369,21 +369,34 @@ func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookb
 }
 
 // WorkerStarted records a running pool; see hookbox.Queue.
-func (s *Store) WorkerStarted(ctx context.Context, name string) (bool, error) {
-	var others int
+func (s *Store) WorkerStarted(ctx context.Context, w hookbox.Worker) ([]hookbox.Worker, error) {
+	var others []hookbox.Worker
 	now := millis(time.Now())
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM workers WHERE name <> ?`, name).Scan(&others); err != nil {
+		others = nil
+		rows, err := tx.QueryContext(ctx, `SELECT name, host, pid FROM workers WHERE name <> ?`, w.Name)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO workers (name, started_at, seen_at) VALUES (?1, ?2, ?2)
-            ON CONFLICT (name) DO UPDATE SET seen_at = ?2`, name, now)
+		defer rows.Close()
+		for rows.Next() {
+			var o hookbox.Worker
+			if err := rows.Scan(&o.Name, &o.Host, &o.PID); err != nil {
+				return err
+			}
+			others = append(others, o)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO workers (name, started_at, seen_at, host, pid) VALUES (?1, ?2, ?2, ?3, ?4)
+            ON CONFLICT (name) DO UPDATE SET seen_at = ?2`, w.Name, now, w.Host, w.PID)
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("sqlite: worker started: %w", err)
+		return nil, fmt.Errorf("sqlite: worker started: %w", err)
 	}
-	return others > 0, nil
+	return others, nil
 }
 
 // WorkerSeen refreshes a pool's record and drops stale ones; see

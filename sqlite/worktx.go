@@ -20,6 +20,9 @@ type workTx struct {
 	// uncached is a pick statement that had no prepared statement yet; it
 	// is prepared once the transaction has given the writer back.
 	uncached string
+	// marked is the key of the mark this transaction wrote (Mark), dropped
+	// once it commits.
+	marked string
 }
 
 var _ hookbox.WorkTx = (*workTx)(nil)
@@ -141,6 +144,11 @@ func (w *workTx) Commit(ctx context.Context) error {
 	w.prepareUncached(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: commit work: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	if w.marked != "" {
+		// The outcomes are committed: the mark has nothing left to charge.
+		// Failing to drop it leaves a file whose events no longer match.
+		w.s.dropMark(w.marked)
 	}
 	return nil
 }

@@ -26,6 +26,8 @@ type QueueOpener func(t *testing.T) QueueStore
 func RunQueue(t *testing.T, open QueueOpener) {
 	tests := map[string]func(*testing.T, QueueStore){
 		"ClaimAndFinishDone":         testClaimAndFinishDone,
+		"MarksChargeDeadPool":        testMarksChargeDeadPool,
+		"ClaimWorkRescuesOneAlone":   testClaimWorkRescuesOneAlone,
 		"ClaimOnlyRoutedSources":     testClaimOnlyRoutedSources,
 		"ExpiredLeaseIsReclaimed":    testExpiredLeaseIsReclaimed,
 		"LateFinishIsRefused":        testLateFinishIsRefused,
@@ -459,21 +461,23 @@ func split(res []queue.Result) ([]hookbox.Event, []hookbox.Outcome, []error) {
 }
 
 // testWorkerRecords: a pool that stopped cleanly leaves no record; one that
-// did not is seen by the next pool, and dropped once stale.
+// did not is seen by the next pool, with where it ran, and dropped once
+// stale.
 func testWorkerRecords(t *testing.T, q QueueStore) {
 	ctx := context.Background()
-	others, err := q.WorkerStarted(ctx, "a")
-	if err != nil || others {
+	w := func(name string) hookbox.Worker { return hookbox.Worker{Name: name, Host: "box", PID: 7} }
+	others, err := q.WorkerStarted(ctx, w("a"))
+	if err != nil || len(others) != 0 {
 		t.Fatalf("first pool: others=%v, %v", others, err)
 	}
 	if err := q.WorkerStopped(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if others, err := q.WorkerStarted(ctx, "b"); err != nil || others {
+	if others, err := q.WorkerStarted(ctx, w("b")); err != nil || len(others) != 0 {
 		t.Fatalf("after a clean stop: others=%v, %v; want none", others, err)
 	}
 	// b dies without a word; c finds its record.
-	if others, err := q.WorkerStarted(ctx, "c"); err != nil || !others {
+	if others, err := q.WorkerStarted(ctx, w("c")); err != nil || len(others) != 1 || others[0] != w("b") {
 		t.Fatalf("after b died: others=%v, %v; want b's record", others, err)
 	}
 	if dead, err := q.WorkerSeen(ctx, "c", time.Hour); err != nil || dead != 0 {
@@ -486,8 +490,127 @@ func testWorkerRecords(t *testing.T, q QueueStore) {
 	if err := q.WorkerStopped(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	if others, err := q.WorkerStarted(ctx, "d"); err != nil || others {
+	if others, err := q.WorkerStarted(ctx, w("d")); err != nil || len(others) != 0 {
 		t.Fatalf("after c stopped and b was dropped: others=%v, %v", others, err)
+	}
+}
+
+// testClaimWorkRescuesOneAlone: events whose lease expired (their worker
+// may have died of them) are never run in a shared transaction; with
+// Rescue, ClaimWork leases one of them, counted, to be run alone, and
+// leaves the others as they were.
+func testClaimWorkRescuesOneAlone(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	ingest(t, q, Delivery("rs", "1"), Delivery("rs", "2"), Delivery("rs", "3"))
+	now := time.Now()
+	claimed := claim(t, q, now, 3, "rs")
+	if len(claimed) != 3 {
+		t.Fatalf("claimed %d, want 3", len(claimed))
+	}
+	ran := 0
+	fn := func(context.Context, *hookbox.Tx, *hookbox.Event) hookbox.Outcome {
+		ran++
+		return hookbox.Outcome{Status: hookbox.StatusDone}
+	}
+	p := hookbox.ClaimParams{Owner: "r1", Limit: 10, Lease: time.Minute, Sources: []string{"rs"}, Now: now.Add(time.Hour)}
+	for _, rescue := range []bool{false, true} {
+		p.Rescue = rescue
+		res, err := runner(q).ClaimWork(ctx, p, fn)
+		if err != nil || len(res) != 3 || ran != 0 {
+			t.Fatalf("Rescue %v: ClaimWork = %d results, %v, %d run; want 3 picked, none run", rescue, len(res), err, ran)
+		}
+		for i, r := range res {
+			want := rescue && i == 0
+			if r.Rescued != want || r.Ran() {
+				t.Errorf("Rescue %v: result %d rescued %v ran %v; want rescued %v", rescue, i, r.Rescued, r.Ran(), want)
+			}
+			got, err := q.Event(ctx, r.Event.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantAttempts, wantOwner := 1, claimed[i].LeaseOwner
+			if want {
+				wantAttempts, wantOwner = 2, "r1"
+			}
+			if got.Attempts != wantAttempts || got.LeaseOwner != wantOwner || got.Status != hookbox.StatusProcessing {
+				t.Errorf("Rescue %v: event %d is %s, attempts %d, owner %q; want processing, %d, %q",
+					rescue, i, got.Status, got.Attempts, got.LeaseOwner, wantAttempts, wantOwner)
+			}
+		}
+	}
+}
+
+// testMarksChargeDeadPool: events a pool picked and marked, whose outcomes
+// never committed (its process died), are charged one attempt each once
+// the pool has no record, and only then; a committed batch leaves nothing
+// to charge; an event worked since its mark is not charged again.
+func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	ingest(t, q, Delivery("mk", "1"), Delivery("mk", "2"), Delivery("mk", "3"), Delivery("mk2", "4"))
+	if _, err := q.WorkerStarted(ctx, hookbox.Worker{Name: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	r := runner(q)
+	// A committed batch: its mark is dropped with the commit.
+	p := hookbox.ClaimParams{Owner: "o1", Limit: 10, Lease: time.Minute, Sources: []string{"mk2"},
+		Mark: hookbox.Mark{Key: "w1/1", Worker: "w1"}}
+	res, err := r.ClaimWork(ctx, p, func(context.Context, *hookbox.Tx, *hookbox.Event) hookbox.Outcome {
+		return hookbox.Outcome{Status: hookbox.StatusDone}
+	})
+	if err != nil || len(res) != 1 || !res[0].Ran() {
+		t.Fatalf("ClaimWork mk2 = %v, %v", res, err)
+	}
+	// A batch picked and marked, never committed: the process died.
+	wt, err := q.BeginWork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	picked, _, err := wt.Pick(ctx, hookbox.ClaimParams{Owner: "o2", Limit: 10, Lease: time.Minute, Sources: []string{"mk"}})
+	if err != nil || len(picked) != 3 {
+		t.Fatalf("Pick = %d events, %v", len(picked), err)
+	}
+	if err := wt.Mark(ctx, hookbox.Mark{Key: "w1/0", Worker: "w1", Events: picked}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// While w1 has a record, its marks are its own business.
+	if n, err := r.Recover(ctx); err != nil || n != 0 {
+		t.Fatalf("Recover with w1 alive = %d, %v; want 0", n, err)
+	}
+	// Event 1 is worked meanwhile by someone else (its attempt count moves).
+	claimed := claim(t, q, time.Now(), 1, "mk")
+	if len(claimed) != 1 || claimed[0].ID != picked[0].ID {
+		t.Fatalf("claim = %v, want event %d", claimed, picked[0].ID)
+	}
+	if err := q.WorkerStopped(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.Recover(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("Recover after w1 died = %d, %v; want events 2 and 3 charged", n, err)
+	}
+	for _, ev := range picked[1:] {
+		got, err := q.Event(ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Left as if its worker had died holding a lease: the next claim
+		// rescues it, alone.
+		if got.Attempts != 1 || got.Status != hookbox.StatusProcessing {
+			t.Errorf("event %d after Recover: attempts %d, status %s; want 1, processing", ev.ID, got.Attempts, got.Status)
+		}
+		atts, err := q.Attempts(ctx, ev.ID)
+		if err != nil || len(atts) != 1 || atts[0].Owner != "w1/0" || !strings.Contains(atts[0].Error, "process stopped") {
+			t.Errorf("attempts of %d = %+v, %v; want one charged to w1/0 for the process", ev.ID, atts, err)
+		}
+	}
+	if got, err := q.Event(ctx, picked[0].ID); err != nil || got.Attempts != 1 {
+		t.Errorf("event 1, claimed since its mark: attempts %d, want 1 (not charged again)", got.Attempts)
+	}
+	if marks, err := q.OrphanMarks(ctx); err != nil || len(marks) != 0 {
+		t.Errorf("OrphanMarks after Recover = %+v, %v; want none", marks, err)
 	}
 }
 

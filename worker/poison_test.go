@@ -159,14 +159,16 @@ func TestPoisonChild(t *testing.T) {
 }
 
 // TestProcessKillingHandler: a handler calls os.Exit(1) on one event. The
-// test restarts the process after each death. The event must end dead and
-// every other event done. The first death, in a shared transaction that
-// had written nothing yet, leaves no record; every later one is counted
-// (the restarted process claims the first due events, then any event whose
-// lease expired, with a committed lease, one at a time). So the event is
-// dead after at most MaxAttempts + 1 deaths, and no other event is charged.
-// The poison sits past the first BatchSize events on purpose, where a
-// fresh process no longer leases one at a time.
+// test restarts the process after each death. The event must end dead
+// within MaxAttempts deaths and every other event done. Every death is
+// counted: the first, in a shared transaction that picked its events
+// without a lease, through the mark written before the handlers ran (each
+// event of that batch is charged the attempt it was in, so the others of
+// the batch end done after two attempts, one of them charged to the
+// process's death); the later ones through the counted, one-at-a-time
+// claims of the recovering process. The poison sits past the first
+// BatchSize events on purpose, where a fresh process no longer leases one
+// at a time.
 func TestProcessKillingHandler(t *testing.T) {
 	if os.Getenv(poisonChildEnv) != "" {
 		t.Skip("in a child")
@@ -226,6 +228,12 @@ func TestProcessKillingHandler(t *testing.T) {
 					deaths++
 					break wait
 				case <-tick.C:
+					if time.Now().After(deadline) {
+						cmd.Process.Kill()
+						<-exited
+						e, _ := s.Event(ctx, poison)
+						t.Fatalf("not settled after %d deaths: poison %s with %d attempts; the child said:\n%s", deaths, e.Status, e.Attempts, out.String())
+					}
 					if settled() {
 						cmd.Process.Kill()
 						<-exited
@@ -239,18 +247,30 @@ func TestProcessKillingHandler(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Status != hookbox.StatusDead || deaths > poisonPolicy.MaxAttempts+1 {
-			t.Errorf("poison: %s after %d deaths (attempts %d), want dead within %d", e.Status, deaths, e.Attempts, poisonPolicy.MaxAttempts+1)
+		if e.Status != hookbox.StatusDead || deaths > poisonPolicy.MaxAttempts {
+			t.Errorf("poison: %s after %d deaths (attempts %d), want dead within %d", e.Status, deaths, e.Attempts, poisonPolicy.MaxAttempts)
 		}
+		charged := 0
 		for i, r := range rs {
 			if r.ID == poison {
 				continue
 			}
 			ev, err := s.Event(ctx, r.ID)
-			if err != nil || ev.Status != hookbox.StatusDone || ev.Attempts != 1 {
-				t.Fatalf("event %s: %s after %d attempts (%v), want done after 1", ds[i].DeliveryID, ev.Status, ev.Attempts, err)
+			if err != nil || ev.Status != hookbox.StatusDone || ev.Attempts > 2 {
+				t.Fatalf("event %s: %s after %d attempts (%v), want done after 1 or 2", ds[i].DeliveryID, ev.Status, ev.Attempts, err)
+			}
+			if ev.Attempts == 2 {
+				// The first attempt must be the one the death was charged.
+				atts, err := s.Attempts(ctx, r.ID)
+				if err != nil || len(atts) != 2 || !strings.Contains(atts[0].Error, "process stopped") || atts[1].Outcome != hookbox.AttemptDone {
+					t.Fatalf("event %s: attempts %+v (%v), want a charged death then done", ds[i].DeliveryID, atts, err)
+				}
+				charged++
 			}
 		}
-		t.Logf("poison dead after %d process deaths, attempts on record %d", deaths, e.Attempts)
+		if charged == 0 || charged >= len(rs)-1 {
+			t.Errorf("%d other events were charged a death; want those of the poison's batch only", charged)
+		}
+		t.Logf("poison dead after %d process deaths, attempts on record %d; %d others charged the first death", deaths, e.Attempts, charged)
 	})
 }

@@ -320,6 +320,8 @@ func (p *Pool) Notify() {
 // process is then charged an attempt each time, and goes dead after its
 // last, while no other event is charged for it.
 func (p *Pool) Start(ctx context.Context) error {
+	// Before the lock: charging a dead pool's events reads policies.
+	p.register(ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started {
@@ -332,12 +334,6 @@ func (p *Pool) Start(ctx context.Context) error {
 	p.cancel, p.abort, p.stopExtend = cancel, abort, stopExtend
 	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
 	p.apply = groupcommit.New(p.applyBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
-	// A store that cannot say starts the pool in recovery, to be safe; the
-	// record is made by the first refresh that reaches it.
-	if others, err := p.q.WorkerStarted(ctx, p.id); err != nil || others {
-		p.logErr("record the pool", err)
-		p.recover()
-	}
 
 	var txSources, leasedSources, strict []string
 	p.shortestLease = 0
@@ -360,9 +356,9 @@ func (p *Pool) Start(ctx context.Context) error {
 		p.shortestLease = p.lease(DefaultPolicy)
 	}
 	if len(txSources) > 0 {
-		for _, w := range p.extraWakes {
+		for i, w := range p.extraWakes {
 			p.wg.Add(1)
-			go func() { defer p.wg.Done(); p.txLoop(claimCtx, runCtx, txSources, w) }()
+			go func() { defer p.wg.Done(); p.txLoop(claimCtx, runCtx, txSources, w, i+1) }()
 		}
 	}
 	p.wg.Add(1)
@@ -401,11 +397,58 @@ func (p *Pool) Stop(ctx context.Context) error {
 	p.finish.Close()
 	p.stopExtend()
 	<-p.extendDone
+	// A mark left by a transaction that rolled back names events that are
+	// due again, not lost: drop this pool's marks before its record, or
+	// they would be charged as a dead pool's.
+	for slot := range len(p.extraWakes) + 1 {
+		if ferr := p.q.DropMark(context.WithoutCancel(ctx), p.markKey(slot)); ferr != nil {
+			p.logErr("drop the pool's marks", ferr)
+		}
+	}
 	if ferr := p.q.WorkerStopped(context.WithoutCancel(ctx), p.id); ferr != nil {
 		p.logErr("record the clean stop", ferr)
 	}
 	return err
 }
+
+// register records the pool, forgets the pools of this machine whose
+// process is gone, charges what dead pools were running, and puts the pool
+// in recovery when another pool's record was there; see Start.
+func (p *Pool) register(ctx context.Context) {
+	// A store that cannot say starts the pool in recovery, to be safe; the
+	// record is made by the first refresh that reaches it.
+	host, _ := os.Hostname()
+	others, err := p.q.WorkerStarted(ctx, hookbox.Worker{Name: p.id, Host: host, PID: os.Getpid()})
+	if err != nil || len(others) > 0 {
+		p.logErr("record the pool", err)
+		p.recover()
+	}
+	// A pool of this machine whose process is gone (or whose pid is now
+	// ours: a container restarted) died: forget it now, not once its
+	// record goes stale, so what it was running is charged at once.
+	for _, o := range others {
+		if host != "" && o.Host == host && (o.PID == os.Getpid() || !processAlive(o.PID)) {
+			p.log.Warn("worker: a pool of this machine stopped without a trace; charging what it was running", "pool", o.Name, "pid", o.PID)
+			if err := p.q.WorkerStopped(ctx, o.Name); err != nil {
+				p.logErr("forget a dead pool", err)
+			}
+		}
+	}
+	p.chargeOrphans(ctx)
+}
+
+// chargeOrphans charges the events that were running in pools that died
+// (queue.Runner.Recover).
+func (p *Pool) chargeOrphans(ctx context.Context) {
+	n, err := p.runner.Recover(ctx)
+	p.logErr("charge the events a dead pool was running", err)
+	if n > 0 {
+		p.log.Warn("worker: charged an attempt to each event a dead pool was running", "events", n)
+	}
+}
+
+// markKey names the mark of claiming loop slot (see hookbox.Mark).
+func (p *Pool) markKey(slot int) string { return fmt.Sprintf("%s/%d", p.id, slot) }
 
 // recover puts the pool in recovery; see Start.
 func (p *Pool) recover() { p.recovering.Store(int64(p.opts.BatchSize * p.opts.TxWorkers)) }
@@ -430,7 +473,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 	for claimCtx.Err() == nil {
 		busy := false
 		if len(txSources) > 0 {
-			full, err := p.runTx(claimCtx, runCtx, txSources, false)
+			full, err := p.runTx(claimCtx, runCtx, txSources, false, 0)
 			busy = busy || full
 			p.logErr("claim and run handlers", err)
 		}
@@ -450,7 +493,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			if leased {
 				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1)
 			} else {
-				_, err = p.runTx(claimCtx, runCtx, []string{src}, true)
+				_, err = p.runTx(claimCtx, runCtx, []string{src}, true, 0)
 			}
 			p.logErr("strict claim", err)
 		}
@@ -534,11 +577,11 @@ func (p *Pool) adaptTxLimit(limit, claimed, ran int) {
 // txLoop is an extra claimer for Go handlers (Options.TxWorkers): on
 // PostgreSQL several transactions of handlers run at once, each claiming
 // different events (SKIP LOCKED).
-func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake chan struct{}) {
+func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake chan struct{}, slot int) {
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for claimCtx.Err() == nil {
-		full, err := p.runTx(claimCtx, runCtx, txSources, false)
+		full, err := p.runTx(claimCtx, runCtx, txSources, false, slot)
 		p.logErr("claim and run handlers", err)
 		if full {
 			continue
@@ -560,9 +603,19 @@ func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake
 // ClaimWork): one row write per event. A strict claim, and every claim
 // while the pool is recovering (see Start), leases one event with a
 // committed lease first and works it after.
-func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool) (full bool, err error) {
+//
+// slot numbers the claiming loop (0 for claimLoop, 1… for the txLoops): a
+// plain claim is marked under it (see markKey), and only slot 0 rescues
+// events whose worker died or works while the pool recovers.
+func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict bool, slot int) (full bool, err error) {
 	limit := p.txLimit()
-	leased := strict || p.recovering.Load() > 0
+	recovering := !strict && p.recovering.Load() > 0
+	if recovering && slot != 0 {
+		// Recovery works one event at a time in the whole pool: two in
+		// flight would both be charged if one killed the process.
+		return false, nil
+	}
+	leased := strict || recovering
 	if leased {
 		limit = 1
 	}
@@ -584,6 +637,12 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	deadline = time.Now().Add(p.opts.TxBudget)
 	lease := p.lease(p.maxTimeout(sources))
 	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict}
+	if !leased {
+		params.Mark = hookbox.Mark{Key: p.markKey(slot), Worker: p.id}
+		// One loop rescues events whose worker died, one per claim, so
+		// that no two run at once (see queue.Result.Rescued).
+		params.Rescue = slot == 0
+	}
 	var res []queue.Result
 	if leased {
 		var evs []hookbox.Event
@@ -953,6 +1012,7 @@ func (p *Pool) extendLoop(ctx context.Context) {
 		} else if dead > 0 {
 			p.log.Warn("worker: a pool stopped without a trace; working its events one at a time", "pools", dead)
 			p.recover()
+			p.chargeOrphans(ctx)
 		}
 		now := time.Now()
 		for owner, held := range p.leases.byOwner() {

@@ -28,9 +28,9 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration (00005_workers) by hand.
-		if latest != "5" {
-			t.Fatalf("the newest migration is %s: make this test undo it instead of 00005_workers", latest)
+		// migration (00006_worker_host) by hand.
+		if latest != "6" {
+			t.Fatalf("the newest migration is %s: make this test undo it instead of 00006_worker_host", latest)
 		}
 		ctx := context.Background()
 		st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
@@ -38,11 +38,17 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			if _, err := tx.ExecContext(ctx, `DROP TABLE workers`); err != nil {
-				return err
+			undo := []string{`ALTER TABLE workers DROP COLUMN pid`, `ALTER TABLE workers DROP COLUMN host`}
+			if tx.Dialect == hookbox.DialectPostgres {
+				undo = append(undo, `DROP TABLE work_marks`)
 			}
-			_, err := tx.ExecContext(ctx, `DELETE FROM goose_db_version WHERE version_id = 5`)
-			return err
+			undo = append(undo, `DELETE FROM goose_db_version WHERE version_id = 6`)
+			for _, q := range undo {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return fmt.Errorf("%s: %w", q, err)
+				}
+			}
+			return nil
 		})
 		if cerr := st.Close(); err == nil {
 			err = cerr
@@ -50,7 +56,7 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("upgraded the schema from version 4: applied version 5 (now at version %s)\n", latest)
+		want := fmt.Sprintf("upgraded the schema from version 5: applied version 6 (now at version %s)\n", latest)
 		if out := mustCLI(t, "migrate", "--db", dbURL); out != want {
 			t.Fatalf("migrate on a database one version behind printed %q, want %q", out, want)
 		}
