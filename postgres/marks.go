@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -18,6 +19,9 @@ import (
 const markUpsert = `INSERT INTO work_marks (key, worker, ids, attempts) VALUES ($1, $2, $3, $4)
 ON CONFLICT (key) DO UPDATE SET worker = excluded.worker, ids = excluded.ids, attempts = excluded.attempts`
 
+// markTimeout bounds writing a mark.
+const markTimeout = 2 * time.Second
+
 // Mark records m in one round trip; see hookbox.WorkTx.
 func (w *workTx) Mark(ctx context.Context, m hookbox.Mark) error {
 	ids := make([]int64, len(m.Events))
@@ -25,6 +29,10 @@ func (w *workTx) Mark(ctx context.Context, m hookbox.Mark) error {
 	for i, ev := range m.Events {
 		ids[i], attempts[i] = ev.ID, int32(ev.Attempts)
 	}
+	// Bounded: a server that stopped answering must fail the claim, not
+	// hold a pool connection while ingest waits for one.
+	ctx, cancel := context.WithTimeout(ctx, markTimeout)
+	defer cancel()
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(asyncCommit)
