@@ -18,9 +18,9 @@
 //   - An event picked with an expired lease (its worker may have died
 //     working it: os.Exit, a fatal error, the OOM killer) is never run in a
 //     shared transaction: ClaimWork leases one such event per claim (when
-//     ClaimParams.Rescue) with a counted attempt and commits first, so a handler that kills the process is charged every
-//     time and goes dead after its last attempt, without taking others
-//     down with it.
+//     ClaimParams.Rescue) with a counted attempt and commits first, so a
+//     handler that kills the process is charged every time and goes dead
+//     after its last attempt, without taking others down with it.
 //   - A process that dies while handlers run over events picked without a
 //     lease (ClaimWork) leaves a mark naming them (ClaimParams.Mark),
 //     written before the handlers run and dropped by the commit. Recover

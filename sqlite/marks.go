@@ -54,16 +54,14 @@ func (w *workTx) Mark(_ context.Context, m hookbox.Mark) error {
 	return nil
 }
 
-// dropMark removes key's file; a missing one is already forgotten.
-func (s *Store) dropMark(key string) error {
+// DropMark removes key's file (a missing one is already forgotten); see
+// hookbox.Queue.
+func (s *Store) DropMark(_ context.Context, key string) error {
 	if err := os.Remove(s.markPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("sqlite: drop mark: %w", err)
 	}
 	return nil
 }
-
-// DropMark forgets the mark key; see hookbox.Queue.
-func (s *Store) DropMark(_ context.Context, key string) error { return s.dropMark(key) }
 
 // OrphanMarks reads the marks whose pool has no record; see hookbox.Queue.
 func (s *Store) OrphanMarks(ctx context.Context) ([]hookbox.Mark, error) {
@@ -160,20 +158,15 @@ func (s *Store) stillAsPicked(ctx context.Context, picked map[int64]int) ([]hook
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: marks: %w", err)
 	}
-	defer rows.Close()
-	var out []hookbox.Event
-	for rows.Next() {
-		e, err := scanQueuedEvent(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: marks: %w", err)
-		}
+	evs, err := scanQueuedEvents(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: marks: %w", err)
+	}
+	out := evs[:0]
+	for _, e := range evs {
 		if picked[e.ID] == e.Attempts {
 			out = append(out, e)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: marks: %w", err)
-	}
-	sortByID(out)
 	return out, nil
 }

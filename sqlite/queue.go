@@ -102,6 +102,12 @@ func claimTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
+	return scanQueuedEvents(rows)
+}
+
+// scanQueuedEvents reads rows selected with queuedColumns, closes them and
+// returns the events in id order.
+func scanQueuedEvents(rows *sql.Rows) ([]hookbox.Event, error) {
 	defer rows.Close()
 	var out []hookbox.Event
 	for rows.Next() {

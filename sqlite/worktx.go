@@ -147,8 +147,9 @@ func (w *workTx) Commit(ctx context.Context) error {
 	}
 	if w.marked != "" {
 		// The outcomes are committed: the mark has nothing left to charge.
-		// Failing to drop it leaves a file whose events no longer match.
-		w.s.dropMark(w.marked)
+		// A file left by a failed removal is replaced by the next mark or
+		// dropped at a clean stop.
+		w.s.DropMark(ctx, w.marked)
 	}
 	return nil
 }

@@ -309,16 +309,18 @@ func (p *Pool) Notify() {
 // Start begins claiming. Handle and Route must not be called after it.
 //
 // A process that dies while a Go handler runs (os.Exit, a fatal runtime
-// error, the OOM killer) leaves no trace of the attempt when the handler
-// ran in a transaction that picked its event without a lease: the event
-// would crash the next process too, forever. So a pool that finds the
-// record of a pool that did not stop cleanly (Queue.WorkerStarted, or one
-// gone stale while it runs: WorkerSeen) goes into recovery: its next
-// BatchSize × TxWorkers events for Go handlers (at least as many as a pool
-// can have in flight, and a crashed one's are the first due) are claimed
-// one at a time with a committed, counted lease. An event that kills the
-// process is then charged an attempt each time, and goes dead after its
-// last, while no other event is charged for it.
+// error, the OOM killer) must still be charged the attempt, or the event
+// would crash the next process too, forever. A transaction that picks its
+// events without a lease marks them first (hookbox.Mark), so a pool that
+// starts charges each event of a dead pool's mark (register); those events
+// are then run alone, one per claim (queue.Result.Rescued). A pool that
+// finds the record of a pool that did not stop cleanly (Queue.WorkerStarted,
+// or one gone stale while it runs: WorkerSeen) also goes into recovery: its
+// next BatchSize × TxWorkers events for Go handlers are claimed one at a
+// time, in the whole pool, with a committed, counted lease. An event that
+// kills the process is so charged for every death and goes dead after its
+// last attempt; the other events of the batch its first death ended are
+// charged that death too, since which handler ended it is not known.
 func (p *Pool) Start(ctx context.Context) error {
 	// Before the lock: charging a dead pool's events reads policies.
 	p.register(ctx)
