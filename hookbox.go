@@ -17,6 +17,7 @@ package hookbox
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,37 @@ type Delivery struct {
 	Payload    []byte      // the raw body, exactly as received
 	ReceivedAt time.Time
 	BodySHA256 []byte // set when the source dedupes by body too
+
+	// FanOut says the source has named targets: the event is stored as
+	// the record of what arrived (never claimed itself), with one
+	// delivery row per entry of Routes, each worked on its own.
+	FanOut bool
+	// Routes are the targets whose filters matched, for a FanOut source.
+	Routes []Route
+}
+
+// Route is one target a FanOut delivery goes to.
+type Route struct {
+	Target string // the target's name within its source
+	// OrderKey is the value of the target's order_by in this delivery
+	// ("" when the target has none, or the delivery lacks it: such a
+	// delivery is not ordered).
+	OrderKey string
+}
+
+// QueueName is the source column of a delivery row: the source for an
+// event worked as itself, "source/target" for a target's delivery.
+func QueueName(source, target string) string {
+	if target == "" {
+		return source
+	}
+	return source + "/" + target
+}
+
+// SplitQueueName undoes QueueName. Source names never hold a "/".
+func SplitQueueName(name string) (source, target string) {
+	source, target, _ = strings.Cut(name, "/")
+	return source, target
 }
 
 // Receipt is the outcome of storing one Delivery.
@@ -83,6 +115,38 @@ type Event struct {
 	// and status (the dedupe memory) are kept. An empty body is not a
 	// cleared one: its Payload is zero bytes, not nil.
 	PayloadCleared bool `json:"payload_cleared,omitempty"`
+
+	// FanOut marks the event of a source with named targets: it is never
+	// worked itself, and its Status summarises its deliveries (processing
+	// or pending while one is, else dead if one is, else done).
+	FanOut bool `json:"fanout,omitempty"`
+	// Parent is, for a target's delivery, the id of its event; Source is
+	// then "source/target" (QueueName) and Target the target's name.
+	Parent   int64  `json:"parent,omitempty"`
+	Target   string `json:"target,omitempty"`
+	OrderKey string `json:"order_key,omitempty"`
+}
+
+// SourceName is the configured source of e, without its target.
+func (e *Event) SourceName() string {
+	src, _ := SplitQueueName(e.Source)
+	return src
+}
+
+// SummaryStatus is the status of a FanOut event whose deliveries have the
+// given states: processing or pending while any is, else dead if any is,
+// else done (also when it has none). The stores compute the same in SQL.
+func SummaryStatus(states []Status) Status {
+	have := map[Status]bool{}
+	for _, s := range states {
+		have[s] = true
+	}
+	for _, s := range []Status{StatusProcessing, StatusPending, StatusDead} {
+		if have[s] {
+			return s
+		}
+	}
+	return StatusDone
 }
 
 // Store is everything a hookbox store does: it keeps events (EventStore),

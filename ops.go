@@ -123,7 +123,24 @@ type Ops interface {
 	ClearPayloads(ctx context.Context, before time.Time) (int, error)
 
 	// Stats counts events by status and finds the oldest due event.
+	// The event of a FanOut source is not counted: its deliveries are.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
+
+	// PauseTarget pauses the queue name (a source worked as itself, or
+	// "source/target"): workers claim none of its events until
+	// ResumeTarget; ingest goes on. Pausing a paused name keeps its first
+	// pause.
+	PauseTarget(ctx context.Context, name, reason string) error
+
+	// ResumeTarget lifts a pause and reports whether there was one.
+	ResumeTarget(ctx context.Context, name string) (bool, error)
+}
+
+// Pause is a paused queue name (see Ops.PauseTarget).
+type Pause struct {
+	Name     string    `json:"name"`
+	PausedAt time.Time `json:"paused_at"`
+	Reason   string    `json:"reason,omitempty"`
 }
 
 // Add counts n purged rows of status st.

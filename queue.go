@@ -30,6 +30,15 @@ type ClaimParams struct {
 	Strict bool
 	// Now is the time the claim is made at (zero: time.Now()).
 	Now time.Time
+	// ByKey orders deliveries of Sources per order key: a delivery with
+	// an order key is claimed only when no delivery of its source with
+	// the same key and a lower id is pending, processing or (unless
+	// SkipDead) dead. So one key runs one delivery at a time, in id
+	// order, while different keys run in parallel. Claim supports it;
+	// WorkTx.Pick does not.
+	ByKey bool
+	// SkipDead lets a dead delivery release its key (see ByKey).
+	SkipDead bool
 	// Rescue lets ClaimWork lease one event picked with an expired lease
 	// (its worker may have died of it), counting the attempt, for the
 	// caller to run alone; without it such events are left as they are,
@@ -218,6 +227,9 @@ type Queue interface {
 
 	// DropMark forgets the mark key.
 	DropMark(ctx context.Context, key string) error
+
+	// Paused lists the paused queue names (see Ops.PauseTarget).
+	Paused(ctx context.Context) ([]Pause, error)
 }
 
 // WorkTx is an open transaction in which Go handlers run and their events'

@@ -33,17 +33,33 @@ import (
 // inserted. So every key this statement skips belongs to a committed row.
 const insertEvents = `WITH d AS (
     SELECT nextval('events_id_seq') AS id, d.*
-    FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::jsonb[], $6::bytea[], $7::timestamptz[], $8::bytea[])
-        WITH ORDINALITY AS d(source, delivery_id, id_is_hash, event_type, headers, payload, received_at, body_sha256, n)
+    FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::jsonb[], $6::bytea[], $7::timestamptz[], $8::bytea[],
+                $9::boolean[])
+        WITH ORDINALITY AS d(source, delivery_id, id_is_hash, event_type, headers, payload, received_at, body_sha256, fanout, n)
     ORDER BY n
 )
 INSERT INTO events
-    (id, source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at, body_sha256)
-SELECT id, source, delivery_id, id_is_hash, event_type, headers, payload, received_at, received_at, received_at, body_sha256
+    (id, source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at, body_sha256,
+     fanout, status)
+SELECT id, source, delivery_id, id_is_hash, event_type, headers, payload, received_at, received_at, received_at, body_sha256,
+     fanout, CASE WHEN fanout THEN 'done' ELSE 'pending' END
 FROM d
 ORDER BY source, delivery_id
 ON CONFLICT DO NOTHING
 RETURNING id, source, delivery_id`
+
+// insertDeliveries stores the deliveries of FanOut events (see
+// hookbox.Route): each copies its event's row ($1, by index into the
+// arrays of the event's batch) under the queue name $2 with order key $3.
+// Their keys are new (an event's id is), so they never conflict.
+const insertDeliveries = `INSERT INTO events
+    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at,
+     parent_id, order_key)
+SELECT r.source, e.delivery_id, e.id_is_hash, e.event_type, e.headers, e.payload, e.created_at, e.created_at, e.created_at,
+     e.id, r.order_key
+FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS r(parent_id, source, order_key, n)
+JOIN events e ON e.id = r.parent_id
+ORDER BY r.n`
 
 // selectConflicts finds the rows that the keys insertEvents skipped
 // conflicted with: by (source, delivery_id), and by (source, body_sha256)
@@ -368,12 +384,46 @@ func insertBatch(ctx context.Context, q querier, ds []hookbox.Delivery, idx []in
 	if err != nil {
 		return false, err
 	}
+	if err := addDeliveries(ctx, q, ds, idx, rs); err != nil {
+		return false, err
+	}
 	if found < len(idx) {
 		if err := findConflicts(ctx, q, ds, idx, rs); err != nil {
 			return true, err
 		}
 	}
 	return found > 0, nil
+}
+
+// addDeliveries inserts the deliveries of the FanOut events of idx that
+// the INSERT just stored (their receipts hold an id, and no duplicate
+// yet), in the order of idx.
+func addDeliveries(ctx context.Context, q querier, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) error {
+	var parents []int64
+	var names, keys []*string
+	for _, i := range idx {
+		d := &ds[i]
+		if !d.FanOut || rs[i].ID == 0 || rs[i].Duplicate {
+			continue
+		}
+		for _, r := range d.Routes {
+			name := hookbox.QueueName(d.Source, r.Target)
+			var key *string
+			if r.OrderKey != "" {
+				key = &r.OrderKey
+			}
+			parents, names, keys = append(parents, rs[i].ID), append(names, &name), append(keys, key)
+		}
+	}
+	if len(parents) == 0 {
+		return nil
+	}
+	rows, err := q.Query(ctx, insertDeliveries, parents, names, keys)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // findConflicts fills the receipts that the INSERT left empty with the ids
@@ -538,6 +588,7 @@ func insertArgs(ds []hookbox.Delivery, idx []int) []any {
 		payloads   = make([][]byte, n)
 		times      = make([]time.Time, n)
 		sums       = make([][]byte, n)
+		fanout     = make([]bool, n)
 	)
 	for j, i := range idx {
 		d := &ds[i]
@@ -554,12 +605,24 @@ func insertArgs(ds []hookbox.Delivery, idx []int) []any {
 		}
 		times[j] = d.ReceivedAt
 		sums[j] = d.BodySHA256 // nil is NULL
+		fanout[j] = d.FanOut
 	}
-	return []any{sources, ids, isHash, eventTypes, headers, payloads, times, sums}
+	return []any{sources, ids, isHash, eventTypes, headers, payloads, times, sums, fanout}
 }
 
 const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts, attempt_base,
-    next_attempt_at, lease_owner, last_error, created_at, updated_at, headers`
+    next_attempt_at, lease_owner, last_error, created_at, updated_at, parent_id, fanout, order_key, headers`
+
+// statusSummary is the status column as an operator reads it: a FanOut
+// event's summarises its deliveries (see hookbox.SummaryStatus).
+const statusSummary = `CASE WHEN fanout THEN coalesce((SELECT CASE
+        WHEN bool_or(c.status = 'processing') THEN 'processing'
+        WHEN bool_or(c.status = 'pending') THEN 'pending'
+        WHEN bool_or(c.status = 'dead') THEN 'dead' ELSE 'done' END
+    FROM events c WHERE c.parent_id = events.id), 'done') ELSE status END`
+
+// listedColumns are eventColumns with the status an operator reads.
+var listedColumns = strings.Replace(eventColumns, "status,", statusSummary+",", 1)
 
 // scanEvent reads one row selected with eventColumns followed by the payload
 // (or NULL).
@@ -568,12 +631,22 @@ func scanEvent(row pgx.Row) (hookbox.Event, error) {
 		e              hookbox.Event
 		status         string
 		owner, lastErr *string
+		parent         *int64
+		orderKey       *string
 		hdr            []byte
 	)
 	err := row.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.IDIsHash, &e.EventType, &status,
-		&e.Attempts, &e.AttemptBase, &e.NextAttemptAt, &owner, &lastErr, &e.CreatedAt, &e.UpdatedAt, &hdr, &e.Payload)
+		&e.Attempts, &e.AttemptBase, &e.NextAttemptAt, &owner, &lastErr, &e.CreatedAt, &e.UpdatedAt,
+		&parent, &e.FanOut, &orderKey, &hdr, &e.Payload)
 	if err != nil {
 		return e, err
+	}
+	if parent != nil {
+		e.Parent = *parent
+		_, e.Target = hookbox.SplitQueueName(e.Source)
+	}
+	if orderKey != nil {
+		e.OrderKey = *orderKey
 	}
 	e.Status = hookbox.Status(status)
 	// pgx reads NULL as nil and an empty bytea as empty: only payload
@@ -604,7 +677,7 @@ func scanListedEvent(row pgx.Row) (hookbox.Event, error) {
 // error matching hookbox.ErrNotFound. An empty payload is zero bytes, never
 // nil; a cleared one is nil, with PayloadCleared set.
 func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
-	e, err := scanListedEvent(s.pool.QueryRow(ctx, `SELECT `+eventColumns+`, payload, payload IS NULL FROM events WHERE id = $1`, id))
+	e, err := scanListedEvent(s.pool.QueryRow(ctx, `SELECT `+listedColumns+`, payload, payload IS NULL FROM events WHERE id = $1`, id))
 	if err != nil {
 		return hookbox.Event{}, queryError(fmt.Sprintf("event %d", id), err)
 	}
@@ -622,7 +695,7 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 		limit = hookbox.DefaultListLimit
 	}
 	args = append(args, limit)
-	q := `SELECT ` + eventColumns + `, NULL::bytea, payload IS NULL FROM events` + where +
+	q := `SELECT ` + listedColumns + `, NULL::bytea, payload IS NULL FROM events` + where +
 		` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
@@ -653,10 +726,12 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 		conds = append(conds, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
 	}
 	if f.Source != "" {
-		add("source = $?", f.Source)
+		// The source's events and their targets' deliveries ("source/…":
+		// '0' follows '/'). Both bounds compare in byte order.
+		add("(source = $? OR (source COLLATE \"C\" > $? || '/' AND source COLLATE \"C\" < $? || '0'))", f.Source)
 	}
 	if f.Status != "" {
-		add("status = $?", string(f.Status))
+		add(statusSummary+" = $?", string(f.Status))
 	}
 	if f.EventType != "" {
 		add("event_type = $?", f.EventType)

@@ -42,11 +42,12 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	var where string
 	var args []any
 	if len(p.IDs) > 0 {
-		where, args = ` WHERE id = ANY($1::bigint[])`, []any{p.IDs}
+		// A FanOut event named is replayed as its deliveries.
+		where, args = ` WHERE (id = ANY($1::bigint[]) OR parent_id = ANY($1::bigint[]))`, []any{p.IDs}
 	} else {
 		where, args = filterSQL(p.Filter)
 	}
-	states := `status IN ` + replayable(p.IncludeDone)
+	states := `NOT fanout AND status IN ` + replayable(p.IncludeDone)
 	if where == "" {
 		where = ` WHERE ` + states
 	} else {
@@ -108,7 +109,18 @@ SELECT id, false FROM replayed`
 		}
 	}
 	slices.Sort(res.Replayed)
-	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload))
+	var parents []int64
+	if len(p.IDs) > 0 && len(res.Replayed) > 0 {
+		rows, err := s.pool.Query(ctx, `SELECT DISTINCT parent_id FROM events
+            WHERE parent_id IS NOT NULL AND id = ANY($1::bigint[])`, res.Replayed)
+		if err == nil {
+			parents, err = rowscan.IDs(rows)
+		}
+		if err != nil {
+			return res, opError(ctx, "replay", err)
+		}
+	}
+	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload, parents))
 	return res, nil
 }
 
@@ -127,9 +139,18 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // changed before $1, skipping rows another transaction holds. The attempts
 // of a deleted event go with it (ON DELETE CASCADE).
 const purgeBatch = `DELETE FROM events WHERE id IN (
-    SELECT id FROM events WHERE status IN %s AND updated_at < $1
+    SELECT id FROM events WHERE %s
     ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
 RETURNING status`
+
+// purgeable is the condition of a purge of the listed states before $1.
+// Deliveries go with their event (ON DELETE CASCADE), and an event goes
+// only when all its deliveries may: never one still to be worked.
+func purgeable(states string) string {
+	return `status IN ` + states + ` AND updated_at < $1 AND parent_id IS NULL
+      AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+          AND (c.status NOT IN ` + states + ` OR c.updated_at >= $1)))`
+}
 
 // Purge deletes finished events in batches; see hookbox.Ops. Each batch is
 // one statement, its own transaction, so no purge holds locks for long.
@@ -144,7 +165,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	}
 	if p.DryRun {
 		rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM events
-            WHERE status IN `+states+` AND updated_at < $1 GROUP BY status`, p.Before)
+            WHERE `+purgeable(states)+` GROUP BY status`, p.Before)
 		if err != nil {
 			return res, opError(ctx, "purge", err)
 		}
@@ -166,7 +187,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	if batch <= 0 {
 		batch = 1000
 	}
-	q := fmt.Sprintf(purgeBatch, states)
+	q := fmt.Sprintf(purgeBatch, purgeable(states))
 	for {
 		var part hookbox.PurgeResult
 		n, err := s.purgeOnce(ctx, q, p.Before, batch, &part)
@@ -230,7 +251,7 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 // Stats counts events by status; see hookbox.Ops.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM events GROUP BY status`)
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM events WHERE NOT fanout GROUP BY status`)
 	if err != nil {
 		return st, opError(ctx, "stats", err)
 	}

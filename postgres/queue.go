@@ -72,6 +72,26 @@ const (
     LIMIT $5`
 )
 
+// claimDueByKey is claimDue for ClaimParams.ByKey: a delivery with an
+// order key is due only when no delivery of its source with the same key
+// and a lower id is pending, processing or (unless skipDead) dead. The
+// status list repeats events_order's, so that index serves it. A row that
+// holds the key but is locked by another claim still counts: the check
+// reads committed rows, not locks.
+func claimDueByKey(skipDead bool) string {
+	skip := ""
+	if skipDead {
+		skip = ` AND o.status <> 'dead'`
+	}
+	due := strings.Replace(dueFrom2, `
+        ORDER BY next_attempt_at, id`, `
+          AND (order_key IS NULL OR NOT EXISTS (SELECT 1 FROM events o
+              WHERE o.source = events.source AND o.order_key = events.order_key AND o.id < events.id
+                AND o.order_key IS NOT NULL AND o.status IN ('pending', 'processing', 'dead')`+skip+`))
+        ORDER BY next_attempt_at, id`, 1)
+	return `WITH due AS (SELECT e.id` + dueFrom1 + `id, next_attempt_at` + due + `)` + claimSet
+}
+
 const claimStrict = `WITH first AS (
     SELECT id FROM events
     WHERE source = $4 AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
@@ -107,8 +127,12 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if p.Strict {
 		out, err = s.claimStrict(ctx, p.Owner, lease, now, p.Sources[0])
 	} else {
+		q := claimDue
+		if p.ByKey {
+			q = claimDueByKey(p.SkipDead)
+		}
 		var rows pgx.Rows
-		rows, err = s.pool.Query(ctx, claimDue, p.Owner, lease, now, p.Sources, p.Limit)
+		rows, err = s.pool.Query(ctx, q, p.Owner, lease, now, p.Sources, p.Limit)
 		if err == nil {
 			out, err = scanEvents(rows)
 		}

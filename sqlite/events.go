@@ -16,8 +16,18 @@ import (
 // (source, body_sha256), are left out.
 func insertSQL(n int) string {
 	return `INSERT INTO events
-    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at, body_sha256)
-VALUES ` + rowsOf(n, 10) + ` ON CONFLICT DO NOTHING RETURNING id, source, delivery_id`
+    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at, body_sha256,
+     status, fanout)
+VALUES ` + rowsOf(n, 12) + ` ON CONFLICT DO NOTHING RETURNING id, source, delivery_id`
+}
+
+// insertDeliveriesSQL inserts n deliveries of FanOut events (see
+// hookbox.Route): rows that copy their event and point at it.
+func insertDeliveriesSQL(n int) string {
+	return `INSERT INTO events
+    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at,
+     parent_id, order_key)
+VALUES ` + rowsOf(n, 11)
 }
 
 // The stored row a skipped delivery conflicted with: by its id, else by
@@ -93,7 +103,12 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery, bad map[int]e
 			if d.BodySHA256 != nil {
 				sum = d.BodySHA256
 			}
-			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, payloadArg(d.Payload), at, at, at, sum)
+			status := hookbox.StatusPending
+			if d.FanOut {
+				status = hookbox.StatusDone // never worked itself: see hookbox.Delivery
+			}
+			args = append(args, d.Source, d.DeliveryID, d.IDIsHash, d.EventType, hdr, payloadArg(d.Payload), at, at, at, sum,
+				status, d.FanOut)
 		}
 		t.args = args
 		rows, err := insert.QueryContext(ctx, args...)
@@ -115,6 +130,9 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery, bad map[int]e
 		rest = rest[n:]
 	}
 	clear(t.args) // drop references to payloads
+	if err := t.addDeliveries(ctx, ds, distinct, inserted); err != nil {
+		return nil, err
+	}
 	for _, i := range distinct {
 		d := &ds[i]
 		if id, ok := inserted[eventKey{d.Source, d.DeliveryID}]; ok {
@@ -134,6 +152,38 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery, bad map[int]e
 	hookbox.FillRepeats(rs, first)
 	return rs, nil
 }
+
+// addDeliveries inserts the deliveries (hookbox.Route) of the FanOut
+// events of ds that were stored new, in the order of ds, so that the
+// deliveries of one target follow their events' ids.
+func (t *ingestTx) addDeliveries(ctx context.Context, ds []hookbox.Delivery, distinct []int, inserted map[eventKey]int64) error {
+	var args []any
+	for _, i := range distinct {
+		d := &ds[i]
+		id, ok := inserted[eventKey{d.Source, d.DeliveryID}]
+		if !ok || !d.FanOut {
+			continue
+		}
+		hdr := hookbox.EncodeHeader(d.Header)
+		at := millis(d.ReceivedAt)
+		for _, r := range d.Routes {
+			args = append(args, hookbox.QueueName(d.Source, r.Target), d.DeliveryID, d.IDIsHash, d.EventType, hdr,
+				payloadArg(d.Payload), at, at, at, id, nullString(r.OrderKey))
+		}
+	}
+	for len(args) > 0 {
+		n := min(len(args)/11, maxRowsPerInsert)
+		if _, err := t.tx.ExecContext(ctx, insertDeliveriesSQL(n), args[:11*n]...); err != nil {
+			return fmt.Errorf("%w: insert deliveries: %v", hookbox.ErrUnavailable, err)
+		}
+		args = args[11*n:]
+	}
+	return nil
+}
+
+// maxRowsPerInsert keeps a multi-row INSERT of deliveries under SQLite's
+// limit of 32,766 bound parameters.
+const maxRowsPerInsert = 256
 
 // payloadArg binds a payload: the driver binds a nil slice as NULL, which
 // means "cleared by payload retention", so an empty body is bound as a
@@ -164,7 +214,18 @@ func (t *ingestTx) Commit(ctx context.Context) error {
 func (t *ingestTx) Rollback() error { return t.tx.Rollback() }
 
 const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts, attempt_base,
-    next_attempt_at, lease_owner, last_error, created_at, updated_at, headers, payload`
+    next_attempt_at, lease_owner, last_error, created_at, updated_at, parent_id, fanout, order_key, headers, payload`
+
+// statusSummary is the status column as an operator reads it: a FanOut
+// event's summarises its deliveries (see hookbox.SummaryStatus).
+const statusSummary = `CASE WHEN fanout THEN coalesce((SELECT CASE
+        WHEN max(c.status = 'processing') THEN 'processing'
+        WHEN max(c.status = 'pending') THEN 'pending'
+        WHEN max(c.status = 'dead') THEN 'dead' ELSE 'done' END
+    FROM events c WHERE c.parent_id = events.id), 'done') ELSE status END`
+
+// listedColumns are eventColumns with the status an operator reads.
+var listedColumns = strings.Replace(eventColumns, "status,", statusSummary+",", 1)
 
 // scanEvent reads one row selected with eventColumns.
 func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
@@ -172,12 +233,19 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 		e                  hookbox.Event
 		next, created, upd int64
 		owner, lastErr     sql.NullString
+		parent             sql.NullInt64
+		orderKey           sql.NullString
 		hdr                []byte
 	)
 	err := row.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.IDIsHash, &e.EventType, &e.Status,
-		&e.Attempts, &e.AttemptBase, &next, &owner, &lastErr, &created, &upd, &hdr, &e.Payload)
+		&e.Attempts, &e.AttemptBase, &next, &owner, &lastErr, &created, &upd, &parent, &e.FanOut, &orderKey,
+		&hdr, &e.Payload)
 	if err != nil {
 		return e, err
+	}
+	e.Parent, e.OrderKey = parent.Int64, orderKey.String
+	if e.Parent != 0 {
+		_, e.Target = hookbox.SplitQueueName(e.Source)
 	}
 	e.NextAttemptAt, e.CreatedAt, e.UpdatedAt = fromMillis(next), fromMillis(created), fromMillis(upd)
 	e.LeaseOwner, e.LastError = owner.String, lastErr.String
@@ -197,7 +265,7 @@ func scanListedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error)
 // Event returns one event with headers and payload. An empty payload is
 // zero bytes, never nil; a cleared one is nil, with PayloadCleared set.
 func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
-	e, err := scanListedEvent(s.reader.QueryRowContext(ctx, `SELECT `+eventColumns+`, payload IS NULL FROM events WHERE id = ?`, id))
+	e, err := scanListedEvent(s.reader.QueryRowContext(ctx, `SELECT `+listedColumns+`, payload IS NULL FROM events WHERE id = ?`, id))
 	if err == nil && !e.PayloadCleared && e.Payload == nil {
 		e.Payload = []byte{} // the driver reads a zero-length blob as nil
 	}
@@ -217,7 +285,7 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 	if limit <= 0 {
 		limit = hookbox.DefaultListLimit
 	}
-	q := `SELECT ` + eventColumns + `, payload IS NULL FROM events` + where + ` ORDER BY id DESC LIMIT ?`
+	q := `SELECT ` + listedColumns + `, payload IS NULL FROM events` + where + ` ORDER BY id DESC LIMIT ?`
 	q = strings.Replace(q, "headers, payload", "headers, NULL", 1)
 	rows, err := s.reader.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {
@@ -247,10 +315,13 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 		args = append(args, arg)
 	}
 	if f.Source != "" {
-		add("source = ?", f.Source)
+		// The source's events and their targets' deliveries ("source/…":
+		// '0' follows '/').
+		conds = append(conds, "(source = ? OR (source > ? AND source < ?))")
+		args = append(args, f.Source, f.Source+"/", f.Source+"0")
 	}
 	if f.Status != "" {
-		add("status = ?", string(f.Status))
+		add(statusSummary+" = ?", string(f.Status))
 	}
 	if f.EventType != "" {
 		add("event_type = ?", f.EventType)

@@ -37,6 +37,12 @@ func TestMigrateKeepsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		`DROP TABLE paused_targets`,
+		`DROP INDEX events_order`,
+		`DROP INDEX events_children`,
+		`ALTER TABLE events DROP COLUMN order_key`,
+		`ALTER TABLE events DROP COLUMN fanout`,
+		`ALTER TABLE events DROP COLUMN parent_id`,
 		`DROP TABLE workers`,
 		`ALTER TABLE events DROP COLUMN attempt_base`,
 		`DROP INDEX events_body`,

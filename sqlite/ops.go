@@ -34,9 +34,12 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	var where string
 	var args []any
 	if len(p.IDs) > 0 {
-		where = ` WHERE id IN (` + placeholders(len(p.IDs)) + `)`
-		for _, id := range p.IDs {
-			args = append(args, id)
+		// A FanOut event named is replayed as its deliveries.
+		where = ` WHERE (id IN (` + placeholders(len(p.IDs)) + `) OR parent_id IN (` + placeholders(len(p.IDs)) + `))`
+		for range 2 {
+			for _, id := range p.IDs {
+				args = append(args, id)
+			}
 		}
 	} else {
 		where, args = filterSQL(p.Filter)
@@ -44,7 +47,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 			where = " WHERE 1 = 1"
 		}
 	}
-	where += ` AND status IN ` + replayable(p.IncludeDone)
+	where += ` AND NOT fanout AND status IN ` + replayable(p.IncludeDone)
 	var res hookbox.ReplayResult
 	if p.DryRun {
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
@@ -101,7 +104,16 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		}
 	}
 	slices.Sort(res.Replayed)
-	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload))
+	var parents []int64
+	if len(p.IDs) > 0 && len(res.Replayed) > 0 {
+		var err error
+		parents, err = queryIDs(ctx, s.reader, `SELECT DISTINCT parent_id FROM events
+            WHERE parent_id IS NOT NULL AND id IN (`+placeholders(len(res.Replayed))+`)`, int64sAny(res.Replayed)...)
+		if err != nil {
+			return res, fmt.Errorf("sqlite: replay: %w", err)
+		}
+	}
+	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload, parents))
 	return res, nil
 }
 
@@ -115,10 +127,15 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	if p.IncludeDead {
 		states = `('done', 'dead')`
 	}
+	// Deliveries go with their event, and an event goes only when all
+	// its deliveries may: never one still to be worked.
+	purgeable := `status IN ('done', 'dead') AND status IN ` + states + ` AND updated_at < ?1 AND parent_id IS NULL
+                AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+                    AND (c.status NOT IN ` + states + ` OR c.updated_at >= ?1)))`
 	before := millis(p.Before)
 	if p.DryRun {
 		rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events
-            WHERE status IN `+states+` AND updated_at < ? GROUP BY status`, before)
+            WHERE `+purgeable+` GROUP BY status`, before)
 		if err != nil {
 			return res, fmt.Errorf("sqlite: purge: %w", err)
 		}
@@ -140,9 +157,15 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	for {
 		var n int
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE id IN (
-                SELECT id FROM events WHERE status IN `+states+` AND updated_at < ? LIMIT ?)
-                RETURNING status`, before, batch)
+			ids, err := queryIDs(ctx, tx, `SELECT id FROM events WHERE `+purgeable+` LIMIT ?2`, before, batch)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			in := ` IN (` + placeholders(len(ids)) + `)`
+			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE parent_id`+in, int64sAny(ids)...); err != nil {
+				return err
+			}
+			rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE id`+in+` RETURNING status`, int64sAny(ids)...)
 			if err != nil {
 				return err
 			}
@@ -205,7 +228,7 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 // Stats counts events by status; see hookbox.Ops.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
-	rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events GROUP BY status`)
+	rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events WHERE NOT fanout GROUP BY status`)
 	if err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", err)
 	}
@@ -265,4 +288,13 @@ func queryIDs(ctx context.Context, db queryer, q string, args ...any) ([]int64, 
 	}
 	defer rows.Close()
 	return rowscan.IDs(rows)
+}
+
+// int64sAny returns ids as statement arguments.
+func int64sAny(ids []int64) []any {
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = id
+	}
+	return out
 }

@@ -72,7 +72,7 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		parts := make([]string, len(p.Sources))
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
-                WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
+                WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?` + keyFree(p) + `
                 ORDER BY next_attempt_at, id LIMIT ?)`
 			args = append(args, src, nowMS, p.Limit)
 		}
@@ -80,6 +80,23 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		args = append(args, p.Limit)
 	}
 	return pick, args, nowMS, until
+}
+
+// keyFree is the condition a claim with p.ByKey adds: no earlier
+// delivery of the same source and order key holds the key. Its status
+// list repeats events_order's, so that index serves it.
+func keyFree(p hookbox.ClaimParams) string {
+	if !p.ByKey {
+		return ""
+	}
+	skip := ""
+	if p.SkipDead {
+		skip = ` AND o.status <> 'dead'`
+	}
+	return `
+                  AND (order_key IS NULL OR NOT EXISTS (SELECT 1 FROM events o INDEXED BY events_order
+                      WHERE o.source = events.source AND o.order_key = events.order_key AND o.id < events.id
+                        AND o.order_key IS NOT NULL AND o.status IN ('pending', 'processing', 'dead')` + skip + `))`
 }
 
 // queuedColumns are the columns a claim reads: eventColumns and whether

@@ -28,9 +28,9 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration (00006_worker_host) by hand.
-		if latest != "6" {
-			t.Fatalf("the newest migration is %s: make this test undo it instead of 00006_worker_host", latest)
+		// migration (00007_targets) by hand.
+		if latest != "7" {
+			t.Fatalf("the newest migration is %s: make this test undo it instead of 00007_targets", latest)
 		}
 		ctx := context.Background()
 		st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
@@ -38,11 +38,9 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			undo := []string{`ALTER TABLE workers DROP COLUMN pid`, `ALTER TABLE workers DROP COLUMN host`}
-			if tx.Dialect == hookbox.DialectPostgres {
-				undo = append(undo, `DROP TABLE work_marks`)
-			}
-			undo = append(undo, `DELETE FROM goose_db_version WHERE version_id = 6`)
+			undo := []string{`DROP TABLE paused_targets`, `DROP INDEX events_order`, `DROP INDEX events_children`,
+				`ALTER TABLE events DROP COLUMN order_key`, `ALTER TABLE events DROP COLUMN fanout`,
+				`ALTER TABLE events DROP COLUMN parent_id`, `DELETE FROM goose_db_version WHERE version_id = 7`}
 			for _, q := range undo {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return fmt.Errorf("%s: %w", q, err)
@@ -56,7 +54,7 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("upgraded the schema from version 5: applied version 6 (now at version %s)\n", latest)
+		want := fmt.Sprintf("upgraded the schema from version 6: applied version 7 (now at version %s)\n", latest)
 		if out := mustCLI(t, "migrate", "--db", dbURL); out != want {
 			t.Fatalf("migrate on a database one version behind printed %q, want %q", out, want)
 		}
