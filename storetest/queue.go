@@ -40,6 +40,9 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimWorkRunsAndLeavesRest": testClaimWork,
 		"WorkerRecords":              testWorkerRecords,
 		"FinishStoresAnyErrorText":   testFinishAnyErrorText,
+		"FanOut":                     testFanOut,
+		"ClaimByKey":                 testClaimByKey,
+		"PauseTargets":               testPauseTargets,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,181 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// fanOut builds a delivery of a source with named targets, routed to the
+// given targets (a "name=key" target carries an order key).
+func fanOut(source, id string, targets ...string) hookbox.Delivery {
+	d := Delivery(source, id)
+	d.FanOut = true
+	for _, t := range targets {
+		name, key, _ := cutEq(t)
+		d.Routes = append(d.Routes, hookbox.Route{Target: name, OrderKey: key})
+	}
+	return d
+}
+
+func cutEq(s string) (string, string, bool) {
+	for i := range s {
+		if s[i] == '=' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+// testFanOut: an event of a source with targets is stored once with a
+// delivery per route; each delivery is a queue row of its own, the event
+// is never claimed, its status summarises its deliveries, a replay of it
+// replays its deliveries, and a purge takes them with it, only once all
+// are finished.
+func testFanOut(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	rs := ingest(t, q, fanOut("fo", "1", "a", "b=k1"), fanOut("fo", "none"))
+	if dup := ingest(t, q, fanOut("fo", "1", "a", "b=k1")); !dup[0].Duplicate || dup[0].ID != rs[0].ID {
+		t.Fatalf("a repeat of a fanned-out event: %+v", dup)
+	}
+	ev := status(t, q, rs[0].ID)
+	if !ev.FanOut || ev.Status != hookbox.StatusPending || ev.Parent != 0 || string(ev.Payload) != `{"id":"1"}` {
+		t.Fatalf("the event = %+v", ev)
+	}
+	if e := status(t, q, rs[1].ID); e.Status != hookbox.StatusDone {
+		t.Errorf("an event no target wanted is %s, want done", e.Status)
+	}
+	all, err := q.Events(ctx, hookbox.Filter{Source: "fo"})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("events of the source and its deliveries: %d, %v; want 4", len(all), err)
+	}
+	if evs := claim(t, q, time.Now(), 10, "fo"); len(evs) != 0 {
+		t.Fatalf("a fanned-out event was claimed: %+v", evs)
+	}
+	a := claim(t, q, time.Now(), 10, "fo/a")
+	b := claim(t, q, time.Now(), 10, "fo/b")
+	if len(a) != 1 || len(b) != 1 {
+		t.Fatalf("claimed %d for a and %d for b, want 1 each", len(a), len(b))
+	}
+	if d := b[0]; d.Parent != rs[0].ID || d.Target != "b" || d.OrderKey != "k1" || d.DeliveryID != "1" ||
+		string(d.Payload) != `{"id":"1"}` || d.Header.Get("Content-Type") != "application/json" || d.SourceName() != "fo" {
+		t.Errorf("the delivery to b = %+v", d)
+	}
+	if e := status(t, q, rs[0].ID); e.Status != hookbox.StatusProcessing {
+		t.Errorf("event with deliveries in flight is %s, want processing", e.Status)
+	}
+	now := time.Now()
+	finish(t, q, outcome(a[0], hookbox.StatusDone, now), outcome(b[0], hookbox.StatusDead, now))
+	if e := status(t, q, rs[0].ID); e.Status != hookbox.StatusDead {
+		t.Errorf("event with a dead delivery is %s, want dead", e.Status)
+	}
+	if dead, err := q.Events(ctx, hookbox.Filter{Source: "fo", Status: hookbox.StatusDead}); err != nil || len(dead) != 2 {
+		t.Errorf("dead rows of the source: %d, %v; want the event and its delivery to b", len(dead), err)
+	}
+	st, err := q.Stats(ctx, now)
+	if err != nil || st.ByStatus[hookbox.StatusDone] != 1 || st.ByStatus[hookbox.StatusDead] != 1 {
+		t.Errorf("stats count the deliveries only: %+v, %v", st, err)
+	}
+	// Not finished (b is dead): a purge of done rows keeps the event.
+	if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now()}); err != nil || res.Done != 1 {
+		t.Errorf("purge of done events: %+v, %v; want only the event no target wanted", res, err)
+	}
+	if _, err := q.Event(ctx, b[0].ID); err != nil {
+		t.Fatalf("a purge took the dead delivery of a kept event: %v", err)
+	}
+	res, err := q.Replay(ctx, hookbox.ReplayParams{IDs: []int64{rs[0].ID}})
+	if err != nil || !slices.Equal(res.Replayed, []int64{b[0].ID}) || len(res.Skipped) != 0 {
+		t.Fatalf("replay of the event = %+v, %v; want its dead delivery", res, err)
+	}
+	if e := status(t, q, rs[0].ID); e.Status != hookbox.StatusPending || !e.FanOut {
+		t.Errorf("after the replay the event is %+v", e)
+	}
+	b = claim(t, q, time.Now(), 10, "fo/b")
+	if len(b) != 1 || b[0].Attempts != 2 {
+		t.Fatalf("replayed delivery claimed as %+v", b)
+	}
+	finish(t, q, outcome(b[0], hookbox.StatusDone, time.Now()))
+	time.Sleep(2 * time.Millisecond) // a cut-off strictly after the last finish
+	if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now()}); err != nil || res.Done != 1 {
+		t.Errorf("purge once all deliveries are done: %+v, %v; want the event", res, err)
+	}
+	for _, id := range []int64{rs[0].ID, a[0].ID, b[0].ID} {
+		if _, err := q.Event(ctx, id); err == nil {
+			t.Errorf("row %d outlived the purge of its event", id)
+		}
+	}
+}
+
+// testClaimByKey: with ByKey, deliveries with the same order key are
+// claimed one at a time in id order, a dead one holds its key unless
+// SkipDead, and deliveries without a key are not held.
+func testClaimByKey(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	ingest(t, q, fanOut("ok", "1", "t=k1"), fanOut("ok", "2", "t=k1"), fanOut("ok", "3", "t=k2"),
+		fanOut("ok", "4", "t"), fanOut("ok", "5", "t=k2"))
+	byKey := func(skipDead bool) []string {
+		t.Helper()
+		evs, err := q.Claim(ctx, hookbox.ClaimParams{Owner: "bk" + time.Now().String(), Limit: 10, Lease: time.Minute,
+			Sources: []string{"ok/t"}, ByKey: true, SkipDead: skipDead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range evs {
+			ids = append(ids, e.DeliveryID)
+		}
+		return ids
+	}
+	first := byKey(false)
+	if !slices.Equal(first, []string{"1", "3", "4"}) {
+		t.Fatalf("first claim by key = %v, want the first of each key and the one without", first)
+	}
+	if again := byKey(false); len(again) != 0 {
+		t.Fatalf("claimed %v while the earlier deliveries of their keys run", again)
+	}
+	evs, err := q.Events(ctx, hookbox.Filter{Source: "ok/t", Status: hookbox.StatusProcessing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, e := range evs {
+		st := hookbox.StatusDone
+		if e.DeliveryID == "1" {
+			st = hookbox.StatusDead
+		}
+		finish(t, q, outcome(e, st, now))
+	}
+	if got := byKey(false); !slices.Equal(got, []string{"5"}) {
+		t.Fatalf("after k1's first died and k2's finished: claimed %v, want only 5", got)
+	}
+	if got := byKey(true); !slices.Equal(got, []string{"2"}) {
+		t.Fatalf("skipping dead deliveries: claimed %v, want 2", got)
+	}
+}
+
+// testPauseTargets: pauses are kept by name until resumed.
+func testPauseTargets(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	if err := q.PauseTarget(ctx, "pt/a", "by hand"); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.PauseTarget(ctx, "pt/a", "again"); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := q.Paused(ctx)
+	if err != nil || len(ps) != 1 || ps[0].Name != "pt/a" || ps[0].Reason != "by hand" || ps[0].PausedAt.IsZero() {
+		t.Fatalf("paused = %+v, %v", ps, err)
+	}
+	if ok, err := q.ResumeTarget(ctx, "pt/a"); !ok || err != nil {
+		t.Fatalf("resume = %v, %v", ok, err)
+	}
+	if ok, err := q.ResumeTarget(ctx, "pt/a"); ok || err != nil {
+		t.Fatalf("second resume = %v, %v; want false", ok, err)
+	}
+	if ps, err := q.Paused(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("paused after resume = %+v, %v", ps, err)
+	}
+}
