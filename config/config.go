@@ -186,6 +186,11 @@ type Source struct {
 	// hookbox's environment do not reach it (nor its output).
 	ExecInheritEnv bool `yaml:"exec_inherit_env"`
 
+	// Targets are named targets, each with a filter and delivery controls
+	// (see Target). They replace forward and exec: a source has one or
+	// the other.
+	Targets []Target `yaml:"targets"`
+
 	// AllowIdenticalBodies turns off deduplication by body for a source
 	// whose signature covers the body but not the delivery id (github,
 	// hmac, none): by default a body already stored for the source is a
@@ -418,7 +423,7 @@ func redact(err error, values []string) error {
 }
 
 // secretKey matches the key paths whose values are secrets.
-var secretKey = regexp.MustCompile(`^(admin_token|sources\[\d+\]\.(secrets\[\d+\]|forward_headers\..*))$`)
+var secretKey = regexp.MustCompile(`^(admin_token|sources\[\d+\]\.(secrets\[\d+\]|forward_headers\..*|targets\[\d+\]\.(forward_headers\..*|sign\.secret)))$`)
 
 // holdsSecret reports whether a secret's text is written in the file, not
 // taken from the environment. A ${NAME:-default} default does not count: it
@@ -463,7 +468,7 @@ func (c *Config) exampleSecretWarnings() []string {
 func (c *Config) NoTargetWarnings() []string {
 	var ws []string
 	for i, s := range c.Sources {
-		if s.Forward == "" && len(s.Exec) == 0 && !s.StoreOnly {
+		if s.Forward == "" && len(s.Exec) == 0 && len(s.Targets) == 0 && !s.StoreOnly {
 			ws = append(ws, fmt.Sprintf("source %s has no forward or exec: its events are stored and wait for a worker; set store_only: true if that is what you want", c.sourceLabel(i)))
 		}
 	}
@@ -603,6 +608,7 @@ func (c *Config) validate() error {
 		if s.Forward != "" && !strings.HasPrefix(s.Forward, "http://") && !strings.HasPrefix(s.Forward, "https://") {
 			bad(key+".forward", "must be an http:// or https:// URL")
 		}
+		errs = append(errs, validateTargets(key, s)...)
 	}
 	return errors.Join(errs...)
 }

@@ -208,6 +208,13 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string, depth int) {
 		d.decodeStruct(n, v, path, depth)
 	case reflect.Slice:
 		seq, ok := n.(*ast.SequenceNode)
+		if !ok && v.Type() == stringListType {
+			// A StringList written as one value is a list of one.
+			if s, ok := d.scalar(n, path); ok {
+				v.Set(reflect.ValueOf(StringList{s}))
+			}
+			return
+		}
 		if !ok {
 			d.fail(path, n, "want a list (like [a, b] or lines starting with -), not %s", kind(n))
 			return

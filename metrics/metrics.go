@@ -18,6 +18,9 @@
 //	hookbox_dead_total{source}                events that went dead
 //	hookbox_events{status}                    events by status (at scrape time)
 //	hookbox_oldest_due_seconds                age of the longest-waiting due event
+//	hookbox_target_circuit_open{target}       1 while a target's circuit is open
+//
+// A named target's deliveries are counted under the label "source/target".
 //
 // plus the Go runtime and process collectors.
 package metrics
@@ -75,6 +78,7 @@ type Metrics struct {
 	attempts       *prometheus.CounterVec
 	attemptSeconds *prometheus.HistogramVec
 	dead           *prometheus.CounterVec
+	circuit        *prometheus.GaugeVec
 
 	// Pre-resolved children of the configured sources, read-only after
 	// New: the hot paths look up a map instead of hashing label values.
@@ -117,12 +121,16 @@ func New(sources []string) *Metrics {
 			Name: "hookbox_dead_total",
 			Help: "Events that went dead after their last attempt, by source.",
 		}, []string{"source"}),
+		circuit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "hookbox_target_circuit_open",
+			Help: "1 while a target's circuit is open: it failed too often in a row and waits before a trial delivery.",
+		}, []string{"target"}),
 		deliveryChild: map[string]map[string]prometheus.Counter{},
 		attemptChild:  map[string]map[string]prometheus.Counter{},
 		seconds:       map[string]prometheus.Observer{},
 		deadChild:     map[string]prometheus.Counter{},
 	}
-	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead,
+	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -192,6 +200,16 @@ func (m *Metrics) Delivery(source, outcome string, took time.Duration) {
 // groupcommit.Options.OnBatch.
 func (m *Metrics) Batch(size int, took time.Duration, err error) {
 	m.batchSize.Observe(float64(size))
+}
+
+// Circuit records that the circuit of target (a configured queue name)
+// opened or closed. It has the shape of worker.Options.OnCircuit.
+func (m *Metrics) Circuit(target string, open bool) {
+	v := 0.0
+	if open {
+		v = 1
+	}
+	m.circuit.WithLabelValues(m.source(target)).Set(v)
 }
 
 // Attempt records one recorded attempt at ev. It has the shape of

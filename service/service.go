@@ -66,6 +66,14 @@ func Redactor(cfg *config.Config) *redact.Redactor {
 		for _, v := range src.ForwardHeaders {
 			secrets = append(secrets, v)
 		}
+		for _, t := range src.Targets {
+			for _, v := range t.ForwardHeaders {
+				secrets = append(secrets, v)
+			}
+			if t.Sign != nil {
+				secrets = append(secrets, t.Sign.Secret)
+			}
+		}
 	}
 	if u, err := url.Parse(cfg.DB); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
@@ -134,7 +142,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 				"source", src.Name)
 		}
 	}
-	m := metrics.New(sourceNames(cfg))
+	m := metrics.New(queueNames(cfg))
 	txWorkers := 1 // SQLite: one write transaction at a time anyway
 	if concurrentWriters {
 		txWorkers = 4
@@ -145,6 +153,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		TxWorkers:   txWorkers,
 		Logger:      log,
 		OnAttempt:   m.Attempt,
+		OnCircuit:   m.Circuit,
 		Redact:      red.String,
 	})
 	for _, src := range cfg.Sources {
@@ -156,6 +165,9 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		if t != nil {
 			pool.Route(src.Name, t)
 		}
+	}
+	if err := routeTargets(cfg, pool, red); err != nil {
+		return nil, err
 	}
 	ingest := func(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 		rs, err := st.Ingest(ctx, ds)
@@ -190,7 +202,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	}
 	srv := server.New(server.Config{
 		Sources:      sources,
-		Ingest:       withBodyKeys(cfg, c.Submit),
+		Ingest:       withRoutes(cfg, withBodyKeys(cfg, c.Submit)),
 		Ready:        st.Ping,
 		MaxBodyBytes: maxBody,
 		Logger:       log,
@@ -327,6 +339,8 @@ func (s *Service) version() string {
 // registers are not part of the config).
 func targetKind(src config.Source) string {
 	switch {
+	case len(src.Targets) > 0:
+		return fmt.Sprintf("%d targets", len(src.Targets))
 	case src.Forward != "":
 		return "forward"
 	case len(src.Exec) > 0:

@@ -31,6 +31,7 @@ const (
 	EnvEventType      = "HOOKBOX_EVENT_TYPE"
 	EnvAttempt        = "HOOKBOX_ATTEMPT"
 	EnvIdempotencyKey = "HOOKBOX_IDEMPOTENCY_KEY"
+	EnvTarget         = "HOOKBOX_TARGET" // the target's name; "" for a source's own exec
 )
 
 // ExecOptions configure an Exec target.
@@ -146,7 +147,8 @@ func (e *Exec) environ(parent []string, ev *hookbox.Event) []string {
 	}
 	env = append(env, e.env...)
 	return append(env,
-		EnvSource+"="+ev.Source,
+		EnvSource+"="+ev.SourceName(),
+		EnvTarget+"="+ev.Target,
 		EnvDeliveryID+"="+ev.DeliveryID,
 		EnvEventID+"="+strconv.FormatInt(ev.ID, 10),
 		EnvEventType+"="+ev.EventType,

@@ -16,6 +16,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
 
@@ -26,6 +27,7 @@ const (
 	HeaderEventID        = "Hookbox-Event-Id" // the event's row id
 	HeaderAttempt        = "Hookbox-Attempt"  // 1 for the first attempt
 	HeaderSource         = "Hookbox-Source"   // the configured source name
+	HeaderTarget         = "Hookbox-Target"   // the target's name, for a delivery of a named target
 )
 
 // DefaultPermanentStatuses are the reply statuses that make an event dead at
@@ -62,18 +64,53 @@ type ForwardOptions struct {
 	// that echoes a token, above all); nil masks nothing. The values of
 	// Headers are masked in any case.
 	Redactor *redact.Redactor
+	// Sign, when set, signs every attempt with hookbox's own Standard
+	// Webhooks secret and the attempt's time (see SignOptions).
+	Sign *SignOptions
+}
+
+// SignOptions make a Forward sign what it sends, so the app can verify a
+// forward whenever it arrives: the sender's own signature is timestamped
+// at the original delivery and goes stale after a few minutes of retries.
+// Each attempt carries webhook-id (the Idempotency-Key: the same on every
+// attempt), webhook-timestamp (the attempt's time) and webhook-signature
+// (v1, HMAC-SHA256 over id.timestamp.body).
+type SignOptions struct {
+	// Secret is the Standard Webhooks secret ("whsec_" and base64) the
+	// app verifies with.
+	Secret string
+	// DropSenderHeaders leaves out the sender's signature headers (see
+	// SenderSignatureHeader), so the app sees hookbox's signature only.
+	DropSenderHeaders bool
+}
+
+// SenderSignatureHeader reports whether a stored header carries the
+// sender's signature or what it signs: any name with "signature" in it
+// (Stripe-Signature, X-Hub-Signature-256, webhook-signature, …), the
+// Standard Webhooks and Svix id and timestamp, and the other providers'
+// signing headers hookbox knows.
+func SenderSignatureHeader(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "webhook-id", "webhook-timestamp", "svix-id", "svix-timestamp",
+		"x-shopify-hmac-sha256", "x-gitlab-token", "x-slack-request-timestamp", "x-twilio-signature":
+		return true
+	}
+	return strings.Contains(n, "signature")
 }
 
 // Forward POSTs each event's raw body, with the sender's original headers,
 // to a URL. It is safe for concurrent use.
 type Forward struct {
-	url       string
-	host      string      // Host override from the extra headers
-	extra     http.Header // extra headers, canonical keys
-	secrets   []string    // extra header values, masked in errors
-	red       *redact.Redactor
-	permanent map[int]bool
-	client    *http.Client
+	url        string
+	host       string      // Host override from the extra headers
+	extra      http.Header // extra headers, canonical keys
+	secrets    []string    // extra header values, masked in errors
+	red        *redact.Redactor
+	permanent  map[int]bool
+	client     *http.Client
+	sign       *verify.Config // hookbox's own signature, when set
+	dropSender bool
 }
 
 // NewForward validates opts and returns the target. Errors name the option
@@ -84,6 +121,14 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		return nil, errors.New("forward: URL must be an absolute http:// or https:// URL")
 	}
 	f := &Forward{url: opts.URL, extra: http.Header{}, permanent: map[int]bool{}, client: opts.Client, red: opts.Redactor}
+	if opts.Sign != nil {
+		cfg := verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{opts.Sign.Secret}}
+		if _, err := verify.New(cfg); err != nil || !strings.HasPrefix(opts.Sign.Secret, "whsec_") {
+			return nil, errors.New("forward: sign: the secret must be whsec_ followed by base64")
+		}
+		f.sign, f.dropSender = &cfg, opts.Sign.DropSenderHeaders
+		f.secrets = append(f.secrets, opts.Sign.Secret)
+	}
 	for name, value := range opts.Headers {
 		if !validHeaderName(name) {
 			return nil, fmt.Errorf("forward: headers: %q is not a valid header name", name)
@@ -150,8 +195,24 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		return errors.New("forward: cannot build the request") // the URL was validated; never quote it
 	}
 	req.Header = ForwardHeader(ev.Header)
+	if f.dropSender {
+		for k := range req.Header {
+			if SenderSignatureHeader(k) {
+				delete(req.Header, k)
+			}
+		}
+	}
 	for k, v := range f.extra {
 		req.Header[k] = v
+	}
+	if f.sign != nil {
+		signed, err := verify.Sign(*f.sign, ev.Payload, effect.IdempotencyKey(ev), time.Now())
+		if err != nil {
+			return worker.Permanent(fmt.Errorf("forward: sign: %w", err))
+		}
+		for k, v := range signed {
+			req.Header[k] = v
+		}
 	}
 	if f.host != "" {
 		req.Host = f.host
@@ -159,7 +220,10 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	req.Header.Set(HeaderIdempotencyKey, effect.IdempotencyKey(ev))
 	req.Header.Set(HeaderEventID, strconv.FormatInt(ev.ID, 10))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(ev.Attempts))
-	req.Header.Set(HeaderSource, ev.Source)
+	req.Header.Set(HeaderSource, ev.SourceName())
+	if ev.Target != "" {
+		req.Header.Set(HeaderTarget, ev.Target)
+	}
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header.Set("User-Agent", "hookbox")
 	}
@@ -258,7 +322,7 @@ var hopByHop = map[string]bool{
 // reservedHeader reports whether key is one Forward sets itself.
 func reservedHeader(key string) bool {
 	switch key {
-	case HeaderIdempotencyKey, HeaderEventID, HeaderAttempt, HeaderSource:
+	case HeaderIdempotencyKey, HeaderEventID, HeaderAttempt, HeaderSource, HeaderTarget:
 		return true
 	}
 	return false

@@ -81,6 +81,28 @@ func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) 
 	return nil, nil
 }
 
+// FromTarget returns the forward or exec of the named target t of source
+// src (see config.Target).
+func FromTarget(src config.Source, t config.Target, red *redact.Redactor) (worker.Target, error) {
+	name := hookbox.QueueName(src.Name, t.Name)
+	if t.Forward != "" {
+		opts := ForwardOptions{URL: t.Forward, Headers: t.ForwardHeaders, PermanentStatuses: t.PermanentStatuses, Redactor: red}
+		if t.Sign != nil {
+			opts.Sign = &SignOptions{Secret: t.Sign.Secret, DropSenderHeaders: t.Sign.DropSenderHeaders}
+		}
+		f, err := NewForward(opts)
+		if err != nil {
+			return nil, fmt.Errorf("target %s: %w", name, err)
+		}
+		return f, nil
+	}
+	e, err := NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red})
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", name, err)
+	}
+	return e, nil
+}
+
 // errPayloadCleared is why an event whose payload was cleared is not
 // delivered: sending an empty body (with the sender's signature headers)
 // would make the app fail to verify it, or worse act on nothing, and

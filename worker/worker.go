@@ -122,6 +122,9 @@ type Options struct {
 	OnAttempt func(ev *hookbox.Event, o hookbox.Outcome, err error)
 	// Redact, if set, masks secrets in error text before it is stored.
 	Redact func(string) string
+	// OnCircuit, if set, is called when a route's circuit opens or
+	// closes (see Controls).
+	OnCircuit func(source string, open bool)
 }
 
 // route is what runs a source's events.
@@ -173,6 +176,11 @@ type Pool struct {
 
 	txClaim atomic.Int64 // events the next claim for Go handlers takes; see txLimit
 	txRuns  atomic.Int64 // whole claims run at txClaim since it last changed
+
+	ctlMu      sync.Mutex
+	controls   map[string]*control // routes with Controls, by name
+	paused     map[string]bool     // paused names, as last read
+	pausedRead time.Time
 }
 
 // New returns a Pool over q. Register work with Handle and Route, then Start.
@@ -205,14 +213,15 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	p := &Pool{
-		q:      q,
-		opts:   opts,
-		log:    opts.Logger,
-		routes: map[string]*route{},
-		wake:   make(chan struct{}, 1),
-		id:     opts.Name + "-" + hex.EncodeToString(rnd[:]),
-		leases: leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
-		slots:  make(chan struct{}, opts.Concurrency),
+		q:        q,
+		opts:     opts,
+		log:      opts.Logger,
+		routes:   map[string]*route{},
+		controls: map[string]*control{},
+		wake:     make(chan struct{}, 1),
+		id:       opts.Name + "-" + hex.EncodeToString(rnd[:]),
+		leases:   leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
+		slots:    make(chan struct{}, opts.Concurrency),
 	}
 	for range opts.TxWorkers - 1 {
 		p.extraWakes = append(p.extraWakes, make(chan struct{}, 1))
@@ -474,26 +483,30 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 	defer poll.Stop()
 	for claimCtx.Err() == nil {
 		busy := false
-		if len(txSources) > 0 {
-			full, err := p.runTx(claimCtx, runCtx, txSources, false, 0)
+		p.refreshPaused(claimCtx)
+		if txs := p.active(txSources); len(txs) > 0 {
+			full, err := p.runTx(claimCtx, runCtx, txs, false, 0)
 			busy = busy || full
 			p.logErr("claim and run handlers", err)
 		}
-		if len(leasedSources) > 0 {
+		plain, ctls := p.controlled(p.active(leasedSources))
+		if len(plain) > 0 {
 			free := p.opts.Concurrency - len(p.slots)
 			if free > 0 {
-				n, err := p.runTargets(claimCtx, runCtx, &inflight, leasedSources, false, min(free, p.opts.BatchSize))
+				n, err := p.runTargets(claimCtx, runCtx, &inflight, plain, false, min(free, p.opts.BatchSize), nil)
 				busy = busy || n == min(free, p.opts.BatchSize)
 				p.logErr("claim for targets", err)
 			}
 		}
-		for _, src := range strict {
+		wait, err := p.claimControlled(claimCtx, runCtx, &inflight, ctls)
+		p.logErr("claim for targets", err)
+		for _, src := range p.active(strict) {
 			p.mu.Lock()
 			leased := p.routes[src].leased()
 			p.mu.Unlock()
 			var err error
 			if leased {
-				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1)
+				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1, nil)
 			} else {
 				_, err = p.runTx(claimCtx, runCtx, []string{src}, true, 0)
 			}
@@ -502,7 +515,11 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		if busy {
 			continue
 		}
-		poll.Reset(p.opts.PollInterval)
+		if wait > 0 && wait < p.opts.PollInterval {
+			poll.Reset(wait) // a rate or a circuit allows a claim then
+		} else {
+			poll.Reset(p.opts.PollInterval)
+		}
 		select {
 		case <-claimCtx.Done():
 		case <-p.wake:
@@ -583,8 +600,12 @@ func (p *Pool) txLoop(claimCtx, runCtx context.Context, txSources []string, wake
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	for claimCtx.Err() == nil {
-		full, err := p.runTx(claimCtx, runCtx, txSources, false, slot)
-		p.logErr("claim and run handlers", err)
+		full := false
+		if txs := p.active(txSources); len(txs) > 0 {
+			var err error
+			full, err = p.runTx(claimCtx, runCtx, txs, false, slot)
+			p.logErr("claim and run handlers", err)
+		}
 		if full {
 			continue
 		}
@@ -907,13 +928,21 @@ func truncate(s string, n int) string {
 
 // runTargets claims up to limit events for targets and starts each in its
 // own goroutine. It returns how many it claimed.
-func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, sources []string, strict bool, limit int) (int, error) {
+//
+// ctl, when not nil, is the Controls of the one source: the claim follows
+// its order keys, and each event is counted in and out of its state.
+func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, sources []string, strict bool, limit int, ctl *control) (int, error) {
 	lease := p.lease(p.maxTimeout(sources))
-	evs, err := p.q.Claim(claimCtx, hookbox.ClaimParams{
-		Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict,
-	})
+	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict}
+	if ctl != nil {
+		params.ByKey, params.SkipDead = ctl.ByKey, ctl.SkipDead
+	}
+	evs, err := p.q.Claim(claimCtx, params)
 	if err != nil || len(evs) == 0 {
 		return 0, err
+	}
+	if ctl != nil {
+		p.took(ctl, len(evs), time.Now())
 	}
 	p.leases.add(evs, lease)
 	for i := range evs {
@@ -924,7 +953,10 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			defer inflight.Done()
 			defer func() { <-p.slots; p.Notify() }()
 			defer p.leases.remove([]hookbox.Event{*ev})
-			p.deliver(runCtx, ev)
+			o := p.deliver(runCtx, ev)
+			if ctl != nil {
+				p.ended(ctl, o)
+			}
 		}()
 	}
 	return len(evs), nil
@@ -932,8 +964,9 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 
 // deliver runs ev's work outside any transaction, under its lease: a
 // Target, or the Prepare phase of a two-phase handler followed by its Apply
-// in a shared transaction. Then it records the outcome.
-func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) {
+// in a shared transaction. Then it records the outcome, and returns it
+// (an empty one when none was recorded).
+func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) hookbox.Outcome {
 	p.mu.Lock()
 	r := p.routes[ev.Source]
 	ph, phased, _ := r.handlerFor(ev.EventType)
@@ -960,18 +993,19 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) {
 		if err != nil {
 			p.log.Error("worker: apply", "event_id", ev.ID, "err", err)
 			p.release(context.WithoutCancel(ctx), []hookbox.Event{*ev}, err)
-			return
+			return hookbox.Outcome{}
 		}
 		p.report(ev, res.Outcome, res.Err)
-		return
+		return res.Outcome
 	}
 	o := p.released(ctx, p.outcome(ev, r.policy, start, err))
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
 		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)
-		return
+		return hookbox.Outcome{}
 	}
 	p.report(ev, o, ferr)
+	return o
 }
 
 // finishBatch writes outcomes of concurrent targets in one transaction.

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/hookbox/hookbox/routing"
+	"github.com/hookbox/hookbox/verify"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// StringList is a list of strings that may also be written as one value.
+type StringList []string
+
+var stringListType = reflect.TypeOf(StringList{})
+
+// Target is one named target of a source: a forward or an exec, the filter
+// that picks the events it gets, and the controls on how fast and in what
+// order its deliveries run. Each event a target's filter matches gets a
+// delivery of its own, with its own status, attempts and replay.
+type Target struct {
+	Name string `yaml:"name"`
+
+	// What runs a delivery: one of forward and exec (see Source).
+	Forward           string            `yaml:"forward"`
+	ForwardHeaders    map[string]string `yaml:"forward_headers"`
+	PermanentStatuses []int             `yaml:"permanent_statuses"`
+	Exec              []string          `yaml:"exec"`
+	ExecDir           string            `yaml:"exec_dir"`
+	ExecEnv           []string          `yaml:"exec_env"`
+	ExecInheritEnv    bool              `yaml:"exec_inherit_env"`
+	// Sign, on a forward, signs each attempt with hookbox's own Standard
+	// Webhooks secret and a fresh timestamp.
+	Sign *Sign `yaml:"sign"`
+
+	// The filter: event-type globs, JSON paths with accepted values,
+	// headers with accepted values. All set parts must match.
+	Types   []string              `yaml:"types"`
+	Match   map[string]StringList `yaml:"match"`
+	Headers map[string]StringList `yaml:"headers"`
+
+	// MaxConcurrency bounds this target's deliveries in flight in one
+	// hookbox process (0: only the pool's workers.concurrency).
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Rate bounds the deliveries started per second in one hookbox
+	// process (a token bucket with a burst of one second's worth; 0: no
+	// bound).
+	Rate float64 `yaml:"rate"`
+	// OrderBy ("header:NAME" or a JSON path) runs deliveries with the same
+	// key one at a time, in event order.
+	OrderBy string `yaml:"order_by"`
+	// OnDead is what a dead delivery does to its order key: "hold" (the
+	// default: later deliveries wait until it is replayed) or "skip".
+	OnDead string `yaml:"on_dead"`
+	// CircuitAfter is how many failed attempts in a row pause the target
+	// for a cool-down (default 5; -1 turns circuit breaking off).
+	CircuitAfter int `yaml:"circuit_after"`
+	// CircuitCooldown is the first cool-down (default 10s); it doubles
+	// each time the trial delivery fails, up to 10 minutes.
+	CircuitCooldown Duration `yaml:"circuit_cooldown"`
+
+	// Retries, overriding the source's.
+	MaxAttempts int      `yaml:"max_attempts"`
+	BackoffMin  Duration `yaml:"backoff_min"`
+	BackoffMax  Duration `yaml:"backoff_max"`
+	Timeout     Duration `yaml:"timeout"`
+}
+
+// Sign configures signed forwards.
+type Sign struct {
+	// Secret is a Standard Webhooks secret (whsec_ and base64).
+	Secret string `yaml:"secret"`
+	// DropSenderHeaders leaves out the sender's own signature headers.
+	DropSenderHeaders bool `yaml:"drop_sender_headers"`
+}
+
+// DefaultCircuitAfter is how many failed attempts in a row open a
+// target's circuit unless circuit_after says otherwise.
+const DefaultCircuitAfter = 5
+
+var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Rule returns the routing rule of t.
+func (t Target) Rule() routing.Rule {
+	r := routing.Rule{Target: t.Name, Types: t.Types, OrderBy: t.OrderBy}
+	if len(t.Match) > 0 {
+		r.Match = map[string][]string{}
+		for k, v := range t.Match {
+			r.Match[k] = v
+		}
+	}
+	if len(t.Headers) > 0 {
+		r.Headers = map[string][]string{}
+		for k, v := range t.Headers {
+			r.Headers[k] = v
+		}
+	}
+	return r
+}
+
+// Policy returns t's retry policy: its own keys, else its source's.
+func (t Target) Policy(s Source) worker.Policy {
+	p := s.Policy()
+	p.Strict = false
+	if t.MaxAttempts > 0 {
+		p.MaxAttempts = t.MaxAttempts
+	}
+	if t.BackoffMin > 0 {
+		p.BackoffMin = time.Duration(t.BackoffMin)
+	}
+	if t.BackoffMax > 0 {
+		p.BackoffMax = time.Duration(t.BackoffMax)
+	}
+	if t.Timeout > 0 {
+		p.Timeout = time.Duration(t.Timeout)
+	}
+	return p
+}
+
+// Circuit returns after how many failures in a row t's circuit opens (0:
+// never) and its first cool-down.
+func (t Target) Circuit() (after int, cooldown time.Duration) {
+	after, cooldown = t.CircuitAfter, time.Duration(t.CircuitCooldown)
+	if after == 0 {
+		after = DefaultCircuitAfter
+	}
+	if after < 0 {
+		after = 0
+	}
+	if cooldown <= 0 {
+		cooldown = 10 * time.Second
+	}
+	return after, cooldown
+}
+
+// validateTargets checks the targets of source s (named key in messages).
+func validateTargets(key string, s Source) []error {
+	var errs []error
+	bad := func(k, format string, args ...any) {
+		errs = append(errs, fmt.Errorf(k+": "+format, args...))
+	}
+	if len(s.Targets) > 0 && (s.Forward != "" || len(s.Exec) > 0) {
+		bad(key, "has targets and a forward or exec of its own; move the forward or exec into targets")
+	}
+	if len(s.Targets) > 0 && s.StoreOnly {
+		bad(key+".store_only", "is set but the source has targets; remove one or the other")
+	}
+	if len(s.Targets) > 0 && s.Strict {
+		bad(key+".strict", "does not apply to targets; give each target order_by instead")
+	}
+	seen := map[string]int{}
+	for i, t := range s.Targets {
+		k := fmt.Sprintf("%s.targets[%d]", key, i)
+		if !targetName.MatchString(t.Name) {
+			bad(k+".name", "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)")
+		} else if first, dup := seen[t.Name]; dup {
+			bad(k+".name", "is the name of targets[%d] too; names must differ", first)
+		} else {
+			seen[t.Name] = i
+		}
+		switch {
+		case t.Forward == "" && len(t.Exec) == 0:
+			bad(k, "needs a forward URL or an exec command")
+		case t.Forward != "" && len(t.Exec) > 0:
+			bad(k, "forward and exec are exclusive; choose one, or make two targets")
+		case t.Forward != "" && !strings.HasPrefix(t.Forward, "http://") && !strings.HasPrefix(t.Forward, "https://"):
+			bad(k+".forward", "must be an http:// or https:// URL")
+		}
+		if t.Sign != nil {
+			if t.Forward == "" {
+				bad(k+".sign", "applies to a forward only")
+			}
+			_, err := verify.New(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{t.Sign.Secret}})
+			if err != nil || !strings.HasPrefix(t.Sign.Secret, "whsec_") {
+				bad(k+".sign.secret", "must be a Standard Webhooks secret: whsec_ followed by base64 (generate one with: echo whsec_$(head -c 32 /dev/urandom | base64))")
+			}
+		}
+		if err := t.Rule().Check(); err != nil {
+			bad(k, "%v", err)
+		}
+		if t.MaxConcurrency < 0 {
+			bad(k+".max_concurrency", "must be positive (0: no limit of its own)")
+		}
+		if t.Rate < 0 {
+			bad(k+".rate", "must be positive (deliveries per second; 0: no limit)")
+		}
+		switch t.OnDead {
+		case "", "hold", "skip":
+		default:
+			bad(k+".on_dead", "must be hold or skip")
+		}
+		if t.OnDead != "" && t.OrderBy == "" {
+			bad(k+".on_dead", "applies with order_by only")
+		}
+		if t.CircuitAfter < -1 {
+			bad(k+".circuit_after", "must be a count of failures, or -1 for no circuit breaking")
+		}
+		if t.MaxAttempts < 0 {
+			bad(k+".max_attempts", "must be positive")
+		}
+		if t.BackoffMin < 0 || t.BackoffMax < 0 || t.Timeout < 0 || t.CircuitCooldown < 0 {
+			bad(k, "backoff_min, backoff_max, timeout and circuit_cooldown must not be negative")
+		}
+	}
+	return errs
+}

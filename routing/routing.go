@@ -1,0 +1,217 @@
+// Package routing decides which of a source's named targets an event goes
+// to, and the order key of each delivery.
+//
+// Guarantees:
+//   - Matching depends only on what was verified and stored (the event
+//     type, the request headers, the raw body), so the same event always
+//     gets the same routes.
+//   - The body is parsed at most once per event, and only when a rule
+//     reads it. A body that is not JSON matches no JSON rule and gives no
+//     order key; it is never an error: the event is stored either way.
+//   - An order key longer than MaxKeyLength is replaced by its SHA-256
+//     (hex), so a sender cannot make hookbox store large keys, and equal
+//     keys stay equal.
+package routing
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/hookbox/hookbox"
+)
+
+// MaxKeyLength is the longest order key stored as it is.
+const MaxKeyLength = 128
+
+// Rule is one target's filter and order key. Every set part must match:
+// Types (any glob), each Match path (any of its values), each Headers name
+// (any of its values). A rule with no parts matches every event.
+type Rule struct {
+	Target string
+	// Types are event-type globs (path.Match syntax: "order.*").
+	Types []string
+	// Match maps a JSON path ("data.object.status", "items.0.sku") to the
+	// values accepted there. A string is compared as it is; a number,
+	// boolean or null as its JSON text.
+	Match map[string][]string
+	// Headers maps a header name to the values accepted.
+	Headers map[string][]string
+	// OrderBy is "header:NAME" or a JSON path ("json:PATH", or the path
+	// alone): the delivery's order key. "" for none.
+	OrderBy string
+}
+
+// Check reports the first thing wrong with r, for config validation.
+func (r Rule) Check() error {
+	for _, g := range r.Types {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("types: %q is not a valid glob", g)
+		}
+	}
+	for p := range r.Match {
+		if err := checkPath(p); err != nil {
+			return fmt.Errorf("match: %w", err)
+		}
+	}
+	for h := range r.Headers {
+		if h == "" {
+			return fmt.Errorf("headers: a header name is empty")
+		}
+	}
+	if r.OrderBy != "" {
+		if h, ok := strings.CutPrefix(r.OrderBy, "header:"); ok {
+			if h == "" {
+				return fmt.Errorf("order_by: header: needs a header name")
+			}
+		} else if err := checkPath(strings.TrimPrefix(r.OrderBy, "json:")); err != nil {
+			return fmt.Errorf("order_by: %w", err)
+		}
+	}
+	return nil
+}
+
+func checkPath(p string) error {
+	if p == "" || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
+		return fmt.Errorf("%q is not a JSON path (write fields with dots: data.object.id)", p)
+	}
+	return nil
+}
+
+// Table routes the events of one source.
+type Table struct {
+	rules    []Rule
+	needJSON bool
+}
+
+// New builds the table of a source's rules, in target order.
+func New(rules []Rule) *Table {
+	t := &Table{rules: rules}
+	for _, r := range rules {
+		if len(r.Match) > 0 || (r.OrderBy != "" && !strings.HasPrefix(r.OrderBy, "header:")) {
+			t.needJSON = true
+		}
+	}
+	return t
+}
+
+// Routes returns the routes of an event: one per target whose rule
+// matches, in target order.
+func (t *Table) Routes(eventType string, h http.Header, body []byte) []hookbox.Route {
+	var doc any
+	parsed := false
+	if t.needJSON {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		parsed = dec.Decode(&doc) == nil
+	}
+	out := make([]hookbox.Route, 0, len(t.rules))
+	for _, r := range t.rules {
+		if !r.matches(eventType, h, doc, parsed) {
+			continue
+		}
+		out = append(out, hookbox.Route{Target: r.Target, OrderKey: r.key(h, doc, parsed)})
+	}
+	return out
+}
+
+func (r *Rule) matches(eventType string, h http.Header, doc any, parsed bool) bool {
+	if len(r.Types) > 0 && !anyGlob(r.Types, eventType) {
+		return false
+	}
+	for name, want := range r.Headers {
+		if !anyEqual(h.Values(name), want) {
+			return false
+		}
+	}
+	for p, want := range r.Match {
+		if !parsed {
+			return false
+		}
+		v, ok := lookup(doc, p)
+		if !ok || !anyEqual([]string{v}, want) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Rule) key(h http.Header, doc any, parsed bool) string {
+	var k string
+	switch {
+	case r.OrderBy == "":
+		return ""
+	case strings.HasPrefix(r.OrderBy, "header:"):
+		k = h.Get(strings.TrimPrefix(r.OrderBy, "header:"))
+	case parsed:
+		k, _ = lookup(doc, strings.TrimPrefix(r.OrderBy, "json:"))
+	}
+	if len(k) > MaxKeyLength {
+		sum := sha256.Sum256([]byte(k))
+		k = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return k
+}
+
+func anyGlob(globs []string, s string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func anyEqual(have, want []string) bool {
+	for _, h := range have {
+		for _, w := range want {
+			if h == w {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lookup follows a dotted path into a decoded JSON document and returns
+// the value there as text: a string as it is, a number, boolean or null
+// as its JSON text, an object or array as compact JSON.
+func lookup(doc any, p string) (string, bool) {
+	cur := doc
+	for _, part := range strings.Split(p, ".") {
+		switch v := cur.(type) {
+		case map[string]any:
+			next, ok := v[part]
+			if !ok {
+				return "", false
+			}
+			cur = next
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(v) {
+				return "", false
+			}
+			cur = v[i]
+		default:
+			return "", false
+		}
+	}
+	switch v := cur.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return v.String(), true
+	case nil:
+		return "null", true
+	case bool:
+		return strconv.FormatBool(v), true
+	}
+	b, err := json.Marshal(cur)
+	return string(b), err == nil
+}

@@ -1,0 +1,269 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/hookbox/hookbox"
+)
+
+// Controls bound how this pool works the events of one route (a source,
+// or a source's named target): how many at once, how fast, in what order,
+// and when to stop trying a target that keeps failing. They apply to
+// routes run by a Target or two-phase handlers. The bounds are this
+// pool's: several processes each apply them.
+type Controls struct {
+	// MaxConcurrency bounds the route's events in flight (0: only the
+	// pool's Concurrency).
+	MaxConcurrency int
+	// Rate bounds the events started per second (0: none), with a burst of
+	// one second's worth (at least one).
+	Rate float64
+	// ByKey runs events with the same order key one at a time, in id
+	// order (hookbox.ClaimParams.ByKey); SkipDead lets a dead one release
+	// its key.
+	ByKey    bool
+	SkipDead bool
+	// CircuitAfter failed attempts in a row open the route's circuit (0:
+	// never): nothing is claimed for CircuitCooldown, then one trial
+	// event is; its success closes the circuit, its failure opens it
+	// again for twice as long (up to MaxCooldown).
+	CircuitAfter    int
+	CircuitCooldown time.Duration
+}
+
+// MaxCooldown bounds how long a circuit stays open between trials.
+const MaxCooldown = 10 * time.Minute
+
+// control is a route's Controls and their running state, guarded by
+// Pool.ctlMu.
+type control struct {
+	Controls
+	name     string
+	limiter  *rate.Limiter
+	inflight int
+	fails    int       // failed attempts in a row
+	open     bool      // circuit open (or trying one event)
+	until    time.Time // end of the cool-down
+	cooldown time.Duration
+	trial    bool // the trial event is in flight
+}
+
+// TargetState is what a pool knows of a route with Controls.
+type TargetState struct {
+	Name        string    `json:"name"`
+	InFlight    int       `json:"in_flight"`
+	Failures    int       `json:"failures_in_a_row"`
+	CircuitOpen bool      `json:"circuit_open"`
+	OpenUntil   time.Time `json:"open_until,omitzero"`
+	Paused      bool      `json:"paused"`
+}
+
+// SetControls sets the controls of source (a queue name, see
+// hookbox.QueueName). Call it before Start.
+func (p *Pool) SetControls(source string, c Controls) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	ctl := &control{Controls: c, name: source, cooldown: c.CircuitCooldown}
+	if c.Rate > 0 {
+		ctl.limiter = rate.NewLimiter(rate.Limit(c.Rate), max(1, int(math.Ceil(c.Rate))))
+	}
+	if ctl.cooldown <= 0 {
+		ctl.cooldown = 10 * time.Second
+	}
+	p.controls[source] = ctl
+}
+
+// Targets reports the state of every route with Controls, by name.
+func (p *Pool) Targets() []TargetState {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	var out []TargetState
+	for name, c := range p.controls {
+		st := TargetState{Name: name, InFlight: c.inflight, Failures: c.fails, CircuitOpen: c.open, Paused: p.paused[name]}
+		if c.open {
+			st.OpenUntil = c.until
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// IsPaused reports whether the pool has seen source paused
+// (hookbox.Ops.PauseTarget) when it last read the pauses.
+func (p *Pool) IsPaused(source string) bool {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	return p.paused[source]
+}
+
+// pausedEvery is how often a pool reads the paused names.
+const pausedEvery = 200 * time.Millisecond
+
+// refreshPaused reads the paused names when the last read is older than
+// pausedEvery. A store that cannot say keeps the last known set.
+func (p *Pool) refreshPaused(ctx context.Context) {
+	p.ctlMu.Lock()
+	stale := time.Since(p.pausedRead) >= pausedEvery
+	p.ctlMu.Unlock()
+	if !stale {
+		return
+	}
+	ps, err := p.q.Paused(ctx)
+	if err != nil {
+		p.logErr("read paused targets", err)
+		return
+	}
+	set := make(map[string]bool, len(ps))
+	for _, x := range ps {
+		set[x.Name] = true
+	}
+	p.ctlMu.Lock()
+	p.paused, p.pausedRead = set, time.Now()
+	p.ctlMu.Unlock()
+}
+
+// active returns the names of list that are not paused.
+func (p *Pool) active(list []string) []string {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if len(p.paused) == 0 {
+		return list
+	}
+	out := make([]string, 0, len(list))
+	for _, s := range list {
+		if !p.paused[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// controlled splits sources into those without Controls and those with.
+func (p *Pool) controlled(sources []string) (plain []string, ctl []*control) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	for _, s := range sources {
+		if c, ok := p.controls[s]; ok {
+			ctl = append(ctl, c)
+		} else {
+			plain = append(plain, s)
+		}
+	}
+	return plain, ctl
+}
+
+// allowance is how many events of c may be claimed now (at most limit),
+// and, when none may, how long until one may (0: when one finishes).
+func (p *Pool) allowance(c *control, limit int, now time.Time) (int, time.Duration) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	if c.open {
+		switch {
+		case now.Before(c.until):
+			return 0, c.until.Sub(now)
+		case c.trial:
+			return 0, 0
+		}
+		limit = 1 // the trial
+	}
+	if c.MaxConcurrency > 0 {
+		limit = min(limit, c.MaxConcurrency-c.inflight)
+	}
+	if c.limiter != nil && limit > 0 {
+		tokens := int(c.limiter.TokensAt(now))
+		if tokens < 1 {
+			r := c.limiter.ReserveN(now, 1)
+			wait := r.DelayFrom(now)
+			r.CancelAt(now)
+			return 0, max(wait, time.Millisecond)
+		}
+		limit = min(limit, tokens)
+	}
+	return max(limit, 0), 0
+}
+
+// took records that n events of c were claimed and start now.
+func (p *Pool) took(c *control, n int, now time.Time) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	c.inflight += n
+	if c.limiter != nil {
+		c.limiter.AllowN(now, n)
+	}
+	if c.open && n > 0 {
+		c.trial = true
+	}
+}
+
+// ended records how an event of c ended: a done outcome closes the
+// circuit; CircuitAfter failures in a row, or a failed trial, open it.
+func (p *Pool) ended(c *control, o hookbox.Outcome) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	c.inflight--
+	wasTrial := c.trial
+	c.trial = false
+	switch {
+	case o.Status == hookbox.StatusDone:
+		if c.open {
+			p.log.Info("target circuit closed: the trial delivery succeeded", "target", c.name)
+			if p.opts.OnCircuit != nil {
+				p.opts.OnCircuit(c.name, false)
+			}
+		}
+		c.fails, c.open, c.cooldown = 0, false, c.CircuitCooldown
+		if c.cooldown <= 0 {
+			c.cooldown = 10 * time.Second
+		}
+	case o.Status == "":
+		// Not run (released at shutdown, or a lost lease): says nothing.
+	default:
+		c.fails++
+		if c.CircuitAfter <= 0 || (!wasTrial && (c.open || c.fails < c.CircuitAfter)) {
+			return
+		}
+		if wasTrial {
+			c.cooldown = min(2*c.cooldown, MaxCooldown)
+		}
+		c.open, c.until = true, time.Now().Add(c.cooldown)
+		p.log.Warn("target circuit open: pausing its deliveries", "target", c.name,
+			"failures_in_a_row", c.fails, "retry_in", c.cooldown.String())
+		if p.opts.OnCircuit != nil {
+			p.opts.OnCircuit(c.name, true)
+		}
+	}
+}
+
+// claimControlled claims and starts the events of each route with
+// Controls, as their controls allow. It returns how long until one that
+// could claim nothing may claim again (0: no such wait).
+func (p *Pool) claimControlled(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, ctls []*control) (time.Duration, error) {
+	var wait time.Duration
+	var errs []error
+	for _, c := range ctls {
+		free := min(p.opts.Concurrency-len(p.slots), p.opts.BatchSize)
+		if free <= 0 {
+			break
+		}
+		n, d := p.allowance(c, free, time.Now())
+		if n == 0 {
+			if d > 0 && (wait == 0 || d < wait) {
+				wait = d
+			}
+			continue
+		}
+		if _, err := p.runTargets(claimCtx, runCtx, inflight, []string{c.name}, false, n, c); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return wait, errs[0]
+	}
+	return wait, nil
+}
