@@ -29,6 +29,10 @@ type AdminConfig struct {
 	Logger *slog.Logger
 	// Now is the clock for relative times (default time.Now).
 	Now func() time.Time
+	// Targets lists the targets for GET /admin/targets (nil: none).
+	Targets TargetsFunc
+	// KnownTarget, if set, says whether a name may be paused.
+	KnownTarget func(name string) bool
 }
 
 // PurgeNote is what a purge costs, said wherever one is reported.
@@ -45,6 +49,7 @@ const MaxListLimit = 10000
 //	POST /admin/events/{id}/replay   ?include_done=true
 //	POST /admin/replay               bulk: the listing's filters, dry_run, include_done
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
+//	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume
 //
 // Every route requires "Authorization: Bearer <token>", compared in
 // constant time; a missing or wrong token is a 401 that never echoes what
@@ -65,6 +70,7 @@ func RegisterAdmin(s *Server, cfg AdminConfig) {
 	s.Handle("POST /admin/events/{id}/replay", a.guard(a.replayOne))
 	s.Handle("POST /admin/replay", a.guard(a.replayBulk))
 	s.Handle("POST /admin/purge", a.guard(a.purge))
+	a.registerTargets(s)
 	s.Handle("/admin/", a.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such admin endpoint")
 	}))

@@ -35,6 +35,9 @@ func (s *Service) registerOps() {
 		Store:  s.Store,
 		Notify: s.Pool.Notify,
 		Logger: s.log,
+
+		Targets:     s.targets,
+		KnownTarget: s.knownTarget,
 	})
 }
 

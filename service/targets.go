@@ -77,3 +77,64 @@ func queueNames(cfg *config.Config) []string {
 	}
 	return names
 }
+
+// targets lists what works each source's events: its own forward or
+// exec, or its named targets, with the pauses in the database and what
+// this process's pool knows of each.
+func (s *Service) targets(ctx context.Context) ([]server.TargetStatus, error) {
+	paused, err := s.Store.Paused(ctx)
+	if err != nil {
+		return nil, err
+	}
+	state := map[string]worker.TargetState{}
+	for _, st := range s.Pool.Targets() {
+		state[st.Name] = st
+	}
+	var out []server.TargetStatus
+	add := func(name, kind string) {
+		st := state[name]
+		ts := server.TargetStatus{Name: name, Kind: kind, InFlight: st.InFlight, Failures: st.Failures,
+			CircuitOpen: st.CircuitOpen, OpenUntil: st.OpenUntil}
+		for _, p := range paused {
+			if p.Name == name {
+				ts.Paused, ts.PausedAt, ts.Reason = true, p.PausedAt, p.Reason
+			}
+		}
+		out = append(out, ts)
+	}
+	for _, src := range s.Config.Sources {
+		switch {
+		case src.Forward != "":
+			add(src.Name, "forward")
+		case len(src.Exec) > 0:
+			add(src.Name, "exec")
+		}
+		for _, t := range src.Targets {
+			kind := "forward"
+			if len(t.Exec) > 0 {
+				kind = "exec"
+			}
+			add(hookbox.QueueName(src.Name, t.Name), kind)
+		}
+	}
+	return out, nil
+}
+
+// knownTarget reports whether name is a configured source or target.
+func (s *Service) knownTarget(name string) bool {
+	src, tgt := hookbox.SplitQueueName(name)
+	for _, c := range s.Config.Sources {
+		if c.Name != src {
+			continue
+		}
+		if tgt == "" {
+			return true
+		}
+		for _, t := range c.Targets {
+			if t.Name == tgt {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox/internal/dbtest"
+)
+
+// TestTargetsCommands: targets list shows the configured targets; pause
+// keeps the pause in the database (seen by list, refused for a name the
+// config does not have), resume lifts it, and a second resume fails.
+func TestTargetsCommands(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		dbtest.Open(t, dbURL) // migrated
+		cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
+		cfg := `
+sources:
+  - name: shop
+    scheme: none
+    targets:
+      - {name: billing, forward: "http://127.0.0.1:9/a", types: ["order.*"], rate: 5}
+      - {name: audit, exec: [/bin/true]}
+  - name: gh
+    scheme: none
+    forward: http://127.0.0.1:9/gh
+`
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		base := []string{"--config", cfgPath, "--db", dbURL, "targets"}
+		list := func() []targetInfo {
+			t.Helper()
+			var rows []targetInfo
+			if err := json.Unmarshal([]byte(mustCLI(t, append(base, "list", "--json")...)), &rows); err != nil {
+				t.Fatal(err)
+			}
+			return rows
+		}
+		rows := list()
+		if len(rows) != 3 || rows[0].Name != "shop/billing" || rows[0].Filter != "types order.*" || rows[0].Controls != "rate 5/s" ||
+			rows[1].Name != "shop/audit" || rows[1].Kind != "exec" || rows[2].Name != "gh" || rows[0].Paused {
+			t.Fatalf("targets list = %+v", rows)
+		}
+		if out := mustCLI(t, append(base, "pause", "shop/billing", "--reason", "app deploy")...); !strings.Contains(out, "paused shop/billing") {
+			t.Errorf("pause said %q", out)
+		}
+		if rows := list(); !rows[0].Paused || rows[0].Reason != "app deploy" || rows[1].Paused {
+			t.Errorf("after pause: %+v", rows)
+		}
+		if out := mustCLI(t, append(base, "list")...); !strings.Contains(out, "(app deploy)") {
+			t.Errorf("table does not show the pause: %q", out)
+		}
+		if _, _, err := runCLI(t, append(base, "pause", "shop/nope")...); err == nil || !strings.Contains(err.Error(), "shop/billing, shop/audit, gh") {
+			t.Errorf("pause of an unknown target: %v", err)
+		}
+		mustCLI(t, append(base, "resume", "shop/billing")...)
+		if rows := list(); rows[0].Paused {
+			t.Errorf("after resume: %+v", rows)
+		}
+		if _, _, err := runCLI(t, append(base, "resume", "shop/billing")...); err == nil {
+			t.Error("a second resume succeeded")
+		}
+	})
+}

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// TargetStatus is one target as GET /admin/targets shows it: what the
+// configuration says, whether it is paused (kept in the database, for
+// every process), and what this process's workers know of it.
+type TargetStatus struct {
+	Name        string    `json:"name"` // source, or source/target
+	Kind        string    `json:"kind,omitempty"`
+	Paused      bool      `json:"paused"`
+	PausedAt    time.Time `json:"paused_at,omitzero"`
+	Reason      string    `json:"reason,omitempty"`
+	InFlight    int       `json:"in_flight"`
+	Failures    int       `json:"failures_in_a_row"`
+	CircuitOpen bool      `json:"circuit_open"`
+	OpenUntil   time.Time `json:"open_until,omitzero"`
+}
+
+// targetName is a source, or a source and one of its targets.
+var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
+
+// registerTargets adds the target routes of the admin API:
+//
+//	GET  /admin/targets                           every target, paused or not
+//	POST /admin/targets/{source}/pause            a source's own forward or exec
+//	POST /admin/targets/{source}/{target}/pause   a named target
+//	POST /admin/targets/{source}/resume, …/{target}/resume
+func (a *admin) registerTargets(s *Server) {
+	s.Handle("GET /admin/targets", a.guard(a.targets))
+	for _, p := range []string{"/admin/targets/{source}", "/admin/targets/{source}/{target}"} {
+		s.Handle("POST "+p+"/pause", a.guard(a.pause(true)))
+		s.Handle("POST "+p+"/resume", a.guard(a.pause(false)))
+	}
+}
+
+func (a *admin) targets(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Targets == nil {
+		writeJSON(w, http.StatusOK, []TargetStatus{})
+		return
+	}
+	ts, err := a.cfg.Targets(r.Context())
+	if err != nil {
+		a.internal(w, "list targets", err)
+		return
+	}
+	if ts == nil {
+		ts = []TargetStatus{}
+	}
+	writeJSON(w, http.StatusOK, ts)
+}
+
+func (a *admin) pause(pause bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := hookbox.QueueName(r.PathValue("source"), r.PathValue("target"))
+		if !targetName.MatchString(name) {
+			writeError(w, http.StatusBadRequest, "not a target name: write /admin/targets/SOURCE[/TARGET]/pause")
+			return
+		}
+		if a.cfg.KnownTarget != nil && !a.cfg.KnownTarget(name) {
+			writeError(w, http.StatusNotFound, "no target "+name+" is configured")
+			return
+		}
+		ops := a.cfg.Store
+		if pause {
+			if err := ops.PauseTarget(r.Context(), name, r.URL.Query().Get("reason")); err != nil {
+				a.internal(w, "pause", err)
+				return
+			}
+			a.log.Info("target paused", "target", name)
+			writeJSON(w, http.StatusOK, map[string]any{"name": name, "paused": true})
+			return
+		}
+		ok, err := ops.ResumeTarget(r.Context(), name)
+		if err != nil {
+			a.internal(w, "resume", err)
+			return
+		}
+		if !ok {
+			writeError(w, http.StatusConflict, name+" was not paused")
+			return
+		}
+		a.log.Info("target resumed", "target", name)
+		if a.cfg.Notify != nil {
+			a.cfg.Notify()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"name": name, "paused": false})
+	}
+}
+
+// TargetsFunc lists the targets for GET /admin/targets.
+type TargetsFunc func(ctx context.Context) ([]TargetStatus, error)
