@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -437,4 +438,49 @@ func signed(t *testing.T, srv *e2e.Server, source, id string, body []byte) http.
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestAdminTargets: the admin API lists targets and pauses and resumes
+// them by name; unknown names are 404, a resume of a running target 409.
+func TestAdminTargets(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		app := newReceiver(t)
+		srv := e2e.Start(t, fmt.Sprintf(`
+admin_token: admin-token-for-the-targets-test
+sources:
+  - name: s
+    scheme: standard-webhooks
+    secrets: [%q]
+    targets:
+      - {name: a, forward: %s}
+`, shopSecret, app.srv.URL), dbURL, nil)
+		call := func(method, path string) (int, string) {
+			t.Helper()
+			req, _ := http.NewRequest(method, srv.URL+path, nil)
+			req.Header.Set("Authorization", "Bearer admin-token-for-the-targets-test")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		if code, body := call("POST", "/admin/targets/s/a/pause?reason=maintenance"); code != http.StatusOK {
+			t.Fatalf("pause: %d %s", code, body)
+		}
+		if code, body := call("GET", "/admin/targets"); code != http.StatusOK ||
+			!strings.Contains(body, `"name":"s/a"`) || !strings.Contains(body, `"paused":true`) || !strings.Contains(body, `"reason":"maintenance"`) {
+			t.Errorf("list: %d %s", code, body)
+		}
+		if code, _ := call("POST", "/admin/targets/s/nope/pause"); code != http.StatusNotFound {
+			t.Errorf("pause of an unknown target: %d", code)
+		}
+		if code, body := call("POST", "/admin/targets/s/a/resume"); code != http.StatusOK {
+			t.Errorf("resume: %d %s", code, body)
+		}
+		if code, _ := call("POST", "/admin/targets/s/a/resume"); code != http.StatusConflict {
+			t.Errorf("second resume: %d, want 409", code)
+		}
+	})
 }
