@@ -1,0 +1,77 @@
+package effect_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/internal/dbtest"
+)
+
+// TestApplyIfNewer: on both stores, an update older than or as old as the
+// stored row is refused and changes nothing; a newer one is written; a bad
+// name is refused before any SQL runs.
+func TestApplyIfNewer(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, plan TEXT NOT NULL, version BIGINT NOT NULL)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		apply := func(plan string, version int64) bool {
+			t.Helper()
+			var applied bool
+			err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+				var err error
+				applied, err = effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "version",
+					map[string]any{"id": "sub_1", "plan": plan, "version": version})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return applied
+		}
+		plan := func() string {
+			t.Helper()
+			var p string
+			err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+				return tx.QueryRowContext(ctx, `SELECT plan FROM subscriptions WHERE id = 'sub_1'`).Scan(&p)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		steps := []struct {
+			plan    string
+			version int64
+			applied bool
+			stored  string
+		}{
+			{"pro", 2, true, "pro"},    // first write
+			{"basic", 1, false, "pro"}, // older: refused
+			{"team", 2, false, "pro"},  // as old: refused
+			{"business", 3, true, "business"},
+		}
+		for _, s := range steps {
+			if got := apply(s.plan, s.version); got != s.applied {
+				t.Errorf("version %d: applied %v, want %v", s.version, got, s.applied)
+			}
+			if p := plan(); p != s.stored {
+				t.Errorf("after version %d: plan %q, want %q", s.version, p, s.stored)
+			}
+		}
+		err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := effect.ApplyIfNewer(ctx, tx, "subscriptions; DROP TABLE x", "id", "version", map[string]any{"id": "a", "version": 1})
+			return err
+		})
+		if err == nil {
+			t.Error("a table name with SQL in it was accepted")
+		}
+	})
+}
