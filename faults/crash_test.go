@@ -28,18 +28,31 @@ func TestCrashLoop(t *testing.T) {
 	needBinary(t)
 	kills, duration := crashSettings()
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		crashLoop(t, dbURL, kills, duration)
+		crashLoop(t, dbURL, kills, duration, nil)
 	})
 }
 
-func crashLoop(t *testing.T, dbURL string, kills int, duration time.Duration) {
+// TestCrashLoopTwoTargets is TestCrashLoop with two named targets per
+// source: every acknowledged delivery must reach the sink once per target
+// (under that target's Idempotency-Key), and every event and delivery
+// must end done.
+func TestCrashLoopTwoTargets(t *testing.T) {
+	needBinary(t)
+	kills, duration := crashSettings()
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		crashLoop(t, dbURL, kills, duration, []string{"app", "audit"})
+	})
+}
+
+func crashLoop(t *testing.T, dbURL string, kills int, duration time.Duration, targets []string) {
 	dir := t.TempDir()
 	srcs := []source{polarSrc, stripeSrc, githubSrc}
 	ep := newEndpoint("")
 	l := newLoad(ep, srcs, 0.25)
+	l.targets = targets
 	sink := faults.NewSink(faults.SinkOptions{FailRate: 0.02, Check: l.checkBody})
 	t.Cleanup(sink.Close)
-	srv := newServer(t, dir, writeConfig(t, dir, serverSpec{db: dbURL, sources: srcs, forward: sink.URL}))
+	srv := newServer(t, dir, writeConfig(t, dir, serverSpec{db: dbURL, sources: srcs, forward: sink.URL, targets: targets}))
 	ep.set(srv.start().URL())
 
 	// The store is opened once the schema exists, to look at the queue at
@@ -79,6 +92,9 @@ func crashLoop(t *testing.T, dbURL string, kills int, duration time.Duration) {
 	db := "sqlite"
 	if !isSQLite(dbURL) {
 		db = "postgres"
+	}
+	if len(targets) > 0 {
+		db += fmt.Sprintf(" with %d targets per source", len(targets))
 	}
 	summary := fmt.Sprintf("crash loop %s: kills=%d (%d with work in flight) load=%s acknowledged=%d (202 answers %d, %d duplicate) stored=%d sink_seen=%d missing=%d sink_duplicates=%d not_done=%d phantoms=%d max_attempts=%d sent=%d no_answer=%d 503=%d sink_refused=%d backlog=%d drained_in=%s",
 		db, kills, midWork, duration, f.Acknowledged, f.Answers202, counts.Duplicate, f.Stored, f.SinkSeen, f.Missing, f.SinkDups, f.NotDone,

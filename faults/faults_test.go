@@ -102,6 +102,9 @@ type serverSpec struct {
 	db      string
 	sources []source
 	forward string // sink base URL: each source forwards to forward/<name>
+	// targets, when set, gives each source these named targets instead,
+	// each forwarding to forward/<name>/<target>.
+	targets []string
 }
 
 // writeConfig writes a hookbox config for spec into dir, checks that it
@@ -127,7 +130,13 @@ func writeConfig(t *testing.T, dir string, spec serverSpec) string {
 		if s.maxBody > 0 {
 			fmt.Fprintf(&b, "    max_body_bytes: %d\n", s.maxBody)
 		}
-		if spec.forward != "" {
+		switch {
+		case spec.forward != "" && len(spec.targets) > 0:
+			fmt.Fprintf(&b, "    timeout: 1s\n    backoff_min: 50ms\n    backoff_max: 1s\n    max_attempts: 25\n    targets:\n")
+			for _, t := range spec.targets {
+				fmt.Fprintf(&b, "      - name: %s\n        forward: %s\n", q(t), q(spec.forward+"/"+s.name+"/"+t))
+			}
+		case spec.forward != "":
 			fmt.Fprintf(&b, "    forward: %s\n    timeout: 1s\n    backoff_min: 50ms\n    backoff_max: 1s\n    max_attempts: 25\n",
 				q(spec.forward+"/"+s.name))
 		}
@@ -301,6 +310,11 @@ type load struct {
 	bodies sync.Map // key → []byte, the body sent for that key
 	wg     sync.WaitGroup
 
+	// targets are the named targets of every source (see serverSpec):
+	// each acknowledged delivery must reach the sink once per target,
+	// under the Idempotency-Key "source/target:id".
+	targets []string
+
 	mu      sync.Mutex
 	acked   map[string]bool
 	counts  loadCounts
@@ -346,7 +360,7 @@ func (l *load) delivery(n int64) (source, string, string, []byte) {
 // checkBody is the sink's check: the forwarded body is byte for byte the
 // one sent.
 func (l *load) checkBody(key string, body []byte) error {
-	want, ok := l.bodies.Load(key)
+	want, ok := l.bodies.Load(eventKey(key))
 	if !ok {
 		return fmt.Errorf("key %q was never sent", key)
 	}
@@ -354,6 +368,33 @@ func (l *load) checkBody(key string, body []byte) error {
 		return fmt.Errorf("key %q: forwarded body differs from the body sent", key)
 	}
 	return nil
+}
+
+// eventKey is the "source:id" key of the event a forward's
+// Idempotency-Key ("source:id", or "source/target:id") belongs to.
+func eventKey(key string) string {
+	src, rest, ok := strings.Cut(key, ":")
+	if !ok {
+		return key
+	}
+	src, _, _ = strings.Cut(src, "/")
+	return src + ":" + rest
+}
+
+// sinkKeys are the Idempotency-Keys the acknowledged events must reach
+// the sink under: one per event, or one per event and target.
+func (l *load) sinkKeys(acked map[string]bool) map[string]bool {
+	if len(l.targets) == 0 {
+		return acked
+	}
+	out := make(map[string]bool, len(acked)*len(l.targets))
+	for k := range acked {
+		src, id, _ := strings.Cut(k, ":")
+		for _, t := range l.targets {
+			out[src+"/"+t+":"+id] = true
+		}
+	}
+	return out
 }
 
 // run starts conns senders that stop when ctx ends; wait waits for them.
@@ -595,7 +636,7 @@ func drainAndCheck(t *testing.T, srv *server, st hookbox.Store, l *load, sink *f
 				logged = true
 				logUnfinished(t, st)
 			}
-			missing := sink.Missing(acked)
+			missing := sink.Missing(l.sinkKeys(acked))
 			return u == 0 && len(missing) == 0, fmt.Sprintf("%d events unfinished, %d acknowledged ids not at the sink (e.g. %.3q)", u, len(missing), missing)
 		})
 		if round == 0 {
@@ -616,7 +657,7 @@ func drainAndCheck(t *testing.T, srv *server, st hookbox.Store, l *load, sink *f
 	seen := sink.Keys()
 	ss := sink.Stats()
 	f := figures{Acknowledged: len(acked), Answers202: counts.Accepted, Stored: len(all),
-		SinkSeen: ss.Distinct, SinkDups: ss.Duplicates, Missing: len(sink.Missing(acked)),
+		SinkSeen: ss.Distinct, SinkDups: ss.Duplicates, Missing: len(sink.Missing(l.sinkKeys(acked))),
 		Backlog: backlog, Drain: drained}
 	rows := map[string]int{}
 	for _, e := range all {
@@ -635,7 +676,7 @@ func drainAndCheck(t *testing.T, srv *server, st hookbox.Store, l *load, sink *f
 			f.Dead++
 		}
 		f.MaxAttempts = max(f.MaxAttempts, e.Attempts)
-		if seen[key] == 0 {
+		if seen[key] == 0 && !e.FanOut { // an event with targets is delivered as its deliveries
 			f.StoredNotSeen++
 		}
 	}
