@@ -219,6 +219,7 @@ type Filter struct {
 	Since     time.Time // created at or after
 	Until     time.Time // created before
 	BeforeID  int64     // only ids below this (paging newest first)
+	Parent    int64     // only the deliveries of this FanOut event
 	Limit     int       // 0 means DefaultListLimit
 }
 

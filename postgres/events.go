@@ -745,6 +745,9 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 	if f.BeforeID > 0 {
 		add("id < $?", f.BeforeID)
 	}
+	if f.Parent > 0 {
+		add("parent_id = $?", f.Parent)
+	}
 	if len(conds) == 0 {
 		return "", nil
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -131,11 +132,15 @@ type EventDetail struct {
 	// Payload is the body exactly as received (base64 in JSON); null once
 	// payload retention cleared it.
 	Payload []byte `json:"payload"`
+	// Deliveries are, for an event of a source with named targets, its
+	// delivery to each target, oldest first.
+	Deliveries []hookbox.Event `json:"deliveries,omitempty"`
 }
 
-// LoadEventDetail reads an event with its attempts.
+// LoadEventDetail reads an event with its attempts (and its deliveries).
 func LoadEventDetail(ctx context.Context, st interface {
 	Event(ctx context.Context, id int64) (hookbox.Event, error)
+	Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, error)
 	Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt, error)
 }, id int64) (EventDetail, error) {
 	ev, err := st.Event(ctx, id)
@@ -149,6 +154,14 @@ func LoadEventDetail(ctx context.Context, st interface {
 	}
 	if at != nil {
 		d.Attempts = at
+	}
+	if ev.FanOut {
+		ds, err := st.Events(ctx, hookbox.Filter{Parent: id, Limit: MaxListLimit})
+		if err != nil {
+			return EventDetail{}, err
+		}
+		slices.Reverse(ds)
+		d.Deliveries = ds
 	}
 	return d, nil
 }

@@ -272,6 +272,25 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 			}
 		}
 	}
+	if e.FanOut {
+		fmt.Fprintln(w, "\ndeliveries")
+		if len(d.Deliveries) == 0 {
+			fmt.Fprintln(w, "  none: no target's filter matched")
+		}
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, x := range d.Deliveries {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\tattempts %d\t%s\n", x.ID, printable(x.Target), printable(string(x.Status)),
+				x.Attempts, orDash(oneLine(x.LastError)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  (hookbox events show ID shows one; hookbox replay %d replays the failed ones)\n", e.ID)
+		return nil
+	}
+	if e.Target != "" {
+		fmt.Fprintf(w, "\ndelivery of event %d to target %s\n", e.Parent, printable(e.Target))
+	}
 	fmt.Fprintln(w, "\nattempts")
 	if len(d.Attempts) == 0 {
 		fmt.Fprintln(w, "  none yet")

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
 )
 
 // TestTargetsCommands: targets list shows the configured targets; pause
@@ -15,7 +20,7 @@ import (
 // config does not have), resume lifts it, and a second resume fails.
 func TestTargetsCommands(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		dbtest.Open(t, dbURL) // migrated
+		st := dbtest.Open(t, dbURL) // migrated
 		cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
 		cfg := `
 sources:
@@ -63,6 +68,25 @@ sources:
 		}
 		if _, _, err := runCLI(t, append(base, "resume", "shop/billing")...); err == nil {
 			t.Error("a second resume succeeded")
+		}
+
+		// events show of an event with targets lists its deliveries.
+		d := storetest.Delivery("shop", "ord-1")
+		d.FanOut, d.Routes = true, []hookbox.Route{{Target: "billing"}, {Target: "audit"}}
+		rs, err := st.Ingest(context.Background(), []hookbox.Delivery{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var detail server.EventDetail
+		id := strconv.FormatInt(rs[0].ID, 10)
+		if err := json.Unmarshal([]byte(mustCLI(t, "--db", dbURL, "events", "show", id, "--json")), &detail); err != nil {
+			t.Fatal(err)
+		}
+		if !detail.Event.FanOut || len(detail.Deliveries) != 2 || detail.Deliveries[0].Target != "billing" || detail.Deliveries[1].Source != "shop/audit" {
+			t.Errorf("events show of a fanned-out event: %+v", detail)
+		}
+		if out := mustCLI(t, "--db", dbURL, "events", "show", id); !strings.Contains(out, "deliveries") || !strings.Contains(out, "billing") {
+			t.Errorf("events show text: %q", out)
 		}
 	})
 }
