@@ -1,0 +1,118 @@
+package routing
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func targets(rs []Route) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Target)
+	}
+	return out
+}
+
+// Route is hookbox.Route, named here for the table of cases.
+type Route = struct {
+	Target   string
+	OrderKey string
+}
+
+func routes(t *Table, typ string, h http.Header, body string) []Route {
+	var out []Route
+	for _, r := range t.Routes(typ, h, []byte(body)) {
+		out = append(out, Route{r.Target, r.OrderKey})
+	}
+	return out
+}
+
+func TestRoutes(t *testing.T) {
+	tab := New([]Rule{
+		{Target: "billing", Types: []string{"order.*", "invoice.paid"}},
+		{Target: "deploy", Match: map[string][]string{"ref": {"refs/heads/main"}}, Headers: map[string][]string{"X-GitHub-Event": {"push"}}},
+		{Target: "audit", OrderBy: "data.customer"},
+		{Target: "numbers", Match: map[string][]string{"data.amount": {"100"}, "data.live": {"true"}}, OrderBy: "header:X-Key"},
+	})
+	push := http.Header{"X-Github-Event": {"push"}, "X-Key": {"k1"}}
+	cases := []struct {
+		typ  string
+		h    http.Header
+		body string
+		want []Route
+	}{
+		{"order.created", nil, `{"data":{"customer":"c1"}}`, []Route{{"billing", ""}, {"audit", "c1"}}},
+		{"invoice.paid", nil, `not json`, []Route{{"billing", ""}, {"audit", ""}}},
+		{"push", push, `{"ref":"refs/heads/main","data":{"customer":7,"amount":100,"live":true}}`,
+			[]Route{{"deploy", ""}, {"audit", "7"}, {"numbers", "k1"}}},
+		{"push", push, `{"ref":"refs/heads/dev"}`, []Route{{"audit", ""}}},
+		{"push", nil, `{"ref":"refs/heads/main"}`, []Route{{"audit", ""}}},
+		{"order", nil, `{"data":{"customer":{"id":1}}}`, []Route{{"audit", `{"id":1}`}}},
+	}
+	for i, c := range cases {
+		if got := routes(tab, c.typ, c.h, c.body); !slices.Equal(got, c.want) {
+			t.Errorf("case %d (%s): routes %v, want %v", i, c.typ, got, c.want)
+		}
+	}
+}
+
+func TestLongKeyIsHashed(t *testing.T) {
+	tab := New([]Rule{{Target: "a", OrderBy: "header:X-Key"}})
+	long := strings.Repeat("k", 10000)
+	a := tab.Routes("", http.Header{"X-Key": {long}}, nil)
+	b := tab.Routes("", http.Header{"X-Key": {long}}, nil)
+	if len(a[0].OrderKey) > MaxKeyLength+10 || a[0].OrderKey != b[0].OrderKey || !strings.HasPrefix(a[0].OrderKey, "sha256:") {
+		t.Errorf("long key stored as %q", a[0].OrderKey[:min(40, len(a[0].OrderKey))])
+	}
+}
+
+func TestCheck(t *testing.T) {
+	for _, r := range []Rule{
+		{Types: []string{"["}},
+		{Match: map[string][]string{"a..b": {"x"}}},
+		{Match: map[string][]string{"": {"x"}}},
+		{OrderBy: "header:"},
+		{OrderBy: ".a"},
+		{Headers: map[string][]string{"": {"x"}}},
+	} {
+		if r.Check() == nil {
+			t.Errorf("rule %+v passed Check", r)
+		}
+	}
+	if err := (Rule{Types: []string{"a.*"}, Match: map[string][]string{"a.0.b": {"1"}}, OrderBy: "json:a.b"}).Check(); err != nil {
+		t.Error(err)
+	}
+}
+
+// FuzzRoutes: any body, header and event type routes without a panic,
+// every route names a configured target once at most, in order, and every
+// order key is bounded.
+func FuzzRoutes(f *testing.F) {
+	f.Add("order.created", "k", []byte(`{"data":{"customer":"c1","items":[{"sku":"a"}]}}`))
+	f.Add("", "", []byte(`[1,2,3]`))
+	f.Add("x", "\x00", []byte(`{"data":null}`))
+	f.Add("x", "k", []byte(`{"data":{"customer":`+strings.Repeat(`[`, 200)))
+	tab := New([]Rule{
+		{Target: "a", Types: []string{"order.*"}, OrderBy: "data.customer"},
+		{Target: "b", Match: map[string][]string{"data.items.0.sku": {"a"}}, OrderBy: "header:X-Key"},
+		{Target: "c"},
+	})
+	f.Fuzz(func(t *testing.T, typ, key string, body []byte) {
+		rs := tab.Routes(typ, http.Header{"X-Key": {key}}, body)
+		names := targets(nil)
+		for _, r := range rs {
+			names = append(names, r.Target)
+			if len(r.OrderKey) > MaxKeyLength+len("sha256:")+64 {
+				t.Fatalf("order key of %d bytes", len(r.OrderKey))
+			}
+		}
+		if !slices.IsSortedFunc(names, func(x, y string) int { return strings.Compare(x, y) }) || len(slices.Compact(slices.Clone(names))) != len(names) {
+			t.Fatalf("routes %v", names)
+		}
+		if !slices.Contains(names, "c") {
+			t.Fatal("a rule without filter did not match")
+		}
+	})
+}
