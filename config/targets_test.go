@@ -1,0 +1,98 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const targetsYAML = `
+sources:
+  - name: shop
+    scheme: standard-webhooks
+    secrets: ["whsec_c2hvcC1zZWNyZXQtZm9yLXRoZS10ZXN0"]
+    max_attempts: 7
+    targets:
+      - name: billing
+        forward: http://127.0.0.1:9001/hooks
+        types: ["order.*"]
+        max_concurrency: 4
+        rate: 50
+        order_by: data.customer
+        on_dead: skip
+      - name: deploy
+        exec: [/bin/true]
+        match: {ref: refs/heads/main, "repository.name": [api, web]}
+        headers: {X-GitHub-Event: push}
+        max_attempts: 2
+        circuit_after: -1
+      - name: audit
+        forward: http://127.0.0.1:9002/hooks
+        sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM=", drop_sender_headers: true}
+`
+
+func TestTargetsParse(t *testing.T) {
+	c, err := Parse([]byte(targetsYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := c.Sources[0].Targets
+	if len(ts) != 3 || ts[0].Rate != 50 || ts[0].OrderBy != "data.customer" || ts[0].OnDead != "skip" {
+		t.Fatalf("targets = %+v", ts)
+	}
+	r := ts[1].Rule()
+	if got := r.Match["ref"]; len(got) != 1 || got[0] != "refs/heads/main" {
+		t.Errorf("a single match value is a list of one: %v", got)
+	}
+	if got := r.Match["repository.name"]; len(got) != 2 {
+		t.Errorf("match list: %v", got)
+	}
+	if p := ts[1].Policy(c.Sources[0]); p.MaxAttempts != 2 {
+		t.Errorf("target max_attempts: %d", p.MaxAttempts)
+	}
+	if p := ts[0].Policy(c.Sources[0]); p.MaxAttempts != 7 {
+		t.Errorf("source max_attempts inherited: %d", p.MaxAttempts)
+	}
+	if after, cool := ts[0].Circuit(); after != DefaultCircuitAfter || cool != 10*time.Second {
+		t.Errorf("default circuit: %d %v", after, cool)
+	}
+	if after, _ := ts[1].Circuit(); after != 0 {
+		t.Errorf("circuit_after -1 is off: %d", after)
+	}
+	if ws := c.NoTargetWarnings(); len(ws) != 0 {
+		t.Errorf("a source with targets is warned about: %v", ws)
+	}
+}
+
+func TestTargetsErrorsNameTheKey(t *testing.T) {
+	cases := []struct{ targets, want string }{
+		{`[{name: a, forward: "http://x/"}, {name: a, exec: [x]}]`, "targets[1].name: is the name of targets[0] too"},
+		{`[{name: a}]`, "targets[0]: needs a forward URL or an exec command"},
+		{`[{name: a, forward: "http://x/", exec: [x]}]`, "forward and exec are exclusive"},
+		{`[{name: "a/b", forward: "http://x/"}]`, "targets[0].name: must be letters"},
+		{`[{name: a, forward: "ftp://x/"}]`, "targets[0].forward: must be an http"},
+		{`[{name: a, forward: "http://x/", sign: {secret: plain}}]`, "targets[0].sign.secret: must be a Standard Webhooks secret"},
+		{`[{name: a, exec: [x], sign: {secret: "whsec_aGVsbG8="}}]`, "targets[0].sign: applies to a forward only"},
+		{`[{name: a, forward: "http://x/", on_dead: skip}]`, "targets[0].on_dead: applies with order_by only"},
+		{`[{name: a, forward: "http://x/", rate: -1}]`, "targets[0].rate: must be positive"},
+		{`[{name: a, forward: "http://x/", types: ["["]}]`, `targets[0]: types: "[" is not a valid glob`},
+		{`[{name: a, forward: "http://x/", order_by: "a..b"}]`, "order_by"},
+		{`[{name: a, forward: "http://x/", max_concurency: 2}]`, "max_concurrency"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    targets: " + c.targets + "\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("targets %s: error %v, want one containing %q", c.targets, err, c.want)
+		}
+	}
+	_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    forward: http://x/\n    targets: [{name: a, forward: \"http://y/\"}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "has targets and a forward or exec of its own") {
+		t.Errorf("targets and a forward: %v", err)
+	}
+}
+
+func TestSignSecretIsASecret(t *testing.T) {
+	if !secretKey.MatchString("sources[0].targets[2].sign.secret") || !secretKey.MatchString("sources[1].targets[0].forward_headers.X-Token") {
+		t.Error("a target's sign secret or forward header is not treated as a secret")
+	}
+}
