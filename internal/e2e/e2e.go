@@ -21,7 +21,7 @@ import (
 
 // Server is a running service.
 type Server struct {
-	T   *testing.T
+	T   testing.TB
 	URL string // http://127.0.0.1:port
 	Svc *service.Service
 	Cfg *config.Config
@@ -29,7 +29,7 @@ type Server struct {
 
 // Start parses cfgYAML, points it at dbURL, lets register add handlers, and
 // serves until the test ends.
-func Start(t *testing.T, cfgYAML, dbURL string, register func(*service.Service) error) *Server {
+func Start(t testing.TB, cfgYAML, dbURL string, register func(*service.Service) error) *Server {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgYAML))
 	if err != nil {
