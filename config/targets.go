@@ -35,6 +35,11 @@ type Target struct {
 	// Sign, on a forward, signs each attempt with hookbox's own Standard
 	// Webhooks secret and a fresh timestamp.
 	Sign *Sign `yaml:"sign"`
+	// StoreOnly says the target has no forward or exec on purpose: a Go
+	// program that embeds hookbox registers handlers for its deliveries
+	// under the queue name "source/target" (worker.Pool.Handle or
+	// HandlePhases with hookbox.QueueName).
+	StoreOnly bool `yaml:"store_only"`
 
 	// The filter: event-type globs, JSON paths with accepted values,
 	// headers with accepted values. All set parts must match.
@@ -82,6 +87,18 @@ type Sign struct {
 const DefaultCircuitAfter = 5
 
 var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Kind names what runs t's deliveries: forward, exec, or go (store_only:
+// a Go program's handlers).
+func (t Target) Kind() string {
+	switch {
+	case t.Forward != "":
+		return "forward"
+	case len(t.Exec) > 0:
+		return "exec"
+	}
+	return "go"
+}
 
 // Rule returns the routing rule of t.
 func (t Target) Rule() routing.Rule {
@@ -162,8 +179,11 @@ func validateTargets(key string, s Source) []error {
 			seen[t.Name] = i
 		}
 		switch {
+		case t.StoreOnly && (t.Forward != "" || len(t.Exec) > 0):
+			bad(k+".store_only", "is set but the target has a forward or exec; remove one or the other")
+		case t.StoreOnly:
 		case t.Forward == "" && len(t.Exec) == 0:
-			bad(k, "needs a forward URL or an exec command")
+			bad(k, "needs a forward URL or an exec command (or store_only: true, for a Go program's handlers)")
 		case t.Forward != "" && len(t.Exec) > 0:
 			bad(k, "forward and exec are exclusive; choose one, or make two targets")
 		case t.Forward != "" && !strings.HasPrefix(t.Forward, "http://") && !strings.HasPrefix(t.Forward, "https://"):

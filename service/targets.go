@@ -14,17 +14,22 @@ import (
 
 // routeTargets registers the named targets of every source in pool: each
 // target's deliveries are the queue name "source/target", run by its
-// forward or exec under its own policy and controls.
+// forward or exec under its own policy and controls. A store_only
+// target's deliveries wait for the Go handlers a program registers under
+// that name; its controls apply to two-phase handlers (apply-only ones
+// run inside transactions, several at a time, and take none).
 func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor) error {
 	for _, src := range cfg.Sources {
 		for _, t := range src.Targets {
 			name := hookbox.QueueName(src.Name, t.Name)
-			tg, err := target.FromTarget(src, t, red)
-			if err != nil {
-				return err
-			}
 			pool.SetPolicy(name, t.Policy(src))
-			pool.Route(name, tg)
+			if !t.StoreOnly {
+				tg, err := target.FromTarget(src, t, red)
+				if err != nil {
+					return err
+				}
+				pool.Route(name, tg)
+			}
 			after, cooldown := t.Circuit()
 			pool.SetControls(name, worker.Controls{
 				MaxConcurrency:  t.MaxConcurrency,
@@ -110,11 +115,7 @@ func (s *Service) targets(ctx context.Context) ([]server.TargetStatus, error) {
 			add(src.Name, "exec")
 		}
 		for _, t := range src.Targets {
-			kind := "forward"
-			if len(t.Exec) > 0 {
-				kind = "exec"
-			}
-			add(hookbox.QueueName(src.Name, t.Name), kind)
+			add(hookbox.QueueName(src.Name, t.Name), t.Kind())
 		}
 	}
 	return out, nil

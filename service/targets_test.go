@@ -21,6 +21,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/verify"
 )
@@ -481,6 +482,49 @@ sources:
 		}
 		if code, _ := call("POST", "/admin/targets/s/a/resume"); code != http.StatusConflict {
 			t.Errorf("second resume: %d, want 409", code)
+		}
+	})
+}
+
+// TestGoHandlerTarget: a store_only target's deliveries are run by the Go
+// handler a program registers under "source/target", in the transaction
+// that marks the delivery done, next to a forward target of the same
+// source.
+func TestGoHandlerTarget(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		app := newReceiver(t)
+		srv := e2e.Start(t, fmt.Sprintf(`
+sources:
+  - name: g
+    scheme: standard-webhooks
+    secrets: [%q]
+    targets:
+      - {name: ledger, store_only: true, types: ["invoice.*"]}
+      - {name: app, forward: %s}
+`, shopSecret, app.srv.URL), dbURL, func(svc *service.Service) error {
+			if err := svc.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+				_, err := tx.ExecContext(ctx, `CREATE TABLE ledger (delivery TEXT PRIMARY KEY, target TEXT NOT NULL)`)
+				return err
+			}); err != nil {
+				return err
+			}
+			svc.Pool.Handle(hookbox.QueueName("g", "ledger"), "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO ledger (delivery, target) VALUES ($1, $2)`, ev.DeliveryID, ev.Target)
+				return err
+			})
+			return nil
+		})
+		srv.Send("g", "i1", []byte(`{"type":"invoice.paid"}`))
+		srv.Send("g", "u1", []byte(`{"type":"user.created"}`))
+		srv.WaitIdle(30 * time.Second)
+		if n := srv.QueryInt(`SELECT count(*) FROM ledger WHERE delivery = 'i1' AND target = 'ledger'`); n != 1 {
+			t.Errorf("ledger rows for i1: %d", n)
+		}
+		if n := srv.QueryInt(`SELECT count(*) FROM ledger`); n != 1 {
+			t.Errorf("ledger rows: %d, want only the invoice", n)
+		}
+		if n := len(app.requests()); n != 2 {
+			t.Errorf("forward target got %d, want 2", n)
 		}
 	})
 }

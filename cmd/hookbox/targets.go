@@ -122,10 +122,7 @@ func configuredTargets(cfg *config.Config) []targetInfo {
 			rows = append(rows, targetInfo{Name: src.Name, Kind: "exec"})
 		}
 		for _, t := range src.Targets {
-			r := targetInfo{Name: hookbox.QueueName(src.Name, t.Name), Kind: "forward"}
-			if len(t.Exec) > 0 {
-				r.Kind = "exec"
-			}
+			r := targetInfo{Name: hookbox.QueueName(src.Name, t.Name), Kind: t.Kind()}
 			var filter, ctl []string
 			if len(t.Types) > 0 {
 				filter = append(filter, "types "+strings.Join(t.Types, ","))
