@@ -62,45 +62,42 @@ import (
 // source has neither (its events are then for Go handlers). red masks
 // secrets in the target's errors; nil masks none.
 func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) {
-	switch {
-	case src.Forward != "" && len(src.Exec) > 0:
-		return nil, fmt.Errorf("source %s: forward and exec are exclusive; choose one target", src.Name)
-	case src.Forward != "":
-		f, err := NewForward(ForwardOptions{URL: src.Forward, Headers: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses, Redactor: red})
-		if err != nil {
-			return nil, fmt.Errorf("source %s: %w", src.Name, err)
-		}
-		return f, nil
-	case len(src.Exec) > 0:
-		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv, InheritEnv: src.ExecInheritEnv, Redactor: red})
-		if err != nil {
-			return nil, fmt.Errorf("source %s: %w", src.Name, err)
-		}
-		return e, nil
+	if src.Forward == "" && len(src.Exec) == 0 {
+		return nil, nil
 	}
-	return nil, nil
+	t, err := build(config.Target{
+		Forward: src.Forward, ForwardHeaders: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses,
+		Exec: src.Exec, ExecDir: src.ExecDir, ExecEnv: src.ExecEnv, ExecInheritEnv: src.ExecInheritEnv,
+	}, red)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: %w", src.Name, err)
+	}
+	return t, nil
 }
 
 // FromTarget returns the forward or exec of the named target t of source
 // src (see config.Target).
 func FromTarget(src config.Source, t config.Target, red *redact.Redactor) (worker.Target, error) {
-	name := hookbox.QueueName(src.Name, t.Name)
-	if t.Forward != "" {
+	tg, err := build(t, red)
+	if err != nil {
+		return nil, fmt.Errorf("target %s: %w", hookbox.QueueName(src.Name, t.Name), err)
+	}
+	return tg, nil
+}
+
+// build makes the Forward or Exec that t configures.
+func build(t config.Target, red *redact.Redactor) (worker.Target, error) {
+	switch {
+	case t.Forward != "" && len(t.Exec) > 0:
+		return nil, errors.New("forward and exec are exclusive; choose one target")
+	case t.Forward != "":
 		opts := ForwardOptions{URL: t.Forward, Headers: t.ForwardHeaders, PermanentStatuses: t.PermanentStatuses, Redactor: red}
 		if t.Sign != nil {
 			opts.Sign = &SignOptions{Secret: t.Sign.Secret, DropSenderHeaders: t.Sign.DropSenderHeaders}
 		}
-		f, err := NewForward(opts)
-		if err != nil {
-			return nil, fmt.Errorf("target %s: %w", name, err)
-		}
-		return f, nil
+		return NewForward(opts)
 	}
-	e, err := NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red})
-	if err != nil {
-		return nil, fmt.Errorf("target %s: %w", name, err)
-	}
-	return e, nil
+	return NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red})
 }
 
 // errPayloadCleared is why an event whose payload was cleared is not
