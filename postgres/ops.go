@@ -62,14 +62,18 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		if !p.Now.IsZero() {
 			now = p.Now
 		}
-		args = append(args, now)
-		at := `COALESCE($` + strconv.Itoa(len(args)) + `::timestamptz, now())`
-		// The replay is marked in each event's history (an attempts row
-		// numbered as the last attempt before it).
+		args = append(args, now, int64(0), replayBatch)
+		at := `COALESCE($` + strconv.Itoa(len(args)-2) + `::timestamptz, now())`
+		after, limit := `$`+strconv.Itoa(len(args)-1), `$`+strconv.Itoa(len(args))
+		// In id order, replayBatch events per statement (each its own
+		// transaction), so a replay of a million events never holds a
+		// million row locks. The replay is marked in each event's history
+		// (an attempts row numbered as the last attempt before it).
 		q = `WITH replayed AS (
 UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ` + at + `,
     lease_owner = NULL, last_error = NULL, updated_at = ` + at + `
-WHERE id IN (SELECT id FROM events` + where + ` AND payload IS NOT NULL ORDER BY id FOR NO KEY UPDATE)
+WHERE id IN (SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > ` + after + `
+             ORDER BY id LIMIT ` + limit + ` FOR NO KEY UPDATE)
   AND ` + states + ` AND payload IS NOT NULL
 RETURNING id, attempts, updated_at
 ), marked AS (
@@ -79,31 +83,21 @@ SELECT id, attempts, 'operator', '` + hookbox.AttemptReplay + `', updated_at, up
 SELECT id, false FROM replayed`
 	}
 	var res hookbox.ReplayResult
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return res, opError(ctx, "replay", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var cleared bool
-		if err := rows.Scan(&id, &cleared); err != nil {
-			return hookbox.ReplayResult{}, opError(ctx, "replay", err)
+	for {
+		n, last, err := s.replayOnce(ctx, q, args, &res)
+		if err != nil {
+			// The slices before this one have committed.
+			return res, opError(ctx, "replay", err)
 		}
-		if cleared {
-			res.NoPayload = append(res.NoPayload, id)
-		} else {
-			res.Replayed = append(res.Replayed, id)
+		if p.DryRun || n < replayBatch {
+			break
 		}
-	}
-	// The statement is its own transaction: it has committed once its rows
-	// are read to the end without error.
-	if err := rows.Err(); err != nil {
-		return hookbox.ReplayResult{}, opError(ctx, "replay", err)
+		args[len(args)-2] = last
 	}
 	if !p.DryRun {
 		// Events without a payload are never replayed, so they are still
 		// in the state that matched: find them after the update.
+		var err error
 		if res.NoPayload, err = s.clearedIDs(ctx, where, filterArgs); err != nil {
 			return res, opError(ctx, "replay", err)
 		}
@@ -122,6 +116,36 @@ SELECT id, false FROM replayed`
 	}
 	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload, parents))
 	return res, nil
+}
+
+// replayBatch is how many events one replay statement changes.
+const replayBatch = 1000
+
+// replayOnce runs one replay statement (or the dry run's query), adds the
+// ids it returned to res, and returns how many and the largest.
+func (s *Store) replayOnce(ctx context.Context, q string, args []any, res *hookbox.ReplayResult) (int, int64, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer rows.Close()
+	n, last := 0, int64(0)
+	for rows.Next() {
+		var id int64
+		var cleared bool
+		if err := rows.Scan(&id, &cleared); err != nil {
+			return 0, 0, err
+		}
+		if cleared {
+			res.NoPayload = append(res.NoPayload, id)
+		} else {
+			res.Replayed = append(res.Replayed, id)
+		}
+		n, last = n+1, max(last, id)
+	}
+	// The statement is its own transaction: it has committed once its rows
+	// are read to the end without error.
+	return n, last, rows.Err()
 }
 
 // clearedIDs lists, in id order, the events matching where (a WHERE clause

@@ -50,12 +50,11 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	where += ` AND NOT fanout AND status IN ` + replayable(p.IncludeDone)
 	var res hookbox.ReplayResult
 	if p.DryRun {
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			res.Replayed, res.NoPayload, err = queryIDsSplit(ctx, tx,
-				`SELECT id, payload IS NULL FROM events`+where+` ORDER BY id`, args...)
-			return err
-		})
+		// A read: one snapshot on a reader connection, without the write
+		// lock, so a dry run over many events never holds up ingest.
+		var err error
+		res.Replayed, res.NoPayload, err = queryIDsSplit(ctx, s.reader,
+			`SELECT id, payload IS NULL FROM events`+where+` ORDER BY id`, args...)
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
