@@ -247,24 +247,45 @@ func (s *Store) purgeOnce(ctx context.Context, q string, before time.Time, batch
 }
 
 // clearBatch drops the payloads of up to 1000 done events last changed
-// before $1, skipping rows another transaction holds.
+// before $1 and after the cursor ($2, $3) in (updated_at, id) order,
+// skipping rows another transaction holds, and returns them for the next
+// cursor.
 const clearBatch = `UPDATE events SET payload = NULL WHERE id IN (
-    SELECT id FROM events WHERE status = 'done' AND updated_at < $1 AND payload IS NOT NULL
-    ORDER BY id LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED)`
+    SELECT id FROM events WHERE status = 'done' AND updated_at < $1 AND (updated_at, id) > ($2, $3)
+      AND payload IS NOT NULL
+    ORDER BY updated_at, id LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED)
+RETURNING id, updated_at`
 
 // ClearPayloads drops payloads of old done events; see hookbox.Ops. Each
-// batch of 1000 is one statement, its own transaction.
+// batch of 1000 is one statement, its own transaction; a cursor carries
+// the run past what it cleared, so no batch rescans it.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
 	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
 		return 0, fmt.Errorf("postgres: clear payloads: %w", err)
 	}
 	total := 0
+	afterAt, afterID := time.Time{}, int64(0)
 	for {
-		tag, err := s.pool.Exec(ctx, clearBatch, before)
+		rows, err := s.pool.Query(ctx, clearBatch, before, afterAt, afterID)
 		if err != nil {
 			return total, opError(ctx, "clear payloads", err)
 		}
-		n := int(tag.RowsAffected())
+		n := 0
+		for rows.Next() {
+			var id int64
+			var at time.Time
+			if err := rows.Scan(&id, &at); err != nil {
+				rows.Close()
+				return total, opError(ctx, "clear payloads", err)
+			}
+			if at.After(afterAt) || (at.Equal(afterAt) && id > afterID) {
+				afterAt, afterID = at, id
+			}
+			n++
+		}
+		if err := rows.Err(); err != nil {
+			return total, opError(ctx, "clear payloads", err)
+		}
 		total += n
 		if n < 1000 {
 			return total, nil

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -196,18 +198,45 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	return res, nil
 }
 
-// ClearPayloads drops payloads of old done events; see hookbox.Ops.
+// ClearPayloads drops payloads of old done events; see hookbox.Ops. It
+// walks events_finished once, in (updated_at, id) order, reading each
+// slice of 1000 candidates on a reader connection (no write lock) and
+// clearing them in a short write transaction: a run costs one pass over
+// the finished rows, never a rescan of those it already cleared.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
 	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
 		return 0, fmt.Errorf("sqlite: clear payloads: %w", err)
 	}
+	const slice = 1000
 	total := 0
+	afterAt, afterID := int64(math.MinInt64), int64(0)
 	for {
+		rows, err := s.reader.QueryContext(ctx, `SELECT id, updated_at FROM events INDEXED BY events_finished
+            WHERE status IN ('done', 'dead') AND status = 'done' AND updated_at < ?1
+              AND (updated_at > ?2 OR (updated_at = ?2 AND id > ?3)) AND payload IS NOT NULL
+            ORDER BY updated_at, id LIMIT ?4`, millis(before), afterAt, afterID, slice)
+		if err != nil {
+			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			if err := rows.Scan(&afterID, &afterAt); err != nil {
+				rows.Close()
+				return total, fmt.Errorf("sqlite: clear payloads: %w", err)
+			}
+			ids = append(ids, afterID)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
 		var n int64
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL WHERE id IN (
-                SELECT id FROM events WHERE status = 'done' AND updated_at < ? AND payload IS NOT NULL LIMIT 1000)`,
-				millis(before))
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			// Checked again under the lock: a replay may have moved one.
+			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL
+                WHERE status = 'done' AND payload IS NOT NULL AND id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)...)
 			if err != nil {
 				return err
 			}
@@ -218,7 +247,7 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
 		}
 		total += int(n)
-		if n < 1000 {
+		if len(ids) < slice {
 			return total, nil
 		}
 	}

@@ -32,6 +32,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"PurgeDryRunChangesNothing":    testPurgeDryRun,
 		"RetentionRefusesFutureCutoff": testRetentionRefusesFutureCutoff,
 		"ClearPayloadsKeepsTheRecord":  testClearPayloads,
+		"ClearPayloadsManyInSlices":    testClearPayloadsMany,
 		"StatsCountByStatus":           testStats,
 	}
 	for name, fn := range tests {
@@ -232,6 +233,24 @@ func testClearPayloads(t *testing.T, s FullStore) {
 	}
 	if rs := ingest(t, s, Delivery("cp", "1")); !rs[0].Duplicate {
 		t.Errorf("clearing the payload forgot the id")
+	}
+}
+
+// testClearPayloadsMany: more done events than one slice clears, all
+// finished at the same instant (so the cursor must break ties by id), are
+// all cleared in one run, and a second run finds nothing left.
+func testClearPayloadsMany(t *testing.T, s FullStore) {
+	ids := make([]string, 2345)
+	for i := range ids {
+		ids[i] = fmt.Sprint("c", i)
+	}
+	finishAs(t, s, "cpm", hookbox.StatusDone, time.Now().Add(-48*time.Hour), ids...)
+	n, err := s.ClearPayloads(context.Background(), time.Now().Add(-time.Hour))
+	if err != nil || n != len(ids) {
+		t.Fatalf("ClearPayloads = %d, %v; want %d", n, err, len(ids))
+	}
+	if n, err := s.ClearPayloads(context.Background(), time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("second ClearPayloads = %d, %v; want 0", n, err)
 	}
 }
 
