@@ -30,15 +30,23 @@ type ClaimParams struct {
 	Strict bool
 	// Now is the time the claim is made at (zero: time.Now()).
 	Now time.Time
-	// ByKey orders deliveries of Sources per order key: a delivery with
-	// an order key is claimed only when no delivery of its source with
-	// the same key and a lower id is pending, processing or (unless
-	// SkipDead) dead. So one key runs one delivery at a time, in id
-	// order, while different keys run in parallel. Claim supports it;
-	// WorkTx.Pick does not.
+	// ByKey orders deliveries of Sources per order key: a delivery is
+	// claimed only when no delivery of its source with the same key and a
+	// lower id is pending, processing or (unless SkipDead) dead. So one
+	// key runs one delivery at a time, in id order, while different keys
+	// run in parallel. Only deliveries with an order key are claimed
+	// (routing gives every delivery of an ordered target one). Claim
+	// supports it; WorkTx.Pick does not.
 	ByKey bool
 	// SkipDead lets a dead delivery release its key (see ByKey).
 	SkipDead bool
+	// AfterKey, with ByKey, starts the walk over order keys after this
+	// one (and wraps around), so that successive claims visit every key
+	// in turn: pass the largest key the previous claim took. A claim by
+	// key works one source, Sources[0], and costs what it visits: about
+	// two index lookups per key it passes, never a row per queued
+	// delivery.
+	AfterKey string
 	// Rescue lets ClaimWork lease one event picked with an expired lease
 	// (its worker may have died of it), counting the attempt, for the
 	// caller to run alone; without it such events are left as they are,

@@ -72,24 +72,40 @@ const (
     LIMIT $5`
 )
 
-// claimDueByKey is claimDue for ClaimParams.ByKey: a delivery with an
-// order key is due only when no delivery of its source with the same key
-// and a lower id is pending, processing or (unless skipDead) dead. The
-// status list repeats events_order's, so that index serves it. A row that
-// holds the key but is locked by another claim still counts: the check
-// reads committed rows, not locks.
-func claimDueByKey(skipDead bool) string {
-	skip := ""
+// maxKeysPerClaim bounds the order keys one claim by key visits.
+const maxKeysPerClaim = 4096
+
+// claimByKey leases, for a claim by order key (hookbox.ClaimParams.ByKey),
+// the first delivery of each order key of source $4 after key $6, in key
+// order (byte order), that is due and not held by an earlier one, up to $5
+// of them. It walks the distinct keys through events_order (two index
+// lookups per key, however many deliveries wait behind each), at most $7
+// keys, and skips heads another transaction holds.
+func claimByKey(skipDead bool) string {
+	held := `status IN ('pending', 'processing', 'dead')`
+	head := held
 	if skipDead {
-		skip = ` AND o.status <> 'dead'`
+		head += ` AND status <> 'dead'`
 	}
-	due := strings.Replace(dueFrom2, `
-        ORDER BY next_attempt_at, id`, `
-          AND (order_key IS NULL OR NOT EXISTS (SELECT 1 FROM events o
-              WHERE o.source = events.source AND o.order_key = events.order_key AND o.id < events.id
-                AND o.order_key IS NOT NULL AND o.status IN ('pending', 'processing', 'dead')`+skip+`))
-        ORDER BY next_attempt_at, id`, 1)
-	return `WITH due AS (SELECT e.id` + dueFrom1 + `id, next_attempt_at` + due + `)` + claimSet
+	return `WITH RECURSIVE k(key, n) AS (
+    SELECT (SELECT order_key COLLATE "C" FROM events
+            WHERE source = $4 AND order_key COLLATE "C" > $6 AND order_key IS NOT NULL AND ` + held + `
+            ORDER BY order_key COLLATE "C" LIMIT 1), 0
+    UNION ALL
+    SELECT (SELECT order_key COLLATE "C" FROM events
+            WHERE source = $4 AND order_key COLLATE "C" > k.key AND order_key IS NOT NULL AND ` + held + `
+            ORDER BY order_key COLLATE "C" LIMIT 1), k.n + 1
+    FROM k WHERE k.key IS NOT NULL AND k.n < $7
+), due AS (
+    SELECT e.id FROM k
+    CROSS JOIN LATERAL (SELECT id FROM events
+        WHERE source = $4 AND order_key COLLATE "C" = k.key AND order_key IS NOT NULL AND ` + head + `
+        ORDER BY id LIMIT 1) h
+    JOIN events e ON e.id = h.id
+    WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ` + claimNow + `
+    LIMIT $5
+    FOR NO KEY UPDATE OF e SKIP LOCKED
+)` + claimSet
 }
 
 const claimStrict = `WITH first AS (
@@ -127,13 +143,10 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if p.Strict {
 		out, err = s.claimStrict(ctx, p.Owner, lease, now, p.Sources[0])
 	} else {
-		q := claimDue
-		if p.ByKey {
-			q = claimDueByKey(p.SkipDead)
-		}
 		var rows pgx.Rows
-		rows, err = s.pool.Query(ctx, q, p.Owner, lease, now, p.Sources, p.Limit)
-		if err == nil {
+		if p.ByKey {
+			out, err = s.claimByKey(ctx, p, lease, now)
+		} else if rows, err = s.pool.Query(ctx, claimDue, p.Owner, lease, now, p.Sources, p.Limit); err == nil {
 			out, err = scanEvents(rows)
 		}
 	}
@@ -141,6 +154,26 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		return nil, unavailable(ctx, "claim", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// claimByKey runs claimByKey from p.AfterKey and, when that leaves part
+// of the limit, again from the first key (wrapping around). Each is a
+// statement of its own: a delivery leased by the first is held by then.
+func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int64, now any) ([]hookbox.Event, error) {
+	q := claimByKey(p.SkipDead)
+	var out []hookbox.Event
+	for _, after := range []string{p.AfterKey, ""} {
+		rows, err := s.pool.Query(ctx, q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, maxKeysPerClaim)
+		if err != nil {
+			return out, err
+		}
+		evs, err := scanEvents(rows)
+		out = append(out, evs...)
+		if err != nil || len(out) >= p.Limit || p.AfterKey == "" {
+			return out, err
+		}
+	}
 	return out, nil
 }
 

@@ -11,6 +11,9 @@
 //   - An order key longer than MaxKeyLength is replaced by its SHA-256
 //     (hex), so a sender cannot make hookbox store large keys, and equal
 //     keys stay equal.
+//   - Every delivery of a target with order_by has a key: one whose event
+//     lacks the value gets a key of its own, NoKeyPrefix and its delivery
+//     id, so it waits for no other.
 package routing
 
 import (
@@ -29,6 +32,10 @@ import (
 
 // MaxKeyLength is the longest order key stored as it is.
 const MaxKeyLength = 128
+
+// NoKeyPrefix starts the key of a delivery whose event lacks its target's
+// order_by value.
+const NoKeyPrefix = "(none):"
 
 // Rule is one target's filter and order key. Every set part must match:
 // Types (any glob), each Match path (any of its values), each Headers name
@@ -101,9 +108,9 @@ func New(rules []Rule) *Table {
 	return t
 }
 
-// Routes returns the routes of an event: one per target whose rule
-// matches, in target order.
-func (t *Table) Routes(eventType string, h http.Header, body []byte) []hookbox.Route {
+// Routes returns the routes of an event (its type, delivery id, headers
+// and body): one per target whose rule matches, in target order.
+func (t *Table) Routes(eventType, deliveryID string, h http.Header, body []byte) []hookbox.Route {
 	var doc any
 	parsed := false
 	if t.needJSON {
@@ -116,7 +123,7 @@ func (t *Table) Routes(eventType string, h http.Header, body []byte) []hookbox.R
 		if !r.matches(eventType, h, doc, parsed) {
 			continue
 		}
-		out = append(out, hookbox.Route{Target: r.Target, OrderKey: r.key(h, doc, parsed)})
+		out = append(out, hookbox.Route{Target: r.Target, OrderKey: r.key(deliveryID, h, doc, parsed)})
 	}
 	return out
 }
@@ -142,7 +149,7 @@ func (r *Rule) matches(eventType string, h http.Header, doc any, parsed bool) bo
 	return true
 }
 
-func (r *Rule) key(h http.Header, doc any, parsed bool) string {
+func (r *Rule) key(deliveryID string, h http.Header, doc any, parsed bool) string {
 	var k string
 	switch {
 	case r.OrderBy == "":
@@ -151,6 +158,9 @@ func (r *Rule) key(h http.Header, doc any, parsed bool) string {
 		k = h.Get(strings.TrimPrefix(r.OrderBy, "header:"))
 	case parsed:
 		k, _ = lookup(doc, strings.TrimPrefix(r.OrderBy, "json:"))
+	}
+	if k == "" {
+		k = NoKeyPrefix + deliveryID
 	}
 	if len(k) > MaxKeyLength {
 		sum := sha256.Sum256([]byte(k))

@@ -23,7 +23,7 @@ type Route = struct {
 
 func routes(t *Table, typ string, h http.Header, body string) []Route {
 	var out []Route
-	for _, r := range t.Routes(typ, h, []byte(body)) {
+	for _, r := range t.Routes(typ, "d1", h, []byte(body)) {
 		out = append(out, Route{r.Target, r.OrderKey})
 	}
 	return out
@@ -44,11 +44,11 @@ func TestRoutes(t *testing.T) {
 		want []Route
 	}{
 		{"order.created", nil, `{"data":{"customer":"c1"}}`, []Route{{"billing", ""}, {"audit", "c1"}}},
-		{"invoice.paid", nil, `not json`, []Route{{"billing", ""}, {"audit", ""}}},
+		{"invoice.paid", nil, `not json`, []Route{{"billing", ""}, {"audit", NoKeyPrefix + "d1"}}},
 		{"push", push, `{"ref":"refs/heads/main","data":{"customer":7,"amount":100,"live":true}}`,
 			[]Route{{"deploy", ""}, {"audit", "7"}, {"numbers", "k1"}}},
-		{"push", push, `{"ref":"refs/heads/dev"}`, []Route{{"audit", ""}}},
-		{"push", nil, `{"ref":"refs/heads/main"}`, []Route{{"audit", ""}}},
+		{"push", push, `{"ref":"refs/heads/dev"}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
+		{"push", nil, `{"ref":"refs/heads/main"}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
 		{"order", nil, `{"data":{"customer":{"id":1}}}`, []Route{{"audit", `{"id":1}`}}},
 	}
 	for i, c := range cases {
@@ -61,8 +61,8 @@ func TestRoutes(t *testing.T) {
 func TestLongKeyIsHashed(t *testing.T) {
 	tab := New([]Rule{{Target: "a", OrderBy: "header:X-Key"}})
 	long := strings.Repeat("k", 10000)
-	a := tab.Routes("", http.Header{"X-Key": {long}}, nil)
-	b := tab.Routes("", http.Header{"X-Key": {long}}, nil)
+	a := tab.Routes("", "d1", http.Header{"X-Key": {long}}, nil)
+	b := tab.Routes("", "d2", http.Header{"X-Key": {long}}, nil)
 	if len(a[0].OrderKey) > MaxKeyLength+10 || a[0].OrderKey != b[0].OrderKey || !strings.HasPrefix(a[0].OrderKey, "sha256:") {
 		t.Errorf("long key stored as %q", a[0].OrderKey[:min(40, len(a[0].OrderKey))])
 	}
@@ -100,11 +100,11 @@ func FuzzRoutes(f *testing.F) {
 		{Target: "c"},
 	})
 	f.Fuzz(func(t *testing.T, typ, key string, body []byte) {
-		rs := tab.Routes(typ, http.Header{"X-Key": {key}}, body)
+		rs := tab.Routes(typ, "d", http.Header{"X-Key": {key}}, body)
 		names := targets(nil)
 		for _, r := range rs {
 			names = append(names, r.Target)
-			if len(r.OrderKey) > MaxKeyLength+len("sha256:")+64 {
+			if len(r.OrderKey) > MaxKeyLength+len("sha256:")+64 || (r.Target != "c" && r.OrderKey == "") {
 				t.Fatalf("order key of %d bytes", len(r.OrderKey))
 			}
 		}

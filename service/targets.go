@@ -64,7 +64,7 @@ func withRoutes(cfg *config.Config, ingest server.IngestFunc) server.IngestFunc 
 	return func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
 		if t, ok := tables[d.Source]; ok {
 			d.FanOut = true
-			d.Routes = t.Routes(d.EventType, d.Header, d.Payload)
+			d.Routes = t.Routes(d.EventType, d.DeliveryID, d.Header, d.Payload)
 		}
 		return ingest(ctx, d)
 	}

@@ -26,6 +26,20 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = claimTx(ctx, tx, st, q, args)
+		if err != nil || !p.ByKey || p.AfterKey == "" || len(out) >= p.Limit {
+			return err
+		}
+		// Wrap around: the keys up to AfterKey, for what is left.
+		wrap := p
+		wrap.AfterKey, wrap.Limit = "", p.Limit-len(out)
+		q2, args2 := claimSQL(wrap)
+		st2, err := s.claims.get(ctx, q2)
+		if err != nil {
+			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		}
+		more, err := claimTx(ctx, tx, st2, q2, args2)
+		out = append(out, more...)
+		sortByID(out)
 		return err
 	})
 	if err != nil {
@@ -55,6 +69,10 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		now = time.Now()
 	}
 	nowMS, until = millis(now), millis(now.Add(p.Lease))
+	if p.ByKey {
+		pick, args = byKeyPick(p, nowMS)
+		return pick, args, nowMS, until
+	}
 	if p.Strict {
 		// Both reads stay inside events_due: finished rows, however many,
 		// are never visited.
@@ -72,7 +90,7 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		parts := make([]string, len(p.Sources))
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
-                WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?` + keyFree(p) + `
+                WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
                 ORDER BY next_attempt_at, id LIMIT ?)`
 			args = append(args, src, nowMS, p.Limit)
 		}
@@ -82,21 +100,37 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 	return pick, args, nowMS, until
 }
 
-// keyFree is the condition a claim with p.ByKey adds: no earlier
-// delivery of the same source and order key holds the key. Its status
-// list repeats events_order's, so that index serves it.
-func keyFree(p hookbox.ClaimParams) string {
-	if !p.ByKey {
-		return ""
-	}
-	skip := ""
+// maxKeysPerClaim bounds the order keys one claim by key visits.
+const maxKeysPerClaim = 4096
+
+// byKeyPick picks, for a claim by order key (hookbox.ClaimParams.ByKey),
+// the first delivery of each order key of p.Sources[0] after p.AfterKey,
+// in key order, that is due and not held by an earlier one: it walks the
+// distinct keys through events_order (two index lookups per key, however
+// many deliveries wait behind each) and stops at maxKeysPerClaim keys.
+func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
+	held := `status IN ('pending', 'processing', 'dead')`
+	head := held
 	if p.SkipDead {
-		skip = ` AND o.status <> 'dead'`
+		head += ` AND status <> 'dead'`
 	}
-	return `
-                  AND (order_key IS NULL OR NOT EXISTS (SELECT 1 FROM events o INDEXED BY events_order
-                      WHERE o.source = events.source AND o.order_key = events.order_key AND o.id < events.id
-                        AND o.order_key IS NOT NULL AND o.status IN ('pending', 'processing', 'dead')` + skip + `))`
+	src := p.Sources[0]
+	q := `WITH RECURSIVE k(key, n) AS (
+            SELECT (SELECT order_key FROM events INDEXED BY events_order
+                    WHERE source = ? AND order_key > ? AND order_key IS NOT NULL AND ` + held + `
+                    ORDER BY order_key LIMIT 1), 0
+            UNION ALL
+            SELECT (SELECT order_key FROM events INDEXED BY events_order
+                    WHERE source = ? AND order_key > k.key AND order_key IS NOT NULL AND ` + held + `
+                    ORDER BY order_key LIMIT 1), k.n + 1
+            FROM k WHERE k.key IS NOT NULL AND k.n < ?)
+        SELECT e.id FROM k JOIN events e ON e.id = (
+            SELECT id FROM events INDEXED BY events_order
+            WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL AND ` + head + `
+            ORDER BY id LIMIT 1)
+        WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ?
+        LIMIT ?`
+	return q, []any{src, p.AfterKey, src, maxKeysPerClaim, src, nowMS, p.Limit}
 }
 
 // queuedColumns are the columns a claim reads: eventColumns and whether

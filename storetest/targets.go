@@ -111,15 +111,20 @@ func testFanOut(t *testing.T, q QueueStore) {
 
 // testClaimByKey: with ByKey, deliveries with the same order key are
 // claimed one at a time in id order, a dead one holds its key unless
-// SkipDead, and deliveries without a key are not held.
+// SkipDead, a claim starting after a key wraps around to the others, and
+// a delivery without a key is never claimed by key.
 func testClaimByKey(t *testing.T, q QueueStore) {
 	ctx := context.Background()
 	ingest(t, q, fanOut("ok", "1", "t=k1"), fanOut("ok", "2", "t=k1"), fanOut("ok", "3", "t=k2"),
 		fanOut("ok", "4", "t"), fanOut("ok", "5", "t=k2"))
-	byKey := func(skipDead bool) []string {
+	byKey := func(skipDead bool, after ...string) []string {
 		t.Helper()
-		evs, err := q.Claim(ctx, hookbox.ClaimParams{Owner: "bk" + time.Now().String(), Limit: 10, Lease: time.Minute,
-			Sources: []string{"ok/t"}, ByKey: true, SkipDead: skipDead})
+		p := hookbox.ClaimParams{Owner: "bk" + time.Now().String(), Limit: 10, Lease: time.Minute,
+			Sources: []string{"ok/t"}, ByKey: true, SkipDead: skipDead}
+		if len(after) > 0 {
+			p.AfterKey, p.Limit = after[0], 1
+		}
+		evs, err := q.Claim(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,13 +134,16 @@ func testClaimByKey(t *testing.T, q QueueStore) {
 		}
 		return ids
 	}
-	first := byKey(false)
-	if !slices.Equal(first, []string{"1", "3", "4"}) {
-		t.Fatalf("first claim by key = %v, want the first of each key and the one without", first)
+	if got := byKey(false, "k1"); !slices.Equal(got, []string{"3"}) {
+		t.Fatalf("claim of one after k1 = %v, want k2's first", got)
+	}
+	if got := byKey(false, "k2"); !slices.Equal(got, []string{"1"}) {
+		t.Fatalf("claim of one after k2 = %v, want k1's first (wrapped around)", got)
 	}
 	if again := byKey(false); len(again) != 0 {
 		t.Fatalf("claimed %v while the earlier deliveries of their keys run", again)
 	}
+
 	evs, err := q.Events(ctx, hookbox.Filter{Source: "ok/t", Status: hookbox.StatusProcessing})
 	if err != nil {
 		t.Fatal(err)

@@ -51,7 +51,8 @@ type control struct {
 	open     bool      // circuit open (or trying one event)
 	until    time.Time // end of the cool-down
 	cooldown time.Duration
-	trial    bool // the trial event is in flight
+	trial    bool   // the trial event is in flight
+	afterKey string // where the next claim by key starts (ClaimParams.AfterKey)
 }
 
 // TargetState is what a pool knows of a route with Controls.
@@ -188,11 +189,35 @@ func (p *Pool) allowance(c *control, limit int, now time.Time) (int, time.Durati
 	return max(limit, 0), 0
 }
 
-// took records that n events of c were claimed and start now.
-func (p *Pool) took(c *control, n int, now time.Time) {
+// afterKey is where c's next claim by key starts.
+func (p *Pool) afterKey(c *control) string {
 	p.ctlMu.Lock()
 	defer p.ctlMu.Unlock()
+	return c.afterKey
+}
+
+// took records that the events evs of c were claimed and start now.
+func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	n := len(evs)
 	c.inflight += n
+	// The walk went up from afterKey, then (wrapping) up from the start:
+	// the next one starts after the last key this one took.
+	prev, first, wrapped := c.afterKey, "", ""
+	for _, ev := range evs {
+		if ev.OrderKey > prev {
+			first = max(first, ev.OrderKey)
+		} else {
+			wrapped = max(wrapped, ev.OrderKey)
+		}
+	}
+	switch {
+	case wrapped != "":
+		c.afterKey = wrapped
+	case first != "":
+		c.afterKey = first
+	}
 	if c.limiter != nil {
 		c.limiter.AllowN(now, n)
 	}

@@ -935,14 +935,14 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	lease := p.lease(p.maxTimeout(sources))
 	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict}
 	if ctl != nil {
-		params.ByKey, params.SkipDead = ctl.ByKey, ctl.SkipDead
+		params.ByKey, params.SkipDead, params.AfterKey = ctl.ByKey, ctl.SkipDead, p.afterKey(ctl)
 	}
 	evs, err := p.q.Claim(claimCtx, params)
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
 	if ctl != nil {
-		p.took(ctl, len(evs), time.Now())
+		p.took(ctl, evs, time.Now())
 	}
 	p.leases.add(evs, lease)
 	for i := range evs {

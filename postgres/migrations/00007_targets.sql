@@ -18,8 +18,10 @@ ALTER TABLE events ADD COLUMN order_key text;
 CREATE INDEX events_children ON events (parent_id) WHERE parent_id IS NOT NULL;
 
 -- The deliveries that hold a key: unfinished ones, and dead ones, which hold
--- their key until replayed unless the target skips them.
-CREATE INDEX events_order ON events (source, order_key, id)
+-- their key until replayed unless the target skips them. Keys compare in
+-- byte order (COLLATE "C"), whatever the database's collation, so a claim
+-- that walks them agrees with hookbox on which key comes after which.
+CREATE INDEX events_order ON events (source, (order_key COLLATE "C"), id)
     WHERE order_key IS NOT NULL AND status IN ('pending', 'processing', 'dead');
 
 -- Targets (queue sources) an operator paused: no delivery of theirs is
