@@ -23,7 +23,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
-	"github.com/hookbox/hookbox/loadgen"
+	"github.com/hookbox/hookbox/internal/loadgen"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/service"

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
-	"github.com/hookbox/hookbox/loadgen"
+	"github.com/hookbox/hookbox/internal/loadgen"
 	"github.com/hookbox/hookbox/verify"
 )
 
