@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/loadgen"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// TestBenchWaitHandler: the wait1s handler prepares outside any
+// transaction (a delivery is stored and answered while a Prepare waits),
+// then writes one row per event in Apply.
+func TestBenchWaitHandler(t *testing.T) {
+	ctx := context.Background()
+	vc := verify.Config{Scheme: "standard-webhooks", Secrets: []string{benchSecret}}
+	f := &Options{Handler: handlerWait1s, Synchronous: "FULL"}
+	bt, err := startBenchTarget(ctx, "sqlite", f, vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.stop()
+	bt.serve()
+	body := benchBody(256)
+	gen := newDeliveries(vc, body, 0)
+	send := func(i int) {
+		t.Helper()
+		res, err := loadgen.Run(ctx, loadgen.Options{URL: bt.url, Connections: 1, Requests: []loadgen.Request{gen.next(i)}, Body: body})
+		if err != nil || res.Status[http.StatusAccepted] != 1 {
+			t.Fatalf("delivery %d: %+v %v", i, res, err)
+		}
+	}
+	send(0)
+	await(t, "the first Prepare to start", func() bool { return bt.prepared.Load() >= 1 })
+	// The Prepare now waits for a second outside any transaction: the
+	// store takes a delivery meanwhile.
+	send(1)
+	if n := bt.handled.Load(); n != 0 {
+		t.Errorf("a delivery was answered only after %d Apply ran: Prepare held up ingest", n)
+	}
+	send(2)
+	if err := bt.waitHandled(ctx, 3, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var rows, waited int
+	err = bt.svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT count(*), min(waited) FROM bench_effects`).Scan(&rows, &waited)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != 3 || waited < int(benchWait.Milliseconds()) {
+		t.Errorf("bench_effects: %d rows, shortest wait %d ms; want 3 rows, each after a %v Prepare", rows, waited, benchWait)
+	}
+	if n := bt.prepared.Load(); n != 3 {
+		t.Errorf("Prepare ran %d times for 3 events", n)
+	}
+	await(t, "the events to be done", func() bool { return queued(ctx, bt.svc) == 0 })
+}
+
+// await polls cond until it holds, failing the test after a minute.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
