@@ -20,6 +20,9 @@ status. Targets:
 
   bare            net/http reading the body and answering 202: the machine's
                   own HTTP limit, measured in the same run
+  minimal-sqlite  the minimal receiver (internal/bench): verify, group-commit
+  minimal-postgres  a narrow row under UNIQUE (source, delivery_id), answer
+                  202; the yardstick for hookbox's ingest (ratio_to_minimal)
   naive-sqlite    one transaction and one disk sync per delivery (SQLite FULL)
   sqlite          hookbox on SQLite (group commit, synchronous FULL)
   naive-postgres  one transaction per delivery on PostgreSQL
@@ -42,6 +45,7 @@ to empty):
           --concurrency events wait at once, so it finishes about
           concurrency events a second.`,
 		Example: `  hookbox bench
+  hookbox bench --targets bare,minimal-sqlite,sqlite,minimal-postgres,postgres --duration 20s
   hookbox bench --targets bare,naive-sqlite,sqlite,naive-postgres,postgres --postgres postgres://postgres@127.0.0.1/test
   hookbox bench --targets sqlite --drain --duration 60s
   hookbox bench --targets sqlite,postgres --drain-only 200000
@@ -51,7 +55,7 @@ to empty):
 		RunE: func(cmd *cobra.Command, args []string) error { return bench.Run(cmd.Context(), f, cmd.OutOrStdout()) },
 	}
 	fl := cmd.Flags()
-	fl.StringSliceVar(&f.Targets, "targets", []string{"bare", "sqlite"}, "what to measure, in order: bare, naive-sqlite, sqlite, naive-postgres, postgres")
+	fl.StringSliceVar(&f.Targets, "targets", []string{"bare", "sqlite"}, "what to measure, in order: bare, minimal-sqlite, naive-sqlite, sqlite, minimal-postgres, naive-postgres, postgres (a minimal target before hookbox's gives the ratio to it)")
 	fl.StringVar(&f.URL, "url", "", "drive a running hookbox at this delivery URL instead of starting targets")
 	fl.StringVar(&f.Secret, "secret", "", "signing secret for --url")
 	fl.StringVar(&f.Postgres, "postgres", os.Getenv("HOOKBOX_TEST_POSTGRES"), "PostgreSQL URL for the postgres targets")

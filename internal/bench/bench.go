@@ -67,6 +67,11 @@ type Result struct {
 	Handler string          `json:"handler,omitempty"`
 	Ingest  *loadgen.Result `json:"ingest,omitempty"`
 	Ratio   float64         `json:"ratio_to_bare,omitempty"`
+	// VsMinimal and P99VsMinimal compare hookbox's req/s and p99 with
+	// the minimal receiver of the same store measured earlier in the run
+	// (target minimal-sqlite or minimal-postgres).
+	VsMinimal    float64 `json:"ratio_to_minimal,omitempty"`
+	P99VsMinimal float64 `json:"p99_ratio_to_minimal,omitempty"`
 	Drain   *DrainResult    `json:"drain,omitempty"`
 	MaxRSS  int64           `json:"max_rss_bytes,omitempty"`
 	Preload int             `json:"preloaded_rows,omitempty"`
@@ -167,6 +172,7 @@ func Run(ctx context.Context, f *Options, out io.Writer) error {
 
 	var results []Result
 	var bare float64
+	minimal := map[string]*loadgen.Result{} // by store: sqlite, postgres
 	for _, name := range f.Targets {
 		t, err := startBenchTarget(ctx, name, f, vc)
 		if err != nil {
@@ -182,6 +188,11 @@ func Run(ctx context.Context, f *Options, out io.Writer) error {
 				bare = r.Ingest.RPS
 			} else if bare > 0 {
 				r.Ratio = r.Ingest.RPS / bare
+			}
+			if strings.HasPrefix(name, "minimal-") {
+				minimal[strings.TrimPrefix(name, "minimal-")] = r.Ingest
+			} else if m := minimal[name]; m != nil && m.RPS > 0 && m.P99 > 0 {
+				r.VsMinimal, r.P99VsMinimal = r.Ingest.RPS/m.RPS, float64(r.Ingest.P99)/float64(m.P99)
 			}
 		}
 		r.MaxRSS = maxRSS()
@@ -213,6 +224,9 @@ func printBench(w io.Writer, r Result) {
 		line := fmt.Sprintf("%-15s %s", r.Target, r.Ingest)
 		if r.Ratio > 0 {
 			line += fmt.Sprintf("  %.2fx bare", r.Ratio)
+		}
+		if r.VsMinimal > 0 {
+			line += fmt.Sprintf("  %.2fx minimal (p99 %.2fx)", r.VsMinimal, r.P99VsMinimal)
 		}
 		fmt.Fprintln(w, line)
 	}
@@ -282,6 +296,20 @@ func startBenchTarget(ctx context.Context, name string, f *Options, vc verify.Co
 		}))
 		go srv.Serve(ln)
 		t.stop = func() { srv.Close(); os.RemoveAll(dir) }
+		return t, nil
+	case "minimal-sqlite", "minimal-postgres":
+		st, err := openMinimalStore(ctx, name, sqlitePath, db)
+		if err != nil {
+			return nil, err
+		}
+		v, err := verify.New(vc)
+		if err != nil {
+			return nil, err
+		}
+		h, stopMinimal := newMinimal(v, st)
+		srv := service.HTTPServer(h)
+		go srv.Serve(ln)
+		t.stop = func() { srv.Close(); stopMinimal(); os.RemoveAll(dir); dropSchema() }
 		return t, nil
 	case "naive-sqlite", "naive-postgres":
 		var st hookbox.Store

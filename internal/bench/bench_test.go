@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +73,43 @@ func await(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestMinimalTarget: the minimal receiver answers every signed delivery
+// 202 after storing it, refuses a forged one, and hookbox's result in the
+// same run carries its ratios to it.
+func TestMinimalTarget(t *testing.T) {
+	var out strings.Builder
+	err := Run(context.Background(), &Options{Targets: []string{"minimal-sqlite", "sqlite"}, Scheme: "standard-webhooks",
+		Connections: 4, Requests: 1500, BodySize: 256, JSON: true, Synchronous: "FULL"}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []Result
+	if err := json.Unmarshal([]byte(out.String()), &rs); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].Ingest.Status[http.StatusAccepted] != rs[0].Ingest.Requests || rs[0].Ingest.Requests == 0 {
+		t.Fatalf("minimal-sqlite: %+v", rs[0].Ingest)
+	}
+	if rs[1].VsMinimal <= 0 || rs[1].P99VsMinimal <= 0 {
+		t.Errorf("sqlite carries no ratio to the minimal receiver: %+v", rs[1])
+	}
+
+	st, err := openMinimalStore(context.Background(), "minimal-sqlite", t.TempDir()+"/m.db", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := verify.New(verify.Config{Scheme: "standard-webhooks", Secrets: []string{benchSecret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, stop := newMinimal(v, st)
+	defer stop()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/bench", strings.NewReader(`{}`)))
+	if rec.Code != http.StatusUnauthorized {
+		t.Errorf("an unsigned delivery got %d, want 401", rec.Code)
 	}
 }
