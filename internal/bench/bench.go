@@ -70,11 +70,11 @@ type Result struct {
 	// VsMinimal and P99VsMinimal compare hookbox's req/s and p99 with
 	// the minimal receiver of the same store measured earlier in the run
 	// (target minimal-sqlite or minimal-postgres).
-	VsMinimal    float64 `json:"ratio_to_minimal,omitempty"`
-	P99VsMinimal float64 `json:"p99_ratio_to_minimal,omitempty"`
-	Drain   *DrainResult    `json:"drain,omitempty"`
-	MaxRSS  int64           `json:"max_rss_bytes,omitempty"`
-	Preload int             `json:"preloaded_rows,omitempty"`
+	VsMinimal    float64      `json:"ratio_to_minimal,omitempty"`
+	P99VsMinimal float64      `json:"p99_ratio_to_minimal,omitempty"`
+	Drain        *DrainResult `json:"drain,omitempty"`
+	MaxRSS       int64        `json:"max_rss_bytes,omitempty"`
+	Preload      int          `json:"preloaded_rows,omitempty"`
 }
 
 // DrainResult describes the workers' side of a run.
