@@ -38,9 +38,9 @@ func (v *noneVerifier) sign(_ []byte, deliveryID string, _ time.Time) (http.Head
 	return h, nil
 }
 
-// idSpec says where the hmac and none schemes find the delivery id and the
-// event type: a header, a top-level JSON field, or, for the id, the body
-// hash when neither is configured.
+// idSpec says where a scheme whose id is not fixed finds the delivery id
+// and the event type: a header, a JSON field (a dotted path for a nested
+// one), or, for the id, the body hash when neither is configured.
 type idSpec struct {
 	scheme                 string
 	idHeader, typeHeader   string // canonical keys, "" when unset
@@ -91,7 +91,7 @@ func (s *idSpec) extract(r Request) (Result, error) {
 		res.EventType, _ = headerValue(r.Header, s.typeHeader)
 	}
 	if s.idField != "" || s.typeField != "" {
-		idRaw, typeRaw, ok := jsonFields(r.Body, s.idField, s.typeField)
+		idRaw, typeRaw, ok := jsonPaths(r.Body, s.idField, s.typeField)
 		if s.idField != "" {
 			if !ok {
 				return Result{}, s.errIDBody
@@ -103,7 +103,7 @@ func (s *idSpec) extract(r Request) (Result, error) {
 			res.DeliveryID = id
 		}
 		if s.typeField != "" && ok {
-			res.EventType, _ = jsonString(typeRaw)
+			res.EventType, _ = jsonScalarText(typeRaw)
 		}
 	}
 	if s.idHeader == "" && s.idField == "" {
@@ -111,6 +111,33 @@ func (s *idSpec) extract(r Request) (Result, error) {
 		res.IDIsHash = true
 	}
 	return res, nil
+}
+
+// eventType finds the event type of r alone ("" when there is none).
+func (s *idSpec) eventType(r Request) string {
+	var t string
+	switch {
+	case s.typeHeader != "":
+		t, _ = headerValue(r.Header, s.typeHeader)
+	case s.typeField != "":
+		if _, raw, ok := jsonPaths(r.Body, "", s.typeField); ok {
+			t, _ = jsonScalarText(raw)
+		}
+	}
+	return t
+}
+
+// withIDDefaults returns cfg with the scheme's default places for the id
+// and the type filled in, each only where the source names no place of its
+// own for it.
+func withIDDefaults(cfg Config, idHeader, idField, typeHeader, typeField string) Config {
+	if cfg.IDHeader == "" && cfg.IDField == "" {
+		cfg.IDHeader, cfg.IDField = idHeader, idField
+	}
+	if cfg.TypeHeader == "" && cfg.TypeField == "" {
+		cfg.TypeHeader, cfg.TypeField = typeHeader, typeField
+	}
+	return cfg
 }
 
 // sign sets the id header, when one is configured, for Sign.
