@@ -42,12 +42,12 @@ type swHeaders struct {
 
 func newSWHeaders(prefix string) *swHeaders {
 	return &swHeaders{
-		id:             http.CanonicalHeaderKey(prefix + "-id"),
-		timestamp:      http.CanonicalHeaderKey(prefix + "-timestamp"),
-		signature:      http.CanonicalHeaderKey(prefix + "-signature"),
-		errMissingID:   unauthorized("standard-webhooks: missing " + prefix + "-id header"),
-		errMissingTS:   unauthorized("standard-webhooks: missing " + prefix + "-timestamp header"),
-		errBadTS:       unauthorized("standard-webhooks: malformed " + prefix + "-timestamp header"),
+		id:           http.CanonicalHeaderKey(prefix + "-id"),
+		timestamp:    http.CanonicalHeaderKey(prefix + "-timestamp"),
+		signature:    http.CanonicalHeaderKey(prefix + "-signature"),
+		errMissingID: unauthorized("standard-webhooks: missing " + prefix + "-id header"),
+		errMissingTS: unauthorized("standard-webhooks: missing " + prefix + "-timestamp header"),
+		errBadTS:     unauthorized("standard-webhooks: malformed " + prefix + "-timestamp header"),
 		errNoSignature: [3]error{
 			unauthorized("standard-webhooks: no valid v1 signature in " + prefix + "-signature header"),
 			unauthorized("standard-webhooks: no valid v1a signature in " + prefix + "-signature header"),
