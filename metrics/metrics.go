@@ -47,13 +47,16 @@ const (
 	OutcomeTooLarge      = "too_large"
 	OutcomeUnknownSource = "unknown_source"
 	OutcomeUnavailable   = "unavailable"
+	// OutcomeHandshake is a sender's verified URL check, answered and not
+	// stored.
+	OutcomeHandshake = "handshake"
 )
 
 // deliveryOutcomes are the outcomes known in advance; any other value is
 // counted as "other" so a caller's typo cannot grow the label set.
 var deliveryOutcomes = []string{
 	OutcomeNew, OutcomeDuplicate, OutcomeBadSignature, OutcomeMalformed,
-	OutcomeTooLarge, OutcomeUnknownSource, OutcomeUnavailable,
+	OutcomeTooLarge, OutcomeUnknownSource, OutcomeUnavailable, OutcomeHandshake,
 }
 
 // attemptOutcomes are the values of hookbox_attempts_total's outcome label.

@@ -17,6 +17,10 @@
 //   - Delivery ids and event types are at most hookbox.MaxIDLength bytes
 //     (400 otherwise), and logs show at most the first 64 bytes of either.
 //   - Replies and logs never contain a secret or an expected signature.
+//   - A handshake (a sender checking the URL: Slack's url_verification,
+//     Zoom's endpoint.url_validation, Discord's PING) is answered with the
+//     reply its verifier built, only once its signature is verified, and is
+//     never stored.
 package server
 
 import (
@@ -74,7 +78,8 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
 	// Observe, if set, is told how each delivery ended: outcome is "new",
-	// "duplicate" or why it was refused ("bad_signature", "malformed",
+	// "duplicate", "handshake" (a verified URL check, answered, not stored) or
+	// why it was refused ("bad_signature", "malformed",
 	// "too_large", "unknown_source", "forbidden", "unavailable"); source is
 	// "" when unknown; took runs from receipt to reply (0 for a refusal).
 	Observe func(source, outcome string, took time.Duration)
@@ -193,6 +198,12 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusBadRequest
 		}
 		s.reject(w, name, status, err.Error())
+		return
+	}
+	if res.Reply != nil {
+		writeHandshake(w, res.Reply)
+		s.log.Info("handshake answered", "source", name, "status", res.Reply.Status)
+		s.observe(name, "handshake", time.Time{})
 		return
 	}
 	if len(res.DeliveryID) > hookbox.MaxIDLength {
@@ -457,6 +468,16 @@ func KeptHeader(h http.Header) http.Header {
 		}
 	}
 	return out
+}
+
+// writeHandshake writes a verifier's handshake reply.
+func writeHandshake(w http.ResponseWriter, r *verify.Reply) {
+	if r.ContentType != "" {
+		w.Header().Set("Content-Type", r.ContentType)
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(r.Status)
+	w.Write(r.Body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
