@@ -53,7 +53,7 @@ var Presets = []Preset{
 		Keys:         Source{Scheme: verify.SchemeToken, Header: "X-Gitlab-Token", IDHeader: "Idempotency-Key", TypeHeader: "X-Gitlab-Event"},
 		Alternatives: []Source{{Scheme: verify.SchemeStandardWebhooks, TypeHeader: "X-Gitlab-Event"}},
 		Redelivery:   2 * day, RedeliveryNote: "recent events (2 days) can be resent by hand",
-		Note: "secret token by default (X-Gitlab-Token, compared in constant time); with a signing token set scheme: standard-webhooks and its whsec_ secret. Idempotency-Key needs GitLab 17.4 or later"},
+		Note: "secret token by default (X-Gitlab-Token, compared in constant time); with a signing token set scheme: standard-webhooks and its whsec_ secret. Idempotency-Key is sent by recent GitLab releases"},
 	{Name: "shopify",
 		Keys:       Source{Scheme: verify.SchemeHMAC, Header: "X-Shopify-Hmac-Sha256", Encoding: "base64", IDHeader: "X-Shopify-Webhook-Id", TypeHeader: "X-Shopify-Topic"},
 		Redelivery: 4 * time.Hour, RedeliveryNote: "8 retries over 4 hours",
