@@ -46,7 +46,7 @@ type signedDelivery struct {
 // providerCase drives the checks every preset must pass.
 type providerCase struct {
 	provider string
-	scheme   string   // set to pick a preset's alternative scheme
+	scheme   string    // set to pick a preset's alternative scheme
 	secrets  [2]string // A and B, both valid keys (public keys for ed25519/ECDSA)
 	extra    func(*Source)
 	body     []byte
@@ -286,7 +286,7 @@ func providerCases() []providerCase {
 			provider: "sendgrid", secrets: [2]string{sendgridPublic(0), sendgridPublic(1)},
 			body: sendgridBody,
 			want: verify.Result{DeliveryID: bodyHashOf(sendgridBody), IDIsHash: true}, timestamped: true,
-			strip: []func(signedDelivery) signedDelivery{dropHeader("X-Twilio-Email-Event-Webhook-Signature"), dropHeader("X-Twilio-Email-Event-Webhook-Timestamp")},
+			strip:  []func(signedDelivery) signedDelivery{dropHeader("X-Twilio-Email-Event-Webhook-Signature"), dropHeader("X-Twilio-Email-Event-Webhook-Timestamp")},
 			tamper: flipBody,
 		},
 		swCase("polar", "webhook"),
