@@ -107,20 +107,21 @@ func jsonPaths(body []byte, a, b string) (va, vb []byte, ok bool) {
 }
 
 // jsonDescend follows the dotted path into raw, an already validated JSON
-// value, and returns the value there (nil when there is none).
+// value, and returns the value there (nil when there is none, and for a
+// path with an empty segment).
 func jsonDescend(raw []byte, path string) []byte {
-	for depth := 0; raw != nil && path != ""; depth++ {
-		if depth == maxPathDepth {
+	for depth := 0; raw != nil; depth++ {
+		head, rest, more := strings.Cut(path, ".")
+		if head == "" || depth == maxPathDepth {
 			return nil
 		}
-		var head string
-		head, path, _ = strings.Cut(path, ".")
 		var ok bool
-		if raw, _, ok = jsonFields(raw, head, ""); !ok {
-			return nil
+		if raw, _, ok = jsonFields(raw, head, ""); !ok || !more {
+			return raw
 		}
+		path = rest
 	}
-	return raw
+	return nil
 }
 
 // keyEquals reports whether the raw JSON string token tok (quotes included)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -56,6 +58,11 @@ func newIDSpec(scheme string, cfg Config) (idSpec, error) {
 	}
 	if cfg.TypeHeader != "" && cfg.TypeField != "" {
 		return idSpec{}, errors.New("type_header, type_field: set at most one")
+	}
+	for _, f := range []struct{ key, path string }{{"id_field", cfg.IDField}, {"type_field", cfg.TypeField}} {
+		if f.path != "" && slices.Contains(strings.Split(f.path, "."), "") {
+			return idSpec{}, errors.New(f.key + ": a dotted path must not have an empty part")
+		}
 	}
 	if cfg.IDHeader != "" {
 		if !validHeaderName(cfg.IDHeader) {

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"crypto/ed25519"
+	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -279,3 +280,5 @@ func TestTwilioBounds(t *testing.T) {
 		t.Fatalf("togglePort = %q", got)
 	}
 }
+
+func macSHA1(key, msg string) []byte { return macWith(sha1.New, key, []byte(msg)) }
