@@ -29,6 +29,8 @@ type sendFlags struct {
 	source      string
 	scheme      string
 	provider    string
+	signed      string
+	tsHeader    string
 	publicURL   string
 	signingKey  string
 	secrets     []string
@@ -103,6 +105,8 @@ not a 2xx.`,
 	fl.StringVar(&f.source, "source", "", "source name: looked up in --config for its scheme and secret (without --scheme), and the URL's last segment")
 	fl.StringVar(&f.scheme, "scheme", "", "signature scheme: "+strings.Join(verify.Schemes, ", ")+" (instead of a configured source)")
 	fl.StringVar(&f.provider, "provider", "", "provider preset: "+strings.Join(config.PresetNames(), ", ")+" (instead of a configured source)")
+	fl.StringVar(&f.signed, "signed", "", "hmac: what is signed, e.g. v0:{timestamp}:{body} (default {body})")
+	fl.StringVar(&f.tsHeader, "timestamp-header", "", "hmac: header carrying the signed timestamp")
 	fl.StringVar(&f.publicURL, "public-url", "", "twilio, hmac with {url}: the public URL the provider signs")
 	fl.StringVar(&f.signingKey, "signing-key", "", "private key for public-key schemes (whsk_…, ed25519 or ECDSA P-256); default $HOOKBOX_SIGNING_KEY")
 	fl.StringArrayVar(&f.secrets, "secret", nil, "signing secret for --scheme (repeatable; the first signs)")
@@ -313,7 +317,7 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 			Provider: f.provider, Scheme: f.scheme, Secrets: f.secrets,
 			Header: f.header, Prefix: f.prefix, Encoding: f.encoding, Algorithm: f.algorithm,
 			IDHeader: f.idHeader, IDField: f.idField, TypeHeader: f.typeHeader, TypeField: f.typeField,
-			PublicURL: f.publicURL,
+			Signed: f.signed, TimestampHeader: f.tsHeader, PublicURL: f.publicURL,
 		}
 		flag, name := "--scheme", f.scheme
 		if f.provider != "" {
@@ -332,7 +336,7 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 		}
 		return vc, source, cfg, nil
 	}
-	for _, name := range []string{"secret", "header", "prefix", "encoding", "algorithm", "id-header", "id-field", "type-header", "type-field", "public-url"} {
+	for _, name := range []string{"secret", "header", "prefix", "encoding", "algorithm", "id-header", "id-field", "type-header", "type-field", "signed", "timestamp-header", "public-url"} {
 		if cmd.Flags().Changed(name) {
 			return verify.Config{}, "", nil, fmt.Errorf("--%s needs --scheme or --provider (a configured --source brings its own)", name)
 		}
