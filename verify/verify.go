@@ -228,50 +228,27 @@ func build(cfg Config) (signer, error) {
 		return nil, err
 	}
 
-	// Each constructor returns a concrete pointer; never let a nil one
-	// become a non-nil interface next to an error.
 	var (
 		v   signer
 		err error
 	)
 	switch cfg.Scheme {
 	case SchemeStandardWebhooks:
-		var sw *standardWebhooks
-		if sw, err = newStandardWebhooks(cfg); err == nil {
-			v = sw
-		}
+		v, err = asSigner(newStandardWebhooks(cfg))
 	case SchemeStripe, SchemePaddle:
-		var tv *timestampedVerifier
-		if tv, err = newTimestamped(cfg); err == nil {
-			v = tv
-		}
+		v, err = asSigner(newTimestamped(cfg))
 	case SchemeGitHub:
 		v = newGitHub(cfg)
 	case SchemeHMAC:
-		var h *hmacVerifier
-		if h, err = newHMAC(cfg); err == nil {
-			v = h
-		}
+		v, err = asSigner(newHMAC(cfg))
 	case SchemeTwilio:
-		var tw *twilioVerifier
-		if tw, err = newTwilio(cfg); err == nil {
-			v = tw
-		}
+		v, err = asSigner(newTwilio(cfg))
 	case SchemeMailgun:
-		var mg *mailgunVerifier
-		if mg, err = newMailgun(cfg); err == nil {
-			v = mg
-		}
+		v, err = asSigner(newMailgun(cfg))
 	case SchemeToken, SchemeBasic:
-		var tk *tokenVerifier
-		if tk, err = newToken(cfg); err == nil {
-			v = tk
-		}
+		v, err = asSigner(newToken(cfg))
 	default:
-		var n *noneVerifier
-		if n, err = newNone(cfg); err == nil {
-			v = n
-		}
+		v, err = asSigner(newNone(cfg))
 	}
 	if err != nil {
 		return nil, err
@@ -289,6 +266,16 @@ func build(cfg Config) (signer, error) {
 			return nil, err
 		}
 		v = hs
+	}
+	return v, nil
+}
+
+// asSigner returns a constructor's result as a signer. Constructors return
+// concrete pointers; this never lets a nil one become a non-nil interface
+// next to an error.
+func asSigner[T signer](v T, err error) (signer, error) {
+	if err != nil {
+		return nil, err
 	}
 	return v, nil
 }
