@@ -586,6 +586,8 @@ func (c *Config) validate() error {
 		// have come from the environment.
 		if err := checkProvider(key, s); err != nil {
 			errs = append(errs, err)
+		} else if s.Scheme == "" && s.Provider == "" {
+			bad(key+".provider", "or scheme is required: a provider (%s), or a scheme (%s)", strings.Join(PresetNames(), ", "), strings.Join(schemes, ", "))
 		} else if !slices.Contains(schemes, s.Scheme) && s.Scheme != "" {
 			bad(key+".scheme", "must be %s", strings.Join(schemes, ", "))
 		} else if _, err := verify.New(s.Verify()); err != nil {

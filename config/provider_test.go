@@ -716,3 +716,10 @@ func TestEveryPresetBuildsAndIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+func TestProviderOrSchemeRequired(t *testing.T) {
+	_, err := Parse([]byte("sources:\n  - {name: a, secrets: [x], store_only: true}\n"))
+	if err == nil || !strings.Contains(err.Error(), "sources[0] (a).provider: or scheme is required: a provider (stripe, github,") {
+		t.Fatalf("error %v", err)
+	}
+}
