@@ -48,7 +48,6 @@ type hmacVerifier struct {
 	macKeys []*macKey
 	edKeys  []ed25519.PublicKey
 	ecKeys  []*ecdsa.PublicKey
-	alg     string
 	signed  []templatePart // what precedes the body
 	ts      string         // canonical timestamp header key, "" when none is signed
 	tol     time.Duration
@@ -71,7 +70,6 @@ func newHMAC(cfg Config) (*hmacVerifier, error) {
 	v := &hmacVerifier{
 		header:     http.CanonicalHeaderKey(cfg.Header),
 		prefix:     cfg.Prefix,
-		alg:        cfg.Algorithm,
 		tol:        cfg.Tolerance,
 		signingKey: cfg.SigningKey,
 	}
