@@ -711,8 +711,12 @@ func TestEveryPresetBuildsAndIsDocumented(t *testing.T) {
 		if p.RedeliveryNote == "" {
 			t.Errorf("preset %s: no RedeliveryNote", p.Name)
 		}
-		if !strings.Contains(readme, "| `"+p.Name+"` |") {
+		_, row, found := strings.Cut(readme, "| `"+p.Name+"` |")
+		row, _, _ = strings.Cut(row, "\n")
+		if !found {
 			t.Errorf("README's table of presets has no row for %s", p.Name)
+		} else if !strings.Contains(row, "`"+p.Keys.Scheme+"`") {
+			t.Errorf("README's row for %s does not name its scheme %s: %s", p.Name, p.Keys.Scheme, row)
 		}
 	}
 }
