@@ -121,24 +121,28 @@ func swSign(t *testing.T, secret, family string, body []byte, id string, now tim
 	return hdrs(family+"-id", id, family+"-timestamp", ts(now), family+"-signature", sig)
 }
 
+// swSecrets are two whsec_ secrets for the Standard Webhooks presets.
+func swSecrets() [2]string {
+	return [2]string{
+		"whsec_" + base64.StdEncoding.EncodeToString([]byte("preset-sw-key-A-0123456789abcdef")),
+		"whsec_" + base64.StdEncoding.EncodeToString([]byte("preset-sw-key-B-0123456789abcdef")),
+	}
+}
+
+// swCase is the case of a preset that signs with Standard Webhooks under
+// the header family ("webhook" or "svix").
 func swCase(provider, family string) providerCase {
 	body := []byte(`{"type":"order.paid","data":{"id":"ord_1"}}`)
 	return providerCase{
-		provider: provider,
-		secrets:  [2]string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("preset-sw-key-A-0123456789abcdef")), "whsec_" + base64.StdEncoding.EncodeToString([]byte("preset-sw-key-B-0123456789abcdef"))},
-		body:     body, id: "msg_2Lh9",
+		provider: provider, secrets: swSecrets(), body: body, id: "msg_2Lh9",
 		sign: func(t *testing.T, key int, body []byte, id string, now time.Time) signedDelivery {
-			return signedDelivery{swSign(t, swCaseSecrets(provider)[key], family, body, id, now), body}
+			return signedDelivery{swSign(t, swSecrets()[key], family, body, id, now), body}
 		},
 		want:        verify.Result{DeliveryID: "msg_2Lh9", EventType: "order.paid"},
 		timestamped: true,
 		strip:       []func(signedDelivery) signedDelivery{dropHeader(family + "-signature"), dropHeader(family + "-timestamp"), dropHeader(family + "-id")},
 		tamper:      flipBody,
 	}
-}
-
-func swCaseSecrets(string) [2]string {
-	return [2]string{"whsec_" + base64.StdEncoding.EncodeToString([]byte("preset-sw-key-A-0123456789abcdef")), "whsec_" + base64.StdEncoding.EncodeToString([]byte("preset-sw-key-B-0123456789abcdef"))}
 }
 
 // Key pairs for the public-key presets, made once.
@@ -223,7 +227,7 @@ func providerCases() []providerCase {
 			strip: []func(signedDelivery) signedDelivery{dropHeader("X-Gitlab-Token")},
 		},
 		{
-			provider: "gitlab", scheme: verify.SchemeStandardWebhooks, secrets: swCaseSecrets(""),
+			provider: "gitlab", scheme: verify.SchemeStandardWebhooks, secrets: swSecrets(),
 			body: []byte(`{"object_kind":"push"}`), id: "msg_gitlab_1",
 			want: verify.Result{DeliveryID: "msg_gitlab_1", EventType: "Push Hook"}, timestamped: true,
 			strip:  []func(signedDelivery) signedDelivery{dropHeader("webhook-signature")},
@@ -584,7 +588,7 @@ func TestPresetVectors(t *testing.T) {
 		}
 	})
 	t.Run("standard-webhooks library accepts hookbox send", func(t *testing.T) {
-		secret := swCaseSecrets("")[0]
+		secret := swSecrets()[0]
 		body := []byte(`{"type":"t"}`)
 		h, err := verify.Sign(Source{Provider: "svix", Secrets: []string{secret}}.Verify(), body, "msg_1", time.Now())
 		if err != nil {
