@@ -303,7 +303,7 @@ func FuzzTwilioForm(f *testing.F) {
 	})
 }
 
-func FuzzPublicKeys(f *testing.F) {
+func FuzzKeys(f *testing.F) {
 	for _, s := range []string{hex.EncodeToString(v1aPrivA.Public().(ed25519.PublicKey)), base64.StdEncoding.EncodeToString(v1aPrivA.Public().(ed25519.PublicKey)),
 		"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----", "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE", "", "zz"} {
 		f.Add(s)
@@ -315,6 +315,17 @@ func FuzzPublicKeys(f *testing.F) {
 			t.Fatalf("error %q quotes the key", err)
 		}
 		if k, err := parseECDSAPublic(key); err == nil && k.Curve.Params().Name != "P-256" {
+			t.Fatalf("curve %s", k.Curve.Params().Name)
+		} else if err != nil && len(key) > 6 && strings.Contains(err.Error(), key) {
+			t.Fatalf("error %q quotes the key", err)
+		}
+		// The private keys hookbox send signs with.
+		if k, err := parseEd25519Private(key); err == nil && len(k) != ed25519.PrivateKeySize {
+			t.Fatalf("ed25519 private key of %d bytes", len(k))
+		} else if err != nil && len(key) > 6 && strings.Contains(err.Error(), key) {
+			t.Fatalf("error %q quotes the key", err)
+		}
+		if k, err := parseECDSAPrivate(key); err == nil && k.Curve.Params().Name != "P-256" {
 			t.Fatalf("curve %s", k.Curve.Params().Name)
 		} else if err != nil && len(key) > 6 && strings.Contains(err.Error(), key) {
 			t.Fatalf("error %q quotes the key", err)
@@ -335,4 +346,72 @@ func decodeNumbers(data []byte, v any) error {
 		return errors.New("data after the value")
 	}
 	return nil
+}
+
+// FuzzHandshake feeds arbitrary bodies, validly signed, to the three
+// handshakes: a reply comes only for the handshake's own request, is valid
+// JSON (or empty, 204), and echoes nothing but a bounded printable token.
+func FuzzHandshake(f *testing.F) {
+	for _, s := range []string{
+		`{"type":"url_verification","challenge":"abc"}`, `{"type":"url_verification","challenge":"a\"b"}`, `{"type":"url_verification"}`,
+		`{"event":"endpoint.url_validation","payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"}}`, `{"event":"endpoint.url_validation","payload":"x"}`,
+		`{"type":1}`, `{"type":0}`, `{"type":1,"event":{}}`, `{"type":"1"}`, `[]`, ``,
+	} {
+		f.Add([]byte(s), uint8(0))
+	}
+	base := Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Sig", TimestampHeader: "X-Ts", Signed: "{timestamp}{body}"}
+	var vs [3]Verifier
+	for i, kind := range []string{HandshakeSlack, HandshakeZoom, HandshakeDiscord} {
+		cfg := base
+		cfg.Handshake = kind
+		vs[i] = mustNew(f, cfg)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, which uint8) {
+		i := int(which) % len(vs)
+		h, err := Sign(base, body, "", testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := vs[i].Verify(Request{Header: h, Body: body, Now: testNow})
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("signed body %q: %v", body, err)
+		}
+		if res.Reply == nil {
+			return
+		}
+		var doc map[string]any
+		if json.Unmarshal(body, &doc) != nil {
+			t.Fatalf("reply to %q, which is not a JSON object", body)
+		}
+		r := res.Reply
+		if r.Status == http.StatusNoContent {
+			if len(r.Body) != 0 || i != 2 {
+				t.Fatalf("204 with %q from handshake %d", r.Body, i)
+			}
+			return
+		}
+		var reply map[string]any
+		if r.Status != http.StatusOK || json.Unmarshal(r.Body, &reply) != nil {
+			t.Fatalf("reply %d %q", r.Status, r.Body)
+		}
+		for k, v := range reply {
+			if s, ok := v.(string); ok && k != "encryptedToken" && !printableToken(s) {
+				t.Fatalf("reply echoes %q", s)
+			}
+		}
+		switch i {
+		case 0:
+			if doc["type"] != "url_verification" {
+				t.Fatalf("slack reply to %q", body)
+			}
+		case 1:
+			if doc["event"] != "endpoint.url_validation" {
+				t.Fatalf("zoom reply to %q", body)
+			}
+		case 2:
+			if _, hasEvent := doc["event"]; hasEvent {
+				t.Fatalf("discord reply to an event: %q", body)
+			}
+		}
+	})
 }
