@@ -14,11 +14,14 @@
 //     ("sources[1].scheme: …").
 //   - Errors never contain a secret or any value taken from the environment,
 //     and never the YAML source lines.
-//   - A Config that Load or Parse returned is valid. Its Warnings list what
-//     works but is probably a mistake, for the process to log at start: a
-//     source running on the example secret written in the file (a
-//     ${NAME:-default} default), and a config file holding secrets that
-//     group or others can read.
+//   - A Config that Load or Parse returned is valid, and each source's
+//     provider preset (provider.go) is applied: the keys it fills that the
+//     source left empty are set. Its Warnings list what works but is
+//     probably a mistake, for the process to log at start: a source running
+//     on the example secret written in the file (a ${NAME:-default}
+//     default), a config file holding secrets that group or others can
+//     read, and a retention_days shorter than a provider's redelivery
+//     window.
 package config
 
 import (
@@ -400,6 +403,9 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	c.origins = d.origins
 	if err := c.validate(); err != nil {
 		return nil, d, err
+	}
+	for i := range c.Sources {
+		c.Sources[i] = c.Sources[i].WithPreset()
 	}
 	c.Warnings = append(c.exampleSecretWarnings(), c.RetentionWarnings()...)
 	return &c, d, nil

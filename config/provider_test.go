@@ -648,6 +648,14 @@ func TestProviderErrors(t *testing.T) {
 	if v := c.Sources[0].Verify(); v.TypeHeader != "X-Gitlab-Event" || v.Header != "" {
 		t.Fatalf("gitlab signing-token keys = %+v", v)
 	}
+	// Parse applies the preset, so that code reading a Source sees it.
+	c, err = Parse([]byte("sources:\n  - {name: a, store_only: true, provider: shopify, secrets: [x]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sources[0]; s.Scheme != "hmac" || s.Header != "X-Shopify-Hmac-Sha256" || s.Provider != "shopify" {
+		t.Fatalf("parsed source %+v", s)
+	}
 }
 
 func TestRetentionGuard(t *testing.T) {

@@ -9,7 +9,8 @@
 // The metrics:
 //
 //	hookbox_deliveries_total{source,outcome}  deliveries received; outcome is
-//	    new, duplicate, or why one was refused: bad_signature, malformed,
+//	    new, duplicate, handshake (a sender's URL check, answered, not
+//	    stored), or why one was refused: bad_signature, malformed,
 //	    too_large, unknown_source, unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
 //	hookbox_ingest_batch_size                 deliveries per group commit
