@@ -72,3 +72,26 @@ func TestHandshakeAnsweredNotStored(t *testing.T) {
 		t.Fatalf("outcomes %s", got)
 	}
 }
+
+// TestTokenHeaderNotStored: the header that carries a token scheme's
+// secret itself is left out of the stored headers (so it is never shown or
+// forwarded); signature headers are kept.
+func TestTokenHeaderNotStored(t *testing.T) {
+	v, err := verify.New(verify.Config{Scheme: verify.SchemeToken, Secrets: []string{"gitlab-token-secret"}, Header: "X-Gitlab-Token", IDHeader: "Idempotency-Key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, Config{Sources: []Source{{Name: "gitlab", Verifier: v}}})
+	status, _, reply := b.post(t, "gitlab", strings.NewReader(`{"object_kind":"push"}`),
+		"X-Gitlab-Token", "gitlab-token-secret", "Idempotency-Key", "k1", "X-Gitlab-Event", "Push Hook")
+	if status != http.StatusAccepted {
+		t.Fatalf("%d %s", status, reply)
+	}
+	got := b.rec.stored()
+	if len(got) != 1 || got[0].Header.Get("X-Gitlab-Event") != "Push Hook" || got[0].Header.Get("X-Gitlab-Token") != "" {
+		t.Fatalf("stored headers %v", got[0].Header)
+	}
+	if strings.Contains(b.log.String(), "gitlab-token-secret") {
+		t.Fatal("the token reached the log")
+	}
+}

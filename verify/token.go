@@ -67,6 +67,27 @@ func newToken(cfg Config) (*tokenVerifier, error) {
 	return v, nil
 }
 
+// credentialHeaders implements CredentialHeaders.
+func (v *tokenVerifier) credentialHeaders() []string { return []string{v.header} }
+
+// CredentialHeaders returns the canonical names of the request headers
+// that carry a source's secret itself rather than a signature made with it
+// (the token scheme's header; basic's Authorization), nil for the signing
+// schemes. Whoever stores, forwards or shows a delivery's headers must
+// leave these out: anyone who read one could send deliveries.
+func CredentialHeaders(v Verifier) []string {
+	for {
+		if c, ok := v.(interface{ credentialHeaders() []string }); ok {
+			return c.credentialHeaders()
+		}
+		w, ok := v.(wrapper)
+		if !ok {
+			return nil
+		}
+		v = w.inner()
+	}
+}
+
 // CheckHeader implements Verifier: the token is in the headers, so this is
 // the whole check.
 func (v *tokenVerifier) CheckHeader(r Request) error {
