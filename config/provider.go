@@ -17,6 +17,7 @@ import (
 // (type_header, type_field) are each taken whole, from the source if it
 // names one, else from the preset. Secrets never come from a preset.
 type Preset struct {
+	// Name is the value of provider: that picks the preset.
 	Name string
 	// Keys holds the preset's values of the source keys it fills.
 	Keys Source

@@ -37,7 +37,8 @@ type mailgunVerifier struct {
 }
 
 func newMailgun(cfg Config) (*mailgunVerifier, error) {
-	ids, err := newIDSpec(SchemeMailgun, withIDDefaults(cfg, "", "event-data.id", "", "event-data.event"))
+	d := bodyDefaults[SchemeMailgun]
+	ids, err := newIDSpec(SchemeMailgun, withIDDefaults(cfg, "", d.id, "", d.typ))
 	if err != nil {
 		return nil, err
 	}

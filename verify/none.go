@@ -134,6 +134,38 @@ func (s *idSpec) eventType(r Request) string {
 	return t
 }
 
+// bodyDefaults are the JSON fields in which the schemes whose id is not
+// fixed find the id and the type when the source names no place of its own.
+var bodyDefaults = map[string]struct{ id, typ string }{
+	SchemePaddle:  {"event_id", "event_type"},
+	SchemeMailgun: {"event-data.id", "event-data.event"},
+}
+
+// BodyFields returns the JSON fields (dotted paths) of the body from which
+// a verifier built from cfg reads the delivery id and the event type, ""
+// for each it does not read from the body. hookbox send builds its sample
+// body with them.
+func BodyFields(cfg Config) (idField, typeField string) {
+	switch cfg.Scheme {
+	case SchemeStripe:
+		idField, typeField = "id", "type"
+	case SchemeStandardWebhooks:
+		typeField = "type"
+	case SchemeGitHub:
+	default:
+		d := bodyDefaults[cfg.Scheme]
+		cfg = withIDDefaults(cfg, "", d.id, "", d.typ)
+		idField = cfg.IDField
+	}
+	switch {
+	case cfg.TypeHeader != "":
+		typeField = ""
+	case cfg.TypeField != "":
+		typeField = cfg.TypeField
+	}
+	return idField, typeField
+}
+
 // withIDDefaults returns cfg with the scheme's default places for the id
 // and the type filled in, each only where the source names no place of its
 // own for it.

@@ -282,3 +282,24 @@ func TestTwilioBounds(t *testing.T) {
 }
 
 func macSHA1(key, msg string) []byte { return macWith(sha1.New, key, []byte(msg)) }
+
+func TestBodyFields(t *testing.T) {
+	for _, c := range []struct {
+		cfg     Config
+		id, typ string
+	}{
+		{Config{Scheme: SchemeStripe}, "id", "type"},
+		{Config{Scheme: SchemeStandardWebhooks}, "", "type"},
+		{Config{Scheme: SchemeStandardWebhooks, TypeHeader: "X-Gitlab-Event"}, "", ""},
+		{Config{Scheme: SchemeGitHub}, "", ""},
+		{Config{Scheme: SchemePaddle}, "event_id", "event_type"},
+		{Config{Scheme: SchemePaddle, IDHeader: "X-Id"}, "", "event_type"},
+		{Config{Scheme: SchemeMailgun}, "event-data.id", "event-data.event"},
+		{Config{Scheme: SchemeHMAC, IDField: "event_id", TypeField: "event.type"}, "event_id", "event.type"},
+		{Config{Scheme: SchemeNone}, "", ""},
+	} {
+		if id, typ := BodyFields(c.cfg); id != c.id || typ != c.typ {
+			t.Errorf("BodyFields(%+v) = %q, %q; want %q, %q", c.cfg, id, typ, c.id, c.typ)
+		}
+	}
+}

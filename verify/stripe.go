@@ -61,7 +61,8 @@ func newTimestamped(cfg Config) (*timestampedVerifier, error) {
 	v := &timestampedVerifier{f: stripeFormat, tol: cfg.Tolerance}
 	if cfg.Scheme == SchemePaddle {
 		v.f = paddleFormat
-		ids, err := newIDSpec(SchemePaddle, withIDDefaults(cfg, "", "event_id", "", "event_type"))
+		d := bodyDefaults[SchemePaddle]
+		ids, err := newIDSpec(SchemePaddle, withIDDefaults(cfg, "", d.id, "", d.typ))
 		if err != nil {
 			return nil, err
 		}

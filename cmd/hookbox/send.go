@@ -393,22 +393,12 @@ func sampleBody(vc verify.Config, id, eventType string) []byte {
 		form := url.Values{"MessageSid": {id}, "MessageStatus": {"delivered"}, "Body": {"test delivery from hookbox send"}}
 		return []byte(form.Encode())
 	}
-	idKey, typeKey := "id", "type"
-	switch {
-	case vc.IDField != "":
-		idKey = vc.IDField
-	case vc.Scheme == verify.SchemeMailgun:
-		idKey = "event-data.id"
-	case vc.Scheme == verify.SchemePaddle:
-		idKey = "event_id"
+	idKey, typeKey := verify.BodyFields(vc)
+	if idKey == "" {
+		idKey = "id"
 	}
-	switch {
-	case vc.TypeField != "":
-		typeKey = vc.TypeField
-	case vc.Scheme == verify.SchemeMailgun:
-		typeKey = "event-data.event"
-	case vc.Scheme == verify.SchemePaddle:
-		typeKey = "event_type"
+	if typeKey == "" {
+		typeKey = "type"
 	}
 	ev := map[string]any{"data": map[string]any{"message": "test delivery from hookbox send"}}
 	setPath(ev, idKey, id)
