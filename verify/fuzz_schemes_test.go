@@ -309,43 +309,28 @@ func FuzzKeys(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		if k, err := parseEd25519Public(key); err == nil && len(k) != ed25519.PublicKeySize {
-			t.Fatalf("ed25519 key of %d bytes", len(k))
-		} else if err != nil && len(key) > 6 && strings.Contains(err.Error(), key) {
-			t.Fatalf("error %q quotes the key", err)
-		}
-		if k, err := parseECDSAPublic(key); err == nil && k.Curve.Params().Name != "P-256" {
-			t.Fatalf("curve %s", k.Curve.Params().Name)
-		} else if err != nil && len(key) > 6 && strings.Contains(err.Error(), key) {
-			t.Fatalf("error %q quotes the key", err)
-		}
+		quotes := func(err error) bool { return err != nil && len(key) > 6 && strings.Contains(err.Error(), key) }
+		pub, err1 := parseEd25519Public(key)
+		ecPub, err2 := parseECDSAPublic(key)
 		// The private keys hookbox send signs with.
-		if k, err := parseEd25519Private(key); err == nil && len(k) != ed25519.PrivateKeySize {
-			t.Fatalf("ed25519 private key of %d bytes", len(k))
-		} else if err != nil && len(key) > 6 && strings.Contains(err.Error(), key) {
-			t.Fatalf("error %q quotes the key", err)
+		priv, err3 := parseEd25519Private(key)
+		ecPriv, err4 := parseECDSAPrivate(key)
+		for _, err := range []error{err1, err2, err3, err4} {
+			if quotes(err) {
+				t.Fatalf("error %q quotes the key", err)
+			}
 		}
-		if k, err := parseECDSAPrivate(key); err == nil && k.Curve.Params().Name != "P-256" {
-			t.Fatalf("curve %s", k.Curve.Params().Name)
-		} else if err != nil && len(key) > 6 && strings.Contains(err.Error(), key) {
-			t.Fatalf("error %q quotes the key", err)
+		switch {
+		case err1 == nil && len(pub) != ed25519.PublicKeySize:
+			t.Fatalf("ed25519 public key of %d bytes", len(pub))
+		case err2 == nil && ecPub.Curve.Params().Name != "P-256":
+			t.Fatalf("curve %s", ecPub.Curve.Params().Name)
+		case err3 == nil && len(priv) != ed25519.PrivateKeySize:
+			t.Fatalf("ed25519 private key of %d bytes", len(priv))
+		case err4 == nil && ecPriv.Curve.Params().Name != "P-256":
+			t.Fatalf("curve %s", ecPriv.Curve.Params().Name)
 		}
 	})
-}
-
-// decodeNumbers is json.Unmarshal keeping numbers as text, so that a
-// number too large for a float64 is still valid JSON, as it is to the
-// scanner.
-func decodeNumbers(data []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	if err := d.Decode(v); err != nil {
-		return err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return errors.New("data after the value")
-	}
-	return nil
 }
 
 // FuzzHandshake feeds arbitrary bodies, validly signed, to the three
@@ -414,4 +399,19 @@ func FuzzHandshake(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeNumbers is json.Unmarshal keeping numbers as text, so that a
+// number too large for a float64 is still valid JSON, as it is to the
+// scanner.
+func decodeNumbers(data []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("data after the value")
+	}
+	return nil
 }
