@@ -14,11 +14,14 @@
 //     ("sources[1].scheme: …").
 //   - Errors never contain a secret or any value taken from the environment,
 //     and never the YAML source lines.
-//   - A Config that Load or Parse returned is valid. Its Warnings list what
-//     works but is probably a mistake, for the process to log at start: a
-//     source running on the example secret written in the file (a
-//     ${NAME:-default} default), and a config file holding secrets that
-//     group or others can read.
+//   - A Config that Load or Parse returned is valid, and each source's
+//     provider preset (provider.go) is applied: the keys it fills that the
+//     source left empty are set. Its Warnings list what works but is
+//     probably a mistake, for the process to log at start: a source running
+//     on the example secret written in the file (a ${NAME:-default}
+//     default), a config file holding secrets that group or others can
+//     read, and a retention_days shorter than a provider's redelivery
+//     window.
 package config
 
 import (
@@ -157,6 +160,14 @@ type Source struct {
 	TypeHeader string `yaml:"type_header"`
 	TypeField  string `yaml:"type_field"`
 
+	// Provider names a preset (provider.go) that fills the keys the source
+	// leaves empty; the rest configure the newer schemes (see verify.Config).
+	Provider        string `yaml:"provider"`
+	Signed          string `yaml:"signed"`
+	TimestampHeader string `yaml:"timestamp_header"`
+	PublicURL       string `yaml:"public_url"`
+	Handshake       string `yaml:"handshake"`
+
 	// Targets and retries.
 	Forward string `yaml:"forward"`
 	// ForwardHeaders are added to every forwarded request (a shared secret
@@ -201,14 +212,15 @@ type Source struct {
 }
 
 // DedupesByBody reports whether deliveries of s are also deduplicated by
-// the SHA-256 of their body: for schemes that sign no timestamp and no id
-// (github, hmac, none), unless allow_identical_bodies is set.
+// the SHA-256 of their body: for schemes whose signature covers no
+// delivery id (github, hmac, twilio, token, basic, none), unless
+// allow_identical_bodies is set.
 func (s Source) DedupesByBody() bool {
 	if s.AllowIdenticalBodies {
 		return false
 	}
-	switch s.Scheme {
-	case "github", "hmac", "none":
+	switch s.WithPreset().Scheme {
+	case "github", "hmac", "twilio", "token", "basic", "none":
 		return true
 	}
 	return false
@@ -225,20 +237,25 @@ func (s Source) Policy() worker.Policy {
 	}
 }
 
-// Verify returns the verify.Config for s.
+// Verify returns the verify.Config for s, its provider's preset applied.
 func (s Source) Verify() verify.Config {
+	s = s.WithPreset()
 	return verify.Config{
-		Scheme:     s.Scheme,
-		Secrets:    s.Secrets,
-		Tolerance:  time.Duration(s.Tolerance),
-		Header:     s.Header,
-		Prefix:     s.Prefix,
-		Encoding:   s.Encoding,
-		Algorithm:  s.Algorithm,
-		IDHeader:   s.IDHeader,
-		IDField:    s.IDField,
-		TypeHeader: s.TypeHeader,
-		TypeField:  s.TypeField,
+		Scheme:          s.Scheme,
+		Secrets:         s.Secrets,
+		Tolerance:       time.Duration(s.Tolerance),
+		Header:          s.Header,
+		Prefix:          s.Prefix,
+		Encoding:        s.Encoding,
+		Algorithm:       s.Algorithm,
+		Signed:          s.Signed,
+		TimestampHeader: s.TimestampHeader,
+		PublicURL:       s.PublicURL,
+		IDHeader:        s.IDHeader,
+		IDField:         s.IDField,
+		TypeHeader:      s.TypeHeader,
+		TypeField:       s.TypeField,
+		Handshake:       s.Handshake,
 	}
 }
 
@@ -392,7 +409,10 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	if err := c.validate(); err != nil {
 		return nil, d, err
 	}
-	c.Warnings = c.exampleSecretWarnings()
+	for i := range c.Sources {
+		c.Sources[i] = c.Sources[i].WithPreset()
+	}
+	c.Warnings = append(c.exampleSecretWarnings(), c.RetentionWarnings()...)
 	return &c, d, nil
 }
 
@@ -490,7 +510,7 @@ func (c *Config) sourceLabel(i int) string {
 }
 
 // schemes are the signature schemes verify knows.
-var schemes = []string{verify.SchemeStandardWebhooks, verify.SchemeStripe, verify.SchemeGitHub, verify.SchemeHMAC, verify.SchemeNone}
+var schemes = verify.Schemes
 
 var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
@@ -575,7 +595,11 @@ func (c *Config) validate() error {
 		}
 		// verify's message for an unknown scheme quotes it; the scheme may
 		// have come from the environment.
-		if !slices.Contains(schemes, s.Scheme) && s.Scheme != "" {
+		if err := checkProvider(key, s); err != nil {
+			errs = append(errs, err)
+		} else if s.Scheme == "" && s.Provider == "" {
+			bad(key+".provider", "or scheme is required: a provider (%s), or a scheme (%s)", strings.Join(PresetNames(), ", "), strings.Join(schemes, ", "))
+		} else if !slices.Contains(schemes, s.Scheme) && s.Scheme != "" {
 			bad(key+".scheme", "must be %s", strings.Join(schemes, ", "))
 		} else if _, err := verify.New(s.Verify()); err != nil {
 			bad(key, "%v", err)

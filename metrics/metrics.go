@@ -9,7 +9,8 @@
 // The metrics:
 //
 //	hookbox_deliveries_total{source,outcome}  deliveries received; outcome is
-//	    new, duplicate, or why one was refused: bad_signature, malformed,
+//	    new, duplicate, handshake (a sender's URL check, answered, not
+//	    stored), or why one was refused: bad_signature, malformed,
 //	    too_large, unknown_source, unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
 //	hookbox_ingest_batch_size                 deliveries per group commit
@@ -50,13 +51,16 @@ const (
 	OutcomeTooLarge      = "too_large"
 	OutcomeUnknownSource = "unknown_source"
 	OutcomeUnavailable   = "unavailable"
+	// OutcomeHandshake is a sender's verified URL check, answered and not
+	// stored.
+	OutcomeHandshake = "handshake"
 )
 
 // deliveryOutcomes are the outcomes known in advance; any other value is
 // counted as "other" so a caller's typo cannot grow the label set.
 var deliveryOutcomes = []string{
 	OutcomeNew, OutcomeDuplicate, OutcomeBadSignature, OutcomeMalformed,
-	OutcomeTooLarge, OutcomeUnknownSource, OutcomeUnavailable,
+	OutcomeTooLarge, OutcomeUnknownSource, OutcomeUnavailable, OutcomeHandshake,
 }
 
 // attemptOutcomes are the values of hookbox_attempts_total's outcome label.

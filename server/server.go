@@ -16,7 +16,13 @@
 //     its length; an undeclared one grows no larger than the source's limit.
 //   - Delivery ids and event types are at most hookbox.MaxIDLength bytes
 //     (400 otherwise), and logs show at most the first 64 bytes of either.
-//   - Replies and logs never contain a secret or an expected signature.
+//   - Replies and logs never contain a secret or an expected signature, and
+//     a header that carries a source's secret itself (a token scheme's
+//     header) is not stored, so it is neither shown nor forwarded.
+//   - A handshake (a sender checking the URL: Slack's url_verification,
+//     Zoom's endpoint.url_validation, Discord's PING) is answered with the
+//     reply its verifier built, only once its signature is verified, and is
+//     never stored.
 package server
 
 import (
@@ -27,6 +33,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -49,6 +56,10 @@ type Source struct {
 	// accepts deliveries from; a request from elsewhere gets 403. See
 	// Config.TrustedProxies for how the client address is found.
 	AllowIPs []netip.Prefix
+
+	// credentials are the headers that carry the source's secret itself
+	// (verify.CredentialHeaders): never stored.
+	credentials []string
 }
 
 // DefaultMaxInflightBodyBytes is the default of Config.MaxInflightBodyBytes.
@@ -74,7 +85,8 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
 	// Observe, if set, is told how each delivery ended: outcome is "new",
-	// "duplicate" or why it was refused ("bad_signature", "malformed",
+	// "duplicate", "handshake" (a verified URL check, answered, not stored) or
+	// why it was refused ("bad_signature", "malformed",
 	// "too_large", "unknown_source", "forbidden", "unavailable"); source is
 	// "" when unknown; took runs from receipt to reply (0 for a refusal).
 	Observe func(source, outcome string, took time.Duration)
@@ -109,6 +121,7 @@ func New(cfg Config) *Server {
 		if src.MaxBodyBytes <= 0 {
 			src.MaxBodyBytes = cfg.MaxBodyBytes
 		}
+		src.credentials = verify.CredentialHeaders(src.Verifier)
 		s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, src.MaxBodyBytes)
 		s.sources[src.Name] = &src
 	}
@@ -195,6 +208,12 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, name, status, err.Error())
 		return
 	}
+	if res.Reply != nil {
+		writeHandshake(w, res.Reply)
+		s.log.Info("handshake answered", "source", name, "status", res.Reply.Status)
+		s.observe(name, "handshake", time.Time{})
+		return
+	}
 	if len(res.DeliveryID) > hookbox.MaxIDLength {
 		s.reject(w, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes")
 		return
@@ -212,7 +231,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		DeliveryID: res.DeliveryID,
 		IDIsHash:   res.IDIsHash,
 		EventType:  res.EventType,
-		Header:     KeptHeader(r.Header),
+		Header:     keptHeader(r.Header, src.credentials),
 		Payload:    body,
 		ReceivedAt: now,
 	}
@@ -438,7 +457,11 @@ var hiddenHeaders = map[string]bool{
 // inspection: not hop-by-hop ones, and not those the sender named in
 // Connection (hop-by-hop by its own say, and a way to slip routing headers
 // past a proxy).
-func KeptHeader(h http.Header) http.Header {
+func KeptHeader(h http.Header) http.Header { return keptHeader(h, nil) }
+
+// keptHeader is KeptHeader that also leaves out the headers named in
+// credentials (canonical keys).
+func keptHeader(h http.Header, credentials []string) http.Header {
 	var named map[string]bool
 	for _, v := range h["Connection"] {
 		for _, name := range strings.Split(v, ",") {
@@ -452,11 +475,21 @@ func KeptHeader(h http.Header) http.Header {
 	}
 	out := make(http.Header, len(h))
 	for k, v := range h {
-		if !hiddenHeaders[k] && !named[k] {
+		if !hiddenHeaders[k] && !named[k] && !slices.Contains(credentials, k) {
 			out[k] = v
 		}
 	}
 	return out
+}
+
+// writeHandshake writes a verifier's handshake reply.
+func writeHandshake(w http.ResponseWriter, r *verify.Reply) {
+	if r.ContentType != "" {
+		w.Header().Set("Content-Type", r.ContentType)
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(r.Status)
+	w.Write(r.Body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -312,7 +312,11 @@ func (s *Service) startSummary(addr string) []any {
 	attrs = append(attrs, "store", store, "db", displayDB(dbURL))
 	var sources []string
 	for _, src := range cfg.Sources {
-		sources = append(sources, fmt.Sprintf("%s (%s, %s)", src.Name, src.Scheme, targetKind(src)))
+		scheme := src.WithPreset().Scheme
+		if src.Provider != "" {
+			scheme = src.Provider + ": " + scheme
+		}
+		sources = append(sources, fmt.Sprintf("%s (%s, %s)", src.Name, scheme, targetKind(src)))
 	}
 	admin := "off"
 	if cfg.AdminToken != "" {

@@ -67,7 +67,13 @@ func forEachDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
 
 func start(t *testing.T, dbURL string) *harness {
 	t.Helper()
-	cfg, err := config.Parse([]byte(testConfig))
+	return startWith(t, dbURL, testConfig)
+}
+
+// startWith is start with another config document.
+func startWith(t *testing.T, dbURL, doc string) *harness {
+	t.Helper()
+	cfg, err := config.Parse([]byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}

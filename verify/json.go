@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -79,6 +80,48 @@ func jsonFields(body []byte, a, b string) (va, vb []byte, ok bool) {
 		return nil, nil, false
 	}
 	return va, vb, true
+}
+
+// maxPathDepth bounds the segments of a dotted field path.
+const maxPathDepth = 8
+
+// jsonPaths is jsonFields for dotted paths ("event.type" is the "type" of
+// the object under the top-level "event"): it returns the raw values at
+// paths a and b ("" is not looked for; a value is nil when its path is
+// absent or crosses something that is not an object). ok is false when
+// body is not a valid JSON object. Paths without dots cost one pass.
+func jsonPaths(body []byte, a, b string) (va, vb []byte, ok bool) {
+	headA, restA, nestedA := strings.Cut(a, ".")
+	headB, restB, nestedB := strings.Cut(b, ".")
+	va, vb, ok = jsonFields(body, headA, headB)
+	if !ok {
+		return nil, nil, false
+	}
+	if nestedA {
+		va = jsonDescend(va, restA)
+	}
+	if nestedB {
+		vb = jsonDescend(vb, restB)
+	}
+	return va, vb, true
+}
+
+// jsonDescend follows the dotted path into raw, an already validated JSON
+// value, and returns the value there (nil when there is none, and for a
+// path with an empty segment).
+func jsonDescend(raw []byte, path string) []byte {
+	for depth := 0; raw != nil; depth++ {
+		head, rest, more := strings.Cut(path, ".")
+		if head == "" || depth == maxPathDepth {
+			return nil
+		}
+		var ok bool
+		if raw, _, ok = jsonFields(raw, head, ""); !ok || !more {
+			return raw
+		}
+		path = rest
+	}
+	return nil
 }
 
 // keyEquals reports whether the raw JSON string token tok (quotes included)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -38,9 +40,9 @@ func (v *noneVerifier) sign(_ []byte, deliveryID string, _ time.Time) (http.Head
 	return h, nil
 }
 
-// idSpec says where the hmac and none schemes find the delivery id and the
-// event type: a header, a top-level JSON field, or, for the id, the body
-// hash when neither is configured.
+// idSpec says where a scheme whose id is not fixed finds the delivery id
+// and the event type: a header, a JSON field (a dotted path for a nested
+// one), or, for the id, the body hash when neither is configured.
 type idSpec struct {
 	scheme                 string
 	idHeader, typeHeader   string // canonical keys, "" when unset
@@ -56,6 +58,11 @@ func newIDSpec(scheme string, cfg Config) (idSpec, error) {
 	}
 	if cfg.TypeHeader != "" && cfg.TypeField != "" {
 		return idSpec{}, errors.New("type_header, type_field: set at most one")
+	}
+	for _, f := range []struct{ key, path string }{{"id_field", cfg.IDField}, {"type_field", cfg.TypeField}} {
+		if f.path != "" && slices.Contains(strings.Split(f.path, "."), "") {
+			return idSpec{}, errors.New(f.key + ": a dotted path must not have an empty part")
+		}
 	}
 	if cfg.IDHeader != "" {
 		if !validHeaderName(cfg.IDHeader) {
@@ -91,7 +98,7 @@ func (s *idSpec) extract(r Request) (Result, error) {
 		res.EventType, _ = headerValue(r.Header, s.typeHeader)
 	}
 	if s.idField != "" || s.typeField != "" {
-		idRaw, typeRaw, ok := jsonFields(r.Body, s.idField, s.typeField)
+		idRaw, typeRaw, ok := jsonPaths(r.Body, s.idField, s.typeField)
 		if s.idField != "" {
 			if !ok {
 				return Result{}, s.errIDBody
@@ -103,7 +110,7 @@ func (s *idSpec) extract(r Request) (Result, error) {
 			res.DeliveryID = id
 		}
 		if s.typeField != "" && ok {
-			res.EventType, _ = jsonString(typeRaw)
+			res.EventType, _ = jsonScalarText(typeRaw)
 		}
 	}
 	if s.idHeader == "" && s.idField == "" {
@@ -111,6 +118,65 @@ func (s *idSpec) extract(r Request) (Result, error) {
 		res.IDIsHash = true
 	}
 	return res, nil
+}
+
+// eventType finds the event type of r alone ("" when there is none).
+func (s *idSpec) eventType(r Request) string {
+	var t string
+	switch {
+	case s.typeHeader != "":
+		t, _ = headerValue(r.Header, s.typeHeader)
+	case s.typeField != "":
+		if _, raw, ok := jsonPaths(r.Body, "", s.typeField); ok {
+			t, _ = jsonScalarText(raw)
+		}
+	}
+	return t
+}
+
+// bodyDefaults are the JSON fields in which the schemes whose id is not
+// fixed find the id and the type when the source names no place of its own.
+var bodyDefaults = map[string]struct{ id, typ string }{
+	SchemePaddle:  {"event_id", "event_type"},
+	SchemeMailgun: {"event-data.id", "event-data.event"},
+}
+
+// BodyFields returns the JSON fields (dotted paths) of the body from which
+// a verifier built from cfg reads the delivery id and the event type, ""
+// for each it does not read from the body. hookbox send builds its sample
+// body with them.
+func BodyFields(cfg Config) (idField, typeField string) {
+	switch cfg.Scheme {
+	case SchemeStripe:
+		idField, typeField = "id", "type"
+	case SchemeStandardWebhooks:
+		typeField = "type"
+	case SchemeGitHub:
+	default:
+		d := bodyDefaults[cfg.Scheme]
+		cfg = withIDDefaults(cfg, "", d.id, "", d.typ)
+		idField = cfg.IDField
+	}
+	switch {
+	case cfg.TypeHeader != "":
+		typeField = ""
+	case cfg.TypeField != "":
+		typeField = cfg.TypeField
+	}
+	return idField, typeField
+}
+
+// withIDDefaults returns cfg with the scheme's default places for the id
+// and the type filled in, each only where the source names no place of its
+// own for it.
+func withIDDefaults(cfg Config, idHeader, idField, typeHeader, typeField string) Config {
+	if cfg.IDHeader == "" && cfg.IDField == "" {
+		cfg.IDHeader, cfg.IDField = idHeader, idField
+	}
+	if cfg.TypeHeader == "" && cfg.TypeField == "" {
+		cfg.TypeHeader, cfg.TypeField = typeHeader, typeField
+	}
+	return cfg
 }
 
 // sign sets the id header, when one is configured, for Sign.

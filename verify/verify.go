@@ -2,20 +2,26 @@
 // extracts the sender's stable delivery id and event type.
 //
 // One Verifier serves one configured source and one signature scheme:
-// "standard-webhooks" (also Svix, Clerk, Resend, Polar, GitLab signing
-// tokens), "stripe", "github", the configurable "hmac" scheme, and "none".
-// New validates a Config once; Verify then runs per request and is safe for
-// concurrent use.
+// "standard-webhooks" (v1 HMAC and v1a ed25519; also Svix, Clerk, Resend,
+// Polar, GitLab signing tokens), "stripe", "paddle", "github", the
+// configurable "hmac" scheme (an HMAC, ed25519 or ECDSA P-256 signature over
+// a template of timestamp, URL and body: Slack, Zoom, Square, Discord,
+// SendGrid, Shopify, Linear, …), "twilio", "mailgun" (signature fields in the
+// body), "token" (a shared token in a header), "basic" (HTTP basic auth) and
+// "none". New validates a Config once; Verify then runs per request and is
+// safe for concurrent use.
 //
 // The guarantees the rest of hookbox relies on:
 //
 //   - Signatures are verified over the raw body bytes exactly as received;
 //     the body is never re-encoded.
 //   - Every signature comparison is constant-time (crypto/hmac.Equal) on the
-//     decoded signature bytes.
+//     decoded signature bytes; tokens and passwords are compared as
+//     SHA-256 digests, so neither their bytes nor their length leak.
 //   - Any of the configured secrets may match (rotation), and any of the
 //     signatures a header carries may match.
-//   - Where a scheme signs a timestamp (standard-webhooks, stripe), it must lie
+//   - Where a scheme signs a timestamp (standard-webhooks, stripe, paddle,
+//     mailgun, hmac with a timestamp_header), it must lie
 //     within the configured tolerance of the current time in both directions:
 //     deliveries that are too old and deliveries from too far in the future
 //     are both rejected.
@@ -29,9 +35,15 @@
 //     outside the tolerance, with the same error, so that a server need not
 //     read the body of such a request; it never refuses a request that
 //     Verify would accept.
+//   - A handshake (Config.Handshake: Slack's url_verification, Zoom's
+//     endpoint.url_validation, Discord's PING) is answered only after its
+//     signature has been verified, and comes back as Result.Reply: the
+//     caller writes that reply and stores nothing. A reply never echoes more
+//     than a bounded, printable challenge the verified sender chose.
 package verify
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,6 +51,7 @@ import (
 	"fmt"
 	"hash"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,7 +64,18 @@ const (
 	SchemeGitHub           = "github"
 	SchemeHMAC             = "hmac"
 	SchemeNone             = "none"
+	SchemePaddle           = "paddle"
+	SchemeTwilio           = "twilio"
+	SchemeMailgun          = "mailgun"
+	SchemeToken            = "token"
+	SchemeBasic            = "basic"
 )
+
+// Schemes lists every scheme name New accepts, for messages and docs.
+var Schemes = []string{
+	SchemeStandardWebhooks, SchemeStripe, SchemePaddle, SchemeGitHub, SchemeHMAC,
+	SchemeTwilio, SchemeMailgun, SchemeToken, SchemeBasic, SchemeNone,
+}
 
 // DefaultTolerance is the signed-timestamp window used when
 // Config.Tolerance is zero.
@@ -69,6 +93,16 @@ type Result struct {
 	DeliveryID string // stable id across retries; hex SHA-256 of Body when the source has none
 	IDIsHash   bool   // DeliveryID is the body hash
 	EventType  string // "" when unknown
+	// Reply, when not nil, is a handshake the sender expects answered
+	// (Config.Handshake): write it as the whole reply and store nothing.
+	Reply *Reply
+}
+
+// Reply is the answer to a verified handshake request.
+type Reply struct {
+	Status      int    // HTTP status, 200 or 204
+	ContentType string // "" when Body is empty
+	Body        []byte
 }
 
 // Verifier checks one scheme's signature and extracts the delivery id.
@@ -87,25 +121,47 @@ type Verifier interface {
 }
 
 // Config configures one source's verifier (fields mirror the YAML source
-// keys). Tolerance applies to the schemes that sign a timestamp
-// (standard-webhooks, stripe) and is ignored by the others. New rejects keys
-// that the chosen scheme does not use, and secrets for the none scheme.
+// keys). Tolerance applies to the schemes that sign a timestamp and is
+// ignored by the others. New rejects keys that the chosen scheme does not
+// use, and secrets for the none scheme.
 type Config struct {
-	Scheme    string        // "standard-webhooks", "stripe", "github", "hmac", "none"
-	Secrets   []string      // one or more, any may match (rotation)
+	Scheme    string        // one of Schemes
+	Secrets   []string      // one or more, any may match (rotation); public keys for ed25519 and ecdsa-p256
 	Tolerance time.Duration // signed-timestamp window, both directions; 0 => 5m
 
-	// hmac scheme only:
-	Header    string // signature header name (required for hmac)
+	// hmac scheme (Header also names the token scheme's header):
+	Header    string // signature header name (required for hmac and token)
 	Prefix    string // e.g. "sha256=", default ""
 	Encoding  string // "hex" (default) | "base64"
-	Algorithm string // "sha256" (default) | "sha1" | "sha512"
+	Algorithm string // "sha256" (default) | "sha1" | "sha512" | "ed25519" | "ecdsa-p256"
+	// Signed is what the signature covers: literal text with {timestamp}
+	// and {url}, ending in {body} (default "{body}").
+	Signed string
+	// TimestampHeader holds the signed unix timestamp ({timestamp}).
+	TimestampHeader string
 
-	// hmac and none:
+	// PublicURL is the URL the sender posts to, as the sender sees it: the
+	// hmac scheme's {url}, and what the twilio scheme signs.
+	PublicURL string
+
+	// Where the delivery id and the event type are, for the schemes whose
+	// id is not fixed (hmac, none, paddle, twilio, mailgun, token, basic);
+	// TypeHeader and TypeField also replace the event type of the others.
+	// A field is a JSON field of the body, a dotted path for a nested one
+	// ("event.type").
 	IDHeader   string // header holding the delivery id
-	IDField    string // top-level JSON field holding the delivery id
+	IDField    string // JSON field holding the delivery id
 	TypeHeader string // optional header holding the event type
-	TypeField  string // optional top-level JSON field holding the event type
+	TypeField  string // optional JSON field holding the event type
+
+	// Handshake names the URL check the sender makes and expects answered:
+	// "slack", "zoom" or "discord" ("" for none).
+	Handshake string
+
+	// SigningKey is the private key Sign uses for public-key signatures
+	// (whsk_… for standard-webhooks v1a; an ed25519 or ECDSA P-256 key for
+	// hmac). Verification never uses it; it is not a config file key.
+	SigningKey string
 }
 
 // ErrUnauthorized means the delivery is not authenticated: the signature is
@@ -154,71 +210,117 @@ func build(cfg Config) (signer, error) {
 		cfg.Tolerance = DefaultTolerance
 	}
 	switch cfg.Scheme {
-	case SchemeStandardWebhooks, SchemeStripe, SchemeGitHub, SchemeHMAC:
-		if err := checkSecrets(cfg.Secrets); err != nil {
-			return nil, err
-		}
 	case SchemeNone:
 		if len(cfg.Secrets) > 0 {
 			return nil, errors.New("secrets: not used by the none scheme (no signature is checked)")
 		}
 	case "":
-		return nil, errors.New("scheme: is required (standard-webhooks, stripe, github, hmac or none)")
+		return nil, errors.New("scheme: is required (" + schemeList() + ")")
 	default:
-		return nil, fmt.Errorf("scheme: unknown scheme %q (want standard-webhooks, stripe, github, hmac or none)", cfg.Scheme)
-	}
-	if cfg.Scheme != SchemeHMAC {
-		for _, f := range []struct{ key, val string }{
-			{"header", cfg.Header}, {"prefix", cfg.Prefix},
-			{"encoding", cfg.Encoding}, {"algorithm", cfg.Algorithm},
-		} {
-			if f.val != "" {
-				return nil, fmt.Errorf("%s: only used by the hmac scheme", f.key)
-			}
+		if !slices.Contains(Schemes, cfg.Scheme) {
+			return nil, fmt.Errorf("scheme: unknown scheme %q (want %s)", cfg.Scheme, schemeList())
+		}
+		if err := checkSecrets(cfg.Secrets); err != nil {
+			return nil, err
 		}
 	}
-	if cfg.Scheme != SchemeHMAC && cfg.Scheme != SchemeNone {
-		for _, f := range []struct{ key, val string }{
-			{"id_header", cfg.IDHeader}, {"id_field", cfg.IDField},
-			{"type_header", cfg.TypeHeader}, {"type_field", cfg.TypeField},
-		} {
-			if f.val != "" {
-				return nil, fmt.Errorf("%s: only used by the hmac and none schemes", f.key)
-			}
-		}
+	if err := checkKeysUsed(cfg); err != nil {
+		return nil, err
 	}
 
-	// Each constructor returns a concrete pointer; never let a nil one
-	// become a non-nil interface next to an error.
 	var (
 		v   signer
 		err error
 	)
 	switch cfg.Scheme {
 	case SchemeStandardWebhooks:
-		var sw *standardWebhooks
-		if sw, err = newStandardWebhooks(cfg); err == nil {
-			v = sw
-		}
-	case SchemeStripe:
-		v = newStripe(cfg)
+		v, err = asSigner(newStandardWebhooks(cfg))
+	case SchemeStripe, SchemePaddle:
+		v, err = asSigner(newTimestamped(cfg))
 	case SchemeGitHub:
 		v = newGitHub(cfg)
 	case SchemeHMAC:
-		var h *hmacVerifier
-		if h, err = newHMAC(cfg); err == nil {
-			v = h
-		}
+		v, err = asSigner(newHMAC(cfg))
+	case SchemeTwilio:
+		v, err = asSigner(newTwilio(cfg))
+	case SchemeMailgun:
+		v, err = asSigner(newMailgun(cfg))
+	case SchemeToken, SchemeBasic:
+		v, err = asSigner(newToken(cfg))
 	default:
-		var n *noneVerifier
-		if n, err = newNone(cfg); err == nil {
-			v = n
-		}
+		v, err = asSigner(newNone(cfg))
 	}
 	if err != nil {
 		return nil, err
 	}
+	if fixedID(cfg.Scheme) && (cfg.TypeHeader != "" || cfg.TypeField != "") {
+		var tv *typeOverride
+		if tv, err = newTypeOverride(v, cfg); err != nil {
+			return nil, err
+		}
+		v = tv
+	}
+	if cfg.Handshake != "" {
+		var hs *handshaker
+		if hs, err = newHandshaker(v, cfg); err != nil {
+			return nil, err
+		}
+		v = hs
+	}
 	return v, nil
+}
+
+// asSigner returns a constructor's result as a signer. Constructors return
+// concrete pointers; this never lets a nil one become a non-nil interface
+// next to an error.
+func asSigner[T signer](v T, err error) (signer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// schemeList is Schemes for messages: "a, b or c".
+func schemeList() string {
+	return strings.Join(Schemes[:len(Schemes)-1], ", ") + " or " + Schemes[len(Schemes)-1]
+}
+
+// fixedID reports whether the scheme finds the delivery id itself, in a
+// place the provider fixes (for standard-webhooks the id is signed).
+func fixedID(scheme string) bool {
+	return scheme == SchemeStandardWebhooks || scheme == SchemeStripe || scheme == SchemeGitHub
+}
+
+// checkKeysUsed refuses keys the chosen scheme does not use, so that a
+// mistyped scheme or a key meant for another one is caught at start.
+func checkKeysUsed(cfg Config) error {
+	only := func(key, val, users string, ok bool) error {
+		if val != "" && !ok {
+			return fmt.Errorf("%s: only used by the %s", key, users)
+		}
+		return nil
+	}
+	hmacOnly := cfg.Scheme == SchemeHMAC
+	for _, c := range []struct {
+		key, val, users string
+		ok              bool
+	}{
+		{"header", cfg.Header, "hmac and token schemes", hmacOnly || cfg.Scheme == SchemeToken},
+		{"prefix", cfg.Prefix, "hmac scheme", hmacOnly},
+		{"encoding", cfg.Encoding, "hmac scheme", hmacOnly},
+		{"algorithm", cfg.Algorithm, "hmac scheme", hmacOnly},
+		{"signed", cfg.Signed, "hmac scheme", hmacOnly},
+		{"timestamp_header", cfg.TimestampHeader, "hmac scheme", hmacOnly},
+		{"public_url", cfg.PublicURL, "hmac and twilio schemes", hmacOnly || cfg.Scheme == SchemeTwilio},
+		{"id_header", cfg.IDHeader, "schemes whose id is not fixed (not standard-webhooks, stripe or github)", !fixedID(cfg.Scheme)},
+		{"id_field", cfg.IDField, "schemes whose id is not fixed (not standard-webhooks, stripe or github)", !fixedID(cfg.Scheme)},
+		{"handshake", cfg.Handshake, "schemes that check a signature (not none)", cfg.Scheme != SchemeNone},
+	} {
+		if err := only(c.key, c.val, c.users, c.ok); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func checkSecrets(secrets []string) error {
@@ -236,19 +338,56 @@ func checkSecrets(secrets []string) error {
 // Sign produces the headers a provider would send for body (used by
 // `hookbox send`, benchmarks and tests). deliveryID is used where the scheme
 // carries it in a header (standard-webhooks webhook-id, github
-// X-GitHub-Delivery, hmac and none IDHeader); for stripe, and for an id taken
-// from a JSON field, the id lives in the body and deliveryID is ignored. Sign
-// uses Secrets[0]; a zero now means time.Now(). Only signature and id headers
-// are set, never Content-Type.
+// X-GitHub-Delivery, IDHeader); for stripe, and for an id taken from a JSON
+// field, the id lives in the body and deliveryID is ignored. Sign uses
+// Secrets[0], or SigningKey for a public-key signature; a zero now means
+// time.Now(). Only signature, timestamp and id headers are set, never
+// Content-Type. A scheme that signs inside the body (mailgun) needs
+// SignRequest.
 func Sign(cfg Config, body []byte, deliveryID string, now time.Time) (http.Header, error) {
-	v, err := build(cfg)
+	h, signed, err := SignRequest(cfg, body, deliveryID, now)
 	if err != nil {
 		return nil, err
+	}
+	if !bytes.Equal(signed, body) {
+		return nil, fmt.Errorf("%s: the signature goes inside the body: use SignRequest", cfg.Scheme)
+	}
+	return h, nil
+}
+
+// SignRequest is Sign for every scheme: it returns the headers and the
+// body to send, which differs from body only where the scheme puts its
+// signature in the body (mailgun).
+func SignRequest(cfg Config, body []byte, deliveryID string, now time.Time) (http.Header, []byte, error) {
+	v, err := build(cfg)
+	if err != nil {
+		return nil, nil, err
 	}
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return v.sign(body, deliveryID, now)
+	for {
+		w, ok := v.(wrapper)
+		if !ok {
+			break
+		}
+		v = w.inner() // wrappers change results, never what is signed
+	}
+	if bs, ok := v.(bodySigner); ok {
+		return bs.signBody(body, deliveryID, now)
+	}
+	h, err := v.sign(body, deliveryID, now)
+	return h, body, err
+}
+
+// wrapper is implemented by the verifiers that wrap another one
+// (typeOverride, handshaker).
+type wrapper interface{ inner() signer }
+
+// bodySigner is implemented by the verifiers whose signature lives in the
+// body.
+type bodySigner interface {
+	signBody(body []byte, deliveryID string, now time.Time) (http.Header, []byte, error)
 }
 
 // macKey computes HMACs under one key. The keyed hash states are pooled so

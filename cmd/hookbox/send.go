@@ -28,6 +28,11 @@ import (
 type sendFlags struct {
 	source      string
 	scheme      string
+	provider    string
+	signed      string
+	tsHeader    string
+	publicURL   string
+	signingKey  string
 	secrets     []string
 	header      string
 	prefix      string
@@ -59,10 +64,17 @@ it to a hookbox receiver (or anything else that verifies webhooks), then prints
 each reply's status and body.
 
 The signature comes either from a configured source (--source NAME with
---config FILE: its scheme and first secret) or from flags (--scheme and
---secret, plus --header, --prefix, --encoding, --algorithm, --id-header and
---id-field for the hmac scheme). Reading the secret from the config keeps it
-out of the command line and the shell history.
+--config FILE: its provider preset, scheme and first secret) or from flags
+(--provider or --scheme, and --secret, plus --header, --prefix, --encoding,
+--algorithm, --id-header and --id-field for the hmac scheme). Reading the
+secret from the config keeps it out of the command line and the shell
+history.
+
+Public-key schemes (standard-webhooks with a whpk_ key, discord's ed25519,
+sendgrid's ECDSA) verify with the sender's public key, which cannot sign:
+give the matching private key with --signing-key, or in HOOKBOX_SIGNING_KEY.
+Twilio and Square sign the public URL: it comes from the source's
+public_url, or --public-url.
 
 The URL defaults to http://127.0.0.1:<port>/webhooks/<source>, the address
 found as serve finds it: --listen, else the config's listen, else :8080 (a
@@ -82,6 +94,8 @@ not a 2xx.`,
 		Example: `  hookbox send --config hookbox.yaml --source polar
   hookbox send --config hookbox.yaml --source stripe --file event.json --copies 3 --concurrent
   hookbox send --scheme github --secret "$GITHUB_WEBHOOK_SECRET" --url https://hooks.example.com/webhooks/github
+  hookbox send --provider slack --secret "$SLACK_SIGNING_SECRET"
+  HOOKBOX_SIGNING_KEY=whsk_… hookbox send --config hookbox.yaml --source acme
   hookbox send --scheme hmac --secret s3cret --header X-Shopify-Hmac-Sha256 --encoding base64 \
       --id-header X-Shopify-Webhook-Id --source shopify --json`,
 		Args: cobra.NoArgs,
@@ -89,7 +103,12 @@ not a 2xx.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.source, "source", "", "source name: looked up in --config for its scheme and secret (without --scheme), and the URL's last segment")
-	fl.StringVar(&f.scheme, "scheme", "", "signature scheme: standard-webhooks, stripe, github, hmac or none (instead of a configured source)")
+	fl.StringVar(&f.scheme, "scheme", "", "signature scheme: "+strings.Join(verify.Schemes, ", ")+" (instead of a configured source)")
+	fl.StringVar(&f.provider, "provider", "", "provider preset: "+strings.Join(config.PresetNames(), ", ")+" (instead of a configured source)")
+	fl.StringVar(&f.signed, "signed", "", "hmac: what is signed, e.g. v0:{timestamp}:{body} (default {body})")
+	fl.StringVar(&f.tsHeader, "timestamp-header", "", "hmac: header carrying the signed timestamp")
+	fl.StringVar(&f.publicURL, "public-url", "", "twilio, hmac with {url}: the public URL the provider signs")
+	fl.StringVar(&f.signingKey, "signing-key", "", "private key for public-key schemes (whsk_…, ed25519 or ECDSA P-256); default $HOOKBOX_SIGNING_KEY")
 	fl.StringArrayVar(&f.secrets, "secret", nil, "signing secret for --scheme (repeatable; the first signs)")
 	fl.StringVar(&f.header, "header", "", "hmac: signature header name")
 	fl.StringVar(&f.prefix, "prefix", "", "hmac: signature prefix, e.g. sha256=")
@@ -176,9 +195,15 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 	}
 
 	now := time.Now()
-	hdr, err := verify.Sign(vc, body, id, now)
+	if vc.SigningKey = f.signingKey; vc.SigningKey == "" {
+		vc.SigningKey = os.Getenv("HOOKBOX_SIGNING_KEY")
+	}
+	hdr, body, err := verify.SignRequest(vc, body, id, now)
 	if err != nil {
 		return fmt.Errorf("cannot sign: %w", err)
+	}
+	if vc.Scheme == verify.SchemeTwilio && !cmd.Flags().Changed("content-type") {
+		f.contentType = "application/x-www-form-urlencoded"
 	}
 	if f.contentType != "" {
 		hdr.Set("Content-Type", f.contentType)
@@ -283,28 +308,37 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 // sendSigning returns how to sign, the source name for the default URL, and
 // the config (empty without --config).
 func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Config, string, *config.Config, error) {
-	if f.scheme != "" {
+	if f.scheme != "" || f.provider != "" {
 		cfg, err := g.loadConfig(false)
 		if err != nil {
 			return verify.Config{}, "", nil, err
 		}
-		vc := verify.Config{
-			Scheme: f.scheme, Secrets: f.secrets,
+		src := config.Source{
+			Provider: f.provider, Scheme: f.scheme, Secrets: f.secrets,
 			Header: f.header, Prefix: f.prefix, Encoding: f.encoding, Algorithm: f.algorithm,
 			IDHeader: f.idHeader, IDField: f.idField, TypeHeader: f.typeHeader, TypeField: f.typeField,
+			Signed: f.signed, TimestampHeader: f.tsHeader, PublicURL: f.publicURL,
 		}
+		flag, name := "--scheme", f.scheme
+		if f.provider != "" {
+			flag, name = "--provider", f.provider
+			if _, ok := config.FindPreset(f.provider); !ok {
+				return verify.Config{}, "", nil, fmt.Errorf("--provider: unknown provider; known: %s", strings.Join(config.PresetNames(), ", "))
+			}
+		}
+		vc := src.Verify()
 		if _, err := verify.New(vc); err != nil {
-			return verify.Config{}, "", nil, fmt.Errorf("--scheme %s: %v (set it with the flag of the same name, e.g. --secret, --id-header)", f.scheme, err)
+			return verify.Config{}, "", nil, fmt.Errorf("%s %s: %v (set it with the flag of the same name, e.g. --secret, --id-header)", flag, name, err)
 		}
 		source := f.source
 		if source == "" {
-			source = f.scheme
+			source = name
 		}
 		return vc, source, cfg, nil
 	}
-	for _, name := range []string{"secret", "header", "prefix", "encoding", "algorithm", "id-header", "id-field", "type-header", "type-field"} {
+	for _, name := range []string{"secret", "header", "prefix", "encoding", "algorithm", "id-header", "id-field", "type-header", "type-field", "signed", "timestamp-header", "public-url"} {
 		if cmd.Flags().Changed(name) {
-			return verify.Config{}, "", nil, fmt.Errorf("--%s needs --scheme (a configured --source brings its own)", name)
+			return verify.Config{}, "", nil, fmt.Errorf("--%s needs --scheme or --provider (a configured --source brings its own)", name)
 		}
 	}
 	if f.source == "" {
@@ -352,20 +386,23 @@ func randomID(scheme string) string {
 }
 
 // sampleBody is the generated event: its id where the scheme reads ids from
-// the body, and its type.
+// the body, and its type, each at its place (a dotted field is nested).
+// Twilio's is a form.
 func sampleBody(vc verify.Config, id, eventType string) []byte {
-	idKey, typeKey := "id", "type"
-	if vc.IDField != "" {
-		idKey = vc.IDField
+	if vc.Scheme == verify.SchemeTwilio {
+		form := url.Values{"MessageSid": {id}, "MessageStatus": {"delivered"}, "Body": {"test delivery from hookbox send"}}
+		return []byte(form.Encode())
 	}
-	if vc.TypeField != "" {
-		typeKey = vc.TypeField
+	idKey, typeKey := verify.BodyFields(vc)
+	if idKey == "" {
+		idKey = "id"
 	}
-	ev := map[string]any{
-		idKey:   id,
-		typeKey: eventType,
-		"data":  map[string]any{"message": "test delivery from hookbox send"},
+	if typeKey == "" {
+		typeKey = "type"
 	}
+	ev := map[string]any{"data": map[string]any{"message": "test delivery from hookbox send"}}
+	setPath(ev, idKey, id)
+	setPath(ev, typeKey, eventType)
 	if vc.Scheme == verify.SchemeStripe {
 		ev["object"] = "event"
 		ev["created"] = time.Now().Unix()
@@ -374,6 +411,22 @@ func sampleBody(vc verify.Config, id, eventType string) []byte {
 	}
 	b, _ := json.Marshal(ev)
 	return b
+}
+
+// setPath sets the value at a dotted path of m, making the objects on the
+// way.
+func setPath(m map[string]any, path string, v any) {
+	head, rest, nested := strings.Cut(path, ".")
+	if !nested {
+		m[head] = v
+		return
+	}
+	inner, ok := m[head].(map[string]any)
+	if !ok {
+		inner = map[string]any{}
+		m[head] = inner
+	}
+	setPath(inner, rest, v)
 }
 
 // postOnce sends one copy and reads the reply (up to 1 MiB of body).

@@ -359,7 +359,7 @@ func TestSendFlagErrors(t *testing.T) {
 		{[]string{"send", "--source", "x"}, "pass --config"},
 		{[]string{"send", "--source", "x", "--secret", "s"}, "--secret needs --scheme"},
 		{[]string{"send", "--scheme", "stripe"}, "secrets"},
-		{[]string{"send", "--scheme", "github", "--secret", "s", "--header", "X-Sig"}, "only used by the hmac scheme"},
+		{[]string{"send", "--scheme", "github", "--secret", "s", "--header", "X-Sig"}, "only used by the hmac and token schemes"},
 		{[]string{"send", "--scheme", "none", "--copies", "0"}, "--copies"},
 		{[]string{"send", "--scheme", "none", "--url", "ftp://x"}, "--url"},
 		{[]string{"send", "--scheme", "none", "--url", "http://127.0.0.1:1/x", "--file", "/nonexistent/file"}, "--file"},

@@ -33,7 +33,7 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				if err != nil || n < 0 || n > hookbox.MaxDays {
 					return fmt.Errorf("RETENTION_DAYS: want a whole number of days from 0 (off) to %d, got %q", hookbox.MaxDays, v)
 				}
-				cfg.RetentionDays = n
+				cfg.SetRetentionDays(n)
 			}
 			reapIfInit(cmd.Context())
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
