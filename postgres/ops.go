@@ -253,6 +253,8 @@ func (s *Store) purgeOnce(ctx context.Context, q string, before time.Time, batch
 const clearBatch = `UPDATE events SET payload = NULL WHERE id IN (
     SELECT id FROM events WHERE status = 'done' AND updated_at < $1 AND (updated_at, id) > ($2, $3)
       AND payload IS NOT NULL
+      AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+          AND c.status NOT IN ('done', 'dead')))
     ORDER BY updated_at, id LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED)
 RETURNING id, updated_at`
 

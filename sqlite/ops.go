@@ -214,6 +214,8 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 		rows, err := s.reader.QueryContext(ctx, `SELECT id, updated_at FROM events INDEXED BY events_finished
             WHERE status IN ('done', 'dead') AND status = 'done' AND updated_at < ?1
               AND (updated_at > ?2 OR (updated_at = ?2 AND id > ?3)) AND payload IS NOT NULL
+              AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+                  AND c.status NOT IN ('done', 'dead')))
             ORDER BY updated_at, id LIMIT ?4`, millis(before), afterAt, afterID, slice)
 		if err != nil {
 			return total, fmt.Errorf("sqlite: clear payloads: %w", err)

@@ -42,6 +42,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"FinishStoresAnyErrorText":   testFinishAnyErrorText,
 		"FanOut":                     testFanOut,
 		"ClaimByKey":                 testClaimByKey,
+		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 	}
 	for name, fn := range tests {

@@ -109,6 +109,21 @@ func testFanOut(t *testing.T, q QueueStore) {
 	}
 }
 
+// testFanOutPayloadKept: payload retention leaves the payload of an event
+// whose deliveries are still to be worked.
+func testFanOutPayloadKept(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	d := fanOut("fp", "1", "a")
+	d.ReceivedAt = time.Now().Add(-48 * time.Hour)
+	rs := ingest(t, q, d)
+	if n, err := q.ClearPayloads(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("ClearPayloads with a delivery pending = %d, %v; want 0", n, err)
+	}
+	if e := status(t, q, rs[0].ID); e.PayloadCleared {
+		t.Fatal("the payload of an event with a pending delivery was cleared")
+	}
+}
+
 // testClaimByKey: with ByKey, deliveries with the same order key are
 // claimed one at a time in id order, a dead one holds its key unless
 // SkipDead, a claim starting after a key wraps around to the others, and
