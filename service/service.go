@@ -149,7 +149,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())
-		t, err := target.FromConfig(src, red)
+		t, err := target.FromConfig(src, red, log)
 		if err != nil {
 			return nil, err // names the source
 		}

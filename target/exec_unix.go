@@ -87,6 +87,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	<-read
 
 	if waitErr == nil {
+		e.logOutput(ctx, ev, out)
 		return nil
 	}
 	var ee *exec.ExitError

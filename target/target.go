@@ -50,6 +50,7 @@ package target
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
@@ -60,8 +61,9 @@ import (
 // FromConfig returns the target configured for src: a *Forward when
 // src.Forward is set, an *Exec when src.Exec is, and (nil, nil) when the
 // source has neither (its events are then for Go handlers). red masks
-// secrets in the target's errors; nil masks none.
-func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) {
+// secrets in the target's errors; nil masks none. log gets an exec
+// command's output of successful attempts at debug level; nil logs none.
+func FromConfig(src config.Source, red *redact.Redactor, log *slog.Logger) (worker.Target, error) {
 	switch {
 	case src.Forward != "" && len(src.Exec) > 0:
 		return nil, fmt.Errorf("source %s: forward and exec are exclusive; choose one target", src.Name)
@@ -72,7 +74,7 @@ func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) 
 		}
 		return f, nil
 	case len(src.Exec) > 0:
-		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv, InheritEnv: src.ExecInheritEnv, Redactor: red})
+		e, err := NewExec(ExecOptions{Argv: src.Exec, Dir: src.ExecDir, Env: src.ExecEnv, InheritEnv: src.ExecInheritEnv, Redactor: red, Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("source %s: %w", src.Name, err)
 		}
