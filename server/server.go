@@ -33,7 +33,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -146,6 +150,13 @@ func writeReceipt(w http.ResponseWriter, rc hookbox.Receipt) {
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := r.PathValue("source")
+	ctx, span := tracing.Tracer().Start(tracing.Extract(r.Context(), r.Header), "receive",
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(name)))
+	if span.IsRecording() {
+		sw := &statusWriter{ResponseWriter: w}
+		w = sw
+		defer sw.endSpan(span)
+	}
 	src, ok := s.sources[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, "unknown source")
@@ -186,7 +197,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vr.Body = body
+	_, vspan := tracing.Tracer().Start(ctx, "verify")
 	res, err := src.Verifier.Verify(vr)
+	tracing.EndSpan(vspan, err) // verify's errors hold no secret: they are replies
 	if err != nil {
 		status := http.StatusUnauthorized
 		if errors.Is(err, verify.ErrMalformed) {
@@ -216,7 +229,12 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		Payload:    body,
 		ReceivedAt: now,
 	}
-	rc, err := s.cfg.Ingest(r.Context(), d)
+	sctx, sspan := tracing.Tracer().Start(ctx, "store", trace.WithAttributes(tracing.AttrDeliveryID.String(logText(d.DeliveryID))))
+	rc, err := s.cfg.Ingest(sctx, d)
+	if err == nil {
+		span.SetAttributes(tracing.AttrEventID.Int64(rc.ID), tracing.AttrDuplicate.Bool(rc.Duplicate))
+	}
+	tracing.EndSpan(sspan, err)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client left; it will retry
@@ -240,6 +258,29 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		outcome = "duplicate"
 	}
 	s.observe(name, outcome, start)
+}
+
+// statusWriter remembers the status of a reply, for the receive span.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// endSpan records the reply's status on span and ends it; a 5xx is an
+// error (the sender will retry), a 4xx is the sender's.
+func (w *statusWriter) endSpan(span trace.Span) {
+	span.SetAttributes(tracing.AttrStatus.Int(w.status))
+	if w.status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(w.status))
+	}
+	span.End()
 }
 
 // unavailable answers 503 with Retry-After: the sender should try again.

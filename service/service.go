@@ -32,6 +32,7 @@ import (
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -154,7 +155,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 			return nil, err // names the source
 		}
 		if t != nil {
-			pool.Route(src.Name, t)
+			pool.Route(src.Name, tracing.Attempts(t))
 		}
 	}
 	ingest := func(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/worker"
 )
 
@@ -160,6 +161,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	req.Header.Set(HeaderEventID, strconv.FormatInt(ev.ID, 10))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(ev.Attempts))
 	req.Header.Set(HeaderSource, ev.Source)
+	tracing.InjectHeader(ctx, req.Header) // the attempt's span, over a sender's traceparent
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header.Set("User-Agent", "hookbox")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/tracing"
 )
 
 func newServeCmd(g *globalFlags) *cobra.Command {
@@ -32,6 +34,20 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			for _, w := range serveWarnings(cfg) {
 				log.Warn(w)
 			}
+			traced, stopTracing, err := tracing.Setup(cmd.Context(), buildInfo().Version)
+			if err != nil {
+				return err
+			}
+			if traced {
+				log.Info("tracing on: spans go to the OTLP endpoint of the OTEL_EXPORTER_OTLP_* variables")
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+				defer cancel()
+				if err := stopTracing(ctx); err != nil {
+					log.Warn("tracing: spans not flushed at exit", "err", err)
+				}
+			}()
 			svc, err := service.New(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
