@@ -100,6 +100,9 @@ SELECT id, false FROM replayed`
 	if err := rows.Err(); err != nil {
 		return hookbox.ReplayResult{}, opError(ctx, "replay", err)
 	}
+	if !p.DryRun && p.Progress != nil {
+		p.Progress(len(res.Replayed))
+	}
 	if !p.DryRun {
 		// Events without a payload are never replayed, so they are still
 		// in the state that matched: find them after the update.
@@ -176,6 +179,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		}
 		res.Done += part.Done
 		res.Dead += part.Dead
+		if p.Progress != nil {
+			p.Progress(res)
+		}
 		if n < batch {
 			return res, nil
 		}
