@@ -249,7 +249,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.unavailable(w, name, "cannot store the delivery right now; retry later")
 		return
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "delivery", slog.String("source", name),
+	// At debug only: a line per delivery costs about 11 µs of CPU, 5 to
+	// 15% of storing it; serve logs a summary a minute at info instead.
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "delivery", slog.String("source", name),
 		slog.String("delivery_id", logText(d.DeliveryID)), slog.Int64("event_id", rc.ID), slog.Bool("duplicate", rc.Duplicate),
 		slog.String("type", logText(d.EventType)), slog.Int("bytes", len(body)))
 	writeReceipt(w, rc)
