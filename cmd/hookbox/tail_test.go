@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
-	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
 const tailConfig = `
@@ -33,14 +32,32 @@ sources:
 // duplicate delivery adds nothing, another source's events are left out;
 // it stops cleanly when interrupted. On SQLite and PostgreSQL.
 func TestTail(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		testTail(t, "sqlite:"+filepath.Join(t.TempDir(), "hookbox.db"))
-	})
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		testTail(t, pgtest.URL(t))
-	})
+	dbtest.Each(t, testTail)
+}
+
+// startTail runs `hookbox tail args…` until the function it returns
+// interrupts it and returns its error; out is what it printed.
+func startTail(t *testing.T, args ...string) (out *lockedBuffer, interrupt func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out = &lockedBuffer{}
+	root := newRootCmd()
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs(append([]string{"tail", "--interval", "20ms"}, args...))
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	return out, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("tail did not stop when interrupted")
+			return nil
+		}
+	}
 }
 
 func testTail(t *testing.T, dbURL string) {
@@ -55,16 +72,7 @@ func testTail(t *testing.T, dbURL string) {
 	send("orders", "before-1", "order.created")
 	send("orders", "before-2", "order.created")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out := &lockedBuffer{}
-	root := newRootCmd()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"tail", "--db", dbURL, "--source", "orders", "-n", "1", "--interval", "20ms", "--json"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
-
+	out, interrupt := startTail(t, "--db", dbURL, "--source", "orders", "-n", "1", "--json")
 	await(t, "the newest event printed", func() bool { return strings.Contains(out.String(), "before-2") })
 	send("orders", "live-1", "order.paid")
 	send("other", "elsewhere-1", "x")
@@ -74,14 +82,8 @@ func testTail(t *testing.T, dbURL string) {
 	send("orders", "live-3", "order.shipped")
 	await(t, "a later event printed", func() bool { return strings.Contains(out.String(), "live-3") })
 
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("tail: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("tail did not stop when interrupted")
+	if err := interrupt(); err != nil {
+		t.Fatalf("tail: %v", err)
 	}
 
 	var got []string
@@ -109,23 +111,14 @@ func testTail(t *testing.T, dbURL string) {
 // TestTailText: the text form shows the time, id, source, type, status
 // and delivery id of each event.
 func TestTailText(t *testing.T) {
-	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "hookbox.db")
+	dbURL := dbtest.SQLiteURL(t)
 	srv := e2e.Start(t, tailConfig, dbURL, nil)
 	if rep := srv.Post("orders", http.Header{"X-Id": {"text-1"}, "X-Type": {"order.paid"}}, []byte(`{}`)); rep.Status != http.StatusAccepted {
 		t.Fatalf("%+v", rep)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	out := &lockedBuffer{}
-	root := newRootCmd()
-	root.SetOut(out)
-	root.SetErr(out)
-	root.SetArgs([]string{"tail", "--db", dbURL, "--interval", "20ms"})
-	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	out, interrupt := startTail(t, "--db", dbURL)
 	await(t, "the event printed", func() bool { return strings.Contains(out.String(), "text-1") })
-	cancel()
-	if err := <-done; err != nil {
+	if err := interrupt(); err != nil {
 		t.Fatal(err)
 	}
 	line := strings.TrimSpace(out.String())

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 )
 
 func main() {
@@ -23,12 +22,11 @@ func main() {
 	status := flag.Int("status", http.StatusNoContent, "status to answer every delivery with")
 	flag.Parse()
 	log.Printf("receiver: listening on http://%s, answering %d", *listen, *status)
-	log.Fatal(http.ListenAndServe(*listen, handler(os.Stdout, *status)))
+	log.Fatal(http.ListenAndServe(*listen, handler(func(s string) { fmt.Fprint(os.Stdout, s) }, *status)))
 }
 
-// handler prints each POST to w and answers status.
-func handler(w io.Writer, status int) http.Handler {
-	var mu sync.Mutex
+// handler hands a description of each POST to print and answers status.
+func handler(print func(string), status int) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(rw, "POST only", http.StatusMethodNotAllowed)
@@ -39,10 +37,8 @@ func handler(w io.Writer, status int) http.Handler {
 			http.Error(rw, "read body", http.StatusBadRequest)
 			return
 		}
-		mu.Lock()
-		fmt.Fprintf(w, "POST %s  event %s, attempt %s, Idempotency-Key %s\n%s\n\n", r.URL.Path,
-			r.Header.Get("Hookbox-Event-Id"), r.Header.Get("Hookbox-Attempt"), strconv.Quote(r.Header.Get("Idempotency-Key")), body)
-		mu.Unlock()
+		print(fmt.Sprintf("POST %s  event %s, attempt %s, Idempotency-Key %s\n%s\n\n", r.URL.Path,
+			r.Header.Get("Hookbox-Event-Id"), r.Header.Get("Hookbox-Attempt"), strconv.Quote(r.Header.Get("Idempotency-Key")), body))
 		rw.WriteHeader(status)
 	})
 }
