@@ -33,7 +33,7 @@ trap cleanup EXIT
 mkdir -p "$work/ctx/out/data"
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=smoke" -o "$work/ctx/out/hookbox" ./cmd/hookbox
 cp Containerfile "$work/ctx/Containerfile"
-podman build -q --format docker --build-arg BINARY_FROM=prebuilt -t "$tag" "$work/ctx" >/dev/null
+podman build -q --format docker --target prebuilt -t "$tag" "$work/ctx" >/dev/null
 size=$(podman image inspect --format '{{.Size}}' "$tag")
 user=$(podman image inspect --format '{{.Config.User}}' "$tag")
 echo "image $tag: $((size / 1024 / 1024)) MiB, user $user"
