@@ -86,6 +86,12 @@ type tailer struct {
 
 // run prints the newest lines events, then new events until ctx ends.
 func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) error {
+	// Everything already in the window is old news: mark it seen before
+	// reading the newest, so that an event stored in between is either
+	// among the newest printed or found by the next look, never lost.
+	if _, err := t.fresh(ctx, time.Now()); err != nil {
+		return err
+	}
 	f := t.filter
 	f.Limit = max(lines, 1)
 	newest, err := t.st.Events(ctx, f)
@@ -96,10 +102,6 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 		newest = newest[:lines]
 	}
 	if err := t.print(newest); err != nil {
-		return err
-	}
-	// Everything already in the window is old news.
-	if _, err := t.fresh(ctx, time.Now()); err != nil {
 		return err
 	}
 	wake := make(chan struct{}, 1)
