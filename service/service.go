@@ -274,7 +274,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	grace := time.Duration(s.Config.ShutdownTimeout)
 	if grace <= 0 {
-		grace = 30 * time.Second
+		grace = config.DefaultShutdownTimeout
 	}
 	s.log.Info("stopping", "in_flight", s.Pool.InFlight(), "grace", grace)
 	workCtx, cancelWork := context.WithTimeout(context.WithoutCancel(ctx), grace)
