@@ -10,7 +10,7 @@
 //
 //	hookbox_deliveries_total{source,outcome}  deliveries received; outcome is
 //	    new, duplicate, or why one was refused: bad_signature, malformed,
-//	    too_large, unknown_source, unavailable
+//	    too_large, unknown_source, forbidden (allow_ips), unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
 //	hookbox_ingest_batch_size                 deliveries per group commit
 //	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost
@@ -46,6 +46,7 @@ const (
 	OutcomeMalformed     = "malformed"
 	OutcomeTooLarge      = "too_large"
 	OutcomeUnknownSource = "unknown_source"
+	OutcomeForbidden     = "forbidden"
 	OutcomeUnavailable   = "unavailable"
 )
 
@@ -53,7 +54,7 @@ const (
 // counted as "other" so a caller's typo cannot grow the label set.
 var deliveryOutcomes = []string{
 	OutcomeNew, OutcomeDuplicate, OutcomeBadSignature, OutcomeMalformed,
-	OutcomeTooLarge, OutcomeUnknownSource, OutcomeUnavailable,
+	OutcomeTooLarge, OutcomeUnknownSource, OutcomeForbidden, OutcomeUnavailable,
 }
 
 // attemptOutcomes are the values of hookbox_attempts_total's outcome label.
