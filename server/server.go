@@ -35,6 +35,7 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/tracing"
@@ -150,9 +151,10 @@ func writeReceipt(w http.ResponseWriter, rc hookbox.Receipt) {
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := r.PathValue("source")
-	ctx, span := tracing.Tracer().Start(tracing.Extract(r.Context(), r.Header), "receive",
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(name)))
-	if span.IsRecording() {
+	ctx, span := r.Context(), trace.Span(noop.Span{})
+	if tracing.On() {
+		ctx, span = tracing.Start(tracing.Extract(ctx, r.Header), "receive",
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(name)))
 		sw := &statusWriter{ResponseWriter: w}
 		w = sw
 		defer sw.endSpan(span)
@@ -197,7 +199,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vr.Body = body
-	_, vspan := tracing.Tracer().Start(ctx, "verify")
+	_, vspan := tracing.Start(ctx, "verify")
 	res, err := src.Verifier.Verify(vr)
 	tracing.EndSpan(vspan, err) // verify's errors hold no secret: they are replies
 	if err != nil {
@@ -229,10 +231,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		Payload:    body,
 		ReceivedAt: now,
 	}
-	sctx, sspan := tracing.Tracer().Start(ctx, "store", trace.WithAttributes(tracing.AttrDeliveryID.String(logText(d.DeliveryID))))
+	sctx, sspan := tracing.Start(ctx, "store")
 	rc, err := s.cfg.Ingest(sctx, d)
-	if err == nil {
-		span.SetAttributes(tracing.AttrEventID.Int64(rc.ID), tracing.AttrDuplicate.Bool(rc.Duplicate))
+	if err == nil && span.IsRecording() {
+		span.SetAttributes(tracing.AttrDeliveryID.String(logText(d.DeliveryID)), tracing.AttrEventID.Int64(rc.ID), tracing.AttrDuplicate.Bool(rc.Duplicate))
 	}
 	tracing.EndSpan(sspan, err)
 	if err != nil {
