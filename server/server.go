@@ -152,6 +152,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := r.PathValue("source")
 	ctx, span := r.Context(), trace.Span(noop.Span{})
+	raw := w // http.MaxBytesReader needs net/http's own writer to close the connection
 	if tracing.On() {
 		ctx, span = tracing.Start(tracing.Extract(ctx, r.Header), "receive",
 			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(name)))
@@ -181,7 +182,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.rejectUnread(w, name, http.StatusUnauthorized, err.Error())
 		return
 	}
-	body, held, err := s.readBody(w, r, src.MaxBodyBytes)
+	body, held, err := s.readBody(raw, r, src.MaxBodyBytes)
 	defer s.budget.release(held) // the bytes are held until the reply
 	if err != nil {
 		var tooLarge *http.MaxBytesError
