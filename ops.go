@@ -57,6 +57,10 @@ type ReplayParams struct {
 	DryRun bool
 	// Now is when the events become due (zero: time.Now()).
 	Now time.Time
+	// Progress, if set, is called with the number of events replayed so
+	// far each time a batch of them has committed (a store that replays in
+	// one statement calls it once, at the end).
+	Progress func(replayed int)
 }
 
 // ReplayResult says what a replay did (or, dry, would do).
@@ -85,6 +89,9 @@ type PurgeParams struct {
 	// BatchSize bounds the rows deleted per transaction (default 1000), so a
 	// purge never holds a long lock.
 	BatchSize int
+	// Progress, if set, is called with the totals deleted so far each time
+	// a batch has committed.
+	Progress func(PurgeResult)
 }
 
 // PurgeResult counts what a purge deleted (or, dry, would delete).

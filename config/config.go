@@ -344,6 +344,19 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// MarshalText writes the duration as it would be typed: "30s", "5m",
+// "1h", "1h30m" (Go's "1h0m0s" without its zero units).
+func (d Duration) MarshalText() ([]byte, error) {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return []byte(s), nil
+}
+
 // UnmarshalYAML parses a Go duration string, for callers that decode the
 // type with goccy/go-yaml directly.
 func (d *Duration) UnmarshalYAML(b []byte) error {

@@ -11,7 +11,7 @@
 //	hookbox_deliveries_total{source,outcome}  deliveries received; outcome is
 //	    new, duplicate, handshake (a sender's URL check, answered, not
 //	    stored), or why one was refused: bad_signature, malformed,
-//	    too_large, unknown_source, unavailable
+//	    too_large, unknown_source, forbidden (allow_ips), unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
 //	hookbox_ingest_batch_size                 deliveries per group commit
 //	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost
@@ -50,6 +50,7 @@ const (
 	OutcomeMalformed     = "malformed"
 	OutcomeTooLarge      = "too_large"
 	OutcomeUnknownSource = "unknown_source"
+	OutcomeForbidden     = "forbidden"
 	OutcomeUnavailable   = "unavailable"
 	// OutcomeHandshake is a sender's verified URL check, answered and not
 	// stored.
@@ -60,7 +61,7 @@ const (
 // counted as "other" so a caller's typo cannot grow the label set.
 var deliveryOutcomes = []string{
 	OutcomeNew, OutcomeDuplicate, OutcomeBadSignature, OutcomeMalformed,
-	OutcomeTooLarge, OutcomeUnknownSource, OutcomeUnavailable, OutcomeHandshake,
+	OutcomeTooLarge, OutcomeUnknownSource, OutcomeForbidden, OutcomeUnavailable, OutcomeHandshake,
 }
 
 // attemptOutcomes are the values of hookbox_attempts_total's outcome label.

@@ -53,6 +53,7 @@ func TestCountersAndLabels(t *testing.T) {
 	m.Delivery("github", metrics.OutcomeBadSignature, 0)
 	m.Delivery("no-such-source-xyz", metrics.OutcomeUnknownSource, 0)
 	m.Delivery("polar", "made-up", 0)
+	m.Delivery("github", metrics.OutcomeForbidden, 0) // allow_ips refused it
 	m.Batch(3, time.Millisecond, nil)
 	m.Batch(1, time.Millisecond, nil)
 
@@ -72,6 +73,7 @@ func TestCountersAndLabels(t *testing.T) {
 		`hookbox_deliveries_total{outcome="bad_signature",source="github"}`: 1,
 		`hookbox_deliveries_total{outcome="unknown_source",source=""}`:      1,
 		`hookbox_deliveries_total{outcome="other",source="polar"}`:          1,
+		`hookbox_deliveries_total{outcome="forbidden",source="github"}`:     1,
 		`hookbox_deliveries_total{outcome="new",source="github"}`:           0,
 		`hookbox_ingest_seconds_count`:                                      3,
 		`hookbox_ingest_batch_size_count`:                                   2,

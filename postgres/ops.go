@@ -89,6 +89,9 @@ SELECT id, false FROM replayed`
 			// The slices before this one have committed.
 			return res, opError(ctx, "replay", err)
 		}
+		if !p.DryRun && p.Progress != nil {
+			p.Progress(len(res.Replayed))
+		}
 		if p.DryRun || n < replayBatch {
 			break
 		}
@@ -221,6 +224,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		}
 		res.Done += part.Done
 		res.Dead += part.Dead
+		if p.Progress != nil {
+			p.Progress(res)
+		}
 		if n < batch {
 			return res, nil
 		}

@@ -80,7 +80,7 @@ func setup(t *testing.T, cfg Config) *bundle {
 		}
 	}
 	cfg.Ingest = rec.ingest
-	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})) // the per-delivery line is at debug
 	srv := New(cfg)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)

@@ -40,7 +40,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -159,6 +164,15 @@ func writeReceipt(w http.ResponseWriter, rc hookbox.Receipt) {
 func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name := r.PathValue("source")
+	ctx, span := r.Context(), trace.Span(noop.Span{})
+	raw := w // http.MaxBytesReader needs net/http's own writer to close the connection
+	if tracing.On() {
+		ctx, span = tracing.Start(tracing.Extract(ctx, r.Header), "receive",
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(name)))
+		sw := &statusWriter{ResponseWriter: w}
+		w = sw
+		defer sw.endSpan(span)
+	}
 	src, ok := s.sources[name]
 	if !ok {
 		writeError(w, http.StatusNotFound, "unknown source")
@@ -181,7 +195,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.rejectUnread(w, name, http.StatusUnauthorized, err.Error())
 		return
 	}
-	body, held, err := s.readBody(w, r, src.MaxBodyBytes)
+	body, held, err := s.readBody(raw, r, src.MaxBodyBytes)
 	defer s.budget.release(held) // the bytes are held until the reply
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -199,7 +213,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vr.Body = body
+	_, vspan := tracing.Start(ctx, "verify")
 	res, err := src.Verifier.Verify(vr)
+	tracing.EndSpan(vspan, err) // verify's errors hold no secret: they are replies
 	if err != nil {
 		status := http.StatusUnauthorized
 		if errors.Is(err, verify.ErrMalformed) {
@@ -235,7 +251,12 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		Payload:    body,
 		ReceivedAt: now,
 	}
-	rc, err := s.cfg.Ingest(r.Context(), d)
+	sctx, sspan := tracing.Start(ctx, "store")
+	rc, err := s.cfg.Ingest(sctx, d)
+	if err == nil && span.IsRecording() {
+		span.SetAttributes(tracing.AttrDeliveryID.String(logText(d.DeliveryID)), tracing.AttrEventID.Int64(rc.ID), tracing.AttrDuplicate.Bool(rc.Duplicate))
+	}
+	tracing.EndSpan(sspan, err)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client left; it will retry
@@ -250,7 +271,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.unavailable(w, name, "cannot store the delivery right now; retry later")
 		return
 	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "delivery", slog.String("source", name),
+	// At debug only: a line per delivery costs about 11 µs of CPU, 5 to
+	// 15% of storing it; serve logs a summary a minute at info instead.
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "delivery", slog.String("source", name),
 		slog.String("delivery_id", logText(d.DeliveryID)), slog.Int64("event_id", rc.ID), slog.Bool("duplicate", rc.Duplicate),
 		slog.String("type", logText(d.EventType)), slog.Int("bytes", len(body)))
 	writeReceipt(w, rc)
@@ -259,6 +282,29 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		outcome = "duplicate"
 	}
 	s.observe(name, outcome, start)
+}
+
+// statusWriter remembers the status of a reply, for the receive span.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// endSpan records the reply's status on span and ends it; a 5xx is an
+// error (the sender will retry), a 4xx is the sender's.
+func (w *statusWriter) endSpan(span trace.Span) {
+	span.SetAttributes(tracing.AttrStatus.Int(w.status))
+	if w.status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(w.status))
+	}
+	span.End()
 }
 
 // unavailable answers 503 with Retry-After: the sender should try again.

@@ -32,6 +32,7 @@ import (
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -54,6 +55,8 @@ type Service struct {
 
 	log       *slog.Logger
 	committer *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
+	// counts are the deliveries answered since the last summary line.
+	counts *deliveryCounts
 }
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
@@ -158,15 +161,15 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())
-		t, err := target.FromConfig(src, red)
+		t, err := target.FromConfig(src, red, log)
 		if err != nil {
 			return nil, err // names the source
 		}
 		if t != nil {
-			pool.Route(src.Name, t)
+			pool.Route(src.Name, tracing.Attempts(t))
 		}
 	}
-	if err := routeTargets(cfg, pool, red); err != nil {
+	if err := routeTargets(cfg, pool, red, log); err != nil {
 		return nil, err
 	}
 	ingest := func(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
@@ -196,6 +199,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	} else {
 		c = groupcommit.New(ingest, opts)
 	}
+	counts := &deliveryCounts{}
 	maxBody := cfg.MaxBodyBytes
 	if maxBody == 0 {
 		maxBody = config.DefaultMaxBodyBytes
@@ -206,12 +210,15 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		Ready:        st.Ping,
 		MaxBodyBytes: maxBody,
 		Logger:       log,
-		Observe:      m.Delivery,
+		Observe: func(source, outcome string, took time.Duration) {
+			m.Delivery(source, outcome, took)
+			counts.observe(source, outcome, took)
+		},
 
 		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
 		TrustedProxies:       cfg.TrustedProxyPrefixes(),
 	})
-	s := &Service{Config: cfg, Store: st, Server: srv, Pool: pool, Metrics: m, log: log, committer: c}
+	s := &Service{Config: cfg, Store: st, Server: srv, Pool: pool, Metrics: m, log: log, committer: c, counts: counts}
 	s.registerOps()
 	return s, nil
 }
@@ -256,13 +263,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		return errors.Join(err, s.Close())
 	}
 	waitRetention := s.startRetention(ctx)
+	summaryCtx, stopSummary := context.WithCancel(context.WithoutCancel(ctx))
+	waitSummary := s.startSummary(summaryCtx, DeliverySummaryInterval)
 	// Other processes sharing a PostgreSQL database announce new events;
 	// wake this pool for them too.
 	go s.Store.Listen(ctx, s.Pool.Notify)
 	hs := HTTPServer(s.Server)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	s.log.Info("listening", s.startSummary(ln.Addr().String())...)
+	s.log.Info("listening", s.startAttrs(ln.Addr().String())...)
 
 	var serveErr error
 	select {
@@ -277,7 +286,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	grace := time.Duration(s.Config.ShutdownTimeout)
 	if grace <= 0 {
-		grace = 30 * time.Second
+		grace = config.DefaultShutdownTimeout
 	}
 	s.log.Info("stopping", "in_flight", s.Pool.InFlight(), "grace", grace)
 	workCtx, cancelWork := context.WithTimeout(context.WithoutCancel(ctx), grace)
@@ -286,16 +295,18 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn("running work cancelled at shutdown", "err", werr)
 	}
 	waitRetention()
+	stopSummary() // after the last request was answered: the final counts
+	waitSummary()
 	err = errors.Join(serveErr, err, s.Close())
 	s.log.Info("stopped")
 	return err
 }
 
-// startSummary is the start log line's attributes: the address first
+// startAttrs is the start log line's attributes: the address first
 // (tools read addr from the "listening" line), then what this process
 // runs: its version, the store (never the database password), each source
 // with its scheme and target, whether the admin API is on, and retention.
-func (s *Service) startSummary(addr string) []any {
+func (s *Service) startAttrs(addr string) []any {
 	cfg := s.Config
 	attrs := []any{"addr", addr}
 	if v := s.version(); v != "" {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
@@ -18,13 +19,13 @@ import (
 // target's deliveries wait for the Go handlers a program registers under
 // that name; its controls apply to two-phase handlers (apply-only ones
 // run inside transactions, several at a time, and take none).
-func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor) error {
+func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor, log *slog.Logger) error {
 	for _, src := range cfg.Sources {
 		for _, t := range src.Targets {
 			name := hookbox.QueueName(src.Name, t.Name)
 			pool.SetPolicy(name, t.Policy(src))
 			if !t.StoreOnly {
-				tg, err := target.FromTarget(src, t, red)
+				tg, err := target.FromTarget(src, t, red, log)
 				if err != nil {
 					return err
 				}

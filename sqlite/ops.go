@@ -90,6 +90,9 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
 		res.Replayed = append(res.Replayed, ids...)
+		if p.Progress != nil {
+			p.Progress(len(res.Replayed))
+		}
 		if len(ids) < replayBatch {
 			break
 		}
@@ -183,6 +186,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		})
 		if err != nil {
 			return res, fmt.Errorf("sqlite: purge: %w", err)
+		}
+		if p.Progress != nil {
+			p.Progress(res)
 		}
 		if n < batch {
 			break

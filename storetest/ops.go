@@ -34,6 +34,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ClearPayloadsKeepsTheRecord":  testClearPayloads,
 		"ClearPayloadsManyInSlices":    testClearPayloadsMany,
 		"StatsCountByStatus":           testStats,
+		"ProgressAfterEachBatch":       testProgress,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -436,5 +437,29 @@ func testEmptyPayloadIsNotCleared(t *testing.T, s FullStore) {
 	res := replay(t, s, hookbox.ReplayParams{IDs: ids})
 	if !slices.Equal(res.Replayed, ids) || len(res.NoPayload) != 0 {
 		t.Errorf("replay of empty bodies = %+v, want %v replayed", res, ids)
+	}
+}
+
+// testProgress: Purge reports its running totals after each batch it
+// commits, and Replay the number replayed so far at least once; the last
+// report is the result.
+func testProgress(t *testing.T, s FullStore) {
+	old := time.Now().Add(-48 * time.Hour)
+	finishAs(t, s, "prog", hookbox.StatusDone, old, "1", "2", "3", "4", "5")
+	var purged []hookbox.PurgeResult
+	res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: time.Now(), BatchSize: 2,
+		Progress: func(r hookbox.PurgeResult) { purged = append(purged, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(purged) < 3 || purged[len(purged)-1] != res || purged[0].Done != 2 || purged[1].Done != 4 {
+		t.Errorf("purge progress %+v for result %+v, want 2, 4, then 5 done", purged, res)
+	}
+
+	finishAs(t, s, "prog-r", hookbox.StatusDead, time.Now(), "a", "b", "c")
+	var replayed []int
+	rr := replay(t, s, hookbox.ReplayParams{Filter: hookbox.Filter{Source: "prog-r"}, Progress: func(n int) { replayed = append(replayed, n) }})
+	if len(replayed) == 0 || replayed[len(replayed)-1] != len(rr.Replayed) || len(rr.Replayed) != 3 || !slices.IsSorted(replayed) {
+		t.Errorf("replay progress %v for %d replayed", replayed, len(rr.Replayed))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,6 +60,11 @@ type ExecOptions struct {
 	// for the error of a failed attempt: the last ones (default
 	// DefaultOutputLimit).
 	OutputLimit int
+	// Logger, when it is enabled at debug level, gets the output tail of
+	// each successful attempt (secrets masked, as in errors): a failed
+	// attempt's output is in its error, a successful one's is otherwise
+	// dropped. nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Exec runs a command per event, with the raw body on stdin. It is safe for
@@ -70,6 +76,7 @@ type Exec struct {
 	inherit bool
 	red     *redact.Redactor
 	limit   int
+	log     *slog.Logger
 }
 
 // NewExec validates opts and returns the target. Errors never quote Env
@@ -105,6 +112,7 @@ func NewExec(opts ExecOptions) (*Exec, error) {
 		inherit: opts.InheritEnv,
 		red:     opts.Redactor,
 		limit:   opts.OutputLimit,
+		log:     opts.Logger,
 	}, nil
 }
 
@@ -119,6 +127,16 @@ func (e *Exec) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		return err
 	}
 	return e.red.Error(e.run(ctx, ev))
+}
+
+// logOutput logs the output of a successful attempt at debug level, when
+// the logger wants it.
+func (e *Exec) logOutput(ctx context.Context, ev *hookbox.Event, out *tailBuffer) {
+	if e.log == nil || !e.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	e.log.LogAttrs(ctx, slog.LevelDebug, "exec output", slog.String("command", e.name()), slog.String("source", ev.Source),
+		slog.Int64("event_id", ev.ID), slog.Int("attempt", ev.Attempts), slog.Int64("bytes", out.total), slog.String("output", out.String()))
 }
 
 // defaultPath is the command's PATH when hookbox has none.

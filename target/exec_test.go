@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -405,4 +406,37 @@ func zombie(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// TestExecOutputLoggedAtDebug: the output of a successful attempt is
+// logged at debug level, with secrets masked, and not at all at info.
+func TestExecOutputLoggedAtDebug(t *testing.T) {
+	dir := t.TempDir()
+	sh := script(t, dir, "talk.sh", `echo "deployed $HOOKBOX_DELIVERY_ID with secret-token-12345"`)
+	r := redact.New("secret-token-12345")
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		var buf bytes.Buffer
+		log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))
+		e := newExec(t, target.ExecOptions{Argv: []string{sh}, Redactor: r, Logger: log})
+		ev := &hookbox.Event{ID: 7, Source: "gh", DeliveryID: "d-42", Attempts: 1, Payload: []byte(`{}`)}
+		if err := e.Deliver(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		got := buf.String()
+		if level == slog.LevelInfo {
+			if got != "" {
+				t.Errorf("logged at info level: %s", got)
+			}
+			continue
+		}
+		for _, want := range []string{"level=DEBUG", `msg="exec output"`, "command=talk.sh", "source=gh", "event_id=7", "attempt=1",
+			`output="deployed d-42 with ` + redact.Mask + `"`} {
+			if !strings.Contains(got, want) {
+				t.Errorf("debug log lacks %s:\n%s", want, got)
+			}
+		}
+		if strings.Contains(got, "secret-token-12345") {
+			t.Errorf("log shows the secret: %s", got)
+		}
+	}
 }

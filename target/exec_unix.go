@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/tracing"
 )
 
 func supported() error { return nil }
@@ -37,7 +38,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 
 	cmd := exec.CommandContext(ctx, e.argv[0], e.argv[1:]...)
 	cmd.Dir = e.dir
-	cmd.Env = e.environ(os.Environ(), ev)
+	cmd.Env = append(e.environ(os.Environ(), ev), tracing.Env(ctx)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, outW, outW
 	// Its own process group, so the command and everything it starts can
 	// be killed together.
@@ -87,6 +88,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	<-read
 
 	if waitErr == nil {
+		e.logOutput(ctx, ev, out)
 		return nil
 	}
 	var ee *exec.ExitError

@@ -16,6 +16,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -224,6 +225,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	if ev.Target != "" {
 		req.Header.Set(HeaderTarget, ev.Target)
 	}
+	tracing.InjectHeader(ctx, req.Header) // the attempt's span, over a sender's traceparent
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header.Set("User-Agent", "hookbox")
 	}

@@ -50,6 +50,7 @@ package target
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
@@ -60,15 +61,16 @@ import (
 // FromConfig returns the target configured for src: a *Forward when
 // src.Forward is set, an *Exec when src.Exec is, and (nil, nil) when the
 // source has neither (its events are then for Go handlers). red masks
-// secrets in the target's errors; nil masks none.
-func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) {
+// secrets in the target's errors; nil masks none. log gets an exec
+// command's output of successful attempts at debug level; nil logs none.
+func FromConfig(src config.Source, red *redact.Redactor, log *slog.Logger) (worker.Target, error) {
 	if src.Forward == "" && len(src.Exec) == 0 {
 		return nil, nil
 	}
 	t, err := build(config.Target{
 		Forward: src.Forward, ForwardHeaders: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses,
 		Exec: src.Exec, ExecDir: src.ExecDir, ExecEnv: src.ExecEnv, ExecInheritEnv: src.ExecInheritEnv,
-	}, red)
+	}, red, log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
@@ -76,9 +78,9 @@ func FromConfig(src config.Source, red *redact.Redactor) (worker.Target, error) 
 }
 
 // FromTarget returns the forward or exec of the named target t of source
-// src (see config.Target).
-func FromTarget(src config.Source, t config.Target, red *redact.Redactor) (worker.Target, error) {
-	tg, err := build(t, red)
+// src (see config.Target); red and log as for FromConfig.
+func FromTarget(src config.Source, t config.Target, red *redact.Redactor, log *slog.Logger) (worker.Target, error) {
+	tg, err := build(t, red, log)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", hookbox.QueueName(src.Name, t.Name), err)
 	}
@@ -86,7 +88,7 @@ func FromTarget(src config.Source, t config.Target, red *redact.Redactor) (worke
 }
 
 // build makes the Forward or Exec that t configures.
-func build(t config.Target, red *redact.Redactor) (worker.Target, error) {
+func build(t config.Target, red *redact.Redactor, log *slog.Logger) (worker.Target, error) {
 	switch {
 	case t.Forward != "" && len(t.Exec) > 0:
 		return nil, errors.New("forward and exec are exclusive; choose one target")
@@ -97,7 +99,7 @@ func build(t config.Target, red *redact.Redactor) (worker.Target, error) {
 		}
 		return NewForward(opts)
 	}
-	return NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red})
+	return NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red, Logger: log})
 }
 
 // errPayloadCleared is why an event whose payload was cleared is not

@@ -184,22 +184,22 @@ func TestNewExecValidates(t *testing.T) {
 }
 
 func TestFromConfig(t *testing.T) {
-	tg, err := FromConfig(config.Source{Name: "a", Forward: "http://127.0.0.1:3000/hooks"}, nil)
+	tg, err := FromConfig(config.Source{Name: "a", Forward: "http://127.0.0.1:3000/hooks"}, nil, nil)
 	if _, ok := tg.(*Forward); !ok || err != nil {
 		t.Errorf("forward: %T, %v", tg, err)
 	}
-	tg, err = FromConfig(config.Source{Name: "b", Exec: []string{"./deploy.sh", "--prod"}}, nil)
+	tg, err = FromConfig(config.Source{Name: "b", Exec: []string{"./deploy.sh", "--prod"}}, nil, nil)
 	if e, ok := tg.(*Exec); err == nil && (!ok || e.argv[1] != "--prod") {
 		t.Errorf("exec: %T, %v", tg, err)
 	}
-	tg, err = FromConfig(config.Source{Name: "c"}, nil)
+	tg, err = FromConfig(config.Source{Name: "c"}, nil, nil)
 	if tg != nil || err != nil {
 		t.Errorf("no target: %#v, %v; want a nil interface", tg, err)
 	}
-	if _, err := FromConfig(config.Source{Name: "d", Forward: "http://x", Exec: []string{"y"}}, nil); err == nil {
+	if _, err := FromConfig(config.Source{Name: "d", Forward: "http://x", Exec: []string{"y"}}, nil, nil); err == nil {
 		t.Error("forward and exec together accepted")
 	}
-	if _, err := FromConfig(config.Source{Name: "e", Forward: "mailto:x"}, nil); err == nil || !strings.Contains(err.Error(), "source e:") {
+	if _, err := FromConfig(config.Source{Name: "e", Forward: "mailto:x"}, nil, nil); err == nil || !strings.Contains(err.Error(), "source e:") {
 		t.Errorf("bad forward: %v", err)
 	}
 }
@@ -227,7 +227,7 @@ sources:
 	r := redact.New("a-long-secret")
 	var got []worker.Target
 	for _, src := range cfg.Sources {
-		tg, err := FromConfig(src, r)
+		tg, err := FromConfig(src, r, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

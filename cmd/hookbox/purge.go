@@ -48,7 +48,14 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 				return err
 			}
 			defer st.Close()
-			res, err := st.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dryRun})
+			pp := hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dryRun}
+			var bar *progress
+			if !dryRun {
+				bar = startProgress(cmd.ErrOrStderr(), "purging")
+				pp.Progress = func(r hookbox.PurgeResult) { bar.update("purging: %d deleted", r.Done+r.Dead) }
+			}
+			res, err := st.Purge(cmd.Context(), pp)
+			bar.end()
 			if err != nil {
 				return err
 			}

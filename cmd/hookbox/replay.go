@@ -65,7 +65,13 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 				return err
 			}
 			defer st.Close()
+			var bar *progress
+			if !dryRun {
+				bar = startProgress(cmd.ErrOrStderr(), "replaying")
+				p.Progress = func(n int) { bar.update("replaying: %d replayed", n) }
+			}
 			res, err := st.Replay(cmd.Context(), p)
+			bar.end()
 			if err != nil {
 				return err
 			}

@@ -361,10 +361,15 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 	return verify.Config{}, "", nil, fmt.Errorf("--source %s: not in %s (its sources: %s)", f.source, g.configPath, strings.Join(names, ", "))
 }
 
-// defaultSendURL is the local receiver's URL for source: the port of
-// listen (serve's address, see listenAddr) on the loopback address unless
-// listen names a specific host.
+// defaultSendURL is the local receiver's URL for source (see localURL).
 func defaultSendURL(listen, source string) string {
+	return localURL(listen) + "/webhooks/" + url.PathEscape(source)
+}
+
+// localURL is the base URL of the hookbox on this machine that listens on
+// listen (serve's address, see listenAddr): its port on the loopback
+// address, unless listen names a specific host.
+func localURL(listen string) string {
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		host, port = "", "8080"
@@ -372,7 +377,7 @@ func defaultSendURL(listen, source string) string {
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/webhooks/" + url.PathEscape(source)
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // randomID returns a fresh delivery id in the style of the scheme.

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/tracing"
 )
 
 func newServeCmd(g *globalFlags) *cobra.Command {
@@ -22,27 +25,29 @@ func newServeCmd(g *globalFlags) *cobra.Command {
   HOOKBOX_DB=postgres://user@db/hookbox hookbox serve --config hookbox.yaml --listen :9000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.loadConfig(true)
+			cfg, err := g.serveConfig(listen)
 			if err != nil {
 				return err
 			}
-			cfg.DB = g.dbURL(cfg)
-			cfg.Listen = listenAddr(listen, cfg)
-			if v := os.Getenv("RETENTION_DAYS"); v != "" {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 0 || n > hookbox.MaxDays {
-					return fmt.Errorf("RETENTION_DAYS: want a whole number of days from 0 (off) to %d, got %q", hookbox.MaxDays, v)
-				}
-				cfg.SetRetentionDays(n)
-			}
 			reapIfInit(cmd.Context())
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
-			// serve runs forward and exec targets only: a source with
-			// neither stores events that nothing here works.
-			cfg.Warnings = append(cfg.Warnings, cfg.NoTargetWarnings()...)
-			for _, w := range cfg.Warnings {
+			for _, w := range serveWarnings(cfg) {
 				log.Warn(w)
 			}
+			traced, stopTracing, err := tracing.Setup(cmd.Context(), buildInfo().Version)
+			if err != nil {
+				return err
+			}
+			if traced {
+				log.Info("tracing on: spans go to the OTLP endpoint of the OTEL_EXPORTER_OTLP_* variables")
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+				defer cancel()
+				if err := stopTracing(ctx); err != nil {
+					log.Warn("tracing: spans not flushed at exit", "err", err)
+				}
+			}()
 			svc, err := service.New(cmd.Context(), cfg, log)
 			if err != nil {
 				return err
@@ -53,6 +58,37 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address to listen on (default the config's listen, else :8080)")
 	return cmd
+}
+
+// serveConfig loads the config as serve runs it: the database from --db,
+// HOOKBOX_DB or the file, the address from --listen or the file, and
+// RETENTION_DAYS over the file's retention_days.
+func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
+	cfg, err := g.loadConfig(true)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DB = g.dbURL(cfg)
+	cfg.Listen = listenAddr(listen, cfg)
+	if v := os.Getenv("RETENTION_DAYS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > hookbox.MaxDays {
+			return nil, fmt.Errorf("RETENTION_DAYS: want a whole number of days from 0 (off) to %d, got %q", hookbox.MaxDays, v)
+		}
+		cfg.SetRetentionDays(n)
+	}
+	return cfg, nil
+}
+
+// serveWarnings is every warning serve logs at start about cfg: the ones
+// Load found (Config.Warnings, which other checks extend), sources with no
+// target (serve runs forward and exec targets only, so such a source's
+// events are stored and nothing here works them), and exec commands that
+// cannot be run.
+func serveWarnings(cfg *config.Config) []string {
+	ws := append([]string(nil), cfg.Warnings...)
+	ws = append(ws, cfg.NoTargetWarnings()...)
+	return append(ws, cfg.ExecWarnings()...)
 }
 
 // reapIfInit starts reaping orphaned processes, until ctx ends, when hookbox

@@ -8,8 +8,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,11 +27,19 @@ type Server struct {
 	URL string // http://127.0.0.1:port
 	Svc *service.Service
 	Cfg *config.Config
+
+	stop func() error
 }
 
 // Start parses cfgYAML, points it at dbURL, lets register add handlers, and
 // serves until the test ends.
 func Start(t testing.TB, cfgYAML, dbURL string, register func(*service.Service) error) *Server {
+	t.Helper()
+	return StartLogged(t, cfgYAML, dbURL, nil, register)
+}
+
+// StartLogged is Start with the service logging to log.
+func StartLogged(t testing.TB, cfgYAML, dbURL string, log *slog.Logger, register func(*service.Service) error) *Server {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgYAML))
 	if err != nil {
@@ -37,7 +47,7 @@ func Start(t testing.TB, cfgYAML, dbURL string, register func(*service.Service) 
 	}
 	cfg.DB = dbURL
 	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, nil)
+	svc, err := service.New(ctx, cfg, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -55,14 +65,26 @@ func Start(t testing.TB, cfgYAML, dbURL string, register func(*service.Service) 
 	}
 	done := make(chan error, 1)
 	go func() { done <- svc.Serve(ctx, ln) }()
+	var once sync.Once
+	var serveErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			serveErr = <-done
+		})
+		return serveErr
+	}
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Logf("serve: %v", err)
 		}
 	})
-	return &Server{T: t, URL: "http://" + ln.Addr().String(), Svc: svc, Cfg: cfg}
+	return &Server{T: t, URL: "http://" + ln.Addr().String(), Svc: svc, Cfg: cfg, stop: stop}
 }
+
+// Stop shuts the service down as a signal would, and returns what Serve
+// returned. The test's end stops it too.
+func (s *Server) Stop() error { return s.stop() }
 
 // Source returns the configured source called name.
 func (s *Server) Source(name string) config.Source {

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+
+	"github.com/hookbox/hookbox/config"
+)
+
+func newConfigCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Check a config file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(newConfigCheckCmd(g))
+	return cmd
+}
+
+func newConfigCheckCmd(g *globalFlags) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "check --config FILE",
+		Short: "Validate a config file and print the configuration serve would run",
+		Long: `check loads the file as serve does: every unknown key (with its line and the
+key it most resembles) and every bad value (naming its key) is an error, and
+the command exits 1.
+
+A valid file is printed as YAML with the defaults filled in and every secret
+masked (admin_token, secrets, forward_headers values, exec_env values, the
+database password), followed by the warnings serve would log at start:
+sources on an example secret, sources with no forward or exec that do not say
+store_only, exec commands that cannot be found, a config file others can
+read. The --db and --listen flags, HOOKBOX_DB and RETENTION_DAYS are applied
+as serve applies them. --strict exits 1 when there is any warning.`,
+		Example: `  hookbox config check --config hookbox.yaml
+  hookbox config check --config hookbox.yaml --strict`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			strict, _ := cmd.Flags().GetBool("strict")
+			cfg, err := g.serveConfig(listen)
+			if err != nil {
+				return err
+			}
+			warnings := serveWarnings(cfg)
+			if err := writeConfigCheck(cmd.OutOrStdout(), g.configPath, cfg, warnings); err != nil {
+				return err
+			}
+			if strict && len(warnings) > 0 {
+				return fmt.Errorf("%d warnings (--strict)", len(warnings))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address serve would listen on (default the config's listen, else :8080)")
+	cmd.Flags().Bool("strict", false, "exit 1 when there is any warning")
+	return cmd
+}
+
+// writeConfigCheck prints the effective, masked configuration and the
+// warnings, as YAML: the warnings and notes are comments, so the output
+// can be read back as a config.
+func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []string) error {
+	b, err := yaml.MarshalWithOptions(cfg.Effective().Masked(), yaml.OmitEmpty(), yaml.IndentSequence(true))
+	if err != nil {
+		return fmt.Errorf("print config: %w", err)
+	}
+	fmt.Fprintf(w, "# %s is valid. The configuration hookbox serve would run, defaults filled in, secrets masked:\n", printable(path))
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	for _, n := range cfg.StoreOnlyNotes() {
+		fmt.Fprintf(w, "# note: %s\n", printable(n))
+	}
+	if len(warnings) == 0 {
+		fmt.Fprintln(w, "# no warnings")
+		return nil
+	}
+	fmt.Fprintf(w, "# %d warnings:\n", len(warnings))
+	for _, s := range warnings {
+		fmt.Fprintf(w, "# warning: %s\n", printable(s))
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/hookbox/hookbox/config"
+)
+
+// writeConfig writes doc to a config file of mode 0600 in a new directory
+// and returns its path.
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hookbox.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestConfigCheckUnknownKeys: config check fails on a file with unknown
+// keys, naming each with its line and the key it most resembles.
+func TestConfigCheckUnknownKeys(t *testing.T) {
+	path := writeConfig(t, `listen: "127.0.0.1:8080"
+retension_days: 30
+sources:
+  - name: a
+    scheme: github
+    secrets: ["s3cret-value-long"]
+    max_atempts: 3
+    timeout: 30
+`)
+	out, _, err := runCLI(t, "config", "check", "--config", path)
+	if err == nil {
+		t.Fatalf("config check passed a bad file:\n%s", out)
+	}
+	for _, want := range []string{
+		"retension_days (line 2): unknown key; did you mean retention_days?",
+		"sources[0].max_atempts (line 7): unknown key; did you mean max_attempts?",
+		"sources[0].timeout (line 8): not a duration",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret-value-long") {
+		t.Errorf("the error shows a secret:\n%v", err)
+	}
+}
+
+// TestConfigCheckMasksSecrets: the printed configuration is YAML that
+// reads back as a config, with defaults filled in, and holds none of the
+// secrets: signing secrets, the admin token, forward header values,
+// exec_env values, the database password, a forward URL's password and
+// query.
+func TestConfigCheckMasksSecrets(t *testing.T) {
+	t.Setenv("HB_CHECK_SECRET", "whsec_ZnJvbS10aGUtZW52aXJvbm1lbnQ=")
+	t.Setenv("HB_CHECK_TOKEN", "admin-token-from-env")
+	path := writeConfig(t, `db: "postgres://app:db-password-123@db.example/hookbox?password=q-password-456"
+admin_token: "${HB_CHECK_TOKEN}"
+sources:
+  - name: polar
+    scheme: standard-webhooks
+    secrets: ["${HB_CHECK_SECRET}", "second-secret-in-file"]
+    forward: "https://user:fwd-password-789@app.example/hooks?token=fwd-query-token"
+    forward_headers: {X-App-Key: header-secret-value}
+  - name: gh
+    scheme: github
+    secrets: ["gh-secret-in-file"]
+    exec: ["true"]
+    exec_env: ["API_KEY=exec-env-secret"]
+`)
+	out := mustCLI(t, "config", "check", "--config", path)
+	for _, secret := range []string{"whsec_ZnJvbS10aGUtZW52aXJvbm1lbnQ=", "ZnJvbS10aGUtZW52aXJvbm1lbnQ", "admin-token-from-env",
+		"second-secret-in-file", "gh-secret-in-file", "header-secret-value", "exec-env-secret",
+		"db-password-123", "q-password-456", "fwd-password-789", "fwd-query-token"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("config check shows %q:\n%s", secret, out)
+		}
+	}
+	var c config.Config
+	if err := yaml.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("output is not YAML: %v\n%s", err, out)
+	}
+	if len(c.Sources) != 2 || c.Sources[0].Secrets[1] != "[REDACTED]" || c.AdminToken != "[REDACTED]" ||
+		c.Sources[0].ForwardHeaders["X-App-Key"] != "[REDACTED]" || c.Sources[1].ExecEnv[0] != "API_KEY=[REDACTED]" {
+		t.Errorf("secrets not shown masked:\n%s", out)
+	}
+	// Defaults are filled in, as serve runs them.
+	for _, want := range []string{"max_attempts: 10", "backoff_max: 1h\n", "tolerance: 5m\n", "concurrency: 32", "synchronous: FULL", "listen: :8080",
+		"db: postgres://app:[REDACTED]@db.example/hookbox?[REDACTED]", "- 410"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestConfigCheckWarnings: each warning serve would log is printed: the
+// example secret, a source with no target, an exec command that is not
+// there (not found in PATH, a missing path, a file that cannot be run), a
+// config file others can read; a store_only source gets a note. --strict
+// turns warnings into a failure; a clean file has none.
+func TestConfigCheckWarnings(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable.sh")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := `sources:
+  - name: example
+    scheme: github
+    secrets: ["${HB_CHECK_UNSET:-example-secret-value}"]
+    forward: "http://127.0.0.1:3000/hooks"
+  - name: bare
+    scheme: github
+    secrets: ["written-in-the-file"]
+  - name: kept
+    scheme: github
+    secrets: ["written-in-the-file"]
+    store_only: true
+  - name: nocmd
+    scheme: github
+    secrets: ["written-in-the-file"]
+    exec: ["hookbox-no-such-command-xyz"]
+  - name: nopath
+    scheme: github
+    secrets: ["written-in-the-file"]
+    exec: ["./missing.sh"]
+    exec_dir: "` + dir + `"
+  - name: noexec
+    scheme: github
+    secrets: ["written-in-the-file"]
+    exec: ["` + notExec + `"]
+`
+	path := filepath.Join(dir, "hookbox.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustCLI(t, "config", "check", "--config", path)
+	for _, want := range []string{
+		"# 6 warnings:",
+		"# warning: source example uses the example secret from the config file",
+		"# warning: source bare has no forward or exec",
+		"# warning: source nocmd: exec command hookbox-no-such-command-xyz is not found in PATH",
+		"# warning: source nopath: exec command missing.sh does not exist (looked for " + filepath.Join(dir, "missing.sh") + ")",
+		"# warning: source noexec: exec command not-executable.sh is not executable",
+		"# warning: config file " + path + " holds secrets and is readable by group or others",
+		"# note: source kept is store_only",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "source kept has no forward") {
+		t.Errorf("store_only source warned about:\n%s", out)
+	}
+	if _, _, err := runCLI(t, "config", "check", "--strict", "--config", path); err == nil || !strings.Contains(err.Error(), "6 warnings") {
+		t.Errorf("--strict with warnings: err = %v", err)
+	}
+
+	clean := writeConfig(t, "sources:\n  - name: a\n    scheme: github\n    secrets: [\"${HB_CHECK_SET}\"]\n    exec: [\"true\"]\n")
+	t.Setenv("HB_CHECK_SET", "a-secret-from-the-env")
+	out = mustCLI(t, "config", "check", "--strict", "--config", clean)
+	if !strings.Contains(out, "# no warnings") {
+		t.Errorf("clean file:\n%s", out)
+	}
+}
+
+// TestConfigCheckNeedsConfig: without --config, check says what to pass.
+func TestConfigCheckNeedsConfig(t *testing.T) {
+	_, _, err := runCLI(t, "config", "check")
+	if err == nil || !strings.Contains(err.Error(), "--config FILE") {
+		t.Fatalf("err = %v", err)
+	}
+}

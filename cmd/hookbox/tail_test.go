@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/e2e"
+)
+
+const tailConfig = `
+sources:
+  - name: orders
+    scheme: none
+    id_header: X-Id
+    type_header: X-Type
+    allow_ips: ["127.0.0.1"]
+    store_only: true
+  - name: other
+    scheme: none
+    id_header: X-Id
+    allow_ips: ["127.0.0.1"]
+    store_only: true
+`
+
+// TestTail: against a running hookbox, tail prints the newest event, then
+// each new event of its filter once, in order, as it is stored; a
+// duplicate delivery adds nothing, another source's events are left out;
+// it stops cleanly when interrupted. On SQLite and PostgreSQL.
+func TestTail(t *testing.T) {
+	dbtest.Each(t, testTail)
+}
+
+// startTail runs `hookbox tail args…` until the function it returns
+// interrupts it and returns its error; out is what it printed.
+func startTail(t *testing.T, args ...string) (out *lockedBuffer, interrupt func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	out = &lockedBuffer{}
+	root := newRootCmd()
+	root.SetOut(out)
+	root.SetErr(out)
+	root.SetArgs(append([]string{"tail", "--interval", "20ms"}, args...))
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	return out, func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("tail did not stop when interrupted")
+			return nil
+		}
+	}
+}
+
+func testTail(t *testing.T, dbURL string) {
+	srv := e2e.Start(t, tailConfig, dbURL, nil)
+	send := func(source, id, typ string) {
+		t.Helper()
+		rep := srv.Post(source, http.Header{"X-Id": {id}, "X-Type": {typ}}, []byte(`{"id":"`+id+`"}`))
+		if rep.Status != http.StatusAccepted {
+			t.Fatalf("%s %s: %+v", source, id, rep)
+		}
+	}
+	send("orders", "before-1", "order.created")
+	send("orders", "before-2", "order.created")
+
+	out, interrupt := startTail(t, "--db", dbURL, "--source", "orders", "-n", "1", "--json")
+	await(t, "the newest event printed", func() bool { return strings.Contains(out.String(), "before-2") })
+	send("orders", "live-1", "order.paid")
+	send("other", "elsewhere-1", "x")
+	send("orders", "live-2", "order.paid")
+	send("orders", "live-1", "order.paid") // a duplicate: no new event
+	await(t, "live events printed", func() bool { return strings.Contains(out.String(), "live-2") })
+	send("orders", "live-3", "order.shipped")
+	await(t, "a later event printed", func() bool { return strings.Contains(out.String(), "live-3") })
+
+	if err := interrupt(); err != nil {
+		t.Fatalf("tail: %v", err)
+	}
+
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var e struct {
+			ID         int64  `json:"id"`
+			Source     string `json:"source"`
+			DeliveryID string `json:"delivery_id"`
+			EventType  string `json:"event_type"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("not a JSON event: %q (%v)\n%s", line, err, out)
+		}
+		if e.Source != "orders" || e.ID == 0 {
+			t.Errorf("printed %+v", e)
+		}
+		got = append(got, e.DeliveryID)
+	}
+	want := []string{"before-2", "live-1", "live-2", "live-3"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("tail printed %v, want %v", got, want)
+	}
+}
+
+// TestTailText: the text form shows the time, id, source, type, status
+// and delivery id of each event.
+func TestTailText(t *testing.T) {
+	dbURL := dbtest.SQLiteURL(t)
+	srv := e2e.Start(t, tailConfig, dbURL, nil)
+	if rep := srv.Post("orders", http.Header{"X-Id": {"text-1"}, "X-Type": {"order.paid"}}, []byte(`{}`)); rep.Status != http.StatusAccepted {
+		t.Fatalf("%+v", rep)
+	}
+	out, interrupt := startTail(t, "--db", dbURL)
+	await(t, "the event printed", func() bool { return strings.Contains(out.String(), "text-1") })
+	if err := interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	line := strings.TrimSpace(out.String())
+	for _, want := range []string{"  1  orders  order.paid  pending  attempts=0  text-1"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line %q lacks %q", line, want)
+		}
+	}
+	if _, err := time.Parse(time.RFC3339Nano, strings.Fields(line)[0]); err != nil {
+		t.Errorf("line %q does not start with a time: %v", line, err)
+	}
+}

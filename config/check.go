@@ -1,0 +1,208 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	mask "github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/verify"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// Defaults hookbox applies to keys a file leaves unset, as Effective shows
+// them (the packages that use each value hold the same numbers).
+const (
+	DefaultIngestBatchMax   = 512
+	DefaultWorkersBatchSize = 256
+	DefaultConcurrency      = 32
+	DefaultShutdownTimeout  = 30 * time.Second
+)
+
+// Effective returns a copy of c with the defaults filled in for every key
+// left unset, as hookbox runs it: body limits, batch sizes, the shutdown
+// timeout, log format and level, SQLite durability, and each source's
+// tolerance, retry policy and permanent statuses. Listen is left as it is:
+// the command line decides it. The copy shares no slice or map with c.
+func (c *Config) Effective() *Config {
+	e := c.clone()
+	if e.DB == "" {
+		e.DB = DefaultDB
+	}
+	if e.MaxBodyBytes == 0 {
+		e.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	e.MaxInflightBodyBytes = c.InflightBodyBytes()
+	if e.Ingest.BatchMax == 0 {
+		e.Ingest.BatchMax = DefaultIngestBatchMax
+	}
+	if e.Workers.BatchSize == 0 {
+		e.Workers.BatchSize = DefaultWorkersBatchSize
+	}
+	if e.Workers.Concurrency == 0 {
+		e.Workers.Concurrency = DefaultConcurrency
+	}
+	if e.ShutdownTimeout == 0 {
+		e.ShutdownTimeout = Duration(DefaultShutdownTimeout)
+	}
+	if e.Log.Format == "" {
+		e.Log.Format = "text"
+	}
+	if e.Log.Level == "" {
+		e.Log.Level = "info"
+	}
+	if e.SQLite.Synchronous == "" {
+		e.SQLite.Synchronous = "FULL"
+	}
+	for i := range e.Sources {
+		s := &e.Sources[i]
+		s.MaxBodyBytes = c.bodyLimit(*s)
+		if s.Tolerance == 0 && (s.Scheme == verify.SchemeStandardWebhooks || s.Scheme == verify.SchemeStripe) {
+			s.Tolerance = Duration(verify.DefaultTolerance)
+		}
+		if s.MaxAttempts == 0 {
+			s.MaxAttempts = worker.DefaultPolicy.MaxAttempts
+		}
+		if s.BackoffMin == 0 {
+			s.BackoffMin = Duration(worker.DefaultPolicy.BackoffMin)
+		}
+		if s.BackoffMax == 0 {
+			s.BackoffMax = Duration(worker.DefaultPolicy.BackoffMax)
+		}
+		if s.Timeout == 0 {
+			s.Timeout = Duration(worker.DefaultPolicy.Timeout)
+		}
+		if s.Forward != "" && s.PermanentStatuses == nil {
+			s.PermanentStatuses = []int{410}
+		}
+	}
+	return e
+}
+
+// Masked returns a copy of c with every secret replaced by redact.Mask:
+// the admin token, each source's secrets, forward header values, the
+// values of exec_env entries, the password and query of the database URL,
+// and the password and query of forward URLs. It is what `hookbox config
+// check` prints.
+func (c *Config) Masked() *Config {
+	m := c.clone()
+	if m.AdminToken != "" {
+		m.AdminToken = mask.Mask
+	}
+	m.DB = maskURL(m.DB)
+	for i := range m.Sources {
+		s := &m.Sources[i]
+		for j := range s.Secrets {
+			s.Secrets[j] = mask.Mask
+		}
+		for k := range s.ForwardHeaders {
+			s.ForwardHeaders[k] = mask.Mask
+		}
+		for j, kv := range s.ExecEnv {
+			name, _, _ := strings.Cut(kv, "=")
+			s.ExecEnv[j] = name + "=" + mask.Mask
+		}
+		s.Forward = maskURL(s.Forward)
+	}
+	return m
+}
+
+// maskURL masks the password and the query of a URL (either may hold a
+// secret); text that is not a URL with a scheme is returned as is.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		if err != nil {
+			return mask.Mask
+		}
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "MASKED")
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = "MASKED"
+	}
+	return strings.ReplaceAll(u.String(), "MASKED", mask.Mask)
+}
+
+// clone copies c deeply enough that changing the copy's sources, lists
+// and maps leaves c alone.
+func (c *Config) clone() *Config {
+	cp := *c
+	cp.Warnings = slices.Clone(c.Warnings)
+	cp.TrustedProxies = slices.Clone(c.TrustedProxies)
+	cp.Sources = slices.Clone(c.Sources)
+	for i := range cp.Sources {
+		s := &cp.Sources[i]
+		s.Secrets = slices.Clone(s.Secrets)
+		s.AllowIPs = slices.Clone(s.AllowIPs)
+		s.ForwardHeaders = maps.Clone(s.ForwardHeaders)
+		s.PermanentStatuses = slices.Clone(s.PermanentStatuses)
+		s.Exec = slices.Clone(s.Exec)
+		s.ExecEnv = slices.Clone(s.ExecEnv)
+	}
+	return &cp
+}
+
+// ExecWarnings names each source whose exec command cannot be run as
+// configured: a bare name not found in the PATH the command will get
+// (hookbox's own), or a path (relative ones against exec_dir, else the
+// working directory) that does not exist, is a directory or is not
+// executable. hookbox serve logs them at start; the attempts of such a
+// source would fail until the command is installed.
+func (c *Config) ExecWarnings() []string {
+	var ws []string
+	for i, s := range c.Sources {
+		if len(s.Exec) == 0 {
+			continue
+		}
+		if problem := execProblem(s.Exec[0], s.ExecDir); problem != "" {
+			ws = append(ws, fmt.Sprintf("source %s: exec command %s %s; its events will fail and retry until it is there",
+				c.sourceLabel(i), filepath.Base(s.Exec[0]), problem))
+		}
+	}
+	return ws
+}
+
+// execProblem says what is wrong with running name from dir, or "".
+func execProblem(name, dir string) string {
+	if !strings.Contains(name, "/") {
+		if _, err := exec.LookPath(name); err != nil {
+			return "is not found in PATH"
+		}
+		return ""
+	}
+	path := name
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	info, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return "does not exist (looked for " + path + ")"
+	case info.IsDir():
+		return "is a directory (" + path + ")"
+	case info.Mode().Perm()&0o111 == 0:
+		return "is not executable (" + path + "); run chmod +x " + path
+	}
+	return ""
+}
+
+// StoreOnlyNotes names each source marked store_only: true, whose events
+// hookbox serve stores and never works (a Go program's handlers do).
+func (c *Config) StoreOnlyNotes() []string {
+	var ns []string
+	for i, s := range c.Sources {
+		if s.StoreOnly {
+			ns = append(ns, fmt.Sprintf("source %s is store_only: hookbox serve stores its events and does not work them; a Go program with handlers for it must run against the same database", c.sourceLabel(i)))
+		}
+	}
+	return ns
+}

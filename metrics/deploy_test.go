@@ -1,0 +1,173 @@
+package metrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/metrics"
+)
+
+// deployDir holds the alert rules and the dashboard shipped with hookbox.
+const deployDir = "../deploy"
+
+// exportedNames returns every series name hookbox's /metrics can show:
+// each family's name, and for histograms and summaries the _bucket, _sum
+// and _count series, from a Metrics whose every metric has a sample.
+func exportedNames(t *testing.T) map[string]bool {
+	t.Helper()
+	m := metrics.New([]string{"a"})
+	m.WatchStats(func(ctx context.Context, now time.Time) (hookbox.Stats, error) {
+		return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: 1}, OldestDue: now.Add(-time.Second)}, nil
+	}, 0, nil)
+	m.Delivery("a", metrics.OutcomeNew, time.Millisecond)
+	m.Batch(1, time.Millisecond, nil)
+	now := time.Now()
+	m.Attempt(&hookbox.Event{Source: "a"}, hookbox.Outcome{Status: hookbox.StatusDead, StartedAt: now, FinishedAt: now.Add(time.Millisecond)}, errors.New("x"))
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range families {
+		names[f.GetName()] = true
+		switch f.GetType() {
+		case dto.MetricType_HISTOGRAM, dto.MetricType_SUMMARY:
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				names[f.GetName()+suffix] = true
+			}
+		}
+	}
+	for _, want := range []string{"hookbox_deliveries_total", "hookbox_dead_total", "hookbox_oldest_due_seconds", "hookbox_events"} {
+		if !names[want] {
+			t.Fatalf("%s not gathered; the test's Metrics lack a sample", want)
+		}
+	}
+	return names
+}
+
+// seriesName matches the metric names in a PromQL expression: identifiers
+// followed by a label selector, a range, or standing alone. Functions,
+// keywords and label names are filtered out by the callers' knowledge of
+// what names look like (hookbox_, go_, process_, up).
+var seriesName = regexp.MustCompile(`\b(hookbox_[a-z_]+|go_[a-z_]+|process_[a-z_]+|up)\b`)
+
+// checkNames fails for each name in expr that hookbox does not export.
+// up is Prometheus's own series for every scrape target.
+func checkNames(t *testing.T, where, expr string, exported map[string]bool) int {
+	t.Helper()
+	n := 0
+	for _, name := range seriesName.FindAllString(expr, -1) {
+		n++
+		if name != "up" && !exported[name] {
+			t.Errorf("%s uses %s, which hookbox does not export (metrics/metrics.go)", where, name)
+		}
+	}
+	return n
+}
+
+// TestAlertRulesUseExportedMetrics: every metric the alert rules name is
+// one hookbox exports, and promtool (Debian's prometheus package) finds
+// the rules valid and their unit tests passing. Outside CI, a machine
+// without promtool skips that part.
+func TestAlertRulesUseExportedMetrics(t *testing.T) {
+	exported := exportedNames(t)
+	rules := filepath.Join(deployDir, "prometheus", "hookbox-alerts.yml")
+	raw, err := os.ReadFile(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alerts, used int
+	for _, line := range strings.Split(string(raw), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "- alert:") {
+			alerts++
+		}
+		if strings.HasPrefix(trimmed, "#") || strings.HasPrefix(trimmed, "description:") || strings.HasPrefix(trimmed, "summary:") {
+			continue // prose may mention metrics; only expressions are checked
+		}
+		used += checkNames(t, rules, line, exported)
+	}
+	if alerts < 5 || used < alerts {
+		t.Fatalf("%d alerts naming %d metrics: the file was not read as expected", alerts, used)
+	}
+
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool not found: CI installs Debian's prometheus package (see .ci/run)")
+		}
+		t.Skip("promtool not found (Debian's prometheus package); the rules were not checked by it")
+	}
+	for _, args := range [][]string{{"check", "rules", rules}, {"test", "rules", filepath.Join(deployDir, "prometheus", "hookbox-alerts_test.yml")}} {
+		out, err := exec.Command(promtool, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// TestDashboardUsesExportedMetrics: the Grafana dashboard is JSON with
+// panels, and every metric its queries name is one hookbox exports.
+func TestDashboardUsesExportedMetrics(t *testing.T) {
+	exported := exportedNames(t)
+	path := filepath.Join(deployDir, "grafana", "hookbox-dashboard.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Title  string `json:"title"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Query any `json:"query"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("%s does not parse: %v", path, err)
+	}
+	if dash.Title == "" || len(dash.Panels) < 8 {
+		t.Fatalf("dashboard %q has %d panels", dash.Title, len(dash.Panels))
+	}
+	var used []string
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, q := range p.Targets {
+			if checkNames(t, path+": panel "+p.Title, q.Expr, exported) == 0 {
+				t.Errorf("panel %q: query %q names no metric", p.Title, q.Expr)
+			}
+			used = append(used, seriesName.FindAllString(q.Expr, -1)...)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		if s, ok := v.Query.(string); ok {
+			checkNames(t, path+": variable", s, exported)
+		}
+	}
+	// The panels cover the signals the alerts watch.
+	for _, want := range []string{"hookbox_oldest_due_seconds", "hookbox_dead_total", "hookbox_deliveries_total", "hookbox_ingest_seconds_bucket", "hookbox_attempts_total"} {
+		if !slices.Contains(used, want) {
+			t.Errorf("no panel shows %s", want)
+		}
+	}
+}

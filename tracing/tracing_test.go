@@ -1,0 +1,184 @@
+package tracing_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/tracing"
+)
+
+// TestEnabled: tracing is off by default and on for an OTLP exporter or
+// endpoint; the off switches win; what hookbox cannot export to is an
+// error naming the variable.
+func TestEnabled(t *testing.T) {
+	cases := []struct {
+		env     map[string]string
+		on      bool
+		errWith string
+	}{
+		{env: nil},
+		{env: map[string]string{"OTEL_SERVICE_NAME": "x"}},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, on: true},
+		{env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, on: true},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, on: true},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}},
+		{env: map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_TRACES_EXPORTER": "otlp"}},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, errWith: "OTEL_TRACES_EXPORTER"},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, errWith: "OTEL_EXPORTER_OTLP_PROTOCOL"},
+		{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, on: true},
+	}
+	for _, c := range cases {
+		on, err := tracing.Enabled(func(k string) (string, bool) { v, ok := c.env[k]; return v, ok })
+		if c.errWith != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errWith) {
+				t.Errorf("%v: err = %v, want one naming %s", c.env, err, c.errWith)
+			}
+			continue
+		}
+		if err != nil || on != c.on {
+			t.Errorf("%v: on = %v, err = %v; want %v", c.env, on, err, c.on)
+		}
+	}
+}
+
+// TestSpans: a delivery to a running hookbox makes a receive span (server
+// kind, the reply's status) with verify and store spans under it; each
+// attempt of a forward and an exec target has an attempt span, whose
+// context reaches the app as a traceparent header (replacing the
+// sender's) and the command as TRACEPARENT.
+func TestSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tracing.Install(tp)
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+
+	var mu sync.Mutex
+	var forwarded []string
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		forwarded = append(forwarded, r.Header.Get("Traceparent"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(app.Close)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "hook.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s' \"$TRACEPARENT\" > \"$0.out\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := e2e.Start(t, `
+sources:
+  - name: fwd
+    scheme: none
+    id_header: X-Id
+    forward: "`+app.URL+`"
+  - name: run
+    scheme: none
+    id_header: X-Id
+    exec: ["`+script+`"]
+`, "sqlite:"+filepath.Join(dir, "hookbox.db"), nil)
+
+	senderParent := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	rep := srv.Post("fwd", http.Header{"X-Id": {"d1"}, "Traceparent": {senderParent}}, []byte(`{"a":1}`))
+	if rep.Status != http.StatusAccepted {
+		t.Fatalf("fwd: %+v", rep)
+	}
+	if rep := srv.Post("run", http.Header{"X-Id": {"d2"}}, []byte(`{"b":2}`)); rep.Status != http.StatusAccepted {
+		t.Fatalf("run: %+v", rep)
+	}
+	if rep := srv.Post("fwd", http.Header{}, []byte(`{"a":1}`)); rep.Status != http.StatusBadRequest {
+		t.Fatalf("no id: %+v", rep)
+	}
+	srv.WaitIdle(10 * time.Second)
+
+	spans := exp.GetSpans()
+	byName := map[string][]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	if n := len(byName["receive"]); n != 3 {
+		t.Fatalf("%d receive spans, want 3; spans: %v", n, names(spans))
+	}
+	var fwdReceive tracetest.SpanStub
+	for _, s := range byName["receive"] {
+		if s.SpanKind != trace.SpanKindServer {
+			t.Errorf("receive span kind %v", s.SpanKind)
+		}
+		if attr(s, "hookbox.source") == "fwd" && attr(s, "http.response.status_code") == "202" {
+			fwdReceive = s
+		}
+	}
+	if !fwdReceive.SpanContext.IsValid() {
+		t.Fatalf("no receive span for fwd with status 202: %+v", byName["receive"])
+	}
+	// The sender's trace context is the receive span's parent.
+	if got := fwdReceive.Parent.TraceID().String(); got != "0af7651916cd43dd8448eb211c80319c" {
+		t.Errorf("receive span's parent trace %s, want the sender's", got)
+	}
+	for _, name := range []string{"verify", "store"} {
+		found := false
+		for _, s := range byName[name] {
+			found = found || s.Parent.SpanID() == fwdReceive.SpanContext.SpanID()
+		}
+		if !found {
+			t.Errorf("no %s span under the receive span", name)
+		}
+	}
+
+	attempts := byName["attempt"]
+	if len(attempts) != 2 {
+		t.Fatalf("%d attempt spans, want 2: %v", len(attempts), names(spans))
+	}
+	mu.Lock()
+	got := append([]string(nil), forwarded...)
+	mu.Unlock()
+	ran, err := os.ReadFile(script + ".out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range attempts {
+		want := "00-" + a.SpanContext.TraceID().String() + "-" + a.SpanContext.SpanID().String() + "-01"
+		switch attr(a, "hookbox.source") {
+		case "fwd":
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("forwarded traceparent %q, want the attempt span's %s", got, want)
+			}
+		case "run":
+			if string(ran) != want {
+				t.Errorf("exec TRACEPARENT %q, want %s", ran, want)
+			}
+		}
+		if a.SpanKind != trace.SpanKindClient || attr(a, "hookbox.attempt") != "1" || attr(a, "hookbox.event_id") == "" {
+			t.Errorf("attempt span: kind %v, attributes %v", a.SpanKind, a.Attributes)
+		}
+	}
+}
+
+func attr(s tracetest.SpanStub, key string) string {
+	for _, kv := range s.Attributes {
+		if string(kv.Key) == key {
+			return kv.Value.Emit()
+		}
+	}
+	return ""
+}
+
+func names(spans tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name)
+	}
+	return out
+}
