@@ -81,6 +81,22 @@ func (c *Config) Effective() *Config {
 		if s.Forward != "" && s.PermanentStatuses == nil {
 			s.PermanentStatuses = []int{410}
 		}
+		for j := range s.Targets {
+			t := &s.Targets[j]
+			p := t.Policy(*s)
+			t.MaxAttempts, t.BackoffMin, t.BackoffMax, t.Timeout = p.MaxAttempts, Duration(p.BackoffMin), Duration(p.BackoffMax), Duration(p.Timeout)
+			if t.Forward != "" && t.PermanentStatuses == nil {
+				t.PermanentStatuses = []int{410}
+			}
+			after, cooldown := t.Circuit()
+			if after == 0 {
+				after = -1
+			}
+			t.CircuitAfter, t.CircuitCooldown = after, Duration(cooldown)
+			if t.OrderBy != "" && t.OnDead == "" {
+				t.OnDead = "hold"
+			}
+		}
 	}
 	return e
 }
@@ -101,16 +117,29 @@ func (c *Config) Masked() *Config {
 		for j := range s.Secrets {
 			s.Secrets[j] = mask.Mask
 		}
-		for k := range s.ForwardHeaders {
-			s.ForwardHeaders[k] = mask.Mask
+		maskWork(s.ForwardHeaders, s.ExecEnv, &s.Forward)
+		for j := range s.Targets {
+			t := &s.Targets[j]
+			maskWork(t.ForwardHeaders, t.ExecEnv, &t.Forward)
+			if t.Sign != nil {
+				t.Sign.Secret = mask.Mask
+			}
 		}
-		for j, kv := range s.ExecEnv {
-			name, _, _ := strings.Cut(kv, "=")
-			s.ExecEnv[j] = name + "=" + mask.Mask
-		}
-		s.Forward = maskURL(s.Forward)
 	}
 	return m
+}
+
+// maskWork masks the secrets of a forward or exec: header values, exec_env
+// values, and the password and query of the forward URL.
+func maskWork(headers map[string]string, env []string, forward *string) {
+	for k := range headers {
+		headers[k] = mask.Mask
+	}
+	for j, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		env[j] = name + "=" + mask.Mask
+	}
+	*forward = maskURL(*forward)
 }
 
 // maskURL masks the password and the query of a URL (either may hold a
@@ -147,6 +176,18 @@ func (c *Config) clone() *Config {
 		s.PermanentStatuses = slices.Clone(s.PermanentStatuses)
 		s.Exec = slices.Clone(s.Exec)
 		s.ExecEnv = slices.Clone(s.ExecEnv)
+		s.Targets = slices.Clone(s.Targets)
+		for j := range s.Targets {
+			t := &s.Targets[j]
+			t.ForwardHeaders = maps.Clone(t.ForwardHeaders)
+			t.PermanentStatuses = slices.Clone(t.PermanentStatuses)
+			t.Exec, t.ExecEnv, t.Types = slices.Clone(t.Exec), slices.Clone(t.ExecEnv), slices.Clone(t.Types)
+			t.Match, t.Headers = maps.Clone(t.Match), maps.Clone(t.Headers)
+			if t.Sign != nil {
+				sign := *t.Sign
+				t.Sign = &sign
+			}
+		}
 	}
 	return &cp
 }
@@ -160,12 +201,20 @@ func (c *Config) clone() *Config {
 func (c *Config) ExecWarnings() []string {
 	var ws []string
 	for i, s := range c.Sources {
-		if len(s.Exec) == 0 {
-			continue
+		if len(s.Exec) > 0 {
+			if problem := execProblem(s.Exec[0], s.ExecDir); problem != "" {
+				ws = append(ws, fmt.Sprintf("source %s: exec command %s %s; its events will fail and retry until it is there",
+					c.sourceLabel(i), filepath.Base(s.Exec[0]), problem))
+			}
 		}
-		if problem := execProblem(s.Exec[0], s.ExecDir); problem != "" {
-			ws = append(ws, fmt.Sprintf("source %s: exec command %s %s; its events will fail and retry until it is there",
-				c.sourceLabel(i), filepath.Base(s.Exec[0]), problem))
+		for _, t := range s.Targets {
+			if len(t.Exec) == 0 {
+				continue
+			}
+			if problem := execProblem(t.Exec[0], t.ExecDir); problem != "" {
+				ws = append(ws, fmt.Sprintf("source %s, target %s: exec command %s %s; its deliveries will fail and retry until it is there",
+					c.sourceLabel(i), t.Name, filepath.Base(t.Exec[0]), problem))
+			}
 		}
 	}
 	return ws

@@ -96,3 +96,45 @@ func TestSignSecretIsASecret(t *testing.T) {
 		t.Error("a target's sign secret or forward header is not treated as a secret")
 	}
 }
+
+// TestTargetsMasked: config check's copy masks every secret of a target
+// (its signing secret, forward header values, exec_env values, forward
+// URL password and query) and leaves the running config alone.
+func TestTargetsMasked(t *testing.T) {
+	c, err := Parse([]byte(`
+sources:
+  - name: s
+    scheme: none
+    targets:
+      - name: a
+        forward: "http://u:url-password-1@127.0.0.1:9/h?token=url-token-22"
+        forward_headers: {X-Token: header-secret-333}
+        sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM="}
+      - name: b
+        exec: [/bin/true]
+        exec_env: ["KEY=env-secret-4444"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Effective().Masked()
+	var b strings.Builder
+	for _, tg := range m.Sources[0].Targets {
+		b.WriteString(tg.Forward + " " + strings.Join(tg.ExecEnv, " ") + " ")
+		for _, v := range tg.ForwardHeaders {
+			b.WriteString(v + " ")
+		}
+		if tg.Sign != nil {
+			b.WriteString(tg.Sign.Secret)
+		}
+	}
+	for _, secret := range []string{"url-password-1", "url-token-22", "header-secret-333", "env-secret-4444", "aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM="} {
+		if strings.Contains(b.String(), secret) {
+			t.Errorf("masked config shows %s", secret)
+		}
+	}
+	if c.Sources[0].Targets[0].Sign.Secret == m.Sources[0].Targets[0].Sign.Secret ||
+		c.Sources[0].Targets[0].ForwardHeaders["X-Token"] != "header-secret-333" {
+		t.Error("masking changed the running config")
+	}
+}
