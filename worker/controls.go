@@ -115,7 +115,11 @@ func (p *Pool) refreshPaused(ctx context.Context) {
 	if !stale {
 		return
 	}
-	ps, err := p.q.Paused(ctx)
+	// Bounded: a database that stops answering must not hold the claim
+	// loop (nor a pooled connection) for long over a read this small.
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	ps, err := p.q.Paused(rctx)
+	cancel()
 	if err != nil {
 		p.logErr("read paused targets", err)
 		return
