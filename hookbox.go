@@ -31,12 +31,16 @@ const (
 	StatusProcessing Status = "processing"
 	StatusDone       Status = "done"
 	StatusDead       Status = "dead"
+	// StatusStored is how an event nothing works reads: one of a
+	// store_only source, or one no named target wanted. It is never a
+	// queue row's state, only what Event, Events and filters show.
+	StatusStored Status = "stored"
 )
 
-// Valid reports whether s is one of the four known states.
+// Valid reports whether s is one of the known states.
 func (s Status) Valid() bool {
 	switch s {
-	case StatusPending, StatusProcessing, StatusDone, StatusDead:
+	case StatusPending, StatusProcessing, StatusDone, StatusDead, StatusStored:
 		return true
 	}
 	return false
@@ -53,9 +57,10 @@ type Delivery struct {
 	ReceivedAt time.Time
 	BodySHA256 []byte // set when the source dedupes by body too
 
-	// FanOut says the source has named targets: the event is stored as
-	// the record of what arrived (never claimed itself), with one
-	// delivery row per entry of Routes, each worked on its own.
+	// FanOut says the event is not worked as itself: it is stored as the
+	// record of what arrived (never claimed), with one delivery row per
+	// entry of Routes, each worked on its own. A source with named
+	// targets, and a store_only one (no Routes), store their events so.
 	FanOut bool
 	// Routes are the targets whose filters matched, for a FanOut source.
 	Routes []Route
@@ -135,8 +140,11 @@ func (e *Event) SourceName() string {
 
 // SummaryStatus is the status of a FanOut event whose deliveries have the
 // given states: processing or pending while any is, else dead if any is,
-// else done (also when it has none). The stores compute the same in SQL.
+// else done; stored when it has none. The stores compute the same in SQL.
 func SummaryStatus(states []Status) Status {
+	if len(states) == 0 {
+		return StatusStored
+	}
 	have := map[Status]bool{}
 	for _, s := range states {
 		have[s] = true

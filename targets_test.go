@@ -7,7 +7,7 @@ func TestSummaryStatus(t *testing.T) {
 		in   []Status
 		want Status
 	}{
-		{nil, StatusDone},
+		{nil, StatusStored},
 		{[]Status{StatusDone, StatusDone}, StatusDone},
 		{[]Status{StatusDone, StatusDead}, StatusDead},
 		{[]Status{StatusDead, StatusPending}, StatusPending},

@@ -245,12 +245,12 @@ func execProblem(name, dir string) string {
 }
 
 // StoreOnlyNotes names each source marked store_only: true, whose events
-// hookbox serve stores and never works (a Go program's handlers do).
+// are stored and read as "stored": nothing works them.
 func (c *Config) StoreOnlyNotes() []string {
 	var ns []string
 	for i, s := range c.Sources {
 		if s.StoreOnly {
-			ns = append(ns, fmt.Sprintf("source %s is store_only: hookbox serve stores its events and does not work them; a Go program with handlers for it must run against the same database", c.sourceLabel(i)))
+			ns = append(ns, fmt.Sprintf("source %s is store_only: its events are verified and stored, read as stored, and never worked; give it a forward, exec or targets to have them worked", c.sourceLabel(i)))
 		}
 	}
 	return ns

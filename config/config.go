@@ -185,10 +185,11 @@ type Source struct {
 	Timeout           Duration `yaml:"timeout"` // per attempt
 	// Strict runs this source's events one at a time in id order.
 	Strict bool `yaml:"strict"`
-	// StoreOnly says that the source has no forward or exec on purpose:
-	// its events are stored and wait for a worker that another process
-	// (a Go program using hookbox as a library) runs. Without it, hookbox
-	// serve warns at start about a source with no target.
+	// StoreOnly says that nothing works the source's events, on purpose:
+	// they are verified, deduplicated and stored, and read as "stored",
+	// never as due work. Without it, hookbox serve warns at start about a
+	// source with no target. (A Go program that registers handlers for a
+	// source leaves it unset.)
 	StoreOnly bool `yaml:"store_only"`
 
 	// ExecInheritEnv passes hookbox's whole environment to the exec
@@ -502,7 +503,7 @@ func (c *Config) NoTargetWarnings() []string {
 	var ws []string
 	for i, s := range c.Sources {
 		if s.Forward == "" && len(s.Exec) == 0 && len(s.Targets) == 0 && !s.StoreOnly {
-			ws = append(ws, fmt.Sprintf("source %s has no forward or exec: its events are stored and wait for a worker; set store_only: true if that is what you want", c.sourceLabel(i)))
+			ws = append(ws, fmt.Sprintf("source %s has no forward, exec or targets: its events are stored and wait for a worker (a Go program's handlers); set store_only: true if nothing should work them", c.sourceLabel(i)))
 		}
 	}
 	return ws

@@ -171,11 +171,11 @@ sources:
 		t.Fatal(err)
 	}
 	ws := c.NoTargetWarnings()
-	if len(ws) != 1 || !strings.Contains(ws[0], "source bare has no forward or exec") || !strings.Contains(ws[0], "store_only: true") {
+	if len(ws) != 1 || !strings.Contains(ws[0], "source bare has no forward, exec or targets") || !strings.Contains(ws[0], "store_only: true") {
 		t.Fatalf("NoTargetWarnings = %q, want one naming source bare and store_only", ws)
 	}
 	for _, w := range c.Warnings {
-		if strings.Contains(w, "no forward or exec") {
+		if strings.Contains(w, "no forward, exec or targets") {
 			t.Errorf("Parse added %q to Warnings; only serve should", w)
 		}
 	}

@@ -35,11 +35,11 @@ type Target struct {
 	// Sign, on a forward, signs each attempt with hookbox's own Standard
 	// Webhooks secret and a fresh timestamp.
 	Sign *Sign `yaml:"sign"`
-	// StoreOnly says the target has no forward or exec on purpose: a Go
+	// GoHandler says the target has no forward or exec on purpose: a Go
 	// program that embeds hookbox registers handlers for its deliveries
 	// under the queue name "source/target" (worker.Pool.Handle or
 	// HandlePhases with hookbox.QueueName).
-	StoreOnly bool `yaml:"store_only"`
+	GoHandler bool `yaml:"go_handler"`
 
 	// The filter: event-type globs, JSON paths with accepted values,
 	// headers with accepted values. All set parts must match.
@@ -88,7 +88,7 @@ const DefaultCircuitAfter = 5
 
 var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
-// Kind names what runs t's deliveries: forward, exec, or go (store_only:
+// Kind names what runs t's deliveries: forward, exec, or go (go_handler:
 // a Go program's handlers).
 func (t Target) Kind() string {
 	switch {
@@ -179,11 +179,11 @@ func validateTargets(key string, s Source) []error {
 			seen[t.Name] = i
 		}
 		switch {
-		case t.StoreOnly && (t.Forward != "" || len(t.Exec) > 0):
-			bad(k+".store_only", "is set but the target has a forward or exec; remove one or the other")
-		case t.StoreOnly:
+		case t.GoHandler && (t.Forward != "" || len(t.Exec) > 0):
+			bad(k+".go_handler", "is set but the target has a forward or exec; remove one or the other")
+		case t.GoHandler:
 		case t.Forward == "" && len(t.Exec) == 0:
-			bad(k, "needs a forward URL or an exec command (or store_only: true, for a Go program's handlers)")
+			bad(k, "needs a forward URL or an exec command (or go_handler: true, for a Go program's handlers)")
 		case t.Forward != "" && len(t.Exec) > 0:
 			bad(k, "forward and exec are exclusive; choose one, or make two targets")
 		case t.Forward != "" && !strings.HasPrefix(t.Forward, "http://") && !strings.HasPrefix(t.Forward, "https://"):

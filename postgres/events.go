@@ -616,10 +616,11 @@ const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, a
 // statusSummary is the status column as an operator reads it: a FanOut
 // event's summarises its deliveries (see hookbox.SummaryStatus).
 const statusSummary = `CASE WHEN fanout THEN coalesce((SELECT CASE
+        WHEN count(*) = 0 THEN 'stored'
         WHEN bool_or(c.status = 'processing') THEN 'processing'
         WHEN bool_or(c.status = 'pending') THEN 'pending'
         WHEN bool_or(c.status = 'dead') THEN 'dead' ELSE 'done' END
-    FROM events c WHERE c.parent_id = events.id), 'done') ELSE status END`
+    FROM events c WHERE c.parent_id = events.id), 'stored') ELSE status END`
 
 // listedColumns are eventColumns with the status an operator reads.
 var listedColumns = strings.Replace(eventColumns, "status,", statusSummary+",", 1)

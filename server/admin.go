@@ -380,7 +380,7 @@ func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 		return f, err
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		return f, fmt.Errorf("status: want pending, processing, done or dead")
+		return f, fmt.Errorf("status: want pending, processing, done, dead or stored")
 	}
 	var err error
 	if f.Since, err = ParseTime(q.Get("since"), now); err != nil {

@@ -15,7 +15,7 @@ import (
 
 // routeTargets registers the named targets of every source in pool: each
 // target's deliveries are the queue name "source/target", run by its
-// forward or exec under its own policy and controls. A store_only
+// forward or exec under its own policy and controls. A go_handler
 // target's deliveries wait for the Go handlers a program registers under
 // that name; its controls apply to two-phase handlers (apply-only ones
 // run inside transactions, several at a time, and take none).
@@ -24,7 +24,7 @@ func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor, l
 		for _, t := range src.Targets {
 			name := hookbox.QueueName(src.Name, t.Name)
 			pool.SetPolicy(name, t.Policy(src))
-			if !t.StoreOnly {
+			if !t.GoHandler {
 				tg, err := target.FromTarget(src, t, red, log)
 				if err != nil {
 					return err
@@ -47,9 +47,14 @@ func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor, l
 
 // withRoutes marks the deliveries of sources with named targets FanOut and
 // gives each the routes its targets' filters pick (see package routing).
+// A store_only source's are FanOut with no routes: stored, never due.
 func withRoutes(cfg *config.Config, ingest server.IngestFunc) server.IngestFunc {
 	tables := map[string]*routing.Table{}
 	for _, src := range cfg.Sources {
+		if src.StoreOnly {
+			tables[src.Name] = routing.New(nil) // no routes: stored, nothing works it
+			continue
+		}
 		if len(src.Targets) == 0 {
 			continue
 		}

@@ -486,7 +486,7 @@ sources:
 	})
 }
 
-// TestGoHandlerTarget: a store_only target's deliveries are run by the Go
+// TestGoHandlerTarget: a go_handler target's deliveries are run by the Go
 // handler a program registers under "source/target", in the transaction
 // that marks the delivery done, next to a forward target of the same
 // source.
@@ -499,7 +499,7 @@ sources:
     scheme: standard-webhooks
     secrets: [%q]
     targets:
-      - {name: ledger, store_only: true, types: ["invoice.*"]}
+      - {name: ledger, go_handler: true, types: ["invoice.*"]}
       - {name: app, forward: %s}
 `, shopSecret, app.srv.URL), dbURL, func(svc *service.Service) error {
 			if err := svc.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {

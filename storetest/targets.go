@@ -45,8 +45,8 @@ func testFanOut(t *testing.T, q QueueStore) {
 	if !ev.FanOut || ev.Status != hookbox.StatusPending || ev.Parent != 0 || string(ev.Payload) != `{"id":"1"}` {
 		t.Fatalf("the event = %+v", ev)
 	}
-	if e := status(t, q, rs[1].ID); e.Status != hookbox.StatusDone {
-		t.Errorf("an event no target wanted is %s, want done", e.Status)
+	if e := status(t, q, rs[1].ID); e.Status != hookbox.StatusStored {
+		t.Errorf("an event no target wanted is %s, want stored", e.Status)
 	}
 	all, err := q.Events(ctx, hookbox.Filter{Source: "fo"})
 	if err != nil || len(all) != 4 {

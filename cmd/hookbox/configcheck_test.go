@@ -144,7 +144,7 @@ func TestConfigCheckWarnings(t *testing.T) {
 	for _, want := range []string{
 		"# 6 warnings:",
 		"# warning: source example uses the example secret from the config file",
-		"# warning: source bare has no forward or exec",
+		"# warning: source bare has no forward, exec or targets",
 		"# warning: source nocmd: exec command hookbox-no-such-command-xyz is not found in PATH",
 		"# warning: source nopath: exec command missing.sh does not exist (looked for " + filepath.Join(dir, "missing.sh") + ")",
 		"# warning: source noexec: exec command not-executable.sh is not executable",

@@ -62,7 +62,7 @@ type filterFlags struct {
 func (f *filterFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.source, "source", "", "only events of this source")
-	fl.StringVar(&f.status, "status", "", "only events in this status: pending, processing, done or dead")
+	fl.StringVar(&f.status, "status", "", "only events in this status: pending, processing, done, dead or stored (nothing works them)")
 	fl.StringVar(&f.eventType, "type", "", "only events of this event type")
 	fl.StringVar(&f.since, "since", "", "only events received at or after this: a duration back from now (24h, 7d) or a time (RFC 3339)")
 	fl.StringVar(&f.until, "until", "", "only events received before this: a duration back from now or a time")
@@ -78,7 +78,7 @@ func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
 		return out, err
 	}
 	if out.Status != "" && !out.Status.Valid() {
-		return out, fmt.Errorf("--status: want pending, processing, done or dead, not %q", f.status)
+		return out, fmt.Errorf("--status: want pending, processing, done, dead or stored, not %q", f.status)
 	}
 	var err error
 	if out.Since, err = server.ParseTime(f.since, now); err != nil {

@@ -122,10 +122,10 @@ func TestServeWarnsSourceWithoutTarget(t *testing.T) {
     allow_ips: ["127.0.0.1"]
     store_only: true
 `)
-	if n := strings.Count(log, "no forward or exec: its events are stored"); n != 1 {
+	if n := strings.Count(log, "no forward, exec or targets: its events are stored"); n != 1 {
 		t.Fatalf("%d no-target warnings, want 1; log:\n%s", n, log)
 	}
-	if logLine(log, "level=WARN", "source bare has no forward or exec", "store_only: true") == "" {
+	if logLine(log, "level=WARN", "source bare has no forward, exec or targets", "store_only: true") == "" {
 		t.Fatalf("no WARN naming source bare and store_only; log:\n%s", log)
 	}
 }

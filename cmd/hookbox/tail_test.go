@@ -122,7 +122,7 @@ func TestTailText(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := strings.TrimSpace(out.String())
-	for _, want := range []string{"  1  orders  order.paid  pending  attempts=0  text-1"} {
+	for _, want := range []string{"  1  orders  order.paid  stored  attempts=0  text-1"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("line %q lacks %q", line, want)
 		}

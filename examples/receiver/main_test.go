@@ -15,7 +15,7 @@ import (
 
 // TestQuickstart: the README's quickstart, with the real example config
 // pointed at this receiver: a signed delivery to the app source is
-// forwarded, printed and done; one to a store_only source waits, pending.
+// forwarded, printed and done; one to a store_only source is stored.
 func TestQuickstart(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,7 +65,7 @@ func TestQuickstart(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if evs := srv.Events("polar"); len(evs) != 1 || evs[0].Status != hookbox.StatusPending {
-		t.Errorf("store_only event: %+v, want one pending", evs)
+	if evs := srv.Events("polar"); len(evs) != 1 || evs[0].Status != hookbox.StatusStored {
+		t.Errorf("store_only event: %+v, want one stored", evs)
 	}
 }
