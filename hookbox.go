@@ -87,8 +87,8 @@ type Event struct {
 
 // Store is everything a hookbox store does: it keeps events (EventStore),
 // ingests in open transactions (IngestBeginner), drains them as a queue
-// (Queue), serves the operator (Ops) and runs application transactions
-// (Transactor). Both implementations, sqlite and postgres, are all of it,
+// (Queue), serves the operator (Ops), keeps the log of rejected deliveries
+// (RejectionStore) and runs application transactions (Transactor). Both implementations, sqlite and postgres, are all of it,
 // checked by the one conformance suite in storetest; a consumer that needs
 // less takes the narrower interface as its parameter.
 type Store interface {
@@ -96,6 +96,7 @@ type Store interface {
 	IngestBeginner
 	Queue
 	Ops
+	RejectionStore
 	Transactor
 
 	// Listen calls wake each time another process commits new events to

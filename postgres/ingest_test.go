@@ -199,7 +199,7 @@ func TestMigrateKeepsRows(t *testing.T) {
 	s.Close()
 	conn := connect(t, url)
 	// Back to the schema of 00002, rows kept.
-	if _, err := conn.Exec(ctx, `DROP TABLE work_marks; DROP TABLE workers; ALTER TABLE events DROP COLUMN attempt_base;
+	if _, err := conn.Exec(ctx, `DROP TABLE rejected_deliveries; DROP TABLE work_marks; DROP TABLE workers; ALTER TABLE events DROP COLUMN attempt_base;
 DROP INDEX events_body; ALTER TABLE events DROP COLUMN body_sha256;
 DELETE FROM goose_db_version WHERE version_id >= 3`); err != nil {
 		t.Fatal(err)

@@ -40,6 +40,9 @@ func Run(t *testing.T, open Opener) {
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 	}
+	for name, fn := range rejectionTests {
+		tests[name] = fn
+	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
