@@ -75,6 +75,7 @@ type Metrics struct {
 	attempts       *prometheus.CounterVec
 	attemptSeconds *prometheus.HistogramVec
 	dead           *prometheus.CounterVec
+	unlogged       *prometheus.CounterVec
 
 	// Pre-resolved children of the configured sources, read-only after
 	// New: the hot paths look up a map instead of hashing label values.
@@ -117,12 +118,16 @@ func New(sources []string) *Metrics {
 			Name: "hookbox_dead_total",
 			Help: "Events that went dead after their last attempt, by source.",
 		}, []string{"source"}),
+		unlogged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_rejections_unlogged_total",
+			Help: "Refused deliveries left out of the rejected-deliveries log, by source (empty for unknown ones) and why: rate_limited, queue_full or store_failed.",
+		}, []string{"source", "why"}),
 		deliveryChild: map[string]map[string]prometheus.Counter{},
 		attemptChild:  map[string]map[string]prometheus.Counter{},
 		seconds:       map[string]prometheus.Observer{},
 		deadChild:     map[string]prometheus.Counter{},
 	}
-	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead,
+	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.unlogged,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -186,6 +191,12 @@ func (m *Metrics) Delivery(source, outcome string, took time.Duration) {
 	if (outcome == OutcomeNew || outcome == OutcomeDuplicate) && took > 0 {
 		m.ingestSeconds.Observe(took.Seconds())
 	}
+}
+
+// RejectionUnlogged counts one refused delivery the rejected-deliveries
+// log did not keep, and why. It has the shape of rejected.Options.Dropped.
+func (m *Metrics) RejectionUnlogged(source, why string) {
+	m.unlogged.WithLabelValues(m.source(source), why).Inc()
 }
 
 // Batch records one group commit of size deliveries. It has the shape of

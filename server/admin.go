@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/rejected"
 )
 
 // AdminConfig is what the admin API needs.
@@ -29,6 +31,18 @@ type AdminConfig struct {
 	Logger *slog.Logger
 	// Now is the clock for relative times (default time.Now).
 	Now func() time.Time
+	// ShowHeader makes headers fit to show (signature and credential
+	// values masked); default: (*redact.Redactor)(nil).Header.
+	ShowHeader func(http.Header) http.Header
+	// Recheck verifies kept rejected deliveries again against the current
+	// configuration (rejected.Recheck bound to it); nil answers 501.
+	Recheck func(ctx context.Context, p rejected.RecheckParams) (rejected.RecheckResult, error)
+}
+
+// Mux is where routes are registered: a *Server, or the *http.ServeMux of
+// a separate admin listener.
+type Mux interface {
+	Handle(pattern string, h http.Handler)
 }
 
 // PurgeNote is what a purge costs, said wherever one is reported.
@@ -45,11 +59,14 @@ const MaxListLimit = 10000
 //	POST /admin/events/{id}/replay   ?include_done=true
 //	POST /admin/replay               bulk: the listing's filters, dry_run, include_done
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
+//	GET  /admin/rejected             ?source=&status=&since=&limit=&before_id=
+//	GET  /admin/rejected/{id}        one rejected delivery with its kept body
+//	POST /admin/rejected/recheck     ?id=…&dry_run=true
 //
 // Every route requires "Authorization: Bearer <token>", compared in
 // constant time; a missing or wrong token is a 401 that never echoes what
 // was sent. With an empty token nothing is registered.
-func RegisterAdmin(s *Server, cfg AdminConfig) {
+func RegisterAdmin(s Mux, cfg AdminConfig) {
 	if cfg.Token == "" {
 		return
 	}
@@ -59,12 +76,18 @@ func RegisterAdmin(s *Server, cfg AdminConfig) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ShowHeader == nil {
+		cfg.ShowHeader = func(h http.Header) http.Header { return (*redact.Redactor)(nil).Header(h) }
+	}
 	a := &admin{cfg: cfg, tokenSum: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger}
 	s.Handle("GET /admin/events", a.guard(a.list))
 	s.Handle("GET /admin/events/{id}", a.guard(a.show))
 	s.Handle("POST /admin/events/{id}/replay", a.guard(a.replayOne))
 	s.Handle("POST /admin/replay", a.guard(a.replayBulk))
 	s.Handle("POST /admin/purge", a.guard(a.purge))
+	s.Handle("GET /admin/rejected", a.guard(a.listRejected))
+	s.Handle("GET /admin/rejected/{id}", a.guard(a.showRejected))
+	s.Handle("POST /admin/rejected/recheck", a.guard(a.recheck))
 	s.Handle("/admin/", a.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such admin endpoint")
 	}))

@@ -73,11 +73,27 @@ type Config struct {
 	// Source.AllowIPs. From any other peer those headers are ignored.
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
+	// Rejections, if set, is told of every delivery refused with 400, 401,
+	// 404 or 413, after the reply is written; see RejectionLog.
+	Rejections RejectionLog
 	// Observe, if set, is told how each delivery ended: outcome is "new",
 	// "duplicate" or why it was refused ("bad_signature", "malformed",
 	// "too_large", "unknown_source", "forbidden", "unavailable"); source is
 	// "" when unknown; took runs from receipt to reply (0 for a refusal).
 	Observe func(source, outcome string, took time.Duration)
+}
+
+// RejectionLog records refused deliveries for the operator (the rejected
+// package's Recorder is one). Its methods must never wait on anything.
+type RejectionLog interface {
+	// Allow reports whether a rejection from source (a configured one when
+	// known, else the name asked for) may be recorded now; a caller that
+	// gets false records nothing.
+	Allow(source string, known bool) bool
+	// Record takes a rejection; it copies what it keeps of its body.
+	Record(hookbox.Rejection)
+	// MaxBodyBytes is how much of a body a rejection keeps.
+	MaxBodyBytes() int
 }
 
 // Server routes requests; it is an http.Handler.
@@ -148,24 +164,23 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
 	src, ok := s.sources[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, "unknown source")
-		s.observe("", "unknown_source", time.Time{})
+		s.unknownSource(w, r, name)
 		return
 	}
 	// What the headers alone can refuse is refused before the body is
 	// read, and the connection closed rather than drained.
 	if len(src.AllowIPs) > 0 && !s.allowed(r, src.AllowIPs) {
-		s.rejectUnread(w, name, http.StatusForbidden, "this source does not accept deliveries from your address")
+		s.rejectUnread(w, r, name, http.StatusForbidden, "this source does not accept deliveries from your address")
 		return
 	}
 	if r.ContentLength > src.MaxBodyBytes {
-		s.rejectUnread(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+		s.rejectUnread(w, r, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
 		return
 	}
 	now := time.Now()
 	vr := verify.Request{Header: r.Header, Now: now}
 	if err := src.Verifier.CheckHeader(vr); err != nil {
-		s.rejectUnread(w, name, http.StatusUnauthorized, err.Error())
+		s.rejectUnread(w, r, name, http.StatusUnauthorized, err.Error())
 		return
 	}
 	body, held, err := s.readBody(w, r, src.MaxBodyBytes)
@@ -179,9 +194,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 			s.unavailable(w, name, "too many deliveries in flight; retry later")
 		case errors.As(err, &tooLarge):
-			s.reject(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+			s.reject(w, r, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes", nil)
 		default:
-			s.reject(w, name, http.StatusBadRequest, "could not read body")
+			s.reject(w, r, name, http.StatusBadRequest, "could not read body", nil)
 		}
 		return
 	}
@@ -192,19 +207,19 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, verify.ErrMalformed) {
 			status = http.StatusBadRequest
 		}
-		s.reject(w, name, status, err.Error())
+		s.reject(w, r, name, status, err.Error(), body)
 		return
 	}
 	if len(res.DeliveryID) > hookbox.MaxIDLength {
-		s.reject(w, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes")
+		s.reject(w, r, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
 	if len(res.EventType) > hookbox.MaxIDLength {
-		s.reject(w, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes")
+		s.reject(w, r, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
 	if !storable(res.DeliveryID) || !storable(res.EventType) {
-		s.reject(w, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text")
+		s.reject(w, r, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
 		return
 	}
 	d := hookbox.Delivery{
@@ -224,7 +239,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, hookbox.ErrBadDelivery) {
 			// The store refuses this delivery alone (an id too long, a value
 			// the database rejects): retrying cannot help.
-			s.reject(w, name, http.StatusBadRequest, "the delivery cannot be stored as sent")
+			s.reject(w, r, name, http.StatusBadRequest, "the delivery cannot be stored as sent", body)
 			return
 		}
 		s.log.Error("store delivery", "source", name, "delivery_id", logText(d.DeliveryID), "err", err)
@@ -253,14 +268,19 @@ func (s *Server) unavailable(w http.ResponseWriter, source, msg string) {
 // the connection after the reply: otherwise net/http would read up to
 // 256 KiB of the body to reuse the connection, waiting for a client that
 // withholds it.
-func (s *Server) rejectUnread(w http.ResponseWriter, source string, status int, reason string) {
+func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, source string, status int, reason string) {
 	w.Header().Set("Connection", "close")
-	s.reject(w, source, status, reason)
+	s.reject(w, r, source, status, reason, nil)
 }
 
-func (s *Server) reject(w http.ResponseWriter, source string, status int, reason string) {
+// reject refuses a delivery to a configured source and records it in the
+// rejection log; body is the whole body when it was read, else nil.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, source string, status int, reason string, body []byte) {
 	s.log.Info("delivery rejected", "source", source, "status", status, "reason", reason)
 	writeError(w, status, reason)
+	if status != http.StatusForbidden && s.cfg.Rejections != nil && s.cfg.Rejections.Allow(source, true) {
+		s.record(r, source, false, status, reason, body, body != nil)
+	}
 	outcome := "malformed"
 	switch status {
 	case http.StatusUnauthorized:
@@ -471,4 +491,50 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// unknownSource refuses a delivery to a name no source has (404), logs it
+// and records it with the first bytes of its body, read only when the
+// rejection log's rate limit admits it and within the body budget.
+func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name string) {
+	s.log.Info("delivery rejected", "unknown_source", logText(name), "status", http.StatusNotFound,
+		"remote", r.RemoteAddr)
+	s.observe("", "unknown_source", time.Time{})
+	rl := s.cfg.Rejections
+	if rl == nil || !rl.Allow(name, false) {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusNotFound, "unknown source")
+		return
+	}
+	var body []byte
+	complete := false
+	keep := int64(rl.MaxBodyBytes())
+	if r.ContentLength <= keep && s.budget.take(keep+1) {
+		body, _ = io.ReadAll(io.LimitReader(r.Body, keep+1))
+		s.budget.release(keep + 1)
+		complete = int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
+	}
+	if !complete {
+		w.Header().Set("Connection", "close")
+	}
+	writeError(w, http.StatusNotFound, "unknown source")
+	s.record(r, name, true, http.StatusNotFound, "unknown source", body, complete)
+}
+
+// record hands a rejection to the rejection log. body, when not nil, is
+// the body as read: all of it when complete.
+func (s *Server) record(r *http.Request, source string, unknown bool, status int, reason string, body []byte, complete bool) {
+	size := r.ContentLength
+	if complete {
+		size = int64(len(body))
+	}
+	remote := r.RemoteAddr
+	if addr, ok := clientAddr(r, s.cfg.TrustedProxies); ok {
+		remote = addr.String()
+	}
+	s.cfg.Rejections.Record(hookbox.Rejection{
+		Source: source, UnknownSource: unknown, ReceivedAt: time.Now(), RemoteAddr: remote,
+		Status: status, Reason: reason, Header: KeptHeader(r.Header),
+		BodySize: size, Body: body, BodyComplete: complete,
+	})
 }

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -26,15 +27,26 @@ func sourceNames(cfg *config.Config) []string {
 }
 
 // registerOps adds GET /metrics, the queue statistics behind it and (when
-// an admin token is configured) the admin API to the server.
+// an admin token is configured) the admin API to the server, or to the
+// admin listener's mux when admin_listen is set.
 func (s *Service) registerOps() {
-	s.Server.Handle("GET /metrics", s.Metrics.Handler())
+	var mux server.Mux = s.Server
+	if s.Config.AdminListen != "" {
+		s.Admin = http.NewServeMux()
+		s.Admin.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no such endpoint", http.StatusNotFound)
+		})
+		mux = s.Admin
+	}
+	mux.Handle("GET /metrics", s.Metrics.Handler())
 	s.Metrics.WatchStats(s.Store.Stats, metrics.DefaultStatsCache, s.log)
-	server.RegisterAdmin(s.Server, server.AdminConfig{
-		Token:  s.Config.AdminToken,
-		Store:  s.Store,
-		Notify: s.Pool.Notify,
-		Logger: s.log,
+	server.RegisterAdmin(mux, server.AdminConfig{
+		Token:      s.Config.AdminToken,
+		Store:      s.Store,
+		Notify:     s.Pool.Notify,
+		Logger:     s.log,
+		ShowHeader: HeaderShower(s.Config),
+		Recheck:    s.Recheck,
 	})
 }
 

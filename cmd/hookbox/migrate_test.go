@@ -28,9 +28,9 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration (00006_worker_host) by hand.
-		if latest != "6" {
-			t.Fatalf("the newest migration is %s: make this test undo it instead of 00006_worker_host", latest)
+		// migration (00008_rejected) by hand.
+		if latest != "8" {
+			t.Fatalf("the newest migration is %s: make this test undo it instead of 00008_rejected", latest)
 		}
 		ctx := context.Background()
 		st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
@@ -38,12 +38,7 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			undo := []string{`ALTER TABLE workers DROP COLUMN pid`, `ALTER TABLE workers DROP COLUMN host`}
-			if tx.Dialect == hookbox.DialectPostgres {
-				undo = append(undo, `DROP TABLE work_marks`)
-			}
-			undo = append(undo, `DELETE FROM goose_db_version WHERE version_id = 6`)
-			for _, q := range undo {
+			for _, q := range []string{`DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return fmt.Errorf("%s: %w", q, err)
 				}
@@ -56,7 +51,7 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("upgraded the schema from version 5: applied version 6 (now at version %s)\n", latest)
+		want := fmt.Sprintf("upgraded the schema from version 6: applied version 8 (now at version %s)\n", latest)
 		if out := mustCLI(t, "migrate", "--db", dbURL); out != want {
 			t.Fatalf("migrate on a database one version behind printed %q, want %q", out, want)
 		}
