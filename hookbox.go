@@ -97,6 +97,7 @@ type Store interface {
 	Queue
 	Ops
 	RejectionStore
+	Overviewer
 	Transactor
 
 	// Listen calls wake each time another process commits new events to

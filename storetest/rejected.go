@@ -19,6 +19,7 @@ var rejectionTests = map[string]func(*testing.T, hookbox.Store){
 	"RejectionsBoundedByCount":  testRejectionsBoundedByCount,
 	"RejectionsBoundedByAge":    testRejectionsBoundedByAge,
 	"RejectionAdmitted":         testRejectionAdmitted,
+	"Overview":                  testOverview,
 }
 
 // Rejection builds a rejected delivery with a small complete body, for
