@@ -154,10 +154,13 @@ type Filter struct {
 	Source    string
 	Status    Status
 	EventType string
-	Since     time.Time // created at or after
-	Until     time.Time // created before
-	BeforeID  int64     // only ids below this (paging newest first)
-	Limit     int       // 0 means DefaultListLimit
+	// DeliveryID matches the sender's id exactly; with Source it is one
+	// lookup in the unique index.
+	DeliveryID string
+	Since      time.Time // created at or after
+	Until      time.Time // created before
+	BeforeID   int64     // only ids below this (paging newest first)
+	Limit      int       // 0 means DefaultListLimit
 }
 
 // DefaultListLimit is the number of events a listing returns when the

@@ -53,7 +53,7 @@ const MaxListLimit = 10000
 
 // RegisterAdmin adds the admin API to s:
 //
-//	GET  /admin/events               ?status=&source=&type=&since=&until=&limit=&before_id=
+//	GET  /admin/events               ?status=&source=&type=&delivery_id=&since=&until=&limit=&before_id=
 //	GET  /admin/events/{id}          the event, its attempts and its payload (base64;
 //	                                 ?payload=raw answers the bytes as received)
 //	POST /admin/events/{id}/replay   ?include_done=true
@@ -273,7 +273,7 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if f.Source == "" && f.Status == "" && f.EventType == "" && f.Since.IsZero() && f.Until.IsZero() {
+	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.Since.IsZero() && f.Until.IsZero() {
 		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, since or until")
 		return
 	}
@@ -377,10 +377,13 @@ func boolParam(q url.Values, name string) (bool, error) {
 }
 
 // FilterFromQuery reads a listing filter from query parameters: status,
-// source, type, since, until (see ParseTime), limit and before_id.
+// source, type, delivery_id, since, until (see ParseTime), limit and
+// before_id.
 func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
-	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status"))}
-	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType)); err != nil {
+	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status")),
+		DeliveryID: q.Get("delivery_id")}
+	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType),
+		CheckFilterText("delivery_id", f.DeliveryID)); err != nil {
 		return f, err
 	}
 	if f.Status != "" && !f.Status.Valid() {
