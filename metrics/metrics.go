@@ -34,6 +34,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hookbox/hookbox"
 )
@@ -304,4 +305,37 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		age = max(0, now.Sub(st.OldestDue).Seconds())
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDueDesc, prometheus.GaugeValue, age)
+}
+
+// DeliveryCounts returns, per source ("" for unknown ones), how many
+// deliveries this process answered with each outcome since it started:
+// the counters behind hookbox_deliveries_total, for the operator's
+// overview.
+func (m *Metrics) DeliveryCounts() map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		m.deliveries.Collect(ch)
+		close(ch)
+	}()
+	for c := range ch {
+		var d dto.Metric
+		if c.Write(&d) != nil || d.Counter == nil {
+			continue
+		}
+		var source, outcome string
+		for _, l := range d.Label {
+			switch l.GetName() {
+			case "source":
+				source = l.GetValue()
+			case "outcome":
+				outcome = l.GetValue()
+			}
+		}
+		if out[source] == nil {
+			out[source] = map[string]int64{}
+		}
+		out[source][outcome] += int64(d.Counter.GetValue())
+	}
+	return out
 }

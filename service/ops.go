@@ -10,6 +10,7 @@ import (
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/metrics"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/ui"
 )
 
 // RetentionInterval is how often serve applies retention_days and
@@ -27,8 +28,8 @@ func sourceNames(cfg *config.Config) []string {
 }
 
 // registerOps adds GET /metrics, the queue statistics behind it and (when
-// an admin token is configured) the admin API to the server, or to the
-// admin listener's mux when admin_listen is set.
+// an admin token is configured) the admin API and the web console (/ui/)
+// to the server, or to the admin listener's mux when admin_listen is set.
 func (s *Service) registerOps() {
 	var mux server.Mux = s.Server
 	if s.Config.AdminListen != "" {
@@ -47,6 +48,16 @@ func (s *Service) registerOps() {
 		Logger:     s.log,
 		ShowHeader: HeaderShower(s.Config),
 		Recheck:    s.Recheck,
+	})
+	ui.Register(mux, ui.Config{
+		Token:      s.Config.AdminToken,
+		Store:      s.Store,
+		Sources:    sourceNames(s.Config),
+		Deliveries: s.Metrics.DeliveryCounts,
+		ShowHeader: HeaderShower(s.Config),
+		Recheck:    s.Recheck,
+		Notify:     s.Pool.Notify,
+		Logger:     s.log,
 	})
 }
 
