@@ -228,6 +228,7 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		}
 	}
 	dry := r.PostForm.Get("dry_run") == "1"
+	filtered := describe(q)
 	if dry && q.Get("until") == "" {
 		// The confirmation replays what the count counted, not events
 		// that arrive meanwhile.
@@ -251,7 +252,7 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		}
 	}
 	q.Del("status")
-	u.render(w, r, s, http.StatusOK, "replay", "Replay dead events", replayData{Q: q, DryRun: dry, Result: res, Filtered: describe(q)})
+	u.render(w, r, s, http.StatusOK, "replay", "Replay dead events", replayData{Q: q, DryRun: dry, Result: res, Filtered: filtered})
 }
 
 // describe says a listing filter in words.
