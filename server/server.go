@@ -509,10 +509,11 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 	var body []byte
 	complete := false
 	keep := int64(rl.MaxBodyBytes())
-	if r.ContentLength <= keep && s.budget.take(keep+1) {
+	if s.budget.take(keep + 1) {
 		body, _ = io.ReadAll(io.LimitReader(r.Body, keep+1))
 		s.budget.release(keep + 1)
 		complete = int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
+		body = body[:min(int64(len(body)), keep)]
 	}
 	if !complete {
 		w.Header().Set("Connection", "close")

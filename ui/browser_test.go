@@ -102,8 +102,8 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if dir == "" {
 		return
 	}
-	png := value(t, ctx, "screenshot", chromedp.FullScreenshot(90))
-	if err := os.WriteFile(filepath.Join(dir, name+".jpg"), png, 0o644); err != nil {
+	png := value(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

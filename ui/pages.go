@@ -83,7 +83,7 @@ func (u *console) overview(w http.ResponseWriter, r *http.Request, s session) {
 	for _, name := range names {
 		data.Rows = append(data.Rows, row(name, false))
 	}
-	if _, ok := bySource[""]; ok || counts[""] != nil {
+	if _, ok := bySource[""]; ok || counts[""]["unknown_source"] > 0 {
 		data.Rows = append(data.Rows, row("", true))
 	}
 	u.render(w, r, s, http.StatusOK, "overview", "Overview", data)

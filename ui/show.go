@@ -91,7 +91,7 @@ type bar struct {
 
 const (
 	chartHeight = 32
-	barWidth    = 4
+	barWidth    = 3
 )
 
 func newChart(stored, rejected [hookbox.OverviewMinutes]int) chart {

@@ -1,0 +1,144 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/loadgen"
+	"github.com/hookbox/hookbox/service"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// floodConfig: one standard-webhooks source, the rejected log bounded to
+// 1000 rows and written at rate a second (burst as much).
+func floodConfig(rate int) string {
+	return fmt.Sprintf(`
+sources:
+  - name: polar
+    scheme: standard-webhooks
+    secrets: [%q]
+    store_only: true
+rejected:
+  max_count: 1000
+  rate: %d
+  burst: %d
+`, rightSecret, rate, rate)
+}
+
+// floodRound runs good deliveries alone or beside a flood of bad-signature
+// ones and returns the good ones' p99 and the rejected rows kept.
+func floodRound(b *testing.B, rate, good, bad int) (p99 time.Duration, kept int) {
+	cfg, err := config.Parse([]byte(floodConfig(rate)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.DB = "sqlite:" + filepath.Join(b.TempDir(), "flood.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := service.New(ctx, cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx, ln) }()
+	url := "http://" + ln.Addr().String() + "/webhooks/polar"
+	body := []byte(`{"type":"order.paid","data":{"id":"ord_1"}}`)
+	sign := func(secret string, id string) loadgen.Request {
+		h, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{secret}}, body, id, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Set("Content-Type", "application/json")
+		return loadgen.Request{Header: h}
+	}
+	goodReqs := make([]loadgen.Request, good)
+	for i := range goodReqs {
+		goodReqs[i] = sign(rightSecret, fmt.Sprintf("good_%d", i))
+	}
+	badReqs := make([]loadgen.Request, bad)
+	for i := range badReqs {
+		badReqs[i] = sign(wrongSecret, fmt.Sprintf("bad_%d", i))
+	}
+	var wg sync.WaitGroup
+	var floodRes loadgen.Result
+	if bad > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			floodRes, _ = loadgen.Run(ctx, loadgen.Options{URL: url, Connections: 8, Requests: badReqs, Body: body})
+		}()
+	}
+	res, err := loadgen.Run(ctx, loadgen.Options{URL: url, Connections: 8, Requests: goodReqs, Body: body})
+	wg.Wait()
+	if err != nil || res.Status[http.StatusAccepted] != good {
+		b.Fatalf("good deliveries: %v %v", res.Status, err)
+	}
+	if bad > 0 && floodRes.Status[http.StatusUnauthorized] != bad {
+		b.Fatalf("flood: %v", floodRes.Status)
+	}
+	svc.Rejections.Close() // flush what the writer holds
+	rs, err := svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{Limit: 100000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cancel()
+	<-done
+	return res.P99, len(rs)
+}
+
+// BenchmarkRejectedFlood measures what a flood of 10,000 bad-signature
+// deliveries does to good deliveries sent at the same time, on SQLite:
+// the good ones' p99 alone, beside the flood with the rejected log
+// written at its default rate (10 a second, burst 100), and beside the
+// flood with the log taking every rejection its queue admits (rate 10^6,
+// bounded to 1000 rows). Each is measured several times, alternating, and
+// the medians reported; the bound is checked after every flood.
+//
+//	go test -run '^$' -bench RejectedFlood -benchtime 1x ./service
+func BenchmarkRejectedFlood(b *testing.B) {
+	const good, bad, rounds = 4000, 10000, 5
+	var alone, defaults, unlimited []time.Duration
+	maxKept := 0
+	for range b.N {
+		for range rounds {
+			p, _ := floodRound(b, 10, good, 0)
+			alone = append(alone, p)
+			p, kept := floodRound(b, 10, good, bad)
+			defaults = append(defaults, p)
+			maxKept = max(maxKept, kept)
+			p, kept = floodRound(b, 1_000_000, good, bad)
+			unlimited = append(unlimited, p)
+			maxKept = max(maxKept, kept)
+		}
+	}
+	if maxKept > 1000 {
+		b.Fatalf("the rejected log held %d rows, bound 1000", maxKept)
+	}
+	med := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	a, d, u := med(alone), med(defaults), med(unlimited)
+	b.ReportMetric(float64(a.Microseconds())/1000, "p99-alone-ms")
+	b.ReportMetric(float64(d.Microseconds())/1000, "p99-flood-default-ms")
+	b.ReportMetric(float64(u.Microseconds())/1000, "p99-flood-unlimited-ms")
+	b.ReportMetric(float64(d)/float64(a), "default/alone")
+	b.ReportMetric(float64(u)/float64(d), "unlimited/default")
+	b.ReportMetric(float64(maxKept), "max-rows-kept")
+	b.Logf("p99 of %d good deliveries: alone %v %v; beside %d bad, log at default rate %v %v; log unlimited %v %v; most rows kept %d",
+		good, a, alone, bad, d, defaults, u, unlimited, maxKept)
+}
