@@ -396,21 +396,28 @@ func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 	if f.Until, err = ParseTime(q.Get("until"), now); err != nil {
 		return f, fmt.Errorf("until: %w", err)
 	}
+	f.Limit, f.BeforeID, err = pageFromQuery(q)
+	return f, err
+}
+
+// pageFromQuery reads a listing's page: limit (1 to MaxListLimit, 0 when
+// absent) and before_id (the next page starts below it).
+func pageFromQuery(q url.Values) (limit int, beforeID int64, err error) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n > MaxListLimit {
-			return f, fmt.Errorf("limit: want a whole number from 1 to %d", MaxListLimit)
+			return 0, 0, fmt.Errorf("limit: want a whole number from 1 to %d", MaxListLimit)
 		}
-		f.Limit = n
+		limit = n
 	}
 	if v := q.Get("before_id"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return f, fmt.Errorf("before_id: want a positive event id")
+			return 0, 0, fmt.Errorf("before_id: want a positive id")
 		}
-		f.BeforeID = n
+		beforeID = n
 	}
-	return f, nil
+	return limit, beforeID, nil
 }
 
 // CheckFilterText refuses a text filter (source, event type) that no store

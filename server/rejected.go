@@ -48,21 +48,8 @@ func RejectionFilterFromQuery(q url.Values, now time.Time) (hookbox.RejectionFil
 	if f.Since, err = ParseTime(q.Get("since"), now); err != nil {
 		return f, errors.New("since: " + err.Error())
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 || n > MaxListLimit {
-			return f, errors.New("limit: want a whole number from 1 to " + strconv.Itoa(MaxListLimit))
-		}
-		f.Limit = n
-	}
-	if v := q.Get("before_id"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n <= 0 {
-			return f, errors.New("before_id: want a positive id")
-		}
-		f.BeforeID = n
-	}
-	return f, nil
+	f.Limit, f.BeforeID, err = pageFromQuery(q)
+	return f, err
 }
 
 func (a *admin) listRejected(w http.ResponseWriter, r *http.Request) {

@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
-	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
@@ -43,50 +42,16 @@ sources:
 
 // console is a running service with a separate admin listener.
 type console struct {
-	t         *testing.T
-	svc       *service.Service
-	url, adm  string
-	stop      func()
-	collected bool
+	t        *testing.T
+	svc      *service.Service
+	url, adm string
+	stop     func()
 }
 
 func startConsole(t *testing.T, dbURL, cfgText string) *console {
 	t.Helper()
-	cfg, err := config.Parse([]byte(cfgText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DB = dbURL
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, nil)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.AdminListener = aln
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	c := &console{t: t, svc: svc, url: "http://" + ln.Addr().String(), adm: "http://" + aln.Addr().String()}
-	c.stop = func() {
-		if c.collected {
-			return
-		}
-		c.collected = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("serve: %v", err)
-		}
-	}
-	t.Cleanup(c.stop)
-	return c
+	srv := e2e.Start(t, cfgText, dbURL, nil)
+	return &console{t: t, svc: srv.Svc, url: srv.URL, adm: srv.Admin, stop: srv.Stop}
 }
 
 // call makes a request with the admin token and decodes a JSON reply

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +13,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
-	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/verify"
 )
@@ -70,39 +69,8 @@ func newSink(t *testing.T) (string, *atomic.Bool) {
 
 func startApp(t *testing.T, dbURL, sink, secret string, failing *atomic.Bool) *app {
 	t.Helper()
-	cfg, err := config.Parse([]byte(appConfig(sink, secret)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DB = dbURL
-	ctx, cancel := context.WithCancel(context.Background())
-	svc, err := service.New(ctx, cfg, nil)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.AdminListener = aln
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	a := &app{t: t, dbURL: dbURL, svc: svc, hooks: "http://" + ln.Addr().String(), admin: "http://" + aln.Addr().String(), failing: failing}
-	var stopped atomic.Bool
-	a.stop = func() {
-		if stopped.Swap(true) {
-			return
-		}
-		cancel()
-		<-done
-	}
-	t.Cleanup(a.stop)
-	return a
+	srv := e2e.Start(t, appConfig(sink, secret), dbURL, nil)
+	return &app{t: t, dbURL: dbURL, svc: srv.Svc, hooks: srv.URL, admin: srv.Admin, failing: failing, stop: srv.Stop}
 }
 
 // send posts a delivery to polar signed with secret and returns the

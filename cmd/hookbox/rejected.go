@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -56,11 +55,7 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
 			if f.Since, err = server.ParseTime(since, time.Now()); err != nil {
 				return fmt.Errorf("--since: %w", err)
 			}
-			cfg, err := g.loadConfig(false)
-			if err != nil {
-				return err
-			}
-			st, err := openDB(cmd.Context(), g)
+			show, st, err := openRejected(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -69,7 +64,6 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			show := service.HeaderShower(cfg)
 			views := make([]server.RejectionView, 0, len(rs))
 			for _, rj := range rs {
 				views = append(views, server.ViewRejection(rj, show, false))
@@ -124,11 +118,7 @@ only the kept body, byte for byte; --json prints it all, the body in base64.`,
 			if jsonOut && body {
 				return errors.New("--body and --json are exclusive")
 			}
-			cfg, err := g.loadConfig(false)
-			if err != nil {
-				return err
-			}
-			st, err := openDB(cmd.Context(), g)
+			show, st, err := openRejected(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -140,7 +130,7 @@ only the kept body, byte for byte; --json prints it all, the body in base64.`,
 			if err != nil {
 				return err
 			}
-			v := server.ViewRejection(rj, service.HeaderShower(cfg), true)
+			v := server.ViewRejection(rj, show, true)
 			out := cmd.OutOrStdout()
 			switch {
 			case body:
@@ -155,6 +145,21 @@ only the kept body, byte for byte; --json prints it all, the body in base64.`,
 	cmd.Flags().BoolVar(&body, "body", false, "print only the kept body, exactly as received")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the delivery as JSON (body in base64)")
 	return cmd
+}
+
+// openRejected opens the database as openDB does and returns how to show
+// headers under the --config given (signature values and its secrets
+// masked).
+func openRejected(cmd *cobra.Command, g *globalFlags) (func(http.Header) http.Header, hookbox.Store, error) {
+	cfg, err := g.loadConfig(false)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := openDB(cmd.Context(), g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return service.HeaderShower(cfg), st, nil
 }
 
 func printRejection(w io.Writer, v server.RejectionView) error {
@@ -172,19 +177,7 @@ func printRejection(w io.Writer, v server.RejectionView) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(v.Header) > 0 {
-		fmt.Fprintln(w, "\nheaders")
-		keys := make([]string, 0, len(v.Header))
-		for k := range v.Header {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			for _, val := range v.Header[k] {
-				fmt.Fprintf(w, "  %s: %s\n", printable(http.CanonicalHeaderKey(k)), printable(val))
-			}
-		}
-	}
+	printHeaders(w, v.Header)
 	if v.Body != nil {
 		fmt.Fprintf(w, "\nbody (hookbox rejected show %d --body prints it as received)\n  %s\n", v.ID, oneLine(string(v.Body)))
 	}

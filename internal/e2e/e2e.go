@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,8 +24,14 @@ import (
 type Server struct {
 	T   *testing.T
 	URL string // http://127.0.0.1:port
-	Svc *service.Service
-	Cfg *config.Config
+	// Admin is the admin listener's http://127.0.0.1:port when the config
+	// sets admin_listen (Start listens on a free port instead), else "".
+	Admin string
+	Svc   *service.Service
+	Cfg   *config.Config
+	// Stop shuts the service down and waits for it; the test's cleanup
+	// calls it too.
+	Stop func()
 }
 
 // Start parses cfgYAML, points it at dbURL, lets register add handlers, and
@@ -53,15 +60,28 @@ func Start(t *testing.T, cfgYAML, dbURL string, register func(*service.Service) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := &Server{T: t, URL: "http://" + ln.Addr().String(), Svc: svc, Cfg: cfg}
+	if cfg.AdminListen != "" {
+		aln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.AdminListener = aln
+		srv.Admin = "http://" + aln.Addr().String()
+	}
 	done := make(chan error, 1)
 	go func() { done <- svc.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Logf("serve: %v", err)
-		}
-	})
-	return &Server{T: t, URL: "http://" + ln.Addr().String(), Svc: svc, Cfg: cfg}
+	var once sync.Once
+	srv.Stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Logf("serve: %v", err)
+			}
+		})
+	}
+	t.Cleanup(srv.Stop)
+	return srv
 }
 
 // Source returns the configured source called name.
