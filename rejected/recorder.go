@@ -51,8 +51,12 @@ const maxText = hookbox.MaxIDLength
 // maxHeaderValues bounds the header values kept of one request.
 const maxHeaderValues = 64
 
-// writeBatch is the most rejections one write transaction stores.
-const writeBatch = 128
+// writeBatch is the most rejections one write transaction stores, and
+// writeEvery how long the writer gathers them before writing.
+const (
+	writeBatch = 256
+	writeEvery = 200 * time.Millisecond
+)
 
 // Options configure a Recorder. Zero fields take the defaults.
 type Options struct {
@@ -83,7 +87,7 @@ type Recorder struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 
-	written, trimmed atomic.Int64
+	written atomic.Int64
 }
 
 // NewRecorder returns a Recorder writing to st and starts its writer; Close
@@ -180,40 +184,54 @@ func (r *Recorder) dropped(source string, known bool, why string) {
 	r.opts.Dropped(source, why)
 }
 
-// writeLoop stores queued rejections, as many per transaction as are
-// waiting (up to writeBatch), until Close.
+// writeLoop stores queued rejections until Close: after the first of a
+// batch it gathers for up to writeEvery (or writeBatch rejections), so
+// that a flood costs the database a few small transactions a second
+// rather than one per rejection, and ingest rarely waits behind one.
 func (r *Recorder) writeLoop() {
 	defer close(r.done)
 	batch := make([]hookbox.Rejection, 0, writeBatch)
+	timer := time.NewTimer(0)
+	<-timer.C
 	for rj := range r.queue {
 		batch = append(batch[:0], rj)
-	fill:
+		timer.Reset(writeEvery)
+	gather:
 		for len(batch) < writeBatch {
 			select {
 			case more, ok := <-r.queue:
 				if !ok {
-					break fill
+					break gather // closing: write what is here now
 				}
 				batch = append(batch, more)
+			case <-timer.C:
+				break gather
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
 			default:
-				break fill
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		n, err := r.st.AddRejections(ctx, batch, r.Bounds())
-		cancel()
-		if err != nil {
-			r.log.Warn("rejected deliveries not logged", "count", len(batch), "err", err)
-			for _, rj := range batch {
-				r.dropped(rj.Source, !rj.UnknownSource, "store_failed")
-			}
-			clear(batch) // let the bodies go
-			continue
-		}
-		r.written.Add(int64(len(batch)))
-		r.trimmed.Add(int64(n))
-		clear(batch)
+		r.write(batch)
+		clear(batch) // let the bodies go
 	}
+}
+
+// write stores one batch, counting it dropped if the store fails.
+func (r *Recorder) write(batch []hookbox.Rejection) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.st.AddRejections(ctx, batch, r.Bounds())
+	if err != nil {
+		r.log.Warn("rejected deliveries not logged", "count", len(batch), "err", err)
+		for _, rj := range batch {
+			r.dropped(rj.Source, !rj.UnknownSource, "store_failed")
+		}
+		return
+	}
+	r.written.Add(int64(len(batch)))
 }
 
 // clean copies rj's body (cut to the limit) and makes its text storable.
