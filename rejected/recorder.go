@@ -54,8 +54,8 @@ const maxHeaderValues = 64
 // writeBatch is the most rejections one write transaction stores, and
 // writeEvery how long the writer gathers them before writing.
 const (
-	writeBatch = 256
-	writeEvery = 200 * time.Millisecond
+	writeBatch = 64
+	writeEvery = 250 * time.Millisecond
 )
 
 // Options configure a Recorder. Zero fields take the defaults.
@@ -157,6 +157,11 @@ func (r *Recorder) Allow(source string, known bool) bool {
 // text cleaned (see the package guarantees), so the caller's buffers may
 // be reused at once.
 func (r *Recorder) Record(rj hookbox.Rejection) {
+	if len(r.queue) == cap(r.queue) {
+		// Full already: drop before copying anything.
+		r.dropped(rj.Source, !rj.UnknownSource, "queue_full")
+		return
+	}
 	rj = r.clean(rj)
 	select {
 	case r.queue <- rj:
@@ -184,10 +189,11 @@ func (r *Recorder) dropped(source string, known bool, why string) {
 	r.opts.Dropped(source, why)
 }
 
-// writeLoop stores queued rejections until Close: after the first of a
-// batch it gathers for up to writeEvery (or writeBatch rejections), so
-// that a flood costs the database a few small transactions a second
-// rather than one per rejection, and ingest rarely waits behind one.
+// writeLoop stores queued rejections until Close, one transaction of at
+// most writeBatch every writeEvery at the most: a flood costs the
+// database a few small transactions a second, whatever the rate limits
+// let through, and ingest rarely waits behind one. What the writer cannot
+// take waits in the queue, and what the queue cannot hold is dropped.
 func (r *Recorder) writeLoop() {
 	defer close(r.done)
 	batch := make([]hookbox.Rejection, 0, writeBatch)
@@ -208,14 +214,17 @@ func (r *Recorder) writeLoop() {
 				break gather
 			}
 		}
-		if !timer.Stop() {
+		full := len(batch) == writeBatch
+		r.write(batch)
+		clear(batch) // let the bodies go
+		if full {
+			<-timer.C // not before writeEvery has passed since the batch began
+		} else if !timer.Stop() {
 			select {
 			case <-timer.C:
 			default:
 			}
 		}
-		r.write(batch)
-		clear(batch) // let the bodies go
 	}
 }
 

@@ -18,10 +18,15 @@ var _ hookbox.RejectionStore = (*Store)(nil)
 func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hookbox.RejectionBounds) (int, error) {
 	var trimmed int
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		insert, err := tx.PrepareContext(ctx, `INSERT INTO rejected_deliveries
+            (source, unknown_source, received_at, remote_addr, status, reason, headers, body_size, body, body_complete)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		defer insert.Close()
 		for _, r := range rs {
-			_, err := tx.ExecContext(ctx, `INSERT INTO rejected_deliveries
-                (source, unknown_source, received_at, remote_addr, status, reason, headers, body_size, body, body_complete)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			_, err := insert.ExecContext(ctx,
 				r.Source, r.UnknownSource, millis(r.ReceivedAt), r.RemoteAddr, r.Status, r.Reason,
 				hookbox.EncodeHeader(r.Header), r.BodySize, r.Body, r.BodyComplete)
 			if err != nil {
