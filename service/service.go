@@ -321,7 +321,8 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 // startSummary is the start log line's attributes: the address first
 // (tools read addr from the "listening" line), then what this process
 // runs: its version, the store (never the database password), each source
-// with its scheme and target, whether the admin API is on, and retention.
+// with its scheme and target, whether the admin API and console are on
+// (and on which address, with admin_listen), and retention.
 func (s *Service) startSummary(addr string) []any {
 	cfg := s.Config
 	attrs := []any{"addr", addr}
@@ -344,6 +345,9 @@ func (s *Service) startSummary(addr string) []any {
 	admin := "off"
 	if cfg.AdminToken != "" {
 		admin = "on"
+	}
+	if cfg.AdminListen != "" {
+		attrs = append(attrs, "admin_listen", cfg.AdminListen)
 	}
 	return append(attrs, "sources", strings.Join(sources, "; "), "admin", admin,
 		"retention", days(cfg.RetentionDays), "payload_retention", days(cfg.PayloadRetentionDays))

@@ -106,6 +106,16 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if name != "event" {
+		return
+	}
+	// The same page as a phone shows it.
+	run(t, ctx, "phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	png = value(t, ctx, "phone screenshot", chromedp.FullScreenshot(100))
+	run(t, ctx, "desktop viewport", chromedp.EmulateReset())
+	if err := os.WriteFile(filepath.Join(dir, name+"-phone.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestBrowserFindReplay: log in, find an event by its delivery id, open
