@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"time"
@@ -145,17 +144,6 @@ var funcs = template.FuncMap{
 	"chartWidth":  func() int { return hookbox.OverviewMinutes * barWidth },
 	"chartHeight": func() int { return chartHeight },
 	"barWidth":    func() int { return barWidth - 1 },
-	"query": func(q url.Values, kv ...string) string {
-		out := cloneValues(q)
-		for i := 0; i+1 < len(kv); i += 2 {
-			if kv[i+1] == "" {
-				out.Del(kv[i])
-			} else {
-				out.Set(kv[i], kv[i+1])
-			}
-		}
-		return out.Encode()
-	},
-	"id":   func(id int64) string { return strconv.FormatInt(id, 10) },
-	"list": func(s ...string) []string { return s },
+	"id":          func(id int64) string { return strconv.FormatInt(id, 10) },
+	"list":        func(s ...string) []string { return s },
 }

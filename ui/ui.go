@@ -158,6 +158,10 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 				http.Error(w, "missing or invalid admin token", http.StatusUnauthorized)
 				return
 			}
+			if r.Method == http.MethodPost && r.ParseForm() != nil {
+				http.Error(w, "bad form", http.StatusBadRequest)
+				return
+			}
 			h(w, r, session{bearer: true})
 			return
 		}

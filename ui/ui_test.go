@@ -125,7 +125,20 @@ func TestConsoleAuth(t *testing.T) {
 		if st, _, h := a.get("/ui/"); st != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "default-src 'none'") {
 			t.Errorf("Bearer overview: %d, CSP %q", st, h.Get("Content-Security-Policy"))
 		}
-		req, _ := http.NewRequest("GET", a.admin+"/ui/", nil)
+		// A script posts with the Bearer token and no CSRF token.
+		req, _ := http.NewRequest("POST", a.admin+"/ui/replay", strings.NewReader("dry_run=1&source=polar"))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+			t.Errorf("a Bearer POST: %v %v", resp, err)
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(b), "would be replayed: dead events with source polar") {
+				t.Errorf("a Bearer dry run: %s", b)
+			}
+		}
+		req, _ = http.NewRequest("GET", a.admin+"/ui/", nil)
 		req.Header.Set("Authorization", "Bearer wrong")
 		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("a wrong Bearer token: %v %v", resp.StatusCode, err)
