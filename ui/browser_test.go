@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
 )
 
 // The browser tests drive the console in a real headless Chromium. They
@@ -133,7 +134,6 @@ func TestBrowserFindReplay(t *testing.T) {
 	failing.Store(false)
 
 	browserLogin(t, ctx, a)
-	screenshot(t, ctx, "overview")
 	run(t, ctx, "search by delivery id",
 		chromedp.Navigate(a.admin+"/ui/events"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=delivery_id]`), "msg_find_me"),
@@ -307,4 +307,44 @@ func TestBrowserPostWithoutCSRF(t *testing.T) {
 	if got, _ := a.svc.Store.Event(context.Background(), ev.ID); got.Status != hookbox.StatusDead {
 		t.Errorf("the event changed: %s", got.Status)
 	}
+}
+
+// TestBrowserOverview: the overview shows each source's counts and the
+// last hour as bars, stored and rejected.
+func TestBrowserOverview(t *testing.T) {
+	ctx := newTab(t)
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	st := a.svc.Store
+	now := time.Now()
+	var ds []hookbox.Delivery
+	var rs []hookbox.Rejection
+	for i := range 240 {
+		at := now.Add(-time.Duration(i%57) * time.Minute)
+		source := []string{"polar", "github", "stripe"}[i%3]
+		d := storetest.Delivery(source, fmt.Sprintf("seed_%d", i))
+		d.ReceivedAt = at
+		ds = append(ds, d)
+		if i%9 == 0 {
+			rs = append(rs, storetest.Rejection(source, 401, at))
+		}
+	}
+	if _, err := st.Ingest(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddRejections(context.Background(), rs, hookbox.RejectionBounds{}); err != nil {
+		t.Fatal(err)
+	}
+	browserLogin(t, ctx, a)
+	run(t, ctx, "overview", chromedp.Navigate(a.admin+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`svg.chart`)))
+	rows := value(t, ctx, "rows", chromedp.Evaluate[int](`document.querySelectorAll('main tbody tr').length`))
+	bars := value(t, ctx, "bars", chromedp.Evaluate[int](`document.querySelectorAll('svg.chart rect.ok').length`))
+	rejected := value(t, ctx, "rejected bars", chromedp.Evaluate[int](`document.querySelectorAll('svg.chart rect.rej').length`))
+	if rows != 3 || bars < 50 || rejected == 0 {
+		t.Errorf("overview: %d rows, %d stored bars, %d rejected bars", rows, bars, rejected)
+	}
+	if got := text(t, ctx, `main tbody`); !strings.Contains(got, "github") || !strings.Contains(got, "stripe") {
+		t.Errorf("overview rows: %q", got)
+	}
+	screenshot(t, ctx, "overview")
 }
