@@ -89,6 +89,15 @@ func browserLogin(t *testing.T, ctx context.Context, a *app) {
 	)
 }
 
+// waitLocation waits until the tab's address holds part: a submitted
+// form's page has replaced the one it was on.
+func waitLocation(t *testing.T, ctx context.Context, part string) {
+	t.Helper()
+	await(t, "the address to hold "+part, func() bool {
+		return strings.Contains(value(t, ctx, "location", chromedp.Location()), part)
+	})
+}
+
 // text returns the text of the first element matching sel.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
@@ -138,8 +147,9 @@ func TestBrowserFindReplay(t *testing.T) {
 		chromedp.Navigate(a.admin+"/ui/events"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=delivery_id]`), "msg_find_me"),
 		chromedp.Submit(chromedp.CSS(`input[name=delivery_id]`)),
-		chromedp.WaitVisible(chromedp.CSS(`table.events`)),
 	)
+	waitLocation(t, ctx, "delivery_id=msg_find_me")
+	run(t, ctx, "the results", chromedp.WaitVisible(chromedp.CSS(`table.events`)))
 	rows := value(t, ctx, "count rows", chromedp.Evaluate[int](`document.querySelectorAll('table.events tbody a').length`))
 	if rows != 1 {
 		t.Fatalf("the search lists %d events, want 1", rows)
@@ -300,7 +310,8 @@ func TestBrowserPostWithoutCSRF(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`form.actions`)),
 	)
 	value(t, ctx, "drop the CSRF field", chromedp.Evaluate[bool](`document.querySelector('form.actions input[name=csrf]').remove(); true`))
-	run(t, ctx, "submit", chromedp.Click(chromedp.CSS(`form.actions button`)), chromedp.WaitVisible(chromedp.CSS(`body`)))
+	run(t, ctx, "submit", chromedp.Click(chromedp.CSS(`form.actions button`)))
+	waitLocation(t, ctx, "/replay")
 	if got := text(t, ctx, `body`); !strings.Contains(got, "CSRF") {
 		t.Errorf("the answer to a POST without the token: %q", got)
 	}
