@@ -170,17 +170,17 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	// What the headers alone can refuse is refused before the body is
 	// read, and the connection closed rather than drained.
 	if len(src.AllowIPs) > 0 && !s.allowed(r, src.AllowIPs) {
-		s.rejectUnread(w, r, name, http.StatusForbidden, "this source does not accept deliveries from your address")
+		s.rejectUnread(w, r, start, name, http.StatusForbidden, "this source does not accept deliveries from your address")
 		return
 	}
 	if r.ContentLength > src.MaxBodyBytes {
-		s.rejectUnread(w, r, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+		s.rejectUnread(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
 		return
 	}
 	now := time.Now()
 	vr := verify.Request{Header: r.Header, Now: now}
 	if err := src.Verifier.CheckHeader(vr); err != nil {
-		s.rejectUnread(w, r, name, http.StatusUnauthorized, err.Error())
+		s.rejectUnread(w, r, start, name, http.StatusUnauthorized, err.Error())
 		return
 	}
 	body, held, err := s.readBody(w, r, src.MaxBodyBytes)
@@ -194,9 +194,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 			s.unavailable(w, name, "too many deliveries in flight; retry later")
 		case errors.As(err, &tooLarge):
-			s.reject(w, r, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes", nil)
+			s.reject(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes", nil)
 		default:
-			s.reject(w, r, name, http.StatusBadRequest, "could not read body", nil)
+			s.reject(w, r, start, name, http.StatusBadRequest, "could not read body", nil)
 		}
 		return
 	}
@@ -207,19 +207,19 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, verify.ErrMalformed) {
 			status = http.StatusBadRequest
 		}
-		s.reject(w, r, name, status, err.Error(), body)
+		s.reject(w, r, start, name, status, err.Error(), body)
 		return
 	}
 	if len(res.DeliveryID) > hookbox.MaxIDLength {
-		s.reject(w, r, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
+		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
 	if len(res.EventType) > hookbox.MaxIDLength {
-		s.reject(w, r, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
+		s.reject(w, r, start, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
 	if !storable(res.DeliveryID) || !storable(res.EventType) {
-		s.reject(w, r, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
+		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
 		return
 	}
 	d := hookbox.Delivery{
@@ -239,7 +239,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, hookbox.ErrBadDelivery) {
 			// The store refuses this delivery alone (an id too long, a value
 			// the database rejects): retrying cannot help.
-			s.reject(w, r, name, http.StatusBadRequest, "the delivery cannot be stored as sent", body)
+			s.reject(w, r, start, name, http.StatusBadRequest, "the delivery cannot be stored as sent", body)
 			return
 		}
 		s.log.Error("store delivery", "source", name, "delivery_id", logText(d.DeliveryID), "err", err)
@@ -268,18 +268,19 @@ func (s *Server) unavailable(w http.ResponseWriter, source, msg string) {
 // the connection after the reply: otherwise net/http would read up to
 // 256 KiB of the body to reuse the connection, waiting for a client that
 // withholds it.
-func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, source string, status int, reason string) {
+func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string) {
 	w.Header().Set("Connection", "close")
-	s.reject(w, r, source, status, reason, nil)
+	s.reject(w, r, at, source, status, reason, nil)
 }
 
-// reject refuses a delivery to a configured source and records it in the
-// rejection log; body is the whole body when it was read, else nil.
-func (s *Server) reject(w http.ResponseWriter, r *http.Request, source string, status int, reason string, body []byte) {
+// reject refuses a delivery to a configured source received at at, and
+// records it in the rejection log; body is the whole body when it was
+// read, else nil.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string, body []byte) {
 	s.log.Info("delivery rejected", "source", source, "status", status, "reason", reason)
 	writeError(w, status, reason)
 	if status != http.StatusForbidden && s.cfg.Rejections != nil && s.cfg.Rejections.Allow(source, true) {
-		s.record(r, source, false, status, reason, body, body != nil)
+		s.record(r, at, source, false, status, reason, body, body != nil)
 	}
 	outcome := "malformed"
 	switch status {
@@ -497,6 +498,7 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // and records it with the first bytes of its body, read only when the
 // rejection log's rate limit admits it and within the body budget.
 func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name string) {
+	at := time.Now()
 	s.log.Info("delivery rejected", "unknown_source", logText(name), "status", http.StatusNotFound,
 		"remote", r.RemoteAddr)
 	s.observe("", "unknown_source", time.Time{})
@@ -519,12 +521,13 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 		w.Header().Set("Connection", "close")
 	}
 	writeError(w, http.StatusNotFound, "unknown source")
-	s.record(r, name, true, http.StatusNotFound, "unknown source", body, complete)
+	s.record(r, at, name, true, http.StatusNotFound, "unknown source", body, complete)
 }
 
-// record hands a rejection to the rejection log. body, when not nil, is
-// the body as read: all of it when complete.
-func (s *Server) record(r *http.Request, source string, unknown bool, status int, reason string, body []byte, complete bool) {
+// record hands a rejection to the rejection log, received at at (what a
+// re-check judges signed timestamps against). body, when not nil, is the
+// body as read: all of it when complete.
+func (s *Server) record(r *http.Request, at time.Time, source string, unknown bool, status int, reason string, body []byte, complete bool) {
 	size := r.ContentLength
 	if complete {
 		size = int64(len(body))
@@ -534,7 +537,7 @@ func (s *Server) record(r *http.Request, source string, unknown bool, status int
 		remote = addr.String()
 	}
 	s.cfg.Rejections.Record(hookbox.Rejection{
-		Source: source, UnknownSource: unknown, ReceivedAt: time.Now(), RemoteAddr: remote,
+		Source: source, UnknownSource: unknown, ReceivedAt: at, RemoteAddr: remote,
 		Status: status, Reason: reason, Header: KeptHeader(r.Header),
 		BodySize: size, Body: body, BodyComplete: complete,
 	})
