@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -101,7 +102,7 @@ type eventsData struct {
 	Q        url.Values
 	Events   []hookbox.Event
 	Error    string
-	Next     string // the next page's query, "" on the last page
+	Next     template.URL // the next page's "?query", "" on the last page
 	Statuses []hookbox.Status
 	Sources  []string
 }
@@ -128,9 +129,7 @@ func (u *console) listEvents(r *http.Request, q url.Values, status hookbox.Statu
 	}
 	d.Events = evs
 	if len(evs) == f.Limit {
-		next := cloneValues(q)
-		next.Set("before_id", strconv.FormatInt(evs[len(evs)-1].ID, 10))
-		d.Next = next.Encode()
+		d.Next = nextPage(q, evs[len(evs)-1].ID)
 	}
 	return d, nil
 }
@@ -213,6 +212,7 @@ func (u *console) replayOne(w http.ResponseWriter, r *http.Request, s session) {
 
 type replayData struct {
 	Q        url.Values
+	Back     template.URL // the dead events page with the same filter
 	DryRun   bool
 	Result   hookbox.ReplayResult
 	Filtered string // the filter in words
@@ -252,7 +252,8 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		}
 	}
 	q.Del("status")
-	u.render(w, r, s, http.StatusOK, "replay", "Replay dead events", replayData{Q: q, DryRun: dry, Result: res, Filtered: filtered})
+	u.render(w, r, s, http.StatusOK, "replay", "Replay dead events", replayData{Q: q, DryRun: dry, Result: res, Filtered: filtered,
+		Back: template.URL("/ui/dead?" + q.Encode())})
 }
 
 // describe says a listing filter in words.
@@ -273,7 +274,7 @@ type rejectedListData struct {
 	Q          url.Values
 	Rejections []hookbox.Rejection
 	Error      string
-	Next       string
+	Next       template.URL
 	Recheck    bool
 }
 
@@ -296,9 +297,7 @@ func (u *console) rejectedList(w http.ResponseWriter, r *http.Request, s session
 	}
 	d.Rejections = rs
 	if len(rs) == f.Limit {
-		next := cloneValues(q)
-		next.Set("before_id", strconv.FormatInt(rs[len(rs)-1].ID, 10))
-		d.Next = next.Encode()
+		d.Next = nextPage(q, rs[len(rs)-1].ID)
 	}
 	u.render(w, r, s, http.StatusOK, "rejected", "Rejected deliveries", d)
 }
@@ -359,7 +358,7 @@ func (u *console) recheck(w http.ResponseWriter, r *http.Request, s session) {
 
 type uncertainData struct {
 	Events []hookbox.Event
-	Next   string // never: the list is not paged
+	Next   template.URL // never: the list is not paged
 }
 
 // uncertain lists the recorded sends (effect.RecordSend) that were
@@ -399,6 +398,15 @@ func (u *console) pathID(w http.ResponseWriter, r *http.Request, s session) (int
 		return 0, false
 	}
 	return id, true
+}
+
+// nextPage is the link to the page after the one that ended at id: the
+// same query with before_id set. Encode escapes every value, so the link
+// is safe to mark as a URL.
+func nextPage(q url.Values, id int64) template.URL {
+	next := cloneValues(q)
+	next.Set("before_id", strconv.FormatInt(id, 10))
+	return template.URL("?" + next.Encode())
 }
 
 func cloneValues(q url.Values) url.Values {

@@ -210,3 +210,45 @@ func mustRequest(t *testing.T, method, path string) *http.Request {
 	}
 	return req
 }
+
+// TestConsolePages: the uncertain page lists a recorded send that was
+// attempted and not confirmed; a binary payload is shown as a hex dump; a
+// bad filter is explained on the page, not a failure; paging links to
+// the next page.
+func TestConsolePages(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "smtp said no", storetest.Delivery("send:email", "order-1"))
+		bin := storetest.Delivery("polar", "binary")
+		bin.Payload = []byte{0xff, 0x00, 0xfe, 'x'}
+		binID := storetest.Seed(t, st, hookbox.StatusPending, time.Now(), "", bin)[0]
+		for i := range 3 {
+			storetest.Seed(t, st, hookbox.StatusPending, time.Now(), "", storetest.Delivery("polar", "p"+strconv.Itoa(i)))
+		}
+		srv := server.New(server.Config{})
+		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
+		get := func(path string) string {
+			rec := httptest.NewRecorder()
+			req := mustRequest(t, "GET", path)
+			req.Header.Set("Authorization", "Bearer "+token)
+			srv.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				t.Fatalf("%s: %d", path, rec.Code)
+			}
+			return rec.Body.String()
+		}
+		if page := get("/ui/uncertain"); !strings.Contains(page, "order-1") || !strings.Contains(page, "smtp said no") {
+			t.Errorf("uncertain page lacks the send")
+		}
+		if page := get("/ui/events/" + strconv.FormatInt(binID, 10)); !strings.Contains(page, "shown as binary") || !strings.Contains(page, "ff 00 fe 78") {
+			t.Errorf("binary payload page:\n%s", page)
+		}
+		if page := get("/ui/events?status=sideways"); !strings.Contains(page, "status: want pending") {
+			t.Errorf("a bad filter is not explained")
+		}
+		page := get("/ui/events?source=polar&limit=2")
+		if !strings.Contains(page, `rel="next"`) || !strings.Contains(page, "before_id=") {
+			t.Errorf("no next page link:\n%s", page)
+		}
+	})
+}
