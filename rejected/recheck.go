@@ -69,52 +69,34 @@ const recheckPage = 100
 // Recheck verifies kept rejected deliveries again against sources (the
 // current configuration), judging signed timestamps against the time each
 // was received, and stores those that pass as ordinary events, deduplicated
-// as ingest does: a delivery whose event exists already is reported as a
-// duplicate of it. Each admitted rejection records its event, so a second
-// re-check skips it. Only deliveries whose whole body was kept can pass.
+// as ingest does: a delivery whose event exists already (or that passed
+// twice, sent twice) is reported as a duplicate of it. Each admitted
+// rejection records its event, so a second re-check skips it. Only
+// deliveries whose whole body was kept can pass. The deliveries that pass
+// are stored recheckPage to a transaction.
 func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p RecheckParams) (RecheckResult, error) {
 	res := RecheckResult{Admitted: []Admission{}, Refused: []Refusal{}, DryRun: p.DryRun}
-	check := func(rj hookbox.Rejection) error {
-		d, why := admissible(rj, sources)
-		if why != "" {
-			res.Refused = append(res.Refused, Refusal{RejectionID: rj.ID, Reason: why})
-			return nil
-		}
-		if p.DryRun {
-			res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID})
-			return nil
-		}
-		rs, err := st.Ingest(ctx, []hookbox.Delivery{d})
-		if errors.Is(err, hookbox.ErrBadDelivery) {
-			res.Refused = append(res.Refused, Refusal{RejectionID: rj.ID, Reason: "the store refuses it: " + err.Error()})
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("admit rejection %d: %w", rj.ID, err)
-		}
-		if err := st.SetRejectionAdmitted(ctx, rj.ID, rs[0].ID); err != nil && !errors.Is(err, hookbox.ErrNotFound) {
-			return fmt.Errorf("admit rejection %d: %w", rj.ID, err)
-		}
-		res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID, EventID: rs[0].ID, Duplicate: rs[0].Duplicate})
-		return nil
-	}
 	if len(p.IDs) > 0 {
+		var named []hookbox.Rejection
 		for _, id := range p.IDs {
 			rj, err := st.Rejection(ctx, id)
-			if errors.Is(err, hookbox.ErrNotFound) {
+			switch {
+			case errors.Is(err, hookbox.ErrNotFound):
 				res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: "no such rejected delivery (trimmed from the log?)"})
-				continue
-			}
-			if err != nil {
+			case err != nil:
 				return res, err
-			}
-			if rj.AdmittedEventID != 0 {
+			case rj.AdmittedEventID != 0:
 				res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: ReasonAlreadyStored})
-				continue
+			default:
+				named = append(named, rj)
 			}
-			if err := check(rj); err != nil {
+		}
+		for len(named) > 0 {
+			n := min(len(named), recheckPage)
+			if err := recheckBatch(ctx, st, sources, p.DryRun, named[:n], &res); err != nil {
 				return res, err
 			}
+			named = named[n:]
 		}
 		return res, nil
 	}
@@ -123,16 +105,56 @@ func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p 
 		if err != nil {
 			return res, err
 		}
-		for _, rj := range page {
-			if err := check(rj); err != nil {
-				return res, err
-			}
+		if err := recheckBatch(ctx, st, sources, p.DryRun, page, &res); err != nil {
+			return res, err
 		}
 		if len(page) < recheckPage {
 			return res, nil
 		}
 		before = page[len(page)-1].ID
 	}
+}
+
+// recheckBatch verifies rjs and, unless dry, stores those that pass in one
+// ingest transaction and records each one's event, adding the outcome to
+// res.
+func recheckBatch(ctx context.Context, st RecheckStore, sources map[string]Source, dry bool, rjs []hookbox.Rejection, res *RecheckResult) error {
+	var passed []hookbox.Rejection
+	var ds []hookbox.Delivery
+	for _, rj := range rjs {
+		d, why := admissible(rj, sources)
+		if why != "" {
+			res.Refused = append(res.Refused, Refusal{RejectionID: rj.ID, Reason: why})
+			continue
+		}
+		if dry {
+			res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID})
+			continue
+		}
+		passed, ds = append(passed, rj), append(ds, d)
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	receipts, err := st.Ingest(ctx, ds)
+	var bad *hookbox.BadDeliveries
+	if err != nil && !errors.As(err, &bad) {
+		return fmt.Errorf("admit rejected deliveries: %w", err)
+	}
+	for i, rj := range passed {
+		if bad != nil {
+			if why := bad.ItemError(i); why != nil {
+				res.Refused = append(res.Refused, Refusal{RejectionID: rj.ID, Reason: "the store refuses it: " + why.Error()})
+				continue
+			}
+		}
+		rc := receipts[i]
+		if err := st.SetRejectionAdmitted(ctx, rj.ID, rc.ID); err != nil && !errors.Is(err, hookbox.ErrNotFound) {
+			return fmt.Errorf("admit rejection %d: %w", rj.ID, err)
+		}
+		res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID, EventID: rc.ID, Duplicate: rc.Duplicate})
+	}
+	return nil
 }
 
 // admissible verifies rj against sources and returns the delivery to

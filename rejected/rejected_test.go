@@ -159,3 +159,43 @@ func TestRecheckJudgesTimeAtReceipt(t *testing.T) {
 		}
 	})
 }
+
+// TestRecheckSameDeliveryTwice: a sender that retried a refused delivery
+// left two rejections of it; a re-check stores one event, the second is
+// its duplicate; re-checking by id names what is already admitted.
+func TestRecheckSameDeliveryTwice(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		cfg := verify.Config{Scheme: verify.SchemeGitHub, Secrets: []string{"gh-recheck-secret-0123"}}
+		v, err := verify.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(`{"zen":"retried"}`)
+		hdr, err := verify.Sign(cfg, body, "delivery-1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rj := hookbox.Rejection{Source: "gh", ReceivedAt: time.Now(), Status: 401, Header: hdr, Body: body, BodyComplete: true, BodySize: int64(len(body))}
+		if _, err := st.AddRejections(ctx, []hookbox.Rejection{rj, rj}, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		sources := map[string]rejected.Source{"gh": {Verifier: v}}
+		res, err := rejected.Recheck(ctx, st, sources, rejected.RecheckParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Admitted) != 2 || res.Admitted[0].EventID != res.Admitted[1].EventID ||
+			res.Admitted[0].Duplicate == res.Admitted[1].Duplicate {
+			t.Fatalf("re-check of one delivery sent twice: %+v", res)
+		}
+		if evs, _ := st.Events(ctx, hookbox.Filter{}); len(evs) != 1 {
+			t.Errorf("%d events stored, want 1", len(evs))
+		}
+		again, err := rejected.Recheck(ctx, st, sources, rejected.RecheckParams{IDs: []int64{res.Admitted[0].RejectionID, 999}})
+		if err != nil || len(again.Admitted) != 0 || len(again.Refused) != 2 || again.Refused[0].Reason != rejected.ReasonAlreadyStored {
+			t.Errorf("re-check by id: %+v %v", again, err)
+		}
+	})
+}
