@@ -1,11 +1,15 @@
 // Package server is hookbox's HTTP front door: POST /webhooks/{source}, the
-// health endpoints, and (later) the admin API and metrics.
+// health endpoints, and the admin API (RegisterAdmin).
 //
 // Guarantees of the receiving endpoint:
 //   - 202 is written only after the delivery's row is committed (the Ingest
 //     function returned a receipt); a duplicate is a 202 too.
 //   - A store that cannot commit yields 503 with Retry-After, never 2xx.
-//   - Bad input yields 400/401/403/404/405/413 and stores nothing.
+//   - Bad input yields 400/401/403/404/405/413 and stores no event. A 400,
+//     401, 404 or 413 is handed to Config.Rejections (the operator's log of
+//     refused deliveries) after the reply is written, never before it and
+//     never waiting on it; an unknown source's body is read for it only
+//     when the log admits the rejection, and only up to its limit.
 //   - Nothing of the body is read until the request has passed every check
 //     its headers allow: the source's allow_ips, the declared length, and
 //     the verifier's CheckHeader (signature header present and well formed,
