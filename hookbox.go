@@ -159,8 +159,8 @@ func SummaryStatus(states []Status) Status {
 
 // Store is everything a hookbox store does: it keeps events (EventStore),
 // ingests in open transactions (IngestBeginner), drains them as a queue
-// (Queue), serves the operator (Ops) and runs application transactions
-// (Transactor). Both implementations, sqlite and postgres, are all of it,
+// (Queue), serves the operator (Ops), keeps the log of rejected deliveries
+// (RejectionStore) and runs application transactions (Transactor). Both implementations, sqlite and postgres, are all of it,
 // checked by the one conformance suite in storetest; a consumer that needs
 // less takes the narrower interface as its parameter.
 type Store interface {
@@ -168,6 +168,8 @@ type Store interface {
 	IngestBeginner
 	Queue
 	Ops
+	RejectionStore
+	Overviewer
 	Transactor
 
 	// Listen calls wake each time another process commits new events to
@@ -224,11 +226,14 @@ type Filter struct {
 	Source    string
 	Status    Status
 	EventType string
-	Since     time.Time // created at or after
-	Until     time.Time // created before
-	BeforeID  int64     // only ids below this (paging newest first)
-	Parent    int64     // only the deliveries of this FanOut event
-	Limit     int       // 0 means DefaultListLimit
+	// DeliveryID matches the sender's id exactly; with Source it is one
+	// lookup in the unique index.
+	DeliveryID string
+	Since      time.Time // created at or after
+	Until      time.Time // created before
+	BeforeID   int64     // only ids below this (paging newest first)
+	Parent     int64     // only the deliveries of this FanOut event
+	Limit      int       // 0 means DefaultListLimit
 }
 
 // DefaultListLimit is the number of events a listing returns when the

@@ -63,7 +63,11 @@ const DefaultMaxInflightBodyBytes = 64 << 20
 
 // Config is the whole file.
 type Config struct {
-	Listen               string  `yaml:"listen"`
+	Listen string `yaml:"listen"`
+	// AdminListen, when set, is a second address that serves /admin/…,
+	// /metrics and the web UI (/ui/), which are then no longer served on
+	// Listen. Unset, they share Listen with the webhooks.
+	AdminListen          string  `yaml:"admin_listen"`
 	DB                   string  `yaml:"db"`
 	RetentionDays        int     `yaml:"retention_days"`
 	PayloadRetentionDays int     `yaml:"payload_retention_days"`
@@ -77,6 +81,8 @@ type Config struct {
 	// before it is cancelled and its events released (default 30s).
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
 	Sources         []Source `yaml:"sources"`
+	// Rejected bounds the log of refused deliveries.
+	Rejected Rejected `yaml:"rejected"`
 
 	// Warnings are the start-time warnings Load and Parse found: things
 	// that work but are probably not what the operator wants (a source
@@ -99,6 +105,23 @@ type Config struct {
 	// hookbox whose X-Forwarded-For and Forwarded headers are believed when
 	// a source has allow_ips. From any other peer they are ignored.
 	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// Rejected bounds the log of refused deliveries (400, 401, 404, 413).
+// Zero fields take the defaults of the rejected package.
+type Rejected struct {
+	// MaxCount is the most deliveries kept (default 10000).
+	MaxCount int `yaml:"max_count"`
+	// MaxAge is how long one is kept (default 168h, a week).
+	MaxAge Duration `yaml:"max_age"`
+	// MaxBodyBytes is how much of each body is kept (default 65536); only a
+	// delivery kept whole can be admitted by a re-check.
+	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// Rate and Burst bound the deliveries logged per source: Rate a second
+	// on average (default 10), Burst at once (default 100). Unknown source
+	// names share one allowance.
+	Rate  float64 `yaml:"rate"`
+	Burst int     `yaml:"burst"`
 }
 
 // Log configures structured logging.
@@ -570,6 +593,18 @@ func (c *Config) validate() error {
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("shutdown_timeout", "must not be negative")
+	}
+	for _, r := range []struct {
+		key      string
+		negative bool
+	}{
+		{"rejected.max_count", c.Rejected.MaxCount < 0}, {"rejected.max_age", c.Rejected.MaxAge < 0},
+		{"rejected.max_body_bytes", c.Rejected.MaxBodyBytes < 0}, {"rejected.rate", c.Rejected.Rate < 0},
+		{"rejected.burst", c.Rejected.Burst < 0},
+	} {
+		if r.negative {
+			bad(r.key, "must not be negative")
+		}
 	}
 	if c.Ingest.Flushers < 0 {
 		bad("ingest.flushers", "must be positive")

@@ -90,6 +90,10 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"sqlite:\n  synchronous: maybe\nsources:\n  - name: a\n    scheme: none", "sqlite.synchronous"},
 		{"retention_days: -1\nsources:\n  - name: a\n    scheme: none", "retention_days"},
 		{"listen: x\nunknown_key: 1\nsources:\n  - name: a\n    scheme: none", "unknown_key"},
+		{"rejected:\n  max_count: -1\nsources:\n  - name: a\n    scheme: none", "rejected.max_count"},
+		{"rejected:\n  rate: -0.5\nsources:\n  - name: a\n    scheme: none", "rejected.rate"},
+		{"rejected:\n  max_age: later\nsources:\n  - name: a\n    scheme: none", "rejected.max_age"},
+		{"rejected:\n  max_cuont: 5\nsources:\n  - name: a\n    scheme: none", "max_count"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte(c.yaml))
@@ -200,5 +204,17 @@ func TestExampleSourcesSayStoreOnly(t *testing.T) {
 	}
 	if ws := c.NoTargetWarnings(); len(ws) > 0 {
 		t.Fatalf("examples/hookbox.yaml: %q", ws)
+	}
+}
+
+// TestConsoleKeys: admin_listen and the rejected section load as written.
+func TestConsoleKeys(t *testing.T) {
+	c, err := Parse([]byte("admin_listen: 127.0.0.1:9090\nrejected:\n  max_count: 500\n  max_age: 24h\n  max_body_bytes: 4096\n  rate: 2.5\n  burst: 20\nsources:\n  - name: a\n    scheme: none"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Rejected
+	if c.AdminListen != "127.0.0.1:9090" || r.MaxCount != 500 || time.Duration(r.MaxAge) != 24*time.Hour || r.MaxBodyBytes != 4096 || r.Rate != 2.5 || r.Burst != 20 {
+		t.Errorf("loaded %q %+v", c.AdminListen, r)
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/hookbox/hookbox"
 )
@@ -84,6 +85,7 @@ type Metrics struct {
 	attemptSeconds *prometheus.HistogramVec
 	dead           *prometheus.CounterVec
 	circuit        *prometheus.GaugeVec
+	unlogged       *prometheus.CounterVec
 
 	// Pre-resolved children of the configured sources, read-only after
 	// New: the hot paths look up a map instead of hashing label values.
@@ -130,12 +132,16 @@ func New(sources []string) *Metrics {
 			Name: "hookbox_target_circuit_open",
 			Help: "1 while a target's circuit is open: it failed too often in a row and waits before a trial delivery.",
 		}, []string{"target"}),
+		unlogged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookbox_rejections_unlogged_total",
+			Help: "Refused deliveries left out of the rejected-deliveries log, by source (empty for unknown ones) and why: rate_limited, queue_full or store_failed.",
+		}, []string{"source", "why"}),
 		deliveryChild: map[string]map[string]prometheus.Counter{},
 		attemptChild:  map[string]map[string]prometheus.Counter{},
 		seconds:       map[string]prometheus.Observer{},
 		deadChild:     map[string]prometheus.Counter{},
 	}
-	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit,
+	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit, m.unlogged,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -199,6 +205,12 @@ func (m *Metrics) Delivery(source, outcome string, took time.Duration) {
 	if (outcome == OutcomeNew || outcome == OutcomeDuplicate) && took > 0 {
 		m.ingestSeconds.Observe(took.Seconds())
 	}
+}
+
+// RejectionUnlogged counts one refused delivery the rejected-deliveries
+// log did not keep, and why. It has the shape of rejected.Options.Dropped.
+func (m *Metrics) RejectionUnlogged(source, why string) {
+	m.unlogged.WithLabelValues(m.source(source), why).Inc()
 }
 
 // Batch records one group commit of size deliveries. It has the shape of
@@ -316,4 +328,37 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		age = max(0, now.Sub(st.OldestDue).Seconds())
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDueDesc, prometheus.GaugeValue, age)
+}
+
+// DeliveryCounts returns, per source ("" for unknown ones), how many
+// deliveries this process answered with each outcome since it started:
+// the counters behind hookbox_deliveries_total, for the operator's
+// overview.
+func (m *Metrics) DeliveryCounts() map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		m.deliveries.Collect(ch)
+		close(ch)
+	}()
+	for c := range ch {
+		var d dto.Metric
+		if c.Write(&d) != nil || d.Counter == nil {
+			continue
+		}
+		var source, outcome string
+		for _, l := range d.Label {
+			switch l.GetName() {
+			case "source":
+				source = l.GetValue()
+			case "outcome":
+				outcome = l.GetValue()
+			}
+		}
+		if out[source] == nil {
+			out[source] = map[string]int64{}
+		}
+		out[source][outcome] += int64(d.Counter.GetValue())
+	}
+	return out
 }

@@ -140,3 +140,27 @@ func TestStatsCachedAtScrape(t *testing.T) {
 		t.Errorf("cached value lost: %v", got)
 	}
 }
+
+// TestDeliveryCountsAndUnlogged: the console's counts are the counters'
+// values, unknown sources under ""; refusals the log left out are counted
+// by source and why, an unknown source's under "".
+func TestDeliveryCountsAndUnlogged(t *testing.T) {
+	m := metrics.New([]string{"polar"})
+	m.Delivery("polar", metrics.OutcomeNew, time.Millisecond)
+	m.Delivery("polar", metrics.OutcomeDuplicate, time.Millisecond)
+	m.Delivery("polar", metrics.OutcomeDuplicate, time.Millisecond)
+	m.Delivery("guess", metrics.OutcomeUnknownSource, 0)
+	got := m.DeliveryCounts()
+	if got["polar"]["new"] != 1 || got["polar"]["duplicate"] != 2 || got[""]["unknown_source"] != 1 || got["guess"] != nil {
+		t.Errorf("counts: %v", got)
+	}
+	m.RejectionUnlogged("polar", "rate_limited")
+	m.RejectionUnlogged("anything-else", "queue_full")
+	ts := httptest.NewServer(m.Handler())
+	defer ts.Close()
+	s := scrape(t, ts.URL)
+	if s[`hookbox_rejections_unlogged_total{source="polar",why="rate_limited"}`] != 1 ||
+		s[`hookbox_rejections_unlogged_total{source="",why="queue_full"}`] != 1 {
+		t.Errorf("unlogged: %v", s)
+	}
+}

@@ -737,6 +737,9 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 	if f.EventType != "" {
 		add("event_type = $?", f.EventType)
 	}
+	if f.DeliveryID != "" {
+		add("delivery_id = $?", f.DeliveryID)
+	}
 	if !f.Since.IsZero() {
 		add("created_at >= $?", f.Since)
 	}

@@ -203,6 +203,11 @@ func (h *cancelHandler) HandleCancel(ctx context.Context) {
 // HandleUnwatchAfterCancel finishes what HandleCancel started.
 func (h *cancelHandler) HandleUnwatchAfterCancel() { h.cur.HandleUnwatchAfterCancel() }
 
+// outOfOrder lets goose apply a migration numbered below the newest one
+// applied: migrations written on parallel branches (00007 and 00008, say)
+// may reach a database in either order.
+var outOfOrder = goose.WithAllowOutofOrder(true)
+
 // migrate applies the embedded migrations through a database/sql handle over
 // the pool, holding a session-level advisory lock while it does.
 func (s *Store) migrate(ctx context.Context) error {
@@ -228,7 +233,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, goose.WithSessionLocker(locker), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
@@ -258,7 +263,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub)
+	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, outOfOrder)
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
@@ -266,8 +271,12 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: schema version of %q: %w", *schema, err)
 	}
-	if current < target {
-		return noSchema("postgres: the hookbox database in schema %q is at schema version %d, this hookbox needs %d; run `hookbox migrate` first", *schema, current, target)
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: schema version of %q: %w", *schema, err)
+	}
+	if pending {
+		return noSchema("postgres: the hookbox database in schema %q lacks migrations this hookbox needs (newest applied %d, newest known %d); run `hookbox migrate` first", *schema, current, target)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -107,5 +108,34 @@ func TestErrorKeepsIdentity(t *testing.T) {
 	plain := errors.New("nothing secret")
 	if r.Error(plain) != plain {
 		t.Error("an error without secrets was wrapped")
+	}
+}
+
+func TestHeaderMasksCredentials(t *testing.T) {
+	r := redact.New("whsec_c2VjcmV0LWZvci10ZXN0cw==")
+	h := http.Header{
+		"Webhook-Signature":     {"v1,abcdef"},
+		"Stripe-Signature":      {"t=1,v1=00"},
+		"X-Gitlab-Token":        {"plain-token"},
+		"X-My-Mac":              {"deadbeef"},
+		"Content-Type":          {"application/json"},
+		"X-Echo":                {"leaked whsec_c2VjcmV0LWZvci10ZXN0cw== here"},
+		"X-Shopify-Hmac-Sha256": {"abc="},
+	}
+	got := r.Header(h, "x-my-mac")
+	for _, k := range []string{"Webhook-Signature", "Stripe-Signature", "X-Gitlab-Token", "X-My-Mac", "X-Shopify-Hmac-Sha256"} {
+		if got.Get(k) != redact.Mask {
+			t.Errorf("%s shown as %q, want masked", k, got.Get(k))
+		}
+	}
+	if got.Get("Content-Type") != "application/json" || got.Get("X-Echo") != "leaked "+redact.Mask+" here" {
+		t.Errorf("other headers: %v", got)
+	}
+	if h.Get("Webhook-Signature") != "v1,abcdef" {
+		t.Errorf("Header changed its argument")
+	}
+	var none *redact.Redactor
+	if none.Header(http.Header{"X-Hub-Signature-256": {"sha256=00"}}).Get("X-Hub-Signature-256") != redact.Mask {
+		t.Errorf("a nil Redactor must still mask signature headers")
 	}
 }

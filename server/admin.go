@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/rejected"
 )
 
 // AdminConfig is what the admin API needs.
@@ -34,6 +36,18 @@ type AdminConfig struct {
 	Targets TargetsFunc
 	// KnownTarget, if set, says whether a name may be paused.
 	KnownTarget func(name string) bool
+	// ShowHeader makes headers fit to show (signature and credential
+	// values masked); default: (*redact.Redactor)(nil).Header.
+	ShowHeader func(http.Header) http.Header
+	// Recheck verifies kept rejected deliveries again against the current
+	// configuration (rejected.Recheck bound to it); nil answers 501.
+	Recheck func(ctx context.Context, p rejected.RecheckParams) (rejected.RecheckResult, error)
+}
+
+// Mux is where routes are registered: a *Server, or the *http.ServeMux of
+// a separate admin listener.
+type Mux interface {
+	Handle(pattern string, h http.Handler)
 }
 
 // PurgeNote is what a purge costs, said wherever one is reported.
@@ -44,18 +58,21 @@ const MaxListLimit = 10000
 
 // RegisterAdmin adds the admin API to s:
 //
-//	GET  /admin/events               ?status=&source=&type=&since=&until=&limit=&before_id=
+//	GET  /admin/events               ?status=&source=&type=&delivery_id=&since=&until=&limit=&before_id=
 //	GET  /admin/events/{id}          the event, its attempts and its payload (base64;
 //	                                 ?payload=raw answers the bytes as received)
 //	POST /admin/events/{id}/replay   ?include_done=true
 //	POST /admin/replay               bulk: the listing's filters, dry_run, include_done
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
 //	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume
+//	GET  /admin/rejected             ?source=&status=&since=&limit=&before_id=
+//	GET  /admin/rejected/{id}        one rejected delivery with its kept body
+//	POST /admin/rejected/recheck     ?id=…&dry_run=true
 //
 // Every route requires "Authorization: Bearer <token>", compared in
 // constant time; a missing or wrong token is a 401 that never echoes what
 // was sent. With an empty token nothing is registered.
-func RegisterAdmin(s *Server, cfg AdminConfig) {
+func RegisterAdmin(s Mux, cfg AdminConfig) {
 	if cfg.Token == "" {
 		return
 	}
@@ -65,6 +82,9 @@ func RegisterAdmin(s *Server, cfg AdminConfig) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ShowHeader == nil {
+		cfg.ShowHeader = func(h http.Header) http.Header { return (*redact.Redactor)(nil).Header(h) }
+	}
 	a := &admin{cfg: cfg, tokenSum: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger}
 	s.Handle("GET /admin/events", a.guard(a.list))
 	s.Handle("GET /admin/events/{id}", a.guard(a.show))
@@ -72,6 +92,9 @@ func RegisterAdmin(s *Server, cfg AdminConfig) {
 	s.Handle("POST /admin/replay", a.guard(a.replayBulk))
 	s.Handle("POST /admin/purge", a.guard(a.purge))
 	a.registerTargets(s)
+	s.Handle("GET /admin/rejected", a.guard(a.listRejected))
+	s.Handle("GET /admin/rejected/{id}", a.guard(a.showRejected))
+	s.Handle("POST /admin/rejected/recheck", a.guard(a.recheck))
 	s.Handle("/admin/", a.guard(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such admin endpoint")
 	}))
@@ -269,7 +292,7 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if f.Source == "" && f.Status == "" && f.EventType == "" && f.Since.IsZero() && f.Until.IsZero() {
+	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.Since.IsZero() && f.Until.IsZero() {
 		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, since or until")
 		return
 	}
@@ -373,10 +396,13 @@ func boolParam(q url.Values, name string) (bool, error) {
 }
 
 // FilterFromQuery reads a listing filter from query parameters: status,
-// source, type, since, until (see ParseTime), limit and before_id.
+// source, type, delivery_id, since, until (see ParseTime), limit and
+// before_id.
 func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
-	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status"))}
-	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType)); err != nil {
+	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status")),
+		DeliveryID: q.Get("delivery_id")}
+	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType),
+		CheckFilterText("delivery_id", f.DeliveryID)); err != nil {
 		return f, err
 	}
 	if f.Status != "" && !f.Status.Valid() {
@@ -389,21 +415,28 @@ func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 	if f.Until, err = ParseTime(q.Get("until"), now); err != nil {
 		return f, fmt.Errorf("until: %w", err)
 	}
+	f.Limit, f.BeforeID, err = pageFromQuery(q)
+	return f, err
+}
+
+// pageFromQuery reads a listing's page: limit (1 to MaxListLimit, 0 when
+// absent) and before_id (the next page starts below it).
+func pageFromQuery(q url.Values) (limit int, beforeID int64, err error) {
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n > MaxListLimit {
-			return f, fmt.Errorf("limit: want a whole number from 1 to %d", MaxListLimit)
+			return 0, 0, fmt.Errorf("limit: want a whole number from 1 to %d", MaxListLimit)
 		}
-		f.Limit = n
+		limit = n
 	}
 	if v := q.Get("before_id"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
-			return f, fmt.Errorf("before_id: want a positive event id")
+			return 0, 0, fmt.Errorf("before_id: want a positive id")
 		}
-		f.BeforeID = n
+		beforeID = n
 	}
-	return f, nil
+	return limit, beforeID, nil
 }
 
 // CheckFilterText refuses a text filter (source, event type) that no store

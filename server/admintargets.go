@@ -33,7 +33,7 @@ var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-
 //	POST /admin/targets/{source}/pause            a source's own forward or exec
 //	POST /admin/targets/{source}/{target}/pause   a named target
 //	POST /admin/targets/{source}/resume, …/{target}/resume
-func (a *admin) registerTargets(s *Server) {
+func (a *admin) registerTargets(s Mux) {
 	s.Handle("GET /admin/targets", a.guard(a.targets))
 	for _, p := range []string{"/admin/targets/{source}", "/admin/targets/{source}/{target}"} {
 		s.Handle("POST "+p+"/pause", a.guard(a.pause(true)))

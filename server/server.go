@@ -1,11 +1,15 @@
 // Package server is hookbox's HTTP front door: POST /webhooks/{source}, the
-// health endpoints, and (later) the admin API and metrics.
+// health endpoints, and the admin API (RegisterAdmin).
 //
 // Guarantees of the receiving endpoint:
 //   - 202 is written only after the delivery's row is committed (the Ingest
 //     function returned a receipt); a duplicate is a 202 too.
 //   - A store that cannot commit yields 503 with Retry-After, never 2xx.
-//   - Bad input yields 400/401/403/404/405/413 and stores nothing.
+//   - Bad input yields 400/401/403/404/405/413 and stores no event. A 400,
+//     401, 404 or 413 is handed to Config.Rejections (the operator's log of
+//     refused deliveries) after the reply is written, never before it and
+//     never waiting on it; an unknown source's body is read for it only
+//     when the log admits the rejection, and only up to its limit.
 //   - Nothing of the body is read until the request has passed every check
 //     its headers allow: the source's allow_ips, the declared length, and
 //     the verifier's CheckHeader (signature header present and well formed,
@@ -89,12 +93,28 @@ type Config struct {
 	// Source.AllowIPs. From any other peer those headers are ignored.
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
+	// Rejections, if set, is told of every delivery refused with 400, 401,
+	// 404 or 413, after the reply is written; see RejectionLog.
+	Rejections RejectionLog
 	// Observe, if set, is told how each delivery ended: outcome is "new",
 	// "duplicate", "handshake" (a verified URL check, answered, not stored) or
 	// why it was refused ("bad_signature", "malformed",
 	// "too_large", "unknown_source", "forbidden", "unavailable"); source is
 	// "" when unknown; took runs from receipt to reply (0 for a refusal).
 	Observe func(source, outcome string, took time.Duration)
+}
+
+// RejectionLog records refused deliveries for the operator (the rejected
+// package's Recorder is one). Its methods must never wait on anything.
+type RejectionLog interface {
+	// Allow reports whether a rejection from source (a configured one when
+	// known, else the name asked for) may be recorded now; a caller that
+	// gets false records nothing.
+	Allow(source string, known bool) bool
+	// Record takes a rejection; it copies what it keeps of its body.
+	Record(hookbox.Rejection)
+	// MaxBodyBytes is how much of a body a rejection keeps.
+	MaxBodyBytes() int
 }
 
 // Server routes requests; it is an http.Handler.
@@ -175,24 +195,23 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	src, ok := s.sources[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, "unknown source")
-		s.observe("", "unknown_source", time.Time{})
+		s.unknownSource(w, r, name)
 		return
 	}
 	// What the headers alone can refuse is refused before the body is
 	// read, and the connection closed rather than drained.
 	if len(src.AllowIPs) > 0 && !s.allowed(r, src.AllowIPs) {
-		s.rejectUnread(w, name, http.StatusForbidden, "this source does not accept deliveries from your address")
+		s.rejectUnread(w, r, start, name, http.StatusForbidden, "this source does not accept deliveries from your address")
 		return
 	}
 	if r.ContentLength > src.MaxBodyBytes {
-		s.rejectUnread(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+		s.rejectUnread(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
 		return
 	}
 	now := time.Now()
 	vr := verify.Request{Header: r.Header, Now: now}
 	if err := src.Verifier.CheckHeader(vr); err != nil {
-		s.rejectUnread(w, name, http.StatusUnauthorized, err.Error())
+		s.rejectUnread(w, r, start, name, http.StatusUnauthorized, err.Error())
 		return
 	}
 	body, held, err := s.readBody(raw, r, src.MaxBodyBytes)
@@ -206,9 +225,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 			s.unavailable(w, name, "too many deliveries in flight; retry later")
 		case errors.As(err, &tooLarge):
-			s.reject(w, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+			s.reject(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes", nil)
 		default:
-			s.reject(w, name, http.StatusBadRequest, "could not read body")
+			s.reject(w, r, start, name, http.StatusBadRequest, "could not read body", nil)
 		}
 		return
 	}
@@ -221,7 +240,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, verify.ErrMalformed) {
 			status = http.StatusBadRequest
 		}
-		s.reject(w, name, status, err.Error())
+		s.reject(w, r, start, name, status, err.Error(), body)
 		return
 	}
 	if res.Reply != nil {
@@ -231,15 +250,15 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(res.DeliveryID) > hookbox.MaxIDLength {
-		s.reject(w, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes")
+		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
 	if len(res.EventType) > hookbox.MaxIDLength {
-		s.reject(w, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes")
+		s.reject(w, r, start, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
 	if !storable(res.DeliveryID) || !storable(res.EventType) {
-		s.reject(w, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text")
+		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
 		return
 	}
 	d := hookbox.Delivery{
@@ -264,7 +283,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, hookbox.ErrBadDelivery) {
 			// The store refuses this delivery alone (an id too long, a value
 			// the database rejects): retrying cannot help.
-			s.reject(w, name, http.StatusBadRequest, "the delivery cannot be stored as sent")
+			s.reject(w, r, start, name, http.StatusBadRequest, "the delivery cannot be stored as sent", body)
 			return
 		}
 		s.log.Error("store delivery", "source", name, "delivery_id", logText(d.DeliveryID), "err", err)
@@ -318,14 +337,20 @@ func (s *Server) unavailable(w http.ResponseWriter, source, msg string) {
 // the connection after the reply: otherwise net/http would read up to
 // 256 KiB of the body to reuse the connection, waiting for a client that
 // withholds it.
-func (s *Server) rejectUnread(w http.ResponseWriter, source string, status int, reason string) {
+func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string) {
 	w.Header().Set("Connection", "close")
-	s.reject(w, source, status, reason)
+	s.reject(w, r, at, source, status, reason, nil)
 }
 
-func (s *Server) reject(w http.ResponseWriter, source string, status int, reason string) {
+// reject refuses a delivery to a configured source received at at, and
+// records it in the rejection log; body is the whole body when it was
+// read, else nil.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string, body []byte) {
 	s.log.Info("delivery rejected", "source", source, "status", status, "reason", reason)
 	writeError(w, status, reason)
+	if status != http.StatusForbidden && s.cfg.Rejections != nil && s.cfg.Rejections.Allow(source, true) {
+		s.record(r, at, source, false, status, reason, body, body != nil)
+	}
 	outcome := "malformed"
 	switch status {
 	case http.StatusUnauthorized:
@@ -550,4 +575,53 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// unknownSource refuses a delivery to a name no source has (404), logs it
+// and records it with the first bytes of its body, read only when the
+// rejection log's rate limit admits it and within the body budget.
+func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name string) {
+	at := time.Now()
+	s.log.Info("delivery rejected", "unknown_source", logText(name), "status", http.StatusNotFound,
+		"remote", r.RemoteAddr)
+	s.observe("", "unknown_source", time.Time{})
+	rl := s.cfg.Rejections
+	if rl == nil || !rl.Allow(name, false) {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusNotFound, "unknown source")
+		return
+	}
+	var body []byte
+	complete := false
+	keep := int64(rl.MaxBodyBytes())
+	if s.budget.take(keep + 1) {
+		body, _ = io.ReadAll(io.LimitReader(r.Body, keep+1))
+		s.budget.release(keep + 1)
+		complete = int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
+		body = body[:min(int64(len(body)), keep)]
+	}
+	if !complete {
+		w.Header().Set("Connection", "close")
+	}
+	writeError(w, http.StatusNotFound, "unknown source")
+	s.record(r, at, name, true, http.StatusNotFound, "unknown source", body, complete)
+}
+
+// record hands a rejection to the rejection log, received at at (what a
+// re-check judges signed timestamps against). body, when not nil, is the
+// body as read: all of it when complete.
+func (s *Server) record(r *http.Request, at time.Time, source string, unknown bool, status int, reason string, body []byte, complete bool) {
+	size := r.ContentLength
+	if complete {
+		size = int64(len(body))
+	}
+	remote := r.RemoteAddr
+	if addr, ok := clientAddr(r, s.cfg.TrustedProxies); ok {
+		remote = addr.String()
+	}
+	s.cfg.Rejections.Record(hookbox.Rejection{
+		Source: source, UnknownSource: unknown, ReceivedAt: at, RemoteAddr: remote,
+		Status: status, Reason: reason, Header: KeptHeader(r.Header),
+		BodySize: size, Body: body, BodyComplete: complete,
+	})
 }

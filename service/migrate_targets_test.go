@@ -56,7 +56,8 @@ func TestMigrateToTargets(t *testing.T) {
 		}
 		// Back to schema 6: what the last release made.
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			for _, q := range []string{`DROP TABLE paused_targets`, `DROP INDEX events_order`, `DROP INDEX events_children`,
+			for _, q := range []string{`DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`,
+				`DROP TABLE paused_targets`, `DROP INDEX events_order`, `DROP INDEX events_children`,
 				`ALTER TABLE events DROP COLUMN order_key`, `ALTER TABLE events DROP COLUMN fanout`,
 				`ALTER TABLE events DROP COLUMN parent_id`, `DELETE FROM goose_db_version WHERE version_id = 7`} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/metrics"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/ui"
 )
 
 // RetentionInterval is how often serve applies retention_days and
@@ -26,18 +28,39 @@ func sourceNames(cfg *config.Config) []string {
 }
 
 // registerOps adds GET /metrics, the queue statistics behind it and (when
-// an admin token is configured) the admin API to the server.
+// an admin token is configured) the admin API and the web console (/ui/)
+// to the server, or to the admin listener's mux when admin_listen is set.
 func (s *Service) registerOps() {
-	s.Server.Handle("GET /metrics", s.Metrics.Handler())
+	var mux server.Mux = s.Server
+	if s.Config.AdminListen != "" {
+		s.Admin = http.NewServeMux()
+		s.Admin.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "no such endpoint", http.StatusNotFound)
+		})
+		mux = s.Admin
+	}
+	mux.Handle("GET /metrics", s.Metrics.Handler())
 	s.Metrics.WatchStats(s.Store.Stats, metrics.DefaultStatsCache, s.log)
-	server.RegisterAdmin(s.Server, server.AdminConfig{
-		Token:  s.Config.AdminToken,
-		Store:  s.Store,
-		Notify: s.Pool.Notify,
-		Logger: s.log,
+	server.RegisterAdmin(mux, server.AdminConfig{
+		Token:      s.Config.AdminToken,
+		Store:      s.Store,
+		Notify:     s.Pool.Notify,
+		Logger:     s.log,
+		ShowHeader: HeaderShower(s.Config),
+		Recheck:    s.Recheck,
 
 		Targets:     s.targets,
 		KnownTarget: s.knownTarget,
+	})
+	ui.Register(mux, ui.Config{
+		Token:      s.Config.AdminToken,
+		Store:      s.Store,
+		Sources:    sourceNames(s.Config),
+		Deliveries: s.Metrics.DeliveryCounts,
+		ShowHeader: HeaderShower(s.Config),
+		Recheck:    s.Recheck,
+		Notify:     s.Pool.Notify,
+		Logger:     s.log,
 	})
 }
 

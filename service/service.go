@@ -29,6 +29,7 @@ import (
 	"github.com/hookbox/hookbox/groupcommit"
 	"github.com/hookbox/hookbox/metrics"
 	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/target"
@@ -47,14 +48,23 @@ type Service struct {
 	Pool *worker.Pool
 	// Metrics are served at GET /metrics.
 	Metrics *metrics.Metrics
+	// Rejections records refused deliveries in the store's bounded log.
+	Rejections *rejected.Recorder
+	// Admin serves /admin/…, /metrics and the UI on Config.AdminListen; nil
+	// when that is unset and they are served by Server with the webhooks.
+	Admin *http.ServeMux
+	// AdminListener, when set before Serve, is used instead of listening
+	// on Config.AdminListen (tests pass one on port 0).
+	AdminListener net.Listener
 
 	// Version is the version shown in the start log line; hookbox serve
 	// sets it. When empty, the module version from the build information
 	// is shown, if there is one.
 	Version string
 
-	log       *slog.Logger
-	committer *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
+	log            *slog.Logger
+	committer      *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
+	recheckSources map[string]rejected.Source
 	// counts are the deliveries answered since the last summary line.
 	counts *deliveryCounts
 }
@@ -200,6 +210,13 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		c = groupcommit.New(ingest, opts)
 	}
 	counts := &deliveryCounts{}
+	recheckSources, err := RecheckSources(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ropts := rejectedOptions(cfg)
+	ropts.Logger, ropts.Dropped = log, m.RejectionUnlogged
+	recorder := rejected.NewRecorder(st, ropts)
 	maxBody := cfg.MaxBodyBytes
 	if maxBody == 0 {
 		maxBody = config.DefaultMaxBodyBytes
@@ -214,11 +231,13 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 			m.Delivery(source, outcome, took)
 			counts.observe(source, outcome, took)
 		},
+		Rejections: recorder,
 
 		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
 		TrustedProxies:       cfg.TrustedProxyPrefixes(),
 	})
-	s := &Service{Config: cfg, Store: st, Server: srv, Pool: pool, Metrics: m, log: log, committer: c, counts: counts}
+	s := &Service{Config: cfg, Store: st, Server: srv, Pool: pool, Metrics: m, Rejections: recorder,
+		log: log, committer: c, recheckSources: recheckSources, counts: counts}
 	s.registerOps()
 	return s, nil
 }
@@ -256,10 +275,21 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve answers HTTP on ln until ctx ends, then shuts down in order and
-// closes the store.
+// Serve answers HTTP on ln (and, with admin_listen, the admin endpoints on
+// their own address) until ctx ends, then shuts down in order and closes
+// the store.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
+	aln := s.AdminListener
+	if s.Admin != nil && aln == nil {
+		var err error
+		if aln, err = net.Listen("tcp", s.Config.AdminListen); err != nil {
+			return errors.Join(fmt.Errorf("admin_listen: %w", err), s.Close())
+		}
+	}
 	if err := s.Pool.Start(ctx); err != nil {
+		if aln != nil {
+			aln.Close()
+		}
 		return errors.Join(err, s.Close())
 	}
 	waitRetention := s.startRetention(ctx)
@@ -269,8 +299,14 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// wake this pool for them too.
 	go s.Store.Listen(ctx, s.Pool.Notify)
 	hs := HTTPServer(s.Server)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	var as *http.Server
+	if aln != nil {
+		as = HTTPServer(s.Admin)
+		go func() { errc <- as.Serve(aln) }()
+		s.log.Info("admin listening", "addr", aln.Addr().String(), "serves", "/admin/, /metrics, /ui/")
+	}
 	s.log.Info("listening", s.startAttrs(ln.Addr().String())...)
 
 	var serveErr error
@@ -281,6 +317,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	err := hs.Shutdown(shutdownCtx)
+	if as != nil {
+		err = errors.Join(err, as.Shutdown(shutdownCtx))
+	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}
@@ -305,7 +344,8 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 // startAttrs is the start log line's attributes: the address first
 // (tools read addr from the "listening" line), then what this process
 // runs: its version, the store (never the database password), each source
-// with its scheme and target, whether the admin API is on, and retention.
+// with its scheme and target, whether the admin API and console are on
+// (and on which address, with admin_listen), and retention.
 func (s *Service) startAttrs(addr string) []any {
 	cfg := s.Config
 	attrs := []any{"addr", addr}
@@ -332,6 +372,9 @@ func (s *Service) startAttrs(addr string) []any {
 	admin := "off"
 	if cfg.AdminToken != "" {
 		admin = "on"
+	}
+	if cfg.AdminListen != "" {
+		attrs = append(attrs, "admin_listen", cfg.AdminListen)
 	}
 	return append(attrs, "sources", strings.Join(sources, "; "), "admin", admin,
 		"retention", days(cfg.RetentionDays), "payload_retention", days(cfg.PayloadRetentionDays))
@@ -392,9 +435,10 @@ func displayDB(dbURL string) string {
 	return shown.String()
 }
 
-// Close flushes the committer and closes the store.
+// Close flushes the committer and the rejection log and closes the store.
 func (s *Service) Close() error {
 	s.committer.Close()
+	s.Rejections.Close()
 	return s.Store.Close()
 }
 

@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -37,6 +38,7 @@ func TestMigrateKeepsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		`DROP TABLE rejected_deliveries`,
 		`DROP TABLE paused_targets`,
 		`DROP INDEX events_order`,
 		`DROP INDEX events_children`,
@@ -81,4 +83,48 @@ func TestMigrateKeepsRows(t *testing.T) {
 	if err != nil || !dup[0].Duplicate || dup[0].ID != got[0].ID {
 		t.Errorf("same body under a new id after migrating: %+v, %v", dup, err)
 	}
+}
+
+// TestMigrateFillsGap: a database that has a later migration but lacks an
+// earlier one (migrations written on parallel branches, 00007 and 00008,
+// merged in the other order) counts as not migrated for commands that
+// only open it, and opening it to migrate applies the missing one.
+func TestMigrateFillsGap(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// Undo 00006 only: the later migrations stay applied.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`ALTER TABLE workers DROP COLUMN pid`,
+		`ALTER TABLE workers DROP COLUMN host`,
+		`DELETE FROM goose_db_version WHERE version_id = 6`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	if _, err := sqlite.Open(ctx, path, sqlite.Options{Existing: true}); !errors.Is(err, hookbox.ErrNoSchema) {
+		t.Fatalf("opening a database with a gap: %v, want ErrNoSchema", err)
+	}
+	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatalf("migrating a database with a gap: %v", err)
+	}
+	s.Close()
+	s, err = sqlite.Open(ctx, path, sqlite.Options{Existing: true})
+	if err != nil {
+		t.Fatalf("after filling the gap: %v", err)
+	}
+	s.Close()
 }

@@ -226,9 +226,14 @@ func (s *Store) checkpointLoop() {
 	}
 }
 
+// outOfOrder lets goose apply a migration numbered below the newest one
+// applied: migrations written on parallel branches (00007 and 00008, say)
+// may reach a database in either order.
+var outOfOrder = goose.WithAllowOutofOrder(true)
+
 // migrate applies the embedded migrations through the writer connection.
 func (s *Store) migrate(ctx context.Context) error {
-	p, err := goose.NewProvider(goose.DialectSQLite3, s.writer, mustSub(migrations, "migrations"))
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.writer, mustSub(migrations, "migrations"), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
@@ -264,7 +269,7 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	if n < 2 {
 		return noSchema("sqlite: no hookbox database at %s (the file has no hookbox tables); run `hookbox migrate` or `hookbox serve` first", path)
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"))
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
@@ -272,8 +277,12 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: schema version of %s: %w", path, err)
 	}
-	if current < target {
-		return noSchema("sqlite: the hookbox database at %s is at schema version %d, this hookbox needs %d; run `hookbox migrate` first", path, current, target)
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: schema version of %s: %w", path, err)
+	}
+	if pending {
+		return noSchema("sqlite: the hookbox database at %s lacks migrations this hookbox needs (newest applied %d, newest known %d); run `hookbox migrate` first", path, current, target)
 	}
 	return nil
 }

@@ -40,6 +40,9 @@ func Run(t *testing.T, open Opener) {
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 	}
+	for name, fn := range rejectionTests {
+		tests[name] = fn
+	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -262,6 +265,9 @@ func testEventsFilter(t *testing.T, s hookbox.Store) {
 		{hookbox.Filter{Since: time.Now().Add(-time.Hour)}, 3},
 		{hookbox.Filter{Until: time.Now().Add(-time.Hour)}, 0},
 		{hookbox.Filter{BeforeID: rs[2].ID}, 2},
+		{hookbox.Filter{DeliveryID: "3"}, 1},
+		{hookbox.Filter{Source: "fb", DeliveryID: "2"}, 1},
+		{hookbox.Filter{Source: "fa", DeliveryID: "2"}, 0},
 	}
 	for _, c := range cases {
 		if n := count(t, s, c.f); n != c.want {

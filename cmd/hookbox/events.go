@@ -259,19 +259,7 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(e.Header) > 0 {
-		fmt.Fprintln(w, "\nheaders")
-		keys := make([]string, 0, len(e.Header))
-		for k := range e.Header {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			for _, v := range e.Header[k] {
-				fmt.Fprintf(w, "  %s: %s\n", printable(http.CanonicalHeaderKey(k)), printable(v))
-			}
-		}
-	}
+	printHeaders(w, e.Header)
 	if e.FanOut {
 		fmt.Fprintln(w, "\ndeliveries")
 		if len(d.Deliveries) == 0 {
@@ -303,6 +291,25 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 			a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond), orDash(oneLine(a.Error)))
 	}
 	return tw.Flush()
+}
+
+// printHeaders prints h under a "headers" heading, sorted by name,
+// escaped (see printable); nothing when h is empty.
+func printHeaders(w io.Writer, h http.Header) {
+	if len(h) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nheaders")
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range h[k] {
+			fmt.Fprintf(w, "  %s: %s\n", printable(http.CanonicalHeaderKey(k)), printable(v))
+		}
+	}
 }
 
 // eventDeliveryID is the delivery id as printed, escaped (see printable).

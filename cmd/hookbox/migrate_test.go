@@ -28,9 +28,9 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration (00007_targets) by hand.
-		if latest != "7" {
-			t.Fatalf("the newest migration is %s: make this test undo it instead of 00007_targets", latest)
+		// migration (00008_rejected) by hand.
+		if latest != "8" {
+			t.Fatalf("the newest migration is %s: make this test undo it instead of 00008_rejected", latest)
 		}
 		ctx := context.Background()
 		st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
@@ -38,10 +38,7 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			undo := []string{`DROP TABLE paused_targets`, `DROP INDEX events_order`, `DROP INDEX events_children`,
-				`ALTER TABLE events DROP COLUMN order_key`, `ALTER TABLE events DROP COLUMN fanout`,
-				`ALTER TABLE events DROP COLUMN parent_id`, `DELETE FROM goose_db_version WHERE version_id = 7`}
-			for _, q := range undo {
+			for _, q := range []string{`DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return fmt.Errorf("%s: %w", q, err)
 				}
@@ -54,7 +51,7 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("upgraded the schema from version 6: applied version 7 (now at version %s)\n", latest)
+		want := fmt.Sprintf("upgraded the schema from version 7: applied version 8 (now at version %s)\n", latest)
 		if out := mustCLI(t, "migrate", "--db", dbURL); out != want {
 			t.Fatalf("migrate on a database one version behind printed %q, want %q", out, want)
 		}

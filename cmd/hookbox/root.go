@@ -34,7 +34,7 @@ db, else sqlite:hookbox.db. postgres://… selects PostgreSQL.`,
 	root.PersistentFlags().StringVar(&g.configPath, "config", "", "YAML config file")
 	root.PersistentFlags().StringVar(&g.db, "db", "", "database URL (sqlite:PATH or postgres://…); default $HOOKBOX_DB, then the config's db, then "+config.DefaultDB)
 	root.AddCommand(newServeCmd(g), newMigrateCmd(g), newSendCmd(g), newTailCmd(g), newBenchCmd(), newVersionCmd(), newConfigCmd(g), newHealthCmd(g))
-	root.AddCommand(newEventsCmd(g), newReplayCmd(g), newPurgeCmd(g), newTargetsCmd(g))
+	root.AddCommand(newEventsCmd(g), newReplayCmd(g), newPurgeCmd(g), newTargetsCmd(g), newRejectedCmd(g))
 	return root
 }
 

@@ -25,8 +25,11 @@ import (
 type Server struct {
 	T   testing.TB
 	URL string // http://127.0.0.1:port
-	Svc *service.Service
-	Cfg *config.Config
+	// Admin is the admin listener's http://127.0.0.1:port when the config
+	// sets admin_listen (Start listens on a free port instead), else "".
+	Admin string
+	Svc   *service.Service
+	Cfg   *config.Config
 
 	stop func() error
 }
@@ -63,11 +66,20 @@ func StartLogged(t testing.TB, cfgYAML, dbURL string, log *slog.Logger, register
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv := &Server{T: t, URL: "http://" + ln.Addr().String(), Svc: svc, Cfg: cfg}
+	if cfg.AdminListen != "" {
+		aln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc.AdminListener = aln
+		srv.Admin = "http://" + aln.Addr().String()
+	}
 	done := make(chan error, 1)
 	go func() { done <- svc.Serve(ctx, ln) }()
 	var once sync.Once
 	var serveErr error
-	stop := func() error {
+	srv.stop = func() error {
 		once.Do(func() {
 			cancel()
 			serveErr = <-done
@@ -75,11 +87,11 @@ func StartLogged(t testing.TB, cfgYAML, dbURL string, log *slog.Logger, register
 		return serveErr
 	}
 	t.Cleanup(func() {
-		if err := stop(); err != nil {
+		if err := srv.stop(); err != nil {
 			t.Logf("serve: %v", err)
 		}
 	})
-	return &Server{T: t, URL: "http://" + ln.Addr().String(), Svc: svc, Cfg: cfg, stop: stop}
+	return srv
 }
 
 // Stop shuts the service down as a signal would, and returns what Serve

@@ -1,0 +1,66 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+var _ hookbox.Overviewer = (*Store)(nil)
+
+// Overview sums up events and rejections per source; see
+// hookbox.Overviewer.
+func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOverview, error) {
+	b := hookbox.NewOverviewBuilder(now)
+	since := b.Since()
+	rows, err := s.pool.Query(ctx, `SELECT source, status, count(*) FROM events GROUP BY source, status`)
+	if err != nil {
+		return nil, opError(ctx, "overview", err)
+	}
+	for rows.Next() {
+		var src, st string
+		var n int64
+		if err := rows.Scan(&src, &st, &n); err != nil {
+			rows.Close()
+			return nil, opError(ctx, "overview", err)
+		}
+		b.Count(src, hookbox.Status(st), int(n))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, opError(ctx, "overview", err)
+	}
+	timed := []struct {
+		q   string
+		arg time.Time
+		add func(source string, at time.Time, n int)
+	}{
+		{`SELECT source, min(next_attempt_at), 0 FROM events WHERE status IN ('pending', 'processing') AND next_attempt_at <= $1
+            GROUP BY source`, now, func(src string, at time.Time, _ int) { b.Due(src, at) }},
+		{`SELECT source, date_trunc('minute', created_at), count(*) FROM events WHERE created_at >= $1 GROUP BY 1, 2`, since, b.Stored},
+		{`SELECT CASE WHEN unknown_source THEN '' ELSE source END, date_trunc('minute', received_at), count(*)
+            FROM rejected_deliveries WHERE received_at >= $1 GROUP BY 1, 2`, since, b.Rejected},
+	}
+	for _, qu := range timed {
+		rows, err := s.pool.Query(ctx, qu.q, qu.arg)
+		if err != nil {
+			return nil, opError(ctx, "overview", err)
+		}
+		for rows.Next() {
+			var src string
+			var at time.Time
+			var n int64
+			if err := rows.Scan(&src, &at, &n); err != nil {
+				rows.Close()
+				return nil, opError(ctx, "overview", err)
+			}
+			qu.add(src, at, int(n))
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, opError(ctx, "overview", err)
+		}
+	}
+	return b.Result(), nil
+}

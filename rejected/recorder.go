@@ -1,0 +1,316 @@
+// Package rejected keeps the log of refused deliveries for the operator,
+// masks what it shows of them, and verifies them again once a source's
+// configuration is fixed (Recheck).
+//
+// Guarantees of the Recorder, which the receiving path calls:
+//
+//   - Record never blocks and never touches the database: a rejection goes
+//     into a bounded queue that one background writer drains. A full queue
+//     drops the rejection and counts it, so a flood of bad deliveries never
+//     slows a good one waiting for the same database.
+//   - Writes are rate-limited per source (a token bucket per configured
+//     source, one bucket shared by every unknown name), so one noisy sender
+//     cannot crowd the others out of the log; what the limit refuses is
+//     counted, not stored.
+//   - The log never holds more than Options.MaxCount rows nor rows older
+//     than Options.MaxAge once a write commits: each write trims it in the
+//     same transaction.
+//   - Memory is bounded: at most QueueSize rejections wait, each holding at
+//     most MaxBodyBytes of body, copied out of the request's buffer.
+//   - Text from the sender (the source name asked for, header names and
+//     values) is stored as valid UTF-8 without NUL bytes, cut to a bound.
+package rejected
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookbox/hookbox"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxCount     = 10000
+	DefaultMaxAge       = 7 * 24 * time.Hour
+	DefaultMaxBodyBytes = 64 << 10
+	DefaultRate         = 10 // rejections a second per source
+	DefaultBurst        = 100
+	DefaultQueueSize    = 256
+)
+
+// maxText bounds each text field kept of a sender's request: a header
+// name or value, the source name asked for, the reason.
+const maxText = hookbox.MaxIDLength
+
+// maxHeaderValues bounds the header values kept of one request.
+const maxHeaderValues = 64
+
+// writeBatch is the most rejections one write transaction stores, and
+// writeEvery how long the writer gathers them before writing.
+const (
+	writeBatch = 64
+	writeEvery = 250 * time.Millisecond
+)
+
+// Options configure a Recorder. Zero fields take the defaults.
+type Options struct {
+	MaxCount     int           // rows kept at most
+	MaxAge       time.Duration // rows older than this are trimmed
+	MaxBodyBytes int           // body bytes kept per rejection
+	Rate         float64       // rejections stored per second per source
+	Burst        int           // and in a burst
+	QueueSize    int           // rejections waiting for the writer
+	Logger       *slog.Logger
+	// Dropped, if set, is told each time a rejection is not stored and
+	// why: "rate_limited", "queue_full" or "store_failed".
+	Dropped func(source, why string)
+}
+
+// Recorder writes rejections to a store in the background. Its methods
+// are safe for concurrent use.
+type Recorder struct {
+	st   hookbox.RejectionStore
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
+
+	queue chan hookbox.Rejection
+	done  chan struct{}
+	stop  sync.Once
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+
+	written atomic.Int64
+}
+
+// NewRecorder returns a Recorder writing to st and starts its writer; Close
+// stops it after writing what is queued.
+func NewRecorder(st hookbox.RejectionStore, opts Options) *Recorder {
+	if opts.MaxCount <= 0 {
+		opts.MaxCount = DefaultMaxCount
+	}
+	if opts.MaxAge <= 0 {
+		opts.MaxAge = DefaultMaxAge
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Rate <= 0 {
+		opts.Rate = DefaultRate
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = DefaultBurst
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = DefaultQueueSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{st: st, opts: opts, log: opts.Logger, now: time.Now,
+		queue: make(chan hookbox.Rejection, opts.QueueSize), done: make(chan struct{}), buckets: map[string]*bucket{}}
+	go r.writeLoop()
+	return r
+}
+
+// MaxBodyBytes is how much of a body a rejection keeps.
+func (r *Recorder) MaxBodyBytes() int { return r.opts.MaxBodyBytes }
+
+// Bounds returns the bounds the log is trimmed to now.
+func (r *Recorder) Bounds() hookbox.RejectionBounds {
+	return hookbox.RejectionBounds{MaxCount: r.opts.MaxCount, Since: r.now().Add(-r.opts.MaxAge)}
+}
+
+// Allow takes one token from the bucket of source (or the one shared by
+// every unknown source name) and reports whether a rejection from it may
+// be recorded now. A caller that gets false records nothing and need not
+// read the body.
+func (r *Recorder) Allow(source string, known bool) bool {
+	key := source
+	if !known {
+		key = "\x00unknown" // one bucket for every name nobody configured
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.buckets[key]
+	now := r.now()
+	if b == nil {
+		b = &bucket{tokens: float64(r.opts.Burst), at: now}
+		r.buckets[key] = b
+	}
+	if !b.take(now, r.opts.Rate, float64(r.opts.Burst)) {
+		r.dropped(source, known, "rate_limited")
+		return false
+	}
+	return true
+}
+
+// Record queues rj for the writer, or drops it (counted) when the queue is
+// full; it never waits. Its body is copied, up to MaxBodyBytes, and its
+// text cleaned (see the package guarantees), so the caller's buffers may
+// be reused at once.
+func (r *Recorder) Record(rj hookbox.Rejection) {
+	if len(r.queue) == cap(r.queue) {
+		// Full already: drop before copying anything.
+		r.dropped(rj.Source, !rj.UnknownSource, "queue_full")
+		return
+	}
+	rj = r.clean(rj)
+	select {
+	case r.queue <- rj:
+	default:
+		r.dropped(rj.Source, !rj.UnknownSource, "queue_full")
+	}
+}
+
+// Close stops the writer once it has written what was queued.
+func (r *Recorder) Close() {
+	r.stop.Do(func() { close(r.queue) })
+	<-r.done
+}
+
+// Written returns how many rejections the writer stored.
+func (r *Recorder) Written() int64 { return r.written.Load() }
+
+func (r *Recorder) dropped(source string, known bool, why string) {
+	if r.opts.Dropped == nil {
+		return
+	}
+	if !known {
+		source = ""
+	}
+	r.opts.Dropped(source, why)
+}
+
+// writeLoop stores queued rejections until Close, one transaction of at
+// most writeBatch every writeEvery at the most: a flood costs the
+// database a few small transactions a second, whatever the rate limits
+// let through, and ingest rarely waits behind one. What the writer cannot
+// take waits in the queue, and what the queue cannot hold is dropped.
+func (r *Recorder) writeLoop() {
+	defer close(r.done)
+	batch := make([]hookbox.Rejection, 0, writeBatch)
+	timer := time.NewTimer(0)
+	<-timer.C
+	for rj := range r.queue {
+		batch = append(batch[:0], rj)
+		timer.Reset(writeEvery)
+	gather:
+		for len(batch) < writeBatch {
+			select {
+			case more, ok := <-r.queue:
+				if !ok {
+					break gather // closing: write what is here now
+				}
+				batch = append(batch, more)
+			case <-timer.C:
+				break gather
+			}
+		}
+		full := len(batch) == writeBatch
+		r.write(batch)
+		clear(batch) // let the bodies go
+		if full {
+			<-timer.C // not before writeEvery has passed since the batch began
+		} else if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// write stores one batch, counting it dropped if the store fails.
+func (r *Recorder) write(batch []hookbox.Rejection) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.st.AddRejections(ctx, batch, r.Bounds())
+	if err != nil {
+		r.log.Warn("rejected deliveries not logged", "count", len(batch), "err", err)
+		for _, rj := range batch {
+			r.dropped(rj.Source, !rj.UnknownSource, "store_failed")
+		}
+		return
+	}
+	r.written.Add(int64(len(batch)))
+}
+
+// clean copies rj's body (cut to the limit) and makes its text storable.
+func (r *Recorder) clean(rj hookbox.Rejection) hookbox.Rejection {
+	if rj.ReceivedAt.IsZero() {
+		rj.ReceivedAt = r.now()
+	}
+	if rj.Body != nil {
+		keep := min(len(rj.Body), r.opts.MaxBodyBytes)
+		if keep < len(rj.Body) {
+			rj.BodyComplete = false
+		}
+		rj.Body = append(make([]byte, 0, keep), rj.Body[:keep]...)
+	} else {
+		rj.BodyComplete = false
+	}
+	rj.Source = Text(rj.Source)
+	rj.Reason = Text(rj.Reason)
+	rj.RemoteAddr = Text(rj.RemoteAddr)
+	if rj.Header != nil {
+		h := make(http.Header, len(rj.Header))
+		values := 0
+		for k, vs := range rj.Header {
+			for _, v := range vs {
+				if values == maxHeaderValues {
+					break
+				}
+				values++
+				name := Text(k)
+				h[name] = append(h[name], Text(v))
+			}
+		}
+		rj.Header = h
+	}
+	return rj
+}
+
+// Text returns s as storable text: invalid UTF-8 and NUL bytes replaced
+// by U+FFFD, cut to hookbox.MaxIDLength bytes on a rune boundary.
+func Text(s string) string {
+	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
+	}
+	if len(s) <= maxText {
+		return s
+	}
+	cut := maxText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// bucket is a token bucket.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take refills the bucket for the time since the last take and takes one
+// token if there is one.
+func (b *bucket) take(now time.Time, rate, burst float64) bool {
+	if el := now.Sub(b.at).Seconds(); el > 0 {
+		b.tokens = min(burst, b.tokens+el*rate)
+		b.at = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

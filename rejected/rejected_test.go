@@ -1,0 +1,201 @@
+package rejected_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/rejected"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// drops counts what a Recorder did not store, by why.
+type drops struct {
+	mu  sync.Mutex
+	why map[string]int
+}
+
+func (d *drops) add(source, why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.why == nil {
+		d.why = map[string]int{}
+	}
+	d.why[why]++
+}
+
+func (d *drops) get(why string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.why[why]
+}
+
+func rejection(source string, body string) hookbox.Rejection {
+	return hookbox.Rejection{Source: source, Status: 401, Reason: "no signature matches",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body), BodyComplete: true, BodySize: int64(len(body))}
+}
+
+// TestFloodStaysWithinBounds: a flood far larger than the bound, from one
+// source and from many unknown names, leaves at most MaxCount rows; the
+// rate limit refuses most of it up front and a full queue drops rather
+// than waits. Record never blocks, whatever the writer is doing.
+func TestFloodStaysWithinBounds(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		var d drops
+		rec := rejected.NewRecorder(st, rejected.Options{MaxCount: 50, Rate: 1, Burst: 200, QueueSize: 16, Dropped: d.add})
+		const flood = 5000
+		for i := range flood {
+			known := i%2 == 0
+			name := "polar"
+			if !known {
+				name = "guess-" + string(rune('a'+i%26))
+			}
+			if rec.Allow(name, known) {
+				rec.Record(rejection(name, `{"n":1}`))
+			}
+		}
+		rec.Close()
+		rs, err := st.Rejections(context.Background(), hookbox.RejectionFilter{Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) > 50 || len(rs) == 0 {
+			t.Errorf("log holds %d rows after a flood of %d, bound 50", len(rs), flood)
+		}
+		limited, full := d.get("rate_limited"), d.get("queue_full")
+		if limited < flood-2*200-10 {
+			t.Errorf("rate limit refused %d of %d (two buckets of 200)", limited, flood)
+		}
+		if int64(limited+full)+rec.Written() != flood {
+			t.Errorf("limited %d + queue full %d + written %d != %d", limited, full, rec.Written(), flood)
+		}
+	})
+}
+
+// TestRecordKeepsABoundedCopy: the body is copied (the caller may reuse
+// its buffer) and cut to MaxBodyBytes, which makes it incomplete; text
+// that is not valid UTF-8 or holds NUL is made storable.
+func TestRecordKeepsABoundedCopy(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		rec := rejected.NewRecorder(st, rejected.Options{MaxBodyBytes: 4})
+		buf := []byte("abcdefgh")
+		rj := rejection("bad\x00name\xff", "")
+		rj.Body, rj.BodySize, rj.UnknownSource = buf, 8, true
+		rj.Header = http.Header{"X-Bad\x00": {"v\xff\x00"}}
+		rec.Record(rj)
+		copy(buf, "XXXXXXXX")
+		short := rejection("polar", "abc")
+		rec.Record(short)
+		rec.Close()
+		rs, err := st.Rejections(context.Background(), hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("%d rows, %v", len(rs), err)
+		}
+		cut, whole := rs[1], rs[0]
+		if string(cut.Body) != "abcd" || cut.BodyComplete || cut.BodySize != 8 || cut.Source != "bad\uFFFDname\uFFFD" {
+			t.Errorf("cut rejection: %+v body %q", cut, cut.Body)
+		}
+		if cut.Header.Get("X-Bad\uFFFD") != "v\uFFFD\uFFFD" {
+			t.Errorf("headers: %q", cut.Header)
+		}
+		if string(whole.Body) != "abc" || !whole.BodyComplete {
+			t.Errorf("whole rejection: %+v", whole)
+		}
+	})
+}
+
+// TestRecheckJudgesTimeAtReceipt: a delivery received an hour ago, signed
+// then with the right secret, passes a re-check today (its timestamp is
+// judged against when it was received), although the same headers sent
+// now would be too old. One received long after its signed time does not.
+func TestRecheckJudgesTimeAtReceipt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		cfg := verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{"whsec_cmlnaHQtc2VjcmV0LWZvci1yZWNoZWNr"}}
+		v, err := verify.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hourAgo := time.Now().Add(-time.Hour).UTC().Truncate(time.Millisecond)
+		body := []byte(`{"type":"a.b"}`)
+		var rs []hookbox.Rejection
+		for _, c := range []struct {
+			id             string
+			signed, recvAt time.Time
+		}{{"in-time", hourAgo, hourAgo}, {"late", hourAgo.Add(-time.Hour), hourAgo}} {
+			hdr, err := verify.Sign(cfg, body, c.id, c.signed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, hookbox.Rejection{Source: "polar", ReceivedAt: c.recvAt, Status: 401, Header: hdr,
+				Body: body, BodyComplete: true, BodySize: int64(len(body))})
+		}
+		partial := rs[0]
+		partial.BodyComplete = false
+		rs = append(rs, partial)
+		if _, err := st.AddRejections(ctx, rs, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := rejected.Recheck(ctx, st, map[string]rejected.Source{"polar": {Verifier: v}}, rejected.RecheckParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Admitted) != 1 || len(res.Refused) != 2 {
+			t.Fatalf("re-check: %+v", res)
+		}
+		ev, err := st.Event(ctx, res.Admitted[0].EventID)
+		if err != nil || ev.DeliveryID != "in-time" || !ev.CreatedAt.Equal(hourAgo) {
+			t.Errorf("admitted %+v, %v; want in-time, created when received", ev, err)
+		}
+		if res.Refused[0].Reason != rejected.ReasonNotWhole {
+			t.Errorf("refusals: %+v", res.Refused)
+		}
+	})
+}
+
+// TestRecheckSameDeliveryTwice: a sender that retried a refused delivery
+// left two rejections of it; a re-check stores one event, the second is
+// its duplicate; re-checking by id names what is already admitted.
+func TestRecheckSameDeliveryTwice(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		cfg := verify.Config{Scheme: verify.SchemeGitHub, Secrets: []string{"gh-recheck-secret-0123"}}
+		v, err := verify.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(`{"zen":"retried"}`)
+		hdr, err := verify.Sign(cfg, body, "delivery-1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rj := hookbox.Rejection{Source: "gh", ReceivedAt: time.Now(), Status: 401, Header: hdr, Body: body, BodyComplete: true, BodySize: int64(len(body))}
+		if _, err := st.AddRejections(ctx, []hookbox.Rejection{rj, rj}, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		sources := map[string]rejected.Source{"gh": {Verifier: v}}
+		res, err := rejected.Recheck(ctx, st, sources, rejected.RecheckParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Admitted) != 2 || res.Admitted[0].EventID != res.Admitted[1].EventID ||
+			res.Admitted[0].Duplicate == res.Admitted[1].Duplicate {
+			t.Fatalf("re-check of one delivery sent twice: %+v", res)
+		}
+		if evs, _ := st.Events(ctx, hookbox.Filter{}); len(evs) != 1 {
+			t.Errorf("%d events stored, want 1", len(evs))
+		}
+		again, err := rejected.Recheck(ctx, st, sources, rejected.RecheckParams{IDs: []int64{res.Admitted[0].RejectionID, 999}})
+		if err != nil || len(again.Admitted) != 0 || len(again.Refused) != 2 || again.Refused[0].Reason != rejected.ReasonAlreadyStored {
+			t.Errorf("re-check by id: %+v %v", again, err)
+		}
+	})
+}

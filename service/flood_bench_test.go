@@ -1,0 +1,206 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/internal/loadgen"
+	"github.com/hookbox/hookbox/service"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// floodConfig: one standard-webhooks source, the rejected log bounded to
+// 1000 rows and written at rate a second per source (burst as much, at
+// least 1).
+func floodConfig(rate float64) string {
+	return fmt.Sprintf(`
+sources:
+  - name: polar
+    scheme: standard-webhooks
+    secrets: [%q]
+    store_only: true
+rejected:
+  max_count: 1000
+  rate: %g
+  burst: %d
+`, rightSecret, rate, max(1, int(rate)))
+}
+
+// floodRound runs good deliveries alone or beside a flood of bad-signature
+// ones and returns the good ones' p99 and the rejected rows kept.
+func floodRound(b *testing.B, rate float64, good, bad int) (p99 time.Duration, kept int) {
+	cfg, err := config.Parse([]byte(floodConfig(rate)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.DB = "sqlite:" + filepath.Join(b.TempDir(), "flood.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := service.New(ctx, cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx, ln) }()
+	url := "http://" + ln.Addr().String() + "/webhooks/polar"
+	body := []byte(`{"type":"order.paid","data":{"id":"ord_1"}}`)
+	sign := func(secret string, id string) loadgen.Request {
+		h, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{secret}}, body, id, time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Set("Content-Type", "application/json")
+		return loadgen.Request{Header: h}
+	}
+	goodReqs := make([]loadgen.Request, good)
+	for i := range goodReqs {
+		goodReqs[i] = sign(rightSecret, fmt.Sprintf("good_%d", i))
+	}
+	badReqs := make([]loadgen.Request, bad)
+	for i := range badReqs {
+		badReqs[i] = sign(wrongSecret, fmt.Sprintf("bad_%d", i))
+	}
+	var wg sync.WaitGroup
+	var floodLat []time.Duration
+	var floodStatus map[int]int
+	if bad > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			floodLat, floodStatus = paced(url, badReqs, body, floodRate)
+		}()
+	}
+	lat, status := paced(url, goodReqs, body, goodRate)
+	wg.Wait()
+	if status[http.StatusAccepted] != good {
+		b.Fatalf("good deliveries: %v", status)
+	}
+	if bad > 0 && floodStatus[http.StatusUnauthorized] != bad {
+		b.Fatalf("flood: %v (%d answered)", floodStatus, len(floodLat))
+	}
+	p99 = quantile(lat, 0.99)
+	svc.Rejections.Close() // flush what the writer holds
+	rs, err := svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{Limit: 100000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cancel()
+	<-done
+	return p99, len(rs)
+}
+
+// Rates of the benchmark's senders: the good deliveries at a steady pace,
+// the flood five times as fast (10,000 in 5 s), both scheduled in advance
+// so that a slow answer delays the next request's start and counts in its
+// latency (no coordinated omission).
+const (
+	goodRate  = 400  // a second
+	floodRate = 2000 // a second
+)
+
+// paced sends reqs at rate a second over 8 keep-alive connections and
+// returns each request's latency, counted from when it was due, and the
+// answers by status.
+func paced(url string, reqs []loadgen.Request, body []byte, rate int) ([]time.Duration, map[int]int) {
+	const conns = 8
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+	defer client.CloseIdleConnections()
+	lat := make([]time.Duration, len(reqs))
+	codes := make([]int, len(reqs))
+	start := time.Now().Add(10 * time.Millisecond)
+	var wg sync.WaitGroup
+	for w := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(reqs); i += conns {
+				due := start.Add(time.Duration(i) * time.Second / time.Duration(rate))
+				time.Sleep(time.Until(due))
+				req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+				req.Header = reqs[i].Header.Clone()
+				resp, err := client.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					codes[i] = resp.StatusCode
+				}
+				lat[i] = time.Since(due)
+			}
+		}()
+	}
+	wg.Wait()
+	status := map[int]int{}
+	for _, c := range codes {
+		status[c]++
+	}
+	return lat, status
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1))]
+}
+
+// BenchmarkRejectedFlood measures what a flood of 10,000 bad-signature
+// deliveries (2000 a second) does to good deliveries sent at the same time
+// (400 a second), on SQLite. The good ones' p99 is taken alone, and beside
+// the flood with the rejected log in three settings: off in effect (one
+// rejection a million seconds), at its default rate (10 a second per
+// source, burst 100), and unlimited (every rejection its queue admits,
+// bounded to 1000 rows). The settings alternate within each round, and
+// the medians over the rounds are reported; the bound is checked after
+// every flood.
+//
+//	go test -run '^$' -bench RejectedFlood -benchtime 1x ./service
+func BenchmarkRejectedFlood(b *testing.B) {
+	const good, bad, rounds = 2000, 10000, 7
+	settings := []struct {
+		name  string
+		rate  float64
+		flood bool
+	}{{"alone", 10, false}, {"log-off", 1e-6, true}, {"log-default", 10, true}, {"log-unlimited", 1e6, true}}
+	p99s := make([][]time.Duration, len(settings))
+	maxKept := 0
+	for range b.N {
+		for range rounds {
+			for i, st := range settings {
+				n := 0
+				if st.flood {
+					n = bad
+				}
+				p, kept := floodRound(b, st.rate, good, n)
+				p99s[i] = append(p99s[i], p)
+				maxKept = max(maxKept, kept)
+			}
+		}
+	}
+	if maxKept > 1000 {
+		b.Fatalf("the rejected log held %d rows, bound 1000", maxKept)
+	}
+	med := make([]time.Duration, len(settings))
+	for i, ds := range p99s {
+		med[i] = quantile(ds, 0.5)
+		b.ReportMetric(float64(med[i].Microseconds())/1000, "p99-"+settings[i].name+"-ms")
+		b.Logf("%-13s p99 of %d good deliveries, median %v of %v", settings[i].name, good, med[i], ds)
+	}
+	b.ReportMetric(float64(med[2])/float64(med[1]), "default/off")
+	b.ReportMetric(float64(med[3])/float64(med[1]), "unlimited/off")
+	b.ReportMetric(float64(med[1])/float64(med[0]), "flood/alone")
+	b.ReportMetric(float64(maxKept), "max-rows-kept")
+}

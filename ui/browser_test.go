@@ -1,0 +1,361 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// The browser tests drive the console in a real headless Chromium. They
+// skip when no browser is installed, except under CI (CI=true), where
+// .ci/run installs one and a missing browser is a failure (unless .ci/run
+// said it could not install one, with HOOKBOX_NO_BROWSER). They run on
+// SQLite: the pages' store calls are the same on PostgreSQL and covered
+// there by the HTTP tests.
+
+// chromiumNames are the browser binaries looked for on PATH.
+var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"}
+
+// newTab starts a headless browser for the test and returns a tab's
+// context.
+func newTab(t *testing.T) context.Context {
+	t.Helper()
+	var path string
+	for _, n := range chromiumNames {
+		if p, err := exec.LookPath(n); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		if os.Getenv("HOOKBOX_NO_BROWSER") != "" {
+			t.Skip("no headless browser, and .ci/run could not install one (HOOKBOX_NO_BROWSER)")
+		}
+		if os.Getenv("CI") != "" {
+			t.Fatalf("no browser (%s) on PATH; CI installs chromium", strings.Join(chromiumNames, ", "))
+		}
+		t.Skip("no headless browser installed (apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return ctx
+}
+
+// run runs browser actions, failing the test with what on error.
+func run(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// value runs one browser action that returns a value.
+func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return v
+}
+
+// browserLogin logs in through the form.
+func browserLogin(t *testing.T, ctx context.Context, a *app) {
+	t.Helper()
+	run(t, ctx, "log in",
+		chromedp.Navigate(a.admin+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(`#token`)),
+		chromedp.SendKeys(chromedp.CSS(`#token`), token),
+		chromedp.Submit(chromedp.CSS(`#token`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav`)),
+	)
+}
+
+// waitLocation waits until the tab's address holds part: a submitted
+// form's page has replaced the one it was on.
+func waitLocation(t *testing.T, ctx context.Context, part string) {
+	t.Helper()
+	await(t, "the address to hold "+part, func() bool {
+		return strings.Contains(value(t, ctx, "location", chromedp.Location()), part)
+	})
+}
+
+// text returns the text of the first element matching sel.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	return value(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel)))
+}
+
+// screenshot saves the page as docs/screenshots/name.png when
+// HOOKBOX_SCREENSHOTS names that folder (how the README's pictures are
+// made); otherwise it does nothing.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	dir := os.Getenv("HOOKBOX_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png := value(t, ctx, "screenshot", chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if name != "event" {
+		return
+	}
+	// The same page as a phone shows it.
+	run(t, ctx, "phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	png = value(t, ctx, "phone screenshot", chromedp.FullScreenshot(100))
+	run(t, ctx, "desktop viewport", chromedp.EmulateReset())
+	if err := os.WriteFile(filepath.Join(dir, name+"-phone.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrowserFindReplay: log in, find an event by its delivery id, open
+// it, replay it and see the new attempt on its page.
+func TestBrowserFindReplay(t *testing.T) {
+	ctx := newTab(t)
+	sink, failing := newSink(t)
+	failing.Store(true)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	for i := range 3 {
+		a.send(rightSecret, fmt.Sprintf("msg_other_%d", i), []byte(`{"type":"order.created"}`))
+	}
+	a.send(rightSecret, "msg_find_me", []byte(`{"type":"order.paid","data":{"id":"ord_42","amount":1999}}`))
+	ev := a.eventByDelivery("msg_find_me", hookbox.StatusDead)
+	failing.Store(false)
+
+	browserLogin(t, ctx, a)
+	run(t, ctx, "search by delivery id",
+		chromedp.Navigate(a.admin+"/ui/events"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=delivery_id]`), "msg_find_me"),
+		chromedp.Submit(chromedp.CSS(`input[name=delivery_id]`)),
+	)
+	waitLocation(t, ctx, "delivery_id=msg_find_me")
+	run(t, ctx, "the results", chromedp.WaitVisible(chromedp.CSS(`table.events`)))
+	rows := value(t, ctx, "count rows", chromedp.Evaluate[int](`document.querySelectorAll('table.events tbody a').length`))
+	if rows != 1 {
+		t.Fatalf("the search lists %d events, want 1", rows)
+	}
+	run(t, ctx, "open the event",
+		chromedp.Click(chromedp.CSS(`table.events tbody a`)),
+		chromedp.WaitVisible(chromedp.CSS(`ol.timeline`)),
+	)
+	if got := text(t, ctx, `dl.fields`); !strings.Contains(got, "msg_find_me") || !strings.Contains(got, "dead") {
+		t.Fatalf("event page: %q", got)
+	}
+	if got := text(t, ctx, `ol.timeline`); !strings.Contains(got, "#1 dead") || !strings.Contains(got, "502") {
+		t.Errorf("the timeline before replay: %q", got)
+	}
+	run(t, ctx, "replay",
+		chromedp.Click(chromedp.CSS(`form.actions button`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash`)),
+	)
+	a.eventByDelivery("msg_find_me", hookbox.StatusDone)
+	run(t, ctx, "reload", chromedp.Navigate(fmt.Sprintf("%s/ui/events/%d", a.admin, ev.ID)), chromedp.WaitVisible(chromedp.CSS(`ol.timeline`)))
+	if got := text(t, ctx, `ol.timeline`); !strings.Contains(got, "replay") || !strings.Contains(got, "#2 done") {
+		t.Errorf("the timeline after replay: %q", got)
+	}
+	screenshot(t, ctx, "event")
+}
+
+// TestBrowserBulkReplay: the dead events page counts what a bulk replay
+// would take, and replays them only once confirmed.
+func TestBrowserBulkReplay(t *testing.T) {
+	ctx := newTab(t)
+	sink, failing := newSink(t)
+	failing.Store(true)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	for i := range 4 {
+		a.send(rightSecret, fmt.Sprintf("msg_dead_%d", i), []byte(`{"type":"invoice.failed"}`))
+	}
+	for i := range 4 {
+		a.eventByDelivery(fmt.Sprintf("msg_dead_%d", i), hookbox.StatusDead)
+	}
+	failing.Store(false)
+	browserLogin(t, ctx, a)
+	run(t, ctx, "dead events", chromedp.Navigate(a.admin+"/ui/dead"), chromedp.WaitVisible(chromedp.CSS(`form.actions`)))
+	screenshot(t, ctx, "dead")
+	run(t, ctx, "count first",
+		chromedp.Click(chromedp.CSS(`form.actions button`)),
+		chromedp.WaitVisible(chromedp.CSS(`button.danger`)),
+	)
+	if got := text(t, ctx, `main p`); !strings.Contains(got, "4 events would be replayed: all dead events.") {
+		t.Errorf("dry run says %q", got)
+	}
+	if evs, _ := a.svc.Store.Events(context.Background(), hookbox.Filter{Status: hookbox.StatusDead}); len(evs) != 4 {
+		t.Fatalf("the count replayed something: %d dead left", len(evs))
+	}
+	screenshot(t, ctx, "replay-confirm")
+	run(t, ctx, "confirm", chromedp.Click(chromedp.CSS(`button.danger`)), chromedp.WaitVisible(chromedp.CSS(`.flash`)))
+	if got := text(t, ctx, `.flash`); !strings.Contains(got, "Replayed 4 events") {
+		t.Errorf("after confirming: %q", got)
+	}
+	for i := range 4 {
+		a.eventByDelivery(fmt.Sprintf("msg_dead_%d", i), hookbox.StatusDone)
+	}
+}
+
+// TestBrowserRecheck: a delivery refused for a wrong secret shows under
+// rejected; with the secret fixed, re-check admits it and it is found
+// among the events.
+func TestBrowserRecheck(t *testing.T) {
+	ctx := newTab(t)
+	dbURL := dbtest.SQLiteURL(t)
+	sink, failing := newSink(t)
+	a := startApp(t, dbURL, sink, wrongSecret, failing)
+	if st := a.send(rightSecret, "msg_wrong_secret", []byte(`{"type":"subscription.created"}`)); st != 401 {
+		t.Fatalf("a delivery under the wrong secret: %d", st)
+	}
+	browserLogin(t, ctx, a)
+	await(t, "the rejection logged", func() bool {
+		rs, err := a.svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{})
+		return err == nil && len(rs) == 1
+	})
+	run(t, ctx, "rejected", chromedp.Navigate(a.admin+"/ui/rejected"), chromedp.WaitVisible(chromedp.CSS(`table`)))
+	if got := text(t, ctx, `table tbody`); !strings.Contains(got, "polar") || !strings.Contains(got, "401") {
+		t.Fatalf("rejected page: %q", got)
+	}
+	screenshot(t, ctx, "rejected")
+	a.stop()
+
+	a = startApp(t, dbURL, sink, rightSecret, failing)
+	run(t, ctx, "rejected after the fix", chromedp.Navigate(a.admin+"/ui/rejected"), chromedp.WaitVisible(chromedp.CSS(`nav`)))
+	url := value(t, ctx, "where", chromedp.Location())
+	if strings.Contains(url, "/ui/login") {
+		browserLogin(t, ctx, a)
+		run(t, ctx, "rejected", chromedp.Navigate(a.admin+"/ui/rejected"), chromedp.WaitVisible(chromedp.CSS(`nav`)))
+	}
+	run(t, ctx, "re-check",
+		chromedp.Click(chromedp.CSS(`button[name=admit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`ul.admitted`)),
+	)
+	if got := text(t, ctx, `ul.admitted`); !strings.Contains(got, "stored as event") {
+		t.Fatalf("re-check: %q", got)
+	}
+	screenshot(t, ctx, "recheck")
+	run(t, ctx, "open the admitted event",
+		chromedp.Click(chromedp.CSS(`ul.admitted a[href^="/ui/events/"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`dl.fields`)),
+	)
+	if got := text(t, ctx, `dl.fields`); !strings.Contains(got, "msg_wrong_secret") || !strings.Contains(got, "subscription.created") {
+		t.Errorf("the admitted event: %q", got)
+	}
+	run(t, ctx, "find it", chromedp.Navigate(a.admin+"/ui/events?delivery_id=msg_wrong_secret"), chromedp.WaitVisible(chromedp.CSS(`table.events`)))
+	if got := text(t, ctx, `table.events tbody`); !strings.Contains(got, "msg_wrong_secret") {
+		t.Errorf("events search: %q", got)
+	}
+}
+
+// TestBrowserScriptInert: a payload, an event type and a header holding
+// <script> and an <img onerror> render as text: no element is made of
+// them and nothing runs.
+func TestBrowserScriptInert(t *testing.T) {
+	ctx := newTab(t)
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	evil := `<script>document.title='pwned'</script><img src=x onerror="document.title='pwned'">`
+	body := []byte(fmt.Sprintf(`{"type":%q,"note":%q}`, evil, evil))
+	if st := a.send(rightSecret, "msg_evil", body); st != 202 {
+		t.Fatalf("delivery: %d", st)
+	}
+	ev := a.eventByDelivery("msg_evil", hookbox.StatusDone)
+	browserLogin(t, ctx, a)
+	for _, page := range []string{"/ui/events", fmt.Sprintf("/ui/events/%d", ev.ID), "/ui/events?type=" + strings.ReplaceAll(evil, "#", "%23")} {
+		run(t, ctx, page, chromedp.Navigate(a.admin+page), chromedp.WaitVisible(chromedp.CSS(`main`)))
+		title := value(t, ctx, "title", chromedp.Title())
+		injected := value(t, ctx, "count injected elements", chromedp.Evaluate[int](`document.querySelectorAll('main script, main img').length`))
+		if title == "pwned" || injected != 0 {
+			t.Errorf("%s: title %q, %d injected elements", page, title, injected)
+		}
+	}
+	run(t, ctx, "event page", chromedp.Navigate(fmt.Sprintf("%s/ui/events/%d", a.admin, ev.ID)), chromedp.WaitVisible(chromedp.CSS(`pre.payload`)))
+	if got := text(t, ctx, `pre.payload`); !strings.Contains(got, "<script>document.title='pwned'</script>") {
+		t.Errorf("the payload is not shown as text: %q", got)
+	}
+	if got := text(t, ctx, `dl.fields`); !strings.Contains(got, "<script>") {
+		t.Errorf("the event type is not shown as text: %q", got)
+	}
+}
+
+// TestBrowserPostWithoutCSRF: a form posted without its CSRF token is
+// refused and changes nothing.
+func TestBrowserPostWithoutCSRF(t *testing.T) {
+	ctx := newTab(t)
+	sink, failing := newSink(t)
+	failing.Store(true)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	a.send(rightSecret, "msg_csrf", []byte(`{"type":"a"}`))
+	ev := a.eventByDelivery("msg_csrf", hookbox.StatusDead)
+	browserLogin(t, ctx, a)
+	run(t, ctx, "post without the token",
+		chromedp.Navigate(fmt.Sprintf("%s/ui/events/%d", a.admin, ev.ID)),
+		chromedp.WaitVisible(chromedp.CSS(`form.actions`)),
+	)
+	value(t, ctx, "drop the CSRF field", chromedp.Evaluate[bool](`document.querySelector('form.actions input[name=csrf]').remove(); true`))
+	run(t, ctx, "submit", chromedp.Click(chromedp.CSS(`form.actions button`)))
+	waitLocation(t, ctx, "/replay")
+	if got := text(t, ctx, `body`); !strings.Contains(got, "CSRF") {
+		t.Errorf("the answer to a POST without the token: %q", got)
+	}
+	if got, _ := a.svc.Store.Event(context.Background(), ev.ID); got.Status != hookbox.StatusDead {
+		t.Errorf("the event changed: %s", got.Status)
+	}
+}
+
+// TestBrowserOverview: the overview shows each source's counts and the
+// last hour as bars, stored and rejected.
+func TestBrowserOverview(t *testing.T) {
+	ctx := newTab(t)
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	st := a.svc.Store
+	now := time.Now()
+	var ds []hookbox.Delivery
+	var rs []hookbox.Rejection
+	for i := range 240 {
+		at := now.Add(-time.Duration(i%57) * time.Minute)
+		source := []string{"polar", "github", "stripe"}[i%3]
+		d := storetest.Delivery(source, fmt.Sprintf("seed_%d", i))
+		d.ReceivedAt = at
+		ds = append(ds, d)
+		if i%9 == 0 {
+			rs = append(rs, storetest.Rejection(source, 401, at))
+		}
+	}
+	if _, err := st.Ingest(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddRejections(context.Background(), rs, hookbox.RejectionBounds{}); err != nil {
+		t.Fatal(err)
+	}
+	browserLogin(t, ctx, a)
+	run(t, ctx, "overview", chromedp.Navigate(a.admin+"/ui/"), chromedp.WaitVisible(chromedp.CSS(`svg.chart`)))
+	rows := value(t, ctx, "rows", chromedp.Evaluate[int](`document.querySelectorAll('main tbody tr').length`))
+	bars := value(t, ctx, "bars", chromedp.Evaluate[int](`document.querySelectorAll('svg.chart rect.ok').length`))
+	rejected := value(t, ctx, "rejected bars", chromedp.Evaluate[int](`document.querySelectorAll('svg.chart rect.rej').length`))
+	if rows != 3 || bars < 50 || rejected == 0 {
+		t.Errorf("overview: %d rows, %d stored bars, %d rejected bars", rows, bars, rejected)
+	}
+	if got := text(t, ctx, `main tbody`); !strings.Contains(got, "github") || !strings.Contains(got, "stripe") {
+		t.Errorf("overview rows: %q", got)
+	}
+	screenshot(t, ctx, "overview")
+}

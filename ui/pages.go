@@ -1,0 +1,418 @@
+package ui
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/rejected"
+	"github.com/hookbox/hookbox/server"
+)
+
+// pageSize is how many rows a listing shows by default.
+const pageSize = 50
+
+// overviewRow is one source's line in the overview.
+type overviewRow struct {
+	Source  string
+	Unknown bool // the row sums up unknown source names
+	// StoredHour and RejectedHour count the last hour, from the store.
+	StoredHour, RejectedHour int
+	// Received, Duplicates and Refused count this process's answers
+	// since it started.
+	Received, Duplicates, Refused int64
+	Pending, Processing, Dead     int
+	OldestDue                     time.Time
+	Chart                         chart
+}
+
+type overviewData struct {
+	Rows      []overviewRow
+	Now       time.Time
+	SinceNote bool // the process counts are shown
+}
+
+func (u *console) overview(w http.ResponseWriter, r *http.Request, s session) {
+	now := u.cfg.Now()
+	ov, err := u.cfg.Store.Overview(r.Context(), now)
+	if err != nil {
+		u.internal(w, r, s, "overview", err)
+		return
+	}
+	bySource := map[string]hookbox.SourceOverview{}
+	names := slices.Clone(u.cfg.Sources)
+	for _, o := range ov {
+		bySource[o.Source] = o
+		if o.Source != "" && !slices.Contains(names, o.Source) {
+			names = append(names, o.Source)
+		}
+	}
+	var counts map[string]map[string]int64
+	if u.cfg.Deliveries != nil {
+		counts = u.cfg.Deliveries()
+	}
+	data := overviewData{Now: now, SinceNote: counts != nil}
+	row := func(name string, unknown bool) overviewRow {
+		o := bySource[name]
+		row := overviewRow{
+			Source: name, Unknown: unknown, StoredHour: sum(o.Stored[:]), RejectedHour: sum(o.Rejected[:]),
+			Pending: o.ByStatus[hookbox.StatusPending], Processing: o.ByStatus[hookbox.StatusProcessing],
+			Dead: o.ByStatus[hookbox.StatusDead], OldestDue: o.OldestDue, Chart: newChart(o.Stored, o.Rejected),
+		}
+		for outcome, n := range counts[name] {
+			switch outcome {
+			case "new":
+				row.Received += n
+			case "duplicate":
+				row.Received += n
+				row.Duplicates += n
+			case "unavailable":
+			default:
+				row.Received += n
+				row.Refused += n
+			}
+		}
+		return row
+	}
+	for _, name := range names {
+		data.Rows = append(data.Rows, row(name, false))
+	}
+	if _, ok := bySource[""]; ok || counts[""]["unknown_source"] > 0 {
+		data.Rows = append(data.Rows, row("", true))
+	}
+	u.render(w, r, s, http.StatusOK, "overview", "Overview", data)
+}
+
+func sum(ns []int) int {
+	t := 0
+	for _, n := range ns {
+		t += n
+	}
+	return t
+}
+
+type eventsData struct {
+	Q        url.Values
+	Events   []hookbox.Event
+	Error    string
+	Next     template.URL // the next page's "?query", "" on the last page
+	Statuses []hookbox.Status
+	Sources  []string
+}
+
+// listEvents reads the events listing's filter from q (status forced when
+// not ""), lists a page and builds the next page's link.
+func (u *console) listEvents(r *http.Request, q url.Values, status hookbox.Status) (eventsData, error) {
+	if status != "" {
+		q.Set("status", string(status))
+	}
+	d := eventsData{Q: q, Statuses: []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDone, hookbox.StatusDead},
+		Sources: u.cfg.Sources}
+	f, err := server.FilterFromQuery(q, u.cfg.Now())
+	if err != nil {
+		d.Error = err.Error()
+		return d, nil
+	}
+	if f.Limit == 0 {
+		f.Limit = pageSize
+	}
+	evs, err := u.cfg.Store.Events(r.Context(), f)
+	if err != nil {
+		return d, err
+	}
+	d.Events = evs
+	if len(evs) == f.Limit {
+		d.Next = nextPage(q, evs[len(evs)-1].ID)
+	}
+	return d, nil
+}
+
+func (u *console) events(w http.ResponseWriter, r *http.Request, s session) {
+	d, err := u.listEvents(r, r.URL.Query(), "")
+	if err != nil {
+		u.internal(w, r, s, "list events", err)
+		return
+	}
+	u.render(w, r, s, http.StatusOK, "events", "Events", d)
+}
+
+func (u *console) dead(w http.ResponseWriter, r *http.Request, s session) {
+	d, err := u.listEvents(r, r.URL.Query(), hookbox.StatusDead)
+	if err != nil {
+		u.internal(w, r, s, "list dead events", err)
+		return
+	}
+	u.render(w, r, s, http.StatusOK, "dead", "Dead events", d)
+}
+
+type eventData struct {
+	Event    hookbox.Event
+	Headers  []headerLine
+	Payload  shownBody
+	Attempts []hookbox.Attempt
+}
+
+func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
+	id, ok := u.pathID(w, r, s)
+	if !ok {
+		return
+	}
+	d, err := server.LoadEventDetail(r.Context(), u.cfg.Store, id)
+	if errors.Is(err, hookbox.ErrNotFound) {
+		u.fail(w, r, s, http.StatusNotFound, "There is no event "+strconv.FormatInt(id, 10)+".")
+		return
+	}
+	if err != nil {
+		u.internal(w, r, s, "show event", err)
+		return
+	}
+	data := eventData{Event: d.Event, Headers: headerLines(u.cfg.ShowHeader(d.Event.Header)), Attempts: d.Attempts}
+	if !d.Event.PayloadCleared {
+		data.Payload = showBody(d.Payload, true)
+	}
+	u.render(w, r, s, http.StatusOK, "event", "Event "+strconv.FormatInt(id, 10), data)
+}
+
+func (u *console) replayOne(w http.ResponseWriter, r *http.Request, s session) {
+	id, ok := u.pathID(w, r, s)
+	if !ok {
+		return
+	}
+	includeDone := r.PostForm.Get("include_done") == "1"
+	res, err := u.cfg.Store.Replay(r.Context(), hookbox.ReplayParams{IDs: []int64{id}, IncludeDone: includeDone})
+	if err != nil {
+		u.internal(w, r, s, "replay", err)
+		return
+	}
+	if len(res.Replayed) == 0 {
+		ev, err := u.cfg.Store.Event(r.Context(), id)
+		switch {
+		case errors.Is(err, hookbox.ErrNotFound):
+			u.fail(w, r, s, http.StatusNotFound, "There is no event "+strconv.FormatInt(id, 10)+".")
+		case err != nil:
+			u.internal(w, r, s, "replay", err)
+		case ev.PayloadCleared || len(res.NoPayload) > 0:
+			u.fail(w, r, s, http.StatusConflict, server.NoPayloadReason)
+		default:
+			u.fail(w, r, s, http.StatusConflict, server.SkipReason(ev.Status, includeDone))
+		}
+		return
+	}
+	u.log.Info("ui replay", "event_ids", res.Replayed)
+	u.notify()
+	http.Redirect(w, r, "/ui/events/"+strconv.FormatInt(id, 10)+"?done=replayed", http.StatusSeeOther)
+}
+
+type replayData struct {
+	Q        url.Values
+	Back     template.URL // the dead events page with the same filter
+	DryRun   bool
+	Result   hookbox.ReplayResult
+	Filtered string // the filter in words
+}
+
+// replayBulk replays the dead events matching the posted filter; with
+// dry_run it counts them and asks for confirmation.
+func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) {
+	q := url.Values{}
+	for _, k := range []string{"source", "type", "since", "until"} {
+		if v := r.PostForm.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	dry := r.PostForm.Get("dry_run") == "1"
+	filtered := describe(q)
+	if dry && q.Get("until") == "" {
+		// The confirmation replays what the count counted, not events
+		// that arrive meanwhile.
+		q.Set("until", u.cfg.Now().UTC().Format(time.RFC3339Nano))
+	}
+	q.Set("status", string(hookbox.StatusDead))
+	f, err := server.FilterFromQuery(q, u.cfg.Now())
+	if err != nil {
+		u.fail(w, r, s, http.StatusBadRequest, err.Error())
+		return
+	}
+	res, err := u.cfg.Store.Replay(r.Context(), hookbox.ReplayParams{Filter: f, DryRun: dry})
+	if err != nil {
+		u.internal(w, r, s, "replay", err)
+		return
+	}
+	if !dry {
+		u.log.Info("ui bulk replay", "replayed", len(res.Replayed))
+		if len(res.Replayed) > 0 {
+			u.notify()
+		}
+	}
+	q.Del("status")
+	u.render(w, r, s, http.StatusOK, "replay", "Replay dead events", replayData{Q: q, DryRun: dry, Result: res, Filtered: filtered,
+		Back: template.URL("/ui/dead?" + q.Encode())})
+}
+
+// describe says a listing filter in words.
+func describe(q url.Values) string {
+	var parts []string
+	for _, k := range []string{"source", "type", "since", "until"} {
+		if v := q.Get(k); v != "" {
+			parts = append(parts, k+" "+v)
+		}
+	}
+	if len(parts) == 0 {
+		return "all dead events"
+	}
+	return "dead events with " + strings.Join(parts, ", ")
+}
+
+type rejectedListData struct {
+	Q          url.Values
+	Rejections []hookbox.Rejection
+	Error      string
+	Next       template.URL
+	Recheck    bool
+}
+
+func (u *console) rejectedList(w http.ResponseWriter, r *http.Request, s session) {
+	q := r.URL.Query()
+	d := rejectedListData{Q: q, Recheck: u.cfg.Recheck != nil}
+	f, err := server.RejectionFilterFromQuery(q, u.cfg.Now())
+	if err != nil {
+		d.Error = err.Error()
+		u.render(w, r, s, http.StatusOK, "rejected", "Rejected deliveries", d)
+		return
+	}
+	if f.Limit == 0 {
+		f.Limit = pageSize
+	}
+	rs, err := u.cfg.Store.Rejections(r.Context(), f)
+	if err != nil {
+		u.internal(w, r, s, "list rejected deliveries", err)
+		return
+	}
+	d.Rejections = rs
+	if len(rs) == f.Limit {
+		d.Next = nextPage(q, rs[len(rs)-1].ID)
+	}
+	u.render(w, r, s, http.StatusOK, "rejected", "Rejected deliveries", d)
+}
+
+type rejectionData struct {
+	Rejection hookbox.Rejection
+	Headers   []headerLine
+	Body      shownBody
+	Recheck   bool
+}
+
+func (u *console) rejectedOne(w http.ResponseWriter, r *http.Request, s session) {
+	id, ok := u.pathID(w, r, s)
+	if !ok {
+		return
+	}
+	rj, err := u.cfg.Store.Rejection(r.Context(), id)
+	if errors.Is(err, hookbox.ErrNotFound) {
+		u.fail(w, r, s, http.StatusNotFound, "There is no rejected delivery "+strconv.FormatInt(id, 10)+" (the log keeps a bounded number).")
+		return
+	}
+	if err != nil {
+		u.internal(w, r, s, "show rejected delivery", err)
+		return
+	}
+	d := rejectionData{Rejection: rj, Headers: headerLines(u.cfg.ShowHeader(rj.Header)), Recheck: u.cfg.Recheck != nil}
+	if rj.Body != nil {
+		d.Body = showBody(rj.Body, rj.BodyComplete)
+	}
+	u.render(w, r, s, http.StatusOK, "rejection", "Rejected delivery "+strconv.FormatInt(id, 10), d)
+}
+
+func (u *console) recheck(w http.ResponseWriter, r *http.Request, s session) {
+	if u.cfg.Recheck == nil {
+		u.fail(w, r, s, http.StatusNotImplemented, "Re-check is not available here: this server has no source configuration.")
+		return
+	}
+	p := rejected.RecheckParams{DryRun: r.PostForm.Get("dry_run") == "1"}
+	for _, v := range r.PostForm["id"] {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			u.fail(w, r, s, http.StatusBadRequest, "id: want a positive whole number")
+			return
+		}
+		p.IDs = append(p.IDs, id)
+	}
+	res, err := u.cfg.Recheck(r.Context(), p)
+	if err != nil {
+		u.internal(w, r, s, "re-check", err)
+		return
+	}
+	if !p.DryRun && len(res.Admitted) > 0 {
+		u.log.Info("ui re-check admitted rejected deliveries", "admitted", len(res.Admitted), "refused", len(res.Refused))
+		u.notify()
+	}
+	u.render(w, r, s, http.StatusOK, "recheck", "Re-check", res)
+}
+
+type uncertainData struct {
+	Events []hookbox.Event
+	Next   template.URL // never: the list is not paged
+}
+
+// uncertain lists the recorded sends (effect.RecordSend) that were
+// attempted and not confirmed, of every kind the store holds.
+func (u *console) uncertain(w http.ResponseWriter, r *http.Request, s session) {
+	ov, err := u.cfg.Store.Overview(r.Context(), u.cfg.Now())
+	if err != nil {
+		u.internal(w, r, s, "uncertain sends", err)
+		return
+	}
+	var d uncertainData
+	for _, o := range ov {
+		kind, ok := strings.CutPrefix(o.Source, effect.SendSource(""))
+		if !ok {
+			continue
+		}
+		evs, err := effect.Uncertain(r.Context(), u.cfg.Store, kind)
+		if err != nil {
+			u.internal(w, r, s, "uncertain sends", err)
+			return
+		}
+		d.Events = append(d.Events, evs...)
+	}
+	u.render(w, r, s, http.StatusOK, "uncertain", "Uncertain sends", d)
+}
+
+func (u *console) notify() {
+	if u.cfg.Notify != nil {
+		u.cfg.Notify()
+	}
+}
+
+func (u *console) pathID(w http.ResponseWriter, r *http.Request, s session) (int64, bool) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		u.fail(w, r, s, http.StatusBadRequest, "The id in the address is not a positive whole number.")
+		return 0, false
+	}
+	return id, true
+}
+
+// nextPage is the link to the page after the one that ended at id: the
+// same query with before_id set. Encode escapes every value, so the link
+// is safe to mark as a URL.
+func nextPage(q url.Values, id int64) template.URL {
+	next := cloneValues(q)
+	next.Set("before_id", strconv.FormatInt(id, 10))
+	return template.URL("?" + next.Encode())
+}
+
+func cloneValues(q url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range q {
+		out[k] = slices.Clone(vs)
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package ui
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hookbox/hookbox"
+)
+
+// maxShownBody is how much of a payload a page shows.
+const maxShownBody = 256 << 10
+
+// maxHexDump is how much of a binary payload a page dumps.
+const maxHexDump = 4 << 10
+
+// headerLine is one header value as shown.
+type headerLine struct{ Name, Value string }
+
+// headerLines lists h sorted by name.
+func headerLines(h http.Header) []headerLine {
+	var out []headerLine
+	for k, vs := range h {
+		for _, v := range vs {
+			out = append(out, headerLine{Name: http.CanonicalHeaderKey(k), Value: v})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b headerLine) int {
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// shownBody is a payload as a page shows it: JSON pretty-printed, other
+// text as is, anything else as a hex dump; html/template escapes it.
+type shownBody struct {
+	Shown    bool
+	Kind     string // "JSON", "text" or "binary"
+	Text     string
+	Size     int
+	Cut      bool // only the first part is shown
+	Complete bool // the whole body was kept (false for a rejection's first bytes)
+}
+
+func showBody(b []byte, complete bool) shownBody {
+	s := shownBody{Shown: true, Size: len(b), Complete: complete}
+	if len(b) > maxShownBody {
+		b, s.Cut = b[:maxShownBody], true
+	}
+	var pretty bytes.Buffer
+	switch {
+	case !s.Cut && json.Valid(b) && json.Indent(&pretty, b, "", "  ") == nil:
+		s.Kind, s.Text = "JSON", pretty.String()
+	case utf8.Valid(b):
+		s.Kind, s.Text = "text", string(b)
+	default:
+		if len(b) > maxHexDump {
+			b, s.Cut = b[:maxHexDump], true
+		}
+		s.Kind, s.Text = "binary", hex.Dump(b)
+	}
+	return s
+}
+
+// chart is the last hour as small SVG bars: stored events, with the
+// rejected deliveries of each minute stacked on top.
+type chart struct {
+	Bars  []bar
+	Title string
+	Empty bool
+}
+
+type bar struct {
+	X, Y, H  int
+	Rejected bool
+}
+
+const (
+	chartHeight = 32
+	barWidth    = 3
+)
+
+func newChart(stored, rejected [hookbox.OverviewMinutes]int) chart {
+	top := 0
+	for i := range stored {
+		top = max(top, stored[i]+rejected[i])
+	}
+	c := chart{Title: fmt.Sprintf("last hour: %d stored, %d rejected", sum(stored[:]), sum(rejected[:])), Empty: top == 0}
+	if top == 0 {
+		return c
+	}
+	scale := func(n int) int {
+		if n == 0 {
+			return 0
+		}
+		return max(1, n*chartHeight/top)
+	}
+	for i := range stored {
+		x := i * barWidth
+		hs, hr := scale(stored[i]), scale(rejected[i])
+		if hs > 0 {
+			c.Bars = append(c.Bars, bar{X: x, Y: chartHeight - hs, H: hs})
+		}
+		if hr > 0 {
+			c.Bars = append(c.Bars, bar{X: x, Y: chartHeight - hs - hr, H: hr, Rejected: true})
+		}
+	}
+	return c
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"ts": func(t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"ago": func(t, now time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return now.Sub(t).Round(time.Second).String()
+	},
+	"took": func(a hookbox.Attempt) string {
+		if a.FinishedAt.IsZero() || a.FinishedAt.Before(a.StartedAt) {
+			return ""
+		}
+		return a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond).String()
+	},
+	"chartWidth":  func() int { return hookbox.OverviewMinutes * barWidth },
+	"chartHeight": func() int { return chartHeight },
+	"barWidth":    func() int { return barWidth - 1 },
+	"id":          func(id int64) string { return strconv.FormatInt(id, 10) },
+	"list":        func(s ...string) []string { return s },
+}

@@ -1,0 +1,345 @@
+// Package ui is hookbox's operator console: server-rendered HTML pages
+// under /ui/ over the same store the admin API serves, embedded in the
+// binary, with no JavaScript at all.
+//
+// Guarantees:
+//
+//   - Without an admin token configured nothing is registered: /ui/ is a
+//     404, like the admin API.
+//   - Every page needs the admin token: a session cookie set by the login
+//     form (HttpOnly, SameSite=Strict, scoped to /ui/, signed with a key
+//     derived from the token and expiring after SessionTTL; the token
+//     itself is never stored in it), or "Authorization: Bearer TOKEN".
+//   - Every POST made with the cookie carries a CSRF token bound to the
+//     session; without it the request is refused (403) and changes
+//     nothing. Bearer requests need none: a browser never adds that
+//     header on its own.
+//   - Everything that came from a sender (payloads, headers, event types,
+//     ids, source names asked for) goes through html/template's
+//     contextual escaping, and every page is served with a
+//     Content-Security-Policy that allows no script at all, so text a
+//     sender wrote renders inert.
+//   - Signature and credential header values are masked (ShowHeader) and
+//     configured secrets are never shown.
+package ui
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/rejected"
+	"github.com/hookbox/hookbox/server"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// SessionTTL is how long a login lasts.
+const SessionTTL = 12 * time.Hour
+
+// cookieName names the session cookie.
+const cookieName = "hookbox_session"
+
+// Config is what the console needs.
+type Config struct {
+	// Token is the admin token; empty means no console.
+	Token string
+	// Store is shown, replayed and re-checked.
+	Store hookbox.Store
+	// Sources are the configured source names, shown in the overview even
+	// before they have events.
+	Sources []string
+	// Deliveries, if set, returns this process's delivery counts since
+	// it started, per source and outcome (metrics.Metrics.DeliveryCounts).
+	Deliveries func() map[string]map[string]int64
+	// ShowHeader makes headers fit to show (see server.AdminConfig).
+	ShowHeader func(http.Header) http.Header
+	// Recheck verifies rejected deliveries again (see server.AdminConfig);
+	// nil hides re-check.
+	Recheck func(ctx context.Context, p rejected.RecheckParams) (rejected.RecheckResult, error)
+	// Notify, if set, wakes the workers after a replay.
+	Notify func()
+	Logger *slog.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Register adds the console's routes under /ui/ to m. With an empty
+// token it registers nothing.
+func Register(m server.Mux, cfg Config) {
+	if cfg.Token == "" {
+		return
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.ShowHeader == nil {
+		cfg.ShowHeader = func(h http.Header) http.Header { return (*redact.Redactor)(nil).Header(h) }
+	}
+	key := sha256.Sum256([]byte("hookbox ui key\x00" + cfg.Token))
+	u := &console{cfg: cfg, key: key[:], tokenSum: sha256.Sum256([]byte(cfg.Token)), pages: parsePages(), log: cfg.Logger}
+	static, _ := fs.Sub(assets, "static")
+	m.Handle("GET /ui/static/", secure(http.StripPrefix("/ui/static/", http.FileServerFS(static))))
+	m.Handle("GET /ui/login", secure(http.HandlerFunc(u.loginForm)))
+	m.Handle("POST /ui/login", secure(http.HandlerFunc(u.login)))
+	m.Handle("POST /ui/logout", u.guard(u.logout))
+	m.Handle("GET /ui/{$}", u.guard(u.overview))
+	m.Handle("GET /ui/events", u.guard(u.events))
+	m.Handle("GET /ui/events/{id}", u.guard(u.event))
+	m.Handle("POST /ui/events/{id}/replay", u.guard(u.replayOne))
+	m.Handle("GET /ui/dead", u.guard(u.dead))
+	m.Handle("POST /ui/replay", u.guard(u.replayBulk))
+	m.Handle("GET /ui/rejected", u.guard(u.rejectedList))
+	m.Handle("GET /ui/rejected/{id}", u.guard(u.rejectedOne))
+	m.Handle("POST /ui/rejected/recheck", u.guard(u.recheck))
+	m.Handle("GET /ui/uncertain", u.guard(u.uncertain))
+	m.Handle("/ui/", u.guard(func(w http.ResponseWriter, r *http.Request, s session) {
+		u.fail(w, r, s, http.StatusNotFound, "No such page.")
+	}))
+	m.Handle("GET /ui", http.RedirectHandler("/ui/", http.StatusMovedPermanently))
+}
+
+type console struct {
+	cfg      Config
+	key      []byte
+	tokenSum [sha256.Size]byte
+	pages    map[string]*template.Template
+	log      *slog.Logger
+}
+
+// session is who is asking: csrf is the token this session's forms carry
+// ("" for a Bearer request, which needs none).
+type session struct {
+	csrf   string
+	bearer bool
+}
+
+// secure sets the headers every console response carries: no script may
+// run, nothing is framed or cached, nothing is sniffed.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// guard admits requests with a valid session cookie or Bearer token, and
+// POSTs made with the cookie only when they carry the session's CSRF
+// token. A GET without either goes to the login form.
+func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) http.Handler {
+	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if auth := r.Header.Get("Authorization"); auth != "" {
+			if !u.bearer(auth) {
+				u.log.Warn("ui request refused: wrong token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="hookbox admin"`)
+				http.Error(w, "missing or invalid admin token", http.StatusUnauthorized)
+				return
+			}
+			if r.Method == http.MethodPost && r.ParseForm() != nil {
+				http.Error(w, "bad form", http.StatusBadRequest)
+				return
+			}
+			h(w, r, session{bearer: true})
+			return
+		}
+		sig, ok := u.sessionSig(r)
+		if !ok {
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "log in first", http.StatusUnauthorized)
+			return
+		}
+		s := session{csrf: u.mac("csrf", sig)}
+		if r.Method == http.MethodPost {
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, "bad form", http.StatusBadRequest)
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
+				u.log.Warn("ui POST refused: missing or wrong CSRF token", "path", r.URL.Path, "remote", r.RemoteAddr)
+				http.Error(w, "missing or invalid CSRF token: reload the page and try again", http.StatusForbidden)
+				return
+			}
+		}
+		h(w, r, s)
+	}))
+}
+
+// bearer checks an Authorization header in constant time.
+func (u *console) bearer(header string) bool {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return u.tokenMatches(strings.TrimSpace(tok))
+}
+
+func (u *console) tokenMatches(tok string) bool {
+	sum := sha256.Sum256([]byte(tok))
+	return subtle.ConstantTimeCompare(sum[:], u.tokenSum[:]) == 1
+}
+
+// mac is the hex HMAC of parts under the console's key.
+func (u *console) mac(parts ...string) string {
+	m := hmac.New(sha256.New, u.key)
+	m.Write([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// newSession returns a cookie value: its expiry and a MAC over it.
+func (u *console) newSession() (string, time.Time) {
+	exp := u.cfg.Now().Add(SessionTTL)
+	e := strconv.FormatInt(exp.Unix(), 10)
+	return e + "." + u.mac("session", e), exp
+}
+
+// sessionSig returns the MAC of a valid, unexpired session cookie.
+func (u *console) sessionSig(r *http.Request) (string, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return "", false
+	}
+	e, sig, ok := strings.Cut(c.Value, ".")
+	if !ok {
+		return "", false
+	}
+	exp, err := strconv.ParseInt(e, 10, 64)
+	if err != nil || u.cfg.Now().Unix() >= exp {
+		return "", false
+	}
+	if !hmac.Equal([]byte(sig), []byte(u.mac("session", e))) {
+		return "", false
+	}
+	return sig, true
+}
+
+func (u *console) loginForm(w http.ResponseWriter, r *http.Request) {
+	u.render(w, r, session{}, http.StatusOK, "login", "Log in", loginData{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+type loginData struct {
+	Next  string
+	Error string
+}
+
+func (u *console) login(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	if !u.tokenMatches(r.PostForm.Get("token")) {
+		u.log.Warn("ui login refused", "remote", r.RemoteAddr)
+		u.render(w, r, session{}, http.StatusUnauthorized, "login", "Log in", loginData{Next: next, Error: "That is not the admin token."})
+		return
+	}
+	val, exp := u.newSession()
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: val, Path: "/ui/", Expires: exp, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (u *console) logout(w http.ResponseWriter, r *http.Request, s session) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a post-login destination inside the console.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/ui/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/ui/"
+	}
+	return next
+}
+
+// page is what every template gets.
+type page struct {
+	Title string
+	Nav   string
+	CSRF  string
+	// LoggedIn shows the navigation and the log-out button (not for a
+	// Bearer request, which has no session to end).
+	LoggedIn bool
+	Session  bool
+	Flash    string
+	Data     any
+}
+
+// render writes the page name with data, or a plain 500 when the
+// template fails (before anything was written).
+func (u *console) render(w http.ResponseWriter, r *http.Request, s session, status int, name, title string, data any) {
+	t := u.pages[name]
+	var b strings.Builder
+	p := page{Title: title, Nav: name, CSRF: s.csrf, LoggedIn: s.csrf != "" || s.bearer, Session: s.csrf != "",
+		Flash: flash(r.URL.Query().Get("done")), Data: data}
+	if err := t.ExecuteTemplate(&b, "layout", p); err != nil {
+		u.log.Error("ui: render "+name, "err", err)
+		http.Error(w, "the page failed to render; see the server log", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	fmt.Fprint(w, b.String())
+}
+
+// fail shows an error page.
+func (u *console) fail(w http.ResponseWriter, r *http.Request, s session, status int, msg string) {
+	u.render(w, r, s, status, "error", http.StatusText(status), msg)
+}
+
+// internal logs err and shows a 500 page that does not repeat it.
+func (u *console) internal(w http.ResponseWriter, r *http.Request, s session, what string, err error) {
+	u.log.Error("ui: "+what, "err", err)
+	u.fail(w, r, s, http.StatusInternalServerError, what+" failed; see the server log.")
+}
+
+// flashes are the fixed messages a redirect after a POST may ask for.
+var flashes = map[string]string{
+	"replayed": "Replayed: the event is pending again, due now.",
+}
+
+func flash(key string) string { return flashes[key] }
+
+// parsePages parses each page template with the layout.
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("").Funcs(funcs).ParseFS(assets, "templates/layout.html", "templates/partials.html"))
+	names, err := fs.Glob(assets, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	pages := map[string]*template.Template{}
+	for _, n := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if name == "layout" || name == "partials" {
+			continue
+		}
+		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(assets, n))
+	}
+	return pages
+}

@@ -1,0 +1,254 @@
+package ui_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
+	"github.com/hookbox/hookbox/ui"
+)
+
+// browser is an HTTP client with a cookie jar that does not follow
+// redirects, so each answer can be checked.
+func browser(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func fetch(t *testing.T, c *http.Client, method, u string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// login logs c in and returns the CSRF token of its session.
+func login(t *testing.T, c *http.Client, base string) string {
+	t.Helper()
+	resp, _ := fetch(t, c, "POST", base+"/ui/login", url.Values{"token": {token}, "next": {"/ui/events"}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/events" {
+		t.Fatalf("login: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var cookie string
+	for _, sc := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(sc, "hookbox_session=") {
+			cookie = sc
+		}
+	}
+	for _, want := range []string{"HttpOnly", "SameSite=Strict", "Path=/ui/"} {
+		if !strings.Contains(cookie, want) {
+			t.Errorf("session cookie %q lacks %s", cookie, want)
+		}
+	}
+	if strings.Contains(cookie, token) {
+		t.Errorf("the session cookie holds the admin token")
+	}
+	_, page := fetch(t, c, "GET", base+"/ui/events", nil)
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the events page")
+	}
+	return m[1]
+}
+
+// TestConsoleAuth: pages need the token (cookie or Bearer); a login
+// refuses a wrong token; a POST with the cookie but without the CSRF
+// token changes nothing; the console is off without a token and lives on
+// the admin listener only.
+func TestConsoleAuth(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		sink, failing := newSink(t)
+		failing.Store(true)
+		a := startApp(t, dbURL, sink, rightSecret, failing)
+		if a.send(rightSecret, "msg_dead", []byte(`{"type":"a"}`)) != 202 {
+			t.Fatal("delivery refused")
+		}
+		ev := a.eventByDelivery("msg_dead", hookbox.StatusDead)
+		c := browser(t)
+
+		resp, _ := fetch(t, c, "GET", a.admin+"/ui/events?source=polar", nil)
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/login?next=%2Fui%2Fevents%3Fsource%3Dpolar" {
+			t.Errorf("a page without a session: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if resp, _ := fetch(t, c, "POST", a.admin+"/ui/login", url.Values{"token": {"not-it"}}); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a wrong token logs in: %d", resp.StatusCode)
+		}
+		if resp, _ := fetch(t, c, "POST", a.admin+"/ui/login", url.Values{"token": {token}, "next": {"//evil.example/"}}); resp.Header.Get("Location") != "/ui/" {
+			t.Errorf("login redirects to %q", resp.Header.Get("Location"))
+		}
+		csrf := login(t, c, a.admin)
+
+		replay := a.admin + "/ui/events/" + strconv.FormatInt(ev.ID, 10) + "/replay"
+		for _, form := range []url.Values{{}, {"csrf": {"0000"}}} {
+			if resp, _ := fetch(t, c, "POST", replay, form); resp.StatusCode != http.StatusForbidden {
+				t.Errorf("replay with CSRF %v: %d, want 403", form, resp.StatusCode)
+			}
+		}
+		if got, _ := a.svc.Store.Event(context.Background(), ev.ID); got.Status != hookbox.StatusDead {
+			t.Fatalf("a POST without the CSRF token changed the event: %s", got.Status)
+		}
+		failing.Store(false)
+		if resp, _ := fetch(t, c, "POST", replay, url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("replay with the CSRF token: %d", resp.StatusCode)
+		}
+		a.eventByDelivery("msg_dead", hookbox.StatusDone)
+
+		if st, _, h := a.get("/ui/"); st != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "default-src 'none'") {
+			t.Errorf("Bearer overview: %d, CSP %q", st, h.Get("Content-Security-Policy"))
+		}
+		// A script posts with the Bearer token and no CSRF token.
+		req, _ := http.NewRequest("POST", a.admin+"/ui/replay", strings.NewReader("dry_run=1&source=polar"))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+			t.Errorf("a Bearer POST: %v %v", resp, err)
+		} else {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(b), "would be replayed: dead events with source polar") {
+				t.Errorf("a Bearer dry run: %s", b)
+			}
+		}
+		req, _ = http.NewRequest("GET", a.admin+"/ui/", nil)
+		req.Header.Set("Authorization", "Bearer wrong")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a wrong Bearer token: %v %v", resp.StatusCode, err)
+		}
+		if resp, _ := fetch(t, c, "GET", a.hooks+"/ui/", nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("/ui/ on the webhook port: %d", resp.StatusCode)
+		}
+		// Log out: the cookie is cleared.
+		if resp, _ := fetch(t, c, "POST", a.admin+"/ui/logout", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("logout: %d", resp.StatusCode)
+		}
+		if resp, _ := fetch(t, c, "GET", a.admin+"/ui/", nil); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("after logout: %d, want the login form", resp.StatusCode)
+		}
+	})
+}
+
+// TestConsoleOffWithoutToken: no token, no routes.
+func TestConsoleOffWithoutToken(t *testing.T) {
+	srv := server.New(server.Config{})
+	ui.Register(srv, ui.Config{})
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, mustRequest(t, "GET", "/ui/login"))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("/ui/login without a token: %d", rec.Code)
+	}
+}
+
+// TestConsoleEscapesSenderText: an event type, a delivery id, a header
+// and a payload holding markup, and a rejected delivery to a source name
+// holding markup, render as text; signature values are masked.
+func TestConsoleEscapesSenderText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		d := storetest.Delivery("polar", hostile)
+		d.EventType = hostile
+		d.Header = http.Header{"X-Note": {hostile}, "Webhook-Signature": {"v1,c2lnbmF0dXJlLXRoYXQtbXVzdC1ub3Qtc2hvdw=="}}
+		d.Payload = []byte(`{"html":"` + strings.ReplaceAll(hostile, `"`, `\"`) + `"}`)
+		id := storetest.Seed(t, st, hookbox.StatusDead, time.Now(), hostile, d)[0]
+		rj := storetest.Rejection(hostile, 404, time.Now())
+		rj.UnknownSource, rj.Body, rj.Reason = true, []byte(hostile), hostile
+		if _, err := st.AddRejections(context.Background(), []hookbox.Rejection{rj}, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		srv := server.New(server.Config{})
+		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
+		for _, path := range []string{"/ui/", "/ui/events", "/ui/events?type=" + url.QueryEscape(hostile), "/ui/dead",
+			"/ui/events/" + strconv.FormatInt(id, 10), "/ui/rejected", "/ui/rejected/1"} {
+			rec := httptest.NewRecorder()
+			req := mustRequest(t, "GET", path)
+			req.Header.Set("Authorization", "Bearer "+token)
+			srv.ServeHTTP(rec, req)
+			page := rec.Body.String()
+			if rec.Code != 200 {
+				t.Errorf("%s: %d", path, rec.Code)
+			}
+			mustNotContainMarkup(t, page, path)
+			if strings.Contains(page, "c2lnbmF0dXJl") {
+				t.Errorf("%s shows the signature", path)
+			}
+		}
+	})
+}
+
+func mustRequest(t *testing.T, method, path string) *http.Request {
+	req, err := http.NewRequest(method, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// TestConsolePages: the uncertain page lists a recorded send that was
+// attempted and not confirmed; a binary payload is shown as a hex dump; a
+// bad filter is explained on the page, not a failure; paging links to
+// the next page.
+func TestConsolePages(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "smtp said no", storetest.Delivery("send:email", "order-1"))
+		bin := storetest.Delivery("polar", "binary")
+		bin.Payload = []byte{0xff, 0x00, 0xfe, 'x'}
+		binID := storetest.Seed(t, st, hookbox.StatusPending, time.Now(), "", bin)[0]
+		for i := range 3 {
+			storetest.Seed(t, st, hookbox.StatusPending, time.Now(), "", storetest.Delivery("polar", "p"+strconv.Itoa(i)))
+		}
+		srv := server.New(server.Config{})
+		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
+		get := func(path string) string {
+			rec := httptest.NewRecorder()
+			req := mustRequest(t, "GET", path)
+			req.Header.Set("Authorization", "Bearer "+token)
+			srv.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				t.Fatalf("%s: %d", path, rec.Code)
+			}
+			return rec.Body.String()
+		}
+		if page := get("/ui/uncertain"); !strings.Contains(page, "order-1") || !strings.Contains(page, "smtp said no") {
+			t.Errorf("uncertain page lacks the send")
+		}
+		if page := get("/ui/events/" + strconv.FormatInt(binID, 10)); !strings.Contains(page, "shown as binary") || !strings.Contains(page, "ff 00 fe 78") {
+			t.Errorf("binary payload page:\n%s", page)
+		}
+		if page := get("/ui/events?status=sideways"); !strings.Contains(page, "status: want pending") {
+			t.Errorf("a bad filter is not explained")
+		}
+		page := get("/ui/events?source=polar&limit=2")
+		if !strings.Contains(page, `rel="next"`) || !strings.Contains(page, "before_id=") {
+			t.Errorf("no next page link:\n%s", page)
+		}
+	})
+}
