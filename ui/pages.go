@@ -157,6 +157,9 @@ type eventData struct {
 	Headers  []headerLine
 	Payload  shownBody
 	Attempts []hookbox.Attempt
+	// Deliveries are an event's deliveries to its named targets, each
+	// with its own status and replay.
+	Deliveries []hookbox.Event
 }
 
 func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
@@ -173,7 +176,8 @@ func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
 		u.internal(w, r, s, "show event", err)
 		return
 	}
-	data := eventData{Event: d.Event, Headers: headerLines(u.cfg.ShowHeader(d.Event.Header)), Attempts: d.Attempts}
+	data := eventData{Event: d.Event, Headers: headerLines(u.cfg.ShowHeader(d.Event.Header)), Attempts: d.Attempts,
+		Deliveries: d.Deliveries}
 	if !d.Event.PayloadCleared {
 		data.Payload = showBody(d.Payload, true)
 	}
