@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/service"
 )
 
 // tailWindow is how far back, by receipt time, tail looks for events it
@@ -26,11 +28,12 @@ const tailPage = 500
 
 func newTailCmd(g *globalFlags) *cobra.Command {
 	var (
-		source   string
-		typ      string
-		lines    int
-		interval time.Duration
-		jsonOut  bool
+		source     string
+		typ        string
+		lines      int
+		interval   time.Duration
+		jsonOut    bool
+		eventsOnly bool
 	)
 	cmd := &cobra.Command{
 		Use:   "tail",
@@ -40,7 +43,10 @@ as it is stored, one line each, until interrupted. It reads the database
 (--db, HOOKBOX_DB or the config's db), so it sees the events of every hookbox
 sharing it; on PostgreSQL it wakes as soon as one commits, elsewhere it looks
 every --interval. Each event is shown once, with the status it had when first
-seen. --json prints one JSON event object per line.`,
+seen. Deliveries hookbox refuses (see hookbox rejected) are followed too, on
+lines marked REJECTED (not with --type, which they have none of, nor with
+--events-only). --json prints one JSON object per line: an event, or
+{"rejected": …} with its headers' signature values masked.`,
 		Example: `  hookbox tail --config hookbox.yaml
   hookbox tail --source stripe --type invoice.paid
   hookbox tail --db postgres://hookbox@db/hookbox --json | jq .`,
@@ -60,7 +66,13 @@ seen. --json prints one JSON event object per line.`,
 				return err
 			}
 			defer st.Close()
-			t := &tailer{st: st, filter: hookbox.Filter{Source: source, EventType: typ}, out: cmd.OutOrStdout(), json: jsonOut, seen: map[int64]time.Time{}}
+			cfg, err := g.loadConfig(false)
+			if err != nil {
+				return err
+			}
+			t := &tailer{st: st, filter: hookbox.Filter{Source: source, EventType: typ}, out: cmd.OutOrStdout(), json: jsonOut,
+				seen: map[int64]time.Time{}, rejections: typ == "" && !eventsOnly, show: service.HeaderShower(cfg),
+				seenRejected: map[int64]time.Time{}}
 			return t.run(cmd.Context(), lines, interval)
 		},
 	}
@@ -69,7 +81,8 @@ seen. --json prints one JSON event object per line.`,
 	fl.StringVar(&typ, "type", "", "only events of this event type")
 	fl.IntVarP(&lines, "lines", "n", 10, "how many of the newest events to print first")
 	fl.DurationVar(&interval, "interval", time.Second, "how often to look for new events (PostgreSQL also wakes at each commit)")
-	fl.BoolVar(&jsonOut, "json", false, "print one JSON event object per line")
+	fl.BoolVar(&jsonOut, "json", false, "print one JSON object per line")
+	fl.BoolVar(&eventsOnly, "events-only", false, "leave out refused deliveries")
 	return cmd
 }
 
@@ -82,6 +95,12 @@ type tailer struct {
 	// seen holds the events already printed or passed over, by id, with
 	// their receipt time, for as long as they are inside tailWindow.
 	seen map[int64]time.Time
+
+	// rejections says whether refused deliveries are followed too;
+	// seenRejected is seen for them; show masks their headers.
+	rejections   bool
+	seenRejected map[int64]time.Time
+	show         func(http.Header) http.Header
 }
 
 // run prints the newest lines events, then new events until ctx ends.
@@ -90,6 +109,9 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 	// reading the newest, so that an event stored in between is either
 	// among the newest printed or found by the next look, never lost.
 	if _, err := t.fresh(ctx, time.Now()); err != nil {
+		return err
+	}
+	if _, err := t.freshRejected(ctx, time.Now()); err != nil {
 		return err
 	}
 	f := t.filter
@@ -121,6 +143,10 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 		case <-wake:
 		}
 		evs, err := t.fresh(ctx, time.Now())
+		var rjs []hookbox.Rejection
+		if err == nil {
+			rjs, err = t.freshRejected(ctx, time.Now())
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -130,7 +156,69 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 		if err := t.print(evs); err != nil {
 			return err
 		}
+		if err := t.printRejected(rjs); err != nil {
+			return err
+		}
 	}
+}
+
+// freshRejected is fresh for refused deliveries (none unless t follows
+// them): those received within tailWindow and not seen before, oldest
+// first, marked seen.
+func (t *tailer) freshRejected(ctx context.Context, now time.Time) ([]hookbox.Rejection, error) {
+	if !t.rejections {
+		return nil, nil
+	}
+	since := now.Add(-tailWindow)
+	for id, at := range t.seenRejected {
+		if at.Before(since) {
+			delete(t.seenRejected, id)
+		}
+	}
+	var out []hookbox.Rejection
+	var before int64
+	for {
+		rjs, err := t.st.Rejections(ctx, hookbox.RejectionFilter{Source: t.filter.Source, Since: since, BeforeID: before, Limit: tailPage})
+		if err != nil {
+			return nil, err
+		}
+		unseen := 0
+		for _, rj := range rjs {
+			if _, ok := t.seenRejected[rj.ID]; !ok {
+				unseen++
+				t.seenRejected[rj.ID] = rj.ReceivedAt
+				out = append(out, rj)
+			}
+		}
+		if len(rjs) < tailPage || unseen == 0 {
+			break
+		}
+		before = rjs[len(rjs)-1].ID
+	}
+	slices.SortFunc(out, func(a, b hookbox.Rejection) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// printRejected writes refused deliveries, oldest first, their headers
+// masked in JSON.
+func (t *tailer) printRejected(rjs []hookbox.Rejection) error {
+	for _, rj := range rjs {
+		var err error
+		if t.json {
+			var b []byte
+			v := server.ViewRejection(rj, t.show, false)
+			if b, err = json.Marshal(map[string]any{"rejected": v}); err == nil {
+				_, err = t.out.Write(append(b, '\n'))
+			}
+		} else {
+			_, err = fmt.Fprintf(t.out, "%s  REJECTED  %s  %d  %s  from %s\n", rj.ReceivedAt.UTC().Format(time.RFC3339Nano),
+				rejectedSource(rj), rj.Status, oneLine(rj.Reason), printable(rj.RemoteAddr))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fresh returns the events received within tailWindow of now that were

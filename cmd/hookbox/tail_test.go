@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,3 +132,59 @@ func TestTailText(t *testing.T) {
 		t.Errorf("line %q does not start with a time: %v", line, err)
 	}
 }
+
+// TestTailRejected: a delivery hookbox refuses appears in tail as it is
+// logged, as a REJECTED line, or in JSON as {"rejected": …} with its
+// signature masked; --events-only leaves it out. On SQLite and PostgreSQL.
+func TestTailRejected(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		srv := e2e.Start(t, `
+sources:
+  - name: signed
+    scheme: standard-webhooks
+    secrets: ["whsec_dGFpbC1yZWplY3RlZC10ZXN0LXNlY3JldA=="]
+    store_only: true
+`, dbURL, nil)
+		jsonOut, stopJSON := startTail(t, "--db", dbURL, "--json")
+		textOut, stopText := startTail(t, "--db", dbURL)
+		only, stopOnly := startTail(t, "--db", dbURL, "--events-only")
+		const forged = "v1,Zm9yZ2VkLXNpZ25hdHVyZS1ieXRlcy0wMTIzNDU2Nzg5"
+		rep := srv.Post("signed", http.Header{"Webhook-Id": {"msg_forged"}, "Webhook-Timestamp": {strconvNow()},
+			"Webhook-Signature": {forged}}, []byte(`{"type":"x"}`))
+		if rep.Status != http.StatusUnauthorized {
+			t.Fatalf("forged delivery: %+v", rep)
+		}
+		await(t, "the refusal in tail", func() bool {
+			return strings.Contains(jsonOut.String(), `"rejected"`) && strings.Contains(textOut.String(), "REJECTED")
+		})
+		srv.Send("signed", "msg_good", []byte(`{"type":"x"}`))
+		await(t, "the good event in --events-only", func() bool { return strings.Contains(only.String(), "msg_good") })
+		for _, stop := range []func() error{stopJSON, stopText, stopOnly} {
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var line struct {
+			Rejected struct {
+				Source  string              `json:"source"`
+				Status  int                 `json:"status"`
+				Headers map[string][]string `json:"headers"`
+			} `json:"rejected"`
+		}
+		first := strings.SplitN(strings.TrimSpace(jsonOut.String()), "\n", 2)[0]
+		if err := json.Unmarshal([]byte(first), &line); err != nil || line.Rejected.Status != http.StatusUnauthorized || line.Rejected.Source != "signed" {
+			t.Fatalf("JSON line %q: %+v, %v", first, line, err)
+		}
+		if strings.Contains(jsonOut.String(), "Zm9yZ2VkLXNpZ25hdHVyZS1ieXRlcy0wMTIzNDU2Nzg5") {
+			t.Error("tail printed a signature value")
+		}
+		if !strings.Contains(textOut.String(), "REJECTED  signed  401") {
+			t.Errorf("text line: %q", textOut.String())
+		}
+		if strings.Contains(only.String(), "REJECTED") {
+			t.Errorf("--events-only printed a refusal: %q", only.String())
+		}
+	})
+}
+
+func strconvNow() string { return strconv.FormatInt(time.Now().Unix(), 10) }
