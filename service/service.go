@@ -167,6 +167,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		Logger:      log,
 		OnAttempt:   m.Attempt,
 		OnCircuit:   m.Circuit,
+		Trace:       tracing.Handler(red.String),
 		Redact:      red.String,
 	})
 	for _, src := range cfg.Sources {

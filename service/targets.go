@@ -10,6 +10,7 @@ import (
 	"github.com/hookbox/hookbox/routing"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/worker"
 )
 
@@ -29,7 +30,7 @@ func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor, l
 				if err != nil {
 					return err
 				}
-				pool.Route(name, tg)
+				pool.Route(name, tracing.Attempts(tg))
 			}
 			after, cooldown := t.Circuit()
 			pool.SetControls(name, worker.Controls{

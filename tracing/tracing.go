@@ -192,6 +192,26 @@ func EndSpan(span trace.Span, err error) {
 	span.End()
 }
 
+// Handler is worker.Options.Trace: each attempt of a Go handler (phase
+// "handle", or a two-phase handler's "prepare") runs in a span named
+// after the phase, with the event's attributes; red masks its error.
+func Handler(red func(string) string) func(ctx context.Context, phase string, ev *hookbox.Event) (context.Context, func(error)) {
+	return func(ctx context.Context, phase string, ev *hookbox.Event) (context.Context, func(error)) {
+		if !on.Load() {
+			return ctx, func(error) {}
+		}
+		ctx, span := Tracer().Start(ctx, phase, trace.WithAttributes(
+			AttrSource.String(ev.Source), AttrEventID.Int64(ev.ID), AttrDeliveryID.String(ev.DeliveryID),
+			AttrEventType.String(ev.EventType), AttrAttempt.Int(ev.Attempts)))
+		return ctx, func(err error) {
+			if err != nil && red != nil {
+				err = errors.New(red(err.Error()))
+			}
+			EndSpan(span, err)
+		}
+	}
+}
+
 // Attempts wraps a forward or exec target so that each attempt runs in a
 // span named "attempt" (kind client), with the event's source, id,
 // delivery id, type and attempt number; the target passes that span's

@@ -15,8 +15,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/tracing"
+	"sync/atomic"
 )
 
 // TestEnabled: tracing is off by default and on for an OTLP exporter or
@@ -181,4 +184,54 @@ func names(spans tracetest.SpanStubs) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// TestHandlerAndTargetSpans: a Go handler's attempt runs in a "handle"
+// span whose context the handler gets, with its error (masked) as the
+// span's status; a named target's forward gets an "attempt" span too.
+func TestHandlerAndTargetSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tracing.Install(tp)
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(app.Close)
+	dir := t.TempDir()
+	var inSpan atomic.Bool
+	srv := e2e.Start(t, `
+sources:
+  - name: lib
+    scheme: none
+    id_header: X-Id
+  - name: fan
+    scheme: none
+    id_header: X-Id
+    targets:
+      - {name: app, forward: "`+app.URL+`"}
+`, "sqlite:"+filepath.Join(dir, "hookbox.db"), func(svc *service.Service) error {
+		svc.Pool.Handle("lib", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			inSpan.Store(trace.SpanFromContext(ctx).SpanContext().IsValid())
+			return nil
+		})
+		return nil
+	})
+	for _, src := range []string{"lib", "fan"} {
+		if rep := srv.Post(src, http.Header{"X-Id": {"h1"}}, []byte(`{}`)); rep.Status != http.StatusAccepted {
+			t.Fatalf("%s: %+v", src, rep)
+		}
+	}
+	srv.WaitIdle(10 * time.Second)
+	var handle, attempt int
+	for _, s := range exp.GetSpans() {
+		switch {
+		case s.Name == "handle" && attr(s, "hookbox.source") == "lib":
+			handle++
+		case s.Name == "attempt" && attr(s, "hookbox.source") == "fan/app":
+			attempt++
+		}
+	}
+	if handle != 1 || attempt != 1 || !inSpan.Load() {
+		t.Errorf("handle spans %d, target attempt spans %d, handler saw its span: %v; want 1, 1, true (spans: %v)",
+			handle, attempt, inSpan.Load(), names(exp.GetSpans()))
+	}
 }

@@ -125,6 +125,12 @@ type Options struct {
 	// OnCircuit, if set, is called when a route's circuit opens or
 	// closes (see Controls).
 	OnCircuit func(source string, open bool)
+	// Trace, if set, wraps each attempt of a Go handler (an apply-only
+	// handler, or a two-phase handler's Prepare and its Apply): it returns
+	// the context the handler runs in and a function to call with the
+	// attempt's error when it ends. Targets wrap themselves
+	// (tracing.Attempts).
+	Trace func(ctx context.Context, phase string, ev *hookbox.Event) (context.Context, func(error))
 }
 
 // route is what runs a source's events.
@@ -800,10 +806,20 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	var err error
 	if run != nil {
 		hctx, cancel := context.WithTimeout(ctx, pol.Timeout)
+		hctx, end := p.trace(hctx, "handle", ev)
 		err = call(func() error { return run(hctx) })
+		end(err)
 		cancel()
 	}
 	return p.released(ctx, p.outcome(ev, pol, start, err))
+}
+
+// trace starts the span of one handler phase (Options.Trace), or nothing.
+func (p *Pool) trace(ctx context.Context, phase string, ev *hookbox.Event) (context.Context, func(error)) {
+	if p.opts.Trace == nil {
+		return ctx, func(error) {}
+	}
+	return p.opts.Trace(ctx, phase, ev)
 }
 
 // tries is how many attempts ev has had since it was stored or last
@@ -981,11 +997,13 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) hookbox.Outcome {
 	case r.target != nil:
 		err = call(func() error { return r.target.Deliver(attemptCtx, ev) })
 	case phased && ph.Prepare != nil:
+		pctx, end := p.trace(attemptCtx, "prepare", ev)
 		err = call(func() error {
 			var err error
-			value, err = ph.Prepare(attemptCtx, ev)
+			value, err = ph.Prepare(pctx, ev)
 			return err
 		})
+		end(err)
 	}
 	cancel()
 	if r.target == nil && err == nil {
