@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/tracing"
-	"sync/atomic"
 )
 
 // TestEnabled: tracing is off by default and on for an OTLP exporter or
