@@ -124,6 +124,8 @@ type Server struct {
 	mux     *http.ServeMux
 	log     *slog.Logger
 	budget  *byteBudget
+	// rejectLog spaces out the info lines about refused deliveries.
+	rejectLog logLimiter
 }
 
 // New builds a Server.
@@ -346,7 +348,7 @@ func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, at time.Ti
 // records it in the rejection log; body is the whole body when it was
 // read, else nil.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string, body []byte) {
-	s.log.Info("delivery rejected", "source", source, "status", status, "reason", reason)
+	s.logRejected(r.Context(), source, "source", source, "status", status, "reason", reason)
 	writeError(w, status, reason)
 	if status != http.StatusForbidden && s.cfg.Rejections != nil && s.cfg.Rejections.Allow(source, true) {
 		s.record(r, at, source, false, status, reason, body, body != nil)
@@ -573,6 +575,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
+// logRejected logs a refused delivery: at info once a minute per source
+// (key; "" for unknown names), saying how many were held back, and at
+// debug otherwise.
+func (s *Server) logRejected(ctx context.Context, key string, attrs ...any) {
+	if ok, held := s.rejectLog.allow(key, time.Now()); ok {
+		if held > 0 {
+			attrs = append(attrs, "refused_since_last_line", held)
+		}
+		s.log.Info("delivery rejected", attrs...)
+		return
+	}
+	s.log.DebugContext(ctx, "delivery rejected", attrs...)
+}
+
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
 }
@@ -582,7 +598,7 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // rejection log's rate limit admits it and within the body budget.
 func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name string) {
 	at := time.Now()
-	s.log.Info("delivery rejected", "unknown_source", logText(name), "status", http.StatusNotFound,
+	s.logRejected(r.Context(), "", "unknown_source", logText(name), "status", http.StatusNotFound,
 		"remote", r.RemoteAddr)
 	s.observe("", "unknown_source", time.Time{})
 	rl := s.cfg.Rejections
