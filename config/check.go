@@ -201,21 +201,23 @@ func (c *Config) clone() *Config {
 func (c *Config) ExecWarnings() []string {
 	var ws []string
 	for i, s := range c.Sources {
-		if len(s.Exec) > 0 {
-			if problem := execProblem(s.Exec[0], s.ExecDir); problem != "" {
-				ws = append(ws, fmt.Sprintf("source %s: exec command %s %s; its events will fail and retry until it is there",
-					c.sourceLabel(i), filepath.Base(s.Exec[0]), problem))
-			}
-		}
+		ws = appendExecWarning(ws, s.Exec, s.ExecDir, "source "+c.sourceLabel(i), "events")
 		for _, t := range s.Targets {
-			if len(t.Exec) == 0 {
-				continue
-			}
-			if problem := execProblem(t.Exec[0], t.ExecDir); problem != "" {
-				ws = append(ws, fmt.Sprintf("source %s, target %s: exec command %s %s; its deliveries will fail and retry until it is there",
-					c.sourceLabel(i), t.Name, filepath.Base(t.Exec[0]), problem))
-			}
+			ws = appendExecWarning(ws, t.Exec, t.ExecDir, "source "+c.sourceLabel(i)+", target "+t.Name, "deliveries")
 		}
+	}
+	return ws
+}
+
+// appendExecWarning adds the warning about argv (of what, whose work is
+// called work) to ws when its command cannot be run.
+func appendExecWarning(ws, argv []string, dir, what, work string) []string {
+	if len(argv) == 0 {
+		return ws
+	}
+	if problem := execProblem(argv[0], dir); problem != "" {
+		ws = append(ws, fmt.Sprintf("%s: exec command %s %s; its %s will fail and retry until it is there",
+			what, filepath.Base(argv[0]), problem, work))
 	}
 	return ws
 }

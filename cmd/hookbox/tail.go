@@ -163,40 +163,15 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 }
 
 // freshRejected is fresh for refused deliveries (none unless t follows
-// them): those received within tailWindow and not seen before, oldest
-// first, marked seen.
+// them).
 func (t *tailer) freshRejected(ctx context.Context, now time.Time) ([]hookbox.Rejection, error) {
 	if !t.rejections {
 		return nil, nil
 	}
 	since := now.Add(-tailWindow)
-	for id, at := range t.seenRejected {
-		if at.Before(since) {
-			delete(t.seenRejected, id)
-		}
-	}
-	var out []hookbox.Rejection
-	var before int64
-	for {
-		rjs, err := t.st.Rejections(ctx, hookbox.RejectionFilter{Source: t.filter.Source, Since: since, BeforeID: before, Limit: tailPage})
-		if err != nil {
-			return nil, err
-		}
-		unseen := 0
-		for _, rj := range rjs {
-			if _, ok := t.seenRejected[rj.ID]; !ok {
-				unseen++
-				t.seenRejected[rj.ID] = rj.ReceivedAt
-				out = append(out, rj)
-			}
-		}
-		if len(rjs) < tailPage || unseen == 0 {
-			break
-		}
-		before = rjs[len(rjs)-1].ID
-	}
-	slices.SortFunc(out, func(a, b hookbox.Rejection) int { return cmp.Compare(a.ID, b.ID) })
-	return out, nil
+	return freshIn(t.seenRejected, since, func(before int64) ([]hookbox.Rejection, error) {
+		return t.st.Rejections(ctx, hookbox.RejectionFilter{Source: t.filter.Source, Since: since, BeforeID: before, Limit: tailPage})
+	}, func(rj hookbox.Rejection) (int64, time.Time) { return rj.ID, rj.ReceivedAt })
 }
 
 // printRejected writes refused deliveries, oldest first, their headers
@@ -222,38 +197,51 @@ func (t *tailer) printRejected(rjs []hookbox.Rejection) error {
 }
 
 // fresh returns the events received within tailWindow of now that were
-// not seen before, oldest first, and marks them seen. It reads newest
-// first, a page at a time, and stops at a page it has seen all of.
+// not seen before, oldest first, and marks them seen.
 func (t *tailer) fresh(ctx context.Context, now time.Time) ([]hookbox.Event, error) {
-	since := now.Add(-tailWindow)
-	for id, at := range t.seen {
+	return freshIn(t.seen, now.Add(-tailWindow), func(before int64) ([]hookbox.Event, error) {
+		f := t.filter
+		f.Since, f.BeforeID, f.Limit = now.Add(-tailWindow), before, tailPage
+		return t.st.Events(ctx, f)
+	}, func(e hookbox.Event) (int64, time.Time) { return e.ID, e.CreatedAt })
+}
+
+// freshIn reads rows newest first, a page at a time (page lists those
+// below an id, 0 for the newest), and returns those not in seen, oldest
+// first, marking them seen with their time; it stops at a page it has
+// seen all of. Rows of seen older than since are forgotten first.
+func freshIn[T any](seen map[int64]time.Time, since time.Time, page func(before int64) ([]T, error), key func(T) (int64, time.Time)) ([]T, error) {
+	for id, at := range seen {
 		if at.Before(since) {
-			delete(t.seen, id)
+			delete(seen, id)
 		}
 	}
-	var out []hookbox.Event
+	var out []T
 	var before int64
 	for {
-		f := t.filter
-		f.Since, f.BeforeID, f.Limit = since, before, tailPage
-		evs, err := t.st.Events(ctx, f)
+		rows, err := page(before)
 		if err != nil {
 			return nil, err
 		}
 		unseen := 0
-		for _, e := range evs {
-			if _, ok := t.seen[e.ID]; !ok {
+		for _, r := range rows {
+			id, at := key(r)
+			if _, ok := seen[id]; !ok {
 				unseen++
-				t.seen[e.ID] = e.CreatedAt
-				out = append(out, e)
+				seen[id] = at
+				out = append(out, r)
 			}
 		}
-		if len(evs) < tailPage || unseen == 0 {
+		if len(rows) < tailPage || unseen == 0 {
 			break
 		}
-		before = evs[len(evs)-1].ID
+		before, _ = key(rows[len(rows)-1])
 	}
-	slices.SortFunc(out, byID)
+	slices.SortFunc(out, func(a, b T) int {
+		ia, _ := key(a)
+		ib, _ := key(b)
+		return cmp.Compare(ia, ib)
+	})
 	return out, nil
 }
 
