@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
 )
@@ -48,7 +50,15 @@ func startTail(t *testing.T, args ...string) (out *lockedBuffer, interrupt func(
 	root.SetErr(out)
 	root.SetArgs(append([]string{"tail", "--interval", "20ms"}, args...))
 	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	go func() {
+		err := root.ExecuteContext(ctx)
+		if ctx.Err() == nil {
+			// Ended before it was interrupted: say why in its output,
+			// where the waiting test will show it.
+			fmt.Fprintf(out, "tail ended early: %v\n", err)
+		}
+		done <- err
+	}()
 	return out, func() error {
 		cancel()
 		select {
@@ -148,15 +158,28 @@ sources:
 		jsonOut, stopJSON := startTail(t, "--db", dbURL, "--json")
 		textOut, stopText := startTail(t, "--db", dbURL)
 		only, stopOnly := startTail(t, "--db", dbURL, "--events-only")
+		// Each tail has opened the database and is following once it
+		// prints a new event: only then is the refusal sent.
+		srv.Send("signed", "msg_warm", []byte(`{"type":"x"}`))
+		await(t, "the tails to follow", func() bool {
+			return strings.Contains(jsonOut.String(), "msg_warm") && strings.Contains(textOut.String(), "msg_warm") &&
+				strings.Contains(only.String(), "msg_warm")
+		})
 		const forged = "v1,Zm9yZ2VkLXNpZ25hdHVyZS1ieXRlcy0wMTIzNDU2Nzg5"
 		rep := srv.Post("signed", http.Header{"Webhook-Id": {"msg_forged"}, "Webhook-Timestamp": {strconvNow()},
 			"Webhook-Signature": {forged}}, []byte(`{"type":"x"}`))
 		if rep.Status != http.StatusUnauthorized {
 			t.Fatalf("forged delivery: %+v", rep)
 		}
-		await(t, "the refusal in tail", func() bool {
-			return strings.Contains(jsonOut.String(), `"rejected"`) && strings.Contains(textOut.String(), "REJECTED")
-		})
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(jsonOut.String(), `"rejected"`) || !strings.Contains(textOut.String(), "REJECTED") {
+			if time.Now().After(deadline) {
+				rjs, err := srv.Svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{})
+				t.Fatalf("the refusal did not reach tail in a minute; the log holds %d (%v)\njson tail: %q\ntext tail: %q",
+					len(rjs), err, jsonOut.String(), textOut.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		srv.Send("signed", "msg_good", []byte(`{"type":"x"}`))
 		await(t, "the good event in --events-only", func() bool { return strings.Contains(only.String(), "msg_good") })
 		for _, stop := range []func() error{stopJSON, stopText, stopOnly} {
@@ -171,7 +194,13 @@ sources:
 				Headers map[string][]string `json:"headers"`
 			} `json:"rejected"`
 		}
-		first := strings.SplitN(strings.TrimSpace(jsonOut.String()), "\n", 2)[0]
+		var first string
+		for _, l := range strings.Split(jsonOut.String(), "\n") {
+			if strings.Contains(l, `"rejected"`) {
+				first = l
+				break
+			}
+		}
 		if err := json.Unmarshal([]byte(first), &line); err != nil || line.Rejected.Status != http.StatusUnauthorized || line.Rejected.Source != "signed" {
 			t.Fatalf("JSON line %q: %+v, %v", first, line, err)
 		}
