@@ -47,6 +47,13 @@ type Options struct {
 	// own, holding the write lock during the disk flush. Slower; it exists
 	// to measure the naive way against the default.
 	InlineSync bool
+	// MaxWALBytes bounds the write-ahead log (default DefaultMaxWALBytes):
+	// once the -wal file is larger, the background checkpoint is a
+	// TRUNCATE, which waits for readers, holds new writes for the time
+	// of one checkpoint, and empties the file. The PASSIVE checkpoints it
+	// runs otherwise never catch up under a sustained load, and the WAL
+	// would grow with everything written.
+	MaxWALBytes int64
 	// Existing opens an existing hookbox database only: Open never creates
 	// the file nor applies migrations, and a missing file, a file without
 	// hookbox's tables or with an older schema than this hookbox needs is
@@ -70,6 +77,7 @@ type Store struct {
 	durable  *walSyncer // nil unless Synchronous is FULL
 
 	checkpointer    *sql.DB // one connection, for background checkpoints
+	maxWAL          int64   // WAL size past which a checkpoint truncates it
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 	closeOnce       sync.Once
@@ -182,6 +190,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	checkpointer.SetMaxOpenConns(1)
 	s.checkpointer = checkpointer
+	s.maxWAL = opts.MaxWALBytes
+	if s.maxWAL <= 0 {
+		s.maxWAL = DefaultMaxWALBytes
+	}
 	s.stopCheckpoints = make(chan struct{})
 	s.checkpointsDone = make(chan struct{})
 	go s.checkpointLoop()
@@ -208,10 +220,16 @@ func createPrivate(path string) error {
 // back into the database file.
 const checkpointInterval = 250 * time.Millisecond
 
+// DefaultMaxWALBytes is the WAL size past which a checkpoint truncates it
+// (Options.MaxWALBytes).
+const DefaultMaxWALBytes = 256 << 20
+
 // checkpointLoop runs PASSIVE checkpoints on its own connection until
 // Close. PASSIVE never waits for the writer or readers, so commits go on
 // while it copies; once every frame is copied, the next commit restarts the
-// WAL from its beginning and the file stops growing.
+// WAL from its beginning and the file stops growing. Under a sustained
+// load that moment never comes, so once the file passes maxWAL the
+// checkpoint is a TRUNCATE instead (see Options.MaxWALBytes).
 func (s *Store) checkpointLoop() {
 	defer close(s.checkpointsDone)
 	t := time.NewTicker(checkpointInterval)
@@ -221,6 +239,12 @@ func (s *Store) checkpointLoop() {
 		case <-s.stopCheckpoints:
 			return
 		case <-t.C:
+			if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > s.maxWAL {
+				// Bounded by the connection's busy timeout: a reader that
+				// holds on makes it give up and try at the next tick.
+				s.checkpointer.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+				continue
+			}
 			s.checkpointer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
 	}

@@ -1,0 +1,61 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/sqlite"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestWALBounded: after more is written than MaxWALBytes, the background
+// checkpoint truncates the WAL instead of letting it keep everything
+// written (PASSIVE checkpoints never shrink the file).
+func TestWALBounded(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	const limit = 1 << 20
+	s, err := sqlite.Open(ctx, path, sqlite.Options{MaxWALBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	body := make([]byte, 4096)
+	for b := range 5 {
+		var ds []hookbox.Delivery
+		for i := range 200 {
+			d := storetest.Delivery("w", fmt.Sprint(b, "-", i))
+			d.Payload = body
+			ds = append(ds, d)
+		}
+		if _, err := s.Ingest(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func() int64 {
+		fi, err := os.Stat(path + "-wal")
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	grown := size()
+	if grown <= limit {
+		t.Fatalf("the test wrote too little: WAL of %d bytes", grown)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for size() > limit {
+		if time.Now().After(deadline) {
+			t.Fatalf("WAL still %d bytes (was %d), want at most %d", size(), grown, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n, err := s.Events(ctx, hookbox.Filter{Source: "w", Limit: 2000}); err != nil || len(n) != 1000 {
+		t.Fatalf("after the checkpoint: %d events, %v", len(n), err)
+	}
+}
