@@ -49,8 +49,9 @@ type Options struct {
 	InlineSync bool
 	// MaxWALBytes bounds the write-ahead log (default DefaultMaxWALBytes):
 	// once the -wal file is larger, the background checkpoint is a
-	// TRUNCATE, which waits for readers, holds new writes for the time
-	// of one checkpoint, and empties the file. The PASSIVE checkpoints it
+	// TRUNCATE run on the writer connection between two write
+	// transactions, which waits for readers, holds new writes for the
+	// time of one checkpoint, and empties the file. The PASSIVE checkpoints it
 	// runs otherwise never catch up under a sustained load, and the WAL
 	// would grow with everything written.
 	MaxWALBytes int64
@@ -240,9 +241,12 @@ func (s *Store) checkpointLoop() {
 			return
 		case <-t.C:
 			if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > s.maxWAL {
-				// Bounded by the connection's busy timeout: a reader that
-				// holds on makes it give up and try at the next tick.
-				s.checkpointer.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+				// On the writer connection: it then takes its turn between
+				// this process's write transactions, rather than waiting
+				// for a moment with none, which back-to-back transactions
+				// never leave. It waits for readers up to the busy timeout;
+				// one that holds on makes it try again at the next tick.
+				s.writer.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 				continue
 			}
 			s.checkpointer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
