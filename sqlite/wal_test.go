@@ -44,14 +44,13 @@ func TestWALBounded(t *testing.T) {
 		}
 		return fi.Size()
 	}
-	grown := size()
-	if grown <= limit {
-		t.Fatalf("the test wrote too little: WAL of %d bytes", grown)
-	}
+	// About 4 MB were written, four times the bound: without it the file
+	// would keep that size (PASSIVE checkpoints never shrink it). The
+	// bounding checkpoint may already have run during the writes.
 	deadline := time.Now().Add(30 * time.Second)
 	for size() > limit {
 		if time.Now().After(deadline) {
-			t.Fatalf("WAL still %d bytes (was %d), want at most %d", size(), grown, limit)
+			t.Fatalf("WAL still %d bytes, want at most %d", size(), limit)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
