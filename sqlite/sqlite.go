@@ -50,8 +50,9 @@ type Options struct {
 	// MaxWALBytes bounds the write-ahead log (default DefaultMaxWALBytes):
 	// once the -wal file is larger, the background checkpoint is a
 	// TRUNCATE run on the writer connection between two write
-	// transactions, which waits for readers, holds new writes for the
-	// time of one checkpoint, and empties the file. The PASSIVE checkpoints it
+	// transactions, which waits for readers (at most 200 ms, then again
+	// 5 s later), holds new writes for the time of one checkpoint, and
+	// empties the file. The PASSIVE checkpoints it
 	// runs otherwise never catch up under a sustained load, and the WAL
 	// would grow with everything written.
 	MaxWALBytes int64
@@ -77,8 +78,9 @@ type Store struct {
 	claims   stmtCache  // claim statements by text
 	durable  *walSyncer // nil unless Synchronous is FULL
 
-	checkpointer    *sql.DB // one connection, for background checkpoints
-	maxWAL          int64   // WAL size past which a checkpoint truncates it
+	checkpointer    *sql.DB       // one connection, for background checkpoints
+	maxWAL          int64         // WAL size past which a checkpoint truncates it
+	busy            time.Duration // the connections' busy timeout
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 	closeOnce       sync.Once
@@ -191,7 +193,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	checkpointer.SetMaxOpenConns(1)
 	s.checkpointer = checkpointer
-	s.maxWAL = opts.MaxWALBytes
+	s.maxWAL, s.busy = opts.MaxWALBytes, busy
 	if s.maxWAL <= 0 {
 		s.maxWAL = DefaultMaxWALBytes
 	}
@@ -235,23 +237,55 @@ func (s *Store) checkpointLoop() {
 	defer close(s.checkpointsDone)
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
+	var nextTruncate time.Time
 	for {
 		select {
 		case <-s.stopCheckpoints:
 			return
 		case <-t.C:
-			if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > s.maxWAL {
-				// On the writer connection: it then takes its turn between
-				// this process's write transactions, rather than waiting
-				// for a moment with none, which back-to-back transactions
-				// never leave. It waits for readers up to the busy timeout;
-				// one that holds on makes it try again at the next tick.
-				s.writer.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+			if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > s.maxWAL && !time.Now().Before(nextTruncate) {
+				if !s.truncateWAL() {
+					// A reader held on: ingest must not wait on it
+					// again at every tick.
+					nextTruncate = time.Now().Add(truncateBackoff)
+				}
 				continue
 			}
 			s.checkpointer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
 	}
+}
+
+// truncateWait bounds how long a truncating checkpoint waits for readers
+// to leave the old WAL; it holds the writer connection, and so ingest,
+// all that time. truncateBackoff is how long a checkpoint that gave up
+// waits before the next try.
+const (
+	truncateWait    = 200 * time.Millisecond
+	truncateBackoff = 5 * time.Second
+)
+
+// truncateWAL runs a TRUNCATE checkpoint on the writer connection: it then
+// takes its turn between this process's write transactions, rather than
+// waiting for a moment with none, which back-to-back transactions never
+// leave. It waits for readers at most truncateWait and reports whether it
+// emptied the WAL.
+func (s *Store) truncateWAL() bool {
+	ctx := context.Background()
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	defer conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, s.busy.Milliseconds()))
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, truncateWait.Milliseconds())); err != nil {
+		return false
+	}
+	var busy, logFrames, done int
+	if err := conn.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logFrames, &done); err != nil {
+		return false
+	}
+	return busy == 0
 }
 
 // outOfOrder lets goose apply a migration numbered below the newest one
