@@ -17,6 +17,7 @@ package hookbox
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -84,6 +85,14 @@ func QueueName(source, target string) string {
 	return source + "/" + target
 }
 
+// queueName is a source name, or a source and a target name.
+var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
+
+// ValidQueueName reports whether name can be a queue name: a source or
+// target name is letters, digits, '_', '-' and '.', starting with a letter
+// or digit.
+func ValidQueueName(name string) bool { return queueName.MatchString(name) }
+
 // SplitQueueName undoes QueueName. Source names never hold a "/".
 func SplitQueueName(name string) (source, target string) {
 	source, target, _ = strings.Cut(name, "/")
@@ -121,9 +130,9 @@ type Event struct {
 	// cleared one: its Payload is zero bytes, not nil.
 	PayloadCleared bool `json:"payload_cleared,omitempty"`
 
-	// FanOut marks the event of a source with named targets: it is never
-	// worked itself, and its Status summarises its deliveries (processing
-	// or pending while one is, else dead if one is, else done).
+	// FanOut marks an event that is never worked itself: one of a source
+	// with named targets, or of a store_only source. Its Status summarises
+	// its deliveries (see SummaryStatus): stored when it has none.
 	FanOut bool `json:"fanout,omitempty"`
 	// Parent is, for a target's delivery, the id of its event; Source is
 	// then "source/target" (QueueName) and Target the target's name.

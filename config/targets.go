@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 	"time"
 
@@ -85,8 +84,6 @@ type Sign struct {
 // DefaultCircuitAfter is how many failed attempts in a row open a
 // target's circuit unless circuit_after says otherwise.
 const DefaultCircuitAfter = 5
-
-var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // Kind names what runs t's deliveries: forward, exec, or go (go_handler:
 // a Go program's handlers).
@@ -171,7 +168,7 @@ func validateTargets(key string, s Source) []error {
 	seen := map[string]int{}
 	for i, t := range s.Targets {
 		k := fmt.Sprintf("%s.targets[%d]", key, i)
-		if !targetName.MatchString(t.Name) {
+		if !sourceName.MatchString(t.Name) { // the same rule as a source's name
 			bad(k+".name", "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)")
 		} else if first, dup := seen[t.Name]; dup {
 			bad(k+".name", "is the name of targets[%d] too; names must differ", first)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net/http"
-	"regexp"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -23,9 +22,6 @@ type TargetStatus struct {
 	CircuitOpen bool      `json:"circuit_open"`
 	OpenUntil   time.Time `json:"open_until,omitzero"`
 }
-
-// targetName is a source, or a source and one of its targets.
-var targetName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
 
 // registerTargets adds the target routes of the admin API:
 //
@@ -60,7 +56,7 @@ func (a *admin) targets(w http.ResponseWriter, r *http.Request) {
 func (a *admin) pause(pause bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := hookbox.QueueName(r.PathValue("source"), r.PathValue("target"))
-		if !targetName.MatchString(name) {
+		if !hookbox.ValidQueueName(name) {
 			writeError(w, http.StatusBadRequest, "not a target name: write /admin/targets/SOURCE[/TARGET]/pause")
 			return
 		}

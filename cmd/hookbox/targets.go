@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,9 +12,6 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 )
-
-// queueNamePattern is a source, or a source and one of its targets.
-var queueNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$`)
 
 // targetInfo is one row of `hookbox targets list`.
 type targetInfo struct {
@@ -178,7 +174,7 @@ NAME must be a configured target.`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			if !queueNamePattern.MatchString(name) {
+			if !hookbox.ValidQueueName(name) {
 				return fmt.Errorf("%q is not a target name: write SOURCE or SOURCE/TARGET", name)
 			}
 			cfg, err := g.loadConfig(false)

@@ -5,7 +5,8 @@
 -- a delivery, with source "<source>/<target>", the event's delivery id, a copy
 -- of its headers and payload, and parent_id pointing at the event. A delivery
 -- is a queue row like any other, with its own status, attempts, lease and
--- replay. Events of sources with a single forward or exec stay one row, as
+-- replay. An event of a store_only source is stored the same way, with no
+-- delivery. Events of sources with a single forward or exec stay one row, as
 -- before this migration: every existing row is its own one delivery. The
 -- columns are nullable or have constant defaults, so adding them rewrites
 -- nothing.
