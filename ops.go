@@ -87,7 +87,9 @@ type PurgeParams struct {
 	// DryRun counts and deletes nothing.
 	DryRun bool
 	// BatchSize bounds the rows deleted per transaction (default 1000), so a
-	// purge never holds a long lock.
+	// purge never holds a long lock. Between batches a purge pauses as
+	// long as the last batch took (see Yield), so it takes at most about
+	// half of the store's write path from ingest.
 	BatchSize int
 	// Progress, if set, is called with the totals deleted so far each time
 	// a batch has committed.
@@ -183,3 +185,18 @@ type schemaError struct{ msg string }
 
 func (e *schemaError) Error() string        { return e.msg }
 func (e *schemaError) Is(target error) bool { return target == ErrNoSchema }
+
+// Yield pauses a batched maintenance job (purge) for as long as its last
+// batch took, so that the job holds at most about half of the store's
+// write time and ingest waits behind at most one batch. It returns early
+// with ctx's error when ctx ends.
+func Yield(ctx context.Context, took time.Duration) error {
+	t := time.NewTimer(took)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

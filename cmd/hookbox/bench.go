@@ -50,6 +50,8 @@ to empty):
   hookbox bench --targets sqlite --drain --duration 60s
   hookbox bench --targets sqlite,postgres --drain-only 200000
   hookbox bench --targets sqlite --handler wait1s --duration 12s
+  hookbox bench --targets sqlite --preload 10000000 --compare-empty --duration 20s
+  hookbox bench --targets postgres --preload 1000000 --purge-during --duration 20s
   hookbox bench --url http://127.0.0.1:8080/webhooks/polar --secret whsec_… --duration 30s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return bench.Run(cmd.Context(), f, cmd.OutOrStdout()) },
@@ -68,6 +70,8 @@ to empty):
 	fl.BoolVar(&f.Drain, "drain", false, "drain the queue with a no-op handler during the run")
 	fl.IntVar(&f.DrainOnly, "drain-only", 0, "store this many events, then time the drain alone")
 	fl.IntVar(&f.Preload, "preload", 0, "store this many finished events before measuring (table size)")
+	fl.BoolVar(&f.CompareEmpty, "compare-empty", false, "with --preload: measure on the empty table first, for the ratio")
+	fl.BoolVar(&f.PurgeDuring, "purge-during", false, "with --preload: measure once more while a retention purge deletes the preloaded rows")
 	fl.BoolVar(&f.JSON, "json", false, "print results as JSON")
 	fl.StringVar(&f.Synchronous, "sqlite-synchronous", "FULL", "SQLite durability for the sqlite target: FULL, NORMAL or OFF (only FULL keeps the promise behind a 202)")
 	fl.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")

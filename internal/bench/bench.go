@@ -51,11 +51,17 @@ type Options struct {
 	Drain       bool          // drain with a no-op handler while sending
 	DrainOnly   int           // store this many events, then time the drain alone
 	Preload     int           // finished events stored before measuring
-	JSON        bool          // print results as JSON
-	CPUProfile  string        // write a CPU profile of the run here
-	Synchronous string        // SQLite synchronous for the sqlite target
-	Handler     string        // Go handler for the bench source: noop or wait1s
-	Concurrency int           // workers.concurrency of the hookbox targets
+	// CompareEmpty measures ingest on the empty table before preloading
+	// (with Preload), so the preloaded figure has its ratio to it.
+	CompareEmpty bool
+	// PurgeDuring measures ingest once more (with Preload) while a
+	// retention purge deletes the preloaded rows.
+	PurgeDuring bool
+	JSON        bool   // print results as JSON
+	CPUProfile  string // write a CPU profile of the run here
+	Synchronous string // SQLite synchronous for the sqlite target
+	Handler     string // Go handler for the bench source: noop or wait1s
+	Concurrency int    // workers.concurrency of the hookbox targets
 }
 
 // benchSecret signs the benchmark's deliveries; it protects nothing.
@@ -75,6 +81,20 @@ type Result struct {
 	Drain        *DrainResult `json:"drain,omitempty"`
 	MaxRSS       int64        `json:"max_rss_bytes,omitempty"`
 	Preload      int          `json:"preloaded_rows,omitempty"`
+	// Phase names the step of a --preload run: "empty", "preloaded" or
+	// "purging"; VsBefore and P99VsBefore compare its req/s and p99 with
+	// the step before it, in the same run.
+	Phase       string        `json:"phase,omitempty"`
+	VsBefore    float64       `json:"ratio_to_before,omitempty"`
+	P99VsBefore float64       `json:"p99_ratio_to_before,omitempty"`
+	PreloadTook time.Duration `json:"preload_ns,omitempty"`
+	Purge       *PurgeFigures `json:"purge,omitempty"`
+}
+
+// PurgeFigures describe the purge of a --purge-during step.
+type PurgeFigures struct {
+	Rows int           `json:"rows"`
+	Took time.Duration `json:"took_ns"`
 }
 
 // DrainResult describes the workers' side of a run.
@@ -178,27 +198,36 @@ func Run(ctx context.Context, f *Options, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("target %s: %w", name, err)
 		}
-		r, err := t.measure(ctx, f, vc, out)
+		var rs []Result
+		if f.Preload > 0 && f.DrainOnly == 0 {
+			rs, err = t.phases(ctx, f, vc, out)
+		} else {
+			var r Result
+			r, err = t.measure(ctx, f, vc, out)
+			rs = []Result{r}
+		}
 		t.stop()
 		if err != nil {
 			return fmt.Errorf("target %s: %w", name, err)
 		}
-		if r.Ingest != nil {
-			if name == "bare" {
-				bare = r.Ingest.RPS
-			} else if bare > 0 {
-				r.Ratio = r.Ingest.RPS / bare
+		for _, r := range rs {
+			if r.Ingest != nil {
+				if name == "bare" {
+					bare = r.Ingest.RPS
+				} else if bare > 0 {
+					r.Ratio = r.Ingest.RPS / bare
+				}
+				if strings.HasPrefix(name, "minimal-") {
+					minimal[strings.TrimPrefix(name, "minimal-")] = r.Ingest
+				} else if m := minimal[name]; m != nil && m.RPS > 0 && m.P99 > 0 {
+					r.VsMinimal, r.P99VsMinimal = r.Ingest.RPS/m.RPS, float64(r.Ingest.P99)/float64(m.P99)
+				}
 			}
-			if strings.HasPrefix(name, "minimal-") {
-				minimal[strings.TrimPrefix(name, "minimal-")] = r.Ingest
-			} else if m := minimal[name]; m != nil && m.RPS > 0 && m.P99 > 0 {
-				r.VsMinimal, r.P99VsMinimal = r.Ingest.RPS/m.RPS, float64(r.Ingest.P99)/float64(m.P99)
+			r.MaxRSS = maxRSS()
+			results = append(results, r)
+			if !f.JSON {
+				printBench(out, r)
 			}
-		}
-		r.MaxRSS = maxRSS()
-		results = append(results, r)
-		if !f.JSON {
-			printBench(out, r)
 		}
 	}
 	if f.JSON {
@@ -220,6 +249,19 @@ func amount(f *Options) string {
 }
 
 func printBench(w io.Writer, r Result) {
+	if r.Phase != "" {
+		line := fmt.Sprintf("%-15s %s", r.Target, r.Phase)
+		if r.PreloadTook > 0 {
+			line += fmt.Sprintf(" (%d finished rows stored in %v)", r.Preload, r.PreloadTook.Round(time.Second))
+		}
+		if r.Purge != nil {
+			line += fmt.Sprintf(" (%d rows purged in %v)", r.Purge.Rows, r.Purge.Took.Round(time.Millisecond))
+		}
+		if r.VsBefore > 0 {
+			line += fmt.Sprintf(": %.2fx the step before (p99 %.2fx)", r.VsBefore, r.P99VsBefore)
+		}
+		fmt.Fprintln(w, line)
+	}
 	if r.Ingest != nil {
 		line := fmt.Sprintf("%-15s %s", r.Target, r.Ingest)
 		if r.Ratio > 0 {
@@ -251,6 +293,10 @@ type benchTarget struct {
 	svc   *service.Service // nil for bare, naive and url targets
 	serve func()           // starts svc's HTTP server and workers
 	stop  func()
+
+	// during, when set, is started after the warm-up of a measurement;
+	// the load runs until the channel it returns is closed.
+	during func() <-chan struct{}
 
 	handler  string       // --handler registered for the bench source; "" for none
 	handled  atomic.Int64 // events the handler finished (for wait1s: applied)
@@ -352,8 +398,8 @@ func startBenchTarget(ctx context.Context, name string, f *Options, vc verify.Co
 			svc.Close()
 			return nil, err
 		}
-		if f.Preload > 0 {
-			if err := preload(ctx, svc, f.Preload); err != nil {
+		if f.Preload > 0 && f.DrainOnly > 0 {
+			if err := preload(ctx, svc, name, f.Preload); err != nil {
 				cancel()
 				svc.Close()
 				return nil, err
@@ -468,6 +514,13 @@ func (t *benchTarget) measure(ctx context.Context, f *Options, vc verify.Config,
 		return r, err
 	}
 	gen.rewindTo(warm)
+	count, duration := f.Requests, f.Duration
+	var until <-chan struct{}
+	if t.during != nil {
+		// The load lasts as long as the work beside it, and at least
+		// as long as asked.
+		until, count, duration = t.during(), 1<<40, 0
+	}
 	handledBefore := t.handled.Load()
 	lag := &lagSampler{}
 	if t.handler != "" {
@@ -481,7 +534,7 @@ func (t *benchTarget) measure(ctx context.Context, f *Options, vc verify.Config,
 			float64(done)/elapsed.Seconds(), t.handled.Load()-handledBefore, lag.last.Load())
 	}
 	res, err := loadgen.Run(ctx, loadgen.Options{
-		URL: t.url, Connections: f.Connections, Count: f.Requests, Duration: f.Duration,
+		URL: t.url, Connections: f.Connections, Count: count, Duration: duration, Until: until,
 		Next: gen.next, Body: body, Progress: progress,
 	})
 	if !f.JSON {
@@ -634,7 +687,7 @@ type deliveries struct {
 func newDeliveries(vc verify.Config, body []byte, dupShare float64) *deliveries {
 	var run [6]byte
 	rand.Read(run[:])
-	g := &deliveries{vc: vc, body: body, prefix: "msg_" + hex.EncodeToString(run[:]) + "_", now: time.Now(),
+	g := &deliveries{vc: vc, body: body, prefix: "msg_" + hex.EncodeToString(run[:]) + "_",
 		stripeRaw: vc.Scheme == "stripe"}
 	if dupShare > 0 {
 		g.dupEvery = int(1 / dupShare)
@@ -661,7 +714,7 @@ func (g *deliveries) next(i int) loadgen.Request {
 		// Stripe carries the id in the body.
 		body = []byte(`{"id":"` + id + `",` + string(g.body[1:]))
 	}
-	h, err := verify.Sign(g.vc, body, id, g.now)
+	h, err := verify.Sign(g.vc, body, id, time.Now()) // a long run outlasts a signature's tolerance
 	if err != nil {
 		panic(err) // the config was checked before the run
 	}
@@ -704,36 +757,105 @@ func storeEvents(ctx context.Context, svc *service.Service, gen *deliveries, n i
 	return nil
 }
 
-// preload stores n events and marks them done, to measure with a large
-// table.
-func preload(ctx context.Context, svc *service.Service, n int) error {
-	body := benchBody(1024)
-	const batch = 512
-	for done := 0; done < n; done += batch {
-		var ds []hookbox.Delivery
-		for i := done; i < min(n, done+batch); i++ {
-			ds = append(ds, hookbox.Delivery{Source: "preload", DeliveryID: fmt.Sprint("pre_", i),
-				Header: http.Header{}, Payload: body, ReceivedAt: time.Now().Add(-time.Hour)})
-		}
-		if _, err := svc.Store.Ingest(ctx, ds); err != nil {
-			return err
-		}
+// phases runs the steps of a --preload run on t: ingest on the empty table
+// (with --compare-empty), then the preload and ingest over it, then ingest
+// while a retention purge deletes the preloaded rows (with
+// --purge-during). Each step's ratios compare it with the step before.
+func (t *benchTarget) phases(ctx context.Context, f *Options, vc verify.Config, out io.Writer) ([]Result, error) {
+	if t.svc == nil {
+		return nil, fmt.Errorf("--preload needs the sqlite or postgres target")
 	}
-	// Finished in slices, so no transaction holds a million changed rows.
-	for {
-		var n int64
-		err := svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			r, err := tx.ExecContext(ctx, `UPDATE events SET status = 'done' WHERE id IN (
-                SELECT id FROM events WHERE source = 'preload' AND status = 'pending' LIMIT 10000)`)
-			if err == nil {
-				n, err = r.RowsAffected()
+	var rs []Result
+	step := func(phase string, r Result) {
+		r.Phase = phase
+		if len(rs) > 0 {
+			if b := rs[len(rs)-1].Ingest; b != nil && r.Ingest != nil && b.RPS > 0 && b.P99 > 0 {
+				r.VsBefore, r.P99VsBefore = r.Ingest.RPS/b.RPS, float64(r.Ingest.P99)/float64(b.P99)
 			}
+		}
+		rs = append(rs, r)
+	}
+	if f.CompareEmpty {
+		r, err := t.measure(ctx, f, vc, out)
+		if err != nil {
+			return rs, err
+		}
+		r.Preload = 0
+		step("empty", r)
+	}
+	start := time.Now()
+	if err := preload(ctx, t.svc, t.name, f.Preload); err != nil {
+		return rs, err
+	}
+	took := time.Since(start)
+	r, err := t.measure(ctx, f, vc, out)
+	if err != nil {
+		return rs, err
+	}
+	r.PreloadTook = took
+	step("preloaded", r)
+	if !f.PurgeDuring {
+		return rs, nil
+	}
+	purge := &PurgeFigures{}
+	var purgeErr error
+	t.during = func() <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			minimum := time.After(f.Duration)
+			start := time.Now()
+			// The preloaded rows finished an hour ago; the measured ones
+			// just now.
+			res, err := t.svc.Store.Purge(ctx, hookbox.PurgeParams{Before: time.Now().Add(-30 * time.Minute)})
+			purge.Rows, purge.Took, purgeErr = res.Done+res.Dead, time.Since(start), err
+			<-minimum
+		}()
+		return done
+	}
+	r, err = t.measure(ctx, f, vc, out)
+	t.during = nil
+	if err == nil {
+		err = purgeErr
+	}
+	if err != nil {
+		return rs, err
+	}
+	r.Purge = purge
+	step("purging", r)
+	return rs, nil
+}
+
+// preload stores n finished events of 1 KiB, finished an hour ago, to
+// measure with a large table. They are written by one INSERT … SELECT per
+// slice of 100,000 rows (a preload through Ingest took minutes per
+// million): the rows are those Ingest would store, with a header set of a
+// delivery's usual size.
+func preload(ctx context.Context, svc *service.Service, target string, n int) error {
+	body := benchBody(1024)
+	headers := `{"Content-Type":["application/json"],"User-Agent":["bench"],"Webhook-Id":["msg_preload"],` +
+		`"Webhook-Signature":["v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="],"Webhook-Timestamp":["1700000000"]}`
+	at := time.Now().Add(-time.Hour)
+	q := `WITH RECURSIVE n(i) AS (SELECT $1 UNION ALL SELECT i + 1 FROM n WHERE i < $2)
+INSERT INTO events (source, delivery_id, headers, payload, status, attempts, next_attempt_at, created_at, updated_at)
+SELECT 'preload', 'pre_' || i, $3, $4, 'done', 1, $5, $5, $5 FROM n`
+	var h, when any = []byte(headers), at.UnixMilli()
+	if strings.HasSuffix(target, "postgres") {
+		q = `INSERT INTO events (source, delivery_id, headers, payload, status, attempts, next_attempt_at, created_at, updated_at)
+SELECT 'preload', 'pre_' || i, $3::jsonb, $4, 'done', 1, $5, $5, $5 FROM generate_series($1::bigint, $2::bigint) i`
+		h, when = headers, at
+	}
+	const slice = 100000
+	for from := 0; from < n; from += slice {
+		to := min(n, from+slice) - 1
+		if err := svc.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := tx.ExecContext(ctx, q, from, to, h, body, when)
 			return err
-		})
-		if err != nil || n == 0 {
-			return err
+		}); err != nil {
+			return fmt.Errorf("preload: %w", err)
 		}
 	}
+	return nil
 }
 
 // benchBody is a JSON object of about size bytes with a type field.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,45 @@ func TestMinimalTarget(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/webhooks/bench", strings.NewReader(`{}`)))
 	if rec.Code != http.StatusUnauthorized {
 		t.Errorf("an unsigned delivery got %d, want 401", rec.Code)
+	}
+}
+
+// TestPreloadPhases runs the three steps of a --preload run on both
+// stores: the empty table, the preloaded one, and ingest while a purge
+// deletes every preloaded row (and none of the measured ones).
+func TestPreloadPhases(t *testing.T) {
+	targets := []string{"sqlite"}
+	pg := os.Getenv("HOOKBOX_TEST_POSTGRES")
+	if pg != "" {
+		targets = append(targets, "postgres")
+	}
+	for _, target := range targets {
+		t.Run(target, func(t *testing.T) {
+			var out strings.Builder
+			err := Run(context.Background(), &Options{Targets: []string{target}, Postgres: pg, Scheme: "standard-webhooks",
+				Connections: 4, Requests: 300, Duration: 200 * time.Millisecond, BodySize: 256, JSON: true, Synchronous: "FULL",
+				Preload: 2500, CompareEmpty: true, PurgeDuring: true}, &out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rs []Result
+			if err := json.Unmarshal([]byte(out.String()), &rs); err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 3 || rs[0].Phase != "empty" || rs[1].Phase != "preloaded" || rs[2].Phase != "purging" {
+				t.Fatalf("steps: %+v", rs)
+			}
+			for _, r := range rs {
+				if r.Ingest == nil || r.Ingest.Requests == 0 || r.Ingest.Status[http.StatusAccepted] != r.Ingest.Requests {
+					t.Errorf("%s: %+v", r.Phase, r.Ingest)
+				}
+			}
+			if rs[1].VsBefore <= 0 || rs[2].P99VsBefore <= 0 {
+				t.Errorf("ratios missing: %+v %+v", rs[1], rs[2])
+			}
+			if p := rs[2].Purge; p == nil || p.Rows != 2500 {
+				t.Errorf("purge: %+v, want the 2500 preloaded rows", p)
+			}
+		})
 	}
 }

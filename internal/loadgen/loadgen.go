@@ -39,7 +39,10 @@ type Options struct {
 	Next  func(i int) Request
 	// Duration, if set, stops sending after this long.
 	Duration time.Duration
-	Body     []byte // body for requests that have none of their own
+	// Until, if set, stops sending when it is closed (a run meant to last
+	// as long as something else does).
+	Until <-chan struct{}
+	Body  []byte // body for requests that have none of their own
 	// Progress, if set, is called about once a second with the requests
 	// done so far.
 	Progress func(done int, elapsed time.Duration)
@@ -84,6 +87,18 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, opts.Duration)
 		defer cancel()
+	}
+	if opts.Until != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-opts.Until:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	var seq, done atomic.Int64
 	start := time.Now()
@@ -154,6 +169,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	err = ctx.Err()
 	if opts.Duration > 0 && errors.Is(err, context.DeadlineExceeded) {
 		err = nil // the run was meant to end by time
+	}
+	if opts.Until != nil && err != nil {
+		select {
+		case <-opts.Until:
+			err = nil // the run was meant to end with Until
+		default:
+		}
 	}
 	if res.Requests == 0 {
 		return res, err

@@ -49,3 +49,23 @@ func TestRunCountsEveryRequest(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 }
+
+// TestRunUntil: a run with Until sends until the channel is closed and
+// reports no error for it.
+func TestRunUntil(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	until := make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { close(until) })
+	res, err := Run(context.Background(), Options{URL: srv.URL, Connections: 2, Count: 1 << 40,
+		Next: func(int) Request { return Request{Header: http.Header{}} }, Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests == 0 || res.Status[http.StatusAccepted] != res.Requests {
+		t.Fatalf("%+v", res)
+	}
+}
