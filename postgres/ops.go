@@ -165,9 +165,14 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // purgeBatch deletes up to $2 finished events of the listed states last
 // changed before $1, skipping rows another transaction holds. The attempts
 // of a deleted event go with it (ON DELETE CASCADE).
-const purgeBatch = `DELETE FROM events WHERE id IN (
-    SELECT id FROM events WHERE id > $2 AND id <= $3 AND %s
-    FOR UPDATE SKIP LOCKED)
+// purgeBatch deletes the purgeable rows among ids ($2, $3]. The condition
+// is one CASE on purpose: the planner cannot match it to a partial index,
+// so it walks the primary key over the slice. Written plainly, a plan made
+// from statistics that lag a bulk change (they said no row was done) drove
+// the batch from events_finished through every purgeable row: 0.7 to 1.3 s
+// a batch at 300k to 1M rows, against 15 ms. A row changed meanwhile (a
+// replay) is judged again on its new version before it is deleted.
+const purgeBatch = `DELETE FROM events WHERE id > $2 AND id <= $3 AND CASE WHEN %s THEN true ELSE false END
 RETURNING status`
 
 // purgeable is the condition of a purge of the listed states before $1.
@@ -217,13 +222,10 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	q := fmt.Sprintf(purgeBatch, purgeable(states))
 	// Each batch takes the purgeable rows of one slice of batch ids, from
 	// the first id to the last at the start (a row that can be purged
-	// finished before the cutoff, so it is there already). A batch's work
-	// is bounded by its slice whatever the planner's statistics say: a
-	// "next batch rows by id" query was planned, on a table whose
-	// statistics lagged a bulk load, as a bitmap of every purgeable row
-	// sorted anew for each batch (0.7 s a batch at 300k rows), and a
-	// cursorless walk steps over the index entries of every row deleted
-	// before it (they stay until vacuum).
+	// finished before the cutoff, so it is there already): a batch's work
+	// is bounded by its slice, and no batch steps over the index entries
+	// of rows deleted before it (they stay until vacuum; a walk from the
+	// start grew slower with every batch).
 	var first, last int64
 	if err := s.pool.QueryRow(ctx, `SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events`).Scan(&first, &last); err != nil {
 		return res, opError(ctx, "purge", err)
