@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"time"
 
@@ -31,6 +32,14 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 			}
 			reapIfInit(cmd.Context())
 			log := newLogger(cmd.ErrOrStderr(), cfg.Log)
+			if path := os.Getenv("HOOKBOX_CPUPROFILE"); path != "" {
+				stop, err := startCPUProfile(path)
+				if err != nil {
+					return err
+				}
+				defer stop()
+				log.Info("writing a CPU profile until exit", "path", path)
+			}
 			for _, w := range serveWarnings(cfg) {
 				log.Warn(w)
 			}
@@ -99,4 +108,19 @@ func reapIfInit(ctx context.Context) {
 	if os.Getpid() == 1 {
 		go target.ReapOrphans(ctx)
 	}
+}
+
+// startCPUProfile writes a CPU profile of the process to path until the
+// returned function is called: HOOKBOX_CPUPROFILE, for profiling serve
+// under an outside load generator (BENCHMARKS.md).
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("HOOKBOX_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("HOOKBOX_CPUPROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
