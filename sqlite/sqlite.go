@@ -52,9 +52,8 @@ type Options struct {
 	// TRUNCATE run on the writer connection between two write
 	// transactions, which waits for readers (at most 200 ms, then again
 	// 5 s later), holds new writes for the time of one checkpoint, and
-	// empties the file. The PASSIVE checkpoints it
-	// runs otherwise never catch up under a sustained load, and the WAL
-	// would grow with everything written.
+	// empties the file. A backstop: the writer's own checkpoints keep
+	// the file near 4 MiB unless long reads keep them from finishing.
 	MaxWALBytes int64
 	// Existing opens an existing hookbox database only: Open never creates
 	// the file nor applies migrations, and a missing file, a file without
@@ -148,12 +147,19 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return "file:" + path + "?" + q.Encode()
 	}
 
-	// The writer never checkpoints: a checkpoint inside a COMMIT would
-	// copy pages and sync the database file while holding the only write
-	// lock. A background connection does it instead (see checkpointLoop).
+	// The writer checkpoints itself every 1000 WAL pages (SQLite's
+	// default), as the commit that passes the mark returns: a PASSIVE copy
+	// of about 4 MiB. That keeps the WAL small and reused from its start,
+	// so a commit's fdatasync writes data into a file of a fixed size
+	// rather than growing it. With checkpoints left to a background
+	// connection alone (until session 7), the WAL grew by 30 MB a second
+	// under wrk at 23k deliveries a second, the PASSIVE checkpoints never
+	// caught up, and ingest's p99 was 95 to 240 ms (against 11 to 26 ms
+	// now, BENCHMARKS.md). The background loop still checkpoints an idle
+	// writer's WAL and bounds it (see checkpointLoop).
 	// Its page cache is 16 MiB instead of 2: claims and finishes revisit
 	// pages the inserts wrote, and each miss is a read system call.
-	writer, err := sql.Open("sqlite", dsn("_txlock", "immediate", "_pragma", "wal_autocheckpoint(0)",
+	writer, err := sql.Open("sqlite", dsn("_txlock", "immediate", "_pragma", "wal_autocheckpoint(1000)",
 		"_pragma", "cache_size(-16384)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -228,11 +234,12 @@ const checkpointInterval = 250 * time.Millisecond
 const DefaultMaxWALBytes = 256 << 20
 
 // checkpointLoop runs PASSIVE checkpoints on its own connection until
-// Close. PASSIVE never waits for the writer or readers, so commits go on
-// while it copies; once every frame is copied, the next commit restarts the
-// WAL from its beginning and the file stops growing. Under a sustained
-// load that moment never comes, so once the file passes maxWAL the
-// checkpoint is a TRUNCATE instead (see Options.MaxWALBytes).
+// Close, for the WAL a writer left when it went idle. PASSIVE never waits
+// for the writer or readers, so commits go on while it copies; once every
+// frame is copied, the next commit restarts the WAL from its beginning.
+// When readers keep the writer's own checkpoints from finishing and the
+// file passes maxWAL anyway, the checkpoint is a TRUNCATE instead (see
+// Options.MaxWALBytes).
 func (s *Store) checkpointLoop() {
 	defer close(s.checkpointsDone)
 	t := time.NewTicker(checkpointInterval)
