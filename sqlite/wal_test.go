@@ -25,17 +25,8 @@ func TestWALBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	body := make([]byte, 4096)
 	for b := range 5 {
-		var ds []hookbox.Delivery
-		for i := range 200 {
-			d := storetest.Delivery("w", fmt.Sprint(b, "-", i))
-			d.Payload = body
-			ds = append(ds, d)
-		}
-		if _, err := s.Ingest(ctx, ds); err != nil {
-			t.Fatal(err)
-		}
+		ingestPayloads(t, s, b, 200)
 	}
 	size := func() int64 {
 		fi, err := os.Stat(path + "-wal")
@@ -71,18 +62,9 @@ func TestWALStaysSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	body := make([]byte, 4096)
 	var largest int64
 	for b := range 160 { // 64 MiB of payloads
-		var ds []hookbox.Delivery
-		for i := range 100 {
-			d := storetest.Delivery("w", fmt.Sprint(b, "-", i))
-			d.Payload = body
-			ds = append(ds, d)
-		}
-		if _, err := s.Ingest(ctx, ds); err != nil {
-			t.Fatal(err)
-		}
+		ingestPayloads(t, s, b, 100)
 		if fi, err := os.Stat(path + "-wal"); err == nil {
 			largest = max(largest, fi.Size())
 		}
@@ -91,4 +73,20 @@ func TestWALStaysSmall(t *testing.T) {
 		t.Fatalf("the WAL reached %d bytes while 64 MiB were written; want it kept near 4 MiB", largest)
 	}
 	t.Logf("largest WAL: %d bytes", largest)
+}
+
+// ingestPayloads stores n deliveries of 4 KiB in one Ingest, numbered
+// within batch b.
+func ingestPayloads(t *testing.T, s *sqlite.Store, b, n int) {
+	t.Helper()
+	body := make([]byte, 4096)
+	var ds []hookbox.Delivery
+	for i := range n {
+		d := storetest.Delivery("w", fmt.Sprint(b, "-", i))
+		d.Payload = body
+		ds = append(ds, d)
+	}
+	if _, err := s.Ingest(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
 }
