@@ -144,6 +144,7 @@ func (a *admin) list(w http.ResponseWriter, r *http.Request) {
 	if evs == nil {
 		evs = []hookbox.Event{}
 	}
+	ShowHeaders(evs, a.cfg.ShowHeader)
 	writeJSON(w, http.StatusOK, evs)
 }
 
@@ -224,7 +225,29 @@ func (a *admin) show(w http.ResponseWriter, r *http.Request) {
 		w.Write(d.Payload)
 		return
 	}
+	d.Show(a.cfg.ShowHeader)
 	writeJSON(w, http.StatusOK, d)
+}
+
+// ShowHeaders replaces the headers of evs, in place, with what show makes
+// of them (nil: signature and credential values masked, by header name):
+// what a sender sent as a credential (X-Gitlab-Token is the shared secret
+// itself) never reaches a reply or a terminal.
+func ShowHeaders(evs []hookbox.Event, show func(http.Header) http.Header) {
+	if show == nil {
+		show = func(h http.Header) http.Header { return (*redact.Redactor)(nil).Header(h) }
+	}
+	for i := range evs {
+		evs[i].Header = show(evs[i].Header)
+	}
+}
+
+// Show masks d's headers as ShowHeaders does.
+func (d *EventDetail) Show(show func(http.Header) http.Header) {
+	evs := []hookbox.Event{d.Event}
+	ShowHeaders(evs, show)
+	d.Event = evs[0]
+	ShowHeaders(d.Deliveries, show)
 }
 
 // ReplayReply is the body of a replay answer.

@@ -476,3 +476,31 @@ func TestAdminReplayClearedPayload(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminMasksCredentialHeaders: the headers a sender signed or
+// authenticated with (GitLab sends its shared secret itself) are masked in
+// the event list and the event detail.
+func TestAdminMasksCredentialHeaders(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		const token, sig = "glpat-the-shared-secret", "v1,c2lnbmF0dXJlLXZhbHVl"
+		ids := storetest.Seed(t, h.st, hookbox.StatusDone, time.Now(), "", hookbox.Delivery{
+			Source: "gitlab", DeliveryID: "g1", ReceivedAt: time.Now(), Payload: []byte(`{}`),
+			Header: http.Header{"X-Gitlab-Token": {token}, "Webhook-Signature": {sig}, "X-Gitlab-Event": {"Push Hook"}},
+		})
+		for _, path := range []string{"/admin/events", fmt.Sprintf("/admin/events/%d", ids[0])} {
+			code, body := h.call("GET", path)
+			if code != 200 {
+				t.Fatalf("%s: %d %s", path, code, body)
+			}
+			for _, secret := range []string{token, sig} {
+				if bytes.Contains(body, []byte(secret)) {
+					t.Errorf("%s shows %q: %s", path, secret, body)
+				}
+			}
+			if !bytes.Contains(body, []byte("Push Hook")) {
+				t.Errorf("%s hides a header that carries no credential: %s", path, body)
+			}
+		}
+	})
+}

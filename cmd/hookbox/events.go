@@ -145,6 +145,7 @@ not listed; see "hookbox events show ID --payload".`,
 				if evs == nil {
 					evs = []hookbox.Event{}
 				}
+				server.ShowHeaders(evs, nil)
 				return writeJSONOut(out, evs)
 			}
 			if len(evs) == 0 {
@@ -206,6 +207,7 @@ received (pipe it to a file or jq). --json prints {"event": â€¦, "attempts": [â€
 			if err != nil {
 				return err
 			}
+			d.Show(nil) // signature and credential values masked
 			out := cmd.OutOrStdout()
 			switch {
 			case payload:

@@ -362,3 +362,31 @@ func TestHumanOutputEscapesControls(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsMaskCredentialHeaders: events show (text and --json) and
+// events list --json mask the values of signature and credential headers.
+func TestEventsMaskCredentialHeaders(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		const token, sig = "glpat-the-shared-secret", "v1,c2lnbmF0dXJlLXZhbHVl"
+		ids := storetest.Seed(t, st, hookbox.StatusDone, time.Now(), "", hookbox.Delivery{
+			Source: "gitlab", DeliveryID: "g1", ReceivedAt: time.Now(), Payload: []byte(`{}`),
+			Header: http.Header{"X-Gitlab-Token": {token}, "Webhook-Signature": {sig}, "X-Gitlab-Event": {"Push Hook"}},
+		})
+		id := fmt.Sprint(ids[0])
+		for name, out := range map[string]string{
+			"show":        mustCLI(t, "events", "show", id, "--db", dbURL),
+			"show --json": mustCLI(t, "events", "show", id, "--db", dbURL, "--json"),
+			"list --json": mustCLI(t, "events", "list", "--db", dbURL, "--json"),
+		} {
+			for _, secret := range []string{token, sig} {
+				if strings.Contains(out, secret) {
+					t.Errorf("events %s shows %q:\n%s", name, secret, out)
+				}
+			}
+			if !strings.Contains(out, "Push Hook") {
+				t.Errorf("events %s hides a header that carries no credential:\n%s", name, out)
+			}
+		}
+	})
+}
