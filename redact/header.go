@@ -22,6 +22,12 @@ func IsCredentialHeader(name string) bool {
 	return false
 }
 
+// ShowHeader returns a copy of h with the value of every header that may
+// carry a signature or credential (IsCredentialHeader) replaced by Mask:
+// the default wherever stored headers are shown without a configuration's
+// secrets at hand.
+func ShowHeader(h http.Header) http.Header { return (*Redactor)(nil).Header(h) }
+
 // Header returns a copy of h fit to show: the value of every header that
 // may carry a signature or credential (IsCredentialHeader, or one of
 // extra, such as a source's configured signature header) replaced by Mask,

@@ -37,7 +37,7 @@ type AdminConfig struct {
 	// KnownTarget, if set, says whether a name may be paused.
 	KnownTarget func(name string) bool
 	// ShowHeader makes headers fit to show (signature and credential
-	// values masked); default: (*redact.Redactor)(nil).Header.
+	// values masked); default: redact.ShowHeader.
 	ShowHeader func(http.Header) http.Header
 	// Recheck verifies kept rejected deliveries again against the current
 	// configuration (rejected.Recheck bound to it); nil answers 501.
@@ -83,7 +83,7 @@ func RegisterAdmin(s Mux, cfg AdminConfig) {
 		cfg.Now = time.Now
 	}
 	if cfg.ShowHeader == nil {
-		cfg.ShowHeader = func(h http.Header) http.Header { return (*redact.Redactor)(nil).Header(h) }
+		cfg.ShowHeader = redact.ShowHeader
 	}
 	a := &admin{cfg: cfg, tokenSum: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger}
 	s.Handle("GET /admin/events", a.guard(a.list))
@@ -230,23 +230,18 @@ func (a *admin) show(w http.ResponseWriter, r *http.Request) {
 }
 
 // ShowHeaders replaces the headers of evs, in place, with what show makes
-// of them (nil: signature and credential values masked, by header name):
-// what a sender sent as a credential (X-Gitlab-Token is the shared secret
-// itself) never reaches a reply or a terminal.
+// of them (such as redact.ShowHeader): what a sender sent as a credential
+// (X-Gitlab-Token is the shared secret itself) never reaches a reply or a
+// terminal.
 func ShowHeaders(evs []hookbox.Event, show func(http.Header) http.Header) {
-	if show == nil {
-		show = func(h http.Header) http.Header { return (*redact.Redactor)(nil).Header(h) }
-	}
 	for i := range evs {
 		evs[i].Header = show(evs[i].Header)
 	}
 }
 
-// Show masks d's headers as ShowHeaders does.
+// Show replaces d's headers with what show makes of them, as ShowHeaders.
 func (d *EventDetail) Show(show func(http.Header) http.Header) {
-	evs := []hookbox.Event{d.Event}
-	ShowHeaders(evs, show)
-	d.Event = evs[0]
+	d.Event.Header = show(d.Event.Header)
 	ShowHeaders(d.Deliveries, show)
 }
 

@@ -92,7 +92,7 @@ func Register(m server.Mux, cfg Config) {
 		cfg.Now = time.Now
 	}
 	if cfg.ShowHeader == nil {
-		cfg.ShowHeader = func(h http.Header) http.Header { return (*redact.Redactor)(nil).Header(h) }
+		cfg.ShowHeader = redact.ShowHeader
 	}
 	key := sha256.Sum256([]byte("hookbox ui key\x00" + cfg.Token))
 	u := &console{cfg: cfg, key: key[:], tokenSum: sha256.Sum256([]byte(cfg.Token)), pages: parsePages(), log: cfg.Logger}

@@ -131,7 +131,7 @@ not listed; see "hookbox events show ID --payload".`,
 				return fmt.Errorf("--limit: want 1 to %d", server.MaxListLimit)
 			}
 			filter.Limit, filter.BeforeID = limit, beforeID
-			st, err := openDB(cmd.Context(), g)
+			show, st, err := openShowing(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -145,7 +145,7 @@ not listed; see "hookbox events show ID --payload".`,
 				if evs == nil {
 					evs = []hookbox.Event{}
 				}
-				server.ShowHeaders(evs, nil)
+				server.ShowHeaders(evs, show)
 				return writeJSONOut(out, evs)
 			}
 			if len(evs) == 0 {
@@ -195,7 +195,7 @@ received (pipe it to a file or jq). --json prints {"event": â€¦, "attempts": [â€
 			if payload && jsonOut {
 				return errors.New("--payload and --json are exclusive")
 			}
-			st, err := openDB(cmd.Context(), g)
+			show, st, err := openShowing(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -207,7 +207,7 @@ received (pipe it to a file or jq). --json prints {"event": â€¦, "attempts": [â€
 			if err != nil {
 				return err
 			}
-			d.Show(nil) // signature and credential values masked
+			d.Show(show)
 			out := cmd.OutOrStdout()
 			switch {
 			case payload:

@@ -55,7 +55,7 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
 			if f.Since, err = server.ParseTime(since, time.Now()); err != nil {
 				return fmt.Errorf("--since: %w", err)
 			}
-			show, st, err := openRejected(cmd, g)
+			show, st, err := openShowing(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ only the kept body, byte for byte; --json prints it all, the body in base64.`,
 			if jsonOut && body {
 				return errors.New("--body and --json are exclusive")
 			}
-			show, st, err := openRejected(cmd, g)
+			show, st, err := openShowing(cmd, g)
 			if err != nil {
 				return err
 			}
@@ -147,10 +147,10 @@ only the kept body, byte for byte; --json prints it all, the body in base64.`,
 	return cmd
 }
 
-// openRejected opens the database as openDB does and returns how to show
-// headers under the --config given (signature values and its secrets
-// masked).
-func openRejected(cmd *cobra.Command, g *globalFlags) (func(http.Header) http.Header, hookbox.Store, error) {
+// openShowing opens the database as openDB does and returns how to show
+// stored headers under the --config given (signature and credential values
+// and its secrets masked).
+func openShowing(cmd *cobra.Command, g *globalFlags) (func(http.Header) http.Header, hookbox.Store, error) {
 	cfg, err := g.loadConfig(false)
 	if err != nil {
 		return nil, nil, err
