@@ -44,41 +44,8 @@ rejected:
 // floodRound runs good deliveries alone or beside a flood of bad-signature
 // ones and returns the good ones' p99 and the rejected rows kept.
 func floodRound(b *testing.B, rate float64, good, bad int) (p99 time.Duration, kept int) {
-	cfg, err := config.Parse([]byte(floodConfig(rate)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.DB = "sqlite:" + filepath.Join(b.TempDir(), "flood.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, err := service.New(ctx, cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	url := "http://" + ln.Addr().String() + "/webhooks/polar"
-	body := []byte(`{"type":"order.paid","data":{"id":"ord_1"}}`)
-	sign := func(secret string, id string) loadgen.Request {
-		h, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{secret}}, body, id, time.Now())
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Set("Content-Type", "application/json")
-		return loadgen.Request{Header: h}
-	}
-	goodReqs := make([]loadgen.Request, good)
-	for i := range goodReqs {
-		goodReqs[i] = sign(rightSecret, fmt.Sprintf("good_%d", i))
-	}
-	badReqs := make([]loadgen.Request, bad)
-	for i := range badReqs {
-		badReqs[i] = sign(wrongSecret, fmt.Sprintf("bad_%d", i))
-	}
+	url, finish := startFloodService(b, rate)
+	goodReqs := floodRequests(b, rightSecret, "good", good)
 	var wg sync.WaitGroup
 	var floodStatus map[int]int
 	var floodErr error
@@ -89,7 +56,7 @@ func floodRound(b *testing.B, rate float64, good, bad int) (p99 time.Duration, k
 			floodStatus, floodErr = floodFromChild(url, bad, time.Time{})
 		}()
 	}
-	lat, status := paced(url, goodReqs, body, goodRate)
+	lat, status := paced(url, goodReqs, floodBody, goodRate)
 	wg.Wait()
 	if status[http.StatusAccepted] != good {
 		b.Fatalf("good deliveries: %v", status)
@@ -97,15 +64,60 @@ func floodRound(b *testing.B, rate float64, good, bad int) (p99 time.Duration, k
 	if floodErr != nil || (bad > 0 && floodStatus[http.StatusUnauthorized] != bad) {
 		b.Fatalf("flood: %v %v", floodStatus, floodErr)
 	}
-	p99 = quantile(lat, 0.99)
-	svc.Rejections.Close() // flush what the writer holds
-	rs, err := svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{Limit: 100000})
+	return quantile(lat, 0.99), finish()
+}
+
+// floodBody is the body of every delivery of the flood benchmarks.
+var floodBody = []byte(`{"type":"order.paid","data":{"id":"ord_1"}}`)
+
+// startFloodService serves the flood benchmarks' config with the rejected
+// log at rate a second on a fresh SQLite file, and returns the source's
+// URL and a function that stops the service and returns the rejected rows
+// it kept.
+func startFloodService(b *testing.B, rate float64) (url string, finish func() int) {
+	cfg, err := config.Parse([]byte(floodConfig(rate)))
 	if err != nil {
 		b.Fatal(err)
 	}
-	cancel()
-	<-done
-	return p99, len(rs)
+	cfg.DB = "sqlite:" + filepath.Join(b.TempDir(), "flood.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := service.New(ctx, cfg, nil)
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- svc.Serve(ctx, ln) }()
+	return "http://" + ln.Addr().String() + "/webhooks/polar", func() int {
+		defer func() { cancel(); <-done }()
+		svc.Rejections.Close() // flush what the writer holds
+		rs, err := svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{Limit: 100000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return len(rs)
+	}
+}
+
+// floodRequests signs n deliveries of floodBody with secret, with ids
+// prefix_0, prefix_1, …
+func floodRequests(tb testing.TB, secret, prefix string, n int) []loadgen.Request {
+	reqs := make([]loadgen.Request, n)
+	for i := range reqs {
+		h, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{secret}}, floodBody,
+			fmt.Sprintf("%s_%d", prefix, i), time.Now())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		h.Set("Content-Type", "application/json")
+		reqs[i] = loadgen.Request{Header: h}
+	}
+	return reqs
 }
 
 // floodFromChild sends bad wrong-secret deliveries to url from another
@@ -141,21 +153,12 @@ func TestFloodSender(t *testing.T) {
 	if url == "" || n == 0 {
 		t.Skip("the flood sender of BenchmarkRejectedFlood")
 	}
-	body := []byte(`{"type":"order.paid","data":{"id":"ord_1"}}`)
-	reqs := make([]loadgen.Request, n)
-	for i := range reqs {
-		h, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{wrongSecret}}, body, fmt.Sprintf("bad_%d", i), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Set("Content-Type", "application/json")
-		reqs[i] = loadgen.Request{Header: h}
-	}
+	reqs := floodRequests(t, wrongSecret, "bad", n)
 	var status map[int]int
 	if at, _ := strconv.ParseInt(os.Getenv("HOOKBOX_FLOOD_START"), 10, 64); at != 0 {
-		_, status = scheduled(url, reqs, body, onWindows(time.Unix(0, at)))
+		_, status = scheduled(url, reqs, floodBody, onWindows(time.Unix(0, at)))
 	} else {
-		_, status = paced(url, reqs, body, floodRate)
+		_, status = paced(url, reqs, floodBody, floodRate)
 	}
 	js, _ := json.Marshal(status)
 	fmt.Printf("FLOOD %s\n", js)
@@ -328,34 +331,9 @@ func BenchmarkRejectedFloodInterleaved(b *testing.B) {
 // and returns the good deliveries' latencies in flood windows and in quiet
 // ones, and the rejected rows kept.
 func interleavedRound(b *testing.B, bad int) (flood, quiet []time.Duration, kept int) {
-	cfg, err := config.Parse([]byte(floodConfig(10)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.DB = "sqlite:" + filepath.Join(b.TempDir(), "flood.db")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	svc, err := service.New(ctx, cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-	url := "http://" + ln.Addr().String() + "/webhooks/polar"
-	body := []byte(`{"type":"order.paid","data":{"id":"ord_1"}}`)
+	url, finish := startFloodService(b, 10)
 	windows := 2 * bad / (floodRate * int(floodWindow) / int(time.Second))
-	good := make([]loadgen.Request, goodRate*windows*int(floodWindow)/int(time.Second))
-	for i := range good {
-		h, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{rightSecret}}, body, fmt.Sprintf("good_%d", i), time.Now())
-		if err != nil {
-			b.Fatal(err)
-		}
-		good[i] = loadgen.Request{Header: h}
-	}
+	good := floodRequests(b, rightSecret, "good", goodRate*windows*int(floodWindow)/int(time.Second))
 	// The child needs a moment to start and sign its deliveries.
 	start := time.Now().Add(500 * time.Millisecond)
 	var floodStatus map[int]int
@@ -367,7 +345,7 @@ func interleavedRound(b *testing.B, bad int) (flood, quiet []time.Duration, kept
 		floodStatus, floodErr = floodFromChild(url, bad, start)
 	}()
 	due := func(i int) time.Time { return start.Add(time.Duration(i) * time.Second / goodRate) }
-	lat, status := scheduled(url, good, body, due)
+	lat, status := scheduled(url, good, floodBody, due)
 	wg.Wait()
 	if status[http.StatusAccepted] != len(good) {
 		b.Fatalf("good deliveries: %v", status)
@@ -384,12 +362,5 @@ func interleavedRound(b *testing.B, bad int) (flood, quiet []time.Duration, kept
 	}
 	pf, pq := quantile(flood, 0.99), quantile(quiet, 0.99)
 	b.Logf("p99 in flood windows %v, in quiet ones %v (%d and %d good deliveries)", pf, pq, len(flood), len(quiet))
-	svc.Rejections.Close()
-	rs, err := svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{Limit: 100000})
-	if err != nil {
-		b.Fatal(err)
-	}
-	cancel()
-	<-done
-	return flood, quiet, len(rs)
+	return flood, quiet, finish()
 }
