@@ -151,11 +151,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// default), as the commit that passes the mark returns: a PASSIVE copy
 	// of about 4 MiB. That keeps the WAL small and reused from its start,
 	// so a commit's fdatasync writes data into a file of a fixed size
-	// rather than growing it. With checkpoints left to a background
-	// connection alone (until session 7), the WAL grew by 30 MB a second
-	// under wrk at 23k deliveries a second, the PASSIVE checkpoints never
-	// caught up, and ingest's p99 was 95 to 240 ms (against 11 to 26 ms
-	// now, BENCHMARKS.md). The background loop still checkpoints an idle
+	// rather than growing it. Left to a background connection alone,
+	// checkpoints fell behind: under wrk at 23k deliveries a second the
+	// WAL grew by 30 MB a second, and ingest's p99 was 95 to 240 ms
+	// (against 11 to 26 ms this way, BENCHMARKS.md). The background loop still checkpoints an idle
 	// writer's WAL and bounds it (see checkpointLoop).
 	// Its page cache is 16 MiB instead of 2: claims and finishes revisit
 	// pages the inserts wrote, and each miss is a read system call.
