@@ -86,10 +86,11 @@ type PurgeParams struct {
 	IncludeDead bool
 	// DryRun counts and deletes nothing.
 	DryRun bool
-	// BatchSize bounds the rows deleted per transaction (default: the store's, 250 rows on SQLite and 1000 on PostgreSQL), so a
-	// purge never holds a long lock. Between batches a purge pauses as
-	// long as the last batch took (see Yield), so it takes at most about
-	// half of the store's write path from ingest.
+	// BatchSize bounds the rows deleted per transaction (default 250 on
+	// SQLite, 1000 on PostgreSQL), so a purge never holds a long lock.
+	// Between batches a purge pauses as long as the last batch took (see
+	// Yield), so it takes at most about half of the store's write path
+	// from ingest.
 	BatchSize int
 	// Progress, if set, is called with the totals deleted so far each time
 	// a batch has committed.
