@@ -348,7 +348,9 @@ func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, at time.Ti
 // records it in the rejection log; body is the whole body when it was
 // read, else nil.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string, body []byte) {
-	s.logRejected(r.Context(), source, "source", source, "status", status, "reason", reason)
+	s.logRejected(r.Context(), source, func() []slog.Attr {
+		return []slog.Attr{slog.String("source", source), slog.Int("status", status), slog.String("reason", reason)}
+	})
 	writeError(w, status, reason)
 	if status != http.StatusForbidden && s.cfg.Rejections != nil && s.cfg.Rejections.Allow(source, true) {
 		s.record(r, at, source, false, status, reason, body, body != nil)
@@ -577,20 +579,31 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // logRejected logs a refused delivery: at info once a minute per source
 // (key; "" for unknown names), saying how many were held back, and at
-// debug otherwise.
-func (s *Server) logRejected(ctx context.Context, key string, attrs ...any) {
+// debug otherwise. attrs makes the line's attributes, only when a line is
+// written: a flood's requests are answered without building any.
+func (s *Server) logRejected(ctx context.Context, key string, attrs func() []slog.Attr) {
 	if ok, held := s.rejectLog.allow(key, time.Now()); ok {
+		as := attrs()
 		if held > 0 {
-			attrs = append(attrs, "refused_since_last_line", held)
+			as = append(as, slog.Int("refused_since_last_line", held))
 		}
-		s.log.Info("delivery rejected", attrs...)
+		s.log.LogAttrs(ctx, slog.LevelInfo, "delivery rejected", as...)
 		return
 	}
-	s.log.DebugContext(ctx, "delivery rejected", attrs...)
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.LogAttrs(ctx, slog.LevelDebug, "delivery rejected", attrs()...)
+	}
 }
 
+// writeError answers status with {"error": msg}. A struct, not a map: it
+// is what every refused delivery of a flood costs.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
+	writeJSON(w, status, errorReply{msg})
+}
+
+// errorReply is the body of every error answer.
+type errorReply struct {
+	Error string `json:"error"`
 }
 
 // unknownSource refuses a delivery to a name no source has (404), logs it
@@ -598,8 +611,10 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // rejection log's rate limit admits it and within the body budget.
 func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name string) {
 	at := time.Now()
-	s.logRejected(r.Context(), "", "unknown_source", logText(name), "status", http.StatusNotFound,
-		"remote", r.RemoteAddr)
+	s.logRejected(r.Context(), "", func() []slog.Attr {
+		return []slog.Attr{slog.String("unknown_source", logText(name)), slog.Int("status", http.StatusNotFound),
+			slog.String("remote", r.RemoteAddr)}
+	})
 	s.observe("", "unknown_source", time.Time{})
 	rl := s.cfg.Rejections
 	if rl == nil || !rl.Allow(name, false) {

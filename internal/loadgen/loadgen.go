@@ -128,8 +128,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		statuses[w] = map[int]int{}
 		go func() {
 			defer wg.Done()
-			c := &client{host: u.Host, path: u.RequestURI()}
-			defer c.close()
+			c := &Client{host: u.Host, path: u.RequestURI()}
+			defer c.Close()
 			for ctx.Err() == nil {
 				i := int(seq.Add(1) - 1)
 				if i >= n {
@@ -141,7 +141,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 					body = opts.Body
 				}
 				t0 := time.Now()
-				code, err := c.post(req.Header, body)
+				code, err := c.Post(req.Header, body)
 				hists[w].add(time.Since(t0))
 				if err != nil {
 					errs[w]++
@@ -238,21 +238,35 @@ func (h *histogram) quantile(q float64) time.Duration {
 	return h.max
 }
 
-// client is one keep-alive HTTP/1.1 connection that redials after an error.
-type client struct {
+// Client is one keep-alive HTTP/1.1 connection to a URL: it writes each
+// request with a hand-built request line and redials after an error. It is
+// for one goroutine at a time.
+type Client struct {
 	host, path string
 	conn       net.Conn
 	r          *bufio.Reader
 	buf        []byte
 }
 
-func (c *client) close() {
+// NewClient returns a Client for rawURL; it dials on the first Post.
+func NewClient(rawURL string) (*Client, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{host: u.Host, path: u.RequestURI()}, nil
+}
+
+// Close closes the connection, if one is open.
+func (c *Client) Close() {
 	if c.conn != nil {
 		c.conn.Close()
 	}
 }
 
-func (c *client) post(h http.Header, body []byte) (int, error) {
+// Post sends one POST with headers h (and Content-Type application/json)
+// and body, and returns the answer's status.
+func (c *Client) Post(h http.Header, body []byte) (int, error) {
 	if c.conn == nil {
 		conn, err := net.Dial("tcp", c.host)
 		if err != nil {
@@ -296,7 +310,7 @@ func (c *client) post(h http.Header, body []byte) (int, error) {
 	return resp.StatusCode, nil
 }
 
-func (c *client) reset() {
+func (c *Client) reset() {
 	if c.conn != nil {
 		c.conn.Close()
 	}
