@@ -171,8 +171,11 @@ type Pool struct {
 	finish     *groupcommit.Committer[hookbox.Outcome, error]
 	apply      *groupcommit.Committer[prepared, queue.Result]
 	leases     leaseSet
-	slots      chan struct{}
-	started    bool
+	slots      chan struct{} // work running: a target or a Prepare
+	// recording holds the events whose work has returned and whose
+	// outcome is being committed; see runTargets.
+	recording chan struct{}
+	started   bool
 
 	// recovering counts the claims for Go handlers still to be made one
 	// event at a time with a committed lease; see Start.
@@ -219,15 +222,16 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	p := &Pool{
-		q:        q,
-		opts:     opts,
-		log:      opts.Logger,
-		routes:   map[string]*route{},
-		controls: map[string]*control{},
-		wake:     make(chan struct{}, 1),
-		id:       opts.Name + "-" + hex.EncodeToString(rnd[:]),
-		leases:   leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
-		slots:    make(chan struct{}, opts.Concurrency),
+		q:         q,
+		opts:      opts,
+		log:       opts.Logger,
+		routes:    map[string]*route{},
+		controls:  map[string]*control{},
+		wake:      make(chan struct{}, 1),
+		id:        opts.Name + "-" + hex.EncodeToString(rnd[:]),
+		leases:    leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
+		slots:     make(chan struct{}, opts.Concurrency),
+		recording: make(chan struct{}, opts.Concurrency),
 	}
 	for range opts.TxWorkers - 1 {
 		p.extraWakes = append(p.extraWakes, make(chan struct{}, 1))
@@ -967,9 +971,30 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		inflight.Add(1)
 		go func() {
 			defer inflight.Done()
-			defer func() { <-p.slots; p.Notify() }()
+			// The slot bounds the work running (Concurrency); once the work
+			// returns, the slot goes to the next event while this outcome
+			// commits, so that claims and deliveries do not wait for the
+			// commit's disk sync. The event keeps its lease, and stays
+			// processing in the store, until the outcome is committed.
+			// recording bounds the outcomes waiting for their commit, so
+			// claimed events never exceed twice Concurrency.
+			working := true
+			worked := func() {
+				p.recording <- struct{}{}
+				working = false
+				<-p.slots
+				p.Notify()
+			}
+			defer func() {
+				if working {
+					<-p.slots
+					p.Notify()
+				} else {
+					<-p.recording
+				}
+			}()
 			defer p.leases.remove([]hookbox.Event{*ev})
-			o := p.deliver(runCtx, ev)
+			o := p.deliver(runCtx, ev, worked)
 			if ctl != nil {
 				p.ended(ctl, o)
 			}
@@ -981,8 +1006,9 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 // deliver runs ev's work outside any transaction, under its lease: a
 // Target, or the Prepare phase of a two-phase handler followed by its Apply
 // in a shared transaction. Then it records the outcome, and returns it
-// (an empty one when none was recorded).
-func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) hookbox.Outcome {
+// (an empty one when none was recorded). It calls worked once the work
+// has returned, before the outcome is committed.
+func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func()) hookbox.Outcome {
 	p.mu.Lock()
 	r := p.routes[ev.Source]
 	ph, phased, _ := r.handlerFor(ev.EventType)
@@ -1006,6 +1032,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event) hookbox.Outcome {
 		end(err)
 	}
 	cancel()
+	worked()
 	if r.target == nil && err == nil {
 		res, err := p.apply.Submit(context.WithoutCancel(ctx), prepared{ev: *ev, value: value, start: start})
 		if err != nil {

@@ -43,13 +43,18 @@ to empty):
           any transaction, as a call to another service would; Apply writes
           one row in the transaction that marks the event done. At most
           --concurrency events wait at once, so it finishes about
-          concurrency events a second.`,
+          concurrency events a second.
+  forward the source forwards each event (a forward target, as in a
+          config) to a bare HTTP app started by bench on the loopback
+          address, which answers 204; with --drain, bench waits for the
+          queue to empty and reports the drain rate and the lag.`,
 		Example: `  hookbox bench
   hookbox bench --targets bare,minimal-sqlite,sqlite,minimal-postgres,postgres --duration 20s
   hookbox bench --targets bare,naive-sqlite,sqlite,naive-postgres,postgres --postgres postgres://postgres@127.0.0.1/test
   hookbox bench --targets sqlite --drain --duration 60s
   hookbox bench --targets sqlite,postgres --drain-only 200000
   hookbox bench --targets sqlite --handler wait1s --duration 12s
+  hookbox bench --targets minimal-sqlite,sqlite --handler forward --drain --duration 20s
   hookbox bench --targets sqlite --preload 10000000 --compare-empty --duration 20s
   hookbox bench --targets postgres --preload 1000000 --purge-during --duration 20s
   hookbox bench --url http://127.0.0.1:8080/webhooks/polar --secret whsec_… --duration 30s`,
@@ -75,7 +80,7 @@ to empty):
 	fl.BoolVar(&f.JSON, "json", false, "print results as JSON")
 	fl.StringVar(&f.Synchronous, "sqlite-synchronous", "FULL", "SQLite durability for the sqlite target: FULL, NORMAL or OFF (only FULL keeps the promise behind a 202)")
 	fl.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
-	fl.StringVar(&f.Handler, "handler", "", "Go handler for the bench source during the run: noop or wait1s (default: noop with --drain or --drain-only, else none)")
+	fl.StringVar(&f.Handler, "handler", "", "Go handler for the bench source during the run: noop, wait1s or forward (default: noop with --drain or --drain-only, else none)")
 	fl.IntVar(&f.Concurrency, "concurrency", 0, "workers.concurrency of the sqlite and postgres targets: events prepared (or forwarded) at once (default 32)")
 	return cmd
 }

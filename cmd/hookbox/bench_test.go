@@ -13,7 +13,7 @@ import (
 // the report: every delivery answered 202, the handler named, the events
 // finished while sending reported rather than waited for.
 func TestBenchHandlerFlag(t *testing.T) {
-	for _, h := range []string{"noop", "wait1s"} {
+	for _, h := range []string{"noop", "wait1s", "forward"} {
 		t.Run(h, func(t *testing.T) {
 			out := mustCLI(t, "bench", "--targets", "sqlite", "--handler", h, "--duration", "500ms",
 				"--requests", "3000", "--connections", "8", "--concurrency", "4", "--json")
@@ -34,6 +34,9 @@ func TestBenchHandlerFlag(t *testing.T) {
 			if r.Drain == nil || !r.Drain.WhileSending || r.Drain.DrainTail != 0 {
 				t.Fatalf("drain = %+v, want the events finished while sending, the queue not waited for", r.Drain)
 			}
+			if h == "forward" && r.Drain.Events == 0 {
+				t.Errorf("the app forwarded to received nothing")
+			}
 			if r.Drain.Events > r.Ingest.Requests+5000 { // the warm-up's events may finish during the run
 				t.Errorf("handler finished %d events, more than were sent", r.Drain.Events)
 			}
@@ -46,7 +49,7 @@ func TestBenchHandlerFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--handler", "sleepy"}, "want noop or wait1s"},
+		{[]string{"--handler", "sleepy"}, "want noop, wait1s or forward"},
 		{[]string{"--handler", "wait1s", "--drain"}, "cannot be combined"},
 		{[]string{"--handler", "wait1s", "--drain-only", "10"}, "cannot be combined"},
 		{[]string{"--concurrency", "-1"}, "must not be negative"},

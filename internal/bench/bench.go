@@ -114,8 +114,9 @@ type DrainResult struct {
 
 // Bench handlers (--handler).
 const (
-	handlerNoop   = "noop"
-	handlerWait1s = "wait1s"
+	handlerNoop    = "noop"
+	handlerWait1s  = "wait1s"
+	handlerForward = "forward"
 )
 
 // benchWait is how long the wait1s handler's Prepare waits.
@@ -128,13 +129,13 @@ func checkHandler(f *Options) error {
 		if f.Drain || f.DrainOnly > 0 {
 			f.Handler = handlerNoop
 		}
-	case handlerNoop:
+	case handlerNoop, handlerForward:
 	case handlerWait1s:
 		if f.Drain || f.DrainOnly > 0 {
 			return fmt.Errorf("--handler wait1s finishes about --concurrency events a second: it cannot be combined with --drain or --drain-only, which wait for the queue to empty")
 		}
 	default:
-		return fmt.Errorf("--handler %q: want noop or wait1s", f.Handler)
+		return fmt.Errorf("--handler %q: want noop, wait1s or forward", f.Handler)
 	}
 	if f.Concurrency < 0 {
 		return fmt.Errorf("--concurrency must not be negative")
@@ -384,12 +385,19 @@ func startBenchTarget(ctx context.Context, name string, f *Options, vc verify.Co
 		return t, nil
 	case "sqlite", "postgres":
 		src := config.Source{Name: "bench", Scheme: vc.Scheme, Secrets: vc.Secrets, Header: vc.Header, IDHeader: vc.IDHeader}
+		stopReceiver := func() {}
+		if f.Handler == handlerForward {
+			if src.Forward, stopReceiver, err = t.startReceiver(); err != nil {
+				return nil, err
+			}
+		}
 		cfg := &config.Config{DB: db, Sources: []config.Source{src}, SQLite: config.SQLite{Synchronous: f.Synchronous},
 			Workers: config.Workers{Concurrency: f.Concurrency}}
 		svcCtx, cancel := context.WithCancel(ctx)
 		svc, err := service.New(svcCtx, cfg, nil)
 		if err != nil {
 			cancel()
+			stopReceiver()
 			return nil, err
 		}
 		t.svc = svc
@@ -414,6 +422,7 @@ func startBenchTarget(ctx context.Context, name string, f *Options, vc verify.Co
 			t.serve() // Serve owns closing the service
 			cancel()
 			<-done
+			stopReceiver()
 			os.RemoveAll(dir)
 			dropSchema()
 		}
@@ -423,7 +432,26 @@ func startBenchTarget(ctx context.Context, name string, f *Options, vc verify.Co
 	return nil, fmt.Errorf("unknown target %q", name)
 }
 
-// register adds the Go handler named by --handler for the bench source.
+// startReceiver starts the app that --handler forward delivers to: a bare
+// net/http server on the loopback address, in this process, that reads
+// each body, counts it as handled and answers 204. It returns the URL to
+// forward to and a function that stops it.
+func (t *benchTarget) startReceiver() (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := service.HTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		t.handled.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String() + "/hooks/bench", func() { srv.Close() }, nil
+}
+
+// register adds the Go handler named by --handler for the bench source
+// (forward has none: the source forwards to startReceiver's app).
 func (t *benchTarget) register(ctx context.Context, handler string) error {
 	t.handler = handler
 	switch handler {
