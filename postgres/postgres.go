@@ -136,14 +136,21 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// Every session starts with synchronous commits, whatever the server,
 	// the role or the URL say: ingest acknowledges what it commits. Work
 	// transactions turn it off for themselves (SET LOCAL).
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	//
 	// No JIT compilation, unless the URL asks for it: hookbox's statements
 	// are short index walks run many times, and once a prepared statement
 	// turns generic on a large table its estimated cost passes
 	// jit_above_cost, and compiling costs far more than it saves (a purge
 	// batch of 1000 rows over 2M rows: 383 ms with JIT, 20 ms without).
-	if _, ok := cfg.ConnConfig.RuntimeParams["jit"]; !ok {
-		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	//
+	// Both are set by a statement once connected, not as startup
+	// parameters: a connection pooler such as PgBouncer refuses a startup
+	// parameter it does not know (jit, synchronous_commit) unless told to
+	// ignore it, and hookbox must connect through one as it is.
+	settings := sessionSettings(cfg.ConnConfig.RuntimeParams)
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, settings)
+		return err
 	}
 	// A cancelled context cancels the statement on the server instead of
 	// closing the connection: a handler whose attempt times out in the
@@ -170,6 +177,16 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.notifier = startNotifier(pool)
 	s.closing, s.closeStore = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// sessionSettings is the statement that sets up each new session, given
+// the startup parameters from the URL (a jit there is kept).
+func sessionSettings(params map[string]string) string {
+	q := `SET synchronous_commit = on`
+	if _, ok := params["jit"]; !ok {
+		q += `; SET jit = off`
+	}
+	return q
 }
 
 // cancelDeadlineDelay is how long a statement whose context ended may take
