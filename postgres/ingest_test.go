@@ -200,7 +200,8 @@ func TestMigrateKeepsRows(t *testing.T) {
 	s.Close()
 	conn := connect(t, url)
 	// Back to the schema of 00002, rows kept.
-	if _, err := conn.Exec(ctx, `DROP TABLE rejected_deliveries; DROP TABLE paused_targets; ALTER TABLE events DROP COLUMN order_key, DROP COLUMN fanout, DROP COLUMN parent_id;
+	if _, err := conn.Exec(ctx, `ALTER TABLE attempts ADD CONSTRAINT attempts_event_id_fkey FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE;
+DROP TABLE rejected_deliveries; DROP TABLE paused_targets; ALTER TABLE events DROP COLUMN order_key, DROP COLUMN fanout, DROP COLUMN parent_id;
 DROP TABLE work_marks; DROP TABLE workers; ALTER TABLE events DROP COLUMN attempt_base;
 DROP INDEX events_body; ALTER TABLE events DROP COLUMN body_sha256;
 DELETE FROM goose_db_version WHERE version_id >= 3`); err != nil {
@@ -212,6 +213,10 @@ DELETE FROM goose_db_version WHERE version_id >= 3`); err != nil {
 	s = open(t, url)
 	if n := countRows(t, s, "m"); n != 3 {
 		t.Fatalf("%d rows after migrating, want 3", n)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM pg_constraint WHERE contype = 'f'
+        AND conrelid IN ('attempts'::regclass, 'events'::regclass)`); n != 0 {
+		t.Errorf("%d foreign keys left on attempts and events after 00009, want none", n)
 	}
 	e, err := s.Event(ctx, rs[1].ID)
 	if err != nil || e.DeliveryID != "2" || string(e.Payload) != `{"id":"2"}` || e.AttemptBase != 0 {

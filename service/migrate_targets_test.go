@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,13 @@ import (
 // migrates to schema 7 with every row intact: each stored event is its
 // own one delivery, with the same status, attempts and history, and goes
 // on working (claim, finish, replay); fan-out works on the same database.
+// pgUndo9 takes a PostgreSQL schema back from 00009_no_foreign_keys.
+var pgUndo9 = []string{
+	`ALTER TABLE attempts ADD CONSTRAINT attempts_event_id_fkey FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE`,
+	`ALTER TABLE events ADD CONSTRAINT events_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES events (id) ON DELETE CASCADE`,
+	`DELETE FROM goose_db_version WHERE version_id = 9`,
+}
+
 func TestMigrateToTargets(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		ctx := context.Background()
@@ -55,11 +63,15 @@ func TestMigrateToTargets(t *testing.T) {
 			}
 		}
 		// Back to schema 6: what the last release made.
+		var undo []string
+		if strings.HasPrefix(dbURL, "postgres") {
+			undo = pgUndo9
+		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			for _, q := range []string{`DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`,
+			for _, q := range append(undo, `DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`,
 				`DROP TABLE paused_targets`, `DROP INDEX events_order`, `DROP INDEX events_children`,
 				`ALTER TABLE events DROP COLUMN order_key`, `ALTER TABLE events DROP COLUMN fanout`,
-				`ALTER TABLE events DROP COLUMN parent_id`, `DELETE FROM goose_db_version WHERE version_id = 7`} {
+				`ALTER TABLE events DROP COLUMN parent_id`, `DELETE FROM goose_db_version WHERE version_id = 7`) {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return err
 				}

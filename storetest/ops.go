@@ -152,6 +152,9 @@ func testPurgeOnlyOldFinished(t *testing.T, s FullStore) {
 	pending := finishAs(t, s, "p", hookbox.StatusPending, old, "p1")
 	processing := finishAs(t, s, "p2", hookbox.StatusProcessing, old, "p2")
 	cutoff := time.Now().Add(-24 * time.Hour)
+	if as, err := s.Attempts(context.Background(), oldDone[0]); err != nil || len(as) == 0 {
+		t.Fatalf("attempts of a done event before the purge: %v, %v; want some", as, err)
+	}
 	res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: cutoff, BatchSize: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +165,9 @@ func testPurgeOnlyOldFinished(t *testing.T, s FullStore) {
 	for _, id := range oldDone {
 		if _, err := s.Event(context.Background(), id); err == nil {
 			t.Errorf("old done event %d survived", id)
+		}
+		if as, err := s.Attempts(context.Background(), id); err != nil || len(as) != 0 {
+			t.Errorf("attempts of purged event %d: %v, %v; want none", id, as, err)
 		}
 	}
 	for _, id := range append(append(append(oldDead, newDone...), pending...), processing...) {

@@ -106,6 +106,9 @@ func testFanOut(t *testing.T, q QueueStore) {
 		if _, err := q.Event(ctx, id); err == nil {
 			t.Errorf("row %d outlived the purge of its event", id)
 		}
+		if as, err := q.Attempts(ctx, id); err != nil || len(as) != 0 {
+			t.Errorf("attempts of row %d outlived the purge of its event: %v, %v", id, as, err)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,9 +29,17 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration (00008_rejected) by hand.
-		if latest != "8" {
-			t.Fatalf("the newest migration is %s: make this test undo it instead of 00008_rejected", latest)
+		// migration by hand: 00009_no_foreign_keys on PostgreSQL (it has
+		// no SQLite twin), 00008_rejected on SQLite.
+		newest, undo := "8", []string{`DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`}
+		if strings.HasPrefix(dbURL, "postgres") {
+			newest, undo = "9", []string{
+				`ALTER TABLE attempts ADD CONSTRAINT attempts_event_id_fkey FOREIGN KEY (event_id) REFERENCES events (id) ON DELETE CASCADE`,
+				`ALTER TABLE events ADD CONSTRAINT events_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES events (id) ON DELETE CASCADE`,
+				`DELETE FROM goose_db_version WHERE version_id = 9`}
+		}
+		if latest != newest {
+			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
 		}
 		ctx := context.Background()
 		st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
@@ -38,7 +47,7 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			for _, q := range []string{`DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`} {
+			for _, q := range undo {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return fmt.Errorf("%s: %w", q, err)
 				}
@@ -51,7 +60,8 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := fmt.Sprintf("upgraded the schema from version 7: applied version 8 (now at version %s)\n", latest)
+		n, _ := strconv.Atoi(latest)
+		want := fmt.Sprintf("upgraded the schema from version %d: applied version %s (now at version %s)\n", n-1, latest, latest)
 		if out := mustCLI(t, "migrate", "--db", dbURL); out != want {
 			t.Fatalf("migrate on a database one version behind printed %q, want %q", out, want)
 		}
