@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/postgres"
@@ -265,5 +266,58 @@ DELETE FROM goose_db_version WHERE version_id = 6`); err != nil {
 	s.Close()
 	if n := count(t, conn, `SELECT count(*) FROM goose_db_version WHERE version_id = 6 AND is_applied`); n != 1 {
 		t.Errorf("version 6 recorded %d times", n)
+	}
+}
+
+// TestPurgeTakesAttemptsRecordedWhileItWaits: an attempt recorded for an
+// event while a purge waits for the event's lock (a finish refusing a
+// stale outcome records a "lost" attempt) goes with the event. There is
+// no foreign key to cascade (00009): the purge deletes the attempts in a
+// statement of its own, whose snapshot sees that row.
+func TestPurgeTakesAttemptsRecordedWhileItWaits(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	ids := storetest.Seed(t, s, hookbox.StatusDone, time.Now().Add(-48*time.Hour), "", storetest.Delivery("pw", "1"))
+	holder := connect(t, url)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT id FROM events WHERE id = $1 FOR NO KEY UPDATE`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+        VALUES ($1, 1, 'stale', 'lost', now(), now())`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	purged := make(chan error, 1)
+	go func() {
+		res, err := s.Purge(ctx, hookbox.PurgeParams{Before: time.Now().Add(-time.Hour)})
+		if err == nil && res.Done != 1 {
+			err = fmt.Errorf("purged %+v, want 1 done", res)
+		}
+		purged <- err
+	}()
+	// Wait until the purge waits for the row lock, then let the attempt
+	// commit under it.
+	watch := connect(t, url)
+	for count(t, watch, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM events%'`) == 0 {
+		select {
+		case err := <-purged:
+			t.Fatalf("the purge ended without waiting for the lock: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-purged; err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, watch, `SELECT count(*) FROM attempts WHERE event_id = $1`, ids[0]); n != 0 {
+		t.Errorf("%d attempts of the purged event left", n)
 	}
 }

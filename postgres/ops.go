@@ -170,20 +170,28 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // a batch at 300k to 1M rows, against 15 ms. A row changed meanwhile (a
 // replay) is judged again on its new version before it is deleted.
 //
-// An event's deliveries (rows whose parent_id is its id) and every
-// attempt of the event and of its deliveries go in the same statement
-// (there are no foreign keys to cascade; see migration 00009). They are
-// found by index with = ANY of an array, a plan that does not depend on
-// the row estimates of the CTEs.
+// An event's deliveries (rows whose parent_id is its id) go in the same
+// statement, found by index with = ANY of an array (a plan that does not
+// depend on the CTE's row estimate); the statement returns every row it
+// deleted, with the status of the events and NULL for their deliveries.
+// There are no foreign keys to cascade (migration 00009): purgeAttempts
+// follows in the same transaction.
 const purgeBatch = `WITH d AS (
     DELETE FROM events WHERE id > $2 AND id <= $3 AND CASE WHEN %s THEN true ELSE false END
     RETURNING id, status, fanout),
 c AS (
     DELETE FROM events WHERE parent_id IS NOT NULL AND parent_id = ANY (ARRAY(SELECT id FROM d WHERE fanout))
-    RETURNING id),
-a AS (
-    DELETE FROM attempts WHERE event_id = ANY (ARRAY(SELECT id FROM d UNION ALL SELECT id FROM c)))
-SELECT status FROM d`
+    RETURNING id)
+SELECT id, status FROM d UNION ALL SELECT id, NULL FROM c`
+
+// purgeAttempts deletes the attempts of the rows a purgeBatch deleted. It
+// is a statement of its own, after purgeBatch in its transaction, so its
+// snapshot sees an attempt that a finish recorded while the batch waited
+// for the event's lock (a refused outcome records a "lost" attempt); a CTE
+// of purgeBatch would not, and leave that row behind. Once the batch has
+// deleted an event, no finish can record an attempt for it (finishes lock
+// their events first, and skip those that are gone).
+const purgeAttempts = `DELETE FROM attempts WHERE event_id = ANY ($1)`
 
 // purgeable is the condition of a purge of the listed states before $1.
 // Deliveries go with their event (see purgeBatch), and an event goes only
@@ -263,21 +271,47 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 // purgeOnce deletes the purgeable events with ids in (from, to], counts
 // them into res and returns how many it deleted.
 func (s *Store) purgeOnce(ctx context.Context, q string, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
-	rows, err := s.pool.Query(ctx, q, before, from, to)
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer rows.Close()
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, q, before, from, to)
+	if err != nil {
+		return 0, err
+	}
+	var ids []int64
+	var counted hookbox.PurgeResult
 	n := 0
 	for rows.Next() {
-		var st string
-		if err := rows.Scan(&st); err != nil {
+		var id int64
+		var st *string
+		if err := rows.Scan(&id, &st); err != nil {
+			rows.Close()
 			return 0, err
 		}
-		res.Add(hookbox.Status(st), 1)
-		n++
+		ids = append(ids, id)
+		if st != nil { // an event, not one of its deliveries
+			counted.Add(hookbox.Status(*st), 1)
+			n++
+		}
 	}
-	return n, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if _, err := tx.Exec(ctx, purgeAttempts, ids); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, err
+	}
+	res.Done += counted.Done
+	res.Dead += counted.Dead
+	return n, nil
 }
 
 // clearBatch drops the payloads of up to 1000 done events last changed

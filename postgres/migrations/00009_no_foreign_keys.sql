@@ -6,7 +6,7 @@
 -- event purged ran two more statements to cascade. The code keeps what the
 -- keys kept: an attempt is written only by the transition that holds the
 -- event's lease (so its event exists), and a purge deletes an event's
--- deliveries and attempts in the statement that deletes it.
+-- deliveries and attempts in the transaction that deletes it (see purgeBatch).
 ALTER TABLE attempts DROP CONSTRAINT IF EXISTS attempts_event_id_fkey;
 ALTER TABLE events DROP CONSTRAINT IF EXISTS events_parent_id_fkey;
 
