@@ -988,10 +988,12 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			defer func() {
 				if working {
 					<-p.slots
-					p.Notify()
 				} else {
 					<-p.recording
 				}
+				// Again once the outcome is committed: a strict source or an
+				// order key may have been waiting for this event to finish.
+				p.Notify()
 			}()
 			defer p.leases.remove([]hookbox.Event{*ev})
 			o := p.deliver(runCtx, ev, worked)

@@ -440,3 +440,39 @@ func TestSeveralTxWorkers(t *testing.T) {
 		}
 	})
 }
+
+// TestStrictTargetWakesForTheNext: a strict source's events with a target
+// are delivered one after another, in order, without waiting for a poll
+// (an hour here): the pool wakes itself when a target's slot is freed and
+// again when the outcome has committed (the slot is freed first, while the
+// next strict event is still held back by this one).
+func TestStrictTargetWakesForTheNext(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: time.Hour})
+		var mu sync.Mutex
+		var order []string
+		p.Route("strict", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			mu.Lock()
+			order = append(order, ev.DeliveryID)
+			mu.Unlock()
+			return nil
+		}))
+		p.SetPolicy("strict", worker.Policy{Strict: true})
+		start(t, p)
+		var ds []hookbox.Delivery
+		for i := range 5 {
+			ds = append(ds, storetest.Delivery("strict", fmt.Sprint(i)))
+		}
+		rs := ingest(t, s, ds...)
+		p.Notify()
+		for _, r := range rs {
+			waitStatus(t, s, p, r.ID, hookbox.StatusDone)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fmt.Sprint(order) != "[0 1 2 3 4]" {
+			t.Errorf("delivered in order %v, want [0 1 2 3 4]", order)
+		}
+	})
+}
