@@ -973,11 +973,12 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			defer inflight.Done()
 			// The slot bounds the work running (Concurrency); once the work
 			// returns, the slot goes to the next event while this outcome
-			// commits, so that claims and deliveries do not wait for the
-			// commit's disk sync. The event keeps its lease, and stays
-			// processing in the store, until the outcome is committed.
-			// recording bounds the outcomes waiting for their commit, so
-			// claimed events never exceed twice Concurrency.
+			// commits, so that deliveries do not wait for the commit (on
+			// SQLite, queued behind ingest's on the one writer). The event
+			// keeps its lease, and stays processing in the store, until the
+			// outcome is committed. recording bounds the outcomes waiting
+			// for their commit, so claimed events never exceed twice
+			// Concurrency.
 			working := true
 			worked := func() {
 				p.recording <- struct{}{}
