@@ -168,11 +168,20 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 	return f, nil
 }
 
+// maxIdlePerHost is more connections than any sensible
+// workers.concurrency keeps in flight to one target.
+const maxIdlePerHost = 4096
+
 // defaultClient returns the client Forward uses when none is given.
 func defaultClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 256
-	t.MaxIdleConnsPerHost = 64 // the pool runs up to 32 deliveries at once by default
+	// Keep every connection the pool had in flight at once, however high
+	// workers.concurrency is set (it bounds them): with a fixed cap, a
+	// target worked at a higher concurrency closed the connections above
+	// it after each round and dialled them again (100 at once with a cap
+	// of 64: 36 new connections a round). Idle ones close after 90 s.
+	t.MaxIdleConns = 0 // no limit over all hosts
+	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.IdleConnTimeout = 90 * time.Second
 	return &http.Client{
 		Transport: t,

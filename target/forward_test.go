@@ -484,3 +484,54 @@ func TestForwardRedirectNotFollowed(t *testing.T) {
 		t.Errorf("redirect followed: the other server got %d requests (with the secret header)", n)
 	}
 }
+
+// TestForwardKeepsConcurrentConnections: a target worked 100 at a time
+// (workers.concurrency 100) keeps its 100 connections between rounds
+// instead of closing all but a fixed number and dialling again.
+func TestForwardKeepsConcurrentConnections(t *testing.T) {
+	const n = 100
+	var mu sync.Mutex
+	opened := 0
+	var arrived sync.WaitGroup
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived.Done()
+		arrived.Wait() // all n in flight at once
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	f := newForward(t, target.ForwardOptions{URL: srv.URL})
+	for round := range 2 {
+		arrived.Add(n)
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ev := &hookbox.Event{ID: int64(round*n + i), Source: "s", DeliveryID: fmt.Sprint(round*n + i), Attempts: 1, Payload: []byte(`{}`)}
+				if err := f.Deliver(context.Background(), ev); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if opened != n {
+		t.Errorf("two rounds of %d concurrent deliveries opened %d connections, want %d", n, opened, n)
+	}
+}
