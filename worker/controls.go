@@ -231,14 +231,21 @@ func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time) {
 }
 
 // ended records how an event of c ended: a done outcome closes the
-// circuit; CircuitAfter failures in a row, or a failed trial, open it.
-func (p *Pool) ended(c *control, o hookbox.Outcome) {
+// circuit; CircuitAfter failures in a row, or a failed trial, open it. A
+// permanent refusal (refused: the target answered that this event can
+// never succeed, a 410 say) is about the event, not the target: it
+// neither counts as a failure nor closes the circuit, so events the app
+// turns away one by one cannot pause the others.
+func (p *Pool) ended(c *control, o hookbox.Outcome, refused bool) {
 	p.ctlMu.Lock()
 	defer p.ctlMu.Unlock()
 	c.inflight--
 	wasTrial := c.trial
 	c.trial = false
 	switch {
+	case refused:
+		// Says nothing about the target's health; an open circuit's next
+		// claim is a new trial.
 	case o.Status == hookbox.StatusDone:
 		if c.open {
 			p.log.Info("target circuit closed: the trial delivery succeeded", "target", c.name)

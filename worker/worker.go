@@ -997,9 +997,9 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 				p.Notify()
 			}()
 			defer p.leases.remove([]hookbox.Event{*ev})
-			o := p.deliver(runCtx, ev, worked)
+			o, refused := p.deliver(runCtx, ev, worked)
 			if ctl != nil {
-				p.ended(ctl, o)
+				p.ended(ctl, o, refused)
 			}
 		}()
 	}
@@ -1009,9 +1009,10 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 // deliver runs ev's work outside any transaction, under its lease: a
 // Target, or the Prepare phase of a two-phase handler followed by its Apply
 // in a shared transaction. Then it records the outcome, and returns it
-// (an empty one when none was recorded). It calls worked once the work
-// has returned, before the outcome is committed.
-func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func()) hookbox.Outcome {
+// (an empty one when none was recorded), and whether the work ended with
+// a permanent refusal (Permanent: a 410, say). It calls worked once the
+// work has returned, before the outcome is committed.
+func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func()) (hookbox.Outcome, bool) {
 	p.mu.Lock()
 	r := p.routes[ev.Source]
 	ph, phased, _ := r.handlerFor(ev.EventType)
@@ -1041,19 +1042,20 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func()) ho
 		if err != nil {
 			p.log.Error("worker: apply", "event_id", ev.ID, "err", err)
 			p.release(context.WithoutCancel(ctx), []hookbox.Event{*ev}, err)
-			return hookbox.Outcome{}
+			return hookbox.Outcome{}, false
 		}
 		p.report(ev, res.Outcome, res.Err)
-		return res.Outcome
+		return res.Outcome, false
 	}
+	refused := err != nil && IsPermanent(err)
 	o := p.released(ctx, p.outcome(ev, r.policy, start, err))
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
 		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)
-		return hookbox.Outcome{}
+		return hookbox.Outcome{}, false
 	}
 	p.report(ev, o, ferr)
-	return o
+	return o, refused
 }
 
 // finishBatch writes outcomes of concurrent targets in one transaction.

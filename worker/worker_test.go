@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -473,6 +474,50 @@ func TestStrictTargetWakesForTheNext(t *testing.T) {
 		defer mu.Unlock()
 		if fmt.Sprint(order) != "[0 1 2 3 4]" {
 			t.Errorf("delivered in order %v, want [0 1 2 3 4]", order)
+		}
+	})
+}
+
+// TestPermanentRefusalsLeaveTheCircuitClosed: a target that turns events
+// away for good (Permanent: a 410) while it takes the others is healthy;
+// its refusals, however many in a row, do not open its circuit, so they
+// cannot pause the events it would take (the cool-down here is an hour:
+// an opened circuit would leave them waiting).
+func TestPermanentRefusalsLeaveTheCircuitClosed(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		var opened atomic.Int64
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond,
+			OnCircuit: func(_ string, open bool) {
+				if open {
+					opened.Add(1)
+				}
+			}})
+		p.Route("g", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			if strings.HasPrefix(ev.DeliveryID, "gone") {
+				return worker.Permanent(errors.New("410 Gone"))
+			}
+			return nil
+		}))
+		p.SetControls("g", worker.Controls{CircuitAfter: 2, CircuitCooldown: time.Hour})
+		start(t, p)
+		var ds []hookbox.Delivery
+		for i := range 6 {
+			ds = append(ds, storetest.Delivery("g", fmt.Sprint("gone-", i)))
+		}
+		for i := range 6 {
+			ds = append(ds, storetest.Delivery("g", fmt.Sprint("ok-", i)))
+		}
+		rs := ingest(t, s, ds...)
+		for i, r := range rs {
+			want := hookbox.StatusDone
+			if i < 6 {
+				want = hookbox.StatusDead
+			}
+			waitStatus(t, s, p, r.ID, want)
+		}
+		if n := opened.Load(); n != 0 {
+			t.Errorf("the circuit opened %d times on permanent refusals", n)
 		}
 	})
 }
