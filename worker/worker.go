@@ -979,8 +979,16 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			// outcome is committed. recording bounds the outcomes waiting
 			// for their commit, so claimed events never exceed twice
 			// Concurrency.
-			working := true
-			worked := func() {
+			working, accounted := true, false
+			worked := func(o *hookbox.Outcome, refused bool) {
+				// Controls learn the outcome before the slot is freed, so
+				// that the claim it wakes sees the circuit as this attempt
+				// leaves it; an outcome an Apply decides (o == nil) is
+				// counted once committed.
+				if ctl != nil && o != nil {
+					p.ended(ctl, *o, refused)
+					accounted = true
+				}
 				p.recording <- struct{}{}
 				working = false
 				<-p.slots
@@ -998,7 +1006,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			}()
 			defer p.leases.remove([]hookbox.Event{*ev})
 			o, refused := p.deliver(runCtx, ev, worked)
-			if ctl != nil {
+			if ctl != nil && !accounted {
 				p.ended(ctl, o, refused)
 			}
 		}()
@@ -1011,8 +1019,10 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 // in a shared transaction. Then it records the outcome, and returns it
 // (an empty one when none was recorded), and whether the work ended with
 // a permanent refusal (Permanent: a 410, say). It calls worked once the
-// work has returned, before the outcome is committed.
-func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func()) (hookbox.Outcome, bool) {
+// work has returned, before the outcome is committed: with the outcome
+// and whether it is such a refusal, or with nil when an Apply is still
+// to decide it.
+func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *hookbox.Outcome, refused bool)) (hookbox.Outcome, bool) {
 	p.mu.Lock()
 	r := p.routes[ev.Source]
 	ph, phased, _ := r.handlerFor(ev.EventType)
@@ -1036,8 +1046,8 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func()) (h
 		end(err)
 	}
 	cancel()
-	worked()
 	if r.target == nil && err == nil {
+		worked(nil, false)
 		res, err := p.apply.Submit(context.WithoutCancel(ctx), prepared{ev: *ev, value: value, start: start})
 		if err != nil {
 			p.log.Error("worker: apply", "event_id", ev.ID, "err", err)
@@ -1049,6 +1059,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func()) (h
 	}
 	refused := err != nil && IsPermanent(err)
 	o := p.released(ctx, p.outcome(ev, r.policy, start, err))
+	worked(&o, refused)
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
 		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)
