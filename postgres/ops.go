@@ -268,8 +268,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	return res, nil
 }
 
-// purgeOnce deletes the purgeable events with ids in (from, to], counts
-// them into res and returns how many it deleted.
+// purgeOnce deletes, in one transaction, the purgeable events with ids in
+// (from, to], their deliveries and the attempts of both (purgeBatch, then
+// purgeAttempts), counts the events into res and returns how many.
 func (s *Store) purgeOnce(ctx context.Context, q string, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {

@@ -154,8 +154,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// rather than growing it. Left to a background connection alone,
 	// checkpoints fell behind: under wrk at 23k deliveries a second the
 	// WAL grew by 30 MB a second, and ingest's p99 was 95 to 240 ms
-	// (against 11 to 26 ms this way, BENCHMARKS.md). The background loop still checkpoints an idle
-	// writer's WAL and bounds it (see checkpointLoop).
+	// (against 11 to 26 ms this way, BENCHMARKS.md). The background loop
+	// still checkpoints an idle writer's WAL and bounds it (see
+	// checkpointLoop).
 	// Its page cache is 16 MiB instead of 2: claims and finishes revisit
 	// pages the inserts wrote, and each miss is a read system call.
 	writer, err := sql.Open("sqlite", dsn("_txlock", "immediate", "_pragma", "wal_autocheckpoint(1000)",

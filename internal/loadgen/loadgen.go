@@ -128,7 +128,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		statuses[w] = map[int]int{}
 		go func() {
 			defer wg.Done()
-			c := &Client{host: u.Host, path: u.RequestURI()}
+			c := clientFor(u)
 			defer c.Close()
 			for ctx.Err() == nil {
 				i := int(seq.Add(1) - 1)
@@ -254,8 +254,10 @@ func NewClient(rawURL string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{host: u.Host, path: u.RequestURI()}, nil
+	return clientFor(u), nil
 }
+
+func clientFor(u *url.URL) *Client { return &Client{host: u.Host, path: u.RequestURI()} }
 
 // Close closes the connection, if one is open.
 func (c *Client) Close() {
