@@ -72,7 +72,10 @@ type Txn[In, Out any] interface {
 	// Commit ends the transaction; when it returns nil, the outputs of
 	// every Add hold.
 	Commit(ctx context.Context) error
-	// Rollback abandons the transaction.
+	// Rollback abandons the transaction. It should return within a short
+	// bound also when the store stopped answering (closing the connection
+	// ends a transaction just as well): the callers that arrive meanwhile
+	// wait for it.
 	Rollback() error
 }
 
@@ -280,9 +283,7 @@ func (c *Committer[In, Out]) fill(first request[In, Out]) (open bool) {
 	// callers should hear so now, not after a commit of their own).
 	takeIdle := func(tok idleToken) bool {
 		if tok.err != nil && f.start.Before(tok.at) {
-			tx.Rollback()
-			c.idle <- idleToken{} // no commit: the committer stays idle
-			open = c.failAll(f, tok.err)
+			open = c.abandon(f, tx, tok.err, true)
 			return false
 		}
 		idle = true
@@ -310,11 +311,7 @@ func (c *Committer[In, Out]) fill(first request[In, Out]) (open bool) {
 				err = fmt.Errorf("groupcommit: Add returned %d results for %d items", len(outs), len(ins))
 			}
 			if err != nil {
-				tx.Rollback()
-				if idle {
-					c.idle <- idleToken{} // no commit: the committer stays idle
-				}
-				return c.failAll(f, err) && open
+				return c.abandon(f, tx, err, idle) && open
 			}
 			f.adds = append(f.adds, added[Out]{outs: outs, errs: itemErrs})
 			f.added = len(f.batch)
@@ -361,6 +358,20 @@ func (c *Committer[In, Out]) takeWaiting(batch []request[In, Out]) ([]request[In
 		}
 	}
 	return batch, true
+}
+
+// abandon gives up f's transaction: it answers f's callers, and those
+// queued, with err first, then rolls tx back, and gives back the
+// committer's token if the filler held it (idle). Callers never wait for
+// the rollback: against a server that stopped answering it lasts as long
+// as the store lets it (see Txn.Rollback).
+func (c *Committer[In, Out]) abandon(f filled[In, Out], tx Txn[In, Out], err error, idle bool) (open bool) {
+	open = c.failAll(f, err)
+	tx.Rollback()
+	if idle {
+		c.idle <- idleToken{} // no commit: the committer stays idle
+	}
+	return open
 }
 
 // failAll answers every caller of f and every caller queued at this

@@ -75,15 +75,34 @@ func TestPipelinedBeginFailureFailsEveryWaiter(t *testing.T) {
 
 // TestPipelinedCommitFailureFailsTheNextTransaction: when a commit fails,
 // the transaction filling behind it and the callers queued are answered
-// with the error at once, not after a commit of their own.
+// with the error at once, not after a commit of their own, and not after
+// that transaction's rollback either: against a server that stopped
+// answering, a rollback takes as long as the store lets it.
 func TestPipelinedCommitFailureFailsTheNextTransaction(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rollback stuck=%v", stuck), func(t *testing.T) {
+			var unstick chan struct{}
+			if stuck {
+				unstick = make(chan struct{})
+			}
+			commitFailureAnswersFast(t, unstick)
+		})
+	}
+}
+
+// commitFailureAnswersFast runs TestPipelinedCommitFailureFailsTheNextTransaction;
+// a non-nil unstick holds every Rollback until the test ends.
+func commitFailureAnswersFast(t *testing.T, unstick chan struct{}) {
 	st := &fakeStore{holdCommit: make(chan struct{})}
 	var commits atomic.Int64
 	down := errors.New("commit refused")
 	c := groupcommit.NewPipelined(func(ctx context.Context) (groupcommit.Txn[int, int], error) {
-		return &failingCommitTxn{fakeTxn: fakeTxn{st: st}, commits: &commits, err: down}, nil
+		return &failingCommitTxn{fakeTxn: fakeTxn{st: st}, commits: &commits, err: down, unstick: unstick}, nil
 	}, groupcommit.Options{})
 	defer c.Close()
+	if unstick != nil {
+		defer close(unstick) // before Close, which waits for the rollbacks
+	}
 	first := make(chan error, 1)
 	go func() { _, err := c.Submit(context.Background(), 1000); first <- err }()
 	for commits.Load() == 0 {
@@ -115,10 +134,19 @@ func TestPipelinedCommitFailureFailsTheNextTransaction(t *testing.T) {
 }
 
 // failingCommitTxn holds its commit like fakeTxn, counts it and then fails.
+// With unstick set, its Rollback waits until unstick is closed.
 type failingCommitTxn struct {
 	fakeTxn
 	commits *atomic.Int64
 	err     error
+	unstick chan struct{}
+}
+
+func (t *failingCommitTxn) Rollback() error {
+	if t.unstick != nil {
+		<-t.unstick
+	}
+	return t.fakeTxn.Rollback()
 }
 
 func (t *failingCommitTxn) Commit(ctx context.Context) error {

@@ -97,6 +97,7 @@ const maxIngestAttempts = 6
 const (
 	ingestBeginTimeout   = time.Second // acquiring a connection (connecting, if need be) and BEGIN
 	ingestStepTimeout    = 1500 * time.Millisecond
+	ingestRollback       = 500 * time.Millisecond // a healthy server rolls back in well under a millisecond
 	ingestBytesPerSecond = 8 << 20
 )
 
@@ -362,8 +363,16 @@ func (t *ingestTx) Commit(ctx context.Context) error {
 	return nil
 }
 
-// Rollback abandons the transaction.
-func (t *ingestTx) Rollback() error { return t.tx.Rollback(context.Background()) }
+// Rollback abandons the transaction within ingestRollback: the receiver
+// rolls back the transaction filling behind a failed commit while new
+// deliveries queue behind it, and a server that stopped answering must not
+// hold them (past the bound the connection is closed instead, which ends
+// the transaction just as well).
+func (t *ingestTx) Rollback() error {
+	ctx, cancel := ingestContext(context.Background(), ingestRollback, 0)
+	defer cancel()
+	return t.tx.Rollback(ctx)
+}
 
 // insertBatch stores the entries idx of ds through q: one INSERT, and, when
 // some were skipped, one statement to find the rows they conflicted with.
