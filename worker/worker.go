@@ -175,6 +175,7 @@ type Pool struct {
 	// recording holds the events whose work has returned and whose
 	// outcome is being committed; see runTargets.
 	recording chan struct{}
+	warm      *warm // runs targets and Prepare phases; see runTargets
 	started   bool
 
 	// recovering counts the claims for Go handlers still to be made one
@@ -232,6 +233,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		leases:    leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
 		slots:     make(chan struct{}, opts.Concurrency),
 		recording: make(chan struct{}, opts.Concurrency),
+		warm:      newWarm(),
 	}
 	for range opts.TxWorkers - 1 {
 		p.extraWakes = append(p.extraWakes, make(chan struct{}, 1))
@@ -414,6 +416,7 @@ func (p *Pool) Stop(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	p.abort()
+	p.warm.stop()
 	p.apply.Close()
 	p.finish.Close()
 	p.stopExtend()
@@ -946,8 +949,9 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:head]+gap+s[start:], "")
 }
 
-// runTargets claims up to limit events for targets and starts each in its
-// own goroutine. It returns how many it claimed.
+// runTargets claims up to limit events for targets and starts each on a
+// goroutine of its own (one kept warm, see warm). It returns how many it
+// claimed.
 //
 // ctl, when not nil, is the Controls of the one source: the claim follows
 // its order keys, and each event is counted in and out of its state.
@@ -969,7 +973,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		ev := &evs[i]
 		p.slots <- struct{}{}
 		inflight.Add(1)
-		go func() {
+		p.warm.run(func() {
 			defer inflight.Done()
 			// The slot bounds the work running (Concurrency); once the work
 			// returns, the slot goes to the next event while this outcome
@@ -1009,7 +1013,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			if ctl != nil && !accounted {
 				p.ended(ctl, o, refused)
 			}
-		}()
+		})
 	}
 	return len(evs), nil
 }
