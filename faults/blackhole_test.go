@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"testing"
 	"time"
 
@@ -24,16 +23,11 @@ func TestPostgresBlackHole(t *testing.T) {
 	t.Parallel()
 	const answerWithin = 2 * time.Second
 	dbURL := pgtest.URL(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faults.NewProxy(u.Host)
+	proxy, viaProxy, err := faults.NewURLProxy(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	u.Host = proxy.Addr()
 
 	dir := t.TempDir()
 	srcs := []source{polarSrc, stripeSrc, githubSrc}
@@ -42,7 +36,7 @@ func TestPostgresBlackHole(t *testing.T) {
 	l.keep = true
 	sink := faults.NewSink(faults.SinkOptions{Check: l.checkBody})
 	t.Cleanup(sink.Close)
-	srv := newServer(t, dir, writeConfig(t, dir, serverSpec{db: u.String(), sources: srcs, forward: sink.URL}))
+	srv := newServer(t, dir, writeConfig(t, dir, serverSpec{db: viaProxy, sources: srcs, forward: sink.URL}))
 	p := srv.start()
 	ep.set(p.URL())
 

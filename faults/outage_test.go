@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,18 +153,13 @@ func TestPostgresOutage(t *testing.T) {
 	needBinary(t)
 	t.Parallel()
 	dbURL := pgtest.URL(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faults.NewProxy(u.Host)
+	proxy, viaProxy, err := faults.NewURLProxy(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	u.Host = proxy.Addr()
 	runOutage(t, outage{
-		serverDB: u.String(),
+		serverDB: viaProxy,
 		checkDB:  dbURL,
 		cut:      func(*testing.T) { proxy.Cut() },
 		restore:  func(*testing.T) { proxy.Restore() },

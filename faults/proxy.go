@@ -3,6 +3,7 @@ package faults
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 )
@@ -43,6 +44,21 @@ func NewProxy(target string) (*Proxy, error) {
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
+}
+
+// NewURLProxy starts a proxy to the server of dbURL (a postgres:// URL)
+// and returns it with dbURL rewritten to connect through it.
+func NewURLProxy(dbURL string) (*Proxy, string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := NewProxy(u.Host)
+	if err != nil {
+		return nil, "", err
+	}
+	u.Host = p.Addr()
+	return p, u.String(), nil
 }
 
 // Addr is the proxy's host:port.

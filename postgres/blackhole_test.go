@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -21,17 +20,12 @@ import (
 // (RELIABILITY.md, open point 5).
 func TestIngestRollbackOnADeadNetwork(t *testing.T) {
 	t.Parallel()
-	u, err := url.Parse(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := faults.NewProxy(u.Host)
+	proxy, viaProxy, err := faults.NewURLProxy(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	u.Host = proxy.Addr()
-	s := open(t, u.String())
+	s := open(t, viaProxy)
 	ctx := context.Background()
 
 	tx, err := s.BeginIngest(ctx)
