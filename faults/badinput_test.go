@@ -469,9 +469,10 @@ func badCases(t *testing.T) []badCase {
 		add(name+": signature missing", 401, post(target, with(sig[name], h), body))
 		add(name+": signature forged", 401, post(target, with(sig[name], h, forged[name]), body))
 		add(name+": two forged signature headers", 401, post(target, with(sig[name], h, forged[name], forged[name]), body))
-		// Only the first signature header counts: a valid one after a
-		// forged one does not authenticate the request.
+		// A signature header sent on two lines is refused, whichever
+		// line holds the valid signature.
 		add(name+": forged signature header, then the valid one", 401, post(target, with(sig[name], h, forged[name], valid), body))
+		add(name+": valid signature header, then a forged one", 401, post(target, with(sig[name], h, valid, forged[name]), body))
 		tampered := append([]byte(nil), body...)
 		tampered[len(tampered)-3] = '2'
 		add(name+": body changed after signing", 401, post(target, sig[name], tampered))

@@ -42,7 +42,7 @@ func newGitHub(cfg Config) *githubVerifier {
 func (v *githubVerifier) parseHeader(r Request, sig *[sha256.Size]byte) error {
 	h, ok := headerValue(r.Header, githubSignatureHeader)
 	if !ok || h == "" {
-		return errGitHubMissing
+		return absent(r.Header, errGitHubMissing, githubSignatureHeader)
 	}
 	if !parseGitHubSignature(h, sig) {
 		return errGitHubMalformed
@@ -67,7 +67,7 @@ func (v *githubVerifier) Verify(r Request) (Result, error) {
 	}
 	id, _ := headerValue(r.Header, githubDeliveryHeader)
 	if id == "" {
-		return Result{}, errGitHubNoDelivery
+		return Result{}, absent(r.Header, errGitHubNoDelivery, githubDeliveryHeader)
 	}
 	typ, _ := headerValue(r.Header, githubEventHeader)
 	return Result{DeliveryID: id, EventType: typ}, nil

@@ -137,7 +137,7 @@ func checkHeaderAgrees(t *testing.T, v Verifier, r Request, verifyErr error) {
 	if verifyErr == nil {
 		t.Fatalf("CheckHeader refused (%v) a request Verify accepts", err)
 	}
-	if err != verifyErr {
+	if err.Error() != verifyErr.Error() || errors.Is(err, ErrMalformed) != errors.Is(verifyErr, ErrMalformed) {
 		t.Fatalf("CheckHeader error %q, Verify error %q: want the same", err, verifyErr)
 	}
 	if !errors.Is(err, ErrUnauthorized) {

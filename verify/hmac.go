@@ -179,7 +179,7 @@ type hmacSigned struct {
 func (v *hmacVerifier) parseHeader(r Request, s *hmacSigned) error {
 	h, ok := headerValue(r.Header, v.header)
 	if !ok || h == "" {
-		return v.errMiss
+		return absent(r.Header, v.errMiss, v.header)
 	}
 	if s.n, ok = v.parseSignature(h, &s.sig); !ok {
 		return v.errBad
@@ -189,7 +189,7 @@ func (v *hmacVerifier) parseHeader(r Request, s *hmacSigned) error {
 	}
 	tsText, _ := headerValue(r.Header, v.ts)
 	if tsText == "" {
-		return v.errNoTS
+		return absent(r.Header, v.errNoTS, v.ts)
 	}
 	if s.ts, ok = parseUnix(tsText); !ok {
 		return v.errBadTS

@@ -90,7 +90,7 @@ func (s *idSpec) extract(r Request) (Result, error) {
 	if s.idHeader != "" {
 		id, _ := headerValue(r.Header, s.idHeader)
 		if id == "" {
-			return Result{}, s.errIDHeader
+			return Result{}, absent(r.Header, s.errIDHeader, s.idHeader)
 		}
 		res.DeliveryID = id
 	}

@@ -163,16 +163,16 @@ func (v *standardWebhooks) parseHeader(r Request, s *swSigned) error {
 	if !ok {
 		hs = swSvix
 		if sigHeader, ok = headerValue(r.Header, hs.signature); !ok {
-			return errSWMissingSignature
+			return absent(r.Header, errSWMissingSignature, swWebhook.signature, swSvix.signature)
 		}
 	}
 	s.id, _ = headerValue(r.Header, hs.id)
 	if s.id == "" {
-		return hs.errMissingID
+		return absent(r.Header, hs.errMissingID, hs.id)
 	}
 	tsText, _ := headerValue(r.Header, hs.timestamp)
 	if tsText == "" {
-		return hs.errMissingTS
+		return absent(r.Header, hs.errMissingTS, hs.timestamp)
 	}
 	if s.ts, ok = parseUnix(tsText); !ok {
 		return hs.errBadTS

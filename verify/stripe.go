@@ -79,7 +79,7 @@ func newTimestamped(cfg Config) (*timestampedVerifier, error) {
 func (v *timestampedVerifier) parseHeader(r Request, sigs *[maxSignatures][sha256.Size]byte) (ts int64, n int, err error) {
 	h, ok := headerValue(r.Header, v.f.header)
 	if !ok || h == "" {
-		return 0, 0, v.f.errMissing
+		return 0, 0, absent(r.Header, v.f.errMissing, v.f.header)
 	}
 	if ts, n, err = v.f.parse(h, sigs); err != nil {
 		return 0, 0, err

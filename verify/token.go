@@ -93,7 +93,7 @@ func CredentialHeaders(v Verifier) []string {
 func (v *tokenVerifier) CheckHeader(r Request) error {
 	h, ok := headerValue(r.Header, v.header)
 	if !ok || h == "" {
-		return v.errMiss
+		return absent(r.Header, v.errMiss, v.header)
 	}
 	var got [sha256.Size]byte
 	if v.basic {

@@ -87,7 +87,7 @@ func togglePort(raw string) string {
 func (v *twilioVerifier) parseHeader(r Request, sig *[sha1.Size]byte) error {
 	h, ok := headerValue(r.Header, twilioSignatureHeader)
 	if !ok || h == "" {
-		return errTwilioMissing
+		return absent(r.Header, errTwilioMissing, twilioSignatureHeader)
 	}
 	var buf [sha1.Size + 3]byte
 	n, ok := decodeSignature(h, true, buf[:])

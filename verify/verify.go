@@ -439,12 +439,33 @@ func (s *macState) mac(prefix, body []byte) []byte {
 // Header helpers. Keys are canonicalised once, when the verifier is built;
 // the request's header map is then indexed directly.
 
+// headerValue returns the header sent under canonicalKey, trimmed. A
+// header sent on more than one line counts as absent: which line the
+// sender meant is ambiguous, and trusting the first (or the last) would
+// make the answer depend on the lines' order. See absent.
 func headerValue(h http.Header, canonicalKey string) (string, bool) {
 	vs := h[canonicalKey]
-	if len(vs) == 0 {
+	if len(vs) != 1 {
 		return "", false
 	}
 	return strings.TrimSpace(vs[0]), true
+}
+
+// absent is the error for a header that headerValue did not give:
+// missing, the error prepared for a missing header, or, when one of keys
+// was sent on more than one line, an error of the same kind that says so.
+func absent(h http.Header, missing error, keys ...string) error {
+	var ve *verifyError
+	if !errors.As(missing, &ve) {
+		return missing
+	}
+	for _, k := range keys {
+		if len(h[k]) > 1 {
+			scheme, _, _ := strings.Cut(ve.reason, ": ")
+			return &verifyError{ve.kind, scheme + ": " + k + " header sent more than once"}
+		}
+	}
+	return missing
 }
 
 // bodyHash returns the hex SHA-256 of body.

@@ -364,3 +364,64 @@ func TestCheckHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedHeaderLines: a header the scheme reads, sent on two lines,
+// is refused whatever the lines hold (the valid value twice, a forged one
+// before or after it), with a reason that says so and the kind of error
+// its absence gets; CheckHeader agrees. Before, only the first line
+// counted, so the answer depended on the lines' order.
+func TestRepeatedHeaderLines(t *testing.T) {
+	body := eventBody
+	hm := Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Sig", TimestampHeader: "X-Ts", Signed: "{timestamp}.{body}"}
+	cases := []struct {
+		cfg  Config
+		id   string
+		keys []string
+	}{
+		{Config{Scheme: SchemeStandardWebhooks, Secrets: []string{swSecretA}}, "msg_1", []string{"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature"}},
+		{Config{Scheme: SchemeStripe, Secrets: []string{stripeSecretA}}, "", []string{"Stripe-Signature"}},
+		{Config{Scheme: SchemeGitHub, Secrets: []string{ghSecretA}}, "d-1", []string{"X-Hub-Signature-256", "X-Github-Delivery"}},
+		{hm, "", []string{"X-Sig", "X-Ts"}},
+		{Config{Scheme: SchemeToken, Secrets: []string{hmacSecretA}, Header: "X-Token"}, "", []string{"X-Token"}},
+	}
+	for _, tc := range cases {
+		v := mustNew(t, tc.cfg)
+		signed, err := Sign(tc.cfg, body, tc.id, testNow)
+		if err != nil {
+			t.Fatalf("%s: Sign: %v", tc.cfg.Scheme, err)
+		}
+		if _, err := v.Verify(Request{Header: signed, Body: body, Now: testNow}); err != nil {
+			t.Fatalf("%s: the signed request itself: %v", tc.cfg.Scheme, err)
+		}
+		for _, k := range tc.keys {
+			valid := signed.Get(k)
+			if valid == "" {
+				t.Fatalf("%s: Sign set no %s", tc.cfg.Scheme, k)
+			}
+			for name, lines := range map[string][]string{
+				"twice":              {valid, valid},
+				"forged, then valid": {"x" + valid, valid},
+				"valid, then forged": {valid, "x" + valid},
+			} {
+				h := signed.Clone()
+				h[k] = lines
+				r := Request{Header: h, Body: body, Now: testNow}
+				_, err := v.Verify(r)
+				if err == nil {
+					t.Errorf("%s: %s %s: accepted", tc.cfg.Scheme, k, name)
+					continue
+				}
+				if !strings.Contains(err.Error(), k+" header sent more than once") {
+					t.Errorf("%s: %s %s: %v, want it to say the header was sent more than once", tc.cfg.Scheme, k, name, err)
+				}
+				missing := signed.Clone()
+				missing.Del(k)
+				_, absentErr := v.Verify(Request{Header: missing, Body: body, Now: testNow})
+				if errors.Is(absentErr, ErrMalformed) != errors.Is(err, ErrMalformed) {
+					t.Errorf("%s: %s %s: %v, not the kind of error its absence gets (%v)", tc.cfg.Scheme, k, name, err, absentErr)
+				}
+				checkHeaderAgrees(t, v, r, err)
+			}
+		}
+	}
+}
