@@ -78,7 +78,7 @@ const DefaultMaxInflightBodyBytes = 64 << 20
 type Config struct {
 	Sources      []Source
 	Ingest       IngestFunc
-	Ready        func(ctx context.Context) error // store reachability, for /readyz
+	Ready        func(ctx context.Context) error // store reachability, for /readyz; see ErrCommitsFailing
 	MaxBodyBytes int64                           // default 1 MiB
 	RetryAfter   time.Duration                   // sent with 503; default 5s
 	// MaxInflightBodyBytes bounds the body bytes held at once across all
@@ -395,12 +395,21 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		if err := s.cfg.Ready(ctx); err != nil {
 			s.log.Warn("not ready", "err", err)
-			writeError(w, http.StatusServiceUnavailable, "store unreachable")
+			msg := "store unreachable"
+			if errors.Is(err, ErrCommitsFailing) {
+				msg = "the store cannot commit deliveries (see the log)"
+			}
+			writeError(w, http.StatusServiceUnavailable, msg)
 			return
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
+
+// ErrCommitsFailing is what Config.Ready wraps when the store answers but
+// its last commits failed: /readyz then says so rather than that the store
+// is unreachable.
+var ErrCommitsFailing = errors.New("the last ingest commit failed")
 
 // errBusy means the budget for body bytes in flight is spent.
 var errBusy = errors.New("body bytes in flight at the limit")

@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -190,11 +191,15 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 		return rs, err
 	}
+	commits := &commitHealth{}
 	opts := groupcommit.Options{
 		MaxBatch: cfg.Ingest.BatchMax,
 		MaxWait:  time.Duration(cfg.Ingest.BatchWait),
 		Flushers: cfg.Ingest.Flushers, // only when set: see below
-		OnBatch:  m.Batch,
+		OnBatch: func(size int, took time.Duration, err error) {
+			m.Batch(size, took, err)
+			commits.observe(err, time.Now())
+		},
 	}
 	var c *groupcommit.Committer[hookbox.Delivery, hookbox.Receipt]
 	if cfg.Ingest.Flushers == 0 {
@@ -223,9 +228,14 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		maxBody = config.DefaultMaxBodyBytes
 	}
 	srv := server.New(server.Config{
-		Sources:      sources,
-		Ingest:       withRoutes(cfg, withBodyKeys(cfg, c.Submit)),
-		Ready:        st.Ping,
+		Sources: sources,
+		Ingest:  withRoutes(cfg, withBodyKeys(cfg, c.Submit)),
+		Ready: func(ctx context.Context) error {
+			if err := st.Ping(ctx); err != nil {
+				return err
+			}
+			return commits.ready(time.Now())
+		},
 		MaxBodyBytes: maxBody,
 		Logger:       log,
 		Observe: func(source, outcome string, took time.Duration) {
@@ -494,4 +504,40 @@ func storedNew(rs []hookbox.Receipt) bool {
 		}
 	}
 	return false
+}
+
+// commitFailWindow is how long a failed ingest commit, with none
+// succeeding after it, keeps /readyz at 503.
+const commitFailWindow = 10 * time.Second
+
+// commitHealth remembers how the last ingest commits ended, for /readyz:
+// a store that answers its ping can still fail every write (a full disk,
+// an immutable file). Readiness comes back commitFailWindow after the last
+// failure when nothing is sent meanwhile, so that a receiver a load
+// balancer stopped sending to is tried again.
+type commitHealth struct {
+	mu               sync.Mutex
+	failedAt, goodAt time.Time
+	lastErr          error
+}
+
+func (h *commitHealth) observe(err error, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		h.failedAt, h.lastErr = now, err
+	} else {
+		h.goodAt = now
+	}
+}
+
+// ready reports server.ErrCommitsFailing while the last commit failed,
+// within commitFailWindow.
+func (h *commitHealth) ready(now time.Time) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failedAt.IsZero() || h.goodAt.After(h.failedAt) || now.Sub(h.failedAt) > commitFailWindow {
+		return nil
+	}
+	return fmt.Errorf("%w %v ago: %v", server.ErrCommitsFailing, now.Sub(h.failedAt).Round(time.Millisecond), h.lastErr)
 }

@@ -330,9 +330,16 @@ func TestSQLiteCannotCommit(t *testing.T) {
 	if _, err := db.Exec(`CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
 		t.Fatal(err)
 	}
+	if code, body := readyz(t, h.url); code != http.StatusOK {
+		t.Fatalf("/readyz = %d %s before any commit failed", code, body)
+	}
 	r := do(t, h.signed("polar", "m-full", []byte(`{}`)))
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("reply %+v, want 503 with Retry-After", r)
+	}
+	// The store still answers a ping, but /readyz says it cannot commit.
+	if code, body := readyz(t, h.url); code != http.StatusServiceUnavailable || !strings.Contains(body, "cannot commit") {
+		t.Errorf("/readyz = %d %s while commits fail, want 503 saying the store cannot commit", code, body)
 	}
 	if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
 		t.Fatal(err)
@@ -340,6 +347,21 @@ func TestSQLiteCannotCommit(t *testing.T) {
 	if r := do(t, h.signed("polar", "m-full", []byte(`{}`))); r.status != http.StatusAccepted || r.Duplicate {
 		t.Fatalf("after the disk recovered: %+v, want 202 new", r)
 	}
+	if code, body := readyz(t, h.url); code != http.StatusOK {
+		t.Errorf("/readyz = %d %s after a commit succeeded again, want 200", code, body)
+	}
+}
+
+// readyz returns the status and body of GET /readyz.
+func readyz(t *testing.T, base string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // TestClosedStore503: a closed database answers 503, never 202.
