@@ -34,8 +34,9 @@ type outage struct {
 	// and the end-of-run checks show that each such delivery was stored.
 	strict bool
 	// unready: /readyz must be 503 during the outage. A database that
-	// cannot be reached is; a SQLite file that can be read but not
-	// written is not (readiness is reachability).
+	// cannot be reached is. A SQLite file that can be read but not
+	// written is 503 only while its last commit failed, and a batch of
+	// redeliveries alone, writing nothing, can commit: not checked.
 	unready bool
 }
 
