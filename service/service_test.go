@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/faults"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/verify"
@@ -389,18 +390,22 @@ func TestClosedStore503(t *testing.T) {
 // returns, ingest resumes without a restart.
 func TestPostgresStopped(t *testing.T) {
 	url := pgtest.URL(t)
-	p := newProxy(t, url)
-	h := start(t, p.url)
+	p, viaProxy, err := faults.NewURLProxy(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	h := start(t, viaProxy)
 	if r := do(t, h.signed("polar", "before", []byte(`{}`))); r.status != http.StatusAccepted {
 		t.Fatalf("before the outage: %+v", r)
 	}
-	p.stop()
+	p.Cut()
 	for i := range 5 {
 		if r := do(t, h.signed("polar", fmt.Sprint("during-", i), []byte(`{}`))); r.status != http.StatusServiceUnavailable {
 			t.Fatalf("during the outage: %+v, want 503", r)
 		}
 	}
-	p.start()
+	p.Restore()
 	if r := do(t, h.signed("polar", "after", []byte(`{}`))); r.status != http.StatusAccepted || r.Duplicate {
 		t.Fatalf("after the outage: %+v, want 202 new", r)
 	}
