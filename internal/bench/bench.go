@@ -80,7 +80,10 @@ type Result struct {
 	P99VsMinimal float64      `json:"p99_ratio_to_minimal,omitempty"`
 	Drain        *DrainResult `json:"drain,omitempty"`
 	MaxRSS       int64        `json:"max_rss_bytes,omitempty"`
-	Preload      int          `json:"preloaded_rows,omitempty"`
+	// CPU is what one request cost (one event, for --drain-only); nil
+	// where /proc cannot say.
+	CPU     *CPUFigures `json:"cpu_per_request,omitempty"`
+	Preload int         `json:"preloaded_rows,omitempty"`
 	// Phase names the step of a --preload run: "empty", "preloaded" or
 	// "purging"; VsBefore and P99VsBefore compare its req/s and p99 with
 	// the step before it, in the same run.
@@ -283,6 +286,14 @@ func printBench(w io.Writer, r Result) {
 			fmt.Fprintf(w, "  light load, sent→handler start p50 %v p99 %v", d.StartP50.Round(time.Microsecond), d.StartP99.Round(time.Microsecond))
 		}
 		fmt.Fprintln(w)
+	}
+	if c := r.CPU; c != nil {
+		per := "request"
+		if r.Ingest == nil {
+			per = "event drained"
+		}
+		fmt.Fprintf(w, "%-15s CPU per %s: %v machine, %v this process (load generator included)\n", "", per,
+			c.Machine.Round(time.Microsecond), c.Process.Round(time.Microsecond))
 	}
 	fmt.Fprintf(w, "%-15s process max RSS %d MB (load generator included)\n", "", r.MaxRSS>>20)
 }
@@ -525,12 +536,13 @@ func (t *benchTarget) measure(ctx context.Context, f *Options, vc verify.Config,
 		if err := storeEvents(ctx, t.svc, gen, f.DrainOnly); err != nil {
 			return r, err
 		}
-		start := time.Now()
+		start, cpu := time.Now(), sampleCPU()
 		t.serve()
 		if err := t.waitHandled(ctx, int64(f.DrainOnly), 10*time.Minute); err != nil {
 			return r, err
 		}
 		d := time.Since(start)
+		r.CPU = cpu.perOp(sampleCPU(), f.DrainOnly)
 		r.Drain = &DrainResult{Events: f.DrainOnly, Duration: d, Rate: float64(f.DrainOnly) / d.Seconds()}
 		return r, nil
 	}
@@ -561,10 +573,12 @@ func (t *benchTarget) measure(ctx context.Context, f *Options, vc verify.Config,
 		fmt.Fprintf(os.Stderr, "\r  %-14s %9d sent  %8.0f req/s  drained %9d  lag %7d ", t.name, done,
 			float64(done)/elapsed.Seconds(), t.handled.Load()-handledBefore, lag.last.Load())
 	}
+	cpu := sampleCPU()
 	res, err := loadgen.Run(ctx, loadgen.Options{
 		URL: t.url, Connections: f.Connections, Count: count, Duration: duration, Until: until,
 		Next: gen.next, Body: body, Progress: progress,
 	})
+	r.CPU = cpu.perOp(sampleCPU(), res.Requests)
 	if !f.JSON {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,13 @@ func TestMinimalTarget(t *testing.T) {
 	}
 	if rs[1].VsMinimal <= 0 || rs[1].P99VsMinimal <= 0 {
 		t.Errorf("sqlite carries no ratio to the minimal receiver: %+v", rs[1])
+	}
+	if runtime.GOOS == "linux" {
+		for _, r := range rs {
+			if r.CPU == nil || r.CPU.Process <= 0 || r.CPU.Machine <= 0 {
+				t.Errorf("%s: CPU per request %+v, want the machine's and the process's", r.Target, r.CPU)
+			}
+		}
 	}
 
 	st, err := openMinimalStore(context.Background(), "minimal-sqlite", t.TempDir()+"/m.db", "")
