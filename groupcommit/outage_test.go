@@ -108,12 +108,29 @@ func commitFailureAnswersFast(t *testing.T, unstick chan struct{}) {
 	for commits.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
+	// Three slices of 16 callers (the filler adds 16 at a time while a
+	// commit runs), each sent once the one before is added: every caller
+	// is then in the transaction behind the held commit before it fails,
+	// and none arrives after.
+	const slices, slice = 3, 16
 	var errs []error
-	done := make(chan struct{})
-	go func() { errs, _ = submitTimed(c, 40); close(done) }()
-	for st.added.Load() < 1+40-15 {
-		time.Sleep(time.Millisecond)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for k := range slices {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e, _ := submitTimed(c, slice)
+			mu.Lock()
+			errs = append(errs, e...)
+			mu.Unlock()
+		}()
+		for st.added.Load() < int64(1+slice*(k+1)) {
+			time.Sleep(time.Millisecond)
+		}
 	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
 	close(st.holdCommit) // the first commit now fails
 	if err := <-first; !errors.Is(err, down) {
 		t.Fatalf("first = %v", err)
