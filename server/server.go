@@ -78,7 +78,7 @@ const DefaultMaxInflightBodyBytes = 64 << 20
 type Config struct {
 	Sources      []Source
 	Ingest       IngestFunc
-	Ready        func(ctx context.Context) error // store reachability, for /readyz; see ErrCommitsFailing
+	Ready        func(ctx context.Context) error // store reachability and recent commits, for /readyz; see ErrCommitsFailing
 	MaxBodyBytes int64                           // default 1 MiB
 	RetryAfter   time.Duration                   // sent with 503; default 5s
 	// MaxInflightBodyBytes bounds the body bytes held at once across all
