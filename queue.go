@@ -210,7 +210,8 @@ type Queue interface {
 	// BeginWork opens a write transaction for Go handlers (see WorkTx).
 	BeginWork(ctx context.Context) (WorkTx, error)
 
-	// Attempts lists the recorded attempts at one event, oldest first.
+	// Attempts lists the attempts at one event, oldest first: the rows
+	// recorded, and the first attempt when it succeeded (see AttemptStored).
 	Attempts(ctx context.Context, eventID int64) ([]Attempt, error)
 
 	// WorkerStarted records that the worker pool w runs from now on. It
@@ -301,7 +302,7 @@ type WorkTx interface {
 	Rollback() error
 }
 
-// Attempt is one recorded try at an event.
+// Attempt is one try at an event.
 type Attempt struct {
 	Attempt    int       `json:"attempt"`
 	Owner      string    `json:"owner"`
@@ -321,6 +322,18 @@ const (
 	// is that of the last attempt before the replay.
 	AttemptReplay = "replay"
 )
+
+// AttemptStored reports whether an attempt that ended with outcome (one of
+// the Attempt… names) gets a row of its own in the attempts table. Every
+// attempt does except an event's first when it succeeded, the common case:
+// the event's row already says all a reader needs of it (status done after
+// one attempt, finished at its updated_at), and leaving it out halves the
+// rows a drain writes. Queue.Attempts lists it from the event, with the
+// finish time as its start and no owner; a replay of such an event writes
+// its row first, since the replay rewrites what it was read from.
+func AttemptStored(attempt int, outcome string) bool {
+	return attempt != 1 || outcome != AttemptDone
+}
 
 // AttemptOutcome names the attempt outcome that leads to status s.
 func AttemptOutcome(s Status) string {

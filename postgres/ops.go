@@ -68,7 +68,10 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		// In id order, replayBatch events per statement (each its own
 		// transaction), so a replay of a million events never holds a
 		// million row locks. The replay is marked in each event's history
-		// (an attempts row numbered as the last attempt before it).
+		// (an attempts row numbered as the last attempt before it), after
+		// the row of a first attempt that succeeded, which had none
+		// (hookbox.AttemptStored) and is read from the snapshot the
+		// update rewrites.
 		q = `WITH replayed AS (
 UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ` + at + `,
     lease_owner = NULL, last_error = NULL, updated_at = ` + at + `
@@ -78,7 +81,13 @@ WHERE id IN (SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id >
 RETURNING id, attempts, updated_at
 ), marked AS (
 INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
-SELECT id, attempts, 'operator', '` + hookbox.AttemptReplay + `', updated_at, updated_at FROM replayed
+SELECT id, attempt, owner, outcome, started_at, finished_at FROM (
+    SELECT events.id, 0 AS k, 1 AS attempt, '' AS owner, '` + hookbox.AttemptDone + `' AS outcome,
+        events.updated_at AS started_at, events.updated_at AS finished_at
+    FROM events JOIN replayed r ON r.id = events.id WHERE ` + impliedFirstAttempt + `
+    UNION ALL
+    SELECT id, 1, attempts, 'operator', '` + hookbox.AttemptReplay + `', updated_at, updated_at FROM replayed) m
+ORDER BY id, k
 )
 SELECT id, false FROM replayed`
 	}

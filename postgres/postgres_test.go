@@ -653,7 +653,11 @@ func TestFinishPurgedEvent(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), `DELETE FROM events WHERE id = $1`, evs[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	errs, err := s.Finish(context.Background(), []hookbox.Outcome{done(&evs[0]), done(&evs[1])})
+	// The second fails, so that its attempt has a row (a first attempt
+	// that succeeds has none: hookbox.AttemptStored).
+	retry := done(&evs[1])
+	retry.Status, retry.RetryAt = hookbox.StatusPending, time.Now().Add(time.Hour)
+	errs, err := s.Finish(context.Background(), []hookbox.Outcome{done(&evs[0]), retry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -906,8 +910,13 @@ func TestThreeProcessesDrainOnce(t *testing.T) {
 	if n := count(t, conn, `SELECT count(DISTINCT event_id) FROM effect_keys WHERE scope = 'drain'`); n != total {
 		t.Errorf("effects of %d distinct events, want %d", n, total)
 	}
-	if n := count(t, conn, `SELECT count(*) FROM attempts WHERE outcome = 'done'`); n != total {
-		t.Errorf("%d done attempts recorded, want %d", n, total)
+	// Each event done at its first attempt, which has no attempts row
+	// (hookbox.AttemptStored); no other attempt was made.
+	if n := count(t, conn, `SELECT count(*) FROM events WHERE status = 'done' AND attempts = 1`); n != total {
+		t.Errorf("%d events done at their first attempt, want %d", n, total)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM attempts`); n != 0 {
+		t.Errorf("%d attempts rows, want none", n)
 	}
 }
 
@@ -957,4 +966,16 @@ func benchmarkDrain(b *testing.B, h func(ctx context.Context, tx *hookbox.Tx, ev
 		worked += len(evs)
 	}
 	b.ReportMetric(float64(worked)/b.Elapsed().Seconds(), "events/s")
+}
+
+// TestOlderFirstAttemptRow: see storetest.OlderFirstAttemptRow.
+func TestOlderFirstAttemptRow(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	conn := connect(t, url)
+	storetest.OlderFirstAttemptRow(t, open(t, url), func(id int64, at time.Time) error {
+		_, err := conn.Exec(context.Background(), `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+            VALUES ($1, 1, 'older', 'done', $2, $2)`, id, at)
+		return err
+	})
 }

@@ -237,8 +237,12 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 	return nil
 }
 
-// finishOutcomes applies a batch of outcomes and records every attempt in one
-// statement. It returns the ordinals (1-based positions in the arrays) of the
+// firstDone holds for an outcome (o) that is its event's first attempt and
+// succeeded: it gets no attempts row (hookbox.AttemptStored).
+const firstDone = `(o.attempt = 1 AND o.outcome = '` + hookbox.AttemptDone + `')`
+
+// finishOutcomes applies a batch of outcomes and records their attempts
+// (those hookbox.AttemptStored keeps) in one statement. It returns the ordinals (1-based positions in the arrays) of the
 // outcomes that were applied; the others were refused, and their attempt rows
 // say "lost".
 //
@@ -265,7 +269,7 @@ const finishOutcomes = `WITH o AS (
     SELECT o.id, o.attempt, o.owner, CASE WHEN applied.n IS NULL THEN 'lost' ELSE o.outcome END,
         NULLIF(o.error, ''), o.started, o.finished
     FROM o LEFT JOIN applied ON applied.n = o.n
-    WHERE o.id IN (SELECT id FROM held)
+    WHERE o.id IN (SELECT id FROM held) AND NOT (applied.n IS NOT NULL AND ` + firstDone + `)
     ORDER BY o.n
 )
 SELECT n FROM applied`
@@ -400,7 +404,7 @@ const finishPicked = `WITH o AS (
 ), recorded AS (
     INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
     SELECT o.id, o.attempt, o.owner, o.outcome, NULLIF(o.error, ''), o.started, o.finished
-    FROM o ORDER BY o.n
+    FROM o WHERE NOT ` + firstDone + ` ORDER BY o.n
 )
 SELECT n FROM applied`
 
@@ -410,10 +414,27 @@ const leasePicked = `UPDATE events SET status = 'processing', attempts = attempt
     lease_owner = $1, next_attempt_at = $2, updated_at = $4
 WHERE id = ANY($3::bigint[])`
 
-// Attempts lists the recorded attempts at one event, oldest first.
+// attemptsSQL lists an event's ($1) attempts: its first when it
+// succeeded, which has no row (hookbox.AttemptStored) and is read from the
+// event, then its rows in the order they were written.
+const attemptsSQL = `SELECT attempt, owner, outcome, error, started_at, finished_at FROM (
+    SELECT 0 AS k, 0::bigint AS id, 1 AS attempt, '' AS owner, '` + hookbox.AttemptDone + `' AS outcome,
+        NULL::text AS error, updated_at AS started_at, updated_at AS finished_at
+    FROM events WHERE id = $1 AND ` + impliedFirstAttempt + `
+    UNION ALL
+    SELECT 1, id, attempt, owner, outcome, error, started_at, finished_at FROM attempts WHERE event_id = $1) a
+ORDER BY k, id`
+
+// impliedFirstAttempt holds for an event row whose first attempt
+// succeeded and has no attempts row (hookbox.AttemptStored). Rows stored
+// before that rule have one, and are not matched.
+const impliedFirstAttempt = `events.status = 'done' AND events.attempts >= 1
+    AND NOT EXISTS (SELECT 1 FROM attempts f WHERE f.event_id = events.id AND f.attempt = 1)`
+
+// Attempts lists the attempts at one event, oldest first; see
+// hookbox.Queue.
 func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt, error) {
-	rows, err := s.pool.Query(ctx, `SELECT attempt, owner, outcome, error, started_at, finished_at
-        FROM attempts WHERE event_id = $1 ORDER BY id`, eventID)
+	rows, err := s.pool.Query(ctx, attemptsSQL, eventID)
 	if err != nil {
 		return nil, queryError("attempts", err)
 	}

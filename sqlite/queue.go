@@ -345,8 +345,8 @@ func insertAttemptsSQL(n int) string {
 	return `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at) VALUES ` + rowsOf(n, 7)
 }
 
-// recordAttempts inserts one attempts row per outcome that ran, many rows
-// per statement.
+// recordAttempts inserts one attempts row per outcome that ran and is
+// stored (hookbox.AttemptStored), many rows per statement.
 func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, applied []bool) error {
 	var rows []any
 	for i, o := range outs {
@@ -356,6 +356,9 @@ func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.O
 		outcome := hookbox.AttemptOutcome(o.Status)
 		if !applied[i] {
 			outcome = hookbox.AttemptLost
+		}
+		if !hookbox.AttemptStored(o.Attempt, outcome) {
+			continue
 		}
 		rows = append(rows, o.ID, o.Attempt, o.Owner, outcome, nullString(o.Error),
 			millis(o.StartedAt), millis(o.FinishedAt))
@@ -394,10 +397,10 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
-// Attempts lists the recorded attempts at one event, oldest first.
+// Attempts lists the attempts at one event, oldest first; see
+// hookbox.Queue.
 func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt, error) {
-	rows, err := s.reader.QueryContext(ctx, `SELECT attempt, owner, outcome, error, started_at, finished_at
-        FROM attempts WHERE event_id = ? ORDER BY id`, eventID)
+	rows, err := s.reader.QueryContext(ctx, attemptsSQL, eventID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: attempts: %w", err)
 	}
@@ -415,6 +418,23 @@ func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt,
 	}
 	return out, rows.Err()
 }
+
+// attemptsSQL lists an event's (?1) attempts: its first when it succeeded,
+// which has no row (hookbox.AttemptStored) and is read from the event,
+// then its rows in the order they were written.
+const attemptsSQL = `SELECT attempt, owner, outcome, error, started_at, finished_at FROM (
+    SELECT 0 AS k, 0 AS id, 1 AS attempt, '' AS owner, '` + hookbox.AttemptDone + `' AS outcome, NULL AS error,
+        updated_at AS started_at, updated_at AS finished_at
+    FROM events WHERE id = ?1 AND ` + impliedFirstAttempt + `
+    UNION ALL
+    SELECT 1, id, attempt, owner, outcome, error, started_at, finished_at FROM attempts WHERE event_id = ?1)
+ORDER BY k, id`
+
+// impliedFirstAttempt holds for an event row whose first attempt
+// succeeded and has no attempts row (hookbox.AttemptStored). Rows stored
+// before that rule have one, and are not matched.
+const impliedFirstAttempt = `status = 'done' AND attempts >= 1
+    AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = events.id AND a.attempt = 1)`
 
 var _ hookbox.Transactor = (*Store)(nil)
 

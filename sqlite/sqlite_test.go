@@ -2,9 +2,11 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/sqlite"
@@ -63,4 +65,24 @@ func TestFilesArePrivate(t *testing.T) {
 			t.Errorf("%s has mode %v, want 0600", filepath.Base(name), perm)
 		}
 	}
+}
+
+// TestOlderFirstAttemptRow: see storetest.OlderFirstAttemptRow.
+func TestOlderFirstAttemptRow(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	storetest.OlderFirstAttemptRow(t, s, func(id int64, at time.Time) error {
+		_, err := db.Exec(`INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+            VALUES (?, 1, 'older', 'done', ?, ?)`, id, at.UnixMilli(), at.UnixMilli())
+		return err
+	})
 }

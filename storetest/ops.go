@@ -27,6 +27,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ReplayByFilterAndDryRun":      testReplayFilter,
 		"ReplayManyByFilter":           testReplayMany,
 		"ReplayRefusesClearedPayload":  testReplayRefusesClearedPayload,
+		"FirstAttemptDoneHasNoRow":     testFirstAttemptDone,
 		"EmptyPayloadIsNotCleared":     testEmptyPayloadIsNotCleared,
 		"PurgeOnlyOldFinished":         testPurgeOnlyOldFinished,
 		"PurgeDryRunChangesNothing":    testPurgeDryRun,
@@ -64,6 +65,41 @@ func replay(t *testing.T, s FullStore, p hookbox.ReplayParams) hookbox.ReplayRes
 		t.Fatalf("Replay: %v", err)
 	}
 	return res
+}
+
+// testFirstAttemptDone: a first attempt that succeeds gets no attempts row
+// (hookbox.AttemptStored) and is still listed, finished when its event
+// was; a replay writes it down before rewriting the event, so the history
+// reads the same after it; later attempts have rows.
+func testFirstAttemptDone(t *testing.T, s FullStore) {
+	ingest(t, s, Delivery("fd", "1"))
+	first := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	ev := claim(t, s, time.Now(), 1, "fd")[0]
+	finish(t, s, outcome(ev, hookbox.StatusDone, first))
+	check := func(when string, want []hookbox.Attempt) {
+		t.Helper()
+		as, err := s.Attempts(context.Background(), ev.ID)
+		if err != nil || len(as) != len(want) {
+			t.Fatalf("%s: attempts %+v, %v; want %d", when, as, err, len(want))
+		}
+		for i, w := range want {
+			a := as[i]
+			if a.Attempt != w.Attempt || a.Owner != w.Owner || a.Outcome != w.Outcome ||
+				(!w.FinishedAt.IsZero() && !a.FinishedAt.Equal(w.FinishedAt)) {
+				t.Errorf("%s: attempt %d is %+v, want %+v", when, i, a, w)
+			}
+		}
+	}
+	want := []hookbox.Attempt{{Attempt: 1, Outcome: hookbox.AttemptDone, StartedAt: first, FinishedAt: first}}
+	check("after the first attempt", want)
+	replay(t, s, hookbox.ReplayParams{IDs: []int64{ev.ID}, IncludeDone: true})
+	want = append(want, hookbox.Attempt{Attempt: 1, Owner: "operator", Outcome: hookbox.AttemptReplay})
+	check("after a replay", want)
+	ev = claim(t, s, time.Now(), 1, "fd")[0]
+	second := time.Now().Truncate(time.Millisecond)
+	finish(t, s, outcome(ev, hookbox.StatusDone, second))
+	want = append(want, hookbox.Attempt{Attempt: 2, Owner: ev.LeaseOwner, Outcome: hookbox.AttemptDone, FinishedAt: second})
+	check("after the second attempt", want)
 }
 
 func testReplayDead(t *testing.T, s FullStore) {
@@ -467,5 +503,40 @@ func testProgress(t *testing.T, s FullStore) {
 	rr := replay(t, s, hookbox.ReplayParams{Filter: hookbox.Filter{Source: "prog-r"}, Progress: func(n int) { replayed = append(replayed, n) }})
 	if len(replayed) == 0 || replayed[len(replayed)-1] != len(rr.Replayed) || len(rr.Replayed) != 3 || !slices.IsSorted(replayed) {
 		t.Errorf("replay progress %v for %d replayed", replayed, len(rr.Replayed))
+	}
+}
+
+// OlderFirstAttemptRow checks a store over a database written before a
+// first attempt that succeeds went without a row (hookbox.AttemptStored):
+// write inserts, as such a build did, the row of an event's first attempt,
+// done at `at` by owner "older". The attempt is listed once, and a replay
+// does not write it again.
+func OlderFirstAttemptRow(t *testing.T, s FullStore, write func(eventID int64, at time.Time) error) {
+	t.Helper()
+	ingest(t, s, Delivery("older", "1"))
+	at := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	ev := claim(t, s, time.Now(), 1, "older")[0]
+	finish(t, s, outcome(ev, hookbox.StatusDone, at))
+	if err := write(ev.ID, at); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := func() []string {
+		t.Helper()
+		as, err := s.Attempts(context.Background(), ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range as {
+			out = append(out, fmt.Sprintf("%d %s %s", a.Attempt, a.Owner, a.Outcome))
+		}
+		return out
+	}
+	if got := outcomes(); !slices.Equal(got, []string{"1 older done"}) {
+		t.Errorf("attempts %q, want the older build's row alone", got)
+	}
+	replay(t, s, hookbox.ReplayParams{IDs: []int64{ev.ID}, IncludeDone: true})
+	if got := outcomes(); !slices.Equal(got, []string{"1 older done", "1 operator replay"}) {
+		t.Errorf("after a replay: attempts %q, want the older row and the replay", got)
 	}
 }

@@ -136,7 +136,10 @@ var funcs = template.FuncMap{
 		return now.Sub(t).Round(time.Second).String()
 	},
 	"took": func(a hookbox.Attempt) string {
-		if a.FinishedAt.IsZero() || a.FinishedAt.Before(a.StartedAt) {
+		// A first attempt that succeeded keeps only its finish
+		// (hookbox.AttemptStored): its start reads the same, and no
+		// duration is shown.
+		if a.FinishedAt.IsZero() || !a.FinishedAt.After(a.StartedAt) {
 			return ""
 		}
 		return a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond).String()
