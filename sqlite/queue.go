@@ -91,14 +91,21 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
                 WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
-                ORDER BY next_attempt_at, id LIMIT ?)`
+                ORDER BY next_attempt_at, id LIMIT `+limitParam+`)`
 			args = append(args, src, nowMS, p.Limit)
 		}
-		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY next_attempt_at, id LIMIT ?`
+		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY next_attempt_at, id LIMIT ` + limitParam
 		args = append(args, p.Limit)
 	}
 	return pick, args, nowMS, until
 }
+
+// limitParam is a claim's LIMIT parameter. SQLite's planner reads the
+// value bound to a bare `LIMIT ?` and, when the next execution binds
+// another, prepares the statement again (as costly as running it); a claim
+// asks for as many events as it has room for, which changes all the time.
+// The cast hides the value from the planner.
+const limitParam = `CAST(? AS INTEGER)`
 
 // maxKeysPerClaim bounds the order keys one claim by key visits.
 const maxKeysPerClaim = 4096
@@ -129,7 +136,7 @@ func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
             WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL AND ` + head + `
             ORDER BY id LIMIT 1)
         WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ?
-        LIMIT ?`
+        LIMIT ` + limitParam
 	return q, []any{src, p.AfterKey, src, maxKeysPerClaim, src, nowMS, p.Limit}
 }
 
