@@ -91,7 +91,7 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
                 WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
-                ORDER BY next_attempt_at, id LIMIT `+limitParam+`)`
+                ORDER BY next_attempt_at, id LIMIT ` + limitParam + `)`
 			args = append(args, src, nowMS, p.Limit)
 		}
 		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY next_attempt_at, id LIMIT ` + limitParam
