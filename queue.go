@@ -312,6 +312,16 @@ type Attempt struct {
 	FinishedAt time.Time `json:"finished_at"`
 }
 
+// Took returns how long the attempt ran, and false when that is not known:
+// a first attempt that succeeded keeps only its finish (see AttemptStored),
+// so its start reads the same.
+func (a Attempt) Took() (time.Duration, bool) {
+	if a.FinishedAt.IsZero() || !a.FinishedAt.After(a.StartedAt) {
+		return 0, false
+	}
+	return a.FinishedAt.Sub(a.StartedAt), true
+}
+
 // Attempt outcomes as recorded in the attempts table.
 const (
 	AttemptDone  = "done"

@@ -136,13 +136,11 @@ var funcs = template.FuncMap{
 		return now.Sub(t).Round(time.Second).String()
 	},
 	"took": func(a hookbox.Attempt) string {
-		// A first attempt that succeeded keeps only its finish
-		// (hookbox.AttemptStored): its start reads the same, and no
-		// duration is shown.
-		if a.FinishedAt.IsZero() || !a.FinishedAt.After(a.StartedAt) {
+		d, ok := a.Took()
+		if !ok {
 			return ""
 		}
-		return a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond).String()
+		return d.Round(time.Millisecond).String()
 	},
 	"chartWidth":  func() int { return hookbox.OverviewMinutes * barWidth },
 	"chartHeight": func() int { return chartHeight },

@@ -289,8 +289,12 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tOUTCOME\tSTARTED\tTOOK\tERROR")
 	for _, a := range d.Attempts {
+		took := "-"
+		if dur, ok := a.Took(); ok {
+			took = dur.Round(time.Millisecond).String()
+		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\n", a.Attempt, printable(string(a.Outcome)), ts(a.StartedAt),
-			a.FinishedAt.Sub(a.StartedAt).Round(time.Millisecond), orDash(oneLine(a.Error)))
+			took, orDash(oneLine(a.Error)))
 	}
 	return tw.Flush()
 }
