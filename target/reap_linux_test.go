@@ -80,7 +80,10 @@ wait
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			actx, acancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			// Long enough for the shell to start and write its pidfile on
+			// a loaded machine (300 ms was not, under -race in CI); the
+			// other commands run meanwhile, so the test takes no longer.
+			actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer acancel()
 			err := e.Deliver(actx, &hookbox.Event{ID: int64(i), Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 			if !errors.Is(err, context.DeadlineExceeded) {
