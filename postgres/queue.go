@@ -237,24 +237,25 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 	return nil
 }
 
-// firstDone holds for an outcome (o) that is its event's first attempt and
-// succeeded: it gets no attempts row (hookbox.AttemptStored).
-const firstDone = `(o.attempt = 1 AND o.outcome = '` + hookbox.AttemptDone + `')`
+// outcomeRows reads the arrays of a finishBatch as the rows o of
+// finishOutcomes and finishPicked, numbered n from 1.
+const outcomeRows = `
+    SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
+        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::boolean[])
+        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, stored, n)`
 
-// finishOutcomes applies a batch of outcomes and records their attempts
-// (those hookbox.AttemptStored keeps) in one statement. It returns the ordinals (1-based positions in the arrays) of the
-// outcomes that were applied; the others were refused, and their attempt rows
-// say "lost".
+// finishOutcomes applies a batch of outcomes and records their attempts in
+// one statement. It returns the ordinals (1-based positions in the arrays)
+// of the outcomes that were applied; the others were refused, and their
+// attempt rows say "lost". $10 says, per outcome, whether its attempt gets
+// a row if applied (hookbox.AttemptStored); a lost attempt always does.
 //
 // held locks the events concerned in id order first, so a concurrent
 // finish, lease extension or Work transaction cannot deadlock with this one,
 // and no event can be deleted between the check and the insert of its
 // attempt rows: attempts of events already gone are skipped instead of
 // violating the foreign key.
-const finishOutcomes = `WITH o AS (
-    SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
-        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[])
-        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, n)
+const finishOutcomes = `WITH o AS (` + outcomeRows + `
 ), held AS (
     SELECT id FROM events WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
 ), applied AS (
@@ -269,7 +270,7 @@ const finishOutcomes = `WITH o AS (
     SELECT o.id, o.attempt, o.owner, CASE WHEN applied.n IS NULL THEN 'lost' ELSE o.outcome END,
         NULLIF(o.error, ''), o.started, o.finished
     FROM o LEFT JOIN applied ON applied.n = o.n
-    WHERE o.id IN (SELECT id FROM held) AND NOT (applied.n IS NOT NULL AND ` + firstDone + `)
+    WHERE o.id IN (SELECT id FROM held) AND (applied.n IS NULL OR o.stored)
     ORDER BY o.n
 )
 SELECT n FROM applied`
@@ -298,6 +299,7 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		nexts               = make([]time.Time, n)
 		msgs                = make([]string, n)
 		starteds, finisheds = make([]time.Time, n), make([]time.Time, n)
+		stored              = make([]bool, n)
 	)
 	for k, i := range idx {
 		o := &outs[i]
@@ -308,8 +310,9 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		ids[k], owners[k], attempts[k] = o.ID, o.Owner, int32(o.Attempt)
 		statuses[k], outcomes[k] = string(o.Status), hookbox.AttemptOutcome(o.Status)
 		nexts[k], msgs[k], starteds[k], finisheds[k] = next, storableText(o.Error), o.StartedAt, o.FinishedAt
+		stored[k] = hookbox.AttemptStored(o.Attempt, outcomes[k])
 	}
-	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds}}
+	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds, stored}}
 }
 
 // result sets errs[i] to ErrLeaseLost for every outcome of the batch that
@@ -391,10 +394,7 @@ func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, f
 // finishPicked is finishOutcomes for events picked, not leased, by this
 // transaction (see ClaimWork): its row locks are the guard, and the finish
 // also counts the attempt.
-const finishPicked = `WITH o AS (
-    SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
-        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[])
-        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, n)
+const finishPicked = `WITH o AS (` + outcomeRows + `
 ), applied AS (
     UPDATE events e SET status = o.status, attempts = e.attempts + 1, lease_owner = NULL,
         next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
@@ -404,7 +404,7 @@ const finishPicked = `WITH o AS (
 ), recorded AS (
     INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
     SELECT o.id, o.attempt, o.owner, o.outcome, NULLIF(o.error, ''), o.started, o.finished
-    FROM o WHERE NOT ` + firstDone + ` ORDER BY o.n
+    FROM o WHERE o.stored ORDER BY o.n
 )
 SELECT n FROM applied`
 

@@ -69,28 +69,28 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			var err error
 			ids, err = queryIDs(ctx, tx, `SELECT id FROM events`+where+` AND payload IS NOT NULL AND id > ? ORDER BY id LIMIT ?`,
-				append(args, last, replayBatch)...)
+				slices.Concat(args, []any{last, replayBatch})...)
 			if err != nil || len(ids) == 0 {
 				return err
 			}
-			in := ` WHERE id IN (` + placeholders(len(ids)) + `)`
+			in, idArgs := ` WHERE id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)
 			// A first attempt that succeeded is read from the event's row
 			// (hookbox.AttemptStored), which the replay rewrites: write
 			// it down first. Then mark the replay in each event's history.
 			if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
                 SELECT id, 1, '', '`+hookbox.AttemptDone+`', updated_at, updated_at FROM events`+in+` AND `+impliedFirstAttempt,
-				int64sAny(ids)...); err != nil {
+				idArgs...); err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
                 SELECT id, attempts, 'operator', '`+hookbox.AttemptReplay+`', ?, ? FROM events`+in,
-				append([]any{millis(now), millis(now)}, int64sAny(ids)...)...)
+				append([]any{millis(now), millis(now)}, idArgs...)...)
 			if err != nil {
 				return err
 			}
 			_, err = tx.ExecContext(ctx, `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ?,
                     lease_owner = NULL, last_error = NULL, updated_at = ?`+in,
-				append([]any{millis(now), millis(now)}, int64sAny(ids)...)...)
+				append([]any{millis(now), millis(now)}, idArgs...)...)
 			return err
 		})
 		if err != nil {
