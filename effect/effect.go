@@ -90,8 +90,11 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
             VALUES ($1, $2, $3, $4, $4, $4) ON CONFLICT DO NOTHING`
 		args = []any{SendSource(kind), key, payload, ms}
 	case hookbox.DialectPostgres:
-		q = `INSERT INTO events (source, delivery_id, payload, next_attempt_at, created_at, updated_at)
-            VALUES ($1, $2, $3, $4, $4, $4) ON CONFLICT DO NOTHING`
+		// The event's data, then its queue row (the store's migration
+		// 00010): one row affected when the send is new.
+		q = `WITH d AS (INSERT INTO event_data (source, delivery_id, payload, created_at)
+            VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id)
+        INSERT INTO queue (id, source, next_attempt_at, updated_at) SELECT id, $1, $4, $4 FROM d`
 		args = []any{SendSource(kind), key, payload, now}
 	default:
 		return false, fmt.Errorf("record send: unknown dialect %q", tx.Dialect)

@@ -17,8 +17,10 @@ import (
 	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
-// insertEvents stores a batch in one statement. events_id_seq is the
-// sequence behind the bigserial id column.
+// insertEvents stores a batch in one statement: each new event's data
+// (event_data) and its queue row (queue; see migration 00010), pending, or
+// done for a FanOut event, which is never claimed. events_id_seq is the
+// sequence behind event_data's bigserial id (the table was named events).
 //
 // Ids are drawn in batch order (the inner ORDER BY; PostgreSQL evaluates
 // nextval after that sort), so they follow arrival order, while the rows are
@@ -37,39 +39,50 @@ const insertEvents = `WITH d AS (
                 $9::boolean[])
         WITH ORDINALITY AS d(source, delivery_id, id_is_hash, event_type, headers, payload, received_at, body_sha256, fanout, n)
     ORDER BY n
+), stored AS (
+    INSERT INTO event_data (id, source, delivery_id, id_is_hash, event_type, headers, payload, created_at, body_sha256)
+    SELECT id, source, delivery_id, id_is_hash, event_type, headers, payload, received_at, body_sha256
+    FROM d
+    ORDER BY source, delivery_id
+    ON CONFLICT DO NOTHING
+    RETURNING id, source, delivery_id
+), queued AS (
+    INSERT INTO queue (id, source, status, next_attempt_at, updated_at, fanout)
+    SELECT d.id, d.source, CASE WHEN d.fanout THEN 'done' ELSE 'pending' END, d.received_at, d.received_at, d.fanout
+    FROM stored JOIN d ON d.id = stored.id
+    ORDER BY d.id
 )
-INSERT INTO events
-    (id, source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at, body_sha256,
-     fanout, status)
-SELECT id, source, delivery_id, id_is_hash, event_type, headers, payload, received_at, received_at, received_at, body_sha256,
-     fanout, CASE WHEN fanout THEN 'done' ELSE 'pending' END
-FROM d
-ORDER BY source, delivery_id
-ON CONFLICT DO NOTHING
-RETURNING id, source, delivery_id`
+SELECT id, source, delivery_id FROM stored`
 
 // insertDeliveries stores the deliveries of FanOut events (see
-// hookbox.Route): each copies its event's row ($1, by index into the
+// hookbox.Route): each copies its event's data ($1, by index into the
 // arrays of the event's batch) under the queue name $2 with order key $3.
 // Their keys are new (an event's id is), so they never conflict.
-const insertDeliveries = `INSERT INTO events
-    (source, delivery_id, id_is_hash, event_type, headers, payload, next_attempt_at, created_at, updated_at,
-     parent_id, order_key)
-SELECT r.source, e.delivery_id, e.id_is_hash, e.event_type, e.headers, e.payload, e.created_at, e.created_at, e.created_at,
-     e.id, r.order_key
-FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS r(parent_id, source, order_key, n)
-JOIN events e ON e.id = r.parent_id
-ORDER BY r.n`
+const insertDeliveries = `WITH r AS (
+    SELECT nextval('events_id_seq') AS id, r.*
+    FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS r(parent_id, source, order_key, n)
+    ORDER BY n
+), stored AS (
+    INSERT INTO event_data (id, source, delivery_id, id_is_hash, event_type, headers, payload, created_at, parent_id)
+    SELECT r.id, r.source, e.delivery_id, e.id_is_hash, e.event_type, e.headers, e.payload, e.created_at, e.id
+    FROM r JOIN event_data e ON e.id = r.parent_id
+    ORDER BY r.n
+    RETURNING id, created_at
+)
+INSERT INTO queue (id, source, next_attempt_at, updated_at, order_key)
+SELECT r.id, r.source, stored.created_at, stored.created_at, r.order_key
+FROM r JOIN stored ON stored.id = r.id
+ORDER BY r.id`
 
 // selectConflicts finds the rows that the keys insertEvents skipped
 // conflicted with: by (source, delivery_id), and by (source, body_sha256)
 // for deliveries that set it. It runs as a statement of its own: under
 // READ COMMITTED its snapshot is taken after the INSERT finished waiting,
 // so it sees the rows the INSERT conflicted with.
-const selectConflicts = `SELECT id, source, delivery_id, body_sha256 FROM events
+const selectConflicts = `SELECT id, source, delivery_id, body_sha256 FROM event_data
 WHERE (source, delivery_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))
 UNION ALL
-SELECT id, source, delivery_id, body_sha256 FROM events
+SELECT id, source, delivery_id, body_sha256 FROM event_data
 WHERE body_sha256 IS NOT NULL AND (source, body_sha256) IN (SELECT * FROM unnest($3::text[], $4::bytea[]))`
 
 // beginIngest opens an ingest transaction in one round trip. It states
@@ -621,6 +634,33 @@ func insertArgs(ds []hookbox.Delivery, idx []int) []any {
 
 const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts, attempt_base,
     next_attempt_at, lease_owner, last_error, created_at, updated_at, parent_id, fanout, order_key, headers`
+
+// queuedColumns are eventColumns read from a queue row q and its
+// event_data row d, for statements that change queue rows and return
+// their events.
+var queuedColumns = qualifyColumns(eventColumns)
+
+// queueColumns are the columns of the events view that come from the queue
+// table (migration 00010); the others come from event_data.
+var queueColumns = map[string]bool{
+	"status": true, "attempts": true, "attempt_base": true, "next_attempt_at": true, "lease_owner": true,
+	"last_error": true, "updated_at": true, "fanout": true, "order_key": true,
+}
+
+// qualifyColumns prefixes each column of the list cols with the table it
+// comes from: q. for queue, d. for event_data.
+func qualifyColumns(cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		name := strings.TrimSpace(c)
+		table := "d."
+		if queueColumns[name] {
+			table = "q."
+		}
+		parts[i] = strings.Replace(c, name, table+name, 1)
+	}
+	return strings.Join(parts, ",")
+}
 
 // statusSummary is the status column as an operator reads it: a FanOut
 // event's summarises its deliveries (see hookbox.SummaryStatus).

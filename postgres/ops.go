@@ -33,9 +33,10 @@ func replayable(includeDone bool) string {
 	return `('dead', 'pending')`
 }
 
-// Replay sends events back to pending; see hookbox.Ops. It is one statement:
-// the rows are locked in id order, and the states are checked again on the
-// locked rows, so an event claimed meanwhile is left alone. With a zero
+// Replay sends events back to pending; see hookbox.Ops. It works in slices
+// of replayBatch events, each a transaction (replaySlice): the queue rows
+// are locked in id order, and the states are checked again on the locked
+// rows, so an event claimed meanwhile is left alone. With a zero
 // p.Now the events become due at the server's time, the clock claims use.
 // Filter.Limit is not applied: every matching event is replayed.
 func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.ReplayResult, error) {
@@ -53,64 +54,42 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	} else {
 		where += ` AND ` + states
 	}
-	filterArgs := args
-	var q string
+	var res hookbox.ReplayResult
 	if p.DryRun {
-		q = `SELECT id, payload IS NULL FROM events` + where + ` ORDER BY id`
+		if err := s.replayDryRun(ctx, `SELECT id, payload IS NULL FROM events`+where+` ORDER BY id`, args, &res); err != nil {
+			return res, opError(ctx, "replay", err)
+		}
 	} else {
 		var now any
 		if !p.Now.IsZero() {
 			now = p.Now
 		}
-		args = append(args, now, int64(0), replayBatch)
-		at := `COALESCE($` + strconv.Itoa(len(args)-2) + `::timestamptz, now())`
-		after, limit := `$`+strconv.Itoa(len(args)-1), `$`+strconv.Itoa(len(args))
-		// In id order, replayBatch events per statement (each its own
-		// transaction), so a replay of a million events never holds a
-		// million row locks. The replay is marked in each event's history
-		// (an attempts row numbered as the last attempt before it), after
-		// the row of a first attempt that succeeded, which had none
-		// (hookbox.AttemptStored) and is read from the snapshot the
-		// update rewrites.
-		q = `WITH replayed AS (
-UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ` + at + `,
-    lease_owner = NULL, last_error = NULL, updated_at = ` + at + `
-WHERE id IN (SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > ` + after + `
-             ORDER BY id LIMIT ` + limit + ` FOR NO KEY UPDATE)
-  AND ` + states + ` AND payload IS NOT NULL
-RETURNING id, attempts, updated_at
-), marked AS (
-INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
-SELECT id, attempt, owner, outcome, started_at, finished_at FROM (
-    SELECT events.id, 0 AS k, 1 AS attempt, '' AS owner, '` + hookbox.AttemptDone + `' AS outcome,
-        events.updated_at AS started_at, events.updated_at AS finished_at
-    FROM events JOIN replayed r ON r.id = events.id WHERE ` + impliedFirstAttempt + `
-    UNION ALL
-    SELECT id, 1, attempts, 'operator', '` + hookbox.AttemptReplay + `', updated_at, updated_at FROM replayed) m
-ORDER BY id, k
-)
-SELECT id, false FROM replayed`
-	}
-	var res hookbox.ReplayResult
-	for {
-		n, last, err := s.replayOnce(ctx, q, args, &res)
-		if err != nil {
-			// The slices before this one have committed.
-			return res, opError(ctx, "replay", err)
+		// In id order, replayBatch events per transaction, so a replay of
+		// a million events never holds a million row locks.
+		n := len(args)
+		pick := `SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > $` + strconv.Itoa(n+1) +
+			` ORDER BY id LIMIT $` + strconv.Itoa(n+2)
+		set := replaySet(replayable(p.IncludeDone))
+		for after := int64(0); ; {
+			picked, err := s.replaySlice(ctx, pick, append(args[:n:n], after, replayBatch), set, now, &res)
+			if err != nil {
+				// The slices before this one have committed.
+				return res, opError(ctx, "replay", err)
+			}
+			if p.Progress != nil {
+				p.Progress(len(res.Replayed))
+			}
+			if len(picked) < replayBatch {
+				break
+			}
+			after = picked[len(picked)-1]
 		}
-		if !p.DryRun && p.Progress != nil {
-			p.Progress(len(res.Replayed))
-		}
-		if p.DryRun || n < replayBatch {
-			break
-		}
-		args[len(args)-2] = last
 	}
 	if !p.DryRun {
 		// Events without a payload are never replayed, so they are still
 		// in the state that matched: find them after the update.
 		var err error
-		if res.NoPayload, err = s.clearedIDs(ctx, where, filterArgs); err != nil {
+		if res.NoPayload, err = s.clearedIDs(ctx, where, args); err != nil {
 			return res, opError(ctx, "replay", err)
 		}
 	}
@@ -130,34 +109,99 @@ SELECT id, false FROM replayed`
 	return res, nil
 }
 
-// replayBatch is how many events one replay statement changes.
+// replayBatch is how many events one replay transaction changes.
 const replayBatch = 1000
 
-// replayOnce runs one replay statement (or the dry run's query), adds the
-// ids it returned to res, and returns how many and the largest.
-func (s *Store) replayOnce(ctx context.Context, q string, args []any, res *hookbox.ReplayResult) (int, int64, error) {
+// replayDryRun adds the events q (the dry run's query) lists to res.
+func (s *Store) replayDryRun(ctx context.Context, q string, args []any, res *hookbox.ReplayResult) error {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
 	defer rows.Close()
-	n, last := 0, int64(0)
 	for rows.Next() {
 		var id int64
 		var cleared bool
 		if err := rows.Scan(&id, &cleared); err != nil {
-			return 0, 0, err
+			return err
 		}
 		if cleared {
 			res.NoPayload = append(res.NoPayload, id)
 		} else {
 			res.Replayed = append(res.Replayed, id)
 		}
-		n, last = n+1, max(last, id)
 	}
-	// The statement is its own transaction: it has committed once its rows
-	// are read to the end without error.
-	return n, last, rows.Err()
+	return rows.Err()
+}
+
+// replayLock locks, in id order, the queue rows of the events a replay
+// slice picked.
+const replayLock = `SELECT id FROM queue WHERE id = ANY($1::bigint[]) ORDER BY id FOR NO KEY UPDATE`
+
+// replaySet replays the events $1 that are still in one of the states
+// (a list for IN) and still hold their payload, due at $2 (NULL: the
+// server's time, the clock claims use). It runs after replayLock in the
+// same transaction, so its snapshot, taken once every lock is held, sees
+// a payload cleared by a ClearPayloads that held a row first: checked in
+// the snapshot of a statement that waited for the lock, it would not be.
+//
+// The replay is marked in each event's history (an attempts row numbered
+// as the last attempt before it), after the row of a first attempt that
+// succeeded, which had none (hookbox.AttemptStored) and is read from the
+// snapshot the update rewrites.
+func replaySet(states string) string {
+	return `WITH replayed AS (
+UPDATE queue SET status = 'pending', attempt_base = attempts, next_attempt_at = COALESCE($2::timestamptz, now()),
+    lease_owner = NULL, last_error = NULL, updated_at = COALESCE($2::timestamptz, now())
+WHERE id = ANY($1::bigint[]) AND NOT fanout AND status IN ` + states + `
+  AND EXISTS (SELECT 1 FROM event_data d WHERE d.id = queue.id AND d.payload IS NOT NULL)
+RETURNING id, attempts, updated_at
+), marked AS (
+INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+SELECT id, attempt, owner, outcome, started_at, finished_at FROM (
+    SELECT events.id, 0 AS k, 1 AS attempt, '' AS owner, '` + hookbox.AttemptDone + `' AS outcome,
+        events.updated_at AS started_at, events.updated_at AS finished_at
+    FROM events JOIN replayed r ON r.id = events.id WHERE ` + impliedFirstAttempt + `
+    UNION ALL
+    SELECT id, 1, attempts, 'operator', '` + hookbox.AttemptReplay + `', updated_at, updated_at FROM replayed) m
+ORDER BY id, k
+)
+SELECT id FROM replayed`
+}
+
+// replaySlice replays, in one transaction, the events pick (a query over
+// args) lists: it locks their queue rows (replayLock), then replays those
+// still replayable (set, a replaySet). It adds the replayed ids to res and
+// returns the ids picked.
+func (s *Store) replaySlice(ctx context.Context, pick string, args []any, set string, now any, res *hookbox.ReplayResult) ([]int64, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, pick, args...)
+	if err != nil {
+		return nil, err
+	}
+	picked, err := rowscan.IDs(rows)
+	if err != nil || len(picked) == 0 {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, replayLock, picked); err != nil {
+		return nil, err
+	}
+	if rows, err = tx.Query(ctx, set, picked, now); err != nil {
+		return nil, err
+	}
+	replayed, err := rowscan.IDs(rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	res.Replayed = append(res.Replayed, replayed...)
+	return picked, nil
 }
 
 // clearedIDs lists, in id order, the events matching where (a WHERE clause
@@ -171,13 +215,15 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 	return rowscan.IDs(rows)
 }
 
-// purgeBatch deletes the purgeable rows among ids ($2, $3]. The condition
-// is one CASE on purpose: the planner cannot match it to a partial index,
-// so it walks the primary key over the slice. Written plainly, a plan made
-// from statistics that lag a bulk change (they said no row was done) drove
-// the batch from events_finished through every purgeable row: 0.7 to 1.3 s
-// a batch at 300k to 1M rows, against 15 ms. A row changed meanwhile (a
-// replay) is judged again on its new version before it is deleted.
+// purgeBatch deletes the purgeable events among ids ($2, $3]: their queue
+// rows first (the rows every other statement locks), then their data. The
+// condition is one CASE on purpose: the planner cannot match it to a
+// partial index, so it walks the primary key over the slice. Written
+// plainly, a plan made from statistics that lag a bulk change (they said no
+// row was done) drove the batch from the index of finished rows through
+// every purgeable row: 0.7 to 1.3 s a batch at 300k to 1M rows, against
+// 15 ms. A row changed meanwhile (a replay) is judged again on its new
+// version before it is deleted.
 //
 // An event's deliveries (rows whose parent_id is its id) go in the same
 // statement, found by index with = ANY of an array (a plan that does not
@@ -185,13 +231,17 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // deleted, with the status of the events and NULL for their deliveries.
 // There are no foreign keys to cascade (migration 00009): purgeAttempts
 // follows in the same transaction.
-const purgeBatch = `WITH d AS (
-    DELETE FROM events WHERE id > $2 AND id <= $3 AND CASE WHEN %s THEN true ELSE false END
-    RETURNING id, status, fanout),
-c AS (
-    DELETE FROM events WHERE parent_id IS NOT NULL AND parent_id = ANY (ARRAY(SELECT id FROM d WHERE fanout))
-    RETURNING id)
-SELECT id, status FROM d UNION ALL SELECT id, NULL FROM c`
+const purgeBatch = `WITH gone AS (
+    DELETE FROM queue q USING event_data d
+    WHERE d.id = q.id AND q.id > $2 AND q.id <= $3 AND CASE WHEN %s THEN true ELSE false END
+    RETURNING q.id, q.status, q.fanout),
+kids AS (
+    DELETE FROM queue WHERE id = ANY (ARRAY(SELECT id FROM event_data
+        WHERE parent_id IS NOT NULL AND parent_id = ANY (ARRAY(SELECT id FROM gone WHERE fanout))))
+    RETURNING id),
+data AS (
+    DELETE FROM event_data WHERE id = ANY (ARRAY(SELECT id FROM gone UNION ALL SELECT id FROM kids)))
+SELECT id, status FROM gone UNION ALL SELECT id, NULL FROM kids`
 
 // purgeAttempts deletes the attempts of the rows a purgeBatch deleted. It
 // is a statement of its own, after purgeBatch in its transaction, so its
@@ -202,12 +252,13 @@ SELECT id, status FROM d UNION ALL SELECT id, NULL FROM c`
 // their events first, and skip those that are gone).
 const purgeAttempts = `DELETE FROM attempts WHERE event_id = ANY ($1)`
 
-// purgeable is the condition of a purge of the listed states before $1.
-// Deliveries go with their event (see purgeBatch), and an event goes only
-// when all its deliveries may: never one still to be worked.
+// purgeable is the condition of a purge of the listed states before $1,
+// over a queue row q and its event_data row d. Deliveries go with their
+// event (see purgeBatch), and an event goes only when all its deliveries
+// may: never one still to be worked.
 func purgeable(states string) string {
-	return `status IN ` + states + ` AND updated_at < $1 AND parent_id IS NULL
-      AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+	return `q.status IN ` + states + ` AND q.updated_at < $1 AND d.parent_id IS NULL
+      AND NOT (q.fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = q.id
           AND (c.status NOT IN ` + states + ` OR c.updated_at >= $1)))`
 }
 
@@ -223,8 +274,8 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		states = `('done', 'dead')`
 	}
 	if p.DryRun {
-		rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM events
-            WHERE `+purgeable(states)+` GROUP BY status`, p.Before)
+		rows, err := s.pool.Query(ctx, `SELECT q.status, count(*) FROM queue q JOIN event_data d ON d.id = q.id
+            WHERE `+purgeable(states)+` GROUP BY q.status`, p.Before)
 		if err != nil {
 			return res, opError(ctx, "purge", err)
 		}
@@ -254,7 +305,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	// of rows deleted before it (they stay until vacuum; a walk from the
 	// start grew slower with every batch).
 	var first, last int64
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM events`).Scan(&first, &last); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM queue`).Scan(&first, &last); err != nil {
 		return res, opError(ctx, "purge", err)
 	}
 	for after := first - 1; after < last; after += int64(batch) {
@@ -327,14 +378,19 @@ func (s *Store) purgeOnce(ctx context.Context, q string, before time.Time, from,
 // clearBatch drops the payloads of up to 1000 done events last changed
 // before $1 and after the cursor ($2, $3) in (updated_at, id) order,
 // skipping rows another transaction holds, and returns them for the next
-// cursor.
-const clearBatch = `UPDATE events SET payload = NULL WHERE id IN (
-    SELECT id FROM events WHERE status = 'done' AND updated_at < $1 AND (updated_at, id) > ($2, $3)
-      AND payload IS NOT NULL
-      AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+// cursor. It holds the events' queue rows while it clears: a replay locks
+// them before it checks that a payload is there (see replaySet).
+const clearBatch = `WITH picked AS (
+    SELECT q.id, q.updated_at FROM queue q JOIN event_data d ON d.id = q.id
+    WHERE q.status = 'done' AND q.updated_at < $1 AND (q.updated_at, q.id) > ($2, $3)
+      AND d.payload IS NOT NULL
+      AND NOT (q.fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = q.id
           AND c.status NOT IN ('done', 'dead')))
-    ORDER BY updated_at, id LIMIT 1000 FOR NO KEY UPDATE SKIP LOCKED)
-RETURNING id, updated_at`
+    ORDER BY q.updated_at, q.id LIMIT 1000 FOR NO KEY UPDATE OF q SKIP LOCKED
+), cleared AS (
+    UPDATE event_data SET payload = NULL WHERE id IN (SELECT id FROM picked)
+)
+SELECT id, updated_at FROM picked`
 
 // ClearPayloads drops payloads of old done events; see hookbox.Ops. Each
 // batch of 1000 is one statement, its own transaction; a cursor carries
@@ -376,7 +432,7 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 // Stats counts events by status; see hookbox.Ops.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM events WHERE NOT fanout GROUP BY status`)
+	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM queue WHERE NOT fanout GROUP BY status`)
 	if err != nil {
 		return st, opError(ctx, "stats", err)
 	}
@@ -393,7 +449,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 		return st, opError(ctx, "stats", err)
 	}
 	var oldest *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM events
+	if err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM queue
         WHERE status IN ('pending', 'processing') AND next_attempt_at <= $1`, now).Scan(&oldest); err != nil {
 		return st, opError(ctx, "stats", err)
 	}

@@ -14,7 +14,7 @@ var _ hookbox.Overviewer = (*Store)(nil)
 func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOverview, error) {
 	b := hookbox.NewOverviewBuilder(now)
 	since := b.Since()
-	rows, err := s.pool.Query(ctx, `SELECT source, status, count(*) FROM events GROUP BY source, status`)
+	rows, err := s.pool.Query(ctx, `SELECT source, status, count(*) FROM queue GROUP BY source, status`)
 	if err != nil {
 		return nil, opError(ctx, "overview", err)
 	}
@@ -36,9 +36,9 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 		arg time.Time
 		add func(source string, at time.Time, n int)
 	}{
-		{`SELECT source, min(next_attempt_at), 0 FROM events WHERE status IN ('pending', 'processing') AND next_attempt_at <= $1
+		{`SELECT source, min(next_attempt_at), 0 FROM queue WHERE status IN ('pending', 'processing') AND next_attempt_at <= $1
             GROUP BY source`, now, func(src string, at time.Time, _ int) { b.Due(src, at) }},
-		{`SELECT source, date_trunc('minute', created_at), count(*) FROM events WHERE created_at >= $1 GROUP BY 1, 2`, since, b.Stored},
+		{`SELECT source, date_trunc('minute', created_at), count(*) FROM event_data WHERE created_at >= $1 GROUP BY 1, 2`, since, b.Stored},
 		{`SELECT CASE WHEN unknown_source THEN '' ELSE source END, date_trunc('minute', received_at), count(*)
             FROM rejected_deliveries WHERE received_at >= $1 GROUP BY 1, 2`, since, b.Rejected},
 	}

@@ -75,6 +75,17 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// Migrations returns the schema's migrations, the files goose applies (a
+// "-- +goose Up" and a "-- +goose Down" section each), for tools and tests
+// that take a database to an earlier version.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the directory is embedded: it is there
+	}
+	return sub
+}
+
 // DefaultMaxConns is the pool size used when Options.MaxConns is zero and the
 // URL sets no pool_max_conns.
 const DefaultMaxConns = 16
@@ -273,8 +284,8 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) checkSchema(ctx context.Context) error {
 	var schema *string
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT current_schema(), (SELECT count(*) FROM pg_tables
-        WHERE schemaname = current_schema() AND tablename IN ('events', 'goose_db_version'))`).Scan(&schema, &n)
+	err := s.pool.QueryRow(ctx, `SELECT current_schema(), (SELECT count(*) FROM pg_class
+        WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND relname IN ('events', 'goose_db_version'))`).Scan(&schema, &n)
 	if err != nil {
 		return fmt.Errorf("postgres: open: %w: %v", hookbox.ErrUnavailable, err)
 	}

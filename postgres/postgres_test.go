@@ -650,7 +650,7 @@ func TestFinishPurgedEvent(t *testing.T) {
 	conn := connect(t, url)
 	ingestN(t, s, "pg", 0, 2)
 	evs := claimAll(t, s, "pg", 2)
-	if _, err := conn.Exec(context.Background(), `DELETE FROM events WHERE id = $1`, evs[0].ID); err != nil {
+	if _, err := conn.Exec(context.Background(), `WITH q AS (DELETE FROM queue WHERE id = $1) DELETE FROM event_data WHERE id = $1`, evs[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	// The second fails, so that its attempt has a row (a first attempt

@@ -25,26 +25,27 @@ var _ hookbox.Queue = (*Store)(nil)
 // (one clock for every process sharing the database).
 const claimNow = `COALESCE($3::timestamptz, now())`
 
-// claimSet leases the rows of the CTE "due"; $1 is the owner, $2 the lease
-// in microseconds.
-const claimSet = `
-UPDATE events SET status = 'processing', attempts = attempts + 1, lease_owner = $1,
+// claimSet leases the queue rows of the CTE "due" and returns them with
+// their events' data; $1 is the owner, $2 the lease in microseconds.
+var claimSet = `, leased AS (
+UPDATE queue SET status = 'processing', attempts = attempts + 1, lease_owner = $1,
     next_attempt_at = ` + claimNow + ` + $2::bigint * interval '1 microsecond',
     updated_at = ` + claimNow + `
 WHERE id IN (SELECT id FROM due)
-RETURNING ` + eventColumns + `, payload`
+RETURNING *)
+SELECT ` + queuedColumns + `, d.payload FROM leased q JOIN event_data d ON d.id = q.id`
 
 // claimDue takes up to $5 due events of the sources $4, skipping rows another
 // transaction holds (a concurrent claim, or a Work transaction).
-// claimDue picks, per source, the first due events in events_due order
+// claimDue picks, per source, the first due events in queue_due order
 // (each branch stops at the limit), merges them and leases the first
 // $5. A source costs what it returns, however many unfinished events other
 // sources hold. Rows a branch locked but the merge left out stay unleased.
-const claimDue = `WITH due AS (` + dueIDs + `)` + claimSet
+var claimDue = `WITH due AS (` + dueIDs + `)` + claimSet
 
 // dueIDs is the query behind claimDue: $3 the time, $4 the sources, $5 the
 // limit.
-const dueIDs = `SELECT e.id` + dueFrom1 + `id, next_attempt_at` + dueFrom2
+const dueIDs = `SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` + dueFrom2
 
 // pickDue locks and reads the events claimDue would lease, without leasing
 // them: the transaction's row locks keep every other claim off them until
@@ -52,21 +53,22 @@ const dueIDs = `SELECT e.id` + dueFrom1 + `id, next_attempt_at` + dueFrom2
 // them, rather than ids to look up again. $1 and $2 are unused but typed,
 // so the parameters keep claimDue's numbers. The last column is the time
 // of the pick.
-const pickDue = `SELECT e.*, ` + claimNow + `, $1::text, $2::bigint` +
-	dueFrom1 + eventColumns + `, payload` + dueFrom2
+var pickDue = `SELECT e.*, ` + claimNow + `, $1::text, $2::bigint` +
+	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2
 
 // dueFrom1 and dueFrom2 are the FROM clause of dueIDs and pickDue, around
-// the columns each reads from the due rows it locks.
+// the columns and tables each reads for the due rows it locks (queue rows
+// only: event_data rows never change while queued).
 const (
 	dueFrom1 = `
     FROM unnest($4::text[]) AS s(source)
     CROSS JOIN LATERAL (
         SELECT `
-	dueFrom2 = ` FROM events
-        WHERE source = s.source AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
-        ORDER BY next_attempt_at, id
+	dueFrom2 = `
+        WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + `
+        ORDER BY q.next_attempt_at, q.id
         LIMIT $5
-        FOR NO KEY UPDATE SKIP LOCKED
+        FOR NO KEY UPDATE OF q SKIP LOCKED
     ) e
     ORDER BY e.next_attempt_at, e.id
     LIMIT $5`
@@ -78,7 +80,7 @@ const maxKeysPerClaim = 4096
 // claimByKey leases, for a claim by order key (hookbox.ClaimParams.ByKey),
 // the first delivery of each order key of source $4 after key $6, in key
 // order (byte order), that is due and not held by an earlier one, up to $5
-// of them. It walks the distinct keys through events_order (two index
+// of them. It walks the distinct keys through queue_order (two index
 // lookups per key, however many deliveries wait behind each), at most $7
 // keys, and skips heads another transaction holds.
 func claimByKey(skipDead bool) string {
@@ -88,35 +90,35 @@ func claimByKey(skipDead bool) string {
 		head += ` AND status <> 'dead'`
 	}
 	return `WITH RECURSIVE k(key, n) AS (
-    SELECT (SELECT order_key COLLATE "C" FROM events
+    SELECT (SELECT order_key COLLATE "C" FROM queue
             WHERE source = $4 AND order_key COLLATE "C" > $6 AND order_key IS NOT NULL AND ` + held + `
             ORDER BY order_key COLLATE "C" LIMIT 1), 0
     UNION ALL
-    SELECT (SELECT order_key COLLATE "C" FROM events
+    SELECT (SELECT order_key COLLATE "C" FROM queue
             WHERE source = $4 AND order_key COLLATE "C" > k.key AND order_key IS NOT NULL AND ` + held + `
             ORDER BY order_key COLLATE "C" LIMIT 1), k.n + 1
     FROM k WHERE k.key IS NOT NULL AND k.n < $7
 ), due AS (
     SELECT e.id FROM k
-    CROSS JOIN LATERAL (SELECT id FROM events
+    CROSS JOIN LATERAL (SELECT id FROM queue
         WHERE source = $4 AND order_key COLLATE "C" = k.key AND order_key IS NOT NULL AND ` + head + `
         ORDER BY id LIMIT 1) h
-    JOIN events e ON e.id = h.id
+    JOIN queue e ON e.id = h.id
     WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ` + claimNow + `
     LIMIT $5
     FOR NO KEY UPDATE OF e SKIP LOCKED
 )` + claimSet
 }
 
-const claimStrict = `WITH first AS (
-    SELECT id FROM events
+var claimStrict = `WITH first AS (
+    SELECT id FROM queue
     WHERE source = $4 AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
-      AND NOT EXISTS (SELECT 1 FROM events
+      AND NOT EXISTS (SELECT 1 FROM queue
           WHERE source = $4 AND status IN ('pending', 'processing')
             AND status = 'processing' AND next_attempt_at > ` + claimNow + `)
     ORDER BY id LIMIT 1
 ), due AS (
-    SELECT id FROM events
+    SELECT id FROM queue
     WHERE id = (SELECT id FROM first)
       AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
     FOR NO KEY UPDATE SKIP LOCKED
@@ -217,9 +219,9 @@ func scanEvents(rows pgx.Rows) ([]hookbox.Event, error) {
 
 // extendLeases locks the rows in id order before updating them, as every
 // statement here that may wait does.
-const extendLeases = `UPDATE events SET next_attempt_at = $1
+const extendLeases = `UPDATE queue SET next_attempt_at = $1
 WHERE id IN (
-    SELECT id FROM events
+    SELECT id FROM queue
     WHERE id = ANY($3::bigint[]) AND lease_owner = $2 AND status = 'processing'
     ORDER BY id
     FOR NO KEY UPDATE
@@ -257,9 +259,9 @@ const outcomeRows = `
 // violating the foreign key.
 const finishOutcomes = `WITH o AS (` + outcomeRows + `
 ), held AS (
-    SELECT id FROM events WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
+    SELECT id FROM queue WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
 ), applied AS (
-    UPDATE events e SET status = o.status, lease_owner = NULL, next_attempt_at = o.next_at,
+    UPDATE queue e SET status = o.status, lease_owner = NULL, next_attempt_at = o.next_at,
         last_error = NULLIF(o.error, ''), updated_at = o.finished
     FROM o
     WHERE e.id = o.id AND e.lease_owner = o.owner AND e.attempts = o.attempt
@@ -396,7 +398,7 @@ func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, f
 // also counts the attempt.
 const finishPicked = `WITH o AS (` + outcomeRows + `
 ), applied AS (
-    UPDATE events e SET status = o.status, attempts = e.attempts + 1, lease_owner = NULL,
+    UPDATE queue e SET status = o.status, attempts = e.attempts + 1, lease_owner = NULL,
         next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
     FROM o
     WHERE e.id = o.id
@@ -410,7 +412,7 @@ SELECT n FROM applied`
 
 // leasePicked leases the events $3 picked by this transaction that were
 // left unrun, as claimDue would have: owner $1, lease end $2.
-const leasePicked = `UPDATE events SET status = 'processing', attempts = attempts + 1,
+const leasePicked = `UPDATE queue SET status = 'processing', attempts = attempts + 1,
     lease_owner = $1, next_attempt_at = $2, updated_at = $4
 WHERE id = ANY($3::bigint[])`
 

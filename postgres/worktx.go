@@ -96,7 +96,7 @@ func (r pickedRow) Scan(dest ...any) error {
 // repick locks, in id order, the events that are still due and whose
 // attempt count is unchanged, skipping rows another transaction holds.
 const repick = `SELECT e.id
-FROM events e JOIN unnest($1::bigint[], $2::integer[]) AS r(id, attempts)
+FROM queue e JOIN unnest($1::bigint[], $2::integer[]) AS r(id, attempts)
     ON e.id = r.id AND e.attempts = r.attempts
 WHERE e.status IN ('pending', 'processing') AND e.next_attempt_at <= now()
 ORDER BY e.id
@@ -115,7 +115,7 @@ func (w *workTx) Repick(ctx context.Context, evs []hookbox.Event) ([]bool, error
 // owner they were claimed with, and returns them. A claim skips locked rows,
 // so a lease held now cannot be taken over before the transaction ends.
 const lockHeld = `SELECT e.id
-FROM events e JOIN unnest($1::bigint[], $2::text[]) AS h(id, owner)
+FROM queue e JOIN unnest($1::bigint[], $2::text[]) AS h(id, owner)
     ON e.id = h.id AND e.lease_owner = h.owner
 WHERE e.status = 'processing'
 ORDER BY e.id

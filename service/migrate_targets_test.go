@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -65,6 +66,7 @@ func TestMigrateToTargets(t *testing.T) {
 		// Back to schema 6: what the last release made.
 		var undo []string
 		if strings.HasPrefix(dbURL, "postgres") {
+			pgtest.MigrateDownTo(t, dbURL, 9)
 			undo = pgUndo9
 		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {

@@ -883,8 +883,13 @@ INSERT INTO events (source, delivery_id, headers, payload, status, attempts, nex
 SELECT 'preload', 'pre_' || i, $3, $4, 'done', 1, $5, $5, $5 FROM n`
 	var h, when any = []byte(headers), at.UnixMilli()
 	if strings.HasSuffix(target, "postgres") {
-		q = `INSERT INTO events (source, delivery_id, headers, payload, status, attempts, next_attempt_at, created_at, updated_at)
-SELECT 'preload', 'pre_' || i, $3::jsonb, $4, 'done', 1, $5, $5, $5 FROM generate_series($1::bigint, $2::bigint) i`
+		// The event's data and its queue row (migration 00010).
+		q = `WITH d AS (
+    INSERT INTO event_data (source, delivery_id, headers, payload, created_at)
+    SELECT 'preload', 'pre_' || i, $3::jsonb, $4, $5 FROM generate_series($1::bigint, $2::bigint) i
+    RETURNING id)
+INSERT INTO queue (id, source, status, attempts, next_attempt_at, updated_at)
+SELECT id, 'preload', 'done', 1, $5, $5 FROM d`
 		h, when = headers, at
 	}
 	const slice = 100000

@@ -19,6 +19,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/hookbox/hookbox/postgres"
 )
 
 // EnvURL is the environment variable that holds the server's URL.
@@ -67,6 +71,29 @@ func URL(t testing.TB) string {
 		}
 	})
 	return WithSearchPath(base, schema)
+}
+
+// MigrateDownTo takes the hookbox schema at dbURL back to version (its
+// data kept, as each migration's Down section keeps it), so a test can
+// fill it as an older release would and check that migrating up keeps
+// every row.
+func MigrateDownTo(t testing.TB, dbURL string, version int64) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := stdlib.OpenDB(*cfg)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, postgres.Migrations(), goose.WithAllowOutofOrder(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := p.DownTo(ctx, version); err != nil {
+		t.Fatalf("migrate down to %d: %v", version, err)
+	}
 }
 
 // WithSearchPath returns the connection string u (a URL or key=value

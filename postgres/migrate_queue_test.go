@@ -1,0 +1,185 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestMigrateToQueueTable: a database of the schema before the queue table
+// (00009), holding events in every state (done at the first attempt, dead,
+// leased, pending, waiting for a retry, replayed, with a cleared payload,
+// a FanOut event with its deliveries and an order key) and a row an older
+// release wrote by itself, migrates to 00010 with every event, its
+// status, attempts, lease, error and history as they were, and goes on
+// working: dedupe against old rows, new ids after old ones, claims of old
+// leases, purges.
+func TestMigrateToQueueTable(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	old := time.Now().Add(-48 * time.Hour)
+
+	var ids []int64
+	seed := func(st hookbox.Status, errText, source string) int64 {
+		id := storetest.Seed(t, s, st, old, errText, storetest.Delivery(source, source+"-1"))[0]
+		ids = append(ids, id)
+		return id
+	}
+	doneID := seed(hookbox.StatusDone, "", "done")
+	seed(hookbox.StatusDead, "it broke", "dead")
+	leasedID := seed(hookbox.StatusProcessing, "", "leased")
+	seed(hookbox.StatusPending, "", "pending")
+	retryID := seed(hookbox.StatusPending, "", "retry")
+	evs := claimAll(t, s, "retry", 1)
+	retry := done(&evs[0])
+	retry.Status, retry.RetryAt, retry.Error = hookbox.StatusPending, time.Now().Add(time.Hour), "try later"
+	if errs, err := s.Finish(ctx, []hookbox.Outcome{retry}); err != nil || errs[0] != nil {
+		t.Fatalf("finish: %v %v", errs, err)
+	}
+	replayedID := seed(hookbox.StatusDead, "gave up", "replayed")
+	if _, err := s.Replay(ctx, hookbox.ReplayParams{IDs: []int64{replayedID}}); err != nil {
+		t.Fatal(err)
+	}
+	clearedID := seed(hookbox.StatusDone, "", "cleared")
+	if n, err := s.ClearPayloads(ctx, time.Now().Add(-time.Hour)); err != nil || n != 2 {
+		t.Fatalf("cleared %d payloads, %v; want 2", n, err)
+	}
+	fan := storetest.Delivery("fan", "fan-1")
+	fan.FanOut, fan.Routes = true, []hookbox.Route{{Target: "a", OrderKey: "k1"}, {Target: "b"}}
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{fan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, rs[0].ID)
+	children, err := s.Events(ctx, hookbox.Filter{Parent: rs[0].ID})
+	if err != nil || len(children) != 2 {
+		t.Fatalf("deliveries: %v, %v", children, err)
+	}
+	for _, c := range children {
+		ids = append(ids, c.ID)
+	}
+	leased := claimAll(t, s, hookbox.QueueName("fan", "a"), 1)
+	if len(leased) != 1 || leased[0].OrderKey != "k1" {
+		t.Fatalf("claimed delivery: %+v", leased)
+	}
+	if errs, err := s.Finish(ctx, []hookbox.Outcome{done(&leased[0])}); err != nil || errs[0] != nil {
+		t.Fatalf("finish delivery: %v %v", errs, err)
+	}
+
+	before := map[int64]hookbox.Event{}
+	history := map[int64][]hookbox.Attempt{}
+	for _, id := range ids {
+		e, err := s.Event(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[id] = e
+		if history[id], err = s.Attempts(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	stats, err := s.Stats(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// Back to 00009 through the migration's Down section: the queue state
+	// is back in the events table.
+	pgtest.MigrateDownTo(t, url, 9)
+	conn := connect(t, url)
+	if n := count(t, conn, `SELECT count(*) FROM events WHERE id = $1 AND status = 'done' AND attempts = 1`, doneID); n != 1 {
+		t.Fatalf("after migrating down, the done event's row says otherwise (%d rows)", n)
+	}
+	// A row as the release before wrote it: leased, with no attempts row yet.
+	var sqlID int64
+	if err := conn.QueryRow(ctx, `INSERT INTO events (source, delivery_id, payload, status, attempts, lease_owner, next_attempt_at)
+        VALUES ('sql', 'sql-1', '\x7b7d', 'processing', 1, 'old-owner', now() + interval '1 minute') RETURNING id`).Scan(&sqlID); err != nil {
+		t.Fatal(err)
+	}
+
+	s = open(t, url) // migrates to 00010
+	for _, id := range ids {
+		e, err := s.Event(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(e, before[id]) {
+			t.Errorf("event %d after migrating:\n%+v\nbefore:\n%+v", id, e, before[id])
+		}
+		h, err := s.Attempts(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(h, history[id]) {
+			t.Errorf("attempts of event %d after migrating: %+v, before %+v", id, h, history[id])
+		}
+	}
+	for id, want := range map[int64]func(e hookbox.Event) bool{
+		retryID:    func(e hookbox.Event) bool { return e.Status == hookbox.StatusPending && e.LastError == "try later" },
+		replayedID: func(e hookbox.Event) bool { return e.Status == hookbox.StatusPending && e.AttemptBase == 1 },
+		clearedID:  func(e hookbox.Event) bool { return e.PayloadCleared },
+		leasedID:   func(e hookbox.Event) bool { return e.Status == hookbox.StatusProcessing && e.LeaseOwner != "" },
+		rs[0].ID:   func(e hookbox.Event) bool { return e.FanOut && e.Status == hookbox.StatusPending },
+	} {
+		if !want(before[id]) {
+			t.Errorf("event %d was not seeded as the test needs: %+v", id, before[id])
+		}
+	}
+	stats.ByStatus[hookbox.StatusProcessing]++ // the older release's row
+	got, err := s.Stats(ctx, now)
+	if err != nil || !reflect.DeepEqual(got.ByStatus, stats.ByStatus) {
+		t.Errorf("stats after migrating: %+v, %v; before %+v", got, err, stats)
+	}
+	e, err := s.Event(ctx, sqlID)
+	if err != nil || e.Status != hookbox.StatusProcessing || e.Attempts != 1 || e.LeaseOwner != "old-owner" || string(e.Payload) != "{}" {
+		t.Errorf("the older release's row after migrating: %+v, %v", e, err)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM queue`); n != len(ids)+1 {
+		t.Errorf("%d queue rows, want %d", n, len(ids)+1)
+	}
+
+	// Dedupe remembers the old rows; new ids follow the old ones.
+	again, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("done", "done-1"), storetest.Delivery("done", "done-2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again[0].Duplicate || again[0].ID != doneID || again[1].Duplicate || again[1].ID <= slices.Max(append(ids, sqlID)) {
+		t.Errorf("ingest after migrating: %+v", again)
+	}
+	// The old leases expire and are claimed again, with the attempt count
+	// carried over.
+	later := time.Now().Add(2 * time.Hour)
+	reclaimed, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "new", Limit: 10, Lease: time.Minute, Now: later,
+		Sources: []string{"leased", "sql"}})
+	if err != nil || len(reclaimed) != 2 || reclaimed[0].ID != leasedID || reclaimed[1].ID != sqlID ||
+		reclaimed[0].Attempts != 2 || reclaimed[1].Attempts != 2 {
+		t.Fatalf("claim after migrating: %+v, %v", reclaimed, err)
+	}
+	for i := range reclaimed {
+		if errs, err := s.Finish(ctx, []hookbox.Outcome{done(&reclaimed[i])}); err != nil || errs[0] != nil {
+			t.Fatalf("finish after migrating: %v %v", errs, err)
+		}
+	}
+	// Old finished rows are purged, data and queue row alike.
+	res, err := s.Purge(ctx, hookbox.PurgeParams{Before: time.Now().Add(-time.Hour), IncludeDead: true})
+	if err != nil || res.Done != 2 || res.Dead != 1 {
+		t.Fatalf("purge after migrating: %+v, %v; want 2 done (one cleared), 1 dead", res, err)
+	}
+	if _, err := s.Event(ctx, doneID); !errors.Is(err, hookbox.ErrNotFound) {
+		t.Errorf("purged event still readable: %v", err)
+	}
+	if n := count(t, conn, `SELECT (SELECT count(*) FROM queue WHERE id = $1) + (SELECT count(*) FROM event_data WHERE id = $1)`, doneID); n != 0 {
+		t.Errorf("%d rows of the purged event left", n)
+	}
+}
