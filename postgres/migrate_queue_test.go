@@ -183,3 +183,59 @@ func TestMigrateToQueueTable(t *testing.T) {
 		t.Errorf("%d rows of the purged event left", n)
 	}
 }
+
+// TestReplayWaitsOutPayloadClear: a replay that finds an event locked by
+// a payload clearing still in progress waits for it, and then sees the
+// payload gone: the event stays done and is reported without its
+// payload, never sent back to pending with nothing to run. The check
+// runs in a statement taken after the lock (replaySet); checked in the
+// snapshot that picked the event, the payload would still look there.
+func TestReplayWaitsOutPayloadClear(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	ids := storetest.Seed(t, s, hookbox.StatusDone, time.Now().Add(-48*time.Hour), "", storetest.Delivery("rc", "1"))
+	// What clearBatch does, held open: the queue row locked, the payload
+	// cleared.
+	holder := connect(t, url)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT id FROM queue WHERE id = $1 FOR NO KEY UPDATE`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE event_data SET payload = NULL WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res hookbox.ReplayResult
+		err error
+	}
+	replayed := make(chan result, 1)
+	go func() {
+		res, err := s.Replay(ctx, hookbox.ReplayParams{IDs: ids, IncludeDone: true})
+		replayed <- result{res, err}
+	}()
+	watch := connect(t, url)
+	for count(t, watch, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+        AND (query LIKE 'SELECT id FROM queue WHERE id = ANY%' OR query LIKE 'WITH replayed%')`) == 0 {
+		select {
+		case r := <-replayed:
+			t.Fatalf("the replay ended without waiting for the lock: %+v, %v", r.res, r.err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-replayed
+	if r.err != nil || len(r.res.Replayed) != 0 || !slices.Equal(r.res.NoPayload, ids) {
+		t.Fatalf("replay = %+v, %v; want nothing replayed, %v without payload", r.res, r.err, ids)
+	}
+	if e, err := s.Event(ctx, ids[0]); err != nil || e.Status != hookbox.StatusDone || !e.PayloadCleared {
+		t.Errorf("event after the replay: %+v, %v; want done, payload cleared", e, err)
+	}
+}
