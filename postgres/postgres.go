@@ -154,7 +154,18 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// jit_above_cost, and compiling costs far more than it saves (a purge
 	// batch of 1000 rows over 2M rows: 383 ms with JIT, 20 ms without).
 	//
-	// Both are set by a statement once connected, not as startup
+	// Statements are planned for the tables as they are when they run
+	// (plan_cache_mode = force_custom_plan), unless the URL says otherwise.
+	// A prepared statement otherwise turns generic after five runs and
+	// keeps that plan until the table is next analyzed: the queue starts
+	// empty, where a sequential scan is the cheapest plan for every
+	// statement (claims and finishes alike), and a claim by order key
+	// planned then took a minute per claim at 20,000 rows on a server
+	// whose autovacuum was off (or had not run yet). Planning again costs
+	// tens of microseconds per statement, and hookbox runs a statement per
+	// batch, not per event.
+	//
+	// All three are set by a statement once connected, not as startup
 	// parameters: a connection pooler such as PgBouncer refuses a startup
 	// parameter it does not know (jit, synchronous_commit) unless told to
 	// ignore it, and hookbox must connect through one as it is.
@@ -196,6 +207,9 @@ func sessionSettings(params map[string]string) string {
 	q := `SET synchronous_commit = on`
 	if _, ok := params["jit"]; !ok {
 		q += `; SET jit = off`
+	}
+	if _, ok := params["plan_cache_mode"]; !ok {
+		q += `; SET plan_cache_mode = force_custom_plan`
 	}
 	return q
 }

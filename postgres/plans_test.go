@@ -1,0 +1,102 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestPlansFollowTheQueue: claims prepared while the queue is empty are
+// planned again for the queue as it grows. Left to the server's default, a
+// prepared statement settles on a generic plan after five runs and keeps
+// it until the table is analyzed again, and the plan an empty table gets
+// scans the whole table: on a server whose autovacuum is off (or has not
+// run yet) every claim would then read the whole queue.
+func TestPlansFollowTheQueue(t *testing.T) {
+	ctx := context.Background()
+	// One connection: every statement below is prepared on it.
+	s, err := postgres.Open(ctx, pgtest.URL(t), postgres.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	claim := func(by bool) {
+		t.Helper()
+		p := hookbox.ClaimParams{Owner: "t", Limit: 1, Lease: time.Minute, Sources: []string{"s/a"}, ByKey: by}
+		if _, err := s.Claim(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 8 {
+		claim(false)
+		claim(true)
+	}
+	// Grow the queue: 20,000 deliveries over 100 order keys.
+	for b := range 20 {
+		ds := make([]hookbox.Delivery, 1000)
+		for i := range ds {
+			n := b*1000 + i
+			ds[i] = storetest.Delivery("s", fmt.Sprint("d", n))
+			ds[i].FanOut = true
+			ds[i].Routes = []hookbox.Route{{Target: "a", OrderKey: fmt.Sprint("k", n%100)}}
+		}
+		if _, err := s.Ingest(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := s.AcquireConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, `SELECT name, statement FROM pg_prepared_statements
+		WHERE statement LIKE 'WITH%FOR NO KEY UPDATE OF % SKIP LOCKED%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string]string{}
+	for rows.Next() {
+		var name, stmt string
+		if err := rows.Scan(&name, &stmt); err != nil {
+			t.Fatal(err)
+		}
+		claims[name] = stmt
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(claims) != 2 {
+		t.Fatalf("%d claim statements prepared on the connection, want 2 (plain and by key): %v", len(claims), claims)
+	}
+	for name, stmt := range claims {
+		var plan []string
+		args := `('t', 60000000, NULL, '{s/a}', 1)` // claimDue's
+		if strings.Contains(stmt, "$7") {
+			args = `('t', 60000000, NULL, 's/a', 1, '', 4096)` // claimByKey's
+		}
+		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+name+args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if text := strings.Join(plan, "\n"); strings.Contains(text, "Seq Scan on queue") {
+			t.Errorf("a claim scans the whole queue of 20,000 deliveries:\n%s\n%s", stmt, text)
+		}
+	}
+}
