@@ -79,10 +79,10 @@ func strictPooler(t *testing.T, upstream string) (addr string, refused func() []
 }
 
 // TestConnectsThroughStrictPooler: hookbox's session settings (synchronous
-// commits, no JIT) are made by statements once connected, so a pooler
-// that refuses unknown startup parameters lets it in, and the settings
-// hold in its sessions. A jit in the URL is the operator's own choice,
-// sent as they wrote it, and kept.
+// commits, no JIT, custom plans) are made by statements once connected, so
+// a pooler that refuses unknown startup parameters lets it in, and the
+// settings hold in its sessions. A jit or plan_cache_mode in the URL is
+// the operator's own choice, sent as they wrote it, and kept.
 func TestConnectsThroughStrictPooler(t *testing.T) {
 	t.Parallel()
 	direct := pgtest.URL(t)
@@ -97,27 +97,29 @@ func TestConnectsThroughStrictPooler(t *testing.T) {
 	if _, err := s.Ingest(ctx, []hookbox.Delivery{{Source: "s", DeliveryID: "1", Payload: []byte(`{}`)}}); err != nil {
 		t.Fatalf("ingest through the pooler: %v", err)
 	}
-	if jit, sync := settings(t, s); jit != "off" || sync != "on" {
-		t.Errorf("session settings jit=%s synchronous_commit=%s, want off and on", jit, sync)
+	if jit, sync, plans := settings(t, s); jit != "off" || sync != "on" || plans != "force_custom_plan" {
+		t.Errorf("session settings jit=%s synchronous_commit=%s plan_cache_mode=%s, want off, on and force_custom_plan", jit, sync, plans)
 	}
 	if r := refused(); len(r) > 0 {
 		t.Errorf("the pooler refused startup parameters %v", r)
 	}
 
-	if jit, _ := settings(t, open(t, direct+"&jit=on")); jit != "on" {
-		t.Errorf("jit=on in the URL: session has jit=%s", jit)
+	if jit, _, plans := settings(t, open(t, direct+"&jit=on&plan_cache_mode=auto")); jit != "on" || plans != "auto" {
+		t.Errorf("jit=on and plan_cache_mode=auto in the URL: session has jit=%s plan_cache_mode=%s", jit, plans)
 	}
 }
 
-// settings returns jit and synchronous_commit as a session of s has them.
+// settings returns jit, synchronous_commit and plan_cache_mode as a
+// session of s has them.
 func settings(t *testing.T, s interface {
 	InTx(context.Context, func(context.Context, *hookbox.Tx) error) error
-}) (jit, sync string) {
+}) (jit, sync, plans string) {
 	t.Helper()
 	if err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
-		return tx.QueryRowContext(ctx, `SELECT current_setting('jit'), current_setting('synchronous_commit')`).Scan(&jit, &sync)
+		return tx.QueryRowContext(ctx, `SELECT current_setting('jit'), current_setting('synchronous_commit'),
+			current_setting('plan_cache_mode')`).Scan(&jit, &sync, &plans)
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return jit, sync
+	return jit, sync, plans
 }
