@@ -83,6 +83,16 @@ const maxKeysPerClaim = 4096
 // of them. It walks the distinct keys through queue_order (two index
 // lookups per key, however many deliveries wait behind each), at most $7
 // keys, and skips heads another transaction holds.
+//
+// A key none of whose deliveries is leased is free; the first by id is
+// not enough. Ids are drawn before commit, so a delivery can become
+// visible after a later one of its key was claimed (another process's
+// ingest, or ingest.flushers), and a replay can put an earlier one back
+// while a later one runs: either heads its key, and waits here
+// (queue_leased_keys, one probe per key) until the running one ends. Two
+// claims whose snapshots saw different heads could still lease one each;
+// serialLock, taken before the claim's snapshot, keeps that from happening
+// (see Store.claimByKey).
 func claimByKey(skipDead bool) string {
 	held := `status IN ('pending', 'processing', 'dead')`
 	head := held
@@ -105,6 +115,9 @@ func claimByKey(skipDead bool) string {
         ORDER BY id LIMIT 1) h
     JOIN queue e ON e.id = h.id
     WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ` + claimNow + `
+      AND NOT EXISTS (SELECT 1 FROM queue b
+          WHERE b.source = $4 AND b.order_key COLLATE "C" = k.key AND b.order_key IS NOT NULL
+            AND b.status = 'processing' AND b.next_attempt_at > ` + claimNow + `)
     LIMIT $5
     FOR NO KEY UPDATE OF e SKIP LOCKED
 )` + claimSet
@@ -124,9 +137,12 @@ var claimStrict = `WITH first AS (
     FOR NO KEY UPDATE SKIP LOCKED
 )` + claimSet
 
-// strictLock serializes strict claims of one source across processes until
-// the end of the transaction.
-const strictLock = `SELECT pg_advisory_xact_lock(hashtext('hookbox-strict:' || current_schema() || ':' || $1))`
+// serialLock serializes the claims of one queue ($1) across processes
+// until the end of the transaction, for the claims that must see each
+// other's leases: strict ones, and claims by key. Under READ COMMITTED the
+// claim that follows it in the transaction takes its snapshot once the
+// lock is granted, so it sees every lease the claims before it made.
+const serialLock = `SELECT pg_advisory_xact_lock(hashtext('hookbox-strict:' || current_schema() || ':' || $1))`
 
 // Claim leases due events; see hookbox.Queue. A plain claim is one
 // statement (one round trip); a strict claim sends the advisory lock and the
@@ -160,17 +176,14 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 }
 
 // claimByKey runs claimByKey from p.AfterKey and, when that leaves part
-// of the limit, again from the first key (wrapping around). Each is a
-// statement of its own: a delivery leased by the first is held by then.
+// of the limit, again from the first key (wrapping around). Each runs
+// after serialLock, in a transaction of its own: a delivery leased by the
+// first is held by then, and by every claim of the queue after it.
 func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int64, now any) ([]hookbox.Event, error) {
 	q := claimByKey(p.SkipDead)
 	var out []hookbox.Event
 	for _, after := range []string{p.AfterKey, ""} {
-		rows, err := s.pool.Query(ctx, q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, maxKeysPerClaim)
-		if err != nil {
-			return out, err
-		}
-		evs, err := scanEvents(rows)
+		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, maxKeysPerClaim)
 		out = append(out, evs...)
 		if err != nil || len(out) >= p.Limit || p.AfterKey == "" {
 			return out, err
@@ -180,13 +193,19 @@ func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int
 }
 
 func (s *Store) claimStrict(ctx context.Context, owner string, lease int64, now any, source string) ([]hookbox.Event, error) {
+	return s.claimSerial(ctx, source, claimStrict, owner, lease, now, source)
+}
+
+// claimSerial runs the claim statement q with args after serialLock on
+// queue, in one round trip.
+func (s *Store) claimSerial(ctx context.Context, queue, q string, args ...any) ([]hookbox.Event, error) {
 	// A batch outside an explicit transaction runs in one implicit
 	// transaction (one Sync): the advisory lock is held until the claim has
 	// committed. Under READ COMMITTED each statement takes its own snapshot,
 	// so the claim's is taken after the lock was granted.
 	b := &pgx.Batch{}
-	b.Queue(strictLock, source)
-	b.Queue(claimStrict, owner, lease, now, source)
+	b.Queue(serialLock, queue)
+	b.Queue(q, args...)
 	br := s.pool.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()

@@ -68,6 +68,8 @@ func TestMigrateToTargets(t *testing.T) {
 		if strings.HasPrefix(dbURL, "postgres") {
 			pgtest.MigrateDownTo(t, dbURL, 9)
 			undo = pgUndo9
+		} else {
+			undo = []string{`DROP INDEX events_leased_keys`, `DELETE FROM goose_db_version WHERE version_id = 9`}
 		}
 		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
 			for _, q := range append(undo, `DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`,

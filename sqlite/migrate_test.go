@@ -40,6 +40,7 @@ func TestMigrateKeepsRows(t *testing.T) {
 	for _, q := range []string{
 		`DROP TABLE rejected_deliveries`,
 		`DROP TABLE paused_targets`,
+		`DROP INDEX events_leased_keys`,
 		`DROP INDEX events_order`,
 		`DROP INDEX events_children`,
 		`ALTER TABLE events DROP COLUMN order_key`,

@@ -115,6 +115,11 @@ const maxKeysPerClaim = 4096
 // in key order, that is due and not held by an earlier one: it walks the
 // distinct keys through events_order (two index lookups per key, however
 // many deliveries wait behind each) and stops at maxKeysPerClaim keys.
+// A key with a delivery leased (events_leased_keys, one more lookup) is
+// skipped whatever that delivery's id: a replay can put an earlier
+// delivery back while a later one of its key runs. (Claims cannot see
+// each other's heads differently here: each runs in the one writer's
+// transaction, and ids follow commit order.)
 func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
 	held := `status IN ('pending', 'processing', 'dead')`
 	head := held
@@ -136,8 +141,11 @@ func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
             WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL AND ` + head + `
             ORDER BY id LIMIT 1)
         WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ?
+          AND NOT EXISTS (SELECT 1 FROM events INDEXED BY events_leased_keys
+              WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL
+                AND status = 'processing' AND next_attempt_at > ?)
         LIMIT ` + limitParam
-	return q, []any{src, p.AfterKey, src, maxKeysPerClaim, src, nowMS, p.Limit}
+	return q, []any{src, p.AfterKey, src, maxKeysPerClaim, src, nowMS, src, nowMS, p.Limit}
 }
 
 // queuedColumns are the columns a claim reads: eventColumns and whether

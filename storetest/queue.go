@@ -42,6 +42,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"FinishStoresAnyErrorText":   testFinishAnyErrorText,
 		"FanOut":                     testFanOut,
 		"ClaimByKey":                 testClaimByKey,
+		"ClaimByKeyWhileOneRuns":     testClaimByKeyWhileOneRuns,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 	}

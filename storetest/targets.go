@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -179,6 +180,51 @@ func testClaimByKey(t *testing.T, q QueueStore) {
 	}
 	if got := byKey(true); !slices.Equal(got, []string{"2"}) {
 		t.Fatalf("skipping dead deliveries: claimed %v, want 2", got)
+	}
+}
+
+// testClaimByKeyWhileOneRuns: a key is busy while any of its deliveries
+// is leased, whatever the ids say. A delivery replayed after a later one
+// of its key started (or, on PostgreSQL, committed by another ingest
+// transaction after it) heads the key by id, yet waits until the running
+// one finishes.
+func testClaimByKeyWhileOneRuns(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	ingest(t, q, fanOut("run", "1", "t=k1"), fanOut("run", "2", "t=k1"), fanOut("run", "3", "t=k2"))
+	byKey := func() []hookbox.Event {
+		t.Helper()
+		evs, err := q.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("bk-", claimSeq.Add(1)), Limit: 10,
+			Lease: time.Minute, Sources: []string{"run/t"}, ByKey: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	ids := func(evs []hookbox.Event) (out []string) {
+		for _, e := range evs {
+			out = append(out, e.DeliveryID)
+		}
+		return out
+	}
+	first := byKey()
+	if got := ids(first); !slices.Equal(got, []string{"1", "3"}) {
+		t.Fatalf("first claim = %v, want the head of each key (1, 3)", got)
+	}
+	finish(t, q, outcome(first[0], hookbox.StatusDone, time.Now()))
+	second := byKey()
+	if got := ids(second); !slices.Equal(got, []string{"2"}) {
+		t.Fatalf("after 1 finished: claimed %v, want 2", got)
+	}
+	res, err := q.Replay(ctx, hookbox.ReplayParams{IDs: []int64{first[0].ID}, IncludeDone: true})
+	if err != nil || !slices.Equal(res.Replayed, []int64{first[0].ID}) {
+		t.Fatalf("replay of the first delivery: %+v, %v", res, err)
+	}
+	if got := ids(byKey()); len(got) != 0 {
+		t.Fatalf("claimed %v while 2, of the same key, runs", got)
+	}
+	finish(t, q, outcome(second[0], hookbox.StatusDone, time.Now()))
+	if got := ids(byKey()); !slices.Equal(got, []string{"1"}) {
+		t.Fatalf("after 2 finished: claimed %v, want the replayed 1", got)
 	}
 }
 
