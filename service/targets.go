@@ -19,7 +19,8 @@ import (
 // forward or exec under its own policy and controls. A go_handler
 // target's deliveries wait for the Go handlers a program registers under
 // that name; its controls apply to two-phase handlers (apply-only ones
-// run inside transactions, several at a time, and take none).
+// run inside transactions, several at a time, and take none; with
+// order_by the pool refuses to start, see worker.Pool.Start).
 func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor, log *slog.Logger) error {
 	for _, src := range cfg.Sources {
 		for _, t := range src.Targets {

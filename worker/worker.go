@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,6 +344,9 @@ func (p *Pool) Notify() {
 // last attempt; the other events of the batch its first death ended are
 // charged that death too, since which handler ended it is not known.
 func (p *Pool) Start(ctx context.Context) error {
+	if err := p.checkOrdered(); err != nil {
+		return err
+	}
 	// Before the lock: charging a dead pool's events reads policies.
 	p.register(ctx)
 	p.mu.Lock()
@@ -1092,6 +1096,30 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	if p.opts.OnAttempt != nil {
 		p.opts.OnAttempt(ev, o, err)
 	}
+}
+
+// checkOrdered refuses a route that must run its events one order key at
+// a time (Controls.ByKey) but has only apply-only handlers: those run
+// several events to a transaction, picked without leases, and would
+// ignore the order silently.
+func (p *Pool) checkOrdered() error {
+	var ordered []string
+	p.ctlMu.Lock()
+	for name, c := range p.controls {
+		if c.ByKey {
+			ordered = append(ordered, name)
+		}
+	}
+	p.ctlMu.Unlock()
+	slices.Sort(ordered)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, name := range ordered {
+		if r := p.routes[name]; r != nil && !r.leased() && len(r.handlers) > 0 {
+			return fmt.Errorf("worker: %s runs one event per order key at a time (order_by), which apply-only handlers (Handle) cannot: register its handler with HandlePhases, or remove order_by", name)
+		}
+	}
+	return nil
 }
 
 // extendLoop keeps the pool's record fresh (finding pools that died, see

@@ -521,3 +521,25 @@ func TestPermanentRefusalsLeaveTheCircuitClosed(t *testing.T) {
 		}
 	})
 }
+
+// TestOrderNeedsLeases: a route that runs one event per order key at a
+// time cannot be worked by apply-only handlers (picked several to a
+// transaction, without leases): Start refuses it and says what to do,
+// rather than ignore the order. A two-phase handler is accepted.
+func TestOrderNeedsLeases(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	p := worker.New(s, worker.Options{})
+	p.Handle("o/ledger", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error { return nil })
+	p.SetControls("o/ledger", worker.Controls{ByKey: true})
+	err := p.Start(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "o/ledger") || !strings.Contains(err.Error(), "HandlePhases") {
+		t.Fatalf("Start = %v, want a refusal naming the route and HandlePhases", err)
+	}
+
+	p = worker.New(s, worker.Options{})
+	p.HandlePhases("o/ledger", "", worker.TwoPhase(
+		func(ctx context.Context, ev *hookbox.Event) (string, error) { return "", nil },
+		func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, _ string) error { return nil }))
+	p.SetControls("o/ledger", worker.Controls{ByKey: true})
+	start(t, p)
+}
