@@ -81,6 +81,7 @@ to empty):
 	fl.StringVar(&f.Synchronous, "sqlite-synchronous", "FULL", "SQLite durability for the sqlite target: FULL, NORMAL or OFF (only FULL keeps the promise behind a 202)")
 	fl.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fl.StringVar(&f.Handler, "handler", "", "Go handler for the bench source during the run: noop, wait1s or forward (default: noop with --drain or --drain-only, else none)")
+	fl.IntVar(&f.OrderKeys, "order-keys", 0, "with --handler forward: forward through a target with order_by, the deliveries spread over this many order keys")
 	fl.IntVar(&f.Concurrency, "concurrency", 0, "workers.concurrency of the sqlite and postgres targets: events prepared (or forwarded) at once (default 32)")
 	return cmd
 }

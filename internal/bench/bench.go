@@ -62,7 +62,14 @@ type Options struct {
 	Synchronous string // SQLite synchronous for the sqlite target
 	Handler     string // Go handler for the bench source: noop or wait1s
 	Concurrency int    // workers.concurrency of the hookbox targets
+	// OrderKeys, with Handler forward, forwards through a named target
+	// with order_by: each delivery carries one of this many order keys (in
+	// turn, in the header OrderKeyHeader), so the drain claims by key.
+	OrderKeys int
 }
+
+// OrderKeyHeader carries a delivery's order key in an --order-keys run.
+const OrderKeyHeader = "X-Order-Key"
 
 // benchSecret signs the benchmark's deliveries; it protects nothing.
 const benchSecret = "whsec_YmVuY2htYXJrLXNlY3JldC1ub3QtZm9yLXVzZQ=="
@@ -142,6 +149,9 @@ func checkHandler(f *Options) error {
 	}
 	if f.Concurrency < 0 {
 		return fmt.Errorf("--concurrency must not be negative")
+	}
+	if f.OrderKeys < 0 || f.OrderKeys > 0 && f.Handler != handlerForward {
+		return fmt.Errorf("--order-keys needs --handler forward (a forward target with order_by) and a count of at least 1")
 	}
 	return nil
 }
@@ -401,6 +411,10 @@ func startBenchTarget(ctx context.Context, name string, f *Options, vc verify.Co
 			if src.Forward, stopReceiver, err = t.startReceiver(); err != nil {
 				return nil, err
 			}
+			if f.OrderKeys > 0 {
+				src.Targets = []config.Target{{Name: orderedTarget, Forward: src.Forward, OrderBy: "header:" + OrderKeyHeader}}
+				src.Forward = ""
+			}
 		}
 		cfg := &config.Config{DB: db, Sources: []config.Source{src}, SQLite: config.SQLite{Synchronous: f.Synchronous},
 			Workers: config.Workers{Concurrency: f.Concurrency}}
@@ -528,7 +542,7 @@ func (t *benchTarget) noopHandler(ctx context.Context, tx *hookbox.Tx, ev *hookb
 func (t *benchTarget) measure(ctx context.Context, f *Options, vc verify.Config, out io.Writer) (Result, error) {
 	r := Result{Target: t.name, Preload: f.Preload, Handler: t.handler}
 	body := benchBody(f.BodySize)
-	gen := newDeliveries(vc, body, f.Duplicates)
+	gen := newDeliveries(vc, body, f.Duplicates, f.OrderKeys)
 	if f.DrainOnly > 0 {
 		if t.svc == nil {
 			return r, fmt.Errorf("--drain-only needs the sqlite or postgres target")
@@ -724,13 +738,14 @@ type deliveries struct {
 	offset    atomic.Int64
 	now       time.Time
 	stripeRaw bool
+	orderKeys int // --order-keys
 }
 
-func newDeliveries(vc verify.Config, body []byte, dupShare float64) *deliveries {
+func newDeliveries(vc verify.Config, body []byte, dupShare float64, orderKeys int) *deliveries {
 	var run [6]byte
 	rand.Read(run[:])
 	g := &deliveries{vc: vc, body: body, prefix: "msg_" + hex.EncodeToString(run[:]) + "_",
-		stripeRaw: vc.Scheme == "stripe"}
+		stripeRaw: vc.Scheme == "stripe", orderKeys: orderKeys}
 	if dupShare > 0 {
 		g.dupEvery = int(1 / dupShare)
 	}
@@ -760,12 +775,21 @@ func (g *deliveries) next(i int) loadgen.Request {
 	if err != nil {
 		panic(err) // the config was checked before the run
 	}
+	if g.orderKeys > 0 {
+		h.Set(OrderKeyHeader, g.orderKey(n))
+	}
 	req := loadgen.Request{Header: h}
 	if g.stripeRaw {
 		req.Body = body
 	}
 	return req
 }
+
+// orderKey is the order key of delivery n in an --order-keys run.
+func (g *deliveries) orderKey(n int) string { return fmt.Sprint("k", n%g.orderKeys) }
+
+// orderedTarget is the name of the forward target of an --order-keys run.
+const orderedTarget = "app"
 
 // deliveryID reads back the id a signed request carries in a header.
 func deliveryID(h http.Header) string {
@@ -789,8 +813,13 @@ func storeEvents(ctx context.Context, svc *service.Service, gen *deliveries, n i
 			if body == nil {
 				body = gen.body
 			}
-			ds = append(ds, hookbox.Delivery{Source: "bench", DeliveryID: fmt.Sprint(gen.prefix, "d", i),
-				Header: req.Header, Payload: body, ReceivedAt: time.Now()})
+			d := hookbox.Delivery{Source: "bench", DeliveryID: fmt.Sprint(gen.prefix, "d", i),
+				Header: req.Header, Payload: body, ReceivedAt: time.Now()}
+			if gen.orderKeys > 0 {
+				// As the service routes it: one delivery, to the target.
+				d.FanOut, d.Routes = true, []hookbox.Route{{Target: orderedTarget, OrderKey: req.Header.Get(OrderKeyHeader)}}
+			}
+			ds = append(ds, d)
 		}
 		if _, err := svc.Store.Ingest(ctx, ds); err != nil {
 			return err

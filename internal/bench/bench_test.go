@@ -30,7 +30,7 @@ func TestBenchWaitHandler(t *testing.T) {
 	defer bt.stop()
 	bt.serve()
 	body := benchBody(256)
-	gen := newDeliveries(vc, body, 0)
+	gen := newDeliveries(vc, body, 0, 0)
 	send := func(i int) {
 		t.Helper()
 		res, err := loadgen.Run(ctx, loadgen.Options{URL: bt.url, Connections: 1, Requests: []loadgen.Request{gen.next(i)}, Body: body})
@@ -160,5 +160,63 @@ func TestPreloadPhases(t *testing.T) {
 				t.Errorf("purge: %+v, want the 2500 preloaded rows", p)
 			}
 		})
+	}
+}
+
+// TestOrderKeysDrain: with --order-keys the forward drain goes through a
+// target with order_by, so every event is claimed by key: all of them
+// reach the app, each stored as one event with one keyed delivery. The
+// option needs --handler forward.
+func TestOrderKeysDrain(t *testing.T) {
+	if err := checkHandler(&Options{Handler: handlerNoop, OrderKeys: 4}); err == nil {
+		t.Error("--order-keys with the noop handler was accepted")
+	}
+	var out strings.Builder
+	err := Run(context.Background(), &Options{Targets: []string{"sqlite"}, Scheme: "standard-webhooks",
+		Connections: 4, BodySize: 256, JSON: true, Synchronous: "FULL", Handler: handlerForward,
+		OrderKeys: 7, DrainOnly: 300}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []Result
+	if err := json.Unmarshal([]byte(out.String()), &rs); err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Drain == nil || rs[0].Drain.Events != 300 {
+		t.Fatalf("result %+v", rs)
+	}
+
+	vc := verify.Config{Scheme: "standard-webhooks", Secrets: []string{benchSecret}}
+	f := &Options{Handler: handlerForward, OrderKeys: 7, Synchronous: "FULL"}
+	bt, err := startBenchTarget(context.Background(), "sqlite", f, vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.stop()
+	gen := newDeliveries(vc, benchBody(256), 0, 7)
+	if err := storeEvents(context.Background(), bt.svc, gen, 70); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{}
+	err = bt.svc.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT order_key FROM events WHERE source = $1`, hookbox.QueueName("bench", orderedTarget))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				return err
+			}
+			keys[k]++
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 7 || keys["k0"] != 10 {
+		t.Errorf("deliveries by order key: %v, want 10 for each of 7 keys", keys)
 	}
 }
