@@ -30,13 +30,13 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration: 00010_queue_table on PostgreSQL (it has no SQLite
-		// twin), through its own Down section; 00008_rejected on SQLite,
-		// by hand.
-		newest, undo := "8", []string{`DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`}
+		// migration, the index of leased order keys: 00011_leased_keys on
+		// PostgreSQL, through its own Down section; 00009_leased_keys on
+		// SQLite, by hand.
+		newest, undo := "9", []string{`DROP INDEX events_leased_keys`, `DELETE FROM goose_db_version WHERE version_id = 9`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "10", nil
-			pgtest.MigrateDownTo(t, dbURL, 9)
+			newest, undo = "11", nil
+			pgtest.MigrateDownTo(t, dbURL, 10)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
