@@ -105,6 +105,10 @@ type serverSpec struct {
 	// targets, when set, gives each source these named targets instead,
 	// each forwarding to forward/<name>/<target>.
 	targets []string
+	// orderBy, when set, gives each of those targets this order_by.
+	orderBy string
+	// extra is YAML appended to the config's top level.
+	extra string
 }
 
 // writeConfig writes a hookbox config for spec into dir, checks that it
@@ -135,12 +139,16 @@ func writeConfig(t *testing.T, dir string, spec serverSpec) string {
 			fmt.Fprintf(&b, "    timeout: 1s\n    backoff_min: 50ms\n    backoff_max: 1s\n    max_attempts: 25\n    targets:\n")
 			for _, t := range spec.targets {
 				fmt.Fprintf(&b, "      - name: %s\n        forward: %s\n", q(t), q(spec.forward+"/"+s.name+"/"+t))
+				if spec.orderBy != "" {
+					fmt.Fprintf(&b, "        order_by: %s\n", q(spec.orderBy))
+				}
 			}
 		case spec.forward != "":
 			fmt.Fprintf(&b, "    forward: %s\n    timeout: 1s\n    backoff_min: 50ms\n    backoff_max: 1s\n    max_attempts: 25\n",
 				q(spec.forward+"/"+s.name))
 		}
 	}
+	b.WriteString(spec.extra)
 	if _, err := config.Parse([]byte(b.String())); err != nil {
 		t.Fatalf("generated config does not load: %v\n%s", err, b.String())
 	}
