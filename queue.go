@@ -32,11 +32,15 @@ type ClaimParams struct {
 	Now time.Time
 	// ByKey orders deliveries of Sources per order key: a delivery is
 	// claimed only when no delivery of its source with the same key and a
-	// lower id is pending, processing or (unless SkipDead) dead. So one
-	// key runs one delivery at a time, in id order, while different keys
-	// run in parallel. Only deliveries with an order key are claimed
-	// (routing gives every delivery of an ordered target one). Claim
-	// supports it; WorkTx.Pick does not.
+	// lower id is pending, processing or (unless SkipDead) dead, and no
+	// delivery of that key, whatever its id, holds a live lease (a
+	// replayed earlier one, or one whose ingest committed after a later
+	// id was claimed, waits for the running one). So one key runs one
+	// delivery at a time, in id order as far as commits allow, also
+	// across processes, while different keys run in parallel. Only
+	// deliveries with an order key are claimed (routing gives every
+	// delivery of an ordered target one). Claim supports it; WorkTx.Pick
+	// does not.
 	ByKey bool
 	// SkipDead lets a dead delivery release its key (see ByKey).
 	SkipDead bool
