@@ -51,6 +51,16 @@ type ClaimParams struct {
 	// two index lookups per key it passes, never a row per queued
 	// delivery.
 	AfterKey string
+	// MaxKeys, with ByKey, bounds the order keys one claim visits in each
+	// of its two walks (0: DefaultMaxKeys); see KeyWalk.
+	MaxKeys int
+	// KeyCursor, with ByKey, when not nil, receives the key to pass as the
+	// next claim's AfterKey when this one visited all the keys it may
+	// without filling Limit: keys past them, whose deliveries may be due,
+	// are reached next time even when every key visited is blocked (a dead
+	// delivery holding it, one running, one waiting for its retry). It is
+	// left as it is otherwise.
+	KeyCursor *string
 	// Rescue lets ClaimWork lease one event picked with an expired lease
 	// (its worker may have died of it), counting the attempt, for the
 	// caller to run alone; without it such events are left as they are,
@@ -60,6 +70,19 @@ type ClaimParams struct {
 	// before any handler runs (WorkTx.Mark), so that a crash of the
 	// process while they run can be charged to them (Queue.OrphanMarks).
 	Mark Mark
+}
+
+// DefaultMaxKeys is how many order keys a claim by key visits in each of
+// its walks unless ClaimParams.MaxKeys says otherwise.
+const DefaultMaxKeys = 4096
+
+// KeyWalk is how many order keys a claim by key visits in each of its
+// walks: MaxKeys, or DefaultMaxKeys.
+func (p ClaimParams) KeyWalk() int {
+	if p.MaxKeys > 0 {
+		return p.MaxKeys
+	}
+	return DefaultMaxKeys
 }
 
 // Worker is the record of a running worker pool.

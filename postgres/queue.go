@@ -74,8 +74,30 @@ const (
     LIMIT $5`
 )
 
-// maxKeysPerClaim bounds the order keys one claim by key visits.
-const maxKeysPerClaim = 4096
+// keyHeld is the condition on a delivery that holds its order key.
+const keyHeld = `status IN ('pending', 'processing', 'dead')`
+
+// keyWalk is the CTE k(key, n) of claimByKey and walkEnd: the distinct
+// order keys of source src held by a delivery, in byte order, from the
+// first after key after, numbered n from 0 up to max (max+1 keys).
+func keyWalk(src, after, max string) string {
+	return `k(key, n) AS (
+    SELECT (SELECT order_key COLLATE "C" FROM queue
+            WHERE source = ` + src + ` AND order_key COLLATE "C" > ` + after + ` AND order_key IS NOT NULL AND ` + keyHeld + `
+            ORDER BY order_key COLLATE "C" LIMIT 1), 0
+    UNION ALL
+    SELECT (SELECT order_key COLLATE "C" FROM queue
+            WHERE source = ` + src + ` AND order_key COLLATE "C" > k.key AND order_key IS NOT NULL AND ` + keyHeld + `
+            ORDER BY order_key COLLATE "C" LIMIT 1), k.n + 1
+    FROM k WHERE k.key IS NOT NULL AND k.n < ` + max + `
+)`
+}
+
+// walkEnd finds where a claim by key's walk from $2 ended when it went
+// all the way ($3 + 1 keys of source $1): the last key, and whether the
+// walk was that long (else it ran out of keys).
+var walkEnd = `WITH RECURSIVE ` + keyWalk("$1", "$2", "$3") + `
+SELECT key, n = $3 FROM k WHERE key IS NOT NULL ORDER BY n DESC LIMIT 1`
 
 // claimByKey leases, for a claim by order key (hookbox.ClaimParams.ByKey),
 // the first delivery of each order key of source $4 after key $6, in key
@@ -94,21 +116,11 @@ const maxKeysPerClaim = 4096
 // serialLock, taken before the claim's snapshot, keeps that from happening
 // (see Store.claimByKey).
 func claimByKey(skipDead bool) string {
-	held := `status IN ('pending', 'processing', 'dead')`
-	head := held
+	head := keyHeld
 	if skipDead {
 		head += ` AND status <> 'dead'`
 	}
-	return `WITH RECURSIVE k(key, n) AS (
-    SELECT (SELECT order_key COLLATE "C" FROM queue
-            WHERE source = $4 AND order_key COLLATE "C" > $6 AND order_key IS NOT NULL AND ` + held + `
-            ORDER BY order_key COLLATE "C" LIMIT 1), 0
-    UNION ALL
-    SELECT (SELECT order_key COLLATE "C" FROM queue
-            WHERE source = $4 AND order_key COLLATE "C" > k.key AND order_key IS NOT NULL AND ` + held + `
-            ORDER BY order_key COLLATE "C" LIMIT 1), k.n + 1
-    FROM k WHERE k.key IS NOT NULL AND k.n < $7
-), due AS (
+	return `WITH RECURSIVE ` + keyWalk("$4", "$6", "$7") + `, due AS (
     SELECT e.id FROM k
     CROSS JOIN LATERAL (SELECT id FROM queue
         WHERE source = $4 AND order_key COLLATE "C" = k.key AND order_key IS NOT NULL AND ` + head + `
@@ -179,14 +191,35 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 // of the limit, again from the first key (wrapping around). Each runs
 // after serialLock, in a transaction of its own: a delivery leased by the
 // first is held by then, and by every claim of the queue after it.
+//
+// A walk that came back short of the limit after visiting every key it
+// may (p.KeyWalk) tells p.KeyCursor where it ended, and does not wrap:
+// the next claim goes on from there, so that keys past a stretch of
+// blocked ones (dead, running, waiting for a retry) are reached too.
 func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int64, now any) ([]hookbox.Event, error) {
 	q := claimByKey(p.SkipDead)
+	walk := p.KeyWalk()
 	var out []hookbox.Event
 	for _, after := range []string{p.AfterKey, ""} {
-		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, maxKeysPerClaim)
+		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, walk-1)
 		out = append(out, evs...)
-		if err != nil || len(out) >= p.Limit || p.AfterKey == "" {
+		if err != nil || len(out) >= p.Limit {
 			return out, err
+		}
+		if p.KeyCursor != nil {
+			var end string
+			var full bool
+			err := s.pool.QueryRow(ctx, walkEnd, p.Sources[0], after, walk-1).Scan(&end, &full)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return out, err
+			}
+			if full {
+				*p.KeyCursor = end
+				return out, nil
+			}
+		}
+		if p.AfterKey == "" {
+			return out, nil
 		}
 	}
 	return out, nil

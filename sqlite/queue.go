@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,7 +27,10 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = claimTx(ctx, tx, st, q, args)
-		if err != nil || !p.ByKey || p.AfterKey == "" || len(out) >= p.Limit {
+		if err != nil || !p.ByKey || len(out) >= p.Limit {
+			return err
+		}
+		if full, err := keyCursor(ctx, tx, p, p.AfterKey); err != nil || full || p.AfterKey == "" {
 			return err
 		}
 		// Wrap around: the keys up to AfterKey, for what is left.
@@ -40,6 +44,10 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		more, err := claimTx(ctx, tx, st2, q2, args2)
 		out = append(out, more...)
 		sortByID(out)
+		if err != nil || len(out) >= p.Limit {
+			return err
+		}
+		_, err = keyCursor(ctx, tx, p, "")
 		return err
 	})
 	if err != nil {
@@ -107,8 +115,53 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 // The cast hides the value from the planner.
 const limitParam = `CAST(? AS INTEGER)`
 
-// maxKeysPerClaim bounds the order keys one claim by key visits.
-const maxKeysPerClaim = 4096
+// keyHeld is the condition on an event that holds its order key.
+const keyHeld = `status IN ('pending', 'processing', 'dead')`
+
+// keyWalk is the CTE k(key, n) of byKeyPick and walkEnd, with four
+// arguments (keyWalkArgs): the distinct order keys of the source held by
+// an event, in byte order, from the first after a key, numbered n from 0
+// up to a last n.
+const keyWalk = `k(key, n) AS (
+            SELECT (SELECT order_key FROM events INDEXED BY events_order
+                    WHERE source = ? AND order_key > ? AND order_key IS NOT NULL AND ` + keyHeld + `
+                    ORDER BY order_key LIMIT 1), 0
+            UNION ALL
+            SELECT (SELECT order_key FROM events INDEXED BY events_order
+                    WHERE source = ? AND order_key > k.key AND order_key IS NOT NULL AND ` + keyHeld + `
+                    ORDER BY order_key LIMIT 1), k.n + 1
+            FROM k WHERE k.key IS NOT NULL AND k.n < ?)`
+
+// keyWalkArgs are keyWalk's arguments for a walk of the keys of p's
+// source after after.
+func keyWalkArgs(p hookbox.ClaimParams, after string) []any {
+	return []any{p.Sources[0], after, p.Sources[0], p.KeyWalk() - 1}
+}
+
+// walkEnd finds where a claim by key's walk ended when it went all the
+// way: the last key, and whether the walk was that long.
+const walkEnd = `WITH RECURSIVE ` + keyWalk + `
+        SELECT key, n = ? FROM k WHERE key IS NOT NULL ORDER BY n DESC LIMIT 1`
+
+// keyCursor, for a claim by key that came back short of p.Limit from the
+// walk that started after after, sets p.KeyCursor (when wanted) to the
+// walk's last key if the walk visited every key it may, and reports
+// whether it did: the next claim goes on from there rather than wrap.
+func keyCursor(ctx context.Context, tx *sql.Tx, p hookbox.ClaimParams, after string) (bool, error) {
+	if p.KeyCursor == nil {
+		return false, nil
+	}
+	var end string
+	var full bool
+	err := tx.QueryRowContext(ctx, walkEnd, append(keyWalkArgs(p, after), p.KeyWalk()-1)...).Scan(&end, &full)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, err
+	}
+	if full {
+		*p.KeyCursor = end
+	}
+	return full, nil
+}
 
 // byKeyPick picks, for a claim by order key (hookbox.ClaimParams.ByKey),
 // the first delivery of each order key of p.Sources[0] after p.AfterKey,
@@ -121,21 +174,11 @@ const maxKeysPerClaim = 4096
 // each other's heads differently here: each runs in the one writer's
 // transaction, and ids follow commit order.)
 func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
-	held := `status IN ('pending', 'processing', 'dead')`
-	head := held
+	head := keyHeld
 	if p.SkipDead {
 		head += ` AND status <> 'dead'`
 	}
-	src := p.Sources[0]
-	q := `WITH RECURSIVE k(key, n) AS (
-            SELECT (SELECT order_key FROM events INDEXED BY events_order
-                    WHERE source = ? AND order_key > ? AND order_key IS NOT NULL AND ` + held + `
-                    ORDER BY order_key LIMIT 1), 0
-            UNION ALL
-            SELECT (SELECT order_key FROM events INDEXED BY events_order
-                    WHERE source = ? AND order_key > k.key AND order_key IS NOT NULL AND ` + held + `
-                    ORDER BY order_key LIMIT 1), k.n + 1
-            FROM k WHERE k.key IS NOT NULL AND k.n < ?)
+	q := `WITH RECURSIVE ` + keyWalk + `
         SELECT e.id FROM k JOIN events e ON e.id = (
             SELECT id FROM events INDEXED BY events_order
             WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL AND ` + head + `
@@ -145,7 +188,8 @@ func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
               WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL
                 AND status = 'processing' AND next_attempt_at > ?)
         LIMIT ` + limitParam
-	return q, []any{src, p.AfterKey, src, maxKeysPerClaim, src, nowMS, src, nowMS, p.Limit}
+	src := p.Sources[0]
+	return q, append(keyWalkArgs(p, p.AfterKey), src, nowMS, src, nowMS, p.Limit)
 }
 
 // queuedColumns are the columns a claim reads: eventColumns and whether

@@ -43,6 +43,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"FanOut":                     testFanOut,
 		"ClaimByKey":                 testClaimByKey,
 		"ClaimByKeyWhileOneRuns":     testClaimByKeyWhileOneRuns,
+		"ClaimByKeyWalksOn":          testClaimByKeyWalksOn,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 	}

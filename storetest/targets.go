@@ -228,6 +228,51 @@ func testClaimByKeyWhileOneRuns(t *testing.T, q QueueStore) {
 	}
 }
 
+// testClaimByKeyWalksOn: a claim by key visits at most MaxKeys keys per
+// walk; one that found them all blocked says where it stopped
+// (KeyCursor), so that the next claim, starting there, reaches the keys
+// past them instead of walking the same blocked ones again.
+func testClaimByKeyWalksOn(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	var ds []hookbox.Delivery
+	for _, k := range []string{"k1", "k2", "k3", "k4", "k5", "k6", "k9"} {
+		ds = append(ds, fanOut("walk", k, "t="+k))
+	}
+	ingest(t, q, ds...)
+	claimKeys := func(after string, limit, maxKeys int, cursor *string) []string {
+		t.Helper()
+		evs, err := q.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("walk-", claimSeq.Add(1)), Limit: limit,
+			Lease: time.Minute, Sources: []string{"walk/t"}, ByKey: true, AfterKey: after, MaxKeys: maxKeys, KeyCursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, e := range evs {
+			keys = append(keys, e.OrderKey)
+		}
+		return keys
+	}
+	// k1 to k6 run from now on: their keys are blocked.
+	if got := claimKeys("", 6, 0, nil); !slices.Equal(got, []string{"k1", "k2", "k3", "k4", "k5", "k6"}) {
+		t.Fatalf("claimed %v, want k1 to k6", got)
+	}
+	cursor := "unset"
+	if got := claimKeys("", 5, 3, &cursor); len(got) != 0 || cursor != "k3" {
+		t.Fatalf("first walk of three keys: claimed %v, cursor %q; want none and k3", got, cursor)
+	}
+	if got := claimKeys(cursor, 5, 3, &cursor); len(got) != 0 || cursor != "k6" {
+		t.Fatalf("second walk: claimed %v, cursor %q; want none and k6", got, cursor)
+	}
+	if got := claimKeys(cursor, 5, 3, &cursor); !slices.Equal(got, []string{"k9"}) {
+		t.Fatalf("third walk: claimed %v, want k9, past the blocked keys", got)
+	}
+	// Without a cursor the walk stays on the first keys.
+	ingest(t, q, fanOut("walk", "k8", "t=k8"))
+	if got := claimKeys("", 5, 3, nil); len(got) != 0 {
+		t.Fatalf("a walk of the first three keys claimed %v", got)
+	}
+}
+
 // testPauseTargets: pauses are kept by name until resumed.
 func testPauseTargets(t *testing.T, q QueueStore) {
 	ctx := context.Background()

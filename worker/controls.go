@@ -200,6 +200,19 @@ func (p *Pool) afterKey(c *control) string {
 	return c.afterKey
 }
 
+// walked moves where c's next claim by key starts past every key the last
+// claim visited, when it visited all it may without filling up (cursor is
+// its hookbox.ClaimParams.KeyCursor, empty otherwise): keys past a long
+// stretch of blocked ones are reached in turn.
+func (p *Pool) walked(c *control, cursor string) {
+	if cursor == "" {
+		return
+	}
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	c.afterKey = cursor
+}
+
 // took records that the events evs of c were claimed and start now.
 func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time) {
 	p.ctlMu.Lock()

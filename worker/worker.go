@@ -190,6 +190,7 @@ type Pool struct {
 
 	ctlMu      sync.Mutex
 	controls   map[string]*control // routes with Controls, by name
+	maxKeys    int                 // hookbox.ClaimParams.MaxKeys of claims by key (0: the store's default; tests set it)
 	paused     map[string]bool     // paused names, as last read
 	pausedRead time.Time
 }
@@ -962,15 +963,21 @@ func truncate(s string, n int) string {
 func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, sources []string, strict bool, limit int, ctl *control) (int, error) {
 	lease := p.lease(p.maxTimeout(sources))
 	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict}
+	var cursor string
 	if ctl != nil {
 		params.ByKey, params.SkipDead, params.AfterKey = ctl.ByKey, ctl.SkipDead, p.afterKey(ctl)
+		params.KeyCursor, params.MaxKeys = &cursor, p.maxKeys
 	}
 	evs, err := p.q.Claim(claimCtx, params)
 	if err != nil || len(evs) == 0 {
+		if ctl != nil && err == nil {
+			p.walked(ctl, cursor)
+		}
 		return 0, err
 	}
 	if ctl != nil {
 		p.took(ctl, evs, time.Now())
+		p.walked(ctl, cursor)
 	}
 	p.leases.add(evs, lease)
 	for i := range evs {
