@@ -103,8 +103,9 @@ SELECT key, n = $3 FROM k WHERE key IS NOT NULL ORDER BY n DESC LIMIT 1`
 // the first delivery of each order key of source $4 after key $6, in key
 // order (byte order), that is due and not held by an earlier one, up to $5
 // of them. It walks the distinct keys through queue_order (two index
-// lookups per key, however many deliveries wait behind each), at most $7
-// keys, and skips heads another transaction holds.
+// lookups per key, however many deliveries wait behind each), at most
+// $7 + 1 keys (hookbox.ClaimParams.KeyWalk), and skips heads another
+// transaction holds.
 //
 // A key none of whose deliveries is leased is free; the first by id is
 // not enough. Ids are drawn before commit, so a delivery can become
@@ -154,6 +155,9 @@ var claimStrict = `WITH first AS (
 // other's leases: strict ones, and claims by key. Under READ COMMITTED the
 // claim that follows it in the transaction takes its snapshot once the
 // lock is granted, so it sees every lease the claims before it made.
+// The lock's name predates claims by key and stays: a process of an
+// older release, sharing the database during an upgrade, takes the same
+// lock for its strict claims.
 const serialLock = `SELECT pg_advisory_xact_lock(hashtext('hookbox-strict:' || current_schema() || ':' || $1))`
 
 // Claim leases due events; see hookbox.Queue. A plain claim is one
@@ -191,38 +195,51 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 // of the limit, again from the first key (wrapping around). Each runs
 // after serialLock, in a transaction of its own: a delivery leased by the
 // first is held by then, and by every claim of the queue after it.
-//
-// A walk that came back short of the limit after visiting every key it
-// may (p.KeyWalk) tells p.KeyCursor where it ended, and does not wrap:
-// the next claim goes on from there, so that keys past a stretch of
-// blocked ones (dead, running, waiting for a retry) are reached too.
 func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int64, now any) ([]hookbox.Event, error) {
 	q := claimByKey(p.SkipDead)
-	walk := p.KeyWalk()
 	var out []hookbox.Event
 	for _, after := range []string{p.AfterKey, ""} {
-		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, walk-1)
+		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, p.KeyWalk()-1)
 		out = append(out, evs...)
 		if err != nil || len(out) >= p.Limit {
 			return out, err
 		}
-		if p.KeyCursor != nil {
-			var end string
-			var full bool
-			err := s.pool.QueryRow(ctx, walkEnd, p.Sources[0], after, walk-1).Scan(&end, &full)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return out, err
-			}
-			if full {
-				*p.KeyCursor = end
-				return out, nil
-			}
-		}
 		if p.AfterKey == "" {
-			return out, nil
+			break
 		}
 	}
+	if p.KeyCursor != nil {
+		return out, s.keyCursor(ctx, p)
+	}
 	return out, nil
+}
+
+// keyCursor, for a claim by key that came back short of p.Limit, sets
+// p.KeyCursor to the last key of its first walk (from p.AfterKey) if that
+// walk visited every key it may, else of its wrapped walk (from the first
+// key) if that one did: the next claim goes on from there, so that keys
+// past a stretch of blocked ones (dead, running, waiting for a retry)
+// are reached too. It runs after the claims, outside the lock: the cursor
+// is a place to start, and a key freed or blocked since only moves it by
+// that key.
+func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
+	walks := []string{p.AfterKey}
+	if p.AfterKey != "" {
+		walks = append(walks, "")
+	}
+	for _, after := range walks {
+		var end string
+		var full bool
+		err := s.pool.QueryRow(ctx, walkEnd, p.Sources[0], after, p.KeyWalk()-1).Scan(&end, &full)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if full {
+			*p.KeyCursor = end
+			return nil
+		}
+	}
+	return nil
 }
 
 func (s *Store) claimStrict(ctx context.Context, owner string, lease int64, now any, source string) ([]hookbox.Event, error) {

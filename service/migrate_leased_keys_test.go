@@ -56,17 +56,7 @@ func TestMigrateLeasedKeys(t *testing.T) {
 			st.Close()
 			pgtest.MigrateDownTo(t, dbURL, 10)
 		} else {
-			err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-				for _, q := range []string{`DROP INDEX events_leased_keys`, `DELETE FROM goose_db_version WHERE version_id = 9`} {
-					if _, err := tx.ExecContext(ctx, q); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			execAll(t, st, `DROP INDEX events_leased_keys`, `DELETE FROM goose_db_version WHERE version_id = 9`)
 			st.Close()
 		}
 

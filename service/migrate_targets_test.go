@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -71,20 +72,10 @@ func TestMigrateToTargets(t *testing.T) {
 		} else {
 			undo = []string{`DROP INDEX events_leased_keys`, `DELETE FROM goose_db_version WHERE version_id = 9`}
 		}
-		err = st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			for _, q := range append(undo, `DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`,
-				`DROP TABLE paused_targets`, `DROP INDEX events_order`, `DROP INDEX events_children`,
-				`ALTER TABLE events DROP COLUMN order_key`, `ALTER TABLE events DROP COLUMN fanout`,
-				`ALTER TABLE events DROP COLUMN parent_id`, `DELETE FROM goose_db_version WHERE version_id = 7`) {
-				if _, err := tx.ExecContext(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		execAll(t, st, append(undo, `DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`,
+			`DROP TABLE paused_targets`, `DROP INDEX events_order`, `DROP INDEX events_children`,
+			`ALTER TABLE events DROP COLUMN order_key`, `ALTER TABLE events DROP COLUMN fanout`,
+			`ALTER TABLE events DROP COLUMN parent_id`, `DELETE FROM goose_db_version WHERE version_id = 7`)...)
 		st.Close()
 
 		// Opening migrates to schema 7.
@@ -129,4 +120,23 @@ func TestMigrateToTargets(t *testing.T) {
 			t.Errorf("a delivery stored after migrating: %+v, %v", evs, err)
 		}
 	})
+}
+
+// execAll runs the statements qs in one transaction of st, in order, and
+// fails the test on the first error: a schema taken back by hand.
+func execAll(t *testing.T, st interface {
+	InTx(context.Context, func(context.Context, *hookbox.Tx) error) error
+}, qs ...string) {
+	t.Helper()
+	err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		for _, q := range qs {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

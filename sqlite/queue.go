@@ -27,10 +27,7 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
 		out, err = claimTx(ctx, tx, st, q, args)
-		if err != nil || !p.ByKey || len(out) >= p.Limit {
-			return err
-		}
-		if full, err := keyCursor(ctx, tx, p, p.AfterKey); err != nil || full || p.AfterKey == "" {
+		if err != nil || !p.ByKey || p.AfterKey == "" || len(out) >= p.Limit {
 			return err
 		}
 		// Wrap around: the keys up to AfterKey, for what is left.
@@ -44,14 +41,17 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		more, err := claimTx(ctx, tx, st2, q2, args2)
 		out = append(out, more...)
 		sortByID(out)
-		if err != nil || len(out) >= p.Limit {
-			return err
-		}
-		_, err = keyCursor(ctx, tx, p, "")
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	if p.ByKey && p.KeyCursor != nil && len(out) < p.Limit {
+		// After the commit, on a reader: the one writer does not wait
+		// for this walk.
+		if err := s.keyCursor(ctx, p); err != nil {
+			return out, fmt.Errorf("sqlite: claim: key cursor: %w", err)
+		}
 	}
 	return out, nil
 }
@@ -143,31 +143,37 @@ func keyWalkArgs(p hookbox.ClaimParams, after string) []any {
 const walkEnd = `WITH RECURSIVE ` + keyWalk + `
         SELECT key, n = ? FROM k WHERE key IS NOT NULL ORDER BY n DESC LIMIT 1`
 
-// keyCursor, for a claim by key that came back short of p.Limit from the
-// walk that started after after, sets p.KeyCursor (when wanted) to the
-// walk's last key if the walk visited every key it may, and reports
-// whether it did: the next claim goes on from there rather than wrap.
-func keyCursor(ctx context.Context, tx *sql.Tx, p hookbox.ClaimParams, after string) (bool, error) {
-	if p.KeyCursor == nil {
-		return false, nil
+// keyCursor, for a claim by key that came back short of p.Limit, sets
+// p.KeyCursor to the last key of its first walk (from p.AfterKey) if that
+// walk visited every key it may, else of its wrapped walk (from the first
+// key) if that one did: the next claim goes on from there. It reads a
+// snapshot after the claim's commit; the cursor is a place to start, and
+// a key freed or blocked since only moves it by that key.
+func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
+	walks := []string{p.AfterKey}
+	if p.AfterKey != "" {
+		walks = append(walks, "")
 	}
-	var end string
-	var full bool
-	err := tx.QueryRowContext(ctx, walkEnd, append(keyWalkArgs(p, after), p.KeyWalk()-1)...).Scan(&end, &full)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return false, err
+	for _, after := range walks {
+		var end string
+		var full bool
+		err := s.reader.QueryRowContext(ctx, walkEnd, append(keyWalkArgs(p, after), p.KeyWalk()-1)...).Scan(&end, &full)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if full {
+			*p.KeyCursor = end
+			return nil
+		}
 	}
-	if full {
-		*p.KeyCursor = end
-	}
-	return full, nil
+	return nil
 }
 
 // byKeyPick picks, for a claim by order key (hookbox.ClaimParams.ByKey),
 // the first delivery of each order key of p.Sources[0] after p.AfterKey,
 // in key order, that is due and not held by an earlier one: it walks the
 // distinct keys through events_order (two index lookups per key, however
-// many deliveries wait behind each) and stops at maxKeysPerClaim keys.
+// many deliveries wait behind each) and stops at p.KeyWalk() keys.
 // A key with a delivery leased (events_leased_keys, one more lookup) is
 // skipped whatever that delivery's id: a replay can put an earlier
 // delivery back while a later one of its key runs. (Claims cannot see

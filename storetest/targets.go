@@ -193,12 +193,7 @@ func testClaimByKeyWhileOneRuns(t *testing.T, q QueueStore) {
 	ingest(t, q, fanOut("run", "1", "t=k1"), fanOut("run", "2", "t=k1"), fanOut("run", "3", "t=k2"))
 	byKey := func() []hookbox.Event {
 		t.Helper()
-		evs, err := q.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("bk-", claimSeq.Add(1)), Limit: 10,
-			Lease: time.Minute, Sources: []string{"run/t"}, ByKey: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return evs
+		return claimByKey(t, q, hookbox.ClaimParams{Limit: 10, Sources: []string{"run/t"}})
 	}
 	ids := func(evs []hookbox.Event) (out []string) {
 		for _, e := range evs {
@@ -233,7 +228,6 @@ func testClaimByKeyWhileOneRuns(t *testing.T, q QueueStore) {
 // (KeyCursor), so that the next claim, starting there, reaches the keys
 // past them instead of walking the same blocked ones again.
 func testClaimByKeyWalksOn(t *testing.T, q QueueStore) {
-	ctx := context.Background()
 	var ds []hookbox.Delivery
 	for _, k := range []string{"k1", "k2", "k3", "k4", "k5", "k6", "k9"} {
 		ds = append(ds, fanOut("walk", k, "t="+k))
@@ -241,13 +235,9 @@ func testClaimByKeyWalksOn(t *testing.T, q QueueStore) {
 	ingest(t, q, ds...)
 	claimKeys := func(after string, limit, maxKeys int, cursor *string) []string {
 		t.Helper()
-		evs, err := q.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("walk-", claimSeq.Add(1)), Limit: limit,
-			Lease: time.Minute, Sources: []string{"walk/t"}, ByKey: true, AfterKey: after, MaxKeys: maxKeys, KeyCursor: cursor})
-		if err != nil {
-			t.Fatal(err)
-		}
 		var keys []string
-		for _, e := range evs {
+		for _, e := range claimByKey(t, q, hookbox.ClaimParams{Limit: limit, Sources: []string{"walk/t"},
+			AfterKey: after, MaxKeys: maxKeys, KeyCursor: cursor}) {
 			keys = append(keys, e.OrderKey)
 		}
 		return keys
@@ -271,6 +261,18 @@ func testClaimByKeyWalksOn(t *testing.T, q QueueStore) {
 	if got := claimKeys("", 5, 3, nil); len(got) != 0 {
 		t.Fatalf("a walk of the first three keys claimed %v", got)
 	}
+}
+
+// claimByKey claims by order key as p says, with an owner of its own and
+// a minute's lease, and fails the test on an error.
+func claimByKey(t *testing.T, q QueueStore, p hookbox.ClaimParams) []hookbox.Event {
+	t.Helper()
+	p.Owner, p.Lease, p.ByKey = fmt.Sprint("bykey-", claimSeq.Add(1)), time.Minute, true
+	evs, err := q.Claim(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }
 
 // testPauseTargets: pauses are kept by name until resumed.

@@ -200,24 +200,23 @@ func (p *Pool) afterKey(c *control) string {
 	return c.afterKey
 }
 
-// walked moves where c's next claim by key starts past every key the last
-// claim visited, when it visited all it may without filling up (cursor is
-// its hookbox.ClaimParams.KeyCursor, empty otherwise): keys past a long
-// stretch of blocked ones are reached in turn.
-func (p *Pool) walked(c *control, cursor string) {
-	if cursor == "" {
+// took records that the events evs of c were claimed (perhaps none) and
+// start now. cursor is the claim's hookbox.ClaimParams.KeyCursor: when
+// set, the claim visited every key it may without filling up, and the
+// next one starts past them all, so that keys past a long stretch of
+// blocked ones are reached in turn.
+func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time, cursor string) {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	defer func() {
+		if cursor != "" {
+			c.afterKey = cursor // past every key the claim took, too
+		}
+	}()
+	n := len(evs)
+	if n == 0 {
 		return
 	}
-	p.ctlMu.Lock()
-	defer p.ctlMu.Unlock()
-	c.afterKey = cursor
-}
-
-// took records that the events evs of c were claimed and start now.
-func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time) {
-	p.ctlMu.Lock()
-	defer p.ctlMu.Unlock()
-	n := len(evs)
 	c.inflight += n
 	// The walk went up from afterKey, then (wrapping) up from the start:
 	// the next one starts after the last key this one took.
@@ -238,7 +237,7 @@ func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time) {
 	if c.limiter != nil {
 		c.limiter.AllowN(now, n)
 	}
-	if c.open && n > 0 {
+	if c.open {
 		c.trial = true
 	}
 }

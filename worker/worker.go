@@ -969,15 +969,11 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		params.KeyCursor, params.MaxKeys = &cursor, p.maxKeys
 	}
 	evs, err := p.q.Claim(claimCtx, params)
-	if err != nil || len(evs) == 0 {
-		if ctl != nil && err == nil {
-			p.walked(ctl, cursor)
-		}
-		return 0, err
+	if ctl != nil && err == nil {
+		p.took(ctl, evs, time.Now(), cursor)
 	}
-	if ctl != nil {
-		p.took(ctl, evs, time.Now())
-		p.walked(ctl, cursor)
+	if err != nil || len(evs) == 0 {
+		return 0, err
 	}
 	p.leases.add(evs, lease)
 	for i := range evs {
