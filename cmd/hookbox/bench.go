@@ -82,6 +82,7 @@ to empty):
 	fl.StringVar(&f.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	fl.StringVar(&f.Handler, "handler", "", "Go handler for the bench source during the run: noop, wait1s or forward (default: noop with --drain or --drain-only, else none)")
 	fl.IntVar(&f.OrderKeys, "order-keys", 0, "with --handler forward: forward through a target with order_by, the deliveries spread over this many order keys")
+	fl.IntVar(&f.BatchSize, "batch-size", 0, "workers.batch_size of the sqlite and postgres targets: events a claim takes at most (default 256)")
 	fl.IntVar(&f.Concurrency, "concurrency", 0, "workers.concurrency of the sqlite and postgres targets: events prepared (or forwarded) at once (default 32)")
 	return cmd
 }

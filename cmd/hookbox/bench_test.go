@@ -53,6 +53,7 @@ func TestBenchHandlerFlagErrors(t *testing.T) {
 		{[]string{"--handler", "wait1s", "--drain"}, "cannot be combined"},
 		{[]string{"--handler", "wait1s", "--drain-only", "10"}, "cannot be combined"},
 		{[]string{"--concurrency", "-1"}, "must not be negative"},
+		{[]string{"--batch-size", "-1"}, "--batch-size must not be negative"},
 	} {
 		_, _, err := runCLI(t, append([]string{"bench", "--targets", "sqlite"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -62,6 +62,7 @@ type Options struct {
 	Synchronous string // SQLite synchronous for the sqlite target
 	Handler     string // Go handler for the bench source: noop or wait1s
 	Concurrency int    // workers.concurrency of the hookbox targets
+	BatchSize   int    // workers.batch_size of the hookbox targets
 	// OrderKeys, with Handler forward, forwards through a named target
 	// with order_by: each delivery carries one of this many order keys (in
 	// turn, in the header OrderKeyHeader), so the drain claims by key.
@@ -149,6 +150,9 @@ func checkHandler(f *Options) error {
 	}
 	if f.Concurrency < 0 {
 		return fmt.Errorf("--concurrency must not be negative")
+	}
+	if f.BatchSize < 0 {
+		return fmt.Errorf("--batch-size must not be negative")
 	}
 	if f.OrderKeys < 0 || f.OrderKeys > 0 && f.Handler != handlerForward {
 		return fmt.Errorf("--order-keys needs --handler forward (a forward target with order_by) and a count of at least 1")
@@ -417,7 +421,7 @@ func startBenchTarget(ctx context.Context, name string, f *Options, vc verify.Co
 			}
 		}
 		cfg := &config.Config{DB: db, Sources: []config.Source{src}, SQLite: config.SQLite{Synchronous: f.Synchronous},
-			Workers: config.Workers{Concurrency: f.Concurrency}}
+			Workers: config.Workers{Concurrency: f.Concurrency, BatchSize: f.BatchSize}}
 		svcCtx, cancel := context.WithCancel(ctx)
 		svc, err := service.New(svcCtx, cfg, nil)
 		if err != nil {
