@@ -51,6 +51,10 @@ type Options struct {
 	// one arrives (default 0: take what is waiting and go). A small wait only
 	// helps when commits are cheap relative to arrivals.
 	MaxWait time.Duration
+	// MoreComing, if set, says whether more items are on their way; with
+	// MaxWait, the flusher waits for more only while it reports true, and
+	// goes with what it has as soon as it reports false. Nil: always wait.
+	MoreComing func() bool
 	// Flushers is how many batches may run at once (default 1). SQLite has
 	// one writer, so one is right there; PostgreSQL gains from a few.
 	Flushers int
@@ -466,7 +470,7 @@ func (c *Committer[In, Out]) gather(batch []request[In, Out]) []request[In, Out]
 			continue
 		default:
 		}
-		if timeout == nil {
+		if timeout == nil || c.opts.MoreComing != nil && !c.opts.MoreComing() {
 			return batch
 		}
 		select {

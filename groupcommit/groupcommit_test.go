@@ -150,3 +150,49 @@ func TestMaxBatchIsHonoured(t *testing.T) {
 		t.Error("a batch exceeded MaxBatch")
 	}
 }
+
+// TestMaxWaitWhileMoreComing: with MaxWait, the flusher waits for more
+// items while MoreComing reports true, so an item submitted after the
+// first shares its call; once MoreComing reports false, the flusher goes
+// with what it has without waiting out MaxWait (an hour here: the test
+// would hang if it did).
+func TestMaxWaitWhileMoreComing(t *testing.T) {
+	var more atomic.Bool
+	sizes := make(chan int, 10)
+	c := groupcommit.New(func(ctx context.Context, in []int) ([]int, error) {
+		sizes <- len(in)
+		return in, nil
+	}, groupcommit.Options{MaxWait: time.Hour, MoreComing: more.Load})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// Nothing more coming: the lone item goes at once.
+	if _, err := c.Submit(ctx, 1); err != nil {
+		t.Fatalf("a lone item waited for more that was not coming: %v", err)
+	}
+	if n := <-sizes; n != 1 {
+		t.Fatalf("first call had %d items, want 1", n)
+	}
+
+	// More coming: the first item waits for the second, and goes with
+	// it; the flusher stops waiting once MoreComing turns false.
+	more.Store(true)
+	first := make(chan error, 1)
+	go func() { _, err := c.Submit(ctx, 2); first <- err }()
+	select {
+	case n := <-sizes:
+		t.Fatalf("a call of %d items ran while more was coming", n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	more.Store(false)
+	if _, err := c.Submit(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := <-sizes; n != 2 {
+		t.Fatalf("the waiting item and the next went in a call of %d, want 2", n)
+	}
+}
