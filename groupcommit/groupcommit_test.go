@@ -158,11 +158,22 @@ func TestMaxBatchIsHonoured(t *testing.T) {
 // would hang if it did).
 func TestMaxWaitWhileMoreComing(t *testing.T) {
 	var more atomic.Bool
+	asked := make(chan struct{}, 1) // the flusher waits with items in hand
+	moreComing := func() bool {
+		if !more.Load() {
+			return false
+		}
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return true
+	}
 	sizes := make(chan int, 10)
 	c := groupcommit.New(func(ctx context.Context, in []int) ([]int, error) {
 		sizes <- len(in)
 		return in, nil
-	}, groupcommit.Options{MaxWait: time.Hour, MoreComing: more.Load})
+	}, groupcommit.Options{MaxWait: time.Hour, MoreComing: moreComing})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -181,9 +192,14 @@ func TestMaxWaitWhileMoreComing(t *testing.T) {
 	first := make(chan error, 1)
 	go func() { _, err := c.Submit(ctx, 2); first <- err }()
 	select {
+	case <-asked:
+	case <-ctx.Done():
+		t.Fatal("the flusher never asked whether more was coming")
+	}
+	select {
 	case n := <-sizes:
 		t.Fatalf("a call of %d items ran while more was coming", n)
-	case <-time.After(50 * time.Millisecond):
+	default:
 	}
 	more.Store(false)
 	if _, err := c.Submit(ctx, 3); err != nil {
