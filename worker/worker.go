@@ -23,7 +23,9 @@
 // outside the database. Targets (forward, exec) and the Prepare phase of
 // two-phase handlers (HandlePhases) run outside any transaction,
 // concurrently, under a lease that is extended while they run; their
-// outcomes, and the Apply phases, are written back in batches.
+// outcomes, and the Apply phases, are written back in batches (a target's
+// outcome waits briefly for those of deliveries still running, see
+// Options.FinishWait).
 package worker
 
 import (
