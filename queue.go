@@ -85,6 +85,32 @@ func (p ClaimParams) KeyWalk() int {
 	return DefaultMaxKeys
 }
 
+// FindKeyCursor sets *p.KeyCursor for a claim by key that came back short
+// of Limit: to the last key of its first walk (from AfterKey) if that walk
+// visited every key it may, else to that of its wrapped walk (from the
+// first key, when AfterKey is set) if that one did; else it leaves it.
+// walk reports, for the walk of p's keys after a key, its last key and
+// whether it went the whole KeyWalk. The stores call it after the claim
+// has committed: the cursor is a place to start, and a key freed or
+// blocked since only moves it by that key.
+func (p ClaimParams) FindKeyCursor(walk func(after string) (last string, full bool, err error)) error {
+	walks := []string{p.AfterKey}
+	if p.AfterKey != "" {
+		walks = append(walks, "")
+	}
+	for _, after := range walks {
+		last, full, err := walk(after)
+		if err != nil {
+			return err
+		}
+		if full {
+			*p.KeyCursor = last
+			return nil
+		}
+	}
+	return nil
+}
+
 // Worker is the record of a running worker pool.
 type Worker struct {
 	Name string

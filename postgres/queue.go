@@ -214,32 +214,16 @@ func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int
 	return out, nil
 }
 
-// keyCursor, for a claim by key that came back short of p.Limit, sets
-// p.KeyCursor to the last key of its first walk (from p.AfterKey) if that
-// walk visited every key it may, else of its wrapped walk (from the first
-// key) if that one did: the next claim goes on from there, so that keys
-// past a stretch of blocked ones (dead, running, waiting for a retry)
-// are reached too. It runs after the claims, outside the lock: the cursor
-// is a place to start, and a key freed or blocked since only moves it by
-// that key.
+// keyCursor finds p.KeyCursor (hookbox.ClaimParams.FindKeyCursor) after
+// the claims, outside the lock.
 func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
-	walks := []string{p.AfterKey}
-	if p.AfterKey != "" {
-		walks = append(walks, "")
-	}
-	for _, after := range walks {
-		var end string
-		var full bool
-		err := s.pool.QueryRow(ctx, walkEnd, p.Sources[0], after, p.KeyWalk()-1).Scan(&end, &full)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
+	return p.FindKeyCursor(func(after string) (last string, full bool, err error) {
+		err = s.pool.QueryRow(ctx, walkEnd, p.Sources[0], after, p.KeyWalk()-1).Scan(&last, &full)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
 		}
-		if full {
-			*p.KeyCursor = end
-			return nil
-		}
-	}
-	return nil
+		return last, full, err
+	})
 }
 
 func (s *Store) claimStrict(ctx context.Context, owner string, lease int64, now any, source string) ([]hookbox.Event, error) {

@@ -143,30 +143,16 @@ func keyWalkArgs(p hookbox.ClaimParams, after string) []any {
 const walkEnd = `WITH RECURSIVE ` + keyWalk + `
         SELECT key, n = ? FROM k WHERE key IS NOT NULL ORDER BY n DESC LIMIT 1`
 
-// keyCursor, for a claim by key that came back short of p.Limit, sets
-// p.KeyCursor to the last key of its first walk (from p.AfterKey) if that
-// walk visited every key it may, else of its wrapped walk (from the first
-// key) if that one did: the next claim goes on from there. It reads a
-// snapshot after the claim's commit; the cursor is a place to start, and
-// a key freed or blocked since only moves it by that key.
+// keyCursor finds p.KeyCursor (hookbox.ClaimParams.FindKeyCursor) on a
+// reader, after the claim's commit.
 func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
-	walks := []string{p.AfterKey}
-	if p.AfterKey != "" {
-		walks = append(walks, "")
-	}
-	for _, after := range walks {
-		var end string
-		var full bool
-		err := s.reader.QueryRowContext(ctx, walkEnd, append(keyWalkArgs(p, after), p.KeyWalk()-1)...).Scan(&end, &full)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
+	return p.FindKeyCursor(func(after string) (last string, full bool, err error) {
+		err = s.reader.QueryRowContext(ctx, walkEnd, append(keyWalkArgs(p, after), p.KeyWalk()-1)...).Scan(&last, &full)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
 		}
-		if full {
-			*p.KeyCursor = end
-			return nil
-		}
-	}
-	return nil
+		return last, full, err
+	})
 }
 
 // byKeyPick picks, for a claim by order key (hookbox.ClaimParams.ByKey),

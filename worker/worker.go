@@ -375,7 +375,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	// An outcome waits for those of the deliveries still running (their
 	// slots are freed before their outcomes are submitted), so that a
 	// busy target's outcomes share a transaction: a forward drain spent a
-	// fifth less CPU per event on PostgreSQL, a tenth less on SQLite
+	// quarter less CPU per event on SQLite, a tenth less on PostgreSQL
 	// (BENCHMARKS.md, session 14).
 	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize,
 		MaxWait: max(p.opts.FinishWait, 0), MoreComing: func() bool { return len(p.slots) > 0 }})
