@@ -208,21 +208,32 @@ func (p *Pool) afterKey(c *control) string {
 func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time, cursor string) {
 	p.ctlMu.Lock()
 	defer p.ctlMu.Unlock()
-	defer func() {
-		if cursor != "" {
-			c.afterKey = cursor // past every key the claim took, too
-		}
-	}()
+	c.afterKey = nextAfterKey(c.afterKey, evs, cursor)
 	n := len(evs)
 	if n == 0 {
 		return
 	}
 	c.inflight += n
-	// The walk went up from afterKey, then (wrapping) up from the start:
-	// the next one starts after the last key this one took.
-	prev, first, wrapped := c.afterKey, "", ""
+	if c.limiter != nil {
+		c.limiter.AllowN(now, n)
+	}
+	if c.open {
+		c.trial = true
+	}
+}
+
+// nextAfterKey is where the claim after one from after that took evs
+// starts its walk: the cursor when the claim set one (it is past every
+// key the claim took), else after the last key taken. The walk went up
+// from after, then (wrapping) up from the start, so a key taken at or
+// below after was taken on the wrapped walk, and is the later one.
+func nextAfterKey(after string, evs []hookbox.Event, cursor string) string {
+	if cursor != "" {
+		return cursor
+	}
+	first, wrapped := "", ""
 	for _, ev := range evs {
-		if ev.OrderKey > prev {
+		if ev.OrderKey > after {
 			first = max(first, ev.OrderKey)
 		} else {
 			wrapped = max(wrapped, ev.OrderKey)
@@ -230,16 +241,11 @@ func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time, cursor strin
 	}
 	switch {
 	case wrapped != "":
-		c.afterKey = wrapped
+		return wrapped
 	case first != "":
-		c.afterKey = first
+		return first
 	}
-	if c.limiter != nil {
-		c.limiter.AllowN(now, n)
-	}
-	if c.open {
-		c.trial = true
-	}
+	return after
 }
 
 // ended records how an event of c ended: a done outcome closes the
