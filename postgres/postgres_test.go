@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
@@ -840,6 +841,8 @@ func TestThreeProcessesDrainOnce(t *testing.T) {
 	for i, s := range stores {
 		name := fmt.Sprint("proc", i)
 		p := worker.New(s, worker.Options{Name: name, PollInterval: 200 * time.Millisecond,
+			// Shown when the test fails: why an attempt failed, if one did.
+			Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("pool", name),
 			OnAttempt: func(ev *hookbox.Event, o hookbox.Outcome, err error) {
 				if err != nil {
 					refused.Add(1)

@@ -455,8 +455,15 @@ func (p *Pool) Stop(ctx context.Context) error {
 	if ferr := p.q.WorkerStopped(context.WithoutCancel(ctx), p.id); ferr != nil {
 		p.logErr("record the clean stop", ferr)
 	}
+	runningHere.Delete(p.id)
 	return err
 }
+
+// runningHere holds the ids of the pools this process started and has not
+// stopped. A pool record of this machine with this process's pid is one
+// of them, alive, or else a pool of an earlier process that had the same
+// pid (a restarted container), which died; see register.
+var runningHere sync.Map
 
 // register records the pool, forgets the pools of this machine whose
 // process is gone, charges what dead pools were running, and puts the pool
@@ -465,16 +472,19 @@ func (p *Pool) register(ctx context.Context) {
 	// A store that cannot say starts the pool in recovery, to be safe; the
 	// record is made by the first refresh that reaches it.
 	host, _ := os.Hostname()
+	runningHere.Store(p.id, struct{}{})
 	others, err := p.q.WorkerStarted(ctx, hookbox.Worker{Name: p.id, Host: host, PID: os.Getpid()})
 	if err != nil || len(others) > 0 {
 		p.logErr("record the pool", err)
 		p.recover()
 	}
 	// A pool of this machine whose process is gone (or whose pid is now
-	// ours: a container restarted) died: forget it now, not once its
-	// record goes stale, so what it was running is charged at once.
+	// ours, and which is not one of this process's own pools: a container
+	// restarted) died: forget it now, not once its record goes stale, so
+	// what it was running is charged at once.
 	for _, o := range others {
-		if host != "" && o.Host == host && (o.PID == os.Getpid() || !processAlive(o.PID)) {
+		_, ours := runningHere.Load(o.Name)
+		if host != "" && o.Host == host && (o.PID == os.Getpid() && !ours || !processAlive(o.PID)) {
 			p.log.Warn("worker: a pool of this machine stopped without a trace; charging what it was running", "pool", o.Name, "pid", o.PID)
 			if err := p.q.WorkerStopped(ctx, o.Name); err != nil {
 				p.logErr("forget a dead pool", err)
