@@ -78,8 +78,8 @@ func TestPlansFollowTheQueue(t *testing.T) {
 	for name, stmt := range claims {
 		var plan []string
 		args := `('t', 60000000, NULL, '{s/a}', 1)` // claimDue's
-		if strings.Contains(stmt, "$7") {
-			args = `('t', 60000000, NULL, 's/a', 1, '', 4096)` // claimByKey's
+		if strings.Contains(stmt, "$8") {
+			args = `('t', 60000000, NULL, 's/a', 1, '', 4096, '{k1}')` // claimByKey's
 		}
 		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+name+args)
 		if err != nil {

@@ -105,7 +105,8 @@ SELECT key, n = $3 FROM k WHERE key IS NOT NULL ORDER BY n DESC LIMIT 1`
 // of them. It walks the distinct keys through queue_order (two index
 // lookups per key, however many deliveries wait behind each), at most
 // $7 + 1 keys (hookbox.ClaimParams.KeyWalk), and skips heads another
-// transaction holds.
+// transaction holds, and keys in $8 (hookbox.ClaimParams.Running)
+// without probing them.
 //
 // A key none of whose deliveries is leased is free; the first by id is
 // not enough. Ids are drawn before commit, so a delivery can become
@@ -127,7 +128,8 @@ func claimByKey(skipDead bool) string {
         WHERE source = $4 AND order_key COLLATE "C" = k.key AND order_key IS NOT NULL AND ` + head + `
         ORDER BY id LIMIT 1) h
     JOIN queue e ON e.id = h.id
-    WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ` + claimNow + `
+    WHERE k.key IS NOT NULL AND k.key <> ALL (coalesce($8::text[], '{}'))
+      AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ` + claimNow + `
       AND NOT EXISTS (SELECT 1 FROM queue b
           WHERE b.source = $4 AND b.order_key COLLATE "C" = k.key AND b.order_key IS NOT NULL
             AND b.status = 'processing' AND b.next_attempt_at > ` + claimNow + `)
@@ -199,7 +201,7 @@ func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int
 	q := claimByKey(p.SkipDead)
 	var out []hookbox.Event
 	for _, after := range []string{p.AfterKey, ""} {
-		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, p.KeyWalk()-1)
+		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, p.KeyWalk()-1, p.Running)
 		out = append(out, evs...)
 		if err != nil || len(out) >= p.Limit {
 			return out, err

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -160,11 +161,12 @@ func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 // in key order, that is due and not held by an earlier one: it walks the
 // distinct keys through events_order (two index lookups per key, however
 // many deliveries wait behind each) and stops at p.KeyWalk() keys.
-// A key with a delivery leased (events_leased_keys, one more lookup) is
-// skipped whatever that delivery's id: a replay can put an earlier
-// delivery back while a later one of its key runs. (Claims cannot see
-// each other's heads differently here: each runs in the one writer's
-// transaction, and ids follow commit order.)
+// Keys in p.Running are passed without a lookup. A key with a delivery
+// leased (events_leased_keys, one more lookup) is skipped whatever that
+// delivery's id: a replay can put an earlier delivery back while a later
+// one of its key runs. (Claims cannot see each other's heads differently
+// here: each runs in the one writer's transaction, and ids follow commit
+// order.)
 func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
 	head := keyHeld
 	if p.SkipDead {
@@ -175,13 +177,26 @@ func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
             SELECT id FROM events INDEXED BY events_order
             WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL AND ` + head + `
             ORDER BY id LIMIT 1)
-        WHERE k.key IS NOT NULL AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ?
+        WHERE k.key IS NOT NULL AND k.key NOT IN (SELECT value FROM json_each(?))
+          AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ?
           AND NOT EXISTS (SELECT 1 FROM events INDEXED BY events_leased_keys
               WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL
                 AND status = 'processing' AND next_attempt_at > ?)
         LIMIT ` + limitParam
 	src := p.Sources[0]
-	return q, append(keyWalkArgs(p, p.AfterKey), src, nowMS, src, nowMS, p.Limit)
+	return q, append(keyWalkArgs(p, p.AfterKey), src, jsonStrings(p.Running), nowMS, src, nowMS, p.Limit)
+}
+
+// jsonStrings is ss as a JSON array (never null), for json_each.
+func jsonStrings(ss []string) string {
+	if len(ss) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(ss)
+	if err != nil {
+		panic(err) // strings always marshal
+	}
+	return string(b)
 }
 
 // queuedColumns are the columns a claim reads: eventColumns and whether

@@ -44,6 +44,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimByKey":                 testClaimByKey,
 		"ClaimByKeyWhileOneRuns":     testClaimByKeyWhileOneRuns,
 		"ClaimByKeyWalksOn":          testClaimByKeyWalksOn,
+		"ClaimByKeyRunning":          testClaimByKeyRunning,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 	}

@@ -223,6 +223,33 @@ func testClaimByKeyWhileOneRuns(t *testing.T, q QueueStore) {
 	}
 }
 
+// testClaimByKeyRunning: a key the claimer says it runs
+// (ClaimParams.Running) is passed, even when the lease of its delivery
+// has ended and the store alone would hand that delivery out again.
+func testClaimByKeyRunning(t *testing.T, q QueueStore) {
+	ingest(t, q, fanOut("runs", "1", "t=k1"), fanOut("runs", "2", "t=k1"), fanOut("runs", "3", "t=k2"),
+		fanOut("runs", "4", "t=k3"))
+	ids := func(evs []hookbox.Event) (out []string) {
+		for _, e := range evs {
+			out = append(out, e.DeliveryID)
+		}
+		return out
+	}
+	if got := ids(claimByKey(t, q, hookbox.ClaimParams{Limit: 2, Sources: []string{"runs/t"}})); !slices.Equal(got, []string{"1", "3"}) {
+		t.Fatalf("first claim = %v, want 1 and 3", got)
+	}
+	// Two minutes later their leases of one minute have ended, as when
+	// extensions could not reach the database while they ran.
+	later := time.Now().Add(2 * time.Minute)
+	got := ids(claimByKey(t, q, hookbox.ClaimParams{Limit: 10, Sources: []string{"runs/t"}, Now: later, Running: []string{"k1", "k3"}}))
+	if !slices.Equal(got, []string{"3"}) {
+		t.Fatalf("claim with k1 and k3 running = %v, want only 3 (k2's, its lease over); k1 and k3 passed", got)
+	}
+	if got := ids(claimByKey(t, q, hookbox.ClaimParams{Limit: 10, Sources: []string{"runs/t"}, Now: later})); !slices.Equal(got, []string{"1", "4"}) {
+		t.Fatalf("claim without Running = %v, want 1 again (its lease over) and 4", got)
+	}
+}
+
 // testClaimByKeyWalksOn: a claim by key visits at most MaxKeys keys per
 // walk; one that found them all blocked says where it stopped
 // (KeyCursor), so that the next claim, starting there, reaches the keys
