@@ -244,7 +244,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		controls:  map[string]*control{},
 		wake:      make(chan struct{}, 1),
 		id:        opts.Name + "-" + hex.EncodeToString(rnd[:]),
-		leases:    leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}},
+		leases:    leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}, running: map[string]map[string]int{}},
 		slots:     make(chan struct{}, opts.Concurrency),
 		recording: make(chan struct{}, opts.Concurrency),
 		warm:      newWarm(),
@@ -551,9 +551,13 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			leased := p.routes[src].leased()
 			p.mu.Unlock()
 			var err error
-			if leased {
+			switch {
+			case leased && p.leases.runs(src):
+				// Its one event runs here, whatever its lease says; the
+				// claim comes when it ends (Notify).
+			case leased:
 				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1, nil)
-			} else {
+			default:
 				_, err = p.runTx(claimCtx, runCtx, []string{src}, true, 0)
 			}
 			p.logErr("strict claim", err)
@@ -995,6 +999,9 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if ctl != nil {
 		params.ByKey, params.SkipDead, params.AfterKey = ctl.ByKey, ctl.SkipDead, p.afterKey(ctl)
 		params.KeyCursor, params.MaxKeys = &cursor, p.maxKeys
+		if ctl.ByKey {
+			params.Running = p.leases.keys(sources[0])
+		}
 	}
 	evs, err := p.q.Claim(claimCtx, params)
 	if ctl != nil && err == nil {
@@ -1183,11 +1190,16 @@ func (p *Pool) extendLoop(ctx context.Context) {
 	}
 }
 
-// leaseSet tracks the events this pool is working, by lease owner.
+// leaseSet tracks the events this pool is working, by lease owner, and
+// how many it runs of each queue and order key. The latter is what the
+// pool knows better than the store: a lease can end while its event still
+// runs (extensions that could not reach the database in time), and the
+// store would then hand the event, or the next of its key, out again.
 type leaseSet struct {
-	mu     sync.Mutex
-	owners map[int64]string         // event id → lease owner
-	leases map[string]time.Duration // lease owner → the claim's lease length
+	mu      sync.Mutex
+	owners  map[int64]string          // event id → lease owner
+	leases  map[string]time.Duration  // lease owner → the claim's lease length
+	running map[string]map[string]int // queue → order key ("" for none) → events running
 }
 
 // heldLeases are the events one claim still holds.
@@ -1202,15 +1214,49 @@ func (l *leaseSet) add(evs []hookbox.Event, lease time.Duration) {
 	for _, e := range evs {
 		l.owners[e.ID] = e.LeaseOwner
 		l.leases[e.LeaseOwner] = lease
+		keys := l.running[e.Source]
+		if keys == nil {
+			keys = map[string]int{}
+			l.running[e.Source] = keys
+		}
+		keys[e.OrderKey]++
 	}
 }
 
+// remove ends the events evs, each added once.
 func (l *leaseSet) remove(evs []hookbox.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range evs {
 		delete(l.owners, e.ID)
+		keys := l.running[e.Source]
+		if keys[e.OrderKey]--; keys[e.OrderKey] <= 0 {
+			delete(keys, e.OrderKey)
+		}
+		if len(keys) == 0 {
+			delete(l.running, e.Source)
+		}
 	}
+}
+
+// runs reports whether the pool runs an event of queue.
+func (l *leaseSet) runs(queue string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.running[queue]) > 0
+}
+
+// keys are the order keys of queue the pool runs an event of.
+func (l *leaseSet) keys(queue string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for k := range l.running[queue] {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 func (l *leaseSet) count() int {

@@ -1,0 +1,188 @@
+package worker_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// endLeases ends, by hand, the lease of every event being worked, as if
+// their extensions had not reached the database in time.
+func endLeases(t *testing.T, s dbtest.Store, dbURL string) {
+	t.Helper()
+	q := `UPDATE queue SET next_attempt_at = now() - interval '1 hour' WHERE status = 'processing'`
+	if strings.HasPrefix(dbURL, "sqlite:") {
+		q = `UPDATE events SET next_attempt_at = 0 WHERE status = 'processing'`
+	}
+	if err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := tx.ExecContext(ctx, q)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gate is a target that records who ran, holds the deliveries named in
+// hold until released, and notes a delivery that starts while another of
+// its group (order key, or source) runs.
+type gate struct {
+	mu       sync.Mutex
+	runs     map[string]int // delivery id → times started
+	running  map[string]int // group → deliveries running
+	overlaps []string
+	started  map[string]chan struct{}
+	release  chan struct{}
+	hold     map[string]bool
+}
+
+func newGate(hold ...string) *gate {
+	g := &gate{runs: map[string]int{}, running: map[string]int{}, started: map[string]chan struct{}{},
+		release: make(chan struct{}), hold: map[string]bool{}}
+	for _, id := range hold {
+		g.hold[id] = true
+	}
+	return g
+}
+
+// startedCh is closed when delivery id first starts.
+func (g *gate) startedCh(id string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.started[id] == nil {
+		g.started[id] = make(chan struct{})
+	}
+	return g.started[id]
+}
+
+func (g *gate) target(group func(*hookbox.Event) string) worker.Target {
+	return worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+		key := group(ev)
+		ch := g.startedCh(ev.DeliveryID)
+		g.mu.Lock()
+		g.runs[ev.DeliveryID]++
+		if g.running[key]++; g.running[key] > 1 {
+			g.overlaps = append(g.overlaps, ev.DeliveryID)
+		}
+		if g.runs[ev.DeliveryID] == 1 {
+			close(ch)
+		}
+		g.mu.Unlock()
+		defer func() {
+			g.mu.Lock()
+			g.running[key]--
+			g.mu.Unlock()
+		}()
+		if g.hold[ev.DeliveryID] {
+			select {
+			case <-g.release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+}
+
+// await waits for delivery id to start, failing after 20 s.
+func (g *gate) await(t *testing.T, p *worker.Pool, id string) {
+	t.Helper()
+	p.Notify()
+	select {
+	case <-g.startedCh(id):
+	case <-time.After(20 * time.Second):
+		t.Fatalf("delivery %s did not start within 20 s", id)
+	}
+}
+
+// check fails t if a delivery started twice or beside another of its
+// group.
+func (g *gate) check(t *testing.T) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, n := range g.runs {
+		if n != 1 {
+			t.Errorf("delivery %s started %d times, want once", id, n)
+		}
+	}
+	if len(g.overlaps) > 0 {
+		t.Errorf("started while another of their group ran: %v", g.overlaps)
+	}
+}
+
+// TestRunningKeyStaysBusy: a pool never starts a delivery of an order
+// key it is running one of, even when the running one's lease has ended
+// (its extensions could not reach the database in time): the store alone
+// would hand the running delivery out again. A delivery of another key,
+// started after the leases ended, shows that a claim by key ran then.
+func TestRunningKeyStaysBusy(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		keyed := func(id, key string) hookbox.Delivery {
+			d := storetest.Delivery("o", id)
+			d.FanOut, d.Routes = true, []hookbox.Route{{Target: "app", OrderKey: key}}
+			return d
+		}
+		g := newGate("first")
+		p := worker.New(s, worker.Options{PollInterval: time.Hour})
+		p.Route("o/app", g.target(func(ev *hookbox.Event) string { return ev.OrderKey }))
+		p.SetControls("o/app", worker.Controls{ByKey: true})
+		start(t, p)
+		ingest(t, s, keyed("first", "k1"), keyed("second", "k1"))
+		g.await(t, p, "first")
+		endLeases(t, s, dbURL)
+		ingest(t, s, keyed("other", "k2"))
+		g.await(t, p, "other")
+		close(g.release)
+		g.await(t, p, "second")
+		for _, r := range []string{"first", "second", "other"} {
+			evs, err := s.Events(context.Background(), hookbox.Filter{Source: "o/app", DeliveryID: r})
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("events of %s: %d, %v", r, len(evs), err)
+			}
+			waitStatus(t, s, p, evs[0].ID, hookbox.StatusDone)
+		}
+		g.check(t)
+	})
+}
+
+// TestRunningStrictStaysBusy: the same for a strict source, whose one
+// event runs alone. Deliveries of a plain source in the same pool show
+// that claim rounds went by after the lease ended: the second one is
+// claimed in a round that began after the first was delivered, which
+// began after the lease ended.
+func TestRunningStrictStaysBusy(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		g := newGate("first")
+		p := worker.New(s, worker.Options{PollInterval: time.Hour})
+		p.Route("strict", g.target(func(ev *hookbox.Event) string { return ev.Source }))
+		p.SetPolicy("strict", worker.Policy{Strict: true})
+		p.Route("plain", g.target(func(ev *hookbox.Event) string { return ev.DeliveryID }))
+		start(t, p)
+		ingest(t, s, storetest.Delivery("strict", "first"), storetest.Delivery("strict", "second"))
+		g.await(t, p, "first")
+		endLeases(t, s, dbURL)
+		ingest(t, s, storetest.Delivery("plain", "p1"))
+		g.await(t, p, "p1")
+		ingest(t, s, storetest.Delivery("plain", "p2"))
+		g.await(t, p, "p2")
+		close(g.release)
+		g.await(t, p, "second")
+		evs, err := s.Events(context.Background(), hookbox.Filter{Source: "strict"})
+		if err != nil || len(evs) != 2 {
+			t.Fatalf("events of strict: %d, %v", len(evs), err)
+		}
+		for _, e := range evs {
+			waitStatus(t, s, p, e.ID, hookbox.StatusDone)
+		}
+		g.check(t)
+	})
+}
