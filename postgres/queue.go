@@ -26,10 +26,14 @@ var _ hookbox.Queue = (*Store)(nil)
 const claimNow = `COALESCE($3::timestamptz, now())`
 
 // claimSet leases the queue rows of the CTE "due" and returns them with
-// their events' data; $1 is the owner, $2 the lease in microseconds.
+// their events' data; $1 is the owner, $2 the lease in microseconds. A
+// lease runs from when its row is written (clock_timestamp), not from the
+// start of the claim's transaction (now()): a claim that waited for its
+// lock, or ran long, must not hand out leases already over, which any
+// claim could take again at once.
 var claimSet = `, leased AS (
 UPDATE queue SET status = 'processing', attempts = attempts + 1, lease_owner = $1,
-    next_attempt_at = ` + claimNow + ` + $2::bigint * interval '1 microsecond',
+    next_attempt_at = COALESCE($3::timestamptz, clock_timestamp()) + $2::bigint * interval '1 microsecond',
     updated_at = ` + claimNow + `
 WHERE id IN (SELECT id FROM due)
 RETURNING *)

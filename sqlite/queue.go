@@ -19,13 +19,21 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
 	}
-	q, args := claimSQL(p)
+	q, _ := claimSQL(p)
 	st, err := s.claims.get(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w: %v", hookbox.ErrUnavailable, err)
 	}
 	var out []hookbox.Event
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		// The claim's time, and its leases' start, once the writer is
+		// ours: a claim that waited for it (behind a work transaction
+		// whose Go handlers run long, say) must not hand out leases
+		// already over, which the next claim would take again at once.
+		if p.Now.IsZero() {
+			p.Now = time.Now()
+		}
+		_, args := claimSQL(p)
 		var err error
 		out, err = claimTx(ctx, tx, st, q, args)
 		if err != nil || !p.ByKey || p.AfterKey == "" || len(out) >= p.Limit {
