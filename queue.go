@@ -44,14 +44,19 @@ type ClaimParams struct {
 	ByKey bool
 	// SkipDead lets a dead delivery release its key (see ByKey).
 	SkipDead bool
-	// Running, with ByKey, are order keys of Sources[0] the claimer is
-	// running a delivery of: the claim takes no delivery of theirs,
+	// RunningKeys, with ByKey, are order keys of Sources[0] the claimer
+	// is running a delivery of: the claim takes no delivery of theirs,
 	// whatever the leases say, and passes them without probing. A lease
 	// can end while its delivery still runs (extensions that could not
 	// reach the database in time); the caller knows better than the
 	// lease that the key is busy. A key listed that is no longer running
 	// only waits for the next claim.
-	Running []string
+	RunningKeys []string
+	// RunningIDs are events the claimer is running: a plain claim (not
+	// Strict, not ByKey) takes none of them, whatever their leases say,
+	// for the same reason. (A strict source's claimer skips the claim
+	// while it runs one; a claim by key has RunningKeys.)
+	RunningIDs []int64
 	// AfterKey, with ByKey, starts the walk over order keys after this
 	// one (and wraps around), so that successive claims visit every key
 	// in turn: pass the largest key the previous claim took. A claim by

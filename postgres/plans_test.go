@@ -27,16 +27,17 @@ func TestPlansFollowTheQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	claim := func(by bool) {
+	claim := func(by bool, running []int64) {
 		t.Helper()
-		p := hookbox.ClaimParams{Owner: "t", Limit: 1, Lease: time.Minute, Sources: []string{"s/a"}, ByKey: by}
+		p := hookbox.ClaimParams{Owner: "t", Limit: 1, Lease: time.Minute, Sources: []string{"s/a"}, ByKey: by, RunningIDs: running}
 		if _, err := s.Claim(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for range 8 {
-		claim(false)
-		claim(true)
+		claim(false, nil)
+		claim(false, []int64{1})
+		claim(true, nil)
 	}
 	// Grow the queue: 20,000 deliveries over 100 order keys.
 	for b := range 20 {
@@ -72,14 +73,17 @@ func TestPlansFollowTheQueue(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(claims) != 2 {
-		t.Fatalf("%d claim statements prepared on the connection, want 2 (plain and by key): %v", len(claims), claims)
+	if len(claims) != 3 {
+		t.Fatalf("%d claim statements prepared on the connection, want 3 (plain, plain skipping what runs, by key): %v", len(claims), claims)
 	}
 	for name, stmt := range claims {
 		var plan []string
 		args := `('t', 60000000, NULL, '{s/a}', 1)` // claimDue's
-		if strings.Contains(stmt, "$8") {
+		switch {
+		case strings.Contains(stmt, "$8"):
 			args = `('t', 60000000, NULL, 's/a', 1, '', 4096, '{k1}')` // claimByKey's
+		case strings.Contains(stmt, "$6"):
+			args = `('t', 60000000, NULL, '{s/a}', 1, '{1}')` // claimDueSkipping's
 		}
 		rows, err := conn.Query(ctx, `EXPLAIN EXECUTE `+name+args)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,13 +104,22 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 	} else {
 		// Per source, walk events_due in due order and stop at the limit;
 		// then merge. Each source costs what it returns, however many
-		// unfinished events other sources have.
+		// unfinished events other sources have. Events the claimer runs
+		// are left out (a statement of its own, only when there are).
+		skip := ""
+		if len(p.RunningIDs) > 0 {
+			skip = ` AND id NOT IN (SELECT value FROM json_each(?))`
+		}
 		parts := make([]string, len(p.Sources))
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
-                WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?
+                WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?` + skip + `
                 ORDER BY next_attempt_at, id LIMIT ` + limitParam + `)`
-			args = append(args, src, nowMS, p.Limit)
+			args = append(args, src, nowMS)
+			if skip != "" {
+				args = append(args, jsonIDs(p.RunningIDs))
+			}
+			args = append(args, p.Limit)
 		}
 		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY next_attempt_at, id LIMIT ` + limitParam
 		args = append(args, p.Limit)
@@ -169,7 +179,7 @@ func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 // in key order, that is due and not held by an earlier one: it walks the
 // distinct keys through events_order (two index lookups per key, however
 // many deliveries wait behind each) and stops at p.KeyWalk() keys.
-// Keys in p.Running are passed without a lookup. A key with a delivery
+// Keys in p.RunningKeys are passed without a lookup. A key with a delivery
 // leased (events_leased_keys, one more lookup) is skipped whatever that
 // delivery's id: a replay can put an earlier delivery back while a later
 // one of its key runs. (Claims cannot see each other's heads differently
@@ -192,7 +202,7 @@ func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
                 AND status = 'processing' AND next_attempt_at > ?)
         LIMIT ` + limitParam
 	src := p.Sources[0]
-	return q, append(keyWalkArgs(p, p.AfterKey), src, jsonStrings(p.Running), nowMS, src, nowMS, p.Limit)
+	return q, append(keyWalkArgs(p, p.AfterKey), src, jsonStrings(p.RunningKeys), nowMS, src, nowMS, p.Limit)
 }
 
 // jsonStrings is ss as a JSON array (never null), for json_each.
@@ -205,6 +215,19 @@ func jsonStrings(ss []string) string {
 		panic(err) // strings always marshal
 	}
 	return string(b)
+}
+
+// jsonIDs is ids as a JSON array, for json_each.
+func jsonIDs(ids []int64) string {
+	b := make([]byte, 0, 8*len(ids)+2)
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // queuedColumns are the columns a claim reads: eventColumns and whether

@@ -45,6 +45,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimByKeyWhileOneRuns":     testClaimByKeyWhileOneRuns,
 		"ClaimByKeyWalksOn":          testClaimByKeyWalksOn,
 		"ClaimByKeyRunning":          testClaimByKeyRunning,
+		"ClaimSkipsRunning":          testClaimSkipsRunning,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 	}

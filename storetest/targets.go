@@ -224,7 +224,7 @@ func testClaimByKeyWhileOneRuns(t *testing.T, q QueueStore) {
 }
 
 // testClaimByKeyRunning: a key the claimer says it runs
-// (ClaimParams.Running) is passed, even when the lease of its delivery
+// (ClaimParams.RunningKeys) is passed, even when the lease of its delivery
 // has ended and the store alone would hand that delivery out again.
 func testClaimByKeyRunning(t *testing.T, q QueueStore) {
 	ingest(t, q, fanOut("runs", "1", "t=k1"), fanOut("runs", "2", "t=k1"), fanOut("runs", "3", "t=k2"),
@@ -241,12 +241,43 @@ func testClaimByKeyRunning(t *testing.T, q QueueStore) {
 	// Two minutes later their leases of one minute have ended, as when
 	// extensions could not reach the database while they ran.
 	later := time.Now().Add(2 * time.Minute)
-	got := ids(claimByKey(t, q, hookbox.ClaimParams{Limit: 10, Sources: []string{"runs/t"}, Now: later, Running: []string{"k1", "k3"}}))
+	got := ids(claimByKey(t, q, hookbox.ClaimParams{Limit: 10, Sources: []string{"runs/t"}, Now: later, RunningKeys: []string{"k1", "k3"}}))
 	if !slices.Equal(got, []string{"3"}) {
 		t.Fatalf("claim with k1 and k3 running = %v, want only 3 (k2's, its lease over); k1 and k3 passed", got)
 	}
 	if got := ids(claimByKey(t, q, hookbox.ClaimParams{Limit: 10, Sources: []string{"runs/t"}, Now: later})); !slices.Equal(got, []string{"1", "4"}) {
-		t.Fatalf("claim without Running = %v, want 1 again (its lease over) and 4", got)
+		t.Fatalf("claim without RunningKeys = %v, want 1 again (its lease over) and 4", got)
+	}
+}
+
+// testClaimSkipsRunning: a plain claim takes none of the events the
+// claimer says it runs (ClaimParams.RunningIDs), even when their leases
+// have ended.
+func testClaimSkipsRunning(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	rs := ingest(t, q, Delivery("skip", "1"), Delivery("skip", "2"), Delivery("skip", "3"))
+	claim := func(p hookbox.ClaimParams) (out []string) {
+		t.Helper()
+		p.Owner, p.Lease, p.Sources = fmt.Sprint("skip-", claimSeq.Add(1)), time.Minute, []string{"skip"}
+		evs, err := q.Claim(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			out = append(out, e.DeliveryID)
+		}
+		return out
+	}
+	if got := claim(hookbox.ClaimParams{Limit: 2}); !slices.Equal(got, []string{"1", "2"}) {
+		t.Fatalf("first claim = %v, want 1 and 2", got)
+	}
+	// Two minutes later the leases of one minute have ended.
+	later := time.Now().Add(2 * time.Minute)
+	if got := claim(hookbox.ClaimParams{Limit: 10, Now: later, RunningIDs: []int64{rs[0].ID}}); !slices.Equal(got, []string{"2", "3"}) {
+		t.Fatalf("claim with 1 running = %v, want 2 (its lease over) and 3", got)
+	}
+	if got := claim(hookbox.ClaimParams{Limit: 10, Now: later}); !slices.Equal(got, []string{"1"}) {
+		t.Fatalf("claim without RunningIDs = %v, want 1 again (its lease over)", got)
 	}
 }
 

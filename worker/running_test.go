@@ -186,3 +186,27 @@ func TestRunningStrictStaysBusy(t *testing.T) {
 		g.check(t)
 	})
 }
+
+// TestRunningEventStaysOne: the same for a plain target: a pool never
+// starts an event it is running again beside itself, whatever its lease
+// says. A delivery of the same source, started after the leases ended,
+// shows that a claim ran then.
+func TestRunningEventStaysOne(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		g := newGate("first")
+		p := worker.New(s, worker.Options{PollInterval: time.Hour})
+		p.Route("plain", g.target(func(ev *hookbox.Event) string { return ev.DeliveryID }))
+		start(t, p)
+		rs := ingest(t, s, storetest.Delivery("plain", "first"))
+		g.await(t, p, "first")
+		endLeases(t, s, dbURL)
+		rs = append(rs, ingest(t, s, storetest.Delivery("plain", "other"))...)
+		g.await(t, p, "other")
+		close(g.release)
+		for _, r := range rs {
+			waitStatus(t, s, p, r.ID, hookbox.StatusDone)
+		}
+		g.check(t)
+	})
+}

@@ -1000,8 +1000,11 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		params.ByKey, params.SkipDead, params.AfterKey = ctl.ByKey, ctl.SkipDead, p.afterKey(ctl)
 		params.KeyCursor, params.MaxKeys = &cursor, p.maxKeys
 		if ctl.ByKey {
-			params.Running = p.leases.keys(sources[0])
+			params.RunningKeys = p.leases.keys(sources[0])
 		}
+	}
+	if !strict && !params.ByKey {
+		params.RunningIDs = p.leases.ids()
 	}
 	evs, err := p.q.Claim(claimCtx, params)
 	if ctl != nil && err == nil {
@@ -1244,6 +1247,17 @@ func (l *leaseSet) runs(queue string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.running[queue]) > 0
+}
+
+// ids are the events the pool runs, of any queue.
+func (l *leaseSet) ids() []int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]int64, 0, len(l.owners))
+	for id := range l.owners {
+		out = append(out, id)
+	}
+	return out
 }
 
 // keys are the order keys of queue the pool runs an event of.
