@@ -1233,6 +1233,9 @@ func (l *leaseSet) remove(evs []hookbox.Event) {
 	for _, e := range evs {
 		delete(l.owners, e.ID)
 		keys := l.running[e.Source]
+		if keys == nil {
+			continue // not added: nothing to count down
+		}
 		if keys[e.OrderKey]--; keys[e.OrderKey] <= 0 {
 			delete(keys, e.OrderKey)
 		}
