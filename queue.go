@@ -260,11 +260,16 @@ type Queue interface {
 	// Claim leases due events (pending, or processing with an expired
 	// lease) in next_attempt_at order, incrementing their attempt count,
 	// and commits before it returns: the attempt is counted even if the
-	// process dies while working it.
+	// process dies while working it. Each lease runs p.Lease from its
+	// write, not from before the claim's waits (for a lock, or SQLite's
+	// writer), unless p.Now is set.
 	Claim(ctx context.Context, p ClaimParams) ([]Event, error)
 
 	// ExtendLeases pushes the lease end of the given events, still held by
-	// owner, to until. Events no longer held are left alone.
+	// owner, to until, moved later by however long the call waited before
+	// its write (for a lock, or SQLite's writer), so that an extension
+	// that waited does not end the lease it was meant to keep. Events no
+	// longer held are left alone.
 	ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) error
 
 	// Finish applies outcomes of claimed events in one transaction and

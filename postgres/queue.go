@@ -287,8 +287,10 @@ func scanEvents(rows pgx.Rows) ([]hookbox.Event, error) {
 }
 
 // extendLeases locks the rows in id order before updating them, as every
-// statement here that may wait does.
-const extendLeases = `UPDATE queue SET next_attempt_at = $1
+// statement here that may wait does. As a claim's, the new end counts
+// from the write: $1 is moved by the time the statement waited for its
+// locks.
+const extendLeases = `UPDATE queue SET next_attempt_at = $1::timestamptz + (clock_timestamp() - statement_timestamp())
 WHERE id IN (
     SELECT id FROM queue
     WHERE id = ANY($3::bigint[]) AND lease_owner = $2 AND status = 'processing'

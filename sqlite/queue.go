@@ -281,7 +281,11 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 	for _, id := range ids {
 		args = append(args, id)
 	}
+	asked := time.Now()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		// As a claim's: the new end counts from the write, not from
+		// before the wait for the writer.
+		args[0] = millis(until.Add(time.Since(asked)))
 		_, err := tx.ExecContext(ctx, `UPDATE events SET next_attempt_at = ?
             WHERE lease_owner = ? AND status = 'processing' AND id IN (`+placeholders(len(ids))+`)`, args...)
 		return err
