@@ -16,6 +16,11 @@
 //     it alone), a process that dies (see Start for the one exception).
 //   - Leases stay extended until the last running handler or target
 //     returns, also while Stop waits for it.
+//   - A pool never starts an event it is running, nor another of the same
+//     order key or strict source, whatever the lease says: a lease can end
+//     under a running event (extensions that could not reach the
+//     database), and the pool knows better. Across processes the lease is
+//     the only guard, as it must be for a dead process's events.
 //
 // Apply-only Go handlers (Handle) run inside a store transaction, several
 // events to a transaction, each under its own savepoint: one commit (one
