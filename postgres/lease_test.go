@@ -2,12 +2,80 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 )
+
+// leaseTest is the lease every test here asks for, and holds a lock past.
+const leaseTest = time.Second
+
+// afterHeldLock runs op while another transaction holds a lock (taken by
+// the statement lock, with args), waits until a statement starting with
+// waiter waits for a lock, holds it half a lease longer than leaseTest,
+// and lets it go. It returns the lease end op reports and the time the
+// lock was let go.
+func afterHeldLock(t *testing.T, s *postgres.Store, lock string, args []any, waiter string, op func() (time.Time, error)) (end, released time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	locked, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		held <- s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			if _, err := tx.ExecContext(ctx, lock, args...); err != nil {
+				close(locked)
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	type result struct {
+		end time.Time
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		end, err := op()
+		done <- result{end, err}
+	}()
+	conn, err := s.AcquireConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var waiting bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, $1))`, waiter).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no statement starting %q waited for the lock", waiter)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	conn.Release()
+	time.Sleep(leaseTest + leaseTest/2)
+	released = time.Now()
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.end, released
+}
 
 // TestLeaseRunsFromItsWrite: a claim by key that waited for the queue's
 // lock (another process's claim, held here for longer than the lease)
@@ -21,60 +89,16 @@ func TestLeaseRunsFromItsWrite(t *testing.T) {
 	if _, err := s.Ingest(ctx, []hookbox.Delivery{keyed("1", "k")}); err != nil {
 		t.Fatal(err)
 	}
-	locked, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		held <- s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			// The lock every claim by key of o/t takes first (serialLock).
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(hashtext('hookbox-strict:' || current_schema() || ':' || 'o/t'))`); err != nil {
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
-	const lease = time.Second
-	type claimed struct {
-		evs []hookbox.Event
-		err error
-	}
-	done := make(chan claimed, 1)
-	go func() {
-		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "waited", Limit: 1, Lease: lease, Sources: []string{"o/t"}, ByKey: true})
-		done <- claimed{evs, err}
-	}()
-	conn, err := s.AcquireConn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var waiting bool
-		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory')`).Scan(&waiting); err != nil {
-			t.Fatal(err)
+	// The lock every claim by key of o/t takes first (serialLock).
+	const serialLock = `SELECT pg_advisory_xact_lock(hashtext('hookbox-strict:' || current_schema() || ':' || 'o/t'))`
+	end, released := afterHeldLock(t, s, serialLock, nil, "SELECT pg_advisory_xact_lock", func() (time.Time, error) {
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "waited", Limit: 1, Lease: leaseTest, Sources: []string{"o/t"}, ByKey: true})
+		if err != nil || len(evs) != 1 {
+			return time.Time{}, fmt.Errorf("claim: %d events, %v", len(evs), err)
 		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the claim never waited for the queue's lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	conn.Release()
-	time.Sleep(lease + lease/2) // the lock held past the lease
-	released := time.Now()
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	c := <-done
-	if c.err != nil || len(c.evs) != 1 {
-		t.Fatalf("claim: %d events, %v", len(c.evs), c.err)
-	}
-	if end := c.evs[0].NextAttemptAt; !end.After(released) {
+		return evs[0].NextAttemptAt, nil
+	})
+	if !end.After(released) {
 		t.Errorf("the lease ends at %s, %s before the claim could run: over on arrival", end.Format(time.RFC3339Nano), released.Sub(end))
 	}
 }
@@ -92,56 +116,15 @@ func TestExtensionRunsFromItsWrite(t *testing.T) {
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("claim: %d events, %v", len(evs), err)
 	}
-	locked, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		held <- s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			if _, err := tx.ExecContext(ctx, `SELECT id FROM queue WHERE id = $1 FOR NO KEY UPDATE`, evs[0].ID); err != nil {
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
-	const lease = time.Second
-	extended := make(chan error, 1)
-	go func() { extended <- s.ExtendLeases(ctx, "o", []int64{evs[0].ID}, time.Now().Add(lease)) }()
-	conn, err := s.AcquireConn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var waiting bool
-		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock'
-              AND query LIKE 'UPDATE queue SET next_attempt_at%')`).Scan(&waiting); err != nil {
-			t.Fatal(err)
+	rowLock := `SELECT id FROM queue WHERE id = $1 FOR NO KEY UPDATE`
+	end, released := afterHeldLock(t, s, rowLock, []any{evs[0].ID}, "UPDATE queue SET next_attempt_at", func() (time.Time, error) {
+		if err := s.ExtendLeases(ctx, "o", []int64{evs[0].ID}, time.Now().Add(leaseTest)); err != nil {
+			return time.Time{}, err
 		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the extension never waited for the row's lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	conn.Release()
-	time.Sleep(lease + lease/2) // the lock held past the lease
-	released := time.Now()
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-extended; err != nil {
-		t.Fatal(err)
-	}
-	e, err := s.Event(ctx, evs[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !e.NextAttemptAt.After(released) {
-		t.Errorf("the extended lease ends at %s, %s before the extension could run", e.NextAttemptAt.Format(time.RFC3339Nano), released.Sub(e.NextAttemptAt))
+		e, err := s.Event(ctx, evs[0].ID)
+		return e.NextAttemptAt, err
+	})
+	if !end.After(released) {
+		t.Errorf("the extended lease ends at %s, %s before the extension could run", end.Format(time.RFC3339Nano), released.Sub(end))
 	}
 }
