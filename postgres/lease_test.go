@@ -9,72 +9,38 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/storetest"
 )
 
-// leaseTest is the lease every test here asks for, and holds a lock past.
-const leaseTest = time.Second
-
-// afterHeldLock runs op while another transaction holds a lock (taken by
-// the statement lock, with args), waits until a statement starting with
-// waiter waits for a lock, holds it half a lease longer than leaseTest,
-// and lets it go. It returns the lease end op reports and the time the
-// lock was let go.
+// afterHeldLock runs op while another transaction holds a lock (taken
+// by the statement lock, with args) past the lease, until a statement
+// starting with waiter waits for a lock; see storetest.AfterHeld.
 func afterHeldLock(t *testing.T, s *postgres.Store, lock string, args []any, waiter string, op func() (time.Time, error)) (end, released time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	locked, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		held <- s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			if _, err := tx.ExecContext(ctx, lock, args...); err != nil {
-				close(locked)
-				return err
-			}
-			close(locked)
-			<-release
-			return nil
-		})
-	}()
-	<-locked
-	type result struct {
-		end time.Time
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		end, err := op()
-		done <- result{end, err}
-	}()
 	conn, err := s.AcquireConn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	defer conn.Release()
+	return storetest.AfterHeld(t, func(held chan<- struct{}, release <-chan struct{}) error {
+		return s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			if _, err := tx.ExecContext(ctx, lock, args...); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}, func() bool {
 		var waiting bool
 		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
             WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, $1))`, waiter).Scan(&waiting); err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return true
 		}
-		if waiting {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no statement starting %q waited for the lock", waiter)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	conn.Release()
-	time.Sleep(leaseTest + leaseTest/2)
-	released = time.Now()
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	return r.end, released
+		return waiting
+	}, op)
 }
 
 // TestLeaseRunsFromItsWrite: a claim by key that waited for the queue's
@@ -92,7 +58,7 @@ func TestLeaseRunsFromItsWrite(t *testing.T) {
 	// The lock every claim by key of o/t takes first (serialLock).
 	const serialLock = `SELECT pg_advisory_xact_lock(hashtext('hookbox-strict:' || current_schema() || ':' || 'o/t'))`
 	end, released := afterHeldLock(t, s, serialLock, nil, "SELECT pg_advisory_xact_lock", func() (time.Time, error) {
-		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "waited", Limit: 1, Lease: leaseTest, Sources: []string{"o/t"}, ByKey: true})
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "waited", Limit: 1, Lease: storetest.LeaseTest, Sources: []string{"o/t"}, ByKey: true})
 		if err != nil || len(evs) != 1 {
 			return time.Time{}, fmt.Errorf("claim: %d events, %v", len(evs), err)
 		}
@@ -118,7 +84,7 @@ func TestExtensionRunsFromItsWrite(t *testing.T) {
 	}
 	rowLock := `SELECT id FROM queue WHERE id = $1 FOR NO KEY UPDATE`
 	end, released := afterHeldLock(t, s, rowLock, []any{evs[0].ID}, "UPDATE queue SET next_attempt_at", func() (time.Time, error) {
-		if err := s.ExtendLeases(ctx, "o", []int64{evs[0].ID}, time.Now().Add(leaseTest)); err != nil {
+		if err := s.ExtendLeases(ctx, "o", []int64{evs[0].ID}, time.Now().Add(storetest.LeaseTest)); err != nil {
 			return time.Time{}, err
 		}
 		e, err := s.Event(ctx, evs[0].ID)

@@ -11,55 +11,20 @@ import (
 	"github.com/hookbox/hookbox/storetest"
 )
 
-// leaseTest is the lease every test here asks for, and holds the writer
-// past.
-const leaseTest = time.Second
-
-// afterHeldWriter runs op while another transaction holds the one
-// writer (as a work transaction whose Go handlers run long holds it),
-// waits until op waits for the writer, holds it half a lease longer than
-// leaseTest, and lets it go. It returns the lease end op reports and the
-// time the writer was let go.
+// afterHeldWriter runs op while another transaction holds the one writer
+// (as a work transaction whose Go handlers run long holds it) past the
+// lease; see storetest.AfterHeld.
 func afterHeldWriter(t *testing.T, s *Store, op func() (time.Time, error)) (end, released time.Time) {
 	t.Helper()
-	ctx := context.Background()
-	locked, release, held := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		held <- s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			close(locked)
+	var waits int64
+	return storetest.AfterHeld(t, func(held chan<- struct{}, release <-chan struct{}) error {
+		return s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+			waits = s.writer.Stats().WaitCount
+			close(held)
 			<-release
 			return nil
 		})
-	}()
-	<-locked
-	waits := s.writer.Stats().WaitCount
-	type result struct {
-		end time.Time
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		end, err := op()
-		done <- result{end, err}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for s.writer.Stats().WaitCount == waits {
-		if time.Now().After(deadline) {
-			t.Fatal("op never waited for the writer")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(leaseTest + leaseTest/2)
-	released = time.Now()
-	close(release)
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	return r.end, released
+	}, func() bool { return s.writer.Stats().WaitCount > waits }, op)
 }
 
 func openLeaseTest(t *testing.T) *Store {
@@ -83,7 +48,7 @@ func openLeaseTest(t *testing.T) *Store {
 func TestLeaseRunsFromItsWrite(t *testing.T) {
 	s := openLeaseTest(t)
 	end, released := afterHeldWriter(t, s, func() (time.Time, error) {
-		evs, err := s.Claim(context.Background(), hookbox.ClaimParams{Owner: "waited", Limit: 1, Lease: leaseTest, Sources: []string{"s"}})
+		evs, err := s.Claim(context.Background(), hookbox.ClaimParams{Owner: "waited", Limit: 1, Lease: storetest.LeaseTest, Sources: []string{"s"}})
 		if err != nil || len(evs) != 1 {
 			return time.Time{}, fmt.Errorf("claim: %d events, %v", len(evs), err)
 		}
@@ -104,7 +69,7 @@ func TestExtensionRunsFromItsWrite(t *testing.T) {
 		t.Fatalf("claim: %d events, %v", len(evs), err)
 	}
 	end, released := afterHeldWriter(t, s, func() (time.Time, error) {
-		if err := s.ExtendLeases(ctx, "o", []int64{evs[0].ID}, time.Now().Add(leaseTest)); err != nil {
+		if err := s.ExtendLeases(ctx, "o", []int64{evs[0].ID}, time.Now().Add(storetest.LeaseTest)); err != nil {
 			return time.Time{}, err
 		}
 		e, err := s.Event(ctx, evs[0].ID)
