@@ -1189,9 +1189,10 @@ func (p *Pool) extendLoop(ctx context.Context) {
 			p.recover()
 			p.chargeOrphans(ctx)
 		}
-		now := time.Now()
 		for owner, held := range p.leases.byOwner() {
-			if err := p.q.ExtendLeases(ctx, owner, held.ids, now.Add(held.lease)); err != nil {
+			// Each from its own call: one that waited (for SQLite's writer,
+			// a lock) must not shorten the leases extended after it.
+			if err := p.q.ExtendLeases(ctx, owner, held.ids, time.Now().Add(held.lease)); err != nil {
 				p.logErr("extend leases", err)
 			}
 		}
