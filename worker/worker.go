@@ -249,7 +249,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		controls:  map[string]*control{},
 		wake:      make(chan struct{}, 1),
 		id:        opts.Name + "-" + hex.EncodeToString(rnd[:]),
-		leases:    leaseSet{owners: map[int64]string{}, leases: map[string]time.Duration{}, running: map[string]map[string]int{}},
+		leases:    leaseSet{owners: map[int64]heldEvent{}, leases: map[string]time.Duration{}},
 		slots:     make(chan struct{}, opts.Concurrency),
 		recording: make(chan struct{}, opts.Concurrency),
 		warm:      newWarm(),
@@ -1199,17 +1199,20 @@ func (p *Pool) extendLoop(ctx context.Context) {
 	}
 }
 
-// leaseSet tracks the events this pool is working, by lease owner, and
-// how many it runs of each queue and order key. The latter is what the
-// pool knows better than the store: a lease can end while its event still
-// runs (extensions that could not reach the database in time), and the
-// store would then hand the event, or the next of its key, out again.
+// leaseSet tracks the events this pool is working: their lease owners,
+// and their queues and order keys, which is what the pool knows better
+// than the store: a lease can end while its event still runs (extensions
+// that could not reach the database in time), and the store would then
+// hand the event, or the next of its key, out again.
 type leaseSet struct {
-	mu      sync.Mutex
-	owners  map[int64]string          // event id → lease owner
-	leases  map[string]time.Duration  // lease owner → the claim's lease length
-	running map[string]map[string]int // queue → order key ("" for none) → events running
+	mu     sync.Mutex
+	owners map[int64]heldEvent      // event id → what it is
+	leases map[string]time.Duration // lease owner → the claim's lease length
 }
+
+// heldEvent is an event the pool works: its lease owner, queue and order
+// key.
+type heldEvent struct{ owner, queue, key string }
 
 // heldLeases are the events one claim still holds.
 type heldLeases struct {
@@ -1221,33 +1224,16 @@ func (l *leaseSet) add(evs []hookbox.Event, lease time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range evs {
-		l.owners[e.ID] = e.LeaseOwner
+		l.owners[e.ID] = heldEvent{owner: e.LeaseOwner, queue: e.Source, key: e.OrderKey}
 		l.leases[e.LeaseOwner] = lease
-		keys := l.running[e.Source]
-		if keys == nil {
-			keys = map[string]int{}
-			l.running[e.Source] = keys
-		}
-		keys[e.OrderKey]++
 	}
 }
 
-// remove ends the events evs, each added once.
 func (l *leaseSet) remove(evs []hookbox.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range evs {
 		delete(l.owners, e.ID)
-		keys := l.running[e.Source]
-		if keys == nil {
-			continue // not added: nothing to count down
-		}
-		if keys[e.OrderKey]--; keys[e.OrderKey] <= 0 {
-			delete(keys, e.OrderKey)
-		}
-		if len(keys) == 0 {
-			delete(l.running, e.Source)
-		}
 	}
 }
 
@@ -1255,7 +1241,12 @@ func (l *leaseSet) remove(evs []hookbox.Event) {
 func (l *leaseSet) runs(queue string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.running[queue]) > 0
+	for _, w := range l.owners {
+		if w.queue == queue {
+			return true
+		}
+	}
+	return false
 }
 
 // ids are the events the pool runs, of any queue.
@@ -1269,14 +1260,15 @@ func (l *leaseSet) ids() []int64 {
 	return out
 }
 
-// keys are the order keys of queue the pool runs an event of.
+// keys are the order keys of queue the pool runs an event of (a key
+// more than once when several run).
 func (l *leaseSet) keys(queue string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
-	for k := range l.running[queue] {
-		if k != "" {
-			out = append(out, k)
+	for _, w := range l.owners {
+		if w.queue == queue && w.key != "" {
+			out = append(out, w.key)
 		}
 	}
 	return out
@@ -1292,10 +1284,10 @@ func (l *leaseSet) byOwner() map[string]heldLeases {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[string]heldLeases{}
-	for id, owner := range l.owners {
-		h := out[owner]
-		h.ids, h.lease = append(h.ids, id), l.leases[owner]
-		out[owner] = h
+	for id, w := range l.owners {
+		h := out[w.owner]
+		h.ids, h.lease = append(h.ids, id), l.leases[w.owner]
+		out[w.owner] = h
 	}
 	for owner := range l.leases {
 		if _, ok := out[owner]; !ok {
