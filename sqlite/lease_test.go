@@ -79,3 +79,37 @@ func TestExtensionRunsFromItsWrite(t *testing.T) {
 		t.Errorf("the extended lease ends at %s, %s before the extension could run", end.Format(time.RFC3339Nano), released.Sub(end))
 	}
 }
+
+// TestRunningKeyNotUTF8: an order key is whatever bytes a sender put in a
+// header; one that is not UTF-8 is still recognized as running
+// (ClaimParams.RunningKeys) when its delivery's lease has ended.
+func TestRunningKeyNotUTF8(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "hookbox.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const key = "k\xff\xfe"
+	d := storetest.Delivery("o", "1")
+	d.FanOut, d.Routes = true, []hookbox.Route{{Target: "t", OrderKey: key}}
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(p hookbox.ClaimParams) []hookbox.Event {
+		t.Helper()
+		p.Owner, p.Limit, p.Lease, p.Sources, p.ByKey = fmt.Sprint("o", p.Now.UnixNano()), 1, time.Minute, []string{"o/t"}, true
+		evs, err := s.Claim(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	if evs := claim(hookbox.ClaimParams{}); len(evs) != 1 || evs[0].OrderKey != key {
+		t.Fatalf("first claim: %+v", evs)
+	}
+	later := time.Now().Add(2 * time.Minute) // the lease of one minute is over
+	if evs := claim(hookbox.ClaimParams{Now: later, RunningKeys: []string{key}}); len(evs) != 0 {
+		t.Fatalf("claimed the delivery of running key %q again", evs[0].OrderKey)
+	}
+}

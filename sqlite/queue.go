@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,21 +19,23 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
 	}
-	q, _ := claimSQL(p)
+	q, args := claimSQL(p)
 	st, err := s.claims.get(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w: %v", hookbox.ErrUnavailable, err)
 	}
 	var out []hookbox.Event
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		// The claim's time, and its leases' start, once the writer is
+		// The leases start, and the claim is dated, once the writer is
 		// ours: a claim that waited for it (behind a work transaction
 		// whose Go handlers run long, say) must not hand out leases
 		// already over, which the next claim would take again at once.
+		// (Which events are due was decided at the earlier time: one
+		// that came due during the wait is the next claim's.)
 		if p.Now.IsZero() {
 			p.Now = time.Now()
+			copy(args, leaseArgs(p))
 		}
-		_, args := claimSQL(p)
 		var err error
 		out, err = claimTx(ctx, tx, st, q, args)
 		if err != nil || !p.ByKey || p.AfterKey == "" || len(out) >= p.Limit {
@@ -73,10 +74,19 @@ const leaseIDs = `UPDATE events SET status = 'processing', attempts = attempts +
             lease_owner = ?, next_attempt_at = ?, updated_at = ?
         WHERE id IN (`
 
-// claimSQL builds the claim statement for p and its arguments.
+// claimSQL builds the claim statement for p and its arguments, the first
+// of which are leaseArgs.
 func claimSQL(p hookbox.ClaimParams) (string, []any) {
-	pick, args, nowMS, until := claimPick(p)
-	return leaseIDs + pick + `) RETURNING ` + queuedColumns, append([]any{p.Owner, until, nowMS}, args...)
+	if p.Now.IsZero() {
+		p.Now = time.Now()
+	}
+	pick, args, _, _ := claimPick(p)
+	return leaseIDs + pick + `) RETURNING ` + queuedColumns, append(leaseArgs(p), args...)
+}
+
+// leaseArgs are leaseIDs' arguments for a claim made at p.Now.
+func leaseArgs(p hookbox.ClaimParams) []any {
+	return []any{p.Owner, millis(p.Now.Add(p.Lease)), millis(p.Now)}
 }
 
 // claimPick builds the query that picks the ids of the events p claims,
@@ -117,7 +127,7 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
                 ORDER BY next_attempt_at, id LIMIT ` + limitParam + `)`
 			args = append(args, src, nowMS)
 			if skip != "" {
-				args = append(args, jsonIDs(p.RunningIDs))
+				args = append(args, jsonArray(p.RunningIDs))
 			}
 			args = append(args, p.Limit)
 		}
@@ -195,39 +205,33 @@ func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
             SELECT id FROM events INDEXED BY events_order
             WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL AND ` + head + `
             ORDER BY id LIMIT 1)
-        WHERE k.key IS NOT NULL AND k.key NOT IN (SELECT value FROM json_each(?))
+        WHERE k.key IS NOT NULL AND hex(k.key) NOT IN (SELECT value FROM json_each(?))
           AND e.status IN ('pending', 'processing') AND e.next_attempt_at <= ?
           AND NOT EXISTS (SELECT 1 FROM events INDEXED BY events_leased_keys
               WHERE source = ? AND order_key = k.key AND order_key IS NOT NULL
                 AND status = 'processing' AND next_attempt_at > ?)
         LIMIT ` + limitParam
 	src := p.Sources[0]
-	return q, append(keyWalkArgs(p, p.AfterKey), src, jsonStrings(p.RunningKeys), nowMS, src, nowMS, p.Limit)
+	// The keys go in hex, as SQLite's hex() reads the column: an order
+	// key is whatever bytes a sender put in a header, and JSON would
+	// replace those that are not UTF-8.
+	running := make([]string, len(p.RunningKeys))
+	for i, k := range p.RunningKeys {
+		running[i] = fmt.Sprintf("%X", k)
+	}
+	return q, append(keyWalkArgs(p, p.AfterKey), src, jsonArray(running), nowMS, src, nowMS, p.Limit)
 }
 
-// jsonStrings is ss as a JSON array (never null), for json_each.
-func jsonStrings(ss []string) string {
-	if len(ss) == 0 {
+// jsonArray is vs as a JSON array, for json_each ("[]" when empty).
+func jsonArray[T int64 | string](vs []T) string {
+	if len(vs) == 0 {
 		return "[]"
 	}
-	b, err := json.Marshal(ss)
+	b, err := json.Marshal(vs)
 	if err != nil {
-		panic(err) // strings always marshal
+		panic(err) // numbers and strings always marshal
 	}
 	return string(b)
-}
-
-// jsonIDs is ids as a JSON array, for json_each.
-func jsonIDs(ids []int64) string {
-	b := make([]byte, 0, 8*len(ids)+2)
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, id, 10)
-	}
-	return string(append(b, ']'))
 }
 
 // queuedColumns are the columns a claim reads: eventColumns and whether
