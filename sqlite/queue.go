@@ -189,10 +189,10 @@ func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 // in key order, that is due and not held by an earlier one: it walks the
 // distinct keys through events_order (two index lookups per key, however
 // many deliveries wait behind each) and stops at p.KeyWalk() keys.
-// Keys in p.RunningKeys are passed without a lookup. A key with a delivery
-// leased (events_leased_keys, one more lookup) is skipped whatever that
-// delivery's id: a replay can put an earlier delivery back while a later
-// one of its key runs. (Claims cannot see each other's heads differently
+// Keys in p.RunningKeys are passed without looking up their heads. A key
+// with a delivery leased (events_leased_keys, one more lookup) is skipped
+// whatever that delivery's id: a replay can put an earlier delivery back
+// while a later one of its key runs. (Claims cannot see each other's heads differently
 // here: each runs in the one writer's transaction, and ids follow commit
 // order.)
 func byKeyPick(p hookbox.ClaimParams, nowMS int64) (string, []any) {
