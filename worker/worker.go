@@ -1173,8 +1173,16 @@ func (p *Pool) checkOrdered() error {
 // shortest lease, each claim's events are extended by that claim's own
 // lease length, so a source with a long timeout does not stretch the
 // leases of the others (which a crash would then leave locked longer).
+//
+// A round in which a call failed (the database unreachable) is tried
+// again after extendRetry instead of a third of a lease: a lease then
+// outlives an outage that ends with a little of it left, rather than one
+// shorter than a third of it, which matters where another process would
+// take the events whose leases ended.
 func (p *Pool) extendLoop(ctx context.Context) {
-	t := time.NewTicker(p.shortestLease / 3)
+	every := p.shortestLease / 3
+	retry := extendRetry(every)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -1182,21 +1190,39 @@ func (p *Pool) extendLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if dead, err := p.q.WorkerSeen(ctx, p.id, p.staleAfter()); err != nil {
-			p.logErr("refresh the pool's record", err)
-		} else if dead > 0 {
-			p.log.Warn("worker: a pool stopped without a trace; working its events one at a time", "pools", dead)
-			p.recover()
-			p.chargeOrphans(ctx)
+		began, next := time.Now(), every
+		if !p.extendRound(ctx) {
+			next = retry
 		}
-		for owner, held := range p.leases.byOwner() {
-			// Each from its own call: one that waited (for SQLite's writer,
-			// a lock) must not shorten the leases extended after it.
-			if err := p.q.ExtendLeases(ctx, owner, held.ids, time.Now().Add(held.lease)); err != nil {
-				p.logErr("extend leases", err)
-			}
+		t.Reset(max(0, next-time.Since(began)))
+	}
+}
+
+// extendRetry is how soon a failed round of extensions is tried again,
+// given the interval between rounds: a quarter of it, at most a second.
+func extendRetry(every time.Duration) time.Duration { return min(time.Second, every/4) }
+
+// extendRound refreshes the pool's record and extends every claim's
+// leases, and reports whether all of it reached the database.
+func (p *Pool) extendRound(ctx context.Context) bool {
+	ok := true
+	if dead, err := p.q.WorkerSeen(ctx, p.id, p.staleAfter()); err != nil {
+		p.logErr("refresh the pool's record", err)
+		ok = false
+	} else if dead > 0 {
+		p.log.Warn("worker: a pool stopped without a trace; working its events one at a time", "pools", dead)
+		p.recover()
+		p.chargeOrphans(ctx)
+	}
+	for owner, held := range p.leases.byOwner() {
+		// Each from its own call: one that waited (for SQLite's writer,
+		// a lock) must not shorten the leases extended after it.
+		if err := p.q.ExtendLeases(ctx, owner, held.ids, time.Now().Add(held.lease)); err != nil {
+			p.logErr("extend leases", err)
+			ok = false
 		}
 	}
+	return ok
 }
 
 // leaseSet tracks the events this pool is working: their lease owners,
