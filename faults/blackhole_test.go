@@ -23,11 +23,7 @@ func TestPostgresBlackHole(t *testing.T) {
 	t.Parallel()
 	const answerWithin = 2 * time.Second
 	dbURL := pgtest.URL(t)
-	proxy, viaProxy, err := faults.NewURLProxy(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 
 	dir := t.TempDir()
 	srcs := []source{polarSrc, stripeSrc, githubSrc}

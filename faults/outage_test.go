@@ -154,11 +154,7 @@ func TestPostgresOutage(t *testing.T) {
 	needBinary(t)
 	t.Parallel()
 	dbURL := pgtest.URL(t)
-	proxy, viaProxy, err := faults.NewURLProxy(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 	runOutage(t, outage{
 		serverDB: viaProxy,
 		checkDB:  dbURL,

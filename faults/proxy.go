@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"testing"
 )
 
 // Proxy relays TCP connections from a loopback port to a target (a
@@ -59,6 +60,19 @@ func NewURLProxy(dbURL string) (*Proxy, string, error) {
 	}
 	u.Host = p.Addr()
 	return p, u.String(), nil
+}
+
+// URLProxyFor starts a proxy to the server of dbURL for test t, closed
+// when the test ends, and returns it with dbURL rewritten to connect
+// through it. It fails t if the proxy cannot listen.
+func URLProxyFor(t testing.TB, dbURL string) (*Proxy, string) {
+	t.Helper()
+	p, via, err := NewURLProxy(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p, via
 }
 
 // Addr is the proxy's host:port.

@@ -20,11 +20,7 @@ import (
 // (RELIABILITY.md, open point 5).
 func TestIngestRollbackOnADeadNetwork(t *testing.T) {
 	t.Parallel()
-	proxy, viaProxy, err := faults.NewURLProxy(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy, viaProxy := faults.URLProxyFor(t, pgtest.URL(t))
 	s := open(t, viaProxy)
 	ctx := context.Background()
 

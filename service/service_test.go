@@ -390,11 +390,7 @@ func TestClosedStore503(t *testing.T) {
 // returns, ingest resumes without a restart.
 func TestPostgresStopped(t *testing.T) {
 	url := pgtest.URL(t)
-	p, viaProxy, err := faults.NewURLProxy(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p, viaProxy := faults.URLProxyFor(t, url)
 	h := start(t, viaProxy)
 	if r := do(t, h.signed("polar", "before", []byte(`{}`))); r.status != http.StatusAccepted {
 		t.Fatalf("before the outage: %+v", r)

@@ -27,11 +27,7 @@ import (
 func TestLeaseOutlivesAnOutage(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.URL(t)
-	proxy, viaProxy, err := faults.NewURLProxy(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
+	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 	s := dbtest.Open(t, dbURL)         // the test's, never cut
 	pooled := dbtest.Open(t, viaProxy) // the pool's
 
