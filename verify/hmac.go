@@ -283,9 +283,12 @@ var b64RawStrict = base64.RawStdEncoding.Strict()
 
 // decodeSignature decodes hex or canonical standard base64 (padded or not)
 // into dst, refusing anything that would not fit. It does not allocate.
+// Line breaks are refused too: Go's base64 decoders skip them, even the
+// strict ones, so a signature with a line break inside would otherwise
+// pass for the one without.
 func decodeSignature(enc string, b64 bool, dst []byte) (int, bool) {
 	var src [2 * (sha512.Size + 8)]byte
-	if len(enc) > len(src) {
+	if len(enc) > len(src) || strings.ContainsAny(enc, "\r\n") {
 		return 0, false
 	}
 	in := src[:copy(src[:], enc)]
