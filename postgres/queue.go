@@ -48,14 +48,17 @@ SELECT ` + queuedColumns + `, d.payload FROM leased q JOIN event_data d ON d.id 
 var claimDue = `WITH due AS (` + dueIDs + `)` + claimSet
 
 // claimDueSkipping is claimDue leaving out the events $6, which the
-// claimer runs (hookbox.ClaimParams.RunningIDs). They are left out after
-// the walk, which may lock them for the statement's length: the claim
-// then takes fewer than $5, and the next takes the rest.
-var claimDueSkipping = `WITH due AS (SELECT id FROM (` + dueIDs + `) w WHERE id <> ALL ($6::bigint[]))` + claimSet
+// claimer runs (hookbox.ClaimParams.RunningIDs): each source's walk passes
+// over them, so they neither lock nor count toward its limit. (Left out
+// after the walk, running events whose leases had ended, first in due
+// order, would fill every claim's limit, and the claims would take nothing
+// until they finished.)
+var claimDueSkipping = `WITH due AS (SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` +
+	dueWhere(` AND q.id <> ALL ($6::bigint[])`) + `)` + claimSet
 
 // dueIDs is the query behind claimDue: $3 the time, $4 the sources, $5 the
 // limit.
-const dueIDs = `SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` + dueFrom2
+var dueIDs = `SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` + dueFrom2
 
 // pickDue locks and reads the events claimDue would lease, without leasing
 // them: the transaction's row locks keep every other claim off them until
@@ -69,20 +72,25 @@ var pickDue = `SELECT e.*, ` + claimNow + `, $1::text, $2::bigint` +
 // dueFrom1 and dueFrom2 are the FROM clause of dueIDs and pickDue, around
 // the columns and tables each reads for the due rows it locks (queue rows
 // only: event_data rows never change while queued).
-const (
-	dueFrom1 = `
+const dueFrom1 = `
     FROM unnest($4::text[]) AS s(source)
     CROSS JOIN LATERAL (
         SELECT `
-	dueFrom2 = `
-        WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + `
+
+var dueFrom2 = dueWhere("")
+
+// dueWhere is dueFrom2 with the condition and, a conjunction, added to each
+// source's walk.
+func dueWhere(and string) string {
+	return `
+        WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + and + `
         ORDER BY q.next_attempt_at, q.id
         LIMIT $5
         FOR NO KEY UPDATE OF q SKIP LOCKED
     ) e
     ORDER BY e.next_attempt_at, e.id
     LIMIT $5`
-)
+}
 
 // keyHeld is the condition on a delivery that holds its order key.
 const keyHeld = `status IN ('pending', 'processing', 'dead')`
