@@ -161,3 +161,44 @@ func TestNotifyDuringStart(t *testing.T) {
 	close(stop)
 	<-done
 }
+
+// TestApplyOnlyBesideTwoPhase: on a source with a two-phase handler, an
+// apply-only handler (Handle) of another event type runs, as Apply alone,
+// in the transaction that marks its event done. (It was skipped and its
+// event marked done unworked: every event of such a source comes to the
+// transaction with what a Prepare returned, and that case was taken for a
+// two-phase handler without Apply.)
+func TestApplyOnlyBesideTwoPhase(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		var prepares, applies, handled atomic.Int64
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		p.SetPolicy("mixed", fast)
+		p.HandlePhases("mixed", "order.paid", worker.TwoPhase(
+			func(context.Context, *hookbox.Event) (string, error) { prepares.Add(1); return "paid", nil },
+			func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, v string) error {
+				applies.Add(1)
+				_, err := claimKey(ctx, tx, v+"-"+ev.DeliveryID)
+				return err
+			}))
+		p.Handle("mixed", "order.refunded", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			handled.Add(1)
+			_, err := claimKey(ctx, tx, "refunded-"+ev.DeliveryID)
+			return err
+		})
+		start(t, p)
+		paid, refunded := storetest.Delivery("mixed", "p1"), storetest.Delivery("mixed", "r1")
+		paid.EventType, refunded.EventType = "order.paid", "order.refunded"
+		rs := ingest(t, s, paid, refunded)
+		for _, r := range rs {
+			waitStatus(t, s, p, r.ID, hookbox.StatusDone)
+		}
+		if prepares.Load() != 1 || applies.Load() != 1 || handled.Load() != 1 {
+			t.Errorf("Prepare ran %d times, Apply %d, the apply-only handler %d; want once each",
+				prepares.Load(), applies.Load(), handled.Load())
+		}
+		if n := keyCount(t, s, p, "refunded-r1"); n != 1 {
+			t.Errorf("the apply-only handler's write: %d rows, want 1", n)
+		}
+	})
+}

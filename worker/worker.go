@@ -836,16 +836,16 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	pol := r.policy
 	p.mu.Unlock()
 	start := time.Now()
+	var v any
+	if prep != nil { // the attempt began with its Prepare, or its lease
+		v, start = prep.value, prep.start
+	}
+	// On a source with a two-phase handler every event comes with prep,
+	// those of an apply-only handler (Handle) too: h runs as Apply alone.
 	var run func(ctx context.Context) error
 	switch {
 	case phased && ph.Apply != nil:
-		var v any
-		if prep != nil {
-			v, start = prep.value, prep.start
-		}
 		run = func(ctx context.Context) error { return ph.Apply(ctx, tx, ev, v) }
-	case prep != nil:
-		start = prep.start
 	case h != nil:
 		run = func(ctx context.Context) error { return h(ctx, tx, ev) }
 	}
