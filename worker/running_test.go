@@ -208,3 +208,37 @@ func TestRunningEventStaysOne(t *testing.T) {
 		g.check(t)
 	})
 }
+
+// TestStrictWaitsForASlot: while slow deliveries hold every slot, a strict
+// source's event is not claimed into a wait for one, which would hold the
+// claim loop and with it the Go handlers it runs: events of an apply-only
+// handler ingested after it are done while the slow ones still run, and
+// the strict one runs once a slot frees.
+func TestStrictWaitsForASlot(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		g := newGate("s1", "s2")
+		p := worker.New(s, worker.Options{Concurrency: 2, PollInterval: 10 * time.Millisecond})
+		p.Route("slow", g.target(func(ev *hookbox.Event) string { return ev.DeliveryID }))
+		p.Route("strict", g.target(func(ev *hookbox.Event) string { return ev.Source }))
+		p.SetPolicy("strict", worker.Policy{Strict: true})
+		p.Handle("go", "", func(context.Context, *hookbox.Tx, *hookbox.Event) error { return nil })
+		start(t, p)
+		ingest(t, s, storetest.Delivery("slow", "s1"), storetest.Delivery("slow", "s2"))
+		g.await(t, p, "s1")
+		g.await(t, p, "s2")
+		ingest(t, s, storetest.Delivery("strict", "st"))
+		// The claim loop works h1 before it reaches the strict source in the
+		// same round, or in a later one: once h1 is done, a loop held by
+		// the strict event would never come to h2.
+		h1 := ingest(t, s, storetest.Delivery("go", "h1"))[0].ID
+		waitStatus(t, s, p, h1, hookbox.StatusDone)
+		h2 := ingest(t, s, storetest.Delivery("go", "h2"))[0].ID
+		waitStatus(t, s, p, h2, hookbox.StatusDone)
+		close(g.release)
+		g.await(t, p, "st")
+		waitAllDone(t, s, p, "strict", 1)
+		waitAllDone(t, s, p, "slow", 2)
+		g.check(t)
+	})
+}

@@ -560,6 +560,10 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			case leased && p.leases.runs(src):
 				// Its one event runs here, whatever its lease says; the
 				// claim comes when it ends (Notify).
+			case leased && len(p.slots) >= p.opts.Concurrency:
+				// No slot is free: its event, claimed now, would hold this
+				// loop (and the Go handlers it runs) until one frees. The
+				// claim comes then (Notify).
 			case leased:
 				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1, nil)
 			default:
