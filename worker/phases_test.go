@@ -202,3 +202,32 @@ func TestApplyOnlyBesideTwoPhase(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyOutlivesItsBatchDeadline: an Apply is bounded by its source's
+// timeout, not by what is left of its batch's: one that runs past the
+// batch's deadline (shortened here to 200 ms; 30 s by default, which a
+// batch of slow Applies can pass) still writes, with its context, and its
+// event is done. It was handed a context already over, failed, and went
+// round to Prepare again, on every attempt.
+func TestApplyOutlivesItsBatchDeadline(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.WithApplyBatchTimeout(worker.Options{PollInterval: 10 * time.Millisecond}, 200*time.Millisecond))
+		p.SetPolicy("slow-apply", fast)
+		p.HandlePhases("slow-apply", "", worker.TwoPhase(
+			func(context.Context, *hookbox.Event) (string, error) { return "applied", nil },
+			func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, v string) error {
+				time.Sleep(400 * time.Millisecond) // the work that outlasts the batch's deadline
+				_, err := claimKey(ctx, tx, v+"-"+ev.DeliveryID)
+				return err
+			}))
+		start(t, p)
+		id := ingest(t, s, storetest.Delivery("slow-apply", "a1"))[0].ID
+		if e := waitStatus(t, s, p, id, hookbox.StatusDone); e.Attempts != 1 {
+			t.Errorf("done after %d attempts, want 1", e.Attempts)
+		}
+		if n := keyCount(t, s, p, "applied-a1"); n != 1 {
+			t.Errorf("the Apply's write: %d rows, want 1", n)
+		}
+	})
+}

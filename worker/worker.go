@@ -146,6 +146,10 @@ type Options struct {
 	// attempt's error when it ends. Targets wrap themselves
 	// (tracing.Attempts).
 	Trace func(ctx context.Context, phase string, ev *hookbox.Event) (context.Context, func(error))
+
+	// applyBatchTimeout bounds one batch of Applies, all its transactions
+	// (groupcommit's Timeout; zero: its default). Tests shorten it.
+	applyBatchTimeout time.Duration
 }
 
 // route is what runs a source's events.
@@ -384,7 +388,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	// (BENCHMARKS.md, session 14).
 	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize,
 		MaxWait: max(p.opts.FinishWait, 0), MoreComing: func() bool { return len(p.slots) > 0 }})
-	p.apply = groupcommit.New(p.applyBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize})
+	p.apply = groupcommit.New(p.applyBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize, Timeout: p.opts.applyBatchTimeout})
 
 	var txSources, leasedSources, strict []string
 	p.shortestLease = 0
@@ -906,8 +910,14 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 		pos[ev.ID] = i
 	}
 	out := make([]queue.Result, len(in))
+	// Each Apply is bounded by its source's timeout, not by what is left of
+	// the batch's (ctx): a batch of slow Applies, in as many transactions
+	// as the store's cap makes, would otherwise hand its last ones a
+	// context already over, and their failures would send them round to
+	// Prepare again. Shutdown does not cancel Applies either way.
+	hctx := context.WithoutCancel(ctx)
 	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
-		return p.runHandler(ctx, tx, ev, byID[ev.ID])
+		return p.runHandler(hctx, tx, ev, byID[ev.ID])
 	}
 	for len(evs) > 0 {
 		res, err := p.runner.Work(context.WithoutCancel(ctx), evs, work)
