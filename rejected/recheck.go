@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/verify"
@@ -71,9 +73,11 @@ const recheckPage = 100
 // was received, and stores those that pass as ordinary events, deduplicated
 // as ingest does: a delivery whose event exists already (or that passed
 // twice, sent twice) is reported as a duplicate of it. Each admitted
-// rejection records its event, so a second re-check skips it. Only
-// deliveries whose whole body was kept can pass. The deliveries that pass
-// are stored recheckPage to a transaction.
+// rejection records its event, so a second re-check skips it. An admitted
+// event holds the headers ingest would have stored: not those that carry
+// the source's secret (verify.CredentialHeaders), which the log keeps only
+// to verify them again. Only deliveries whose whole body was kept can
+// pass. The deliveries that pass are stored recheckPage to a transaction.
 func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p RecheckParams) (RecheckResult, error) {
 	res := RecheckResult{Admitted: []Admission{}, Refused: []Refusal{}, DryRun: p.DryRun}
 	if len(p.IDs) > 0 {
@@ -181,7 +185,7 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	}
 	d := hookbox.Delivery{
 		Source: rj.Source, DeliveryID: res.DeliveryID, IDIsHash: res.IDIsHash, EventType: res.EventType,
-		Header: rj.Header, Payload: body, ReceivedAt: rj.ReceivedAt,
+		Header: withoutCredentials(rj.Header, verify.CredentialHeaders(src.Verifier)), Payload: body, ReceivedAt: rj.ReceivedAt,
 	}
 	if err := hookbox.CheckStorable(&d); err != nil {
 		return hookbox.Delivery{}, err.Error()
@@ -191,4 +195,26 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 		d.BodySHA256 = sum[:]
 	}
 	return d, ""
+}
+
+// withoutCredentials returns a copy of h without the headers named in
+// credentials (verify.CredentialHeaders of the source's verifier: a token
+// scheme's header, basic's Authorization). The rejection log keeps those
+// headers so that a re-check can verify them, but the event a re-check
+// admits must not hold them, just as ingest does not store them
+// (server's keptHeader, with the same list): a stored header is shown and
+// forwarded, and whoever read the secret could send deliveries. The other
+// headers were filtered as ingest filters them when the rejection was
+// recorded (server.KeptHeader).
+func withoutCredentials(h http.Header, credentials []string) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		if !slices.Contains(credentials, http.CanonicalHeaderKey(k)) {
+			out[k] = vs
+		}
+	}
+	return out
 }
