@@ -48,9 +48,11 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// Backoff returns the wait before the retry that follows attempt n (1-based).
+// Backoff returns the wait before the retry that follows attempt n
+// (1-based; less than 1 counts as 1).
 func (p Policy) Backoff(n int) time.Duration {
 	p = p.withDefaults()
+	n = max(n, 1)
 	ceiling := p.BackoffMax
 	if n-1 < 62 {
 		if c := p.BackoffMin << (n - 1); c > 0 && c < ceiling {
