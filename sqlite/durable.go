@@ -1,9 +1,12 @@
 package sqlite
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 )
 
 // walSyncer makes commits durable with as few fsyncs as possible, outside
@@ -18,8 +21,20 @@ import (
 // before it started, and the next transaction runs while it is in flight.
 // The promise to the sender is the same as FULL: the delivery is on disk
 // before it is acknowledged.
+//
+// A failed fsync of the WAL is latched (see failed): Linux may mark the
+// pages it could not write clean, and reports the error only once, so a
+// later fsync that succeeds says nothing about them. From then on every
+// waitDurable fails, and the store is unavailable until it is reopened
+// (a restart reads the WAL back from disk), as PostgreSQL PANICs on a
+// failed fsync.
 type walSyncer struct {
 	path string
+	// syncFile flushes the WAL file: datasync, which tests replace.
+	syncFile func(*os.File) error
+	// failed is the first failed fsync, wrapped in a message for the
+	// operator; once set it is never cleared.
+	failed atomic.Pointer[error]
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -30,7 +45,7 @@ type walSyncer struct {
 }
 
 func newWALSyncer(dbPath string) *walSyncer {
-	w := &walSyncer{path: dbPath + "-wal"}
+	w := &walSyncer{path: dbPath + "-wal", syncFile: datasync}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
@@ -44,11 +59,33 @@ func (w *walSyncer) commit() uint64 {
 	return w.committed
 }
 
-// waitDurable returns once commit seq is on disk.
+// errWALSyncFailed is what every waitDurable wraps once a sync of the WAL
+// has failed.
+var errWALSyncFailed = errors.New("an fsync of the SQLite WAL failed: commits since the last good fsync may never reach the disk; check the disk, then restart hookbox")
+
+// err is the latched sync failure, or nil while every sync has succeeded.
+func (w *walSyncer) err() error {
+	if p := w.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// waitDurable returns once commit seq is on disk, or an error: at once, for
+// any seq, after a sync of the WAL has failed (see walSyncer).
 func (w *walSyncer) waitDurable(seq uint64) error {
+	if err := w.err(); err != nil {
+		return err
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.synced < seq {
+		// A waiter woken by a failed sync must not run one of its own: it
+		// would succeed without its pages, which the kernel may have
+		// dropped.
+		if err := w.err(); err != nil {
+			return err
+		}
 		if w.syncing {
 			w.cond.Wait()
 			continue
@@ -89,10 +126,22 @@ func (w *walSyncer) sync() error {
 		}
 		w.f = f
 	}
-	if err := datasync(w.f); err != nil {
-		return fmt.Errorf("sync WAL: %w", err)
+	if err := w.syncFile(w.f); err != nil {
+		w.fail(err)
+		return w.err()
 	}
 	return nil
+}
+
+// fail latches the first failed fsync of the WAL and logs it once.
+func (w *walSyncer) fail(cause error) {
+	err := fmt.Errorf("%w (%s: %w)", errWALSyncFailed, w.path, cause)
+	if w.failed.CompareAndSwap(nil, &err) {
+		slog.Error("sqlite: fsync of the write-ahead log failed; refusing every delivery (503) until restarted: "+
+			"deliveries committed since the last good fsync may be lost on a power failure. "+
+			"Check the disk (dmesg, free space), then restart hookbox",
+			"wal", w.path, "err", cause)
+	}
 }
 
 func (w *walSyncer) close() error {

@@ -377,8 +377,15 @@ func (s *Store) Close() error {
 // own workers; see hookbox.Store.
 func (s *Store) Listen(ctx context.Context, wake func()) error { return nil }
 
-// Ping checks that the writer can reach the file.
+// Ping checks that the writer can reach the file, and that no fsync of the
+// WAL has failed (after one the store refuses every delivery until it is
+// reopened; see walSyncer), so /readyz reports it.
 func (s *Store) Ping(ctx context.Context) error {
+	if s.durable != nil {
+		if err := s.durable.err(); err != nil {
+			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		}
+	}
 	if err := s.writer.PingContext(ctx); err != nil {
 		return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
