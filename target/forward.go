@@ -3,11 +3,14 @@ package target
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +48,9 @@ const drainBytes = 64 << 10
 
 // ForwardOptions configure a Forward target.
 type ForwardOptions struct {
-	// URL receives a POST per attempt (http:// or https://).
+	// URL receives a POST per attempt (http:// or https://). Its password
+	// (and the Basic credential made of its userinfo) and its query never
+	// appear in errors, even where a reply echoes the request.
 	URL string
 	// Headers are added to every request, for example a shared secret the
 	// app checks. They replace stored headers of the same name. Their values
@@ -106,7 +111,7 @@ type Forward struct {
 	url        string
 	host       string      // Host override from the extra headers
 	extra      http.Header // extra headers, canonical keys
-	secrets    []string    // extra header values, masked in errors
+	secrets    []string    // extra header values and URL secrets, masked in errors; longest first
 	red        *redact.Redactor
 	permanent  map[int]bool
 	client     *http.Client
@@ -152,6 +157,8 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 			f.secrets = append(f.secrets, value)
 		}
 	}
+	f.secrets = append(f.secrets, urlSecrets(opts.URL, u)...)
+	f.secrets = sortSecrets(f.secrets)
 	statuses := opts.PermanentStatuses
 	if statuses == nil {
 		statuses = DefaultPermanentStatuses
@@ -280,13 +287,126 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	return serr
 }
 
-// redact masks every extra header value in s (whatever its length), then
+// redact masks every string of f.secrets in s (the extra header values
+// whatever their length, the URL's secrets as urlSecrets gives them), then
 // the Redactor's secrets.
 func (f *Forward) redact(s string) string {
 	for _, v := range f.secrets {
 		s = strings.ReplaceAll(s, v, redact.Mask)
 	}
 	return f.red.String(s)
+}
+
+// minURLSecret is the length, in bytes, below which a password or query
+// value of the forward URL is not masked on its own: values such as "1",
+// "v2" or "yes" are flags, not secrets (a secret that short can be
+// guessed), and masking every occurrence of one would garble the reply it
+// is found in ("404" with a value "4"). They are still masked as part of
+// the raw query and of the Basic credential.
+const minURLSecret = 4
+
+// urlSecrets returns the parts of the forward URL rawURL (parsed as u) that
+// errors must not show, in every form a reply that echoes the request may
+// hold them:
+//   - the password of its userinfo (or the user name, when there is no
+//     password: then the name is the credential), decoded and as written,
+//     and the Basic credential the HTTP client derives from the userinfo
+//     (base64 of "user:password", padded and not);
+//   - its raw query as a whole, as written (what RequestURI echoes) and
+//     decoded;
+//   - each query value (a part without "=" counts as a value), as written,
+//     decoded, re-encoded for a query or a path, and JSON-escaped.
+//
+// Empty strings are left out.
+func urlSecrets(rawURL string, u *url.URL) []string {
+	var out []string
+	// add keeps value and its forms when value is long enough.
+	add := func(value string, forms ...string) {
+		if len(value) < minURLSecret {
+			return
+		}
+		for _, s := range append([]string{value}, forms...) {
+			if s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	encoded := func(v string) []string {
+		forms := []string{url.QueryEscape(v), url.PathEscape(v)}
+		if b, err := json.Marshal(v); err == nil {
+			forms = append(forms, string(b[1:len(b)-1]))
+		}
+		return forms
+	}
+	if u.User != nil {
+		user := u.User.Username()
+		password, hasPassword := u.User.Password()
+		secret := password
+		if !hasPassword {
+			secret = user
+		}
+		// The userinfo as written, and the secret's part of it, for their
+		// escaped forms.
+		var rawUserinfo, rawSecret string
+		if _, rest, ok := strings.Cut(rawURL, "://"); ok {
+			authority := rest[:indexAny(rest, "/?#")]
+			if i := strings.LastIndex(authority, "@"); i >= 0 {
+				rawUserinfo = authority[:i]
+				rawSecret = rawUserinfo
+				if _, p, ok := strings.Cut(rawUserinfo, ":"); ok {
+					rawSecret = p
+				}
+			}
+		}
+		add(secret, append([]string{rawSecret}, encoded(secret)...)...)
+		// What the client sends as Authorization: Basic, and that decoded.
+		cred := user + ":" + password
+		add(cred, rawUserinfo,
+			base64.StdEncoding.EncodeToString([]byte(cred)),
+			base64.RawStdEncoding.EncodeToString([]byte(cred)))
+	}
+	if raw := u.RawQuery; raw != "" {
+		decoded, err := url.QueryUnescape(raw)
+		if err != nil {
+			decoded = ""
+		}
+		add(raw, decoded)
+		for _, part := range strings.Split(raw, "&") {
+			_, v, ok := strings.Cut(part, "=")
+			if !ok {
+				v = part
+			}
+			d, err := url.QueryUnescape(v)
+			if err != nil {
+				d = v
+			}
+			add(d, append([]string{v}, encoded(d)...)...)
+		}
+	}
+	return out
+}
+
+// indexAny is strings.IndexAny, with len(s) when no char of chars is in s.
+func indexAny(s, chars string) int {
+	if i := strings.IndexAny(s, chars); i >= 0 {
+		return i
+	}
+	return len(s)
+}
+
+// sortSecrets returns secrets without duplicates or empty strings, longest
+// first, so that a secret that contains another is masked whole.
+func sortSecrets(secrets []string) []string {
+	seen := map[string]bool{}
+	out := secrets[:0]
+	for _, s := range secrets {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // statusError is a non-2xx reply.

@@ -3,6 +3,7 @@ package target_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -433,6 +434,45 @@ func TestForwardNoReply(t *testing.T) {
 				t.Errorf("error quotes the URL: %q", a.Error)
 			}
 		}
+	}
+}
+
+// TestForwardMasksEchoedURLSecrets: a 404 reply whose body echoes the
+// request (its raw request URI, its query values decoded, the
+// Authorization header the client made from the URL's userinfo and the
+// password decoded from it) shows
+// none of the URL's password, Basic credential, query values or raw query
+// in the error, which still gives the status and the rest of the body.
+func TestForwardMasksEchoedURLSecrets(t *testing.T) {
+	const (
+		password = "pw-secret-123"
+		token    = "url-secret-token"
+		rawQuery = "token=" + token + "&x=a%2Fb"
+	)
+	app := newSink(t, func(_ int, r *http.Request, w http.ResponseWriter) {
+		_, pw, _ := r.BasicAuth()
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "Cannot POST %s\nauth=%s password=%s token=%s",
+			r.URL.RequestURI(), r.Header.Get("Authorization"), pw, r.URL.Query().Get("token"))
+	})
+	hookURL := strings.Replace(app.srv.URL, "http://", "http://user:"+password+"@", 1) + "/hook?" + rawQuery
+	f := newForward(t, target.ForwardOptions{URL: hookURL})
+	err := f.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "1", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil {
+		t.Fatal("a 404 reply was taken as done")
+	}
+	cred := base64.StdEncoding.EncodeToString([]byte("user:" + password))
+	if got := app.requests()[0].header.Get("Authorization"); got != "Basic "+cred {
+		t.Fatalf("the app got Authorization %q, want the Basic credential of the URL", got)
+	}
+	text := err.Error()
+	for _, secret := range []string{password, cred, token, rawQuery, "x=a%2Fb"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("error quotes %q: %s", secret, text)
+		}
+	}
+	if !strings.HasPrefix(text, "forward: 404 Not Found: Cannot POST /hook?") || !strings.Contains(text, "auth=Basic "+redact.Mask) {
+		t.Errorf("error %q, want the 404 and the body with the secrets masked", text)
 	}
 }
 

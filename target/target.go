@@ -41,7 +41,9 @@
 //     worker.Permanent error that says why.
 //   - Errors never contain the values of the extra headers Forward is
 //     configured with (they are often shared secrets), nor the forward URL's
-//     query or password, nor any secret of the Redactor the target is given
+//     query or password (nor the Basic credential made of its userinfo; a
+//     value under 4 bytes is masked only within the whole query or that
+//     credential), nor any secret of the Redactor the target is given
 //     (see package redact): a reply body or an output tail that echoes one
 //     shows redact.Mask instead, even where the cut that bounds the text
 //     falls inside the secret.
