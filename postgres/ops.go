@@ -231,6 +231,10 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // deleted, with the status of the events and NULL for their deliveries.
 // There are no foreign keys to cascade (migration 00009): purgeAttempts
 // follows in the same transaction.
+//
+// The deliveries are judged in the statement's snapshot only (through
+// purgeable's EXISTS): kids deletes by id, and a row it had to wait for is
+// judged again on that id alone. purgeLock runs first for that reason.
 const purgeBatch = `WITH gone AS (
     DELETE FROM queue q USING event_data d
     WHERE d.id = q.id AND q.id > $2 AND q.id <= $3 AND CASE WHEN %s THEN true ELSE false END
@@ -242,6 +246,32 @@ kids AS (
 data AS (
     DELETE FROM event_data WHERE id = ANY (ARRAY(SELECT id FROM gone UNION ALL SELECT id FROM kids)))
 SELECT id, status FROM gone UNION ALL SELECT id, NULL FROM kids`
+
+// purgeLock locks, in id order, the finished deliveries (in the states
+// listed, before $1) of the FanOut events among ids ($2, $3], before
+// purgeBatch runs in the same transaction. Without it a replay of a
+// delivery under way (replayLock holds its row, replaySet has made it
+// pending, not yet committed) was lost: purgeBatch's snapshot still saw the
+// delivery done, so its event went, and kids, which waited for the row,
+// judged it again only by id and deleted it, pending, with its data and
+// attempts. Once purgeLock has returned, a replay that held a delivery has
+// committed (its row, pending now, is left out here, and purgeBatch, a
+// later statement, sees it so and keeps the event), and a replay that
+// comes later waits for the purge and finds the delivery gone. The
+// condition is a CASE for the reason purgeBatch's is: a plan from the
+// index of finished rows would walk all of them.
+//
+// Deliveries have larger ids than their event, so the purge's locks are
+// not all in id order (this statement's, then gone's, in order each): a
+// replay holding a row of the slice and waiting for one of these
+// deliveries can deadlock with it (as it could with kids before), and
+// purgeOnce runs the batch again.
+const purgeLock = `SELECT q.id FROM queue q
+WHERE q.id = ANY (ARRAY(SELECT d.id FROM event_data d
+    WHERE d.parent_id IS NOT NULL AND d.parent_id = ANY (ARRAY(SELECT f.id FROM queue f
+        WHERE f.id > $2 AND f.id <= $3 AND f.fanout))))
+  AND CASE WHEN q.status IN %s AND q.updated_at < $1 THEN true ELSE false END
+ORDER BY q.id FOR UPDATE`
 
 // purgeAttempts deletes the attempts of the rows a purgeBatch deleted. It
 // is a statement of its own, after purgeBatch in its transaction, so its
@@ -263,7 +293,7 @@ func purgeable(states string) string {
 }
 
 // Purge deletes finished events in batches; see hookbox.Ops. Each batch is
-// one statement, its own transaction, so no purge holds locks for long.
+// its own transaction (purgeOnce), so no purge holds locks for long.
 func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
 	var res hookbox.PurgeResult
 	if err := hookbox.CheckCutoff(p.Before, time.Now()); err != nil {
@@ -297,7 +327,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	if batch <= 0 {
 		batch = 1000
 	}
-	q := fmt.Sprintf(purgeBatch, purgeable(states))
+	q := purgeQueries{lock: fmt.Sprintf(purgeLock, states), batch: fmt.Sprintf(purgeBatch, purgeable(states))}
 	// Each batch takes the purgeable rows of one slice of batch ids, from
 	// the first id to the last at the start (a row that can be purged
 	// finished before the cutoff, so it is there already): a batch's work
@@ -328,16 +358,41 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	return res, nil
 }
 
+// purgeQueries are the statements of a purge's batches, for its states.
+type purgeQueries struct {
+	lock  string // a purgeLock
+	batch string // a purgeBatch
+}
+
+// maxPurgeAttempts bounds how often purgeOnce runs one batch.
+const maxPurgeAttempts = 3
+
 // purgeOnce deletes, in one transaction, the purgeable events with ids in
-// (from, to], their deliveries and the attempts of both (purgeBatch, then
-// purgeAttempts), counts the events into res and returns how many.
-func (s *Store) purgeOnce(ctx context.Context, q string, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
+// (from, to], their deliveries and the attempts of both (purgeLock, then
+// purgeBatch and purgeAttempts), counts the events into res and returns
+// how many. A transaction the server rolled back because of another
+// (a deadlock with a replay, see purgeLock) is run again: it changed
+// nothing, and the batch is judged afresh.
+func (s *Store) purgeOnce(ctx context.Context, q purgeQueries, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
+	for attempt := 1; ; attempt++ {
+		n, err := s.purgeTx(ctx, q, before, from, to, res)
+		if err == nil || attempt == maxPurgeAttempts || !retryable(err) || ctx.Err() != nil {
+			return n, err
+		}
+	}
+}
+
+// purgeTx is one attempt of purgeOnce.
+func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback(ctx)
-	rows, err := tx.Query(ctx, q, before, from, to)
+	if _, err := tx.Exec(ctx, q.lock, before, from, to); err != nil {
+		return 0, err
+	}
+	rows, err := tx.Query(ctx, q.batch, before, from, to)
 	if err != nil {
 		return 0, err
 	}
