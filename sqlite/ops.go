@@ -256,9 +256,15 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 		}
 		var n int64
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
-			// Checked again under the lock: a replay may have moved one.
+			// Judged again under the lock, as the read judged them: since
+			// the read, a replay may have moved one, and its new run ended
+			// it done again after the cutoff, or left a delivery of it
+			// unfinished.
 			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL
-                WHERE status = 'done' AND payload IS NOT NULL AND id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)...)
+                WHERE status = 'done' AND payload IS NOT NULL AND updated_at < ?
+                  AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+                      AND c.status NOT IN ('done', 'dead')))
+                  AND id IN (`+placeholders(len(ids))+`)`, append([]any{millis(before)}, int64sAny(ids)...)...)
 			if err != nil {
 				return err
 			}

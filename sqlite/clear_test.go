@@ -1,0 +1,82 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestClearPayloadsJudgesAgainUnderTheLock: ClearPayloads picks its
+// candidates on a reader and clears them once the writer is its own; an
+// event that a replay ran again meanwhile, done now after the cutoff,
+// keeps its payload (it was cleared on the strength of the old reading,
+// and the event could not be replayed again).
+func TestClearPayloadsJudgesAgainUnderTheLock(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "hookbox.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "rerun")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := rs[0].ID
+	exec := func(ctx context.Context, tx *hookbox.Tx, q string, args ...any) error {
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
+	}
+	if err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+		return exec(ctx, tx, `UPDATE events SET status = 'done', updated_at = ? WHERE id = ?`, millis(time.Now().Add(-48*time.Hour)), id)
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Hold the writer while ClearPayloads reads; in the same transaction,
+	// do what a replay and the run it started would have done meanwhile.
+	var waits int64
+	held, release, holdDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		holdDone <- s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			waits = s.writer.Stats().WaitCount
+			close(held)
+			<-release
+			return exec(ctx, tx, `UPDATE events SET updated_at = ? WHERE id = ?`, millis(time.Now()), id)
+		})
+	}()
+	<-held
+	type result struct {
+		n   int
+		err error
+	}
+	cleared := make(chan result, 1)
+	go func() {
+		n, err := s.ClearPayloads(ctx, time.Now().Add(-24*time.Hour))
+		cleared <- result{n, err}
+	}()
+	for deadline := time.Now().Add(20 * time.Second); s.writer.Stats().WaitCount == waits; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("ClearPayloads never waited for the writer")
+		}
+	}
+	close(release)
+	if err := <-holdDone; err != nil {
+		t.Fatal(err)
+	}
+	r := <-cleared
+	if r.err != nil || r.n != 0 {
+		t.Errorf("ClearPayloads = %d, %v; want 0 cleared", r.n, r.err)
+	}
+	e, err := s.Event(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Payload) == 0 {
+		t.Error("the payload of an event done after the cutoff was cleared")
+	}
+}
