@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 )
@@ -104,13 +105,19 @@ type admin struct {
 	cfg      AdminConfig
 	tokenSum [sha256.Size]byte
 	log      *slog.Logger
+	refusals lograte.Limiter // spaces out the lines about refused requests
 }
 
 // guard admits requests that carry the token.
 func (a *admin) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !a.authorized(r.Header.Get("Authorization")) {
-			a.log.Warn("admin request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			// Once a minute at most: whoever sends the requests chooses
+			// how many lines they would make.
+			a.refusals.Log(r.Context(), a.log, slog.LevelWarn, "", "admin request refused", func() []slog.Attr {
+				return []slog.Attr{slog.String("method", r.Method), slog.String("path", logText(r.URL.Path)),
+					slog.String("remote", r.RemoteAddr)}
+			})
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hookbox admin"`)
 			writeError(w, http.StatusUnauthorized, "missing or invalid admin token")
 			return

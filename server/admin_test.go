@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -503,4 +504,26 @@ func TestAdminMasksCredentialHeaders(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAdminRefusalsLogOncePerMinute: requests without the token, however
+// many, make one warning a minute (the rest go to debug): whoever sends
+// them chooses how many there are.
+func TestAdminRefusalsLogOncePerMinute(t *testing.T) {
+	var buf bytes.Buffer
+	srv := server.New(server.Config{})
+	server.RegisterAdmin(srv, server.AdminConfig{Token: adminToken,
+		Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	h := &adminHarness{t: t, url: ts.URL}
+	for i := range 200 {
+		if code, _ := h.callAuth("GET", fmt.Sprintf("/admin/events?n=%d", i), "Bearer wrong-token"); code != http.StatusUnauthorized {
+			t.Fatalf("request %d: %d, want 401", i, code)
+		}
+	}
+	ts.Close() // every handler has returned
+	if n := strings.Count(buf.String(), "admin request refused"); n != 1 {
+		t.Errorf("%d lines about 200 refused requests, want 1:\n%s", n, buf.String())
+	}
 }

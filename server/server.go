@@ -49,6 +49,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 )
@@ -125,7 +126,7 @@ type Server struct {
 	log     *slog.Logger
 	budget  *byteBudget
 	// rejectLog spaces out the info lines about refused deliveries.
-	rejectLog logLimiter
+	rejectLog lograte.Limiter
 }
 
 // New builds a Server.
@@ -588,20 +589,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // logRejected logs a refused delivery: at info once a minute per source
 // (key; "" for unknown names), saying how many were held back, and at
-// debug otherwise. attrs makes the line's attributes, only when a line is
-// written: a flood's requests are answered without building any.
+// debug otherwise (lograte).
 func (s *Server) logRejected(ctx context.Context, key string, attrs func() []slog.Attr) {
-	if ok, held := s.rejectLog.allow(key, time.Now()); ok {
-		as := attrs()
-		if held > 0 {
-			as = append(as, slog.Int("refused_since_last_line", held))
-		}
-		s.log.LogAttrs(ctx, slog.LevelInfo, "delivery rejected", as...)
-		return
-	}
-	if s.log.Enabled(ctx, slog.LevelDebug) {
-		s.log.LogAttrs(ctx, slog.LevelDebug, "delivery rejected", attrs()...)
-	}
+	s.rejectLog.Log(ctx, s.log, slog.LevelInfo, key, "delivery rejected", attrs)
 }
 
 // writeError answers status with {"error": msg}. A struct, not a map: it

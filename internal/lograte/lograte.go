@@ -1,0 +1,72 @@
+// Package lograte spaces out log lines whose number a sender chooses
+// (refused deliveries, refused admin and console requests): a flood of bad
+// requests must not become a flood of log lines, each of which costs CPU
+// on the request's path and whose volume is the attacker's to choose.
+//
+// A Limiter writes one line per key per Every at the level asked; the
+// others of that interval go to debug, and the next line written says how
+// many were held back. Keys must come from a bounded set (configured
+// names, fixed strings), never from the request, so that the Limiter's
+// memory stays bounded.
+package lograte
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// DefaultEvery is the interval of a Limiter whose Every is zero.
+const DefaultEvery = time.Minute
+
+// Limiter admits one line per key per interval. The zero value is ready
+// to use. It is safe for concurrent use.
+type Limiter struct {
+	// Every is the interval (zero: DefaultEvery).
+	Every time.Duration
+
+	mu   sync.Mutex
+	last map[string]time.Time
+	skip map[string]int // lines sent to debug since the last admitted
+}
+
+// Allow reports whether a line for key may be written now at the level
+// asked, and how many were held back since the last one that was.
+func (l *Limiter) Allow(key string, now time.Time) (bool, int) {
+	every := l.Every
+	if every <= 0 {
+		every = DefaultEvery
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last, l.skip = map[string]time.Time{}, map[string]int{}
+	}
+	if t, ok := l.last[key]; ok && now.Sub(t) < every {
+		l.skip[key]++
+		return false, 0
+	}
+	held := l.skip[key]
+	l.last[key], l.skip[key] = now, 0
+	return true, held
+}
+
+// Log writes msg to lg at level when Allow admits a line for key, with
+// the number held back since the last line (held_back_since_last_line,
+// when any), and at debug otherwise. attrs makes the line's attributes,
+// only when a line is written: a flood's requests are answered without
+// building any.
+func (l *Limiter) Log(ctx context.Context, lg *slog.Logger, level slog.Level, key, msg string, attrs func() []slog.Attr) {
+	if ok, held := l.Allow(key, time.Now()); ok {
+		as := attrs()
+		if held > 0 {
+			as = append(as, slog.Int("held_back_since_last_line", held))
+		}
+		lg.LogAttrs(ctx, level, msg, as...)
+		return
+	}
+	if lg.Enabled(ctx, slog.LevelDebug) {
+		lg.LogAttrs(ctx, slog.LevelDebug, msg, attrs()...)
+	}
+}
