@@ -8,9 +8,11 @@
 //   - The body is parsed at most once per event, and only when a rule
 //     reads it. A body that is not JSON matches no JSON rule and gives no
 //     order key; it is never an error: the event is stored either way.
-//   - An order key longer than MaxKeyLength is replaced by its SHA-256
-//     (hex), so a sender cannot make hookbox store large keys, and equal
-//     keys stay equal.
+//   - An order key longer than MaxKeyLength, or one that is not valid
+//     UTF-8 or holds a NUL byte, is replaced by its SHA-256 (hex), so a
+//     sender cannot make hookbox store large keys, nor keys a store
+//     refuses (which would refuse the verified delivery), and equal keys
+//     stay equal.
 //   - Every delivery of a target with order_by has a key: one whose event
 //     lacks the value gets a key of its own, NoKeyPrefix and its delivery
 //     id, so it waits for no other.
@@ -26,6 +28,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 )
@@ -162,11 +165,20 @@ func (r *Rule) key(deliveryID string, h http.Header, doc any, parsed bool) strin
 	if k == "" {
 		k = NoKeyPrefix + deliveryID
 	}
-	if len(k) > MaxKeyLength {
+	if len(k) > MaxKeyLength || !storableKey(k) {
 		sum := sha256.Sum256([]byte(k))
 		k = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	return k
+}
+
+// storableKey reports whether k can be stored as text in every store:
+// valid UTF-8 without NUL (PostgreSQL's text refuses both, and a key from a
+// header's bytes, or a JSON string's \u0000, may hold them). Others are
+// hashed, as long ones are, so that a verified delivery is never refused
+// for its key.
+func storableKey(k string) bool {
+	return utf8.ValidString(k) && !strings.ContainsRune(k, 0)
 }
 
 func anyGlob(globs []string, s string) bool {
