@@ -71,19 +71,27 @@ type Service struct {
 }
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
-// secrets and forward header values, the admin token, and the password of
-// the database URL. It is nil when there is nothing (long enough) to mask.
+// secrets, forward header values and exec_env values (a command that
+// prints its environment, or fails quoting it, puts them in its output),
+// the admin token, and the password of the database URL. It is nil when
+// there is nothing (long enough) to mask.
 func Redactor(cfg *config.Config) *redact.Redactor {
 	secrets := []string{cfg.AdminToken}
-	for _, src := range cfg.Sources {
-		secrets = append(secrets, src.Secrets...)
-		for _, v := range src.ForwardHeaders {
+	work := func(headers map[string]string, env []string) {
+		for _, v := range headers {
 			secrets = append(secrets, v)
 		}
-		for _, t := range src.Targets {
-			for _, v := range t.ForwardHeaders {
+		for _, kv := range env {
+			if _, v, ok := strings.Cut(kv, "="); ok {
 				secrets = append(secrets, v)
 			}
+		}
+	}
+	for _, src := range cfg.Sources {
+		secrets = append(secrets, src.Secrets...)
+		work(src.ForwardHeaders, src.ExecEnv)
+		for _, t := range src.Targets {
+			work(t.ForwardHeaders, t.ExecEnv)
 			if t.Sign != nil {
 				secrets = append(secrets, t.Sign.Secret)
 			}

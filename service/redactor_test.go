@@ -1,0 +1,42 @@
+package service_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/service"
+)
+
+// TestRedactorMasksExecEnv: the values of exec_env, a source's and a
+// target's, are masked with the other secrets: a command that prints its
+// environment, or fails quoting it, puts them in its output, which goes
+// to the log and to the attempt's error.
+func TestRedactorMasksExecEnv(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+sources:
+  - name: a
+    scheme: github
+    secrets: ["source-secret-1"]
+    exec: ["true"]
+    exec_env: ["API_KEY=sk_live_source_env_1"]
+  - name: b
+    scheme: none
+    targets:
+      - name: t
+        exec: ["true"]
+        exec_env: ["TOKEN=target-env-secret-2", "EMPTY="]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := service.Redactor(cfg).String("exec: sh: exit code 3; output: using key sk_live_source_env_1 and target-env-secret-2")
+	for _, secret := range []string{"sk_live_source_env_1", "target-env-secret-2"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("%q shown: %s", secret, out)
+		}
+	}
+	if !strings.Contains(out, "exit code 3") {
+		t.Errorf("the rest of the text was masked too: %s", out)
+	}
+}
