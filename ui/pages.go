@@ -214,6 +214,29 @@ func (u *console) replayOne(w http.ResponseWriter, r *http.Request, s session) {
 	http.Redirect(w, r, "/ui/events/"+strconv.FormatInt(id, 10)+"?done=replayed", http.StatusSeeOther)
 }
 
+// deadFilter names the query parameters of the dead events page's filter:
+// those server.FilterFromQuery reads, less status (the page forces dead)
+// and paging. A bulk replay started there carries each of them, from the
+// page's form (replayFilter) through the count to the confirmation
+// (replayBulk), so it replays what the page selected; a filter added to
+// the page belongs here too.
+var deadFilter = []string{"source", "type", "delivery_id", "since", "until"}
+
+// replayFilter picks the dead events filter out of q, in deadFilter's
+// order, leaving out empty values.
+func replayFilter(q url.Values) []hiddenField {
+	var fs []hiddenField
+	for _, k := range deadFilter {
+		if v := q.Get(k); v != "" {
+			fs = append(fs, hiddenField{Name: k, Value: v})
+		}
+	}
+	return fs
+}
+
+// hiddenField is a form's hidden input.
+type hiddenField struct{ Name, Value string }
+
 type replayData struct {
 	Q        url.Values
 	Back     template.URL // the dead events page with the same filter
@@ -226,10 +249,8 @@ type replayData struct {
 // dry_run it counts them and asks for confirmation.
 func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) {
 	q := url.Values{}
-	for _, k := range []string{"source", "type", "since", "until"} {
-		if v := r.PostForm.Get(k); v != "" {
-			q.Set(k, v)
-		}
+	for _, f := range replayFilter(r.PostForm) {
+		q.Set(f.Name, f.Value)
 	}
 	dry := r.PostForm.Get("dry_run") == "1"
 	filtered := describe(q)
@@ -263,10 +284,8 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 // describe says a listing filter in words.
 func describe(q url.Values) string {
 	var parts []string
-	for _, k := range []string{"source", "type", "since", "until"} {
-		if v := q.Get(k); v != "" {
-			parts = append(parts, k+" "+v)
-		}
+	for _, f := range replayFilter(q) {
+		parts = append(parts, f.Name+" "+f.Value)
 	}
 	if len(parts) == 0 {
 		return "all dead events"

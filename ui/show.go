@@ -146,5 +146,6 @@ var funcs = template.FuncMap{
 	"chartHeight": func() int { return chartHeight },
 	"barWidth":    func() int { return barWidth - 1 },
 	"id":          func(id int64) string { return strconv.FormatInt(id, 10) },
-	"list":        func(s ...string) []string { return s },
+	// replayFilter is the dead events filter a bulk replay form carries.
+	"replayFilter": replayFilter,
 }
