@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,37 +57,27 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 			}
 			res, err := st.Purge(cmd.Context(), pp)
 			bar.end()
-			if err != nil {
-				return err
-			}
 			out := cmd.OutOrStdout()
-			if jsonOut {
-				return writeJSONOut(out, server.PurgeReply{PurgeResult: res, Before: before.UTC(), DryRun: dryRun,
-					IncludeDead: includeDead, Note: server.PurgeNote})
+			show := func(kept int) error {
+				if jsonOut {
+					return writeJSONOut(out, server.PurgeReply{PurgeResult: res, Before: before.UTC(), DryRun: dryRun,
+						IncludeDead: includeDead, Note: server.PurgeNote})
+				}
+				printPurge(out, res, before, includeDead, dryRun, kept)
+				return nil
 			}
-			verb := "deleted"
-			if dryRun {
-				verb = "would delete"
+			if err != nil {
+				// The batches before the failure have committed.
+				return failedPart(out, err, !dryRun && res.Done+res.Dead > 0, jsonOut, func() error { return show(0) })
 			}
-			fmt.Fprintf(out, "%s %d done events", verb, res.Done)
-			if includeDead {
-				fmt.Fprintf(out, " and %d dead events", res.Dead)
-			}
-			fmt.Fprintf(out, " last changed before %s\n", before.UTC().Format(time.RFC3339))
-			if !includeDead {
-				kept, err := st.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: true, DryRun: true})
-				if err == nil && kept.Dead > 0 {
-					fmt.Fprintf(out, "kept %d dead events as old (--include-dead deletes them too)\n", kept.Dead)
+			kept := 0
+			if !includeDead && !jsonOut {
+				k, err := st.Purge(cmd.Context(), hookbox.PurgeParams{Before: before, IncludeDead: true, DryRun: true})
+				if err == nil {
+					kept = k.Dead
 				}
 			}
-			fmt.Fprintln(out, "pending and processing events are never purged")
-			if res.Done+res.Dead > 0 {
-				fmt.Fprintf(out, "note: %s\n", server.PurgeNote)
-			}
-			if dryRun {
-				fmt.Fprintln(out, "dry run: nothing was deleted")
-			}
-			return nil
+			return show(kept)
 		},
 	}
 	cmd.Flags().IntVar(&days, "days", 0, "delete finished events whose last change is older than this many days (required)")
@@ -94,4 +85,29 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 	cmd.Flags().BoolVar(&includeDead, "include-dead", false, "delete old dead events too")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the counts as JSON")
 	return cmd
+}
+
+// printPurge writes what a purge of the events last changed before before
+// did (or, dry, would do); kept counts the old dead events it left, which
+// --include-dead would delete too.
+func printPurge(w io.Writer, res hookbox.PurgeResult, before time.Time, includeDead, dryRun bool, kept int) {
+	verb := "deleted"
+	if dryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(w, "%s %d done events", verb, res.Done)
+	if includeDead {
+		fmt.Fprintf(w, " and %d dead events", res.Dead)
+	}
+	fmt.Fprintf(w, " last changed before %s\n", before.UTC().Format(time.RFC3339))
+	if kept > 0 {
+		fmt.Fprintf(w, "kept %d dead events as old (--include-dead deletes them too)\n", kept)
+	}
+	fmt.Fprintln(w, "pending and processing events are never purged")
+	if res.Done+res.Dead > 0 {
+		fmt.Fprintf(w, "note: %s\n", server.PurgeNote)
+	}
+	if dryRun {
+		fmt.Fprintln(w, "dry run: nothing was deleted")
+	}
 }

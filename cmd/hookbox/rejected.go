@@ -239,36 +239,45 @@ once.`,
 			}
 			defer st.Close()
 			res, err := rejected.Recheck(cmd.Context(), st, sources, rejected.RecheckParams{IDs: ids, DryRun: dry})
-			if err != nil {
-				return err
-			}
 			out := cmd.OutOrStdout()
-			if jsonOut {
-				return writeJSONOut(out, res)
-			}
-			verb := "admitted"
-			if dry {
-				verb = "would admit"
-			}
-			for _, a := range res.Admitted {
-				switch {
-				case dry:
-					fmt.Fprintf(out, "%d: passes now\n", a.RejectionID)
-				case a.Duplicate:
-					fmt.Fprintf(out, "%d: passes; already stored as event %d\n", a.RejectionID, a.EventID)
-				default:
-					fmt.Fprintf(out, "%d: passes; stored as event %d\n", a.RejectionID, a.EventID)
+			show := func() error {
+				if jsonOut {
+					return writeJSONOut(out, res)
 				}
+				printRecheck(out, res, dry)
+				return nil
 			}
-			for _, r := range res.Refused {
-				fmt.Fprintf(out, "%d: %s\n", r.RejectionID, oneLine(r.Reason))
+			if err != nil {
+				// The pages before the failure were stored.
+				return failedPart(out, err, !dry && len(res.Admitted) > 0, jsonOut, show)
 			}
-			fmt.Fprintf(out, "%s %d, refused %d\n", verb, len(res.Admitted), len(res.Refused))
-			return nil
+			return show()
 		},
 	}
 	cmd.Flags().Int64SliceVar(&ids, "id", nil, "re-check only this rejected delivery (repeatable)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "say what would pass, store nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
 	return cmd
+}
+
+// printRecheck writes what a re-check did (or, dry, would do).
+func printRecheck(w io.Writer, res rejected.RecheckResult, dry bool) {
+	verb := "admitted"
+	if dry {
+		verb = "would admit"
+	}
+	for _, a := range res.Admitted {
+		switch {
+		case dry:
+			fmt.Fprintf(w, "%d: passes now\n", a.RejectionID)
+		case a.Duplicate:
+			fmt.Fprintf(w, "%d: passes; already stored as event %d\n", a.RejectionID, a.EventID)
+		default:
+			fmt.Fprintf(w, "%d: passes; stored as event %d\n", a.RejectionID, a.EventID)
+		}
+	}
+	for _, r := range res.Refused {
+		fmt.Fprintf(w, "%d: %s\n", r.RejectionID, oneLine(r.Reason))
+	}
+	fmt.Fprintf(w, "%s %d, refused %d\n", verb, len(res.Admitted), len(res.Refused))
 }

@@ -72,19 +72,21 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			}
 			res, err := st.Replay(cmd.Context(), p)
 			bar.end()
-			if err != nil {
-				return err
-			}
 			if res.Replayed == nil {
 				res.Replayed = []int64{}
 			}
 			out := cmd.OutOrStdout()
-			if jsonOut {
-				err = writeJSONOut(out, server.ReplayReply{ReplayResult: res, DryRun: dryRun})
-			} else {
-				err = printReplay(cmd.Context(), out, st, res, dryRun, includeDone)
+			show := func() error {
+				if jsonOut {
+					return writeJSONOut(out, server.ReplayReply{ReplayResult: res, DryRun: dryRun})
+				}
+				return printReplay(cmd.Context(), out, st, res, dryRun, includeDone)
 			}
-			if err != nil || len(p.IDs) == 0 {
+			if err != nil {
+				// The batches before the failure have committed.
+				return failedPart(out, err, !dryRun && len(res.Replayed) > 0, jsonOut, show)
+			}
+			if err := show(); err != nil || len(p.IDs) == 0 {
 				return err
 			}
 			var errs []error
