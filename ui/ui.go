@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
@@ -123,6 +124,18 @@ type console struct {
 	tokenSum [sha256.Size]byte
 	pages    map[string]*template.Template
 	log      *slog.Logger
+	// refusals spaces out the lines about refused tokens and logins,
+	// whose number whoever sends them chooses (lograte).
+	refusals lograte.Limiter
+}
+
+// clip cuts a request path for a log line: enough to see what was asked.
+func clip(p string) string {
+	const most = 256
+	if len(p) <= most {
+		return p
+	}
+	return p[:most] + "…"
 }
 
 // session is who is asking: csrf is the token this session's forms carry
@@ -153,7 +166,10 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth := r.Header.Get("Authorization"); auth != "" {
 			if !u.bearer(auth) {
-				u.log.Warn("ui request refused: wrong token", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+				u.refusals.Log(r.Context(), u.log, slog.LevelWarn, "bearer", "ui request refused: wrong token", func() []slog.Attr {
+					return []slog.Attr{slog.String("method", r.Method), slog.String("path", clip(r.URL.Path)),
+						slog.String("remote", r.RemoteAddr)}
+				})
 				w.Header().Set("WWW-Authenticate", `Bearer realm="hookbox admin"`)
 				http.Error(w, "missing or invalid admin token", http.StatusUnauthorized)
 				return
@@ -254,7 +270,9 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	next := safeNext(r.PostForm.Get("next"))
 	if !u.tokenMatches(r.PostForm.Get("token")) {
-		u.log.Warn("ui login refused", "remote", r.RemoteAddr)
+		u.refusals.Log(r.Context(), u.log, slog.LevelWarn, "login", "ui login refused", func() []slog.Attr {
+			return []slog.Attr{slog.String("remote", r.RemoteAddr)}
+		})
 		u.render(w, r, session{}, http.StatusUnauthorized, "login", "Log in", loginData{Next: next, Error: "That is not the admin token."})
 		return
 	}
