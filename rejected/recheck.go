@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"slices"
 
 	"github.com/hookbox/hookbox"
@@ -18,6 +19,19 @@ type Source struct {
 	// DedupesByBody sets the body hash on admitted deliveries, as ingest
 	// does for such a source (config.Source.DedupesByBody).
 	DedupesByBody bool
+	// AllowIPs, when not empty, are the only client addresses the source
+	// accepts deliveries from (config.Source.AllowedIPs), which the server
+	// checks before anything else. A rejection recorded from another
+	// address, or whose client address was not told, is refused, as the
+	// server would have refused the delivery.
+	AllowIPs []netip.Prefix
+	// Route, when not nil, is given each delivery that passes before it is
+	// stored, to set what ingest sets on it: FanOut and the Routes that
+	// the source's named targets pick (the service's routing, the same
+	// function its ingest applies). Without it a delivery of a source
+	// with named targets or store_only would be stored as a plain event
+	// that no worker runs.
+	Route func(*hookbox.Delivery)
 }
 
 // RecheckStore is what a re-check reads and writes.
@@ -52,7 +66,8 @@ type Refusal struct {
 type RecheckResult struct {
 	Admitted []Admission `json:"admitted"`
 	// Refused still fail verification under the current configuration,
-	// or were not kept whole, or name a source that is not configured.
+	// or were not kept whole, or name a source that is not configured, or
+	// came from an address the source's allow_ips do not accept.
 	Refused []Refusal `json:"refused"`
 	DryRun  bool      `json:"dry_run"`
 }
@@ -63,6 +78,13 @@ const (
 	ReasonNotWhole      = "the body was not kept whole, so the delivery cannot be verified again"
 	ReasonNoSource      = "no source of this name is configured"
 	ReasonAlreadyStored = "already admitted"
+	// ReasonAddressRefused: the source has allow_ips and the delivery came
+	// from an address outside them.
+	ReasonAddressRefused = "the delivery came from an address this source does not accept (allow_ips)"
+	// ReasonAddressUnknown: the source has allow_ips and the log does not
+	// hold the client's address (it could not be told when the delivery
+	// was refused), so it cannot be shown to be allowed.
+	ReasonAddressUnknown = "the client's address is not known and this source accepts only the addresses in allow_ips"
 )
 
 // recheckPage is how many rejections one read of a re-check takes.
@@ -73,11 +95,14 @@ const recheckPage = 100
 // was received, and stores those that pass as ordinary events, deduplicated
 // as ingest does: a delivery whose event exists already (or that passed
 // twice, sent twice) is reported as a duplicate of it. Each admitted
-// rejection records its event, so a second re-check skips it. An admitted
-// event holds the headers ingest would have stored: not those that carry
-// the source's secret (verify.CredentialHeaders), which the log keeps only
-// to verify them again. Only deliveries whose whole body was kept can
-// pass. The deliveries that pass are stored recheckPage to a transaction.
+// rejection records its event, so a second re-check skips it. A source's
+// allow_ips apply as the server applies them: a delivery recorded from
+// another address, or from one not told, is refused. An admitted event is
+// routed as ingest routes it (Source.Route), and holds the headers ingest
+// would have stored: not those that carry the source's secret
+// (verify.CredentialHeaders), which the log keeps only to verify them
+// again. Only deliveries whose whole body was kept can pass. The
+// deliveries that pass are stored recheckPage to a transaction.
 func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p RecheckParams) (RecheckResult, error) {
 	res := RecheckResult{Admitted: []Admission{}, Refused: []Refusal{}, DryRun: p.DryRun}
 	if len(p.IDs) > 0 {
@@ -168,6 +193,9 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	if !ok {
 		return hookbox.Delivery{}, ReasonNoSource
 	}
+	if why := allowedAddress(rj.RemoteAddr, src.AllowIPs); why != "" {
+		return hookbox.Delivery{}, why
+	}
 	if !rj.BodyComplete {
 		return hookbox.Delivery{}, ReasonNotWhole
 	}
@@ -194,7 +222,34 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 		sum := sha256.Sum256(body)
 		d.BodySHA256 = sum[:]
 	}
+	if src.Route != nil {
+		src.Route(&d)
+	}
 	return d, ""
+}
+
+// allowedAddress returns why a delivery recorded from remote (a
+// Rejection's RemoteAddr) cannot be admitted to a source that accepts
+// only the addresses in allow, or "" when it can (or allow is empty). The
+// server records the client's address alone when it could tell it, and
+// otherwise the connection's "host:port" (which may be a proxy's): only
+// the former is a client address, as only then could the server have
+// admitted the delivery.
+func allowedAddress(remote string, allow []netip.Prefix) string {
+	if len(allow) == 0 {
+		return ""
+	}
+	addr, err := netip.ParseAddr(remote)
+	if err != nil {
+		return ReasonAddressUnknown
+	}
+	addr = addr.Unmap()
+	for _, p := range allow {
+		if p.Contains(addr) {
+			return ""
+		}
+	}
+	return ReasonAddressRefused
 }
 
 // withoutCredentials returns a copy of h without the headers named in

@@ -3,9 +3,11 @@ package rejected_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +126,77 @@ func TestRecheckDoesNotStoreTheToken(t *testing.T) {
 		got, want := slices.Sorted(maps.Keys(ev.Header)), slices.Sorted(maps.Keys(direct.Header))
 		if !slices.Equal(got, want) {
 			t.Errorf("admitted event's headers %q, ingested one's %q", got, want)
+		}
+	})
+}
+
+// TestRecheckAllowIPsNeedsTheClientAddress proves that a source's
+// AllowIPs admit, at re-check, only a rejection recorded from a client
+// address they contain: one from another address is refused with
+// ReasonAddressRefused, and one whose client address the log does not
+// hold (none, or a connection's "host:port", which the server records
+// when it cannot tell the client, e.g. behind a proxy whose headers do
+// not parse) with ReasonAddressUnknown, even when that host is allowed.
+// The allowed address, IPv4 or IPv4-mapped IPv6, passes. Nothing refused
+// is stored.
+func TestRecheckAllowIPsNeedsTheClientAddress(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		v, err := verify.New(verify.Config{Scheme: verify.SchemeNone, IDField: "id"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases := []struct{ remote, want string }{
+			{"10.9.9.9", ""},
+			{"::ffff:10.9.9.9", ""},
+			{"127.0.0.1", rejected.ReasonAddressRefused},
+			{"", rejected.ReasonAddressUnknown},
+			{"10.9.9.9:4711", rejected.ReasonAddressUnknown},
+			{"not an address", rejected.ReasonAddressUnknown},
+		}
+		var rjs []hookbox.Rejection
+		for i, c := range cases {
+			rj := rejection("internal", fmt.Sprintf(`{"id":"d%d"}`, i))
+			rj.UnknownSource, rj.Status, rj.RemoteAddr = true, http.StatusNotFound, c.remote
+			rjs = append(rjs, rj)
+		}
+		if _, err := st.AddRejections(ctx, rjs, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		stored, err := st.Rejections(ctx, hookbox.RejectionFilter{})
+		if err != nil || len(stored) != len(cases) {
+			t.Fatalf("rejections: %d, %v", len(stored), err)
+		}
+		want := map[int64]string{} // rejection id → the reason wanted, "" to admit
+		for _, rj := range stored {
+			for _, c := range cases {
+				if c.remote == rj.RemoteAddr {
+					want[rj.ID] = c.want
+				}
+			}
+		}
+		src := rejected.Source{Verifier: v, AllowIPs: []netip.Prefix{netip.MustParsePrefix("10.9.9.9/32")}}
+		res, err := rejected.Recheck(ctx, st, map[string]rejected.Source{"internal": src}, rejected.RecheckParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range res.Admitted {
+			if want[a.RejectionID] != "" {
+				t.Errorf("rejection %d admitted, want refused: %s", a.RejectionID, want[a.RejectionID])
+			}
+		}
+		for _, r := range res.Refused {
+			if r.Reason != want[r.RejectionID] {
+				t.Errorf("rejection %d refused: %s; want %q", r.RejectionID, r.Reason, want[r.RejectionID])
+			}
+		}
+		if len(res.Admitted) != 2 || len(res.Refused) != 4 {
+			t.Errorf("re-check admitted %d and refused %d, want 2 and 4: %+v", len(res.Admitted), len(res.Refused), res)
+		}
+		evs, err := st.Events(ctx, hookbox.Filter{Source: "internal"})
+		if err != nil || len(evs) != 2 {
+			t.Errorf("events stored: %d, %v; want the 2 admitted", len(evs), err)
 		}
 	})
 }

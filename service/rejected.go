@@ -13,15 +13,20 @@ import (
 )
 
 // RecheckSources builds, from cfg's sources, what rejected.Recheck needs
-// to verify kept rejected deliveries against the current configuration.
+// to verify kept rejected deliveries against the current configuration
+// and store those that pass as ingest would: each source's verifier, its
+// allow_ips (checked against the address each rejection was recorded
+// from) and the routing ingest applies (FanOut and routes for a source
+// with named targets or store_only).
 func RecheckSources(cfg *config.Config) (map[string]rejected.Source, error) {
+	route := router(cfg)
 	out := make(map[string]rejected.Source, len(cfg.Sources))
 	for i, src := range cfg.Sources {
 		v, err := verify.New(src.Verify())
 		if err != nil {
 			return nil, fmt.Errorf("sources[%d] (%s): %w", i, src.Name, err)
 		}
-		out[src.Name] = rejected.Source{Verifier: v, DedupesByBody: src.DedupesByBody()}
+		out[src.Name] = rejected.Source{Verifier: v, DedupesByBody: src.DedupesByBody(), AllowIPs: src.AllowedIPs(), Route: route}
 	}
 	return out, nil
 }

@@ -193,3 +193,152 @@ func TestRejectedThenRecheck(t *testing.T) {
 		}
 	})
 }
+
+// TestRecheckRoutesLikeIngest proves that a re-check stores a delivery as
+// ingest would, routed by the source's named targets or store_only: a
+// delivery to a source with a forward target and one to a store_only
+// source, both refused for a wrong secret, are admitted once the secret
+// is fixed as FanOut events; the first gets one delivery to its target,
+// which the workers forward to it, and the second none (stored, never
+// due). Without the routing, both were plain pending events that no
+// worker runs, and the target never got the delivery.
+func TestRecheckRoutesLikeIngest(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		app := newReceiver(t)
+		cfg := func(secret string) string {
+			return fmt.Sprintf(`
+sources:
+  - name: shop
+    scheme: standard-webhooks
+    secrets: [%q]
+    targets:
+      - {name: app, forward: %s}
+  - name: archive
+    scheme: standard-webhooks
+    secrets: [%q]
+    store_only: true
+`, secret, app.srv.URL, secret)
+		}
+		ctx := context.Background()
+		srv := e2e.Start(t, cfg(wrongSecret), dbURL, nil)
+		body := []byte(`{"type":"order.paid","id":"ord_9"}`)
+		for _, source := range []string{"shop", "archive"} {
+			if r := do(t, signedPost(t, srv.URL+"/webhooks/"+source, rightSecret, "msg_routed", body, time.Now())); r.status != 401 {
+				t.Fatalf("wrong secret for %s: %+v, want 401", source, r)
+			}
+		}
+		waitFor(t, 10*time.Second, "two rejections in the log", func() bool {
+			rs, err := srv.Svc.Store.Rejections(ctx, hookbox.RejectionFilter{})
+			return err == nil && len(rs) == 2
+		})
+		srv.Stop()
+
+		srv = e2e.Start(t, cfg(rightSecret), dbURL, nil)
+		res, err := srv.Svc.Recheck(ctx, rejected.RecheckParams{})
+		if err != nil || len(res.Admitted) != 2 || len(res.Refused) != 0 {
+			t.Fatalf("re-check: %+v, %v", res, err)
+		}
+		events := map[string]hookbox.Event{}
+		for _, a := range res.Admitted {
+			ev, err := srv.Svc.Store.Event(ctx, a.EventID)
+			if err != nil || a.Duplicate {
+				t.Fatalf("admitted %+v: %+v, %v", a, ev, err)
+			}
+			events[ev.Source] = ev
+		}
+		shop, archive := events["shop"], events["archive"]
+		if !shop.FanOut || !archive.FanOut {
+			t.Fatalf("admitted events: shop FanOut=%v status %s, archive FanOut=%v status %s; want both FanOut",
+				shop.FanOut, shop.Status, archive.FanOut, archive.Status)
+		}
+		children := func(ev hookbox.Event) []hookbox.Event {
+			t.Helper()
+			ds, err := srv.Svc.Store.Events(ctx, hookbox.Filter{Parent: ev.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ds
+		}
+		if ds := children(shop); len(ds) != 1 || ds[0].Target != "app" || ds[0].Source != hookbox.QueueName("shop", "app") {
+			t.Fatalf("shop's event has deliveries %+v, want one to app", ds)
+		}
+		if ds := children(archive); len(ds) != 0 {
+			t.Errorf("store_only event has deliveries %+v, want none", ds)
+		}
+		waitFor(t, 30*time.Second, "the target to receive the admitted delivery", func() bool { return len(app.requests()) == 1 })
+		if got := app.requests()[0]; got.idemKey != "shop/app:msg_routed" || !bytes.Equal(got.body, body) {
+			t.Errorf("the target received %q %q", got.idemKey, got.body)
+		}
+		srv.WaitIdle(30 * time.Second)
+		if ev, err := srv.Svc.Store.Event(ctx, archive.ID); err != nil || ev.Status != hookbox.StatusStored {
+			t.Errorf("store_only event: %+v, %v, want stored", ev, err)
+		}
+	})
+}
+
+// TestRecheckHonoursAllowIPs proves that a re-check applies a source's
+// allow_ips to the address each rejection was recorded from, as the
+// server applies them to a delivery: a delivery from 127.0.0.1 to a
+// source not yet configured is kept whole; once the source is configured
+// with no signature and allow_ips that exclude 127.0.0.1, a re-check
+// refuses it with ReasonAddressRefused and stores nothing, while the
+// same configuration allowing 127.0.0.1 would admit it. Without the
+// check, anyone could have a delivery admitted to such a source by
+// sending it before the source existed.
+func TestRecheckHonoursAllowIPs(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		cfg := func(allow string) string {
+			return fmt.Sprintf(`
+sources:
+  - name: internal
+    scheme: none
+    allow_ips: [%q]
+`, allow)
+		}
+		srv := e2e.Start(t, `
+sources:
+  - name: other
+    scheme: none
+    allow_ips: ["127.0.0.1/32"]
+`, dbURL, nil)
+		req, _ := http.NewRequest("POST", srv.URL+"/webhooks/internal", strings.NewReader(`{"forged":true}`))
+		if r := do(t, req); r.status != 404 {
+			t.Fatalf("unknown source: %+v, want 404", r)
+		}
+		waitFor(t, 10*time.Second, "the rejection in the log", func() bool {
+			rs, err := srv.Svc.Store.Rejections(ctx, hookbox.RejectionFilter{})
+			return err == nil && len(rs) == 1
+		})
+		rs, err := srv.Svc.Store.Rejections(ctx, hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rs) != 1 || rs[0].RemoteAddr != "127.0.0.1" || !rs[0].BodyComplete {
+			t.Fatalf("rejection: %+v, %v", rs, err)
+		}
+		rj := rs[0]
+		srv.Stop()
+
+		// Allowed from 127.0.0.1 it would pass (dry run: nothing stored).
+		srv = e2e.Start(t, cfg("127.0.0.1/32"), dbURL, nil)
+		res, err := srv.Svc.Recheck(ctx, rejected.RecheckParams{DryRun: true})
+		if err != nil || len(res.Admitted) != 1 || len(res.Refused) != 0 {
+			t.Fatalf("dry re-check with 127.0.0.1 allowed: %+v, %v", res, err)
+		}
+		srv.Stop()
+
+		srv = e2e.Start(t, cfg("10.9.9.9/32"), dbURL, nil)
+		res, err = srv.Svc.Recheck(ctx, rejected.RecheckParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Admitted) != 0 || len(res.Refused) != 1 || res.Refused[0].RejectionID != rj.ID ||
+			res.Refused[0].Reason != rejected.ReasonAddressRefused {
+			t.Fatalf("re-check with allow_ips excluding 127.0.0.1: %+v, want refused: %s", res, rejected.ReasonAddressRefused)
+		}
+		if evs := srv.Events("internal"); len(evs) != 0 {
+			t.Errorf("re-check stored %d events from a refused address", len(evs))
+		}
+		if got, err := srv.Svc.Store.Rejection(ctx, rj.ID); err != nil || got.AdmittedEventID != 0 {
+			t.Errorf("rejection after the refused re-check: %+v, %v", got, err)
+		}
+	})
+}

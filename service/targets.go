@@ -48,9 +48,26 @@ func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor, l
 }
 
 // withRoutes marks the deliveries of sources with named targets FanOut and
-// gives each the routes its targets' filters pick (see package routing).
-// A store_only source's are FanOut with no routes: stored, never due.
+// gives each the routes its targets' filters pick (see router).
 func withRoutes(cfg *config.Config, ingest server.IngestFunc) server.IngestFunc {
+	route := router(cfg)
+	if route == nil {
+		return ingest
+	}
+	return func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+		route(&d)
+		return ingest(ctx, d)
+	}
+}
+
+// router returns what sets, on a delivery about to be stored, how it is
+// worked: a source with named targets makes it FanOut with the routes its
+// targets' filters pick (see package routing); a store_only source's are
+// FanOut with no routes: stored, never due. Other sources' deliveries are
+// left alone. Nil when no source has named targets or store_only. Ingest
+// (withRoutes) and a re-check of rejected deliveries (RecheckSources)
+// both apply it, so a delivery is stored the same way by either.
+func router(cfg *config.Config) func(*hookbox.Delivery) {
 	tables := map[string]*routing.Table{}
 	for _, src := range cfg.Sources {
 		if src.StoreOnly {
@@ -67,14 +84,13 @@ func withRoutes(cfg *config.Config, ingest server.IngestFunc) server.IngestFunc 
 		tables[src.Name] = routing.New(rules)
 	}
 	if len(tables) == 0 {
-		return ingest
+		return nil
 	}
-	return func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+	return func(d *hookbox.Delivery) {
 		if t, ok := tables[d.Source]; ok {
 			d.FanOut = true
 			d.Routes = t.Routes(d.EventType, d.DeliveryID, d.Header, d.Payload)
 		}
-		return ingest(ctx, d)
 	}
 }
 
