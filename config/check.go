@@ -103,15 +103,16 @@ func (c *Config) Effective() *Config {
 
 // Masked returns a copy of c with every secret replaced by redact.Mask:
 // the admin token, each source's secrets, forward header values, the
-// values of exec_env entries, the password and query of the database URL,
-// and the password and query of forward URLs. It is what `hookbox config
+// values of exec_env entries, the password and query of the database URL
+// (or the password of a key=value connection string, see MaskDB), and
+// the password and query of forward URLs. It is what `hookbox config
 // check` prints.
 func (c *Config) Masked() *Config {
 	m := c.clone()
 	if m.AdminToken != "" {
 		m.AdminToken = mask.Mask
 	}
-	m.DB = maskURL(m.DB)
+	m.DB = MaskDB(m.DB)
 	for i := range m.Sources {
 		s := &m.Sources[i]
 		for j := range s.Secrets {

@@ -518,15 +518,32 @@ func (c *Config) exampleSecretWarnings() []string {
 }
 
 // NoTargetWarnings names each source that has neither a forward nor an
-// exec target and does not say store_only: true. hookbox serve, which
-// runs only forward and exec targets, appends them to Warnings, since
-// such a source's events are stored and never worked by it. A Go program
-// that registers handlers for its sources does not call it.
+// exec target and does not say store_only: true, and each go_handler
+// target. hookbox serve, which runs only forward and exec targets,
+// appends them to Warnings (and config check prints them), since such a
+// source's events, and such a target's deliveries, are stored and never
+// worked by it: they wait for a Go program that registers handlers. A Go
+// program that registers handlers for its sources does not call it.
 func (c *Config) NoTargetWarnings() []string {
 	var ws []string
 	for i, s := range c.Sources {
 		if s.Forward == "" && len(s.Exec) == 0 && len(s.Targets) == 0 && !s.StoreOnly {
 			ws = append(ws, fmt.Sprintf("source %s has no forward, exec or targets: its events are stored and wait for a worker (a Go program's handlers); set store_only: true if nothing should work them", c.sourceLabel(i)))
+		}
+		for j, t := range s.Targets {
+			if !t.GoHandler {
+				continue
+			}
+			label := c.sourceLabel(i)
+			name := fmt.Sprintf("targets[%d]", j)
+			if o := c.origins[fmt.Sprintf("sources[%d].targets[%d].name", i, j)]; !o.fromEnv && sourceName.MatchString(t.Name) {
+				name = t.Name
+			}
+			queue := label + "/" + name
+			if label != s.Name || name != t.Name {
+				queue = "SOURCE/TARGET"
+			}
+			ws = append(ws, fmt.Sprintf("source %s, target %s has go_handler: true, and hookbox serve runs no Go handlers: its deliveries are stored and wait until a program that registers a handler for %q (hookbox.QueueName) runs; give it a forward or exec for hookbox serve to work them", label, name, queue))
 		}
 	}
 	return ws
@@ -614,6 +631,9 @@ func (c *Config) validate() error {
 	}
 	if c.Ingest.BatchWait < 0 {
 		bad("ingest.batch_wait", "must not be negative")
+	}
+	if err := CheckDB(c.DB); err != nil {
+		bad("db", "%v", err)
 	}
 	switch strings.ToUpper(c.SQLite.Synchronous) {
 	case "", "FULL", "NORMAL", "OFF", "EXTRA":

@@ -138,3 +138,47 @@ sources:
 		t.Error("masking changed the running config")
 	}
 }
+
+// TestGoHandlerTargetWarning: hookbox serve registers no Go handlers, so
+// a go_handler target is named in NoTargetWarnings (which serve logs and
+// config check prints) with the queue a program must handle, while
+// forward and exec targets are not; Parse itself adds no such warning.
+func TestGoHandlerTargetWarning(t *testing.T) {
+	c, err := Parse([]byte(`
+sources:
+  - name: shop
+    scheme: none
+    targets:
+      - {name: app, go_handler: true}
+      - {name: hook, forward: "http://127.0.0.1:9/h"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.NoTargetWarnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], "source shop, target app has go_handler: true") || !strings.Contains(ws[0], `registers a handler for "shop/app"`) {
+		t.Fatalf("NoTargetWarnings = %q, want one naming target app and the queue shop/app", ws)
+	}
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "go_handler") {
+			t.Errorf("Parse added %q to Warnings; only serve should", w)
+		}
+	}
+}
+
+// TestTargetPathsThatNeverMatch: order_by and match paths that can never
+// match are refused when the file is loaded, naming the key and the fix.
+func TestTargetPathsThatNeverMatch(t *testing.T) {
+	for _, c := range []struct{ targets, want string }{
+		{`[{name: a, forward: "http://x/", order_by: "$.data.id"}]`, `targets[0]: order_by: "$.data.id" is JSONPath`},
+		{`[{name: a, forward: "http://x/", order_by: "data[0].id"}]`, `write "data.0.id"`},
+		{`[{name: a, forward: "http://x/", order_by: "header: X-Id"}]`, `write "header:X-Id"`},
+		{`[{name: a, forward: "http://x/", order_by: "Header:X-Id"}]`, `write "header:X-Id"`},
+		{`[{name: a, forward: "http://x/", match: {"$.type": [a]}}]`, `targets[0]: match: "$.type" is JSONPath`},
+	} {
+		_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    targets: " + c.targets + "\n"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("targets %s: error %v, want one containing %q", c.targets, err, c.want)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -58,7 +59,12 @@ type Rule struct {
 	OrderBy string
 }
 
-// Check reports the first thing wrong with r, for config validation.
+// Check reports the first thing wrong with r, for config validation. A
+// path or header name that could never match is refused, with the
+// accepted syntax and the likely fix: a JSON path is field names joined
+// by dots, array indexes as numbers (data.items.0.sku), not JSONPath
+// ($.data.id, data[0].id); a header is "header:NAME", lower-case prefix,
+// no space.
 func (r Rule) Check() error {
 	for _, g := range r.Types {
 		if _, err := path.Match(g, ""); err != nil {
@@ -66,7 +72,7 @@ func (r Rule) Check() error {
 		}
 	}
 	for p := range r.Match {
-		if err := checkPath(p); err != nil {
+		if err := checkMatchPath(p); err != nil {
 			return fmt.Errorf("match: %w", err)
 		}
 	}
@@ -74,22 +80,124 @@ func (r Rule) Check() error {
 		if h == "" {
 			return fmt.Errorf("headers: a header name is empty")
 		}
+		if err := checkHeaderName(h); err != nil {
+			return fmt.Errorf("headers: %w", err)
+		}
 	}
 	if r.OrderBy != "" {
-		if h, ok := strings.CutPrefix(r.OrderBy, "header:"); ok {
-			if h == "" {
-				return fmt.Errorf("order_by: header: needs a header name")
-			}
-		} else if err := checkPath(strings.TrimPrefix(r.OrderBy, "json:")); err != nil {
+		if err := checkOrderBy(r.OrderBy); err != nil {
 			return fmt.Errorf("order_by: %w", err)
 		}
 	}
 	return nil
 }
 
+// pathSyntax is the accepted syntax of a JSON path, for messages.
+const pathSyntax = "a JSON path is field names joined by dots, array indexes as numbers: data.object.id, items.0.sku"
+
+// orderBySyntax is the accepted syntax of order_by, for messages.
+const orderBySyntax = "order_by is header:NAME, with header: in lower case and no space, or a JSON path: data.customer or json:data.customer"
+
+// checkOrderBy checks an order_by value: "header:NAME", "json:PATH" or a
+// JSON path alone.
+func checkOrderBy(o string) error {
+	prefix, rest, colon := strings.Cut(o, ":")
+	switch {
+	case colon && prefix == "header":
+		if rest == "" {
+			return fmt.Errorf("header: needs a header name")
+		}
+		if name := strings.TrimSpace(rest); name != rest && checkHeaderName(name) == nil {
+			return fmt.Errorf("%q has a space around the header name, so it never matches: write %q (%s)", o, "header:"+name, orderBySyntax)
+		}
+		if err := checkHeaderName(rest); err != nil {
+			return fmt.Errorf("%w (%s)", err, orderBySyntax)
+		}
+		return nil
+	case colon && prefix == "json":
+		return checkPath(rest)
+	case colon && isPrefixWord(prefix, "header", "headers"):
+		name := strings.TrimSpace(rest)
+		return fmt.Errorf("%q is read as a JSON path, so it never matches: write %q, not %q (%s)", o, "header:"+name, o, orderBySyntax)
+	case colon && isPrefixWord(prefix, "json"):
+		return fmt.Errorf("%q is read as a JSON path, so it never matches: write %q, not %q (%s)", o, "json:"+strings.TrimSpace(rest), o, orderBySyntax)
+	}
+	return checkPath(o)
+}
+
+// isPrefixWord reports whether prefix, spaces and case aside, is one of
+// words.
+func isPrefixWord(prefix string, words ...string) bool {
+	for _, w := range words {
+		if strings.EqualFold(strings.TrimSpace(prefix), w) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkMatchPath checks a path of match, which is always a JSON path:
+// headers have a filter of their own.
+func checkMatchPath(p string) error {
+	if prefix, rest, ok := strings.Cut(p, ":"); ok {
+		switch {
+		case isPrefixWord(prefix, "header", "headers"):
+			return fmt.Errorf("%q never matches: match reads JSON paths of the body only (%s); for a header write headers: {%s: VALUE}", p, pathSyntax, strings.TrimSpace(rest))
+		case isPrefixWord(prefix, "json"):
+			return fmt.Errorf("%q never matches: a match path is a JSON path already, write %q", p, strings.TrimSpace(rest))
+		}
+	}
+	return checkPath(p)
+}
+
+// jsonPathIndex matches a JSONPath bracket ([0], ['id'], ["id"], [*]).
+var jsonPathIndex = regexp.MustCompile(`\[\s*(?:'([^']*)'|"([^"]*)"|([^\]]*?))\s*\]`)
+
+// checkPath checks a dotted JSON path, as lookup reads it.
 func checkPath(p string) error {
-	if p == "" || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
-		return fmt.Errorf("%q is not a JSON path (write fields with dots: data.object.id)", p)
+	switch {
+	case p == "" || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, ".."):
+		return fmt.Errorf("%q is not a JSON path (%s)", p, pathSyntax)
+	case strings.TrimSpace(p) != p:
+		return fmt.Errorf("%q has a space before or after it, so it never matches: write %q", p, strings.TrimSpace(p))
+	case p == "$" || strings.HasPrefix(p, "$.") || strings.HasPrefix(p, "$["):
+		return fmt.Errorf("%q is JSONPath, which hookbox does not read, so it never matches: write %q, not %q (%s)", p, dotted(p), p, pathSyntax)
+	case jsonPathIndex.MatchString(p):
+		return fmt.Errorf("%q uses brackets, which hookbox does not read, so it never matches: write %q, not %q (%s)", p, dotted(p), p, pathSyntax)
+	}
+	return nil
+}
+
+// dotted rewrites a JSONPath ($.data[0]['id']) as the dotted path hookbox
+// reads (data.0.id), for a suggestion.
+func dotted(p string) string {
+	p = strings.TrimPrefix(p, "$")
+	p = jsonPathIndex.ReplaceAllString(p, ".$1$2$3")
+	for strings.Contains(p, "..") {
+		p = strings.ReplaceAll(p, "..", ".")
+	}
+	p = strings.Trim(p, ".")
+	if p == "" {
+		return "data.id"
+	}
+	return p
+}
+
+// checkHeaderName checks that name is an HTTP header name (RFC 9110
+// token): any other never arrives, so a rule on it never matches.
+func checkHeaderName(name string) error {
+	if name == "" {
+		return fmt.Errorf("a header name is empty")
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		if c == ' ' || c == '\t' {
+			return fmt.Errorf("header name %q has a space, so it never matches: write %q", name, strings.Join(strings.Fields(name), "-"))
+		}
+		return fmt.Errorf("%q is not a header name (letters, digits and !#$%%&'*+-.^_`|~ only), so it never matches", name)
 	}
 	return nil
 }

@@ -116,3 +116,48 @@ func FuzzRoutes(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckRefusesPathsThatNeverMatch: an order_by or match path that
+// lookup or the header read could never match (JSONPath, brackets, a
+// space after "header:", a capital "Header:", a header in match) is
+// refused with the accepted syntax and the fix, while the documented
+// forms pass.
+func TestCheckRefusesPathsThatNeverMatch(t *testing.T) {
+	cases := []struct {
+		rule Rule
+		want string
+	}{
+		{Rule{OrderBy: "$.data.id"}, `write "data.id"`},
+		{Rule{OrderBy: "json:$.data.id"}, `write "data.id"`},
+		{Rule{OrderBy: "data[0].id"}, `write "data.0.id"`},
+		{Rule{OrderBy: "$['data']['id']"}, `write "data.id"`},
+		{Rule{OrderBy: "header: X-Id"}, `write "header:X-Id"`},
+		{Rule{OrderBy: "Header:X-Id"}, `write "header:X-Id"`},
+		{Rule{OrderBy: "HEADER: X-Id"}, `write "header:X-Id"`},
+		{Rule{OrderBy: "header:X Id"}, "has a space"},
+		{Rule{OrderBy: " data.id"}, `write "data.id"`},
+		{Rule{Match: map[string][]string{"$.type": {"a"}}}, `write "type"`},
+		{Rule{Match: map[string][]string{"items[0].sku": {"a"}}}, `write "items.0.sku"`},
+		{Rule{Match: map[string][]string{"header:X-Id": {"a"}}}, "headers: {X-Id: VALUE}"},
+		{Rule{Match: map[string][]string{"json:data.id": {"a"}}}, `write "data.id"`},
+		{Rule{Headers: map[string][]string{" X-Id": {"a"}}}, `write "X-Id"`},
+	}
+	for _, c := range cases {
+		err := c.rule.Check()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("rule %+v: Check() = %v, want an error containing %s", c.rule, err, c.want)
+		}
+	}
+	for _, r := range []Rule{
+		{OrderBy: "data.customer"},
+		{OrderBy: "json:data.customer"},
+		{OrderBy: "header:X-Key"},
+		{OrderBy: "customer"},
+		{Match: map[string][]string{"ref": {"x"}, "repository.name": {"x"}, "items.0.sku": {"x"}, "$type": {"x"}, "data.first name": {"x"}}},
+		{Headers: map[string][]string{"X-GitHub-Event": {"push"}}},
+	} {
+		if err := r.Check(); err != nil {
+			t.Errorf("rule %+v: %v", r, err)
+		}
+	}
+}
