@@ -26,8 +26,11 @@
 package effect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -65,10 +68,34 @@ func IdempotencyKey(ev *hookbox.Event) string {
 	return ev.Source + ":" + ev.DeliveryID
 }
 
+// sendPrefix starts the source name of every send.
+const sendPrefix = "send:"
+
 // SendSource is the source name under which sends of kind are queued; route
 // it to the code that performs them (worker.Pool.Route(effect.SendSource(
-// "email"), …)).
-func SendSource(kind string) string { return "send:" + kind }
+// "email"), …)). SendSource("") is the prefix every send's source starts
+// with.
+//
+// It panics if kind holds ':' or '/' (see RecordSend): such a kind is a
+// programming error, found where the sends are routed.
+func SendSource(kind string) string {
+	if err := checkKind(kind); err != nil {
+		panic("effect: " + err.Error())
+	}
+	return sendPrefix + kind
+}
+
+// checkKind refuses the kinds whose sends could be mistaken for another
+// kind's: with ':' the IdempotencyKey of kind "a", key "b:c" would equal
+// that of kind "a:b", key "c"; with '/' the source "send:a/b" reads as a
+// target delivery of source "send:a", which the store's source filter
+// includes in listings of "send:a".
+func checkKind(kind string) error {
+	if strings.ContainsAny(kind, ":/") {
+		return fmt.Errorf("send kind %q holds ':' or '/'", kind)
+	}
+	return nil
+}
 
 // RecordSend records, in the handler's transaction, that the effect kind
 // (for example "email") must be performed once for key (for example the
@@ -79,7 +106,16 @@ func SendSource(kind string) string { return "send:" + kind }
 // The send is a queued event of source SendSource(kind): it is performed
 // after the handler's transaction commits, by the Target routed to that
 // source, with retries and a dead state like any event.
+//
+// kind must not be empty or hold ':' or '/'; RecordSend refuses such a kind
+// with an error and records nothing.
 func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload []byte) (bool, error) {
+	if kind == "" {
+		return false, fmt.Errorf("record send: empty send kind")
+	}
+	if err := checkKind(kind); err != nil {
+		return false, fmt.Errorf("record send: %w", err)
+	}
 	now := time.Now()
 	var q string
 	var args []any
@@ -110,21 +146,57 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	return n == 1, nil
 }
 
+// uncertainPage is how many events Uncertain reads per query.
+const uncertainPage = 1000
+
 // Uncertain lists the sends of kind that were started but not confirmed:
 // attempted at least once and not done. Each may or may not have reached the
 // outside world; the queue will try it again (or has given up, if dead).
+//
+// It lists every such send, however many others the kind has: it pages
+// through the kind's pending, then processing, then dead sends (the store
+// cannot select attempted ones, so unattempted ones are read and skipped).
+// Only sends of exactly this kind are listed, not those of a kind that
+// starts with kind and '/'. Each send appears once, newest first.
+//
+// The passes are separate queries, so a send that changes state during the
+// call is seen as it was when its pass read it. The order follows a send's
+// way forward: one claimed after the pending pass is found by the
+// processing pass, one given up on after the processing pass by the dead
+// pass. What remains: a send put back from processing to pending (a failed
+// attempt to retry) after the pending pass and before the processing pass
+// reads it, or a dead send replayed after the pending pass and before the
+// dead pass reads it, is missed by this call; the next call lists it.
 func Uncertain(ctx context.Context, s hookbox.Store, kind string) ([]hookbox.Event, error) {
+	// Not SendSource: a kind refused today may name sends recorded before
+	// the check, and listing them must not panic.
+	source := sendPrefix + kind
 	var out []hookbox.Event
-	for _, st := range []hookbox.Status{hookbox.StatusProcessing, hookbox.StatusPending, hookbox.StatusDead} {
-		evs, err := s.Events(ctx, hookbox.Filter{Source: SendSource(kind), Status: st, Limit: 10000})
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs {
-			if e.Attempts > 0 {
+	at := map[int64]int{} // id → index in out
+	for _, st := range []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDead} {
+		f := hookbox.Filter{Source: source, Status: st, Limit: uncertainPage}
+		for {
+			evs, err := s.Events(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range evs {
+				if e.Attempts == 0 || e.Source != source {
+					continue
+				}
+				if i, ok := at[e.ID]; ok {
+					out[i] = e // seen by an earlier pass: keep the later state
+					continue
+				}
+				at[e.ID] = len(out)
 				out = append(out, e)
 			}
+			if len(evs) < uncertainPage {
+				break
+			}
+			f.BeforeID = evs[len(evs)-1].ID // newest first: the next page is below
 		}
 	}
+	slices.SortFunc(out, func(a, b hookbox.Event) int { return cmp.Compare(b.ID, a.ID) })
 	return out, nil
 }

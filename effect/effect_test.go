@@ -2,6 +2,7 @@ package effect_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,4 +44,157 @@ func TestUncertainAfterCrash(t *testing.T) {
 			t.Fatalf("a confirmed send is still uncertain: %v", u)
 		}
 	})
+}
+
+// uncertainBacklog is more sends than the 10,000 one status query of an
+// earlier Uncertain read, so a listing that does not page past them loses
+// the older sends behind them.
+const uncertainBacklog = 10_001
+
+// TestUncertainBehindBacklog: a send whose attempt failed (pending, retry
+// scheduled) stays uncertain however many newer, never attempted sends of
+// its kind queue up behind it. Proves Uncertain reads past the first
+// 10,000 pending sends instead of losing the oldest (the crashed one).
+func TestUncertainBehindBacklog(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		recordSends(t, s, "email", "ord_1")
+		attempt(t, s, "email", 1, hookbox.StatusPending)
+		keys := make([]string, uncertainBacklog)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("later_%d", i)
+		}
+		recordSends(t, s, "email", keys...)
+		u, err := effect.Uncertain(ctx, s, "email")
+		if err != nil || len(u) != 1 || u[0].DeliveryID != "ord_1" {
+			t.Fatalf("uncertain = %d sends (%v), want ord_1 alone", len(u), err)
+		}
+	})
+}
+
+// TestUncertainListsEveryDeadSend: with more dead sends than one query of
+// the earlier Uncertain read, every one of them is listed, once.
+func TestUncertainListsEveryDeadSend(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		keys := make([]string, uncertainBacklog)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("ord_%d", i)
+		}
+		recordSends(t, s, "email", keys...)
+		attempt(t, s, "email", uncertainBacklog, hookbox.StatusDead)
+		u, err := effect.Uncertain(ctx, s, "email")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, e := range u {
+			seen[e.DeliveryID] = true
+		}
+		if len(u) != uncertainBacklog || len(seen) != uncertainBacklog {
+			t.Fatalf("uncertain = %d sends, %d distinct, want %d", len(u), len(seen), uncertainBacklog)
+		}
+	})
+}
+
+// TestUncertainOnlyItsKind: Uncertain("email") lists sends of kind "email"
+// only, not those of source "send:email/eu" (which the store's source filter
+// counts as the deliveries of "send:email", and which data recorded before
+// kinds were checked may hold).
+func TestUncertainOnlyItsKind(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		_, err := s.Ingest(ctx, []hookbox.Delivery{{Source: effect.SendSource("email") + "/eu", DeliveryID: "ord_9",
+			Payload: []byte(`{}`), ReceivedAt: time.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute,
+			Sources: []string{effect.SendSource("email") + "/eu"}})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("claim: %v %v", evs, err)
+		}
+		if u, err := effect.Uncertain(ctx, s, "email"); err != nil || len(u) != 0 {
+			t.Fatalf("uncertain(email) = %v, %v; want none", u, err)
+		}
+		if u, err := effect.Uncertain(ctx, s, "email/eu"); err != nil || len(u) != 1 {
+			t.Fatalf("uncertain(email/eu) = %v, %v; want ord_9", u, err)
+		}
+	})
+}
+
+// TestSendKindChecked: a kind with ':' or '/' is refused where it enters,
+// since it would make two sends' IdempotencyKeys equal ("a" with key "b:c"
+// and "a:b" with key "c") or read as another kind's target delivery.
+func TestSendKindChecked(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	ctx := context.Background()
+	for _, kind := range []string{"", "a:b", "a/b"} {
+		err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := effect.RecordSend(ctx, tx, kind, "c", nil)
+			return err
+		})
+		if err == nil {
+			t.Errorf("RecordSend accepted kind %q", kind)
+		}
+	}
+	for _, kind := range []string{"a:b", "a/b"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("SendSource(%q) did not panic", kind)
+				}
+			}()
+			effect.SendSource(kind)
+		}()
+	}
+	if got := effect.SendSource(""); got != "send:" {
+		t.Errorf("SendSource(\"\") = %q", got)
+	}
+}
+
+// recordSends records a send of kind for each key, in one transaction.
+func recordSends(t *testing.T, s dbtest.Store, kind string, keys ...string) {
+	t.Helper()
+	err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		for _, k := range keys {
+			if _, err := effect.RecordSend(ctx, tx, kind, k, []byte(`{}`)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// attempt claims n sends of kind (the oldest) and finishes each attempt
+// with status: pending (to retry in an hour) or dead.
+func attempt(t *testing.T, s dbtest.Store, kind string, n int, status hookbox.Status) {
+	t.Helper()
+	ctx := context.Background()
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: n, Lease: time.Minute,
+		Sources: []string{effect.SendSource(kind)}})
+	if err != nil || len(evs) != n {
+		t.Fatalf("claim: %d of %d, %v", len(evs), n, err)
+	}
+	now := time.Now()
+	outs := make([]hookbox.Outcome, n)
+	for i, e := range evs {
+		outs[i] = hookbox.Outcome{ID: e.ID, Owner: "w", Attempt: e.Attempts, Status: status,
+			RetryAt: now.Add(time.Hour), Error: "failed", StartedAt: now, FinishedAt: now}
+	}
+	errs, err := s.Finish(ctx, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range errs {
+		if e != nil {
+			t.Fatal(e)
+		}
+	}
 }

@@ -2,6 +2,8 @@ package redact_test
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,5 +71,59 @@ func TestNewHandlerWithoutSecrets(t *testing.T) {
 	h := slog.NewTextHandler(&bytes.Buffer{}, nil)
 	if redact.NewHandler(h, redact.New("short")) != slog.Handler(h) {
 		t.Error("a Redactor with nothing to mask wrapped the handler")
+	}
+}
+
+type inner struct{ Token string }
+
+type outer struct{ In *inner }
+
+type upload struct{ Body []byte }
+
+// TestHandlerMasksEncodedValues: a secret inside a value the built-in
+// handlers print in an encoding of their own does not reach the output of
+// either: a json.RawMessage (a named byte slice, written verbatim by the
+// JSON handler and as a quoted string by the text one), a struct reaching
+// the secret through a pointer (followed by the JSON handler, not by %+v),
+// and a struct with a []byte field (base64 in JSON, decimal bytes in %+v).
+// Neither the secret nor its base64 nor its decimal bytes show, nor the
+// base64 of the whole field.
+func TestHandlerMasksEncodedValues(t *testing.T) {
+	r := redact.New(adminToken)
+	body := []byte("key " + adminToken) // its base64 does not contain the token's
+	forms := []string{
+		adminToken,
+		base64.StdEncoding.EncodeToString([]byte(adminToken)),
+		base64.StdEncoding.EncodeToString(body),
+		strings.Trim(fmt.Sprint([]byte(adminToken)), "[]"), // decimal bytes
+	}
+	values := []struct {
+		name string
+		v    any
+	}{
+		{"RawMessage", json.RawMessage(`{"token":"` + adminToken + `"}`)},
+		{"pointer field", outer{In: &inner{Token: adminToken}}},
+		{"bytes field", upload{Body: body}},
+	}
+	for _, val := range values {
+		for _, format := range []string{"text", "json"} {
+			t.Run(val.name+"/"+format, func(t *testing.T) {
+				var buf bytes.Buffer
+				var h slog.Handler = slog.NewTextHandler(&buf, nil)
+				if format == "json" {
+					h = slog.NewJSONHandler(&buf, nil)
+				}
+				slog.New(redact.NewHandler(h, r)).Info("m", "v", val.v)
+				out := buf.String()
+				for _, form := range forms {
+					if strings.Contains(out, form) {
+						t.Errorf("log line holds %q:\n%s", form, out)
+					}
+				}
+				if !strings.Contains(out, redact.Mask) {
+					t.Errorf("no mask:\n%s", out)
+				}
+			})
+		}
 	}
 }

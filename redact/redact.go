@@ -118,6 +118,19 @@ func (r *Redactor) String(s string) string {
 	return r.mask(s, r.spans(s), 0)
 }
 
+// holds reports whether s holds a secret r masks.
+func (r *Redactor) holds(s string) bool {
+	if r == nil || s == "" {
+		return false
+	}
+	for _, needle := range r.needles {
+		if strings.Contains(s, needle) {
+			return true
+		}
+	}
+	return false
+}
+
 // Tail returns the masked end of s: its last n bytes, reaching further back
 // when a secret starts before them and ends inside them, so that the secret
 // is masked whole rather than shown in part. Text before the last
