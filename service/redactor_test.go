@@ -40,3 +40,13 @@ sources:
 		t.Errorf("the rest of the text was masked too: %s", out)
 	}
 }
+
+// TestOpenStoreHidesAConnectionStringPassword: a database given as a
+// key=value connection string, which hookbox does not open, is refused
+// without its password in the error (only URLs' passwords were hidden).
+func TestOpenStoreHidesAConnectionStringPassword(t *testing.T) {
+	_, err := service.OpenStore(t.Context(), "host=db user=hookbox password=S3cretPassw0rd dbname=x", service.StoreOptions{})
+	if err == nil || strings.Contains(err.Error(), "S3cretPassw0rd") {
+		t.Errorf("OpenStore = %v, want an error without the password", err)
+	}
+}

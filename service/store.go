@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/sqlite"
 )
@@ -33,25 +34,11 @@ func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Stor
 		o.Existing = o.Existing || opts.Existing
 		return sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"), o)
 	default:
-		return nil, fmt.Errorf("database URL %q: want sqlite:PATH or postgres://…", redactURL(url))
+		return nil, fmt.Errorf("database URL %q: want sqlite:PATH or postgres://…", config.MaskDB(url))
 	}
 }
 
 // IsPostgres reports whether url selects PostgreSQL.
 func IsPostgres(url string) bool {
 	return strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://")
-}
-
-// redactURL hides a password in a URL so it can be shown in an error.
-func redactURL(u string) string {
-	at := strings.LastIndex(u, "@")
-	scheme := strings.Index(u, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return u
-	}
-	userinfo := u[scheme+3 : at]
-	if i := strings.Index(userinfo, ":"); i >= 0 {
-		return u[:scheme+3] + userinfo[:i] + ":xxxxx" + u[at:]
-	}
-	return u
 }

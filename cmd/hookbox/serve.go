@@ -78,6 +78,9 @@ func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
 		return nil, err
 	}
 	cfg.DB = g.dbURL(cfg)
+	if err := config.CheckDB(cfg.DB); err != nil {
+		return nil, fmt.Errorf("database (--db, HOOKBOX_DB or db:): %w", err)
+	}
 	cfg.Listen = listenAddr(listen, cfg)
 	if v := os.Getenv("RETENTION_DAYS"); v != "" {
 		n, err := strconv.Atoi(v)
