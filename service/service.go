@@ -6,7 +6,10 @@
 // lines and in the errors its forward and exec targets return.
 //
 // Shutdown order is the one that loses nothing: stop accepting HTTP requests
-// and let in-flight ones finish (their deliveries are committed or refused),
+// and let in-flight ones finish within the shutdown timeout (15 s at most;
+// the connections of those still sending are then closed, unanswered, and
+// their senders retry; deliveries already handed over are committed or
+// refused),
 // then let running work finish within the shutdown timeout (cancelling and
 // releasing what is left), then flush the committer, then close the store.
 package service
@@ -333,20 +336,33 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	err := hs.Shutdown(shutdownCtx)
-	if as != nil {
-		err = errors.Join(err, as.Shutdown(shutdownCtx))
-	}
-	if errors.Is(serveErr, http.ErrServerClosed) {
-		serveErr = nil
-	}
 	grace := time.Duration(s.Config.ShutdownTimeout)
 	if grace <= 0 {
 		grace = config.DefaultShutdownTimeout
 	}
 	s.log.Info("stopping", "in_flight", s.Pool.InFlight(), "grace", grace)
+	// Requests in flight get the grace too (at most httpDrain), then their
+	// connections are closed: a sender still sending then gets no answer
+	// and sends again, as it would had the process died, and nothing it
+	// was told was stored is lost. That is a stop as planned, not a
+	// failure of the process: logged, not returned.
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(grace, httpDrain))
+	defer cancel()
+	for _, srv := range []*http.Server{hs, as} {
+		if srv == nil {
+			continue
+		}
+		switch derr := srv.Shutdown(drainCtx); {
+		case errors.Is(derr, context.DeadlineExceeded):
+			s.log.Warn("closed connections whose requests had not ended at shutdown; their senders will retry", "after", min(grace, httpDrain))
+			srv.Close()
+		case derr != nil:
+			s.log.Warn("closing the listener at shutdown", "err", derr)
+		}
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
 	workCtx, cancelWork := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancelWork()
 	if werr := s.Pool.Stop(workCtx); werr != nil {
@@ -355,10 +371,15 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	waitRetention()
 	stopSummary() // after the last request was answered: the final counts
 	waitSummary()
-	err = errors.Join(serveErr, err, s.Close())
+	err := errors.Join(serveErr, s.Close())
 	s.log.Info("stopped")
 	return err
 }
+
+// httpDrain bounds how long a shutdown waits for requests in flight (a
+// sender still uploading, say) before it closes their connections; the
+// shutdown timeout bounds it too.
+const httpDrain = 15 * time.Second
 
 // startAttrs is the start log line's attributes: the address first
 // (tools read addr from the "listening" line), then what this process
