@@ -191,7 +191,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	raw := w // http.MaxBytesReader needs net/http's own writer to close the connection
 	if tracing.On() {
 		ctx, span = tracing.Start(tracing.Extract(ctx, r.Header), "receive",
-			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(name)))
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(logText(name))))
 		sw := &statusWriter{ResponseWriter: w}
 		w = sw
 		defer sw.endSpan(span)
