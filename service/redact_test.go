@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,18 +80,13 @@ sources:
 		cancel()
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
+	addr, done := serve(t, ctx, svc)
 	t.Cleanup(func() {
 		cancel()
 		<-done
 	})
 
-	resp, err := http.Post("http://"+ln.Addr().String()+"/webhooks/leak", "application/json", strings.NewReader(`{"id":"e1"}`))
+	resp, err := http.Post("http://"+addr+"/webhooks/leak", "application/json", strings.NewReader(`{"id":"e1"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,19 +85,27 @@ func startWith(t *testing.T, dbURL, doc string) *harness {
 		cancel()
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
+	addr, done := serve(t, ctx, svc)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Logf("serve: %v", err)
 		}
 	})
-	return &harness{t: t, url: "http://" + ln.Addr().String(), svc: svc, cfg: cfg, dbURL: dbURL}
+	return &harness{t: t, url: "http://" + addr, svc: svc, cfg: cfg, dbURL: dbURL}
+}
+
+// serve runs svc on a port of its own until ctx ends, and returns its
+// address and what Serve returns.
+func serve(t *testing.T, ctx context.Context, svc *service.Service) (addr string, done <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- svc.Serve(ctx, ln) }()
+	return ln.Addr().String(), served
 }
 
 func (h *harness) source(name string) config.Source {

@@ -31,14 +31,8 @@ func TestStopWithASenderStillSending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- svc.Serve(ctx, ln) }()
-
-	c, err := net.Dial("tcp", ln.Addr().String())
+	addr, done := serve(t, ctx, svc)
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
