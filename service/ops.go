@@ -129,9 +129,13 @@ func (s *Service) purgeOld(ctx context.Context, ops hookbox.Ops, now time.Time, 
 	}
 	res, err := ops.Purge(ctx, hookbox.PurgeParams{Before: before})
 	switch {
-	case ctx.Err() != nil:
+	case err != nil && ctx.Err() == nil:
+		// The batches before the failure stay done: say how many.
+		s.log.Error("retention purge", "err", err, "done", res.Done, "before", before.UTC())
 	case err != nil:
-		s.log.Error("retention purge", "err", err)
+		if res.Done+res.Dead > 0 {
+			s.log.Info("retention purge stopped by shutdown", "done", res.Done, "before", before.UTC(), "note", server.PurgeNote)
+		}
 	case res.Done+res.Dead > 0:
 		s.log.Info("retention purge", "done", res.Done, "before", before.UTC(), "note", server.PurgeNote)
 	default:
@@ -149,9 +153,12 @@ func (s *Service) clearOldPayloads(ctx context.Context, ops hookbox.Ops, now tim
 	}
 	n, err := ops.ClearPayloads(ctx, before)
 	switch {
-	case ctx.Err() != nil:
+	case err != nil && ctx.Err() == nil:
+		s.log.Error("payload retention", "err", err, "cleared", n, "before", before.UTC())
 	case err != nil:
-		s.log.Error("payload retention", "err", err)
+		if n > 0 {
+			s.log.Info("payload retention stopped by shutdown: payloads cleared, ids and status kept", "cleared", n, "before", before.UTC())
+		}
 	case n > 0:
 		s.log.Info("payload retention: payloads cleared, ids and status kept", "cleared", n, "before", before.UTC())
 	default:

@@ -622,3 +622,31 @@ func TestRetentionHugeDays(t *testing.T) {
 		}
 	})
 }
+
+// stopAfterFirstBatch is the store's Ops whose Purge works in batches of
+// two and cancels its context once the first batch has committed, as a
+// shutdown in the middle of a purge would.
+type stopAfterFirstBatch struct {
+	hookbox.Ops
+	cancel context.CancelFunc
+}
+
+func (o stopAfterFirstBatch) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
+	p.BatchSize, p.Progress = 2, func(hookbox.PurgeResult) { o.cancel() }
+	return o.Ops.Purge(ctx, p)
+}
+
+// TestRetentionStoppedSaysWhatItDid: a retention purge stopped part-way
+// (a shutdown) says how many events it deleted; it said nothing.
+func TestRetentionStoppedSaysWhatItDid(t *testing.T) {
+	st := dbtest.Open(t, dbtest.SQLiteURL(t))
+	seedFinished(t, st, "a", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1", "2", "3", "4", "5", "6")
+	var logs syncBuffer
+	svc := &Service{Config: &config.Config{RetentionDays: 1}, Store: st, log: slog.New(slog.NewJSONHandler(&logs, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc.retainOnce(ctx, stopAfterFirstBatch{needOps(t, st), cancel}, time.Now())
+	if !strings.Contains(logs.String(), `"msg":"retention purge stopped by shutdown","done":`) {
+		t.Errorf("log does not say what the stopped purge deleted:\n%s", logs.String())
+	}
+}
