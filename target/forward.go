@@ -135,10 +135,16 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		f.sign, f.dropSender = &cfg, opts.Sign.DropSenderHeaders
 		f.secrets = append(f.secrets, opts.Sign.Secret)
 	}
+	given := map[string]string{} // canonical name → the name as configured
 	for name, value := range opts.Headers {
 		if !validHeaderName(name) {
 			return nil, fmt.Errorf("forward: headers: %q is not a valid header name", name)
 		}
+		if other, ok := given[http.CanonicalHeaderKey(name)]; ok {
+			a, b := min(name, other), max(name, other)
+			return nil, fmt.Errorf("forward: headers: %q and %q name the same header (names ignore case), and only one could be sent: keep one", a, b)
+		}
+		given[http.CanonicalHeaderKey(name)] = name
 		if !validHeaderValue(value) {
 			return nil, fmt.Errorf("forward: headers: the value of %s contains a line break or control character", name)
 		}

@@ -131,6 +131,7 @@ func TestNewForwardValidates(t *testing.T) {
 		{"header value", ForwardOptions{URL: "http://x", Headers: map[string]string{"X-Key": secret + "\r\nX-Evil: 1"}}, "value of X-Key contains a line break"},
 		{"reserved", ForwardOptions{URL: "http://x", Headers: map[string]string{"idempotency-key": secret}}, "Idempotency-Key is set by hookbox"},
 		{"hop", ForwardOptions{URL: "http://x", Headers: map[string]string{"Transfer-Encoding": "chunked"}}, "connection header"},
+		{"same header twice", ForwardOptions{URL: "http://x", Headers: map[string]string{"Authorization": secret, "authorization": secret + "2"}}, `"Authorization" and "authorization" name the same header`},
 		{"2xx permanent", ForwardOptions{URL: "http://x", PermanentStatuses: []int{204}}, "204 is not a non-2xx"},
 		{"bogus status", ForwardOptions{URL: "http://x", PermanentStatuses: []int{1000}}, "1000"},
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/target"
 )
 
 func newConfigCmd(g *globalFlags) *cobra.Command {
@@ -30,7 +32,9 @@ func newConfigCheckCmd(g *globalFlags) *cobra.Command {
 		Short: "Validate a config file and print the configuration serve would run",
 		Long: `check loads the file as serve does: every unknown key (with its line and the
 key it most resembles) and every bad value (naming its key) is an error, and
-the command exits 1.
+the command exits 1. Every forward and exec is built as serve builds it at
+start, so what serve would refuse there (forward_headers naming one header
+twice, say) is refused here too.
 
 A valid file is printed as YAML with the defaults filled in and every secret
 masked (admin_token, secrets, forward_headers values, exec_env values, the
@@ -46,6 +50,9 @@ as serve applies them. --strict exits 1 when there is any warning.`,
 			strict, _ := cmd.Flags().GetBool("strict")
 			cfg, err := g.serveConfig(listen)
 			if err != nil {
+				return err
+			}
+			if err := buildTargets(cfg); err != nil {
 				return err
 			}
 			warnings := serveWarnings(cfg)
@@ -87,4 +94,25 @@ func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []s
 		fmt.Fprintf(w, "# warning: %s\n", printable(s))
 	}
 	return nil
+}
+
+// buildTargets builds every forward and exec that serve would build from
+// cfg, without running any, so that what serve would refuse at start
+// (a header that cannot be sent, a bad exec_env entry) is refused here too.
+func buildTargets(cfg *config.Config) error {
+	var errs []error
+	for _, src := range cfg.Sources {
+		if _, err := target.FromConfig(src, nil, nil); err != nil {
+			errs = append(errs, err)
+		}
+		for _, t := range src.Targets {
+			if t.GoHandler {
+				continue
+			}
+			if _, err := target.FromTarget(src, t, nil, nil); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

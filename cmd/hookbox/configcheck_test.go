@@ -177,3 +177,34 @@ func TestConfigCheckNeedsConfig(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestConfigCheckBuildsTargets: config check refuses what serve would
+// refuse when it builds the targets at start (here forward_headers that
+// name one header twice, a source's and a named target's), without a
+// secret in the message.
+func TestConfigCheckBuildsTargets(t *testing.T) {
+	path := writeConfig(t, `sources:
+  - name: a
+    scheme: none
+    forward: http://127.0.0.1:3000/a
+    forward_headers: {X-Key: header-secret-one, x-key: header-secret-two}
+  - name: b
+    scheme: none
+    targets:
+      - name: app
+        forward: http://127.0.0.1:3000/b
+        forward_headers: {Authorization: header-secret-three, AUTHORIZATION: header-secret-four}
+`)
+	out, _, err := runCLI(t, "config", "check", "--config", path)
+	if err == nil {
+		t.Fatalf("config check passed headers serve refuses:\n%s", out)
+	}
+	for _, want := range []string{"source a:", "target b/app:", "name the same header"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "header-secret") {
+		t.Errorf("the error shows a secret:\n%v", err)
+	}
+}
