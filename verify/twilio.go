@@ -121,11 +121,26 @@ func (v *twilioVerifier) Verify(r Request) (Result, error) {
 			ok := hmac.Equal(mac, sig[:])
 			k.put(st)
 			if ok {
-				return v.ids.extract(r)
+				return v.result(r, params)
 			}
 		}
 	}
 	return Result{}, errTwilioNoMatch
+}
+
+// result is the Result of a verified request. Without an id_header the id
+// is the hash of what Twilio signed (the parameters, sorted, as signed),
+// not of the body's bytes: Twilio signs the decoded parameters, so a
+// captured callback sent again with its parameters in another order, an
+// encoding changed or a "&" added passes the signature with other bytes,
+// and would have been stored as a new event each time (Twilio signs no
+// timestamp to bound that). Bodies that sign alike are one delivery.
+func (v *twilioVerifier) result(r Request, params url.Values) (Result, error) {
+	res, err := v.ids.extract(r)
+	if err == nil && res.IDIsHash {
+		res.DeliveryID = bodyHash(twilioSigned(nil, "", params))
+	}
+	return res, err
 }
 
 // twilioParams parses a form body into its parameters, bounded in number.
