@@ -208,3 +208,26 @@ func TestConfigCheckBuildsTargets(t *testing.T) {
 		t.Errorf("the error shows a secret:\n%v", err)
 	}
 }
+
+// TestConfigCheckWarnsWhenTheFileDBIsOverridden: a db: in the file that
+// HOOKBOX_DB overrides (the container image and the systemd unit set it)
+// is named in a warning, its password masked; it lost without a word.
+func TestConfigCheckWarnsWhenTheFileDBIsOverridden(t *testing.T) {
+	t.Setenv("HOOKBOX_DB", "sqlite:"+filepath.Join(t.TempDir(), "local.db"))
+	path := writeConfig(t, `db: "postgres://hookbox:db-password-1@db.example:5432/hookbox"
+sources:
+  - name: a
+    scheme: none
+    store_only: true
+`)
+	out, _, err := runCLI(t, "config", "check", "--config", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "the config file's db (postgres://hookbox:") || !strings.Contains(out, "is not used: HOOKBOX_DB overrides it") {
+		t.Errorf("no warning about the overridden db:\n%s", out)
+	}
+	if strings.Contains(out, "db-password-1") {
+		t.Errorf("the output shows the database password:\n%s", out)
+	}
+}

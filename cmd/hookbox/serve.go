@@ -77,7 +77,18 @@ func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	fileDB := cfg.DB
 	cfg.DB = g.dbURL(cfg)
+	if fileDB != "" && fileDB != cfg.DB {
+		by := "HOOKBOX_DB"
+		if g.db != "" {
+			by = "--db"
+		}
+		// The container image and the systemd unit set HOOKBOX_DB: a db:
+		// written in the file would otherwise lose to it without a word.
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("the config file's db (%s) is not used: %s overrides it with %s; "+
+			"unset %s, or set it to the database you mean", config.MaskDB(fileDB), by, config.MaskDB(cfg.DB), by))
+	}
 	if err := config.CheckDB(cfg.DB); err != nil {
 		return nil, fmt.Errorf("database (--db, HOOKBOX_DB or db:): %w", err)
 	}
