@@ -210,10 +210,12 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	}
 	if res.Done+res.Dead > 0 {
 		// Hand the freed pages back and keep the WAL from growing: a purge
-		// rewrites many pages at once.
-		if _, err := s.writer.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-			return res, fmt.Errorf("sqlite: checkpoint after purge: %w", err)
-		}
+		// rewrites many pages at once. With truncateWAL's short wait for
+		// readers, not the writer's busy timeout: the checkpoint holds the
+		// writer, and a reader on an older snapshot (the console, an
+		// export) kept ingest waiting behind it for the whole timeout. If
+		// readers stay, the WAL is truncated later, as it always is.
+		s.truncateWAL()
 	}
 	return res, nil
 }
