@@ -20,6 +20,8 @@
 //	hookbox_events{status}                    events by status (at scrape time)
 //	hookbox_oldest_due_seconds                age of the longest-waiting due event
 //	hookbox_target_circuit_open{target}       1 while a target's circuit is open
+//	hookbox_rejections_unlogged_total{source,why}  refused deliveries left out
+//	    of the rejected-deliveries log: rate_limited, queue_full, store_failed
 //
 // A named target's deliveries are counted under the label "source/target".
 //

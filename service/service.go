@@ -1,5 +1,5 @@
 // Package service assembles a running hookbox from a Config: the store, the
-// group committer in front of it, the HTTP server and, later, the workers. It
+// group committer in front of it, the HTTP server and the workers. It
 // is what `hookbox serve` runs and what a Go program embeds.
 //
 // Every configured secret (see Redactor) is masked in the service's log
