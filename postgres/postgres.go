@@ -105,6 +105,8 @@ type Options struct {
 	// tables or with an older version than this hookbox needs is an error
 	// matching hookbox.ErrNoSchema. For commands that only read or change
 	// existing events, pointed perhaps at a database other apps share.
+	// Either way, a schema migrated by a newer hookbox is refused with an
+	// error matching ErrNoSchema.
 	Existing bool
 }
 
@@ -287,10 +289,16 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
+	// A database a newer hookbox migrated is refused before anything is
+	// applied to it, and again after, in case a newer hookbox migrated it
+	// between this look and taking the lock.
+	if err := newerSchema(ctx, s.db, p, *schema); err != nil {
+		return err
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("postgres: migrate schema %q: %w", *schema, err)
 	}
-	return nil
+	return newerSchema(ctx, s.db, p, *schema)
 }
 
 // checkSchema makes sure the current schema holds hookbox's tables at the
@@ -316,6 +324,9 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, outOfOrder)
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
+	}
+	if err := newerSchema(ctx, s.db, p, *schema); err != nil {
+		return err
 	}
 	current, target, err := p.GetVersions(ctx)
 	if err != nil {

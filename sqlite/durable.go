@@ -44,6 +44,9 @@ type walSyncer struct {
 	syncing   bool
 }
 
+// newWALSyncer syncs the WAL of the database file at dbPath, which must be
+// the file's real path (realPath): SQLite keeps the WAL beside the file a
+// symbolic link leads to, not beside the link.
 func newWALSyncer(dbPath string) *walSyncer {
 	w := &walSyncer{path: dbPath + "-wal", syncFile: datasync}
 	w.cond = sync.NewCond(&w.mu)

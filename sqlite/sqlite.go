@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -59,7 +60,8 @@ type Options struct {
 	// the file nor applies migrations, and a missing file, a file without
 	// hookbox's tables or with an older schema than this hookbox needs is
 	// an error matching hookbox.ErrNoSchema. For commands that only read
-	// or change existing events.
+	// or change existing events. Either way, a database migrated by a
+	// newer hookbox is refused with an error matching ErrNoSchema.
 	Existing bool
 }
 
@@ -93,9 +95,21 @@ var (
 // Open opens (creating if needed) the database at path and applies pending
 // migrations. A database file Open creates is readable by its owner only
 // (0600), and so are its -wal and -shm files.
+//
+// path is a file name, never a URI: '#', '?' and '%' are part of the name.
+// A path through symbolic links names the file they lead to, where SQLite
+// keeps the -wal and -shm files. ":memory:" is refused: hookbox needs a
+// file, its WAL and fsync.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
+	}
+	if path == ":memory:" {
+		return nil, errors.New(`sqlite: ":memory:" cannot hold a hookbox store (each connection would get its own empty database, with no WAL to sync); give a file path`)
+	}
+	path, err := realPath(path)
+	if err != nil {
+		return nil, err
 	}
 	sync := strings.ToUpper(opts.Synchronous)
 	var durable *walSyncer
@@ -144,7 +158,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		for i := 0; i+1 < len(extra); i += 2 {
 			q.Add(extra[i], extra[i+1])
 		}
-		return "file:" + path + "?" + q.Encode()
+		return fileURI(path, q)
 	}
 
 	// The writer checkpoints itself every 1000 WAL pages (SQLite's
@@ -225,6 +239,57 @@ func createPrivate(path string) error {
 	return f.Close()
 }
 
+// realPath is the absolute, symlink-free name of the database file at
+// path, which SQLite, createPrivate, the WAL syncer and the WAL size check
+// all use: SQLite follows symbolic links and keeps -wal and -shm beside
+// the file they lead to. A file that does not exist yet is named in its
+// directory's real path, after any links (dangling ones included) that
+// lead to it; a missing directory is left for createPrivate or
+// checkSchema to report.
+func realPath(path string) (string, error) {
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("sqlite: database path %s: %w", path, err)
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real, nil
+	}
+	for hops := 0; ; hops++ {
+		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+		if err != nil {
+			return p, nil
+		}
+		p = filepath.Join(dir, filepath.Base(p))
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		if hops == 40 {
+			return "", fmt.Errorf("sqlite: database path %s: too many symbolic links", path)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", fmt.Errorf("sqlite: database path %s: %w", path, err)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(dir, target)
+		}
+		p = target
+	}
+}
+
+// fileURI is the SQLite URI of the database file at path with query q.
+// The path is percent-escaped, so '%', '?' and '#' in it stay part of the
+// file name for SQLite (see https://www.sqlite.org/uri.html), and the
+// driver, which splits the name at its first '?', finds q whole.
+func fileURI(path string, q url.Values) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	if !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path // a Windows drive letter: file:///C:/...
+	}
+	return u.String()
+}
+
 // checkpointInterval is how often the background connection copies the WAL
 // back into the database file.
 const checkpointInterval = 250 * time.Millisecond
@@ -300,16 +365,27 @@ func (s *Store) truncateWAL() bool {
 // may reach a database in either order.
 var outOfOrder = goose.WithAllowOutofOrder(true)
 
-// migrate applies the embedded migrations through the writer connection.
+// migrate applies the embedded migrations through the writer connection,
+// holding the migration lock (lockMigrations) so that processes opening
+// one file at once take turns, and refuses a database a newer hookbox
+// migrated (newerSchema), before applying anything and again after.
 func (s *Store) migrate(ctx context.Context) error {
 	p, err := goose.NewProvider(goose.DialectSQLite3, s.writer, mustSub(migrations, "migrations"), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
+	unlock, err := lockMigrations(ctx, s.path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := newerSchema(ctx, s.writer, p, s.path); err != nil {
+		return err
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
 	}
-	return nil
+	return newerSchema(ctx, s.writer, p, s.path)
 }
 
 // checkSchema makes sure the file at path exists and holds hookbox's
@@ -324,7 +400,7 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	q.Add("mode", "rw")
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "query_only(1)")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite", fileURI(path, q))
 	if err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -341,6 +417,9 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	if err := newerSchema(ctx, db, p, path); err != nil {
+		return err
 	}
 	current, target, err := p.GetVersions(ctx)
 	if err != nil {

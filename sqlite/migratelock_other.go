@@ -1,0 +1,12 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package sqlite
+
+import "context"
+
+// lockMigrations takes no lock here: there is no flock(2). Two processes
+// migrating a new file at once may then fail as described in
+// migratelock_flock.go; starting one first avoids it.
+func lockMigrations(ctx context.Context, path string) (unlock func(), err error) {
+	return func() {}, nil
+}
