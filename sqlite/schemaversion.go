@@ -7,6 +7,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/database"
+
+	"github.com/hookbox/hookbox/internal/schemaversion"
 )
 
 // newerSchema refuses a database that a newer hookbox migrated: one whose
@@ -30,37 +32,12 @@ func newerSchema(ctx context.Context, db *sql.DB, p *goose.Provider, path string
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	rows, err := gs.ListMigrations(ctx, db)
+	applied, known, newer, err := schemaversion.Newer(ctx, db, gs, p)
 	if err != nil {
 		return fmt.Errorf("sqlite: schema version of %s: %w", path, err)
 	}
-	applied := newestApplied(rows)
-	var known int64
-	if srcs := p.ListSources(); len(srcs) > 0 {
-		known = srcs[len(srcs)-1].Version
-	}
-	if applied > known {
+	if newer {
 		return noSchema("sqlite: the database at %s was migrated by a newer hookbox (schema version %d, this hookbox knows up to %d): run that version or newer", path, applied, known)
 	}
 	return nil
-}
-
-// newestApplied is the newest version rows record as applied. rows come
-// newest first (goose lists them by id, descending), so the first row of a
-// version is its current state: a version rolled back by an older goose,
-// which recorded the rollback as a row with is_applied false, does not
-// count.
-func newestApplied(rows []*database.ListMigrationsResult) int64 {
-	seen := make(map[int64]bool)
-	var newest int64
-	for _, r := range rows {
-		if seen[r.Version] {
-			continue
-		}
-		seen[r.Version] = true
-		if r.IsApplied && r.Version > newest {
-			newest = r.Version
-		}
-	}
-	return newest
 }
