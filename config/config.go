@@ -501,6 +501,11 @@ func (c *Config) exampleSecretWarnings() []string {
 	if vars := c.origins["admin_token"].defaults; len(vars) > 0 {
 		ws = append(ws, fmt.Sprintf("admin_token is the example value from the config file; set %s", strings.Join(vars, ", ")))
 	}
+	if vars := c.origins["admin_token"].emptyVars; len(vars) > 0 && c.AdminToken == "" {
+		// An empty default (${NAME:-}) says "off" on purpose; a variable
+		// set to nothing most likely does not.
+		ws = append(ws, fmt.Sprintf("admin_token is empty because %s is set to nothing, so the admin API and the console are off; set it, or write ${%s:-} to mean off", strings.Join(vars, ", "), vars[0]))
+	}
 	for i, s := range c.Sources {
 		var vars []string
 		for j := range s.Secrets {

@@ -31,7 +31,7 @@ func TestExpandEnv(t *testing.T) {
 		{"${UNSET:-fallback}", "fallback", "", origin{defaults: []string{"UNSET"}}},
 		{"${EMPTY:-fallback}", "fallback", "", origin{defaults: []string{"EMPTY"}}},
 		{"${UNSET:-}", "", "", origin{}},
-		{"${EMPTY}", "", "", origin{}},
+		{"${EMPTY}", "", "", origin{emptyVars: []string{"EMPTY"}}},
 		{"$${SET} stays", "${SET} stays", "", origin{literal: true}},
 		{"$SET is not expanded", "$SET is not expanded", "", origin{literal: true}},
 		{"${1} ${SET-x} ${", "${1} ${SET-x} ${", "", origin{literal: true}},

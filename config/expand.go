@@ -21,6 +21,9 @@ type origin struct {
 	// defaults names the variables whose non-empty ${NAME:-default}
 	// default was used because the variable was unset or empty.
 	defaults []string
+	// emptyVars names the variables of ${NAME} references (no default)
+	// that were set to the empty string.
+	emptyVars []string
 }
 
 // expansion is the result of expanding one value.
@@ -74,6 +77,8 @@ func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) 
 			if v != "" {
 				x.origin.fromEnv = true
 				x.envValues = append(x.envValues, v)
+			} else {
+				x.origin.emptyVars = append(x.origin.emptyVars, name)
 			}
 			continue
 		}

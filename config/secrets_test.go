@@ -205,3 +205,26 @@ func TestFileModeWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyAdminTokenWarning: an admin_token that is empty because its
+// variable is set to nothing (no default) is reported, since it turns the
+// admin API and the console off; an empty default (${NAME:-}), the
+// example's way to say off, is not.
+func TestEmptyAdminTokenWarning(t *testing.T) {
+	t.Setenv("HB_ADMIN_EMPTY", "")
+	for doc, want := range map[string]bool{
+		`admin_token: "${HB_ADMIN_EMPTY}"`:   true,
+		`admin_token: "${HB_ADMIN_EMPTY:-}"`: false,
+		`admin_token: "${HB_ADMIN_UNSET:-}"`: false,
+		`admin_token: "a-long-enough-token"`: false,
+	} {
+		c, err := Parse([]byte(doc + "\nsources:\n  - name: a\n    scheme: none\n    store_only: true\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Contains(strings.Join(c.Warnings, "\n"), "HB_ADMIN_EMPTY is set to nothing")
+		if got != want {
+			t.Errorf("%s: warned %v, want %v (warnings %q)", doc, got, want, c.Warnings)
+		}
+	}
+}
