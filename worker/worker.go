@@ -910,17 +910,18 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 		pos[ev.ID] = i
 	}
 	out := make([]queue.Result, len(in))
-	// Each Apply is bounded by its source's timeout, not by what is left of
-	// the batch's (ctx): a batch of slow Applies, in as many transactions
-	// as the store's cap makes, would otherwise hand its last ones a
-	// context already over, and their failures would send them round to
-	// Prepare again. Shutdown does not cancel Applies either way.
-	hctx := context.WithoutCancel(ctx)
+	// Neither the transactions nor the Applies in them are bounded by what
+	// is left of the batch's time (ctx): each Apply has its source's
+	// timeout, and a batch of slow Applies, in as many transactions as the
+	// store's cap makes, would otherwise hand its last ones a context
+	// already over, and their failures would send them round to Prepare
+	// again. Shutdown does not cancel Applies either way.
+	ctx = context.WithoutCancel(ctx)
 	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
-		return p.runHandler(hctx, tx, ev, byID[ev.ID])
+		return p.runHandler(ctx, tx, ev, byID[ev.ID])
 	}
 	for len(evs) > 0 {
-		res, err := p.runner.Work(context.WithoutCancel(ctx), evs, work)
+		res, err := p.runner.Work(ctx, evs, work)
 		if err != nil {
 			return nil, err
 		}
