@@ -39,6 +39,7 @@ func (c *Config) Effective() *Config {
 		e.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	e.MaxInflightBodyBytes = c.InflightBodyBytes()
+	e.MinBodyRate = c.BodyRate()
 	if e.Ingest.BatchMax == 0 {
 		e.Ingest.BatchMax = DefaultIngestBatchMax
 	}

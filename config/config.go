@@ -61,6 +61,9 @@ const MaxRetentionDays = 36500
 // max_inflight_body_bytes is not set (64 MiB).
 const DefaultMaxInflightBodyBytes = 64 << 20
 
+// DefaultMinBodyRate is min_body_rate when not set: 64 KiB a second.
+const DefaultMinBodyRate = 64 << 10
+
 // Config is the whole file.
 type Config struct {
 	Listen string `yaml:"listen"`
@@ -96,18 +99,22 @@ type Config struct {
 	origins map[string]origin
 	// MaxInflightBodyBytes bounds the request body bytes held in memory at
 	// once across all deliveries; one that would pass it is answered 503
-	// with Retry-After. Default: DefaultMaxInflightBodyBytes, or the largest
-	// body limit if that is more. It must be at least every source's body
-	// limit; a chunked body (no Content-Length) near the limit needs up to
-	// three times the limit, as its buffer grows.
+	// with Retry-After. Default: DefaultMaxInflightBodyBytes, or twice the
+	// largest body limit if that is more. It must be at least twice every
+	// source's body limit: a body is read into buffers that grow as its
+	// bytes arrive, and those it outgrew count until the reply.
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
+	// MinBodyRate is the bytes a second a sender must keep up, on average,
+	// after the first five seconds of its body; one that falls behind gets
+	// 408 and its connection closed. Default: DefaultMinBodyRate.
+	MinBodyRate int64 `yaml:"min_body_rate"`
 	// TrustedProxies are the addresses or CIDRs of proxies in front of
 	// hookbox whose X-Forwarded-For and Forwarded headers are believed when
 	// a source has allow_ips. From any other peer they are ignored.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
-// Rejected bounds the log of refused deliveries (400, 401, 404, 413).
+// Rejected bounds the log of refused deliveries (400, 401, 404, 408, 413).
 // Zero fields take the defaults of the rejected package.
 type Rejected struct {
 	// MaxCount is the most deliveries kept (default 10000).
@@ -298,16 +305,24 @@ func (c *Config) TrustedProxyPrefixes() []netip.Prefix {
 }
 
 // InflightBodyBytes returns max_inflight_body_bytes, or its default: the
-// larger of DefaultMaxInflightBodyBytes and the largest body limit.
+// larger of DefaultMaxInflightBodyBytes and twice the largest body limit.
 func (c *Config) InflightBodyBytes() int64 {
 	if c.MaxInflightBodyBytes > 0 {
 		return c.MaxInflightBodyBytes
 	}
 	n := int64(DefaultMaxInflightBodyBytes)
 	for _, s := range c.Sources {
-		n = max(n, c.bodyLimit(s))
+		n = max(n, 2*c.bodyLimit(s))
 	}
 	return n
+}
+
+// BodyRate returns min_body_rate, or its default.
+func (c *Config) BodyRate() int64 {
+	if c.MinBodyRate > 0 {
+		return c.MinBodyRate
+	}
+	return DefaultMinBodyRate
 }
 
 // bodyLimit is the largest body s accepts.
@@ -594,6 +609,9 @@ func (c *Config) validate() error {
 	if c.MaxInflightBodyBytes < 0 {
 		bad("max_inflight_body_bytes", "must be positive")
 	}
+	if c.MinBodyRate < 0 {
+		bad("min_body_rate", "must be positive (bytes a second)")
+	}
 	if _, err := ParsePrefixes(c.TrustedProxies); err != nil {
 		errs = append(errs, errors.New("trusted_proxies"+err.Error()))
 	}
@@ -681,9 +699,9 @@ func (c *Config) validate() error {
 		if s.MaxBodyBytes < 0 {
 			bad(key+".max_body_bytes", "must be positive")
 		}
-		if c.MaxInflightBodyBytes > 0 && c.bodyLimit(s) > c.MaxInflightBodyBytes {
-			bad("max_inflight_body_bytes", "%d is less than %s's body limit of %d bytes: its largest deliveries could never be received",
-				c.MaxInflightBodyBytes, key, c.bodyLimit(s))
+		if c.MaxInflightBodyBytes > 0 && 2*c.bodyLimit(s) > c.MaxInflightBodyBytes {
+			bad("max_inflight_body_bytes", "%d is less than twice %s's body limit of %d bytes (a body's buffers grow as it arrives, and the ones it outgrew count until the reply): its largest deliveries could never be received; set it to at least %d, or lower the limit",
+				c.MaxInflightBodyBytes, key, c.bodyLimit(s), 2*c.bodyLimit(s))
 		}
 		if _, err := ParsePrefixes(s.AllowIPs); err != nil {
 			errs = append(errs, errors.New(key+".allow_ips"+err.Error()))

@@ -13,8 +13,9 @@ func TestIngestLimitKeys(t *testing.T) {
 	const src = "sources:\n  - name: a\n    scheme: none\n"
 	cases := []struct{ yaml, key string }{
 		{"max_inflight_body_bytes: -1\n" + src, "max_inflight_body_bytes: must be positive"},
-		{"max_inflight_body_bytes: 1000\n" + src, "max_inflight_body_bytes: 1000 is less than sources[0] (a)'s body limit of 1048576"},
-		{"max_inflight_body_bytes: 2000\n" + src + "    max_body_bytes: 3000\n", "max_inflight_body_bytes: 2000 is less than sources[0] (a)'s body limit of 3000"},
+		{"max_inflight_body_bytes: 1000\n" + src, "max_inflight_body_bytes: 1000 is less than twice sources[0] (a)'s body limit of 1048576"},
+		{"max_inflight_body_bytes: 5999\n" + src + "    max_body_bytes: 3000\n", "max_inflight_body_bytes: 5999 is less than twice sources[0] (a)'s body limit of 3000 bytes"},
+		{src + "min_body_rate: -1\n", "min_body_rate: must be positive"},
 		{"trusted_proxies: [10.0.0.1, 'ten']\n" + src, `trusted_proxies[1]: not an IP address or CIDR: "ten"`},
 		{"trusted_proxies: [10.0.0.0/33]\n" + src, `trusted_proxies[0]: not an IP address or CIDR`},
 		{src + "    allow_ips: ['192.0.2.0/24', '192.0.2.300']\n", `sources[0] (a).allow_ips[1]: not an IP address or CIDR: "192.0.2.300"`},
@@ -61,9 +62,9 @@ sources:
 	if got := c.TrustedProxyPrefixes(); !slices.Equal(got, wantProxies) {
 		t.Errorf("trusted_proxies = %v, want %v", got, wantProxies)
 	}
-	// Unset: the default, raised to the largest body limit.
-	if got := c.InflightBodyBytes(); got != 104857600 {
-		t.Errorf("InflightBodyBytes = %d, want the big source's 104857600", got)
+	// Unset: the default, raised to twice the largest body limit.
+	if got := c.InflightBodyBytes(); got != 2*104857600 {
+		t.Errorf("InflightBodyBytes = %d, want twice the big source's 104857600", got)
 	}
 	c.Sources = c.Sources[:1]
 	if got := c.InflightBodyBytes(); got != DefaultMaxInflightBodyBytes {

@@ -436,13 +436,13 @@ func badCases(t *testing.T) []badCase {
 	stalled.stallAfter = len(body) / 2
 	cases = append(cases, badCase{name: "stalled body", full: true, req: stalled,
 		check: func(t *testing.T, r rawReply) {
-			// ReadTimeout (60s) ends the body read: a 400, or a close if
-			// the write deadline passed first. Never a 202.
-			if r.status == http.StatusAccepted {
-				t.Fatal("a body that never ended was accepted")
+			// The minimum body rate ends the body read once its grace
+			// (5 s) has passed: 408. Never a 202.
+			if r.status != http.StatusRequestTimeout {
+				t.Fatalf("status %d %v, want 408", r.status, r.err)
 			}
-			if r.elapsed < 55*time.Second || r.elapsed > 70*time.Second {
-				t.Errorf("ended after %s, want the server's ReadTimeout (60s)", r.elapsed)
+			if r.elapsed < 4*time.Second || r.elapsed > 10*time.Second {
+				t.Errorf("ended after %s, want the body grace (5s)", r.elapsed)
 			}
 			t.Logf("ended after %s: status %d %v", r.elapsed.Round(time.Millisecond), r.status, r.err)
 		}})

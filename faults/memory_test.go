@@ -23,9 +23,11 @@ import (
 // refuse it), and withhold the last byte so that every body stays in
 // flight. Before the bytes-in-flight budget the process grew from 26 to
 // 398 MiB (the figures; 18 to 410 MiB here, 18 to 442 MiB chunked);
-// now the budget (64 MiB by default) admits two declared bodies (one
-// chunked) and answers the others 503 with Retry-After, and the peak RSS
-// stays within the budget plus a margin for the runtime. The chunked run sends the same bodies
+// now the budget (64 MiB by default) takes each body's bytes as they
+// arrive, in buffers that double, so one body reaches its end and the
+// others are answered 503 with Retry-After as their next buffer would not
+// fit (session 17: peak growth 62 to 90 MiB declared, 71 to 90 chunked),
+// and the peak RSS stays within the budget plus a margin for the runtime. The chunked run sends the same bodies
 // without a Content-Length (and withholds the last chunk), so the server
 // cannot know their size in advance.
 func TestUnauthenticatedMemory(t *testing.T) {

@@ -11,7 +11,8 @@
 //	hookbox_deliveries_total{source,outcome}  deliveries received; outcome is
 //	    new, duplicate, handshake (a sender's URL check, answered, not
 //	    stored), or why one was refused: bad_signature, malformed,
-//	    too_large, unknown_source, forbidden (allow_ips), unavailable
+//	    too_large, too_slow (408: the body came too slowly), unknown_source,
+//	    forbidden (allow_ips), unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
 //	hookbox_ingest_batch_size                 deliveries per group commit
 //	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost
@@ -47,11 +48,13 @@ import (
 
 // Delivery outcomes, the values of hookbox_deliveries_total's outcome label.
 const (
-	OutcomeNew           = "new"
-	OutcomeDuplicate     = "duplicate"
-	OutcomeBadSignature  = "bad_signature"
-	OutcomeMalformed     = "malformed"
-	OutcomeTooLarge      = "too_large"
+	OutcomeNew          = "new"
+	OutcomeDuplicate    = "duplicate"
+	OutcomeBadSignature = "bad_signature"
+	OutcomeMalformed    = "malformed"
+	OutcomeTooLarge     = "too_large"
+	// OutcomeTooSlow is a body that did not arrive at the minimum rate.
+	OutcomeTooSlow       = "too_slow"
 	OutcomeUnknownSource = "unknown_source"
 	OutcomeForbidden     = "forbidden"
 	OutcomeUnavailable   = "unavailable"
@@ -64,7 +67,7 @@ const (
 // counted as "other" so a caller's typo cannot grow the label set.
 var deliveryOutcomes = []string{
 	OutcomeNew, OutcomeDuplicate, OutcomeBadSignature, OutcomeMalformed,
-	OutcomeTooLarge, OutcomeUnknownSource, OutcomeForbidden, OutcomeUnavailable, OutcomeHandshake,
+	OutcomeTooLarge, OutcomeTooSlow, OutcomeUnknownSource, OutcomeForbidden, OutcomeUnavailable, OutcomeHandshake,
 }
 
 // attemptOutcomes are the values of hookbox_attempts_total's outcome label.

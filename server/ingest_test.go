@@ -122,23 +122,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // bytes in flight, another that does not fit gets 503 with Retry-After and
 // is not stored; once the first is answered its bytes are free again.
 func TestInflightBudget(t *testing.T) {
-	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 1000, MaxInflightBodyBytes: 1000})
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000})
 
-	// The first delivery announces 800 bytes and sends 799.
+	// The first delivery announces 20,000 bytes and sends 19,999: a first
+	// buffer of 16 KiB, then one of its whole length.
 	c, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	fmt.Fprintf(c, "POST /webhooks/a HTTP/1.1\r\nHost: x\r\nX-Id: first\r\nContent-Length: 800\r\n\r\n%s", strings.Repeat("a", 799))
-	waitFor(t, "the first body to hold its 800 bytes", func() bool { return b.srv.budget.used.Load() == 800 })
+	fmt.Fprintf(c, "POST /webhooks/a HTTP/1.1\r\nHost: x\r\nX-Id: first\r\nContent-Length: 20000\r\n\r\n%s", strings.Repeat("a", 19_999))
+	const firstHolds = 16<<10 + 20_000
+	waitFor(t, "the first body to hold its buffers", func() bool { return b.srv.budget.used.Load() == firstHolds })
 
-	status, h, reply := b.post(t, "a", strings.NewReader(strings.Repeat("b", 300)), "X-Id", "second")
+	status, h, reply := b.post(t, "a", strings.NewReader(strings.Repeat("b", 4000)), "X-Id", "second")
 	if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
 		t.Fatalf("second delivery over the budget: %d (Retry-After %q) %s, want 503 with Retry-After", status, h.Get("Retry-After"), reply)
 	}
 	// Undeclared length: refused as soon as it would pass the budget.
-	status, _, _ = b.post(t, "a", io.MultiReader(strings.NewReader(strings.Repeat("c", 300))), "X-Id", "third")
+	status, _, _ = b.post(t, "a", io.MultiReader(strings.NewReader(strings.Repeat("c", 4000))), "X-Id", "third")
 	if status != http.StatusServiceUnavailable {
 		t.Fatalf("chunked delivery over the budget: %d, want 503", status)
 	}
@@ -156,7 +158,7 @@ func TestInflightBudget(t *testing.T) {
 		t.Fatalf("first delivery: %d, want 202", resp.StatusCode)
 	}
 	waitFor(t, "the budget to be free", func() bool { return b.srv.budget.used.Load() == 0 })
-	if status, _, reply := b.post(t, "a", strings.NewReader(strings.Repeat("d", 300)), "X-Id", "fourth"); status != http.StatusAccepted {
+	if status, _, reply := b.post(t, "a", strings.NewReader(strings.Repeat("d", 4000)), "X-Id", "fourth"); status != http.StatusAccepted {
 		t.Fatalf("delivery after the first was answered: %d %s, want 202", status, reply)
 	}
 	if got := len(b.rec.stored()); got != 2 {

@@ -6,7 +6,7 @@
 //     function returned a receipt); a duplicate is a 202 too.
 //   - A store that cannot commit yields 503 with Retry-After, never 2xx.
 //   - Bad input yields 400/401/403/404/405/413 and stores no event. A 400,
-//     401, 404 or 413 is handed to Config.Rejections (the operator's log of
+//     401, 404, 408 or 413 is handed to Config.Rejections (the operator's log of
 //     refused deliveries) after the reply is written, never before it and
 //     never waiting on it; an unknown source's body is read for it only
 //     when the log admits the rejection, and only up to its limit.
@@ -16,8 +16,15 @@
 //     signed timestamp within the tolerance).
 //   - The body bytes held at once, across all requests, stay within
 //     Config.MaxInflightBodyBytes; a request that would pass it gets 503
-//     with Retry-After. A declared body is read into one buffer of exactly
-//     its length; an undeclared one grows no larger than the source's limit.
+//     with Retry-After. A body's bytes are taken from that budget as they
+//     arrive, not as its Content-Length announces them: a sender holds at
+//     most about four times what it has sent (readBody). Its last buffer
+//     is exactly its declared length, or at most the source's limit.
+//   - A sender must keep sending: after Config.BodyGrace it must have sent
+//     Config.MinBodyRate bytes a second on average, and all of the body
+//     within Config.BodyTimeout; one that falls behind gets 408 and its
+//     connection is closed, so a sender that withholds a body cannot hold
+//     its part of the budget for long.
 //   - Delivery ids and event types are at most hookbox.MaxIDLength bytes
 //     (400 otherwise), and logs show at most the first 64 bytes of either.
 //   - Replies and logs never contain a secret or an expected signature, and
@@ -40,7 +47,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -84,23 +90,30 @@ type Config struct {
 	RetryAfter   time.Duration                   // sent with 503; default 5s
 	// MaxInflightBodyBytes bounds the body bytes held at once across all
 	// requests, from the first byte read until the reply (default
-	// DefaultMaxInflightBodyBytes, and never less than the largest source
-	// limit, so that any declared body the limits admit can be received;
-	// a body of undeclared length counts the buffers it outgrew too, see
-	// readBody).
+	// DefaultMaxInflightBodyBytes, and never less than twice the largest
+	// source limit, so that any body the limits admit can be received: a
+	// body counts the buffers it outgrew too, see readBody).
 	MaxInflightBodyBytes int64
+	// MinBodyRate is the bytes a second a sender must keep up, on average,
+	// once BodyGrace has passed since its body was first read from
+	// (default DefaultMinBodyRate, and DefaultBodyGrace); BodyTimeout is
+	// the most a body may take in all (default DefaultBodyTimeout). See
+	// bodyReader.
+	MinBodyRate int64
+	BodyGrace   time.Duration
+	BodyTimeout time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded
 	// headers are believed when finding a client's address for
 	// Source.AllowIPs. From any other peer those headers are ignored.
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
 	// Rejections, if set, is told of every delivery refused with 400, 401,
-	// 404 or 413, after the reply is written; see RejectionLog.
+	// 404, 408 or 413, after the reply is written; see RejectionLog.
 	Rejections RejectionLog
 	// Observe, if set, is told how each delivery ended: outcome is "new",
 	// "duplicate", "handshake" (a verified URL check, answered, not stored) or
-	// why it was refused ("bad_signature", "malformed",
-	// "too_large", "unknown_source", "forbidden", "unavailable"); source is
+	// why it was refused ("bad_signature", "malformed", "too_large",
+	// "too_slow", "unknown_source", "forbidden", "unavailable"); source is
 	// "" when unknown; took runs from receipt to reply (0 for a refusal).
 	Observe func(source, outcome string, took time.Duration)
 }
@@ -143,6 +156,15 @@ func New(cfg Config) *Server {
 	if cfg.MaxInflightBodyBytes <= 0 {
 		cfg.MaxInflightBodyBytes = DefaultMaxInflightBodyBytes
 	}
+	if cfg.MinBodyRate <= 0 {
+		cfg.MinBodyRate = DefaultMinBodyRate
+	}
+	if cfg.BodyGrace <= 0 {
+		cfg.BodyGrace = DefaultBodyGrace
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, mux: http.NewServeMux(), log: cfg.Logger}
 	for i := range cfg.Sources {
 		src := cfg.Sources[i]
@@ -150,7 +172,7 @@ func New(cfg Config) *Server {
 			src.MaxBodyBytes = cfg.MaxBodyBytes
 		}
 		src.credentials = verify.CredentialHeaders(src.Verifier)
-		s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, src.MaxBodyBytes)
+		s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, 2*src.MaxBodyBytes)
 		s.sources[src.Name] = &src
 	}
 	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
@@ -227,6 +249,8 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 				"limit", s.cfg.MaxInflightBodyBytes, "content_length", r.ContentLength)
 			w.Header().Set("Connection", "close")
 			s.unavailable(w, name, "too many deliveries in flight; retry later")
+		case isTimeout(err):
+			s.rejectUnread(w, r, start, name, http.StatusRequestTimeout, s.tooSlow())
 		case errors.As(err, &tooLarge):
 			s.reject(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes", nil)
 		default:
@@ -336,7 +360,13 @@ func (s *Server) unavailable(w http.ResponseWriter, source, msg string) {
 	s.observe(source, "unavailable", time.Time{})
 }
 
-// rejectUnread refuses a request whose body has not been read. It closes
+// tooSlow is the reason given to a sender whose body fell behind.
+func (s *Server) tooSlow() string {
+	return "body not received in time: send at least " + strconv.FormatInt(s.cfg.MinBodyRate, 10) +
+		" bytes a second after the first " + s.cfg.BodyGrace.String() + ", all of it within " + s.cfg.BodyTimeout.String()
+}
+
+// rejectUnread refuses a request whose body has not been read in full. It closes
 // the connection after the reply: otherwise net/http would read up to
 // 256 KiB of the body to reuse the connection, waiting for a client that
 // withholds it.
@@ -364,6 +394,8 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, at time.Time, so
 		outcome = "forbidden"
 	case http.StatusRequestEntityTooLarge:
 		outcome = "too_large"
+	case http.StatusRequestTimeout:
+		outcome = "too_slow"
 	}
 	s.observe(source, outcome, time.Time{})
 }
@@ -411,100 +443,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // its last commits failed: /readyz then says so rather than that the store
 // is unreachable.
 var ErrCommitsFailing = errors.New("the last ingest commit failed")
-
-// errBusy means the budget for body bytes in flight is spent.
-var errBusy = errors.New("body bytes in flight at the limit")
-
-// byteBudget counts the body bytes held by requests in flight against a
-// limit. Taking never waits: a request that does not fit is refused at once
-// (503), so a flood of bodies cannot queue up memory or goroutines.
-type byteBudget struct {
-	limit int64
-	used  atomic.Int64
-}
-
-// take reserves n bytes, reporting false (and reserving nothing) when they
-// do not fit.
-func (b *byteBudget) take(n int64) bool {
-	for {
-		used := b.used.Load()
-		if used+n > b.limit {
-			return false
-		}
-		if b.used.CompareAndSwap(used, used+n) {
-			return true
-		}
-	}
-}
-
-// release gives back n bytes.
-func (b *byteBudget) release(n int64) {
-	if n != 0 {
-		b.used.Add(-n)
-	}
-}
-
-// firstBodyBuffer is where a body of undeclared length starts.
-const firstBodyBuffer = 16 << 10
-
-// readBody reads the body of r, at most limit bytes (a larger one yields
-// *http.MaxBytesError), taking its bytes from the budget as it goes (errBusy
-// when they do not fit). held is what it took, to release after the reply,
-// error or not. A declared length (already checked against limit) is
-// allocated once, exactly; an undeclared one starts small and doubles, but
-// never past limit. Every buffer an undeclared body outgrows stays counted
-// until the reply, so such a body takes from the budget about twice its
-// final buffer: up to three times the limit for a body near it.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, held int64, err error) {
-	if n := r.ContentLength; n >= 0 {
-		if !s.budget.take(n) {
-			return nil, 0, errBusy
-		}
-		body = make([]byte, n)
-		if _, err := io.ReadFull(r.Body, body); err != nil {
-			return nil, n, err
-		}
-		return body, n, nil
-	}
-	rd := http.MaxBytesReader(w, r.Body, limit)
-	size := min(limit, firstBodyBuffer)
-	if !s.budget.take(size) {
-		return nil, 0, errBusy
-	}
-	held = size
-	body = make([]byte, 0, size)
-	for {
-		if len(body) == cap(body) {
-			if int64(len(body)) == limit {
-				// Full: only the end of the body may follow.
-				var probe [1]byte
-				if _, err := rd.Read(probe[:]); err == io.EOF {
-					return body, held, nil
-				} else if err != nil {
-					return nil, held, err
-				}
-				continue // a zero-byte read; try again
-			}
-			// The outgrown buffer stays counted: it is garbage the
-			// collector has yet to free, and the budget bounds what is
-			// allocated, not only what is still in use.
-			grown := min(2*int64(cap(body)), limit)
-			if !s.budget.take(grown) {
-				return nil, held, errBusy
-			}
-			held += grown
-			body = append(make([]byte, 0, grown), body...)
-		}
-		n, err := rd.Read(body[len(body):cap(body)])
-		body = body[:len(body)+n]
-		if err == io.EOF {
-			return body, held, nil
-		}
-		if err != nil {
-			return nil, held, err
-		}
-	}
-}
 
 // maxLoggedText is how much of a delivery id or event type a log line
 // shows: enough to find it, not enough to flood the log.
@@ -625,7 +563,10 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 	complete := false
 	keep := int64(rl.MaxBodyBytes())
 	if s.budget.take(keep + 1) {
-		body, _ = io.ReadAll(io.LimitReader(r.Body, keep+1))
+		in := s.newBodyReader(w, r.Body)
+		var err error
+		body, err = io.ReadAll(io.LimitReader(in, keep+1))
+		in.done(err == nil)
 		s.budget.release(keep + 1)
 		complete = int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
 		body = body[:min(int64(len(body)), keep)]

@@ -256,6 +256,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		Rejections: recorder,
 
 		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
+		MinBodyRate:          cfg.BodyRate(),
 		TrustedProxies:       cfg.TrustedProxyPrefixes(),
 	})
 	s := &Service{Config: cfg, Store: st, Server: srv, Pool: pool, Metrics: m, Rejections: recorder,
@@ -276,7 +277,7 @@ func HTTPServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second, // a 25 MB body over a slow link
+		ReadTimeout:       server.DefaultBodyTimeout, // a 25 MB body over a slow link
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,

@@ -93,7 +93,7 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&source, "source", "", "only deliveries to this source (or unknown name)")
-	fl.IntVar(&status, "status", 0, "only deliveries answered with this status (400, 401, 404, 413)")
+	fl.IntVar(&status, "status", 0, "only deliveries answered with this status (400, 401, 404, 408, 413)")
 	fl.StringVar(&since, "since", "", "only deliveries received at or after this: a duration back from now (24h, 7d) or a time (RFC 3339)")
 	fl.IntVar(&limit, "limit", hookbox.DefaultListLimit, "the most deliveries to list")
 	fl.Int64Var(&beforeID, "before-id", 0, "only deliveries with a lower id (the next page)")

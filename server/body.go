@@ -1,0 +1,217 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of the body-reading limits in Config.
+const (
+	// DefaultMinBodyRate is Config.MinBodyRate's default: 64 KiB a second,
+	// a sixth of what the 60 s read timeout already asks of a 25 MB body.
+	DefaultMinBodyRate = 64 << 10
+	// DefaultBodyGrace is Config.BodyGrace's default.
+	DefaultBodyGrace = 5 * time.Second
+	// DefaultBodyTimeout is Config.BodyTimeout's default, the http.Server
+	// ReadTimeout that service.HTTPServer sets.
+	DefaultBodyTimeout = 60 * time.Second
+)
+
+// errBusy means the budget for body bytes in flight is spent.
+var errBusy = errors.New("body bytes in flight at the limit")
+
+// byteBudget counts the body bytes held by requests in flight against a
+// limit. Taking never waits: a request that does not fit is refused at once
+// (503), so a flood of bodies cannot queue up memory or goroutines.
+type byteBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// take reserves n bytes, reporting false (and reserving nothing) when they
+// do not fit.
+func (b *byteBudget) take(n int64) bool {
+	for {
+		used := b.used.Load()
+		if used+n > b.limit {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+// release gives back n bytes.
+func (b *byteBudget) release(n int64) {
+	if n != 0 {
+		b.used.Add(-n)
+	}
+}
+
+// firstBodyBuffer is the largest first buffer a body is read into.
+const firstBodyBuffer = 16 << 10
+
+// nextBuffer is the size of the buffer that follows a full one of size
+// have, for a body of at most want bytes: twice the size, or want itself
+// once twice the size would reach half of it. The buffers of one body
+// therefore add up to less than twice want, and a buffer is only ever
+// allocated once its predecessor's bytes have arrived.
+func nextBuffer(have, want int64) int64 {
+	if next := 2 * have; next < want/2 {
+		return next
+	}
+	return want
+}
+
+// readBody reads the body of r, at most limit bytes (a larger one yields
+// *http.MaxBytesError), taking its bytes from the budget as they arrive
+// (errBusy when they do not fit): nothing before the first byte, then
+// each buffer as the one before it fills (nextBuffer), so a sender holds
+// at most about four times what it has sent, and less than twice the
+// body's length in all. held is what it took, to release after the reply,
+// error or not: the buffers a body outgrew stay counted, as garbage the
+// collector has yet to free. A declared length (already checked against
+// limit) is the size of the last buffer; an undeclared body's last buffer
+// is the limit. The sender must keep up the server's minimum body rate
+// (see bodyReader); a body that falls behind ends with a timeout error.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, held int64, err error) {
+	want := limit
+	var rd io.Reader
+	if r.ContentLength >= 0 {
+		want, rd = r.ContentLength, r.Body
+		if want == 0 {
+			return []byte{}, 0, nil
+		}
+	} else {
+		rd = http.MaxBytesReader(w, r.Body, limit)
+	}
+	in := s.newBodyReader(w, rd)
+	defer func() { in.done(err == nil) }()
+	// Nothing is taken until the sender has sent something.
+	for {
+		n, err := in.Read(in.first[:])
+		if n > 0 {
+			break
+		}
+		if err == io.EOF && r.ContentLength < 0 {
+			return []byte{}, 0, nil
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	size := min(want, firstBodyBuffer)
+	if !s.budget.take(size) {
+		return nil, 0, errBusy
+	}
+	held = size
+	body = append(make([]byte, 0, size), in.first[0])
+	for {
+		if len(body) == cap(body) {
+			if int64(len(body)) == want {
+				if r.ContentLength >= 0 {
+					return body, held, nil // net/http's reader ends at the declared length
+				}
+				// Full at the limit: only the end of the body may follow.
+				var probe [1]byte
+				if _, err := in.Read(probe[:]); err == io.EOF {
+					return body, held, nil
+				} else if err != nil {
+					return nil, held, err
+				}
+				continue // a zero-byte read; try again
+			}
+			grown := nextBuffer(int64(cap(body)), want)
+			if !s.budget.take(grown) {
+				return nil, held, errBusy
+			}
+			held += grown
+			body = append(make([]byte, 0, grown), body...)
+		}
+		n, err := in.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			if r.ContentLength >= 0 && int64(len(body)) < want {
+				return nil, held, io.ErrUnexpectedEOF
+			}
+			return body, held, nil
+		}
+		if err != nil {
+			return nil, held, err
+		}
+	}
+}
+
+// bodyReader reads a request body under a read deadline that moves with
+// what has arrived: the sender has Config.BodyGrace for free, and after it
+// must have sent Config.MinBodyRate bytes a second on average since the
+// body was first asked for, within Config.BodyTimeout in all. A sender that
+// stops, or trickles, is cut off (a read ends with a timeout error) instead
+// of holding its share of the body budget for the whole read timeout. On
+// a connection that takes no deadlines (a test's recorder) it only reads.
+type bodyReader struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	start time.Time
+	rate  float64 // bytes a second
+	grace time.Duration
+	limit time.Time // start + the body timeout
+	got   int64     // bytes read so far
+	set   time.Time // the deadline last set; zero before the first
+	off   bool      // the connection takes no deadlines
+	first [1]byte   // where the first byte is read, before any buffer is taken
+}
+
+func (s *Server) newBodyReader(w http.ResponseWriter, r io.Reader) *bodyReader {
+	now := time.Now()
+	return &bodyReader{r: r, rc: http.NewResponseController(w), start: now,
+		rate: float64(s.cfg.MinBodyRate), grace: s.cfg.BodyGrace, limit: now.Add(s.cfg.BodyTimeout)}
+}
+
+// Read moves the deadline to what the bytes so far have earned, then reads
+// (a small body is read in one call; a large one moves the deadline once a
+// read, a fraction of a microsecond against the MAC of the bytes read).
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if !b.off {
+		d := b.start.Add(b.grace + time.Duration(float64(b.got)/b.rate*float64(time.Second)))
+		if d.After(b.limit) {
+			d = b.limit
+		}
+		if !d.Equal(b.set) {
+			if err := b.rc.SetReadDeadline(d); err != nil {
+				b.off = true
+			} else {
+				b.set = d
+			}
+		}
+	}
+	n, err := b.r.Read(p)
+	b.got += int64(n)
+	return n, err
+}
+
+// done clears the deadline once the whole body is read (ok): what follows
+// (the commit, the reply) is not the sender's to hurry, and net/http's own
+// watch for a client that leaves must not time out meanwhile; net/http
+// sets the deadlines of the connection's next request itself. A body not
+// read to its end keeps its deadline: after the reply net/http reads what
+// is left of it (up to 256 KiB, to reuse the connection), and that read
+// must end when the sender's time does, not wait on it for good.
+func (b *bodyReader) done(ok bool) {
+	if ok && !b.set.IsZero() {
+		b.rc.SetReadDeadline(time.Time{})
+	}
+}
+
+// isTimeout reports whether err is a read deadline passing.
+func isTimeout(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}

@@ -1,0 +1,208 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox/verify"
+)
+
+// rawRequest opens a connection to url's host and writes a POST to path
+// with the given Content-Length ("" sends it chunked) and header lines, and
+// then the first bytes of its body.
+func rawRequest(t *testing.T, url, path, length, header, first string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	framing := "Content-Length: " + length
+	if length == "" {
+		framing = "Transfer-Encoding: chunked"
+		if first != "" {
+			first = fmt.Sprintf("%x\r\n%s\r\n", len(first), first)
+		}
+	}
+	if _, err := fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\n%s%s\r\n\r\n%s", path, header, framing, first); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// githubSource is a source that signs its bodies (GitHub's scheme), so the
+// body must be read before anything can tell a sender from an attacker.
+func githubSource(t *testing.T) (Source, verify.Config) {
+	t.Helper()
+	vc := verify.Config{Scheme: verify.SchemeGitHub, Secrets: []string{"body-test-secret"}}
+	v, err := verify.New(vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Source{Name: "gh", Verifier: v}, vc
+}
+
+// signedPost sends a signed delivery to the gh source and returns its
+// status.
+func signedPost(t *testing.T, url string, vc verify.Config, id string, body []byte) int {
+	t.Helper()
+	h, err := verify.Sign(vc, body, id, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, url+"/webhooks/gh", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
+	}
+	req.Header.Set("X-GitHub-Event", "push")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestWithheldBodiesHoldLittle is RELIABILITY.md item 13's attack: senders
+// with no secret announce bodies of the whole limit to a source that signs
+// its bodies, with a well-formed signature, send one byte and withhold the
+// rest. When a declared length was taken from the budget before its bytes
+// came, two of them held all of it and every other delivery, to any
+// source, got 503 until the read timeout. Now each holds its first buffer
+// (16 KiB) and a signed delivery beside eight of them is stored.
+func TestWithheldBodiesHoldLittle(t *testing.T) {
+	src, vc := githubSource(t)
+	const limit = 1 << 20
+	rec := &recorder{}
+	srv := New(Config{Sources: []Source{src}, Ingest: rec.ingest, MaxBodyBytes: limit, MaxInflightBodyBytes: 2 * limit})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close) // after the attackers' connections close
+
+	forged := "X-Hub-Signature-256: sha256=" + strings.Repeat("0", 64) + "\r\nX-GitHub-Delivery: forged\r\nX-GitHub-Event: push\r\n"
+	const attackers = 8
+	for range attackers {
+		rawRequest(t, ts.URL, "/webhooks/gh", fmt.Sprint(limit), forged, "{")
+	}
+	waitFor(t, "each withheld body to hold its first buffer", func() bool {
+		return srv.budget.used.Load() == attackers*firstBodyBuffer
+	})
+	if status := signedPost(t, ts.URL, vc, "real-1", []byte(`{"zen":"beside the withheld bodies"}`)); status != http.StatusAccepted {
+		t.Fatalf("signed delivery beside %d withheld bodies: %d, want 202", attackers, status)
+	}
+	if n := len(rec.stored()); n != 1 {
+		t.Fatalf("%d stored, want 1", n)
+	}
+}
+
+// TestSlowBodyCutOff: a sender that stops sending, or trickles, is answered
+// 408 and its connection closed once it falls behind the minimum rate
+// after the grace, its budget freed and nothing stored; declared or chunked
+// alike. A sender that keeps up the rate is stored, however long it takes
+// within the body timeout.
+func TestSlowBodyCutOff(t *testing.T) {
+	log := &rejections{allow: true}
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 100_000, Rejections: log,
+		MinBodyRate: 20_000, BodyGrace: 200 * time.Millisecond})
+
+	// A cut-off sender's connection is closed: after a 408 saying what
+	// rate is needed, or, when the sender was still writing as it closed,
+	// perhaps with a reset that loses the reply (the rejection log below
+	// shows each was a 408).
+	cutOff := func(t *testing.T, c net.Conn, trickle string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		done := make(chan struct{})
+		if trickle != "" {
+			go func() { // 2,000 bytes a second: a tenth of the rate
+				for {
+					select {
+					case <-done:
+						return
+					case <-time.After(50 * time.Millisecond):
+						if _, err := c.Write([]byte(trickle)); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+		defer close(done)
+		c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err == nil {
+			reply, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(reply), "at least 20000 bytes a second") {
+				t.Fatalf("%d %s, want 408 saying what rate is needed", resp.StatusCode, reply)
+			}
+			_, err = br.ReadByte()
+		}
+		if ne, ok := err.(net.Error); err == nil || ok && ne.Timeout() {
+			t.Fatalf("connection still open after %v (%v)", time.Since(start), err)
+		}
+		if trickle == "" && err != io.EOF {
+			t.Fatalf("a sender that sent nothing more lost the reply: %v", err)
+		}
+		return time.Since(start)
+	}
+	t.Run("stopped", func(t *testing.T) {
+		took := cutOff(t, rawRequest(t, b.url, "/webhooks/a", "10000", "X-Id: stopped\r\n", "{\"a\":"), "")
+		if took < 150*time.Millisecond {
+			t.Errorf("cut off after %v, before the grace of 200ms", took)
+		}
+	})
+	t.Run("trickling", func(t *testing.T) {
+		cutOff(t, rawRequest(t, b.url, "/webhooks/a", "100000", "X-Id: trickling\r\n", "{"), strings.Repeat(" ", 100))
+	})
+	t.Run("chunked trickling", func(t *testing.T) {
+		cutOff(t, rawRequest(t, b.url, "/webhooks/a", "", "X-Id: chunked\r\n", "{"), "64\r\n"+strings.Repeat(" ", 100)+"\r\n")
+	})
+	waitFor(t, "the cut-off bodies' budget to be freed", func() bool { return b.srv.budget.used.Load() == 0 })
+	if n := len(b.rec.stored()); n != 0 {
+		t.Fatalf("%d cut-off deliveries stored, want 0", n)
+	}
+	log.mu.Lock()
+	got := len(log.got)
+	for _, r := range log.got {
+		if r.Status != http.StatusRequestTimeout || r.BodyComplete {
+			t.Errorf("rejection logged as %d (complete %v), want 408 incomplete", r.Status, r.BodyComplete)
+		}
+	}
+	log.mu.Unlock()
+	if got != 3 {
+		t.Errorf("%d rejections logged, want 3", got)
+	}
+
+	// 40,000 bytes at twice the rate, in pieces: about a second, five
+	// times the grace, and stored.
+	t.Run("keeping up", func(t *testing.T) {
+		c := rawRequest(t, b.url, "/webhooks/a", "40000", "X-Id: steady\r\n", "")
+		piece := strings.Repeat(" ", 1000)
+		for range 40 {
+			time.Sleep(25 * time.Millisecond)
+			if _, err := c.Write([]byte(piece)); err != nil {
+				t.Fatalf("cut off while keeping up the rate: %v", err)
+			}
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("a sender keeping up twice the rate: %d, want 202", resp.StatusCode)
+		}
+	})
+}
