@@ -99,7 +99,8 @@ type Config struct {
 	origins map[string]origin
 	// MaxInflightBodyBytes bounds the request body bytes held in memory at
 	// once across all deliveries; one that would pass it is answered 503
-	// with Retry-After. Default: DefaultMaxInflightBodyBytes, or twice the
+	// with Retry-After, as is one from a client holding more than an
+	// eighth of it once half of it is held. Default: DefaultMaxInflightBodyBytes, or twice the
 	// largest body limit if that is more. It must be at least twice every
 	// source's body limit: a body is read into buffers that grow as its
 	// bytes arrive, and those it outgrew count until the reply.
@@ -110,7 +111,8 @@ type Config struct {
 	MinBodyRate int64 `yaml:"min_body_rate"`
 	// TrustedProxies are the addresses or CIDRs of proxies in front of
 	// hookbox whose X-Forwarded-For and Forwarded headers are believed when
-	// a source has allow_ips. From any other peer they are ignored.
+	// a source has allow_ips, and to tell clients apart in the body budget.
+	// From any other peer they are ignored.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 

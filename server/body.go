@@ -4,8 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"os"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -25,32 +26,80 @@ const (
 var errBusy = errors.New("body bytes in flight at the limit")
 
 // byteBudget counts the body bytes held by requests in flight against a
-// limit. Taking never waits: a request that does not fit is refused at once
-// (503), so a flood of bodies cannot queue up memory or goroutines.
+// limit, and what each client holds of them. Taking never waits: a request
+// that does not fit is refused at once (503), so a flood of bodies cannot
+// queue up memory or goroutines.
+//
+// Once more than half the budget is held, a client already holding more
+// than its share is refused too, so that one client (a sender with no
+// secret withholding its bodies, say) can take at most about half the
+// budget from the others rather than all of it. Clients are told apart by
+// address (an IPv6 one by its /64, what one host is commonly given); see
+// clientKey.
 type byteBudget struct {
 	limit int64
-	used  atomic.Int64
+	share int64 // what one client may hold once half the limit is held
+	mu    sync.Mutex
+	used  int64
+	by    map[netip.Addr]int64
 }
 
-// take reserves n bytes, reporting false (and reserving nothing) when they
-// do not fit.
-func (b *byteBudget) take(n int64) bool {
-	for {
-		used := b.used.Load()
-		if used+n > b.limit {
-			return false
-		}
-		if b.used.CompareAndSwap(used, used+n) {
-			return true
-		}
+// newByteBudget returns a budget of limit bytes whose clients' share is an
+// eighth of it, but never less than twice the largest body limit (so a
+// client can always receive one body of any size while the rest is free).
+func newByteBudget(limit, largestBody int64) *byteBudget {
+	return &byteBudget{limit: limit, share: max(limit/8, 2*largestBody), by: map[netip.Addr]int64{}}
+}
+
+// take reserves n bytes for client, reporting false (and reserving
+// nothing) when they do not fit.
+func (b *byteBudget) take(client netip.Addr, n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	used := b.used + n
+	mine := b.by[client] + n
+	if used > b.limit || mine > b.share && 2*used > b.limit {
+		return false
+	}
+	b.used, b.by[client] = used, mine
+	return true
+}
+
+// release gives back n bytes that client took.
+func (b *byteBudget) release(client netip.Addr, n int64) {
+	if n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+	if mine := b.by[client] - n; mine > 0 {
+		b.by[client] = mine
+	} else {
+		delete(b.by, client)
 	}
 }
 
-// release gives back n bytes.
-func (b *byteBudget) release(n int64) {
-	if n != 0 {
-		b.used.Add(-n)
+// inUse returns the bytes held, for tests.
+func (b *byteBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// clientKey is what the budget tells r's client by: its address (the one
+// allow_ips is judged on, so behind a trusted proxy the client it names),
+// an IPv6 one cut to its /64; the zero address when it cannot be told.
+func (s *Server) clientKey(r *http.Request) netip.Addr {
+	addr, ok := clientAddr(r, s.cfg.TrustedProxies)
+	if !ok {
+		return netip.Addr{}
 	}
+	if addr.Is6() {
+		p, _ := addr.Prefix(64)
+		return p.Addr()
+	}
+	return addr
 }
 
 // firstBodyBuffer is the largest first buffer a body is read into.
@@ -72,14 +121,14 @@ func nextBuffer(have, want int64) int64 {
 // *http.MaxBytesError), taking its bytes from the budget as they arrive
 // (errBusy when they do not fit): nothing before the first byte, then
 // each buffer as the one before it fills (nextBuffer), so a sender holds
-// at most about four times what it has sent, and less than twice the
-// body's length in all. held is what it took, to release after the reply,
+// at most its first buffer (up to 16 KiB) or about four times what it has
+// sent, whichever is more, and less than twice the body's length in all. held is what it took, to release after the reply,
 // error or not: the buffers a body outgrew stay counted, as garbage the
 // collector has yet to free. A declared length (already checked against
 // limit) is the size of the last buffer; an undeclared body's last buffer
 // is the limit. The sender must keep up the server's minimum body rate
 // (see bodyReader); a body that falls behind ends with a timeout error.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (body []byte, held int64, err error) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, client netip.Addr, limit int64) (body []byte, held int64, err error) {
 	want := limit
 	var rd io.Reader
 	if r.ContentLength >= 0 {
@@ -109,7 +158,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 		}
 	}
 	size := min(want, firstBodyBuffer)
-	if !s.budget.take(size) {
+	if !s.budget.take(client, size) {
 		return nil, 0, errBusy
 	}
 	held = size
@@ -130,7 +179,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 				continue // a zero-byte read; try again
 			}
 			grown := nextBuffer(int64(cap(body)), want)
-			if !s.budget.take(grown) {
+			if !s.budget.take(client, grown) {
 				return nil, held, errBusy
 			}
 			held += grown

@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,7 +97,7 @@ func TestWithheldBodiesHoldLittle(t *testing.T) {
 		rawRequest(t, ts.URL, "/webhooks/gh", fmt.Sprint(limit), forged, "{")
 	}
 	waitFor(t, "each withheld body to hold its first buffer", func() bool {
-		return srv.budget.used.Load() == attackers*firstBodyBuffer
+		return srv.budget.inUse() == attackers*firstBodyBuffer
 	})
 	if status := signedPost(t, ts.URL, vc, "real-1", []byte(`{"zen":"beside the withheld bodies"}`)); status != http.StatusAccepted {
 		t.Fatalf("signed delivery beside %d withheld bodies: %d, want 202", attackers, status)
@@ -169,7 +171,7 @@ func TestSlowBodyCutOff(t *testing.T) {
 	t.Run("chunked trickling", func(t *testing.T) {
 		cutOff(t, rawRequest(t, b.url, "/webhooks/a", "", "X-Id: chunked\r\n", "{"), "64\r\n"+strings.Repeat(" ", 100)+"\r\n")
 	})
-	waitFor(t, "the cut-off bodies' budget to be freed", func() bool { return b.srv.budget.used.Load() == 0 })
+	waitFor(t, "the cut-off bodies' budget to be freed", func() bool { return b.srv.budget.inUse() == 0 })
 	if n := len(b.rec.stored()); n != 0 {
 		t.Fatalf("%d cut-off deliveries stored, want 0", n)
 	}
@@ -205,4 +207,84 @@ func TestSlowBodyCutOff(t *testing.T) {
 			t.Fatalf("a sender keeping up twice the rate: %d, want 202", resp.StatusCode)
 		}
 	})
+}
+
+// TestOneClientTakesAtMostHalf: once more than half the body budget is
+// held, a client already holding more than its share is refused, so one
+// client withholding many bodies leaves the other half to everyone else.
+// The withholding client here uses two IPv6 addresses of one /64 (counted
+// as one client, as a host is commonly given a /64); the others' addresses
+// come from a trusted proxy's X-Forwarded-For. Without the share, the
+// withheld bodies take the whole budget and the others get 503.
+func TestOneClientTakesAtMostHalf(t *testing.T) {
+	const limit, budget = 20_000, 800_000 // a share of 100,000
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: limit, MaxInflightBodyBytes: budget,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	const each = firstBodyBuffer + limit // what a withheld body of the limit holds
+	const conns = 30                     // enough to take the whole budget
+	var mu sync.Mutex
+	refused := 0
+	for i := range conns {
+		c := rawRequest(t, b.url, "/webhooks/a", fmt.Sprint(limit),
+			fmt.Sprintf("X-Forwarded-For: 2001:db8:0:7::%d\r\nX-Id: withheld-%d\r\n", i%2+1, i), strings.Repeat("w", limit-1))
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return // the test's end closed it
+			}
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				refused++
+			} else {
+				t.Errorf("withheld body answered %d, want 503 or nothing", resp.StatusCode)
+			}
+		}()
+	}
+	waitFor(t, "each withheld body to be held whole or refused", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		used := b.srv.budget.inUse()
+		return used%each == 0 && int(used/each)+refused == conns
+	})
+	held := b.srv.budget.inUse()
+	if held > budget/2+each {
+		t.Fatalf("one client holds %d of %d bytes, want about half at most", held, budget)
+	}
+	// Others still get in, up to the rest of the budget.
+	for i := range 8 {
+		body := strings.Repeat("x", limit)
+		status, _, reply := b.post(t, "a", strings.NewReader(body), "X-Id", fmt.Sprint("other-", i), "X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1))
+		if status != http.StatusAccepted {
+			t.Fatalf("another client's delivery %d beside the withheld bodies (%d bytes held): %d %s, want 202", i, held, status, reply)
+		}
+	}
+	t.Logf("the withholding client holds %d of %d bytes (%d of %d bodies refused)", held, budget, refused, conns)
+}
+
+// TestClientKey: clients are told apart by address, IPv6 ones by /64.
+func TestClientKey(t *testing.T) {
+	s := New(Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	key := func(remote, xff string) string {
+		r := httptest.NewRequest(http.MethodPost, "/webhooks/a", nil)
+		r.RemoteAddr = remote
+		if xff != "" {
+			r.Header.Set("X-Forwarded-For", xff)
+		}
+		return s.clientKey(r).String()
+	}
+	for _, c := range []struct{ remote, xff, want string }{
+		{"192.0.2.7:5000", "", "192.0.2.7"},
+		{"192.0.2.7:5000", "198.51.100.1", "192.0.2.7"}, // not a trusted proxy
+		{"10.1.2.3:5000", "198.51.100.1", "198.51.100.1"},
+		{"[2001:db8:1:2:3:4:5:6]:5000", "", "2001:db8:1:2::"},
+		{"[::ffff:192.0.2.9]:5000", "", "192.0.2.9"},
+		{"10.1.2.3:5000", "2001:db8:9:9::1", "2001:db8:9:9::"},
+		{"not an address", "", "invalid IP"},
+	} {
+		if got := key(c.remote, c.xff); got != c.want {
+			t.Errorf("%s (X-Forwarded-For %q): %s, want %s", c.remote, c.xff, got, c.want)
+		}
+	}
 }

@@ -133,7 +133,7 @@ func TestInflightBudget(t *testing.T) {
 	defer c.Close()
 	fmt.Fprintf(c, "POST /webhooks/a HTTP/1.1\r\nHost: x\r\nX-Id: first\r\nContent-Length: 20000\r\n\r\n%s", strings.Repeat("a", 19_999))
 	const firstHolds = 16<<10 + 20_000
-	waitFor(t, "the first body to hold its buffers", func() bool { return b.srv.budget.used.Load() == firstHolds })
+	waitFor(t, "the first body to hold its buffers", func() bool { return b.srv.budget.inUse() == firstHolds })
 
 	status, h, reply := b.post(t, "a", strings.NewReader(strings.Repeat("b", 4000)), "X-Id", "second")
 	if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
@@ -157,7 +157,7 @@ func TestInflightBudget(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("first delivery: %d, want 202", resp.StatusCode)
 	}
-	waitFor(t, "the budget to be free", func() bool { return b.srv.budget.used.Load() == 0 })
+	waitFor(t, "the budget to be free", func() bool { return b.srv.budget.inUse() == 0 })
 	if status, _, reply := b.post(t, "a", strings.NewReader(strings.Repeat("d", 4000)), "X-Id", "fourth"); status != http.StatusAccepted {
 		t.Fatalf("delivery after the first was answered: %d %s, want 202", status, reply)
 	}
@@ -189,7 +189,7 @@ func TestBodyBuffer(t *testing.T) {
 	if p := ds[1].Payload; string(p) != body || cap(p) > limit {
 		t.Errorf("chunked body: %d bytes in a buffer of %d, want at most the limit %d", len(p), cap(p), limit)
 	}
-	if used := b.srv.budget.used.Load(); used != 0 {
+	if used := b.srv.budget.inUse(); used != 0 {
 		t.Errorf("%d bytes still counted in flight after the replies", used)
 	}
 	// Exactly the limit, undeclared, is accepted; one more byte is not.

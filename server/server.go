@@ -17,9 +17,13 @@
 //   - The body bytes held at once, across all requests, stay within
 //     Config.MaxInflightBodyBytes; a request that would pass it gets 503
 //     with Retry-After. A body's bytes are taken from that budget as they
-//     arrive, not as its Content-Length announces them: a sender holds at
-//     most about four times what it has sent (readBody). Its last buffer
-//     is exactly its declared length, or at most the source's limit.
+//     arrive, not as its Content-Length announces them: a sender holds
+//     nothing before its first byte, then at most 16 KiB or about four
+//     times what it has sent, whichever is more (readBody). Its last
+//     buffer is exactly its declared length, or at most the source's
+//     limit. Once half the budget is held, a client (an address, an IPv6
+//     /64) holding more than an eighth of it is refused, so one client
+//     cannot take the rest from the others (byteBudget).
 //   - A sender must keep sending: after Config.BodyGrace it must have sent
 //     Config.MinBodyRate bytes a second on average, and all of the body
 //     within Config.BodyTimeout; one that falls behind gets 408 and its
@@ -92,7 +96,8 @@ type Config struct {
 	// requests, from the first byte read until the reply (default
 	// DefaultMaxInflightBodyBytes, and never less than twice the largest
 	// source limit, so that any body the limits admit can be received: a
-	// body counts the buffers it outgrew too, see readBody).
+	// body counts the buffers it outgrew too, see readBody). Past half of
+	// it, one client may hold no more than an eighth (byteBudget).
 	MaxInflightBodyBytes int64
 	// MinBodyRate is the bytes a second a sender must keep up, on average,
 	// once BodyGrace has passed since its body was first read from
@@ -103,8 +108,9 @@ type Config struct {
 	BodyGrace   time.Duration
 	BodyTimeout time.Duration
 	// TrustedProxies are the peers whose X-Forwarded-For and Forwarded
-	// headers are believed when finding a client's address for
-	// Source.AllowIPs. From any other peer those headers are ignored.
+	// headers are believed when finding a client's address, for
+	// Source.AllowIPs and for each client's share of the body budget. From
+	// any other peer those headers are ignored.
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
 	// Rejections, if set, is told of every delivery refused with 400, 401,
@@ -166,16 +172,18 @@ func New(cfg Config) *Server {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, mux: http.NewServeMux(), log: cfg.Logger}
+	largest := cfg.MaxBodyBytes
 	for i := range cfg.Sources {
 		src := cfg.Sources[i]
 		if src.MaxBodyBytes <= 0 {
 			src.MaxBodyBytes = cfg.MaxBodyBytes
 		}
 		src.credentials = verify.CredentialHeaders(src.Verifier)
-		s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, 2*src.MaxBodyBytes)
+		largest = max(largest, src.MaxBodyBytes)
 		s.sources[src.Name] = &src
 	}
-	s.budget = &byteBudget{limit: s.cfg.MaxInflightBodyBytes}
+	s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, 2*largest)
+	s.budget = newByteBudget(s.cfg.MaxInflightBodyBytes, largest)
 	s.mux.HandleFunc("POST /webhooks/{source}", s.receive)
 	s.mux.HandleFunc("/webhooks/{source}", s.wrongMethod)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
@@ -239,8 +247,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.rejectUnread(w, r, start, name, http.StatusUnauthorized, err.Error())
 		return
 	}
-	body, held, err := s.readBody(raw, r, src.MaxBodyBytes)
-	defer s.budget.release(held) // the bytes are held until the reply
+	client := s.clientKey(r)
+	body, held, err := s.readBody(raw, r, client, src.MaxBodyBytes)
+	defer s.budget.release(client, held) // the bytes are held until the reply
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -562,12 +571,12 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 	var body []byte
 	complete := false
 	keep := int64(rl.MaxBodyBytes())
-	if s.budget.take(keep + 1) {
+	if client := s.clientKey(r); s.budget.take(client, keep+1) {
 		in := s.newBodyReader(w, r.Body)
 		var err error
 		body, err = io.ReadAll(io.LimitReader(in, keep+1))
 		in.done(err == nil)
-		s.budget.release(keep + 1)
+		s.budget.release(client, keep+1)
 		complete = int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
 		body = body[:min(int64(len(body)), keep)]
 	}
