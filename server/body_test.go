@@ -288,3 +288,27 @@ func TestClientKey(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownSourceBodyWithheld: a request to an unknown source whose body
+// the rejection log reads the start of, and which withholds the rest, is
+// answered 404 and closed once its time is up: net/http's read of what is
+// left of the body (to reuse the connection) keeps the body's deadline.
+func TestUnknownSourceBodyWithheld(t *testing.T) {
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, Rejections: &rejections{allow: true},
+		MinBodyRate: 20_000, BodyGrace: 200 * time.Millisecond})
+	c := rawRequest(t, b.url, "/webhooks/nope", "1000", "", strings.Repeat("u", 100))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("status %d, want 404", resp.StatusCode)
+	}
+	if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
+		t.Fatalf("connection not closed after the 404 while the body is withheld: %v %q", err, rest)
+	}
+}

@@ -575,9 +575,9 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 		in := s.newBodyReader(w, r.Body)
 		var err error
 		body, err = io.ReadAll(io.LimitReader(in, keep+1))
-		in.done(err == nil)
 		s.budget.release(client, keep+1)
-		complete = int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
+		complete = err == nil && int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
+		in.done(complete) // else net/http's read of the rest ends with the sender's time
 		body = body[:min(int64(len(body)), keep)]
 	}
 	if !complete {
