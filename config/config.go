@@ -61,6 +61,9 @@ const MaxRetentionDays = 36500
 // max_inflight_body_bytes is not set (64 MiB).
 const DefaultMaxInflightBodyBytes = 64 << 20
 
+// MaxBodyLimit is the largest max_body_bytes accepted (1 GiB).
+const MaxBodyLimit = 1 << 30
+
 // DefaultMinBodyRate is min_body_rate when not set: 64 KiB a second.
 const DefaultMinBodyRate = 64 << 10
 
@@ -607,6 +610,8 @@ func (c *Config) validate() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes", "must be positive")
+	} else if c.MaxBodyBytes > MaxBodyLimit {
+		bad("max_body_bytes", "%d is more than %d (1 GiB): a body is held in memory whole until it is stored", c.MaxBodyBytes, MaxBodyLimit)
 	}
 	if c.MaxInflightBodyBytes < 0 {
 		bad("max_inflight_body_bytes", "must be positive")
@@ -700,6 +705,8 @@ func (c *Config) validate() error {
 		}
 		if s.MaxBodyBytes < 0 {
 			bad(key+".max_body_bytes", "must be positive")
+		} else if s.MaxBodyBytes > MaxBodyLimit {
+			bad(key+".max_body_bytes", "%d is more than %d (1 GiB): a body is held in memory whole until it is stored", s.MaxBodyBytes, MaxBodyLimit)
 		}
 		if c.MaxInflightBodyBytes > 0 && 2*c.bodyLimit(s) > c.MaxInflightBodyBytes {
 			bad("max_inflight_body_bytes", "%d is less than twice %s's body limit of %d bytes (a body's buffers grow as it arrives, and the ones it outgrew count until the reply): its largest deliveries could never be received; set it to at least %d, or lower the limit",

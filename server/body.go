@@ -58,7 +58,7 @@ func (b *byteBudget) take(client netip.Addr, n int64) bool {
 	defer b.mu.Unlock()
 	used := b.used + n
 	mine := b.by[client] + n
-	if used > b.limit || mine > b.share && 2*used > b.limit {
+	if used > b.limit || mine > b.share && used > b.limit/2 {
 		return false
 	}
 	b.used, b.by[client] = used, mine
@@ -142,20 +142,12 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, client netip.A
 	in := s.newBodyReader(w, rd)
 	defer func() { in.done(err == nil) }()
 	// Nothing is taken until the sender has sent something.
-	for {
-		n, err := in.Read(in.first[:])
-		if n > 0 {
-			break
-		}
-		if err == io.EOF && r.ContentLength < 0 {
-			return []byte{}, 0, nil
-		}
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		if err != nil {
-			return nil, 0, err
-		}
+	if err := in.awaitFirst(); err == io.EOF && r.ContentLength < 0 {
+		return []byte{}, 0, nil
+	} else if err == io.EOF {
+		return nil, 0, io.ErrUnexpectedEOF
+	} else if err != nil {
+		return nil, 0, err
 	}
 	size := min(want, firstBodyBuffer)
 	if !s.budget.take(client, size) {
@@ -207,32 +199,48 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, client netip.A
 // of holding its share of the body budget for the whole read timeout. On
 // a connection that takes no deadlines (a test's recorder) it only reads.
 type bodyReader struct {
-	r     io.Reader
-	rc    *http.ResponseController
-	start time.Time
-	rate  float64 // bytes a second
-	grace time.Duration
-	limit time.Time // start + the body timeout
-	got   int64     // bytes read so far
-	set   time.Time // the deadline last set; zero before the first
-	off   bool      // the connection takes no deadlines
-	first [1]byte   // where the first byte is read, before any buffer is taken
+	r       io.Reader
+	rc      *http.ResponseController
+	start   time.Time
+	rate    float64 // bytes a second
+	grace   time.Duration
+	timeout time.Duration // the most the whole body may take
+	step    int           // the most one read asks for
+	got     int64         // bytes read so far
+	set     time.Time     // the deadline last set; zero before the first
+	off     bool          // the connection takes no deadlines
+	first   [1]byte       // where the first byte is read, before any buffer is taken
 }
 
+// maxBodyStep is the most one read of a body asks for (see bodyReader.step).
+const maxBodyStep = 64 << 10
+
 func (s *Server) newBodyReader(w http.ResponseWriter, r io.Reader) *bodyReader {
-	now := time.Now()
-	return &bodyReader{r: r, rc: http.NewResponseController(w), start: now,
-		rate: float64(s.cfg.MinBodyRate), grace: s.cfg.BodyGrace, limit: now.Add(s.cfg.BodyTimeout)}
+	// One read may block until all it asked for has come (net/http's
+	// chunked reader reads on to the end of a chunk), under a deadline set
+	// before it: asking for at most half the grace's worth of bytes at the
+	// minimum rate lets a sender that keeps up the rate always finish a
+	// read before the deadline it started under.
+	step := int(min(max(float64(s.cfg.MinBodyRate)*s.cfg.BodyGrace.Seconds()/2, 512), maxBodyStep))
+	return &bodyReader{r: r, rc: http.NewResponseController(w), start: time.Now(),
+		rate: float64(s.cfg.MinBodyRate), grace: s.cfg.BodyGrace, timeout: s.cfg.BodyTimeout, step: step}
 }
 
 // Read moves the deadline to what the bytes so far have earned, then reads
-// (a small body is read in one call; a large one moves the deadline once a
-// read, a fraction of a microsecond against the MAC of the bytes read).
+// at most step bytes (a small body is read in one call; a large one moves
+// the deadline once a read, a fraction of a microsecond against the MAC of
+// the bytes read).
 func (b *bodyReader) Read(p []byte) (int, error) {
+	if len(p) > b.step {
+		p = p[:b.step]
+	}
 	if !b.off {
-		d := b.start.Add(b.grace + time.Duration(float64(b.got)/b.rate*float64(time.Second)))
-		if d.After(b.limit) {
-			d = b.limit
+		// In float seconds first: a huge count at a rate of 1 would
+		// overflow a Duration.
+		earned := b.grace.Seconds() + float64(b.got)/b.rate
+		d := b.start.Add(b.timeout)
+		if earned < b.timeout.Seconds() {
+			d = b.start.Add(time.Duration(earned * float64(time.Second)))
 		}
 		if !d.Equal(b.set) {
 			if err := b.rc.SetReadDeadline(d); err != nil {
@@ -245,6 +253,20 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	n, err := b.r.Read(p)
 	b.got += int64(n)
 	return n, err
+}
+
+// awaitFirst reads the body's first byte into b.first; io.EOF when the
+// body is empty.
+func (b *bodyReader) awaitFirst() error {
+	for {
+		n, err := b.Read(b.first[:])
+		if n > 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // done clears the deadline once the whole body is read (ok): what follows

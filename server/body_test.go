@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -188,25 +190,40 @@ func TestSlowBodyCutOff(t *testing.T) {
 	}
 
 	// 40,000 bytes at twice the rate, in pieces: about a second, five
-	// times the grace, and stored.
-	t.Run("keeping up", func(t *testing.T) {
-		c := rawRequest(t, b.url, "/webhooks/a", "40000", "X-Id: steady\r\n", "")
-		piece := strings.Repeat(" ", 1000)
-		for range 40 {
-			time.Sleep(25 * time.Millisecond)
-			if _, err := c.Write([]byte(piece)); err != nil {
-				t.Fatalf("cut off while keeping up the rate: %v", err)
+	// times the grace, and stored; declared, or as one chunk (net/http's
+	// chunked reader reads on to a chunk's end within one read, so a read
+	// that asked for a whole 16 KiB buffer outlived the deadline it
+	// started under).
+	for _, chunked := range []bool{false, true} {
+		t.Run(fmt.Sprint("keeping up, chunked ", chunked), func(t *testing.T) {
+			length := "40000"
+			if chunked {
+				length = ""
 			}
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("a sender keeping up twice the rate: %d, want 202", resp.StatusCode)
-		}
-	})
+			c := rawRequest(t, b.url, "/webhooks/a", length, fmt.Sprintf("X-Id: steady-%v\r\n", chunked), "")
+			if chunked {
+				fmt.Fprintf(c, "%x\r\n", 40000)
+			}
+			piece := strings.Repeat(" ", 1000)
+			for range 40 {
+				time.Sleep(25 * time.Millisecond)
+				if _, err := c.Write([]byte(piece)); err != nil {
+					t.Fatalf("cut off while keeping up the rate: %v", err)
+				}
+			}
+			if chunked {
+				io.WriteString(c, "\r\n0\r\n\r\n")
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("a sender keeping up twice the rate: %d, want 202", resp.StatusCode)
+			}
+		})
+	}
 }
 
 // TestOneClientTakesAtMostHalf: once more than half the body budget is
@@ -310,5 +327,108 @@ func TestUnknownSourceBodyWithheld(t *testing.T) {
 	}
 	if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
 		t.Fatalf("connection not closed after the 404 while the body is withheld: %v %q", err, rest)
+	}
+}
+
+// TestStatusWriterTakesDeadlines: the writer that records a reply's status
+// for tracing lets http.ResponseController reach net/http's own, so that
+// with tracing on a body still gets its read deadline.
+func TestStatusWriterTakesDeadlines(t *testing.T) {
+	errc := make(chan error, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		errc <- http.NewResponseController(&statusWriter{ResponseWriter: w}).SetReadDeadline(time.Now().Add(time.Second))
+	}))
+	defer ts.Close()
+	resp, err := http.Post(ts.URL, "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := <-errc; err != nil {
+		t.Fatalf("SetReadDeadline through statusWriter: %v", err)
+	}
+}
+
+// TestBudgetFollowsSourceLimits: the budget's floor and a client's share
+// follow the sources' body limits, not a top-level limit no source uses.
+func TestBudgetFollowsSourceLimits(t *testing.T) {
+	s := New(Config{MaxBodyBytes: 100 << 20, Sources: []Source{{Name: "a", MaxBodyBytes: 1 << 20}}, MaxInflightBodyBytes: 64 << 20})
+	if s.budget.limit != 64<<20 || s.budget.share != 8<<20 {
+		t.Errorf("budget %d, share %d; want the configured 64 MiB and an eighth of it", s.budget.limit, s.budget.share)
+	}
+	s = New(Config{Sources: []Source{{Name: "a", MaxBodyBytes: 50 << 20}}, MaxInflightBodyBytes: 64 << 20})
+	if s.budget.limit != 100<<20 || s.budget.share != 100<<20 {
+		t.Errorf("budget %d, share %d; want twice the 50 MiB limit for both", s.budget.limit, s.budget.share)
+	}
+}
+
+// TestRefusedUnreadClosesSoon: a request refused on its headers alone
+// (here a malformed signature header: 401) whose sender withholds the
+// body is answered at once, and its connection closed within a second:
+// net/http's read of the rest of the body after the reply no longer waits
+// for the whole read timeout.
+func TestRefusedUnreadClosesSoon(t *testing.T) {
+	src, _ := githubSource(t)
+	b := setup(t, Config{Sources: []Source{src}})
+	for _, path := range []string{"/webhooks/gh", "/webhooks/nope"} {
+		c := rawRequest(t, b.url, path, "1000", "X-Hub-Signature-256: sha256=0\r\nX-GitHub-Event: push\r\n", "")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		start := time.Now()
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("%s: %d, then the connection: %v after %v, want closed", path, resp.StatusCode, err, time.Since(start))
+		}
+	}
+}
+
+// TestLeftClientGets503: when the request's context ends while the
+// delivery is being stored (net/http ends it when the client closes its
+// side after sending, or its watch for that fails), the reply is 503, not
+// the empty 200 net/http writes for a handler that wrote nothing.
+func TestLeftClientGets503(t *testing.T) {
+	v, err := verify.New(verify.Config{Scheme: verify.SchemeNone, IDHeader: "X-Id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{Sources: []Source{{Name: "a", Verifier: v}},
+		Ingest: func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+			<-ctx.Done() // a commit slower than the client's patience
+			return hookbox.Receipt{}, ctx.Err()
+		}})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	c := rawRequest(t, ts.URL, "/webhooks/a", "2", "X-Id: half-closed\r\n", "{}")
+	c.(*net.TCPConn).CloseWrite()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: nothing was stored", resp.StatusCode)
+	}
+}
+
+// TestBusyLoggedOnceAMinute: refusals for a spent budget are logged at
+// warn once a minute, not once each (a client over its share can send
+// many for little).
+func TestBusyLoggedOnceAMinute(t *testing.T) {
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000})
+	rawRequest(t, b.url, "/webhooks/a", "20000", "X-Id: holder\r\n", strings.Repeat("h", 19_999))
+	waitFor(t, "the first body to hold its buffers", func() bool { return b.srv.budget.inUse() == firstBodyBuffer+20_000 })
+	for i := range 5 {
+		if status, _, _ := b.post(t, "a", strings.NewReader(strings.Repeat("b", 4000)), "X-Id", fmt.Sprint("busy-", i)); status != http.StatusServiceUnavailable {
+			t.Fatalf("delivery %d: %d, want 503", i, status)
+		}
+	}
+	if n := strings.Count(b.log.String(), `"level":"WARN","msg":"delivery refused: body bytes in flight`); n != 1 {
+		t.Errorf("%d warn lines for 5 refusals, want 1:\n%s", n, b.log.String())
 	}
 }

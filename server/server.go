@@ -172,7 +172,7 @@ func New(cfg Config) *Server {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
 	s := &Server{cfg: cfg, sources: map[string]*Source{}, mux: http.NewServeMux(), log: cfg.Logger}
-	largest := cfg.MaxBodyBytes
+	var largest int64
 	for i := range cfg.Sources {
 		src := cfg.Sources[i]
 		if src.MaxBodyBytes <= 0 {
@@ -254,12 +254,17 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.Is(err, errBusy):
-			s.log.Warn("delivery refused: body bytes in flight at the limit", "source", name,
-				"limit", s.cfg.MaxInflightBodyBytes, "content_length", r.ContentLength)
+			// A line a minute at most: a client over its share can send
+			// many of these for little.
+			s.rejectLog.Log(r.Context(), s.log, slog.LevelWarn, "\x00busy", "delivery refused: body bytes in flight at the limit, or this client's share of it", func() []slog.Attr {
+				return []slog.Attr{slog.String("source", name), slog.Int64("limit", s.cfg.MaxInflightBodyBytes),
+					slog.Int64("content_length", r.ContentLength), slog.String("client", logText(s.clientKey(r).String()))}
+			})
 			w.Header().Set("Connection", "close")
 			s.unavailable(w, name, "too many deliveries in flight; retry later")
 		case isTimeout(err):
-			s.rejectUnread(w, r, start, name, http.StatusRequestTimeout, s.tooSlow())
+			w.Header().Set("Connection", "close") // its deadline has passed: nothing more is read
+			s.reject(w, r, start, name, http.StatusRequestTimeout, s.tooSlow(), nil)
 		case errors.As(err, &tooLarge):
 			s.reject(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes", nil)
 		default:
@@ -314,7 +319,13 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	tracing.EndSpan(sspan, err)
 	if err != nil {
 		if r.Context().Err() != nil {
-			return // the client left; it will retry
+			// The client left, or net/http thinks so (a client that
+			// closed its side after sending, a read deadline passing in
+			// its watch for that): 503 all the same, for a client still
+			// reading. A handler that wrote nothing would make net/http
+			// answer 200 for a delivery that may not be stored.
+			s.unavailable(w, name, "the request ended before the delivery was stored; retry")
+			return
 		}
 		if errors.Is(err, hookbox.ErrBadDelivery) {
 			// The store refuses this delivery alone (an id too long, a value
@@ -344,6 +355,10 @@ type statusWriter struct {
 	http.ResponseWriter
 	status int
 }
+
+// Unwrap lets http.ResponseController reach net/http's writer (read
+// deadlines, see bodyReader).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
@@ -380,8 +395,25 @@ func (s *Server) tooSlow() string {
 // 256 KiB of the body to reuse the connection, waiting for a client that
 // withholds it.
 func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string) {
-	w.Header().Set("Connection", "close")
+	closeUnread(w, r)
 	s.reject(w, r, at, source, status, reason, nil)
+}
+
+// unreadBodyWindow is how long net/http may wait for the rest of a body
+// it reads after the reply (closeUnread): a sender sending it arrives
+// well within it; one withholding it is cut off at its end.
+const unreadBodyWindow = time.Second
+
+// closeUnread marks a reply to a request whose body is not read (in full)
+// as the connection's last. net/http still reads up to 256 KiB of what is
+// left of the body after the reply (so that the client, still sending,
+// sees the reply rather than a reset), and that read is given
+// unreadBodyWindow rather than the whole read timeout.
+func closeUnread(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Connection", "close")
+	if r.ContentLength != 0 {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyWindow))
+	}
 }
 
 // reject refuses a delivery to a configured source received at at, and
@@ -423,6 +455,7 @@ func (s *Server) observe(source, outcome string, start time.Time) {
 }
 
 func (s *Server) wrongMethod(w http.ResponseWriter, r *http.Request) {
+	closeUnread(w, r)
 	w.Header().Set("Allow", http.MethodPost)
 	writeError(w, http.StatusMethodNotAllowed, "use POST")
 }
@@ -564,22 +597,28 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 	s.observe("", "unknown_source", time.Time{})
 	rl := s.cfg.Rejections
 	if rl == nil || !rl.Allow(name, false) {
-		w.Header().Set("Connection", "close")
+		closeUnread(w, r)
 		writeError(w, http.StatusNotFound, "unknown source")
 		return
 	}
 	var body []byte
 	complete := false
 	keep := int64(rl.MaxBodyBytes())
-	if client := s.clientKey(r); s.budget.take(client, keep+1) {
-		in := s.newBodyReader(w, r.Body)
-		var err error
-		body, err = io.ReadAll(io.LimitReader(in, keep+1))
+	// As for a delivery, the budget is taken only once a byte has come,
+	// and the read keeps the sender's pace.
+	in, client := s.newBodyReader(w, r.Body), s.clientKey(r)
+	switch err := in.awaitFirst(); {
+	case err == io.EOF:
+		body, complete = []byte{}, r.ContentLength <= 0
+	case err != nil:
+	case s.budget.take(client, keep+1):
+		rest, err := io.ReadAll(io.LimitReader(in, keep))
 		s.budget.release(client, keep+1)
+		body = append([]byte{in.first[0]}, rest...)
 		complete = err == nil && int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
-		in.done(complete) // else net/http's read of the rest ends with the sender's time
 		body = body[:min(int64(len(body)), keep)]
 	}
+	in.done(complete) // else net/http's read of the rest ends with the sender's time
 	if !complete {
 		w.Header().Set("Connection", "close")
 	}
