@@ -19,6 +19,10 @@ import (
 //     in either direction, and new connections are accepted but never
 //     answered nor forwarded, until Restore: a network that drops packets,
 //     where nothing fails, it only never answers.
+//   - Strand drops the bytes of the connections relayed now, for good,
+//     and relays new ones as before: a firewall or NAT that forgot those
+//     connections and silently drops their packets, while the database
+//     itself is fine. Only their clients closing them ends them.
 //
 // Restore after a black hole closes the connections that lived through
 // it (bytes were lost on them, as if they had timed out) and forwards new
@@ -31,7 +35,7 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	cut   bool
-	conns map[net.Conn]bool
+	conns map[net.Conn]*atomic.Bool // a relayed connection's stranded flag; nil for one held in a black hole
 	wg    sync.WaitGroup
 }
 
@@ -41,7 +45,7 @@ func NewProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]bool{}}
+	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]*atomic.Bool{}}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -108,11 +112,12 @@ func (p *Proxy) accept() {
 			up.Close()
 			continue
 		}
-		p.conns[c], p.conns[up] = true, true
+		stranded := new(atomic.Bool)
+		p.conns[c], p.conns[up] = stranded, stranded
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.relay(up, c)
-		go p.relay(c, up)
+		go p.relay(up, c, stranded)
+		go p.relay(c, up, stranded)
 	}
 }
 
@@ -120,7 +125,7 @@ func (p *Proxy) accept() {
 // dropping what the client sends, until it or Restore closes it.
 func (p *Proxy) hold(c net.Conn) {
 	p.mu.Lock()
-	p.conns[c] = true
+	p.conns[c] = nil
 	p.mu.Unlock()
 	p.wg.Add(1)
 	go func() {
@@ -133,12 +138,12 @@ func (p *Proxy) hold(c net.Conn) {
 	}()
 }
 
-func (p *Proxy) relay(dst, src net.Conn) {
+func (p *Proxy) relay(dst, src net.Conn, stranded *atomic.Bool) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.hole.Load() {
+		if n > 0 && !p.hole.Load() && !stranded.Load() {
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				break
 			}
@@ -168,6 +173,23 @@ func (p *Proxy) Cut() {
 // BlackHole stops every byte, on the connections relayed now and on those
 // accepted until Restore, without closing anything.
 func (p *Proxy) BlackHole() { p.hole.Store(true) }
+
+// Strand stops every byte of the connections relayed now, for good,
+// without closing them; connections accepted later are relayed as usual.
+// It returns how many connections it stranded (two per relayed one: the
+// client's and the server's side).
+func (p *Proxy) Strand() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, stranded := range p.conns {
+		if stranded != nil {
+			stranded.Store(true)
+			n++
+		}
+	}
+	return n
+}
 
 // Restore lets connections through again. After a black hole it first
 // closes every connection that lived through it.

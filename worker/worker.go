@@ -140,6 +140,17 @@ type Options struct {
 	// OnCircuit, if set, is called when a route's circuit opens or
 	// closes (see Controls).
 	OnCircuit func(source string, open bool)
+	// StoreTimeout bounds each call the pool makes to the store on its own
+	// account: a claim, a batch of outcomes, a round of lease extensions'
+	// calls, the pool's record (default DefaultStoreTimeout). Such calls
+	// take milliseconds; one the database never answers (its connection
+	// silently dropped by a firewall, which TCP notices only after many
+	// minutes) is given up at this bound, its connection closed, and it
+	// counts as a failed call: a claim is tried again, events whose outcome
+	// was not recorded are worked again once their leases end. A
+	// transaction of Go handlers gets this much beyond TxBudget and its
+	// handlers' timeout.
+	StoreTimeout time.Duration
 	// Trace, if set, wraps each attempt of a Go handler (an apply-only
 	// handler, or a two-phase handler's Prepare and its Apply): it returns
 	// the context the handler runs in and a function to call with the
@@ -213,6 +224,14 @@ type Pool struct {
 	pausedRead time.Time
 }
 
+// DefaultStoreTimeout is Options.StoreTimeout's default.
+const DefaultStoreTimeout = 15 * time.Second
+
+// storeCtx bounds one of the pool's own calls to the store (StoreTimeout).
+func (p *Pool) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, p.opts.StoreTimeout)
+}
+
 // New returns a Pool over q. Register work with Handle and Route, then Start.
 func New(q hookbox.Queue, opts Options) *Pool {
 	if opts.BatchSize <= 0 {
@@ -223,6 +242,9 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	}
 	if opts.TxBudget <= 0 {
 		opts.TxBudget = 50 * time.Millisecond
+	}
+	if opts.StoreTimeout <= 0 {
+		opts.StoreTimeout = DefaultStoreTimeout
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
@@ -386,7 +408,7 @@ func (p *Pool) Start(ctx context.Context) error {
 	// busy target's outcomes share a transaction: a forward drain spent a
 	// quarter less CPU per event on SQLite, a tenth less on PostgreSQL
 	// (BENCHMARKS.md, session 14).
-	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize,
+	p.finish = groupcommit.New(p.finishBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize, Timeout: p.opts.StoreTimeout,
 		MaxWait: max(p.opts.FinishWait, 0), MoreComing: func() bool { return len(p.slots) > 0 }})
 	p.apply = groupcommit.New(p.applyBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize, Timeout: p.opts.applyBatchTimeout})
 
@@ -456,12 +478,14 @@ func (p *Pool) Stop(ctx context.Context) error {
 	// A mark left by a transaction that rolled back names events that are
 	// due again, not lost: drop this pool's marks before its record, or
 	// they would be charged as a dead pool's.
+	sctx, cancel := p.storeCtx(context.WithoutCancel(ctx))
+	defer cancel()
 	for slot := range len(p.extraWakes) + 1 {
-		if ferr := p.q.DropMark(context.WithoutCancel(ctx), p.markKey(slot)); ferr != nil {
+		if ferr := p.q.DropMark(sctx, p.markKey(slot)); ferr != nil {
 			p.logErr("drop the pool's marks", ferr)
 		}
 	}
-	if ferr := p.q.WorkerStopped(context.WithoutCancel(ctx), p.id); ferr != nil {
+	if ferr := p.q.WorkerStopped(sctx, p.id); ferr != nil {
 		p.logErr("record the clean stop", ferr)
 	}
 	runningHere.Delete(p.id)
@@ -482,6 +506,8 @@ func (p *Pool) register(ctx context.Context) {
 	// record is made by the first refresh that reaches it.
 	host, _ := os.Hostname()
 	runningHere.Store(p.id, struct{}{})
+	ctx, cancel := p.storeCtx(ctx)
+	defer cancel()
 	others, err := p.q.WorkerStarted(ctx, hookbox.Worker{Name: p.id, Host: host, PID: os.Getpid()})
 	if err != nil || len(others) > 0 {
 		p.logErr("record the pool", err)
@@ -506,6 +532,8 @@ func (p *Pool) register(ctx context.Context) {
 // chargeOrphans charges the events that were running in pools that died
 // (queue.Runner.Recover).
 func (p *Pool) chargeOrphans(ctx context.Context) {
+	ctx, cancel := p.storeCtx(ctx)
+	defer cancel()
 	n, err := p.runner.Recover(ctx)
 	p.logErr("charge the events a dead pool was running", err)
 	if n > 0 {
@@ -713,6 +741,15 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	// so outcomes of cancelled handlers are still written; handlers run on
 	// runCtx, which shutdown cancels after the grace period.
 	dbCtx := context.WithoutCancel(runCtx)
+	// Each transaction may take its budget, a handler's timeout past it,
+	// and StoreTimeout for its own statements; past that its connection is
+	// taken for dead (see Options.StoreTimeout).
+	txBound := p.opts.TxBudget + p.maxTimeout(sources).Timeout + p.opts.StoreTimeout
+	inTx := func(run func(ctx context.Context) ([]queue.Result, error)) ([]queue.Result, error) {
+		ctx, cancel := context.WithTimeout(dbCtx, txBound)
+		defer cancel()
+		return run(ctx)
+	}
 	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if ran > 0 && time.Now().After(deadline) {
 			return hookbox.Outcome{} // not run: left for the next transaction
@@ -732,7 +769,9 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	var res []queue.Result
 	if leased {
 		var evs []hookbox.Event
-		evs, err = p.q.Claim(claimCtx, params)
+		cctx, cancel := p.storeCtx(claimCtx)
+		evs, err = p.q.Claim(cctx, params)
+		cancel()
 		if err != nil || len(evs) == 0 {
 			if err == nil && !strict {
 				p.recovering.Store(0) // nothing due: nothing left from a crash
@@ -744,13 +783,13 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		}
 		p.leases.add(evs, lease)
 		defer p.leases.remove(evs)
-		res, err = p.runner.Work(dbCtx, evs, work)
+		res, err = inTx(func(ctx context.Context) ([]queue.Result, error) { return p.runner.Work(ctx, evs, work) })
 		if err != nil {
 			p.release(dbCtx, evs, err)
 			return false, err
 		}
 	} else {
-		res, err = p.runner.ClaimWork(dbCtx, params, work)
+		res, err = inTx(func(ctx context.Context) ([]queue.Result, error) { return p.runner.ClaimWork(ctx, params, work) })
 		if err != nil || len(res) == 0 {
 			return false, err
 		}
@@ -775,7 +814,9 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	}
 	for _, ev := range rescued {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
-		res, err := p.runner.Work(dbCtx, []hookbox.Event{ev}, work)
+		res, err := inTx(func(ctx context.Context) ([]queue.Result, error) {
+			return p.runner.Work(ctx, []hookbox.Event{ev}, work)
+		})
 		if err != nil {
 			p.release(dbCtx, []hookbox.Event{ev}, err)
 			return full, err
@@ -784,7 +825,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	}
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
-		res, err := p.runner.Work(dbCtx, rest, work)
+		res, err := inTx(func(ctx context.Context) ([]queue.Result, error) { return p.runner.Work(ctx, rest, work) })
 		if err != nil {
 			// Nothing was applied: give the events back for a retry.
 			p.release(dbCtx, rest, err)
@@ -806,6 +847,8 @@ func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
 		outs[i] = hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusPending,
 			RetryAt: now.Add(time.Second), Error: p.errorText("store failed: " + cause.Error()), StartedAt: now, FinishedAt: now}
 	}
+	ctx, cancel := p.storeCtx(ctx)
+	defer cancel()
 	if _, err := p.q.Finish(ctx, outs); err != nil {
 		p.logErr("release events after a store failure", err)
 	}
@@ -1026,7 +1069,9 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if !strict && !params.ByKey {
 		params.RunningIDs = p.leases.ids()
 	}
-	evs, err := p.q.Claim(claimCtx, params)
+	cctx, cancel := p.storeCtx(claimCtx)
+	evs, err := p.q.Claim(cctx, params)
+	cancel()
 	if ctl != nil && err == nil {
 		p.took(ctl, evs, time.Now(), cursor)
 	}
@@ -1221,7 +1266,10 @@ func extendRetry(every time.Duration) time.Duration { return min(time.Second, ev
 // leases, and reports whether all of it reached the database.
 func (p *Pool) extendRound(ctx context.Context) bool {
 	ok := true
-	if dead, err := p.q.WorkerSeen(ctx, p.id, p.staleAfter()); err != nil {
+	sctx, cancel := p.storeCtx(ctx)
+	dead, err := p.q.WorkerSeen(sctx, p.id, p.staleAfter())
+	cancel()
+	if err != nil {
 		p.logErr("refresh the pool's record", err)
 		ok = false
 	} else if dead > 0 {
@@ -1232,7 +1280,10 @@ func (p *Pool) extendRound(ctx context.Context) bool {
 	for owner, held := range p.leases.byOwner() {
 		// Each from its own call: one that waited (for SQLite's writer,
 		// a lock) must not shorten the leases extended after it.
-		if err := p.q.ExtendLeases(ctx, owner, held.ids, time.Now().Add(held.lease)); err != nil {
+		sctx, cancel := p.storeCtx(ctx)
+		err := p.q.ExtendLeases(sctx, owner, held.ids, time.Now().Add(held.lease))
+		cancel()
+		if err != nil {
 			p.logErr("extend leases", err)
 			ok = false
 		}
