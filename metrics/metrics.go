@@ -22,7 +22,8 @@
 //	hookbox_oldest_due_seconds                age of the longest-waiting due event
 //	hookbox_target_circuit_open{target}       1 while a target's circuit is open
 //	hookbox_rejections_unlogged_total{source,why}  refused deliveries left out
-//	    of the rejected-deliveries log: rate_limited, queue_full, store_failed
+//	    of the rejected-deliveries log: rate_limited, queue_full, store_failed,
+//	    stopped (refused while hookbox stopped)
 //
 // A named target's deliveries are counted under the label "source/target".
 //
@@ -139,7 +140,7 @@ func New(sources []string) *Metrics {
 		}, []string{"target"}),
 		unlogged: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookbox_rejections_unlogged_total",
-			Help: "Refused deliveries left out of the rejected-deliveries log, by source (empty for unknown ones) and why: rate_limited, queue_full or store_failed.",
+			Help: "Refused deliveries left out of the rejected-deliveries log, by source (empty for unknown ones) and why: rate_limited, queue_full, store_failed or stopped.",
 		}, []string{"source", "why"}),
 		deliveryChild: map[string]map[string]prometheus.Counter{},
 		attemptChild:  map[string]map[string]prometheus.Counter{},

@@ -68,7 +68,9 @@ type Options struct {
 	QueueSize    int           // rejections waiting for the writer
 	Logger       *slog.Logger
 	// Dropped, if set, is told each time a rejection is not stored and
-	// why: "rate_limited", "queue_full" or "store_failed".
+	// why: "rate_limited", "queue_full", "store_failed" or "stopped"
+	// (recorded after Close: a request the server was still answering as
+	// it stopped).
 	Dropped func(source, why string)
 }
 
@@ -83,6 +85,10 @@ type Recorder struct {
 	queue chan hookbox.Rejection
 	done  chan struct{}
 	stop  sync.Once
+	// closing guards queue against a send after Close closed it: Record
+	// holds it for reading, Close for writing.
+	closing sync.RWMutex
+	closed  bool
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -157,6 +163,12 @@ func (r *Recorder) Allow(source string, known bool) bool {
 // text cleaned (see the package guarantees), so the caller's buffers may
 // be reused at once.
 func (r *Recorder) Record(rj hookbox.Rejection) {
+	r.closing.RLock()
+	defer r.closing.RUnlock()
+	if r.closed {
+		r.dropped(rj.Source, !rj.UnknownSource, "stopped")
+		return
+	}
 	if len(r.queue) == cap(r.queue) {
 		// Full already: drop before copying anything.
 		r.dropped(rj.Source, !rj.UnknownSource, "queue_full")
@@ -170,9 +182,16 @@ func (r *Recorder) Record(rj hookbox.Rejection) {
 	}
 }
 
-// Close stops the writer once it has written what was queued.
+// Close stops the writer once it has written what was queued. A Record
+// after it (from a handler net/http was still running as the server
+// stopped) is dropped and counted, never a send on the closed queue.
 func (r *Recorder) Close() {
-	r.stop.Do(func() { close(r.queue) })
+	r.stop.Do(func() {
+		r.closing.Lock()
+		r.closed = true
+		close(r.queue)
+		r.closing.Unlock()
+	})
 	<-r.done
 }
 

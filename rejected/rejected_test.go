@@ -2,6 +2,7 @@ package rejected_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -196,6 +197,35 @@ func TestRecheckSameDeliveryTwice(t *testing.T) {
 		again, err := rejected.Recheck(ctx, st, sources, rejected.RecheckParams{IDs: []int64{res.Admitted[0].RejectionID, 999}})
 		if err != nil || len(again.Admitted) != 0 || len(again.Refused) != 2 || again.Refused[0].Reason != rejected.ReasonAlreadyStored {
 			t.Errorf("re-check by id: %+v %v", again, err)
+		}
+	})
+}
+
+// TestRecordAfterClose: a rejection recorded after Close (a request the
+// server was still answering while hookbox stopped) is dropped and counted
+// as "stopped", never a send on the closed queue (a panic, and a data race
+// the race detector saw in service TestStopWithASenderStillSending), even
+// while Close runs.
+func TestRecordAfterClose(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		d := &drops{}
+		rec := rejected.NewRecorder(st, rejected.Options{Dropped: d.add})
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range 200 {
+					rec.Record(rejection("polar", fmt.Sprint(i, "-", j)))
+				}
+			}()
+		}
+		rec.Close()
+		rec.Record(rejection("polar", "late"))
+		wg.Wait()
+		if d.get("stopped") == 0 {
+			t.Errorf("a rejection recorded after Close was not counted as stopped")
 		}
 	})
 }
