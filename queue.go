@@ -262,7 +262,9 @@ type Queue interface {
 	// and commits before it returns: the attempt is counted even if the
 	// process dies while working it. Each lease runs p.Lease from its
 	// write, not from before the claim's waits (for a lock, or SQLite's
-	// writer), unless p.Now is set.
+	// writer), unless p.Now is set. Events returned with an error are
+	// leased all the same (a step after a commit failed: a by-key claim's
+	// second transaction, the key cursor's read) and must be worked.
 	Claim(ctx context.Context, p ClaimParams) ([]Event, error)
 
 	// ExtendLeases pushes the lease end of the given events, still held by

@@ -208,10 +208,12 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 			out, err = scanEvents(rows)
 		}
 	}
-	if err != nil {
-		return nil, unavailable(ctx, "claim", err)
-	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if err != nil {
+		// What a committed part of the claim leased is returned with the
+		// error (see hookbox.Queue.Claim).
+		return out, unavailable(ctx, "claim", err)
+	}
 	return out, nil
 }
 
@@ -278,7 +280,10 @@ func (s *Store) claimSerial(ctx context.Context, queue, q string, args ...any) (
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	return out, err
+	if err != nil {
+		return nil, err // not known to have committed: nothing is ours
+	}
+	return out, nil
 }
 
 func scanEvents(rows pgx.Rows) ([]hookbox.Event, error) {
@@ -291,7 +296,10 @@ func scanEvents(rows pgx.Rows) ([]hookbox.Event, error) {
 		}
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err // the statement failed: what it returned is not leased
+	}
+	return out, nil
 }
 
 // extendLeases locks the rows in id order before updating them, as every

@@ -169,18 +169,23 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	}
 	m := metrics.New(queueNames(cfg))
 	txWorkers := 1 // SQLite: one write transaction at a time anyway
+	var storeTimeout time.Duration
 	if concurrentWriters {
 		txWorkers = 4
+		// Over a network, a statement the database never answers (a
+		// connection a firewall dropped silently) is given up on.
+		storeTimeout = worker.DefaultStoreTimeout
 	}
 	pool := worker.New(st, worker.Options{
-		BatchSize:   cfg.Workers.BatchSize,
-		Concurrency: cfg.Workers.Concurrency,
-		TxWorkers:   txWorkers,
-		Logger:      log,
-		OnAttempt:   m.Attempt,
-		OnCircuit:   m.Circuit,
-		Trace:       tracing.Handler(red.String),
-		Redact:      red.String,
+		BatchSize:    cfg.Workers.BatchSize,
+		Concurrency:  cfg.Workers.Concurrency,
+		TxWorkers:    txWorkers,
+		StoreTimeout: storeTimeout,
+		Logger:       log,
+		OnAttempt:    m.Attempt,
+		OnCircuit:    m.Circuit,
+		Trace:        tracing.Handler(red.String),
+		Redact:       red.String,
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())

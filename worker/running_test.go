@@ -2,8 +2,10 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -240,5 +242,83 @@ func TestStrictWaitsForASlot(t *testing.T) {
 		waitAllDone(t, s, p, "strict", 1)
 		waitAllDone(t, s, p, "slow", 2)
 		g.check(t)
+	})
+}
+
+// claimFailsAfterCommit is a store whose first claim that leases events
+// returns them with an error, as a by-key claim does when a step after its
+// commit fails (its second transaction, the key cursor's read, a deadline
+// passing there).
+type claimFailsAfterCommit struct {
+	hookbox.Queue
+	failed atomic.Bool
+}
+
+func (q *claimFailsAfterCommit) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
+	evs, err := q.Queue.Claim(ctx, p)
+	if err == nil && len(evs) > 0 && !q.failed.Swap(true) {
+		return evs, errors.New("key cursor: context deadline exceeded (injected)")
+	}
+	return evs, err
+}
+
+// TestClaimedWithAnErrorIsWorked: events a claim returns together with an
+// error are leased all the same, and the pool works them at once: each is
+// delivered once, on its first attempt. Dropping them left them leased to
+// nobody until their leases ended, and charged a second attempt.
+func TestClaimedWithAnErrorIsWorked(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		keyed := func(id, key string) hookbox.Delivery {
+			d := storetest.Delivery("o", id)
+			d.FanOut, d.Routes = true, []hookbox.Route{{Target: "app", OrderKey: key}}
+			return d
+		}
+		g := newGate()
+		p := worker.New(&claimFailsAfterCommit{Queue: s}, worker.Options{PollInterval: 50 * time.Millisecond})
+		p.SetPolicy("o/app", worker.Policy{Timeout: time.Second})
+		p.Route("o/app", g.target(func(ev *hookbox.Event) string { return ev.OrderKey }))
+		p.SetControls("o/app", worker.Controls{ByKey: true})
+		ingest(t, s, keyed("a", "k1"), keyed("b", "k2"), keyed("c", "k3"))
+		start(t, p)
+		waitAllDone(t, s, p, "o/app", 3)
+		evs, err := s.Events(context.Background(), hookbox.Filter{Source: "o/app"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Attempts != 1 {
+				t.Errorf("event %d (%s) took %d attempts, want 1", e.ID, e.OrderKey, e.Attempts)
+			}
+		}
+		g.check(t)
+	})
+}
+
+// TestOverrunningHandlerWithStoreTimeout: StoreTimeout bounds the pool's
+// own calls, never a transaction of Go handlers: a handler that ignores its
+// context and runs past its timeout (and past StoreTimeout) ends as it
+// did without the bound (its success kept, on its first attempt), and an
+// event beside it is done. Bounding the whole transaction failed every
+// statement after the handler, charged nothing, and claimed the same batch
+// again, forever.
+func TestOverrunningHandlerWithStoreTimeout(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 20 * time.Millisecond, StoreTimeout: 300 * time.Millisecond})
+		p.Handle("shop", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			if ev.DeliveryID == "slow" {
+				time.Sleep(time.Second) // ignores ctx
+			}
+			return nil
+		})
+		p.SetPolicy("shop", worker.Policy{MaxAttempts: 2, Timeout: 200 * time.Millisecond})
+		rs := ingest(t, s, storetest.Delivery("shop", "slow"), storetest.Delivery("shop", "fast"))
+		start(t, p)
+		for _, r := range rs {
+			if e := waitStatus(t, s, p, r.ID, hookbox.StatusDone); e.Attempts != 1 {
+				t.Errorf("event %s done after %d attempts, want 1", e.DeliveryID, e.Attempts)
+			}
+		}
 	})
 }

@@ -140,16 +140,19 @@ type Options struct {
 	// OnCircuit, if set, is called when a route's circuit opens or
 	// closes (see Controls).
 	OnCircuit func(source string, open bool)
-	// StoreTimeout bounds each call the pool makes to the store on its own
-	// account: a claim, a batch of outcomes, a round of lease extensions'
-	// calls, the pool's record (default DefaultStoreTimeout). Such calls
-	// take milliseconds; one the database never answers (its connection
-	// silently dropped by a firewall, which TCP notices only after many
-	// minutes) is given up at this bound, its connection closed, and it
-	// counts as a failed call: a claim is tried again, events whose outcome
-	// was not recorded are worked again once their leases end. A
-	// transaction of Go handlers gets this much beyond TxBudget and its
-	// handlers' timeout.
+	// StoreTimeout, when set, bounds each call the pool makes to the store
+	// on its own account, one statement each: a claim, a batch of
+	// outcomes, each lease extension, the pool's record, its marks. Over a
+	// network such calls take milliseconds; one the database never answers
+	// (its connection silently dropped by a firewall, which TCP notices
+	// only after many minutes) is then given up, its connection closed,
+	// and counts as a failed call: a claim is tried again, events whose
+	// outcome was not recorded are worked again once their leases end.
+	// DefaultStoreTimeout suits PostgreSQL (hookbox serve sets it there).
+	// Leave it unset for SQLite, whose calls cannot be stranded but may
+	// wait for the one writer as long as a transaction of Go handlers
+	// holds it. Transactions of Go handlers and Applies are not bounded:
+	// they run handler code, which a bound would cut.
 	StoreTimeout time.Duration
 	// Trace, if set, wraps each attempt of a Go handler (an apply-only
 	// handler, or a two-phase handler's Prepare and its Apply): it returns
@@ -224,11 +227,16 @@ type Pool struct {
 	pausedRead time.Time
 }
 
-// DefaultStoreTimeout is Options.StoreTimeout's default.
+// DefaultStoreTimeout is the Options.StoreTimeout hookbox serve sets on
+// PostgreSQL.
 const DefaultStoreTimeout = 15 * time.Second
 
-// storeCtx bounds one of the pool's own calls to the store (StoreTimeout).
+// storeCtx bounds one of the pool's own calls to the store by
+// StoreTimeout, when set.
 func (p *Pool) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.opts.StoreTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
 	return context.WithTimeout(ctx, p.opts.StoreTimeout)
 }
 
@@ -242,9 +250,6 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	}
 	if opts.TxBudget <= 0 {
 		opts.TxBudget = 50 * time.Millisecond
-	}
-	if opts.StoreTimeout <= 0 {
-		opts.StoreTimeout = DefaultStoreTimeout
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
@@ -478,13 +483,16 @@ func (p *Pool) Stop(ctx context.Context) error {
 	// A mark left by a transaction that rolled back names events that are
 	// due again, not lost: drop this pool's marks before its record, or
 	// they would be charged as a dead pool's.
-	sctx, cancel := p.storeCtx(context.WithoutCancel(ctx))
-	defer cancel()
 	for slot := range len(p.extraWakes) + 1 {
-		if ferr := p.q.DropMark(sctx, p.markKey(slot)); ferr != nil {
+		sctx, cancel := p.storeCtx(context.WithoutCancel(ctx))
+		ferr := p.q.DropMark(sctx, p.markKey(slot))
+		cancel()
+		if ferr != nil {
 			p.logErr("drop the pool's marks", ferr)
 		}
 	}
+	sctx, cancel := p.storeCtx(context.WithoutCancel(ctx))
+	defer cancel()
 	if ferr := p.q.WorkerStopped(sctx, p.id); ferr != nil {
 		p.logErr("record the clean stop", ferr)
 	}
@@ -506,9 +514,9 @@ func (p *Pool) register(ctx context.Context) {
 	// record is made by the first refresh that reaches it.
 	host, _ := os.Hostname()
 	runningHere.Store(p.id, struct{}{})
-	ctx, cancel := p.storeCtx(ctx)
-	defer cancel()
-	others, err := p.q.WorkerStarted(ctx, hookbox.Worker{Name: p.id, Host: host, PID: os.Getpid()})
+	sctx, cancel := p.storeCtx(ctx)
+	others, err := p.q.WorkerStarted(sctx, hookbox.Worker{Name: p.id, Host: host, PID: os.Getpid()})
+	cancel()
 	if err != nil || len(others) > 0 {
 		p.logErr("record the pool", err)
 		p.recover()
@@ -521,7 +529,10 @@ func (p *Pool) register(ctx context.Context) {
 		_, ours := runningHere.Load(o.Name)
 		if host != "" && o.Host == host && (o.PID == os.Getpid() && !ours || !processAlive(o.PID)) {
 			p.log.Warn("worker: a pool of this machine stopped without a trace; charging what it was running", "pool", o.Name, "pid", o.PID)
-			if err := p.q.WorkerStopped(ctx, o.Name); err != nil {
+			sctx, cancel := p.storeCtx(ctx)
+			err := p.q.WorkerStopped(sctx, o.Name)
+			cancel()
+			if err != nil {
 				p.logErr("forget a dead pool", err)
 			}
 		}
@@ -741,15 +752,6 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	// so outcomes of cancelled handlers are still written; handlers run on
 	// runCtx, which shutdown cancels after the grace period.
 	dbCtx := context.WithoutCancel(runCtx)
-	// Each transaction may take its budget, a handler's timeout past it,
-	// and StoreTimeout for its own statements; past that its connection is
-	// taken for dead (see Options.StoreTimeout).
-	txBound := p.opts.TxBudget + p.maxTimeout(sources).Timeout + p.opts.StoreTimeout
-	inTx := func(run func(ctx context.Context) ([]queue.Result, error)) ([]queue.Result, error) {
-		ctx, cancel := context.WithTimeout(dbCtx, txBound)
-		defer cancel()
-		return run(ctx)
-	}
 	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if ran > 0 && time.Now().After(deadline) {
 			return hookbox.Outcome{} // not run: left for the next transaction
@@ -772,6 +774,10 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		cctx, cancel := p.storeCtx(claimCtx)
 		evs, err = p.q.Claim(cctx, params)
 		cancel()
+		if err != nil && len(evs) > 0 {
+			p.logErr("claim (what it leased is worked all the same)", err) // see runTargets
+			err = nil
+		}
 		if err != nil || len(evs) == 0 {
 			if err == nil && !strict {
 				p.recovering.Store(0) // nothing due: nothing left from a crash
@@ -783,13 +789,13 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		}
 		p.leases.add(evs, lease)
 		defer p.leases.remove(evs)
-		res, err = inTx(func(ctx context.Context) ([]queue.Result, error) { return p.runner.Work(ctx, evs, work) })
+		res, err = p.runner.Work(dbCtx, evs, work)
 		if err != nil {
 			p.release(dbCtx, evs, err)
 			return false, err
 		}
 	} else {
-		res, err = inTx(func(ctx context.Context) ([]queue.Result, error) { return p.runner.ClaimWork(ctx, params, work) })
+		res, err = p.runner.ClaimWork(dbCtx, params, work)
 		if err != nil || len(res) == 0 {
 			return false, err
 		}
@@ -814,9 +820,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	}
 	for _, ev := range rescued {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
-		res, err := inTx(func(ctx context.Context) ([]queue.Result, error) {
-			return p.runner.Work(ctx, []hookbox.Event{ev}, work)
-		})
+		res, err := p.runner.Work(dbCtx, []hookbox.Event{ev}, work)
 		if err != nil {
 			p.release(dbCtx, []hookbox.Event{ev}, err)
 			return full, err
@@ -825,7 +829,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	}
 	for len(rest) > 0 {
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
-		res, err := inTx(func(ctx context.Context) ([]queue.Result, error) { return p.runner.Work(ctx, rest, work) })
+		res, err := p.runner.Work(dbCtx, rest, work)
 		if err != nil {
 			// Nothing was applied: give the events back for a retry.
 			p.release(dbCtx, rest, err)
@@ -1072,6 +1076,13 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	cctx, cancel := p.storeCtx(claimCtx)
 	evs, err := p.q.Claim(cctx, params)
 	cancel()
+	if err != nil && len(evs) > 0 {
+		// Leased all the same: a step after the claim's commit failed (the
+		// key cursor's read, a second by-key claim). Dropping them would
+		// leave them leased to nobody, their attempts counted.
+		p.logErr("claim (what it leased is worked all the same)", err)
+		err = nil
+	}
 	if ctl != nil && err == nil {
 		p.took(ctl, evs, time.Now(), cursor)
 	}
