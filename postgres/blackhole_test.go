@@ -55,3 +55,43 @@ func TestIngestRollbackOnADeadNetwork(t *testing.T) {
 		t.Error("the delivery of the rolled-back transaction was stored")
 	}
 }
+
+// TestIdleIngestReleasesItsKeys: an ingest transaction whose connection
+// falls silent after inserting a delivery (here it is simply left open, as
+// the server sees a connection a firewall dropped: idle in a transaction)
+// holds that delivery's key only until the server ends it
+// (idle_in_transaction_session_timeout, 10 s): a sender retrying the
+// delivery gets it stored then, instead of a 503 for each retry until the
+// server's keepalive noticed (two hours by default).
+func TestIdleIngestReleasesItsKeys(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.URL(t))
+	ctx := context.Background()
+	held, err := s.BeginIngest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Rollback() }) // before the store closes, which waits for it
+	d := storetest.Delivery("s", "held-by-a-silent-connection")
+	if _, err := held.Add(ctx, []hookbox.Delivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for tries := 1; ; tries++ {
+		rs, err := s.Ingest(ctx, []hookbox.Delivery{d})
+		if err == nil {
+			if rs[0].Duplicate {
+				t.Errorf("stored as a duplicate of the uncommitted insert")
+			}
+			t.Logf("stored on try %d, %v after the insert was left idle", tries, time.Since(start).Round(time.Millisecond))
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the retried delivery still cannot be stored after %v: %v", time.Since(start), err)
+		}
+		time.Sleep(250 * time.Millisecond) // a sender's retry
+	}
+	if err := held.Commit(ctx); err == nil {
+		t.Errorf("the idle transaction committed after the server was to end it")
+	}
+}

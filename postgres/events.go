@@ -89,11 +89,27 @@ WHERE body_sha256 IS NOT NULL AND (source, body_sha256) IN (SELECT * FROM unnest
 // what ingest relies on rather than inheriting it from the server, the
 // role or the URL: READ COMMITTED (selectConflicts must see rows committed
 // after the transaction began), a commit that waits for the WAL flush (a
-// receipt is acknowledged to the sender), and a lock wait short enough
-// that two ingest transactions holding keys the other needs give up and
-// redo long before the server's deadlock_timeout (1 s by default, and only
-// a superuser may lower it) would find the cycle.
-const beginIngest = `BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = on; SET LOCAL lock_timeout = '300ms'`
+// receipt is acknowledged to the sender), a lock wait short enough that
+// two ingest transactions holding keys the other needs give up and redo
+// long before the server's deadlock_timeout (1 s by default, and only a
+// superuser may lower it) would find the cycle, and an end to a
+// transaction the server sees idle for ingestIdleTimeout (see there).
+var beginIngest = beginIngestQuery(ingestIdleTimeout)
+
+// ingestIdleTimeout is how long the server lets an ingest transaction sit
+// idle before it ends the session. An ingest's steps follow each other
+// within milliseconds; a transaction idle for seconds is one whose
+// connection was lost without a word (a firewall dropping it silently):
+// hookbox has given up on it (ingestStepTimeout), but the server would
+// keep it open, and the keys of the deliveries it inserted locked, until
+// its own keepalive noticed (two hours by default), so each retry of those
+// deliveries waited for the locks and got 503.
+const ingestIdleTimeout = 10 * time.Second
+
+func beginIngestQuery(idle time.Duration) string {
+	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = on; SET LOCAL lock_timeout = '300ms'; SET LOCAL idle_in_transaction_session_timeout = %d`,
+		idle.Milliseconds())
+}
 
 // maxIngestAttempts bounds how often one Add runs again after the server
 // rolled its transaction back because of a conflict with another
