@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -93,5 +94,26 @@ func TestIdleIngestReleasesItsKeys(t *testing.T) {
 	}
 	if err := held.Commit(ctx); err == nil {
 		t.Errorf("the idle transaction committed after the server was to end it")
+	}
+}
+
+// TestConnectionsHaveAUserTimeout: the store's connections carry
+// TCP_USER_TIMEOUT (30 s), so that one the network drops silently is closed
+// by the kernel whatever waits on it (a transaction of Go handlers, an
+// Apply, the listener), not after TCP's retries of about 15 minutes. The
+// proxies of the other tests cannot show the kernel's part (their own
+// kernel acknowledges every byte), so this checks the setting.
+func TestConnectionsHaveAUserTimeout(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("TCP_USER_TIMEOUT is Linux's")
+	}
+	t.Parallel()
+	s := open(t, pgtest.URL(t))
+	got, err := s.ConnUserTimeout(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 30*time.Second {
+		t.Errorf("TCP_USER_TIMEOUT = %v, want 30s", got)
 	}
 }

@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -10,4 +13,23 @@ import (
 // statements hookbox prepared on it.
 func (s *Store) AcquireConn(ctx context.Context) (*pgxpool.Conn, error) {
 	return s.pool.Acquire(ctx)
+}
+
+// ConnUserTimeout reads TCP_USER_TIMEOUT from the socket of one of the
+// store's connections.
+func (s *Store) ConnUserTimeout(ctx context.Context) (time.Duration, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Release()
+	tc, ok := c.Conn().PgConn().Conn().(*net.TCPConn)
+	if !ok {
+		return 0, errors.New("not a TCP connection")
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	return userTimeout(raw)
 }

@@ -57,8 +57,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"net"
 	neturl "net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -89,6 +91,11 @@ func Migrations() fs.FS {
 // DefaultMaxConns is the pool size used when Options.MaxConns is zero and the
 // URL sets no pool_max_conns.
 const DefaultMaxConns = 16
+
+// tcpUserTimeout is TCP_USER_TIMEOUT on the store's connections (Linux):
+// on a working network an answer to what was sent comes within
+// milliseconds, however busy the server.
+const tcpUserTimeout = 30 * time.Second
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no
 // connect_timeout, so an unreachable server (or one behind a network that
@@ -146,6 +153,19 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	// A connection the network drops without a word (a firewall that
+	// forgot it) is closed by the kernel once what was sent on it has gone
+	// unacknowledged for tcpUserTimeout, instead of after TCP's retries
+	// (about 15 minutes), whatever was waiting on it: a handler's
+	// transaction, an Apply, a listener (with keepalive probes). The
+	// connect timeout still bounds connecting (pgconn applies it).
+	dialer := &net.Dialer{Control: func(network, _ string, c syscall.RawConn) error {
+		if !strings.HasPrefix(network, "tcp") {
+			return nil // a Unix socket
+		}
+		return setUserTimeout(c, tcpUserTimeout)
+	}}
+	cfg.ConnConfig.DialFunc = dialer.DialContext
 	// Every session starts with synchronous commits, whatever the server,
 	// the role or the URL say: ingest acknowledges what it commits. Work
 	// transactions turn it off for themselves (SET LOCAL).

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package postgres
+
+import (
+	"errors"
+	"syscall"
+	"time"
+)
+
+// setUserTimeout does nothing where TCP_USER_TIMEOUT is not known; the
+// worker's StoreTimeout and ingest's step bounds still apply.
+func setUserTimeout(syscall.RawConn, time.Duration) error { return nil }
+
+// userTimeout is not known off Linux.
+func userTimeout(syscall.RawConn) (time.Duration, error) {
+	return 0, errors.New("TCP_USER_TIMEOUT is Linux's")
+}
