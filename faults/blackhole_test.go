@@ -25,20 +25,8 @@ func TestPostgresBlackHole(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 
-	dir := t.TempDir()
-	srcs := []source{polarSrc, stripeSrc, githubSrc}
-	ep := newEndpoint("")
-	l := newLoad(ep, srcs, 0.1)
-	l.keep = true
-	sink := faults.NewSink(faults.SinkOptions{Check: l.checkBody})
-	t.Cleanup(sink.Close)
-	srv := newServer(t, dir, writeConfig(t, dir, serverSpec{db: viaProxy, sources: srcs, forward: sink.URL}))
-	p := srv.start()
-	ep.set(p.URL())
-
-	ctx, stopLoad := context.WithCancel(context.Background())
+	srv, l, sink, stopLoad := loadedThroughProxy(t, viaProxy)
 	defer stopLoad()
-	l.run(ctx, 16)
 	waitFor(t, 30*time.Second, "100 deliveries acknowledged before the outage", func() (bool, string) {
 		n := l.accepted()
 		return n >= 100, fmt.Sprint(n, " acknowledged")
@@ -119,4 +107,23 @@ func TestPostgresBlackHole(t *testing.T) {
 	t.Logf("black hole %s: %d requests sent during it, %d answered 503, %d slower than %v, slowest %v; acknowledged %d, stored %d, sink saw %d, not done %d",
 		restoreAt.Sub(holeAt).Round(time.Millisecond), during, unavailable, slow, answerWithin, slowest.Round(time.Millisecond),
 		f.Acknowledged, f.Stored, f.SinkSeen, f.NotDone)
+}
+
+// loadedThroughProxy starts hookbox serve on the database at dbURL (a
+// proxy's), forwarding three signed sources to a sink, and a load of 16
+// senders keeping what they sent; stopLoad ends the load.
+func loadedThroughProxy(t *testing.T, dbURL string) (srv *server, l *load, sink *faults.Sink, stopLoad context.CancelFunc) {
+	t.Helper()
+	dir := t.TempDir()
+	srcs := []source{polarSrc, stripeSrc, githubSrc}
+	ep := newEndpoint("")
+	l = newLoad(ep, srcs, 0.1)
+	l.keep = true
+	sink = faults.NewSink(faults.SinkOptions{Check: l.checkBody})
+	t.Cleanup(sink.Close)
+	srv = newServer(t, dir, writeConfig(t, dir, serverSpec{db: dbURL, sources: srcs, forward: sink.URL}))
+	ep.set(srv.start().URL())
+	ctx, stopLoad := context.WithCancel(context.Background())
+	l.run(ctx, 16)
+	return srv, l, sink, stopLoad
 }

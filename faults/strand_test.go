@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -26,20 +25,8 @@ func TestPostgresStrandedConnections(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 
-	dir := t.TempDir()
-	srcs := []source{polarSrc, stripeSrc, githubSrc}
-	ep := newEndpoint("")
-	l := newLoad(ep, srcs, 0.1)
-	l.keep = true
-	sink := faults.NewSink(faults.SinkOptions{Check: l.checkBody})
-	t.Cleanup(sink.Close)
-	srv := newServer(t, dir, writeConfig(t, dir, serverSpec{db: viaProxy, sources: srcs, forward: sink.URL}))
-	p := srv.start()
-	ep.set(p.URL())
-
-	ctx, stopLoad := context.WithCancel(context.Background())
+	srv, l, sink, stopLoad := loadedThroughProxy(t, viaProxy)
 	defer stopLoad()
-	l.run(ctx, 16)
 	waitFor(t, 30*time.Second, "200 deliveries acknowledged and some forwarded", func() (bool, string) {
 		n, seen := l.accepted(), sink.Stats().Distinct
 		return n >= 200 && seen >= 50, fmt.Sprint(n, " acknowledged, ", seen, " at the sink")

@@ -17,12 +17,7 @@ import (
 
 // keyed is a delivery of source "o" routed to its target "t" with an
 // order key.
-func keyed(id, key string) hookbox.Delivery {
-	d := storetest.Delivery("o", id)
-	d.FanOut = true
-	d.Routes = []hookbox.Route{{Target: "t", OrderKey: key}}
-	return d
-}
+func keyed(id, key string) hookbox.Delivery { return storetest.Keyed("o", "t", id, key) }
 
 func claimByKey(t *testing.T, s *postgres.Store, owner string, limit int) []hookbox.Event {
 	t.Helper()

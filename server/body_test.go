@@ -42,6 +42,18 @@ func rawRequest(t *testing.T, url, path, length, header, first string) net.Conn 
 	return c
 }
 
+// statusOf reads the reply on c and returns its status.
+func statusOf(t *testing.T, c net.Conn) int {
+	t.Helper()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // githubSource is a source that signs its bodies (GitHub's scheme), so the
 // body must be read before anything can tell a sender from an attacker.
 func githubSource(t *testing.T) (Source, verify.Config) {
@@ -214,13 +226,8 @@ func TestSlowBodyCutOff(t *testing.T) {
 			if chunked {
 				io.WriteString(c, "\r\n0\r\n\r\n")
 			}
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusAccepted {
-				t.Fatalf("a sender keeping up twice the rate: %d, want 202", resp.StatusCode)
+			if status := statusOf(t, c); status != http.StatusAccepted {
+				t.Fatalf("a sender keeping up twice the rate: %d, want 202", status)
 			}
 		})
 	}
@@ -406,13 +413,8 @@ func TestLeftClientGets503(t *testing.T) {
 	c := rawRequest(t, ts.URL, "/webhooks/a", "2", "X-Id: half-closed\r\n", "{}")
 	c.(*net.TCPConn).CloseWrite()
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503: nothing was stored", resp.StatusCode)
+	if status := statusOf(t, c); status != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503: nothing was stored", status)
 	}
 }
 

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -149,13 +148,8 @@ func TestInflightBudget(t *testing.T) {
 	}
 
 	c.Write([]byte("a"))
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("first delivery: %d, want 202", resp.StatusCode)
+	if status := statusOf(t, c); status != http.StatusAccepted {
+		t.Fatalf("first delivery: %d, want 202", status)
 	}
 	waitFor(t, "the budget to be free", func() bool { return b.srv.budget.inUse() == 0 })
 	if status, _, reply := b.post(t, "a", strings.NewReader(strings.Repeat("d", 4000)), "X-Id", "fourth"); status != http.StatusAccepted {

@@ -10,6 +10,12 @@ import (
 	"github.com/hookbox/hookbox"
 )
 
+// Keyed is a delivery of source routed to its one named target under
+// order key key.
+func Keyed(source, target, id, key string) hookbox.Delivery {
+	return fanOut(source, id, target+"="+key)
+}
+
 // fanOut builds a delivery of a source with named targets, routed to the
 // given targets (a "name=key" target carries an order key).
 func fanOut(source, id string, targets ...string) hookbox.Delivery {

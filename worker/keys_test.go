@@ -20,11 +20,7 @@ import (
 func TestKeysPastBlockedOnes(t *testing.T) {
 	ctx := context.Background()
 	s := dbtest.Open(t, dbtest.SQLiteURL(t))
-	keyed := func(id, key string) hookbox.Delivery {
-		d := storetest.Delivery("o", id)
-		d.FanOut, d.Routes = true, []hookbox.Route{{Target: "app", OrderKey: key}}
-		return d
-	}
+	keyed := func(id, key string) hookbox.Delivery { return storetest.Keyed("o", "app", id, key) }
 	var ds []hookbox.Delivery
 	for i := 1; i <= 6; i++ {
 		ds = append(ds, keyed(fmt.Sprint("dead-", i), fmt.Sprint("k", i)))

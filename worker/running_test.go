@@ -139,11 +139,6 @@ func (g *gate) check(t *testing.T) {
 func TestRunningKeyStaysBusy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
-		keyed := func(id, key string) hookbox.Delivery {
-			d := storetest.Delivery("o", id)
-			d.FanOut, d.Routes = true, []hookbox.Route{{Target: "app", OrderKey: key}}
-			return d
-		}
 		g := newGate("first")
 		p := worker.New(s, worker.Options{PollInterval: time.Hour})
 		p.Route("o/app", g.target(func(ev *hookbox.Event) string { return ev.OrderKey }))
@@ -245,6 +240,10 @@ func TestStrictWaitsForASlot(t *testing.T) {
 	})
 }
 
+// keyed is a delivery to source o routed to its target app under order
+// key key.
+func keyed(id, key string) hookbox.Delivery { return storetest.Keyed("o", "app", id, key) }
+
 // claimFailsAfterCommit is a store whose first claim that leases events
 // returns them with an error, as a by-key claim does when a step after its
 // commit fails (its second transaction, the key cursor's read, a deadline
@@ -269,11 +268,6 @@ func (q *claimFailsAfterCommit) Claim(ctx context.Context, p hookbox.ClaimParams
 func TestClaimedWithAnErrorIsWorked(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
-		keyed := func(id, key string) hookbox.Delivery {
-			d := storetest.Delivery("o", id)
-			d.FanOut, d.Routes = true, []hookbox.Route{{Target: "app", OrderKey: key}}
-			return d
-		}
 		g := newGate()
 		p := worker.New(&claimFailsAfterCommit{Queue: s}, worker.Options{PollInterval: 50 * time.Millisecond})
 		p.SetPolicy("o/app", worker.Policy{Timeout: time.Second})
