@@ -15,21 +15,21 @@ func (s *Store) AcquireConn(ctx context.Context) (*pgxpool.Conn, error) {
 	return s.pool.Acquire(ctx)
 }
 
-// ConnUserTimeout reads TCP_USER_TIMEOUT from the socket of one of the
-// store's connections.
-func (s *Store) ConnUserTimeout(ctx context.Context) (time.Duration, error) {
+// ConnSocketTimes reads TCP_USER_TIMEOUT and the keepalive interval from
+// the socket of one of the store's connections.
+func (s *Store) ConnSocketTimes(ctx context.Context) (user, interval time.Duration, err error) {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer c.Release()
 	tc, ok := c.Conn().PgConn().Conn().(*net.TCPConn)
 	if !ok {
-		return 0, errors.New("not a TCP connection")
+		return 0, 0, errors.New("not a TCP connection")
 	}
 	raw, err := tc.SyscallConn()
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return userTimeout(raw)
+	return socketTimes(raw)
 }

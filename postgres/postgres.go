@@ -92,10 +92,19 @@ func Migrations() fs.FS {
 // URL sets no pool_max_conns.
 const DefaultMaxConns = 16
 
-// tcpUserTimeout is TCP_USER_TIMEOUT on the store's connections (Linux):
-// on a working network an answer to what was sent comes within
-// milliseconds, however busy the server.
-const tcpUserTimeout = 30 * time.Second
+// The store's connections probe an idle peer after keepAlive.Idle, every
+// keepAlive.Interval, and carry TCP_USER_TIMEOUT (Linux) of
+// tcpUserTimeout: the kernel closes a connection once what was sent on it
+// has gone unacknowledged that long, or, when idle, once that long has
+// passed since it last heard from the peer with a probe unanswered. On
+// a working network an answer comes within milliseconds, however busy the
+// server; tcpUserTimeout leaves room for nine probes, so a lost probe or
+// two does not close a healthy connection (with Go's default interval of
+// 15 s, one lost probe did, the timeout being counted from the last data
+// received).
+var keepAlive = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 9}
+
+const tcpUserTimeout = 60 * time.Second
 
 // defaultConnectTimeout bounds a connection attempt when the URL sets no
 // connect_timeout, so an unreachable server (or one behind a network that
@@ -154,12 +163,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
 	// A connection the network drops without a word (a firewall that
-	// forgot it) is closed by the kernel once what was sent on it has gone
-	// unacknowledged for tcpUserTimeout, instead of after TCP's retries
-	// (about 15 minutes), whatever was waiting on it: a handler's
-	// transaction, an Apply, a listener (with keepalive probes). The
+	// forgot it) is closed by the kernel after tcpUserTimeout, instead of
+	// after TCP's retries (about 15 minutes), whatever was waiting on it:
+	// a handler's transaction, an Apply, the listener (see keepAlive). The
 	// connect timeout still bounds connecting (pgconn applies it).
-	dialer := &net.Dialer{Control: func(network, _ string, c syscall.RawConn) error {
+	dialer := &net.Dialer{KeepAliveConfig: keepAlive, Control: func(network, _ string, c syscall.RawConn) error {
 		if !strings.HasPrefix(network, "tcp") {
 			return nil // a Unix socket
 		}

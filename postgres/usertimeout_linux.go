@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"errors"
 	"syscall"
 	"time"
 
@@ -20,14 +21,16 @@ func setUserTimeout(c syscall.RawConn, d time.Duration) error {
 	return serr
 }
 
-// userTimeout reads TCP_USER_TIMEOUT back from the socket c, for tests.
-func userTimeout(c syscall.RawConn) (time.Duration, error) {
-	var ms int
-	var gerr error
+// socketTimes reads TCP_USER_TIMEOUT and the keepalive interval back from
+// the socket c, for tests.
+func socketTimes(c syscall.RawConn) (user, interval time.Duration, err error) {
+	var ms, s int
+	var uerr, ierr error
 	if err := c.Control(func(fd uintptr) {
-		ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
+		ms, uerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
+		s, ierr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_KEEPINTVL)
 	}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return time.Duration(ms) * time.Millisecond, gerr
+	return time.Duration(ms) * time.Millisecond, time.Duration(s) * time.Second, errors.Join(uerr, ierr)
 }

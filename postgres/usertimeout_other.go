@@ -12,7 +12,7 @@ import (
 // worker's StoreTimeout and ingest's step bounds still apply.
 func setUserTimeout(syscall.RawConn, time.Duration) error { return nil }
 
-// userTimeout is not known off Linux.
-func userTimeout(syscall.RawConn) (time.Duration, error) {
-	return 0, errors.New("TCP_USER_TIMEOUT is Linux's")
+// socketTimes is not known off Linux.
+func socketTimes(syscall.RawConn) (user, interval time.Duration, err error) {
+	return 0, 0, errors.New("TCP_USER_TIMEOUT is Linux's")
 }
