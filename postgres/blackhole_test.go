@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/faults"
+	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -61,12 +62,20 @@ func TestIngestRollbackOnADeadNetwork(t *testing.T) {
 // falls silent after inserting a delivery (here it is simply left open, as
 // the server sees a connection a firewall dropped: idle in a transaction)
 // holds that delivery's key only until the server ends it
-// (idle_in_transaction_session_timeout, 10 s): a sender retrying the
-// delivery gets it stored then, instead of a 503 for each retry until the
-// server's keepalive noticed (two hours by default).
+// (idle_in_transaction_session_timeout, 10 s for a store whose ingest
+// sends little, more as it may send more): a sender retrying the delivery
+// gets it stored then, instead of a 503 for each retry until the server's
+// keepalive noticed (two hours by default).
 func TestIdleIngestReleasesItsKeys(t *testing.T) {
 	t.Parallel()
-	s := open(t, pgtest.URL(t))
+	if got := postgres.IngestIdle(80 << 20); got != 20*time.Second {
+		t.Errorf("idle limit for 80 MiB at 8 MiB/s: %v, want 20s", got)
+	}
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{IngestBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
 	held, err := s.BeginIngest(ctx)
 	if err != nil {

@@ -93,18 +93,27 @@ WHERE body_sha256 IS NOT NULL AND (source, body_sha256) IN (SELECT * FROM unnest
 // two ingest transactions holding keys the other needs give up and redo
 // long before the server's deadlock_timeout (1 s by default, and only a
 // superuser may lower it) would find the cycle, and an end to a
-// transaction the server sees idle for ingestIdleTimeout (see there).
-var beginIngest = beginIngestQuery(ingestIdleTimeout)
+// transaction the server sees idle too long (ingestIdle). Each store
+// builds it once (Store.beginIngestQ).
+//
+// ingestIdle is how long the server lets an ingest transaction sit idle
+// before it ends the session. An ingest's steps follow each other within
+// milliseconds; a transaction idle for longer than its steps may take is
+// one whose connection was lost without a word (a firewall dropping it
+// silently): hookbox has given up on it (ingestContext), but the server
+// would keep it open, and the keys of the deliveries it inserted locked,
+// until its own keepalive noticed (two hours by default), so each retry of
+// those deliveries waited for the locks and got 503. The server counts the
+// time a statement takes to arrive as idle too, so the limit grows with
+// the most bytes one transaction sends, at ingestBytesPerSecond, as the
+// steps' own bounds do.
+func ingestIdle(maxBytes int64) time.Duration {
+	return ingestIdleBase + time.Duration(maxBytes)*time.Second/ingestBytesPerSecond
+}
 
-// ingestIdleTimeout is how long the server lets an ingest transaction sit
-// idle before it ends the session. An ingest's steps follow each other
-// within milliseconds; a transaction idle for seconds is one whose
-// connection was lost without a word (a firewall dropping it silently):
-// hookbox has given up on it (ingestStepTimeout), but the server would
-// keep it open, and the keys of the deliveries it inserted locked, until
-// its own keepalive noticed (two hours by default), so each retry of those
-// deliveries waited for the locks and got 503.
-const ingestIdleTimeout = 10 * time.Second
+// ingestIdleBase is ingestIdle for an empty transaction: well past any
+// step's bound.
+const ingestIdleBase = 10 * time.Second
 
 func beginIngestQuery(idle time.Duration) string {
 	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = on; SET LOCAL lock_timeout = '300ms'; SET LOCAL idle_in_transaction_session_timeout = %d`,
@@ -174,7 +183,7 @@ func (s *Store) BeginIngest(ctx context.Context) (hookbox.IngestTx, error) {
 }
 
 func (s *Store) beginIngest(ctx context.Context) (pgx.Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginIngest})
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginIngestQ})
 	if err != nil {
 		return nil, fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err)
 	}

@@ -33,3 +33,7 @@ func (s *Store) ConnSocketTimes(ctx context.Context) (user, interval time.Durati
 	}
 	return socketTimes(raw)
 }
+
+// IngestIdle is ingestIdle: the server's idle limit for an ingest
+// transaction that may send maxBytes.
+var IngestIdle = ingestIdle

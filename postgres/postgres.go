@@ -124,7 +124,15 @@ type Options struct {
 	// Either way, a schema migrated by a newer hookbox is refused with an
 	// error matching ErrNoSchema.
 	Existing bool
+	// IngestBytes is the most payload bytes one ingest transaction may
+	// send (hookbox serve: max_inflight_body_bytes, which bounds the
+	// bodies in flight); the server's idle limit for ingest transactions
+	// grows with it (see ingestIdle). Default DefaultIngestBytes.
+	IngestBytes int64
 }
+
+// DefaultIngestBytes is Options.IngestBytes's default: 64 MiB.
+const DefaultIngestBytes = 64 << 20
 
 // Store is a hookbox.Store kept in PostgreSQL. It is safe for concurrent use.
 type Store struct {
@@ -132,6 +140,8 @@ type Store struct {
 	db   *sql.DB // database/sql over pool, for the transactions handed to handlers
 
 	notifier *notifier
+	// beginIngestQ opens an ingest transaction (beginIngestQuery).
+	beginIngestQ string
 	// closing ends when Close is called; it stops the listeners.
 	closing    context.Context
 	closeStore context.CancelFunc
@@ -216,7 +226,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
 	}
-	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool)}
+	if opts.IngestBytes <= 0 {
+		opts.IngestBytes = DefaultIngestBytes
+	}
+	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool), beginIngestQ: beginIngestQuery(ingestIdle(opts.IngestBytes))}
 	migrate := s.migrate
 	if opts.Existing {
 		migrate = s.checkSchema

@@ -32,6 +32,7 @@ import (
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/groupcommit"
 	"github.com/hookbox/hookbox/metrics"
+	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
@@ -136,7 +137,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if dbURL == "" {
 		dbURL = config.DefaultDB
 	}
-	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous}})
+	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous},
+		Postgres: postgres.Options{IngestBytes: cfg.InflightBodyBytes()}})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,8 @@ import (
 
 // StoreOptions carry the per-database settings OpenStore passes on.
 type StoreOptions struct {
-	SQLite sqlite.Options
+	SQLite   sqlite.Options
+	Postgres postgres.Options
 	// Existing opens an existing hookbox database only, on either store:
 	// nothing is created or migrated, and a database without hookbox's
 	// schema (or with an older one) is an error matching
@@ -28,7 +29,9 @@ type StoreOptions struct {
 func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Store, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return postgres.Open(ctx, url, postgres.Options{Existing: opts.Existing})
+		o := opts.Postgres
+		o.Existing = o.Existing || opts.Existing
+		return postgres.Open(ctx, url, o)
 	case strings.HasPrefix(url, "sqlite:"):
 		o := opts.SQLite
 		o.Existing = o.Existing || opts.Existing
