@@ -128,3 +128,25 @@ func TestConnectionsHaveAUserTimeout(t *testing.T) {
 		t.Errorf("TCP_USER_TIMEOUT = %v, keepalive interval %v; want 60s and 5s", user, interval)
 	}
 }
+
+// TestServerProbesIdleClients: the server probes a silent client of the
+// store's sessions after a minute, every 10 s, six times, so a backend
+// whose client a firewall dropped silently ends in about two minutes with
+// the locks of its open transaction, not after the system's default two
+// hours. As above, only the settings can be checked here.
+func TestServerProbesIdleClients(t *testing.T) {
+	t.Parallel()
+	s := open(t, pgtest.URL(t))
+	var idle, interval, count string
+	if err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT
+			(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_idle'),
+			(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_interval'),
+			(SELECT setting FROM pg_settings WHERE name = 'tcp_keepalives_count')`).Scan(&idle, &interval, &count)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if idle != "60" || interval != "10" || count != "6" {
+		t.Errorf("server keepalive idle %s s, interval %s s, count %s; want 60, 10, 6", idle, interval, count)
+	}
+}
