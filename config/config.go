@@ -103,10 +103,11 @@ type Config struct {
 	// MaxInflightBodyBytes bounds the request body bytes held in memory at
 	// once across all deliveries; one that would pass it is answered 503
 	// with Retry-After, as is one from a client holding more than an
-	// eighth of it once half of it is held. Default: DefaultMaxInflightBodyBytes, or twice the
-	// largest body limit if that is more. It must be at least twice every
-	// source's body limit: a body is read into buffers that grow as its
-	// bytes arrive, and those it outgrew count until the reply.
+	// eighth of it once half of it is held. Default:
+	// DefaultMaxInflightBodyBytes, or twice the largest body limit if that
+	// is more. It must be at least twice every source's body limit: a body
+	// is read into buffers that grow as its bytes arrive, and those it
+	// outgrew count until the reply.
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
 	// MinBodyRate is the bytes a second a sender must keep up, on average,
 	// after the first five seconds of its body; one that falls behind gets

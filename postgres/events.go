@@ -85,28 +85,17 @@ UNION ALL
 SELECT id, source, delivery_id, body_sha256 FROM event_data
 WHERE body_sha256 IS NOT NULL AND (source, body_sha256) IN (SELECT * FROM unnest($3::text[], $4::bytea[]))`
 
-// beginIngest opens an ingest transaction in one round trip. It states
-// what ingest relies on rather than inheriting it from the server, the
-// role or the URL: READ COMMITTED (selectConflicts must see rows committed
-// after the transaction began), a commit that waits for the WAL flush (a
-// receipt is acknowledged to the sender), a lock wait short enough that
-// two ingest transactions holding keys the other needs give up and redo
-// long before the server's deadlock_timeout (1 s by default, and only a
-// superuser may lower it) would find the cycle, and an end to a
-// transaction the server sees idle too long (ingestIdle). Each store
-// builds it once (Store.beginIngestQ).
-//
-// ingestIdle is how long the server lets an ingest transaction sit idle
-// before it ends the session. An ingest's steps follow each other within
-// milliseconds; a transaction idle for longer than its steps may take is
-// one whose connection was lost without a word (a firewall dropping it
-// silently): hookbox has given up on it (ingestContext), but the server
-// would keep it open, and the keys of the deliveries it inserted locked,
-// until its own keepalive noticed (two hours by default), so each retry of
-// those deliveries waited for the locks and got 503. The server counts the
-// time a statement takes to arrive as idle too, so the limit grows with
-// the most bytes one transaction sends, at ingestBytesPerSecond, as the
-// steps' own bounds do.
+// ingestIdle is how long the server lets an ingest transaction that may
+// send maxBytes sit idle before it ends the session. An ingest's steps
+// follow each other within milliseconds; a transaction idle for longer
+// than its steps may take is one whose connection was lost without a word
+// (a firewall dropping it silently): hookbox has given up on it
+// (ingestContext), but the server would keep it open, and the keys of the
+// deliveries it inserted locked, until its own keepalive noticed, so each
+// retry of those deliveries waited for the locks and got 503. The server
+// counts the time a statement takes to arrive as idle too, so the limit
+// grows with the bytes, at ingestBytesPerSecond, as the steps' own bounds
+// do.
 func ingestIdle(maxBytes int64) time.Duration {
 	return ingestIdleBase + time.Duration(maxBytes)*time.Second/ingestBytesPerSecond
 }
@@ -115,6 +104,16 @@ func ingestIdle(maxBytes int64) time.Duration {
 // step's bound.
 const ingestIdleBase = 10 * time.Second
 
+// beginIngestQuery opens an ingest transaction in one round trip (each
+// store builds it once: Store.beginIngestQ). It states what ingest relies
+// on rather than inheriting it from the server, the role or the URL: READ
+// COMMITTED (selectConflicts must see rows committed after the transaction
+// began), a commit that waits for the WAL flush (a receipt is acknowledged
+// to the sender), a lock wait short enough that two ingest transactions
+// holding keys the other needs give up and redo long before the server's
+// deadlock_timeout (1 s by default, and only a superuser may lower it)
+// would find the cycle, and an end to a transaction idle longer than idle
+// (ingestIdle).
 func beginIngestQuery(idle time.Duration) string {
 	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = on; SET LOCAL lock_timeout = '300ms'; SET LOCAL idle_in_transaction_session_timeout = %d`,
 		idle.Milliseconds())

@@ -122,9 +122,10 @@ func nextBuffer(have, want int64) int64 {
 // (errBusy when they do not fit): nothing before the first byte, then
 // each buffer as the one before it fills (nextBuffer), so a sender holds
 // at most its first buffer (up to 16 KiB) or about four times what it has
-// sent, whichever is more, and less than twice the body's length in all. held is what it took, to release after the reply,
-// error or not: the buffers a body outgrew stay counted, as garbage the
-// collector has yet to free. A declared length (already checked against
+// sent, whichever is more, and less than twice the body's length in all.
+// held is what it took, to release after the reply, error or not: the
+// buffers a body outgrew stay counted, as garbage the collector has yet to
+// free. A declared length (already checked against
 // limit) is the size of the last buffer; an undeclared body's last buffer
 // is the limit. The sender must keep up the server's minimum body rate
 // (see bodyReader); a body that falls behind ends with a timeout error.
@@ -162,8 +163,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, client netip.A
 					return body, held, nil // net/http's reader ends at the declared length
 				}
 				// Full at the limit: only the end of the body may follow.
-				var probe [1]byte
-				if _, err := in.Read(probe[:]); err == io.EOF {
+				if _, err := in.Read(in.first[:]); err == io.EOF {
 					return body, held, nil
 				} else if err != nil {
 					return nil, held, err

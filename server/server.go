@@ -5,11 +5,12 @@
 //   - 202 is written only after the delivery's row is committed (the Ingest
 //     function returned a receipt); a duplicate is a 202 too.
 //   - A store that cannot commit yields 503 with Retry-After, never 2xx.
-//   - Bad input yields 400/401/403/404/405/413 and stores no event. A 400,
-//     401, 404, 408 or 413 is handed to Config.Rejections (the operator's log of
-//     refused deliveries) after the reply is written, never before it and
-//     never waiting on it; an unknown source's body is read for it only
-//     when the log admits the rejection, and only up to its limit.
+//   - Bad input yields 400/401/403/404/405/408/413 and stores no event. A
+//     400, 401, 404, 408 or 413 is handed to Config.Rejections (the
+//     operator's log of refused deliveries) after the reply is written,
+//     never before it and never waiting on it; an unknown source's body
+//     is read for it only when the log admits the rejection, and only up
+//     to its limit.
 //   - Nothing of the body is read until the request has passed every check
 //     its headers allow: the source's allow_ips, the declared length, and
 //     the verifier's CheckHeader (signature header present and well formed,
@@ -41,6 +42,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -258,7 +260,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			// many of these for little.
 			s.rejectLog.Log(r.Context(), s.log, slog.LevelWarn, "\x00busy", "delivery refused: body bytes in flight at the limit, or this client's share of it", func() []slog.Attr {
 				return []slog.Attr{slog.String("source", name), slog.Int64("limit", s.cfg.MaxInflightBodyBytes),
-					slog.Int64("content_length", r.ContentLength), slog.String("client", logText(s.clientKey(r).String()))}
+					slog.Int64("content_length", r.ContentLength), slog.String("client", client.String())}
 			})
 			w.Header().Set("Connection", "close")
 			s.unavailable(w, name, "too many deliveries in flight; retry later")
@@ -390,10 +392,8 @@ func (s *Server) tooSlow() string {
 		" bytes a second after the first " + s.cfg.BodyGrace.String() + ", all of it within " + s.cfg.BodyTimeout.String()
 }
 
-// rejectUnread refuses a request whose body has not been read in full. It closes
-// the connection after the reply: otherwise net/http would read up to
-// 256 KiB of the body to reuse the connection, waiting for a client that
-// withholds it.
+// rejectUnread refuses a request whose body has not been read, on a
+// connection closed after the reply (closeUnread).
 func (s *Server) rejectUnread(w http.ResponseWriter, r *http.Request, at time.Time, source string, status int, reason string) {
 	closeUnread(w, r)
 	s.reject(w, r, at, source, status, reason, nil)
@@ -612,9 +612,8 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 		body, complete = []byte{}, r.ContentLength <= 0
 	case err != nil:
 	case s.budget.take(client, keep+1):
-		rest, err := io.ReadAll(io.LimitReader(in, keep))
+		body, err = io.ReadAll(io.LimitReader(io.MultiReader(bytes.NewReader(in.first[:]), in), keep+1))
 		s.budget.release(client, keep+1)
-		body = append([]byte{in.first[0]}, rest...)
 		complete = err == nil && int64(len(body)) <= keep && (r.ContentLength < 0 || int64(len(body)) == r.ContentLength)
 		body = body[:min(int64(len(body)), keep)]
 	}

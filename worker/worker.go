@@ -231,6 +231,22 @@ type Pool struct {
 // PostgreSQL.
 const DefaultStoreTimeout = 15 * time.Second
 
+// claim leases events (hookbox.Queue.Claim) within StoreTimeout. Events
+// the store returns with an error are leased all the same (a step after
+// the claim's commit failed: the key cursor's read, a second by-key
+// claim): they are returned to be worked, the error logged, as dropping
+// them would leave them leased to nobody, their attempts counted.
+func (p *Pool) claim(ctx context.Context, params hookbox.ClaimParams) ([]hookbox.Event, error) {
+	ctx, cancel := p.storeCtx(ctx)
+	defer cancel()
+	evs, err := p.q.Claim(ctx, params)
+	if err != nil && len(evs) > 0 {
+		p.logErr("claim (what it leased is worked all the same)", err)
+		err = nil
+	}
+	return evs, err
+}
+
 // storeCtx bounds one of the pool's own calls to the store by
 // StoreTimeout, when set.
 func (p *Pool) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -771,13 +787,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	var res []queue.Result
 	if leased {
 		var evs []hookbox.Event
-		cctx, cancel := p.storeCtx(claimCtx)
-		evs, err = p.q.Claim(cctx, params)
-		cancel()
-		if err != nil && len(evs) > 0 {
-			p.logErr("claim (what it leased is worked all the same)", err) // see runTargets
-			err = nil
-		}
+		evs, err = p.claim(claimCtx, params)
 		if err != nil || len(evs) == 0 {
 			if err == nil && !strict {
 				p.recovering.Store(0) // nothing due: nothing left from a crash
@@ -1073,16 +1083,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if !strict && !params.ByKey {
 		params.RunningIDs = p.leases.ids()
 	}
-	cctx, cancel := p.storeCtx(claimCtx)
-	evs, err := p.q.Claim(cctx, params)
-	cancel()
-	if err != nil && len(evs) > 0 {
-		// Leased all the same: a step after the claim's commit failed (the
-		// key cursor's read, a second by-key claim). Dropping them would
-		// leave them leased to nobody, their attempts counted.
-		p.logErr("claim (what it leased is worked all the same)", err)
-		err = nil
-	}
+	evs, err := p.claim(claimCtx, params)
 	if ctl != nil && err == nil {
 		p.took(ctl, evs, time.Now(), cursor)
 	}
