@@ -169,15 +169,18 @@ func SummaryStatus(states []Status) Status {
 // Store is everything a hookbox store does: it keeps events (EventStore),
 // ingests in open transactions (IngestBeginner), drains them as a queue
 // (Queue), serves the operator (Ops), keeps the log of rejected deliveries
-// (RejectionStore) and runs application transactions (Transactor). Both implementations, sqlite and postgres, are all of it,
-// checked by the one conformance suite in storetest; a consumer that needs
-// less takes the narrower interface as its parameter.
+// (RejectionStore), remembers one-time signature values (NonceStore) and
+// runs application transactions (Transactor). Both implementations,
+// sqlite and postgres, are all of it, checked by the one conformance
+// suite in storetest; a consumer that needs less takes the narrower
+// interface as its parameter.
 type Store interface {
 	EventStore
 	IngestBeginner
 	Queue
 	Ops
 	RejectionStore
+	NonceStore
 	Overviewer
 	Transactor
 

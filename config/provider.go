@@ -80,7 +80,7 @@ var Presets = []Preset{
 		Note:           "secrets are the application's public key (hex); webhook events: PINGs are answered and not stored. Interactions other than PING need an answer hookbox does not give"},
 	{Name: "mailgun", Keys: Source{Scheme: verify.SchemeMailgun},
 		Redelivery: 8 * time.Hour, RedeliveryNote: "retries for 8 hours",
-		Note: "the signature covers timestamp and token, not event-data: keep tolerance short and use allow_ips"},
+		Note: "the signature covers timestamp and token, not event-data: a token seen again with another body is refused as a replay; keep tolerance short and use allow_ips"},
 	{Name: "sendgrid",
 		Keys: Source{Scheme: verify.SchemeHMAC, Algorithm: verify.AlgorithmECDSAP256, Encoding: "base64",
 			Header: "X-Twilio-Email-Event-Webhook-Signature", TimestampHeader: "X-Twilio-Email-Event-Webhook-Timestamp", Signed: "{timestamp}{body}"},

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/verify"
@@ -37,6 +38,7 @@ type Source struct {
 // RecheckStore is what a re-check reads and writes.
 type RecheckStore interface {
 	hookbox.RejectionStore
+	hookbox.NonceStore
 	Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error)
 }
 
@@ -85,6 +87,10 @@ const (
 	// hold the client's address (it could not be told when the delivery
 	// was refused), so it cannot be shown to be allowed.
 	ReasonAddressUnknown = "the client's address is not known and this source accepts only the addresses in allow_ips"
+	// ReasonReplayed: the delivery was refused because its signed token
+	// had come with another body (hookbox.ReplayReason), or a re-check
+	// finds that it has: which of the two was the sender's cannot be told.
+	ReasonReplayed = "its signed one-time token came with another body: a replay, which a re-check never admits"
 )
 
 // recheckPage is how many rejections one read of a re-check takes.
@@ -101,10 +107,20 @@ const recheckPage = 100
 // routed as ingest routes it (Source.Route), and holds the headers ingest
 // would have stored: not those that carry the source's secret
 // (verify.CredentialHeaders), which the log keeps only to verify them
-// again. Only deliveries whose whole body was kept can pass. The
-// deliveries that pass are stored recheckPage to a transaction.
+// again. Only deliveries whose whole body was kept can pass. A delivery
+// whose signature carries a nonce (verify.Result.Nonce: Mailgun's token)
+// passes only if the nonce is not remembered with another body, and is
+// remembered with its body from then on, for as long as the signature's
+// tolerance, counted from the re-check; a delivery refused as a replay
+// (hookbox.ReplayReason) never passes, nor does any of the deliveries of
+// one run whose nonce came with more than one body. A dry run does not ask
+// the store about nonces. The deliveries that pass are stored recheckPage
+// to a transaction.
 func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p RecheckParams) (RecheckResult, error) {
 	res := RecheckResult{Admitted: []Admission{}, Refused: []Refusal{}, DryRun: p.DryRun}
+	rc := &recheck{st: st, sources: sources, dry: p.DryRun, res: &res,
+		replayed: map[nonceKey]bool{}, seen: map[nonceKey][sha256.Size]byte{}}
+	var each func(fn func(context.Context, []hookbox.Rejection) error) error
 	if len(p.IDs) > 0 {
 		var named []hookbox.Rejection
 		for _, id := range p.IDs {
@@ -120,43 +136,93 @@ func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p 
 				named = append(named, rj)
 			}
 		}
-		for len(named) > 0 {
-			n := min(len(named), recheckPage)
-			if err := recheckBatch(ctx, st, sources, p.DryRun, named[:n], &res); err != nil {
-				return res, err
+		each = func(fn func(context.Context, []hookbox.Rejection) error) error {
+			for rest := named; len(rest) > 0; {
+				n := min(len(rest), recheckPage)
+				if err := fn(ctx, rest[:n]); err != nil {
+					return err
+				}
+				rest = rest[n:]
 			}
-			named = named[n:]
+			return nil
 		}
-		return res, nil
+	} else {
+		each = func(fn func(context.Context, []hookbox.Rejection) error) error {
+			for before := int64(0); ; {
+				page, err := st.Rejections(ctx, hookbox.RejectionFilter{Unadmitted: true, WithBody: true, BeforeID: before, Limit: recheckPage})
+				if err != nil {
+					return err
+				}
+				if err := fn(ctx, page); err != nil {
+					return err
+				}
+				if len(page) < recheckPage {
+					return nil
+				}
+				before = page[len(page)-1].ID
+			}
+		}
 	}
-	for before := int64(0); ; {
-		page, err := st.Rejections(ctx, hookbox.RejectionFilter{Unadmitted: true, WithBody: true, BeforeID: before, Limit: recheckPage})
-		if err != nil {
-			return res, err
-		}
-		if err := recheckBatch(ctx, st, sources, p.DryRun, page, &res); err != nil {
-			return res, err
-		}
-		if len(page) < recheckPage {
-			return res, nil
-		}
-		before = page[len(page)-1].ID
+	if err := each(rc.findReplays); err != nil {
+		return res, err
 	}
+	return res, each(rc.batch)
 }
 
-// recheckBatch verifies rjs and, unless dry, stores those that pass in one
+// recheck is one run of Recheck.
+type recheck struct {
+	st      RecheckStore
+	sources map[string]Source
+	dry     bool
+	res     *RecheckResult
+	// seen are the nonces of the deliveries this run judges that pass
+	// verification, with their bodies' hashes; replayed are those that
+	// came with more than one body (findReplays).
+	seen     map[nonceKey][sha256.Size]byte
+	replayed map[nonceKey]bool
+}
+
+type nonceKey struct{ source, nonce string }
+
+// findReplays notes the nonces of rjs that pass verification, and which of
+// them came with another body in this run too: none of those is admitted,
+// as which body was the sender's cannot be told (and admitting the first
+// to be judged would let the order of the log decide).
+func (rc *recheck) findReplays(_ context.Context, rjs []hookbox.Rejection) error {
+	for _, rj := range rjs {
+		d, vres, why := admissible(rj, rc.sources)
+		if why != "" || vres.Nonce == "" {
+			continue
+		}
+		k, sum := nonceKey{rj.Source, vres.Nonce}, sha256.Sum256(d.Payload)
+		if prev, ok := rc.seen[k]; ok && prev != sum {
+			rc.replayed[k] = true
+		}
+		rc.seen[k] = sum
+	}
+	return nil
+}
+
+// batch verifies rjs and, unless dry, stores those that pass in one
 // ingest transaction and records each one's event, adding the outcome to
-// res.
-func recheckBatch(ctx context.Context, st RecheckStore, sources map[string]Source, dry bool, rjs []hookbox.Rejection, res *RecheckResult) error {
+// the result.
+func (rc *recheck) batch(ctx context.Context, rjs []hookbox.Rejection) error {
+	st, res := rc.st, rc.res
 	var passed []hookbox.Rejection
 	var ds []hookbox.Delivery
 	for _, rj := range rjs {
-		d, why := admissible(rj, sources)
+		d, vres, why := admissible(rj, rc.sources)
+		if why == "" && vres.Nonce != "" {
+			var err error
+			if why, err = rc.nonce(ctx, rj, vres, d.Payload); err != nil {
+				return err
+			}
+		}
 		if why != "" {
 			res.Refused = append(res.Refused, Refusal{RejectionID: rj.ID, Reason: why})
 			continue
 		}
-		if dry {
+		if rc.dry {
 			res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID})
 			continue
 		}
@@ -177,27 +243,57 @@ func recheckBatch(ctx context.Context, st RecheckStore, sources map[string]Sourc
 				continue
 			}
 		}
-		rc := receipts[i]
-		if err := st.SetRejectionAdmitted(ctx, rj.ID, rc.ID); err != nil && !errors.Is(err, hookbox.ErrNotFound) {
+		rcpt := receipts[i]
+		if err := st.SetRejectionAdmitted(ctx, rj.ID, rcpt.ID); err != nil && !errors.Is(err, hookbox.ErrNotFound) {
 			return fmt.Errorf("admit rejection %d: %w", rj.ID, err)
 		}
-		res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID, EventID: rc.ID, Duplicate: rc.Duplicate})
+		res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID, EventID: rcpt.ID, Duplicate: rcpt.Duplicate})
 	}
 	return nil
 }
 
+// nonce judges the nonce of a delivery that passed verification, and
+// returns why it cannot be admitted, or "": a nonce that came with two
+// bodies in this run is refused; a real run then asks the store, and
+// remembers the nonce with this body, held from now for as long as the
+// signature was acceptable from the delivery's receipt, so that a later
+// delivery with the nonce and another body is refused, by ingest or by a
+// later re-check.
+func (rc *recheck) nonce(ctx context.Context, rj hookbox.Rejection, vres verify.Result, body []byte) (string, error) {
+	if rc.replayed[nonceKey{rj.Source, vres.Nonce}] {
+		return ReasonReplayed, nil
+	}
+	if rc.dry {
+		return "", nil
+	}
+	sum := sha256.Sum256(body)
+	now := time.Now()
+	ok, err := rc.st.UseNonce(ctx, hookbox.Nonce{Source: rj.Source, Value: vres.Nonce, BodySHA256: sum[:],
+		Expires: now.Add(max(vres.NonceExpires.Sub(rj.ReceivedAt), 0)), Now: now})
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("remember the signed token of rejection %d: %w", rj.ID, err)
+	case !ok:
+		return ReasonReplayed, nil
+	}
+	return "", nil
+}
+
 // admissible verifies rj against sources and returns the delivery to
-// store, or why it cannot be admitted.
-func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delivery, string) {
+// store with what verification found, or why it cannot be admitted.
+func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delivery, verify.Result, string) {
 	src, ok := sources[rj.Source]
 	if !ok {
-		return hookbox.Delivery{}, ReasonNoSource
+		return hookbox.Delivery{}, verify.Result{}, ReasonNoSource
 	}
 	if why := allowedAddress(rj.RemoteAddr, src.AllowIPs); why != "" {
-		return hookbox.Delivery{}, why
+		return hookbox.Delivery{}, verify.Result{}, why
 	}
 	if !rj.BodyComplete {
-		return hookbox.Delivery{}, ReasonNotWhole
+		return hookbox.Delivery{}, verify.Result{}, ReasonNotWhole
+	}
+	if rj.Reason == hookbox.ReplayReason {
+		return hookbox.Delivery{}, verify.Result{}, ReasonReplayed
 	}
 	body := rj.Body
 	if body == nil {
@@ -205,18 +301,18 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	}
 	vr := verify.Request{Header: rj.Header, Body: body, Now: rj.ReceivedAt}
 	if err := src.Verifier.CheckHeader(vr); err != nil {
-		return hookbox.Delivery{}, "still refused: " + err.Error()
+		return hookbox.Delivery{}, verify.Result{}, "still refused: " + err.Error()
 	}
 	res, err := src.Verifier.Verify(vr)
 	if err != nil {
-		return hookbox.Delivery{}, "still refused: " + err.Error()
+		return hookbox.Delivery{}, verify.Result{}, "still refused: " + err.Error()
 	}
 	d := hookbox.Delivery{
 		Source: rj.Source, DeliveryID: res.DeliveryID, IDIsHash: res.IDIsHash, EventType: res.EventType,
 		Header: withoutCredentials(rj.Header, verify.CredentialHeaders(src.Verifier)), Payload: body, ReceivedAt: rj.ReceivedAt,
 	}
 	if err := hookbox.CheckStorable(&d); err != nil {
-		return hookbox.Delivery{}, err.Error()
+		return hookbox.Delivery{}, verify.Result{}, err.Error()
 	}
 	if src.DedupesByBody {
 		sum := sha256.Sum256(body)
@@ -225,7 +321,7 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	if src.Route != nil {
 		src.Route(&d)
 	}
-	return d, ""
+	return d, res, ""
 }
 
 // allowedAddress returns why a delivery recorded from remote (a

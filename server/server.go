@@ -44,6 +44,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -118,6 +119,11 @@ type Config struct {
 	// Rejections, if set, is told of every delivery refused with 400, 401,
 	// 404, 408 or 413, after the reply is written; see RejectionLog.
 	Rejections RejectionLog
+	// Nonces, if set, remembers the nonces of verified deliveries
+	// (verify.Result.Nonce) and refuses, with 401, a nonce used before with
+	// another body; a delivery with a nonce waits for that write, and gets
+	// 503 if it fails. Without it nonces are not checked.
+	Nonces hookbox.NonceStore
 	// Observe, if set, is told how each delivery ended: outcome is "new",
 	// "duplicate", "handshake" (a verified URL check, answered, not stored) or
 	// why it was refused ("bad_signature", "malformed", "too_large",
@@ -300,8 +306,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, start, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
-	if !storable(res.DeliveryID) || !storable(res.EventType) {
-		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
+	if !storable(res.DeliveryID) || !storable(res.EventType) || !storable(res.Nonce) {
+		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id, event type or signed token is not valid UTF-8 text", body)
+		return
+	}
+	if res.Nonce != "" && s.cfg.Nonces != nil && !s.useNonce(ctx, w, r, start, name, now, res, body) {
 		return
 	}
 	d := hookbox.Delivery{
@@ -350,6 +359,30 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		outcome = "duplicate"
 	}
 	s.observe(name, outcome, start)
+}
+
+// nonceTimeout bounds the write that remembers a nonce.
+const nonceTimeout = 10 * time.Second
+
+// useNonce remembers the nonce of a verified delivery with its body and
+// reports true, or answers the delivery and reports false: 401 when the
+// nonce came before with another body (a replay of a captured signature),
+// 503 when it cannot be remembered.
+func (s *Server) useNonce(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, source string, now time.Time, res verify.Result, body []byte) bool {
+	sum := sha256.Sum256(body)
+	ctx, cancel := context.WithTimeout(ctx, nonceTimeout)
+	defer cancel()
+	ok, err := s.cfg.Nonces.UseNonce(ctx, hookbox.Nonce{Source: source, Value: res.Nonce, BodySHA256: sum[:], Expires: res.NonceExpires, Now: now})
+	switch {
+	case err != nil:
+		s.log.Error("remember the signed token", "source", source, "delivery_id", logText(res.DeliveryID), "err", err)
+		s.unavailable(w, source, "cannot check the delivery right now; retry later")
+		return false
+	case !ok:
+		s.reject(w, r, start, source, http.StatusUnauthorized, hookbox.ReplayReason, body)
+		return false
+	}
+	return true
 }
 
 // statusWriter remembers the status of a reply, for the receive span.

@@ -261,6 +261,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 			counts.observe(source, outcome, took)
 		},
 		Rejections: recorder,
+		Nonces:     st,
 
 		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
 		MinBodyRate:          cfg.BodyRate(),

@@ -38,6 +38,7 @@ func TestMigrateKeepsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		`DROP TABLE nonces`,
 		`DROP TABLE rejected_deliveries`,
 		`DROP TABLE paused_targets`,
 		`DROP INDEX events_leased_keys`,

@@ -40,8 +40,10 @@ func Run(t *testing.T, open Opener) {
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 	}
-	for name, fn := range rejectionTests {
-		tests[name] = fn
+	for _, more := range []map[string]func(*testing.T, hookbox.Store){rejectionTests, nonceTests} {
+		for name, fn := range more {
+			tests[name] = fn
+		}
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -182,6 +182,7 @@ func FuzzMailgunSignature(f *testing.F) {
 				Timestamp json.RawMessage `json:"timestamp"`
 				Token     *string         `json:"token"`
 				Signature *string         `json:"signature"`
+				Parent    *string         `json:"parent-signature"`
 			} `json:"signature"`
 		}
 		var s mailgunSigned
@@ -195,8 +196,11 @@ func FuzzMailgunSignature(f *testing.F) {
 		if json.Unmarshal(body, &doc) != nil || doc.Signature == nil || doc.Signature.Token == nil || doc.Signature.Signature == nil {
 			t.Fatalf("%q: parsed a signature encoding/json does not see", body)
 		}
-		if *doc.Signature.Token != s.token || asciiLower(*doc.Signature.Signature) != hex.EncodeToString(s.sig[:]) {
-			t.Fatalf("%q: parsed token %q sig %x; encoding/json says %q %q", body, s.token, s.sig, *doc.Signature.Token, *doc.Signature.Signature)
+		if *doc.Signature.Token != s.token || asciiLower(*doc.Signature.Signature) != hex.EncodeToString(s.sigs[0][:]) {
+			t.Fatalf("%q: parsed token %q sig %x; encoding/json says %q %q", body, s.token, s.sigs[0], *doc.Signature.Token, *doc.Signature.Signature)
+		}
+		if (doc.Signature.Parent != nil) != (s.n == 2) || s.n == 2 && asciiLower(*doc.Signature.Parent) != hex.EncodeToString(s.sigs[1][:]) {
+			t.Fatalf("%q: parsed %d signatures (%x); encoding/json says parent-signature %v", body, s.n, s.sigs, doc.Signature.Parent)
 		}
 		tsText := strings.Trim(string(doc.Signature.Timestamp), `"`)
 		if strconv.FormatInt(s.ts, 10) != strings.TrimLeft(tsText, "0") && !(s.ts == 0 && strings.Trim(tsText, "0") == "") {

@@ -26,10 +26,14 @@ var (
 // mailgunVerifier verifies Mailgun's webhooks, which sign inside the JSON
 // body: "signature": {"timestamp", "token", "signature"}, the signature
 // being the hex HMAC-SHA256 of timestamp followed by token, keyed with the
-// HTTP webhook signing key. The signature does not cover "event-data":
-// within the tolerance, whoever captured a delivery could send its
-// signature with other event data. Keep the tolerance short, and use
-// allow_ips where you can. The delivery id is event-data.id by default.
+// HTTP webhook signing key. An event of a subaccount also carries
+// "parent-signature", the same HMAC under the parent account's key: either
+// may match. The signature does not cover "event-data": within the
+// tolerance, whoever captured a delivery could send its signature with
+// other event data. So the token is returned as the Result's Nonce, for
+// the receiver to refuse it with another body; keep the tolerance short,
+// and use allow_ips where you can. The delivery id is event-data.id by
+// default.
 type mailgunVerifier struct {
 	keys []*macKey
 	tol  time.Duration
@@ -56,7 +60,8 @@ func (v *mailgunVerifier) CheckHeader(Request) error { return nil }
 type mailgunSigned struct {
 	ts    int64
 	token string
-	sig   [sha256.Size]byte
+	sigs  [2][sha256.Size]byte // signature, and parent-signature if sent
+	n     int                  // how many of sigs were sent
 }
 
 // parseMailgunSignature reads the "signature" object of body.
@@ -69,7 +74,7 @@ func parseMailgunSignature(body []byte, s *mailgunSigned) error {
 	if !ok {
 		return errMailgunNoSignature
 	}
-	sigRaw, _, _ := jsonFields(obj, "signature", "")
+	sigRaw, parentRaw, _ := jsonFields(obj, "signature", "parent-signature")
 	tsText, okTS := jsonScalarText(tsRaw)
 	token, okToken := jsonString(tokenRaw)
 	sigText, okSig := jsonString(sigRaw)
@@ -79,12 +84,23 @@ func parseMailgunSignature(body []byte, s *mailgunSigned) error {
 	if s.ts, ok = parseUnix(tsText); !ok {
 		return errMailgunBadTS
 	}
-	if len(sigText) != 2*sha256.Size {
-		return errMailgunBadSig
+	texts := []string{sigText}
+	if parentRaw != nil {
+		parent, ok := jsonString(parentRaw)
+		if !ok {
+			return errMailgunBadSig
+		}
+		texts = append(texts, parent)
 	}
-	if _, err := hex.Decode(s.sig[:], []byte(sigText)); err != nil {
-		return errMailgunBadSig
+	for i, t := range texts {
+		if len(t) != 2*sha256.Size {
+			return errMailgunBadSig
+		}
+		if _, err := hex.Decode(s.sigs[i][:], []byte(t)); err != nil {
+			return errMailgunBadSig
+		}
 	}
+	s.n = len(texts)
 	s.token = token
 	return nil
 }
@@ -101,10 +117,19 @@ func (v *mailgunVerifier) Verify(r Request) (Result, error) {
 	for _, k := range v.keys {
 		st := k.get()
 		st.buf = strconv.AppendInt(st.buf, s.ts, 10)
-		ok := hmac.Equal(st.mac(st.buf, []byte(s.token)), s.sig[:])
+		want := st.mac(st.buf, []byte(s.token))
+		ok := false
+		for i := range s.n {
+			ok = hmac.Equal(want, s.sigs[i][:]) || ok
+		}
 		k.put(st)
 		if ok {
-			return v.ids.extract(r)
+			res, err := v.ids.extract(r)
+			if err != nil {
+				return Result{}, err
+			}
+			res.Nonce, res.NonceExpires = s.token, time.Unix(s.ts, 0).Add(v.tol)
+			return res, nil
 		}
 	}
 	return Result{}, errMailgunNoMatch

@@ -96,6 +96,16 @@ type Result struct {
 	// Reply, when not nil, is a handshake the sender expects answered
 	// (Config.Handshake): write it as the whole reply and store nothing.
 	Reply *Reply
+	// Nonce, when not empty, is a value the signature covers that the
+	// sender uses for one request only (Mailgun's token), where the
+	// signature does not cover the body. Whoever captured a signed request
+	// could send its signature with another body until NonceExpires, so
+	// the receiver must remember it until then and refuse it with any
+	// other body (hookbox.NonceStore).
+	Nonce string
+	// NonceExpires is when the signed timestamp leaves the tolerance,
+	// after which Verify refuses the signature anyway.
+	NonceExpires time.Time
 }
 
 // Reply is the answer to a verified handshake request.

@@ -30,13 +30,12 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration, the index of leased order keys: 00011_leased_keys on
-		// PostgreSQL, through its own Down section; 00009_leased_keys on
-		// SQLite, by hand.
-		newest, undo := "9", []string{`DROP INDEX events_leased_keys`, `DELETE FROM goose_db_version WHERE version_id = 9`}
+		// migration, the table of nonces: 00012_nonces on PostgreSQL,
+		// through its own Down section; 00010_nonces on SQLite, by hand.
+		newest, undo := "10", []string{`DROP TABLE nonces`, `DELETE FROM goose_db_version WHERE version_id = 10`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "11", nil
-			pgtest.MigrateDownTo(t, dbURL, 10)
+			newest, undo = "12", nil
+			pgtest.MigrateDownTo(t, dbURL, 11)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
