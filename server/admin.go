@@ -43,6 +43,9 @@ type AdminConfig struct {
 	// Recheck verifies kept rejected deliveries again against the current
 	// configuration (rejected.Recheck bound to it); nil answers 501.
 	Recheck func(ctx context.Context, p rejected.RecheckParams) (rejected.RecheckResult, error)
+	// Guesses, if set, slows down clients that send wrong tokens (429
+	// past their allowance; see AuthLimiter).
+	Guesses *AuthLimiter
 }
 
 // Mux is where routes are registered: a *Server, or the *http.ServeMux of
@@ -108,10 +111,18 @@ type admin struct {
 	refusals lograte.Limiter // spaces out the lines about refused requests
 }
 
-// guard admits requests that carry the token.
+// guard admits requests that carry the token. A client out of guesses
+// (AdminConfig.Guesses) gets 429 whatever it carries.
 func (a *admin) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.authorized(r.Header.Get("Authorization")) {
+		auth := r.Header.Get("Authorization")
+		if auth != "" {
+			if wait, ok := a.cfg.Guesses.Take(r); !ok {
+				writeError(w, http.StatusTooManyRequests, TooManyGuesses(w, wait))
+				return
+			}
+		}
+		if !a.authorized(auth) {
 			// Once a minute at most: whoever sends the requests chooses
 			// how many lines they would make.
 			a.refusals.Log(r.Context(), a.log, slog.LevelWarn, "", "admin request refused", func() []slog.Attr {
@@ -122,6 +133,7 @@ func (a *admin) guard(h http.HandlerFunc) http.Handler {
 			writeError(w, http.StatusUnauthorized, "missing or invalid admin token")
 			return
 		}
+		a.cfg.Guesses.Refund(r)
 		h(w, r)
 	})
 }

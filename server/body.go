@@ -87,20 +87,8 @@ func (b *byteBudget) inUse() int64 {
 	return b.used
 }
 
-// clientKey is what the budget tells r's client by: its address (the one
-// allow_ips is judged on, so behind a trusted proxy the client it names),
-// an IPv6 one cut to its /64; the zero address when it cannot be told.
-func (s *Server) clientKey(r *http.Request) netip.Addr {
-	addr, ok := clientAddr(r, s.cfg.TrustedProxies)
-	if !ok {
-		return netip.Addr{}
-	}
-	if addr.Is6() {
-		p, _ := addr.Prefix(64)
-		return p.Addr()
-	}
-	return addr
-}
+// clientKey is what the budget tells r's client by (clientKeyOf).
+func (s *Server) clientKey(r *http.Request) netip.Addr { return clientKeyOf(r, s.cfg.TrustedProxies) }
 
 // firstBodyBuffer is the largest first buffer a body is read into.
 const firstBodyBuffer = 16 << 10

@@ -41,8 +41,10 @@ func (s *Service) registerOps() {
 	}
 	mux.Handle("GET /metrics", s.Metrics.Handler())
 	s.Metrics.WatchStats(s.Store.Stats, metrics.DefaultStatsCache, s.log)
+	guesses := server.NewAuthLimiter(s.Config.TrustedProxyPrefixes())
 	server.RegisterAdmin(mux, server.AdminConfig{
 		Token:      s.Config.AdminToken,
+		Guesses:    guesses,
 		Store:      s.Store,
 		Notify:     s.Pool.Notify,
 		Logger:     s.log,
@@ -60,6 +62,7 @@ func (s *Service) registerOps() {
 		ShowHeader: HeaderShower(s.Config),
 		Recheck:    s.Recheck,
 		Notify:     s.Pool.Notify,
+		Guesses:    guesses,
 		Logger:     s.log,
 	})
 }

@@ -75,7 +75,11 @@ type Config struct {
 	Recheck func(ctx context.Context, p rejected.RecheckParams) (rejected.RecheckResult, error)
 	// Notify, if set, wakes the workers after a replay.
 	Notify func()
-	Logger *slog.Logger
+	// Guesses, if set, slows down clients that send wrong tokens, at the
+	// login form or as Bearer (429 past their allowance); share the admin
+	// API's (server.AuthLimiter).
+	Guesses *server.AuthLimiter
+	Logger  *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -165,6 +169,10 @@ func secure(h http.Handler) http.Handler {
 func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) http.Handler {
 	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth := r.Header.Get("Authorization"); auth != "" {
+			if wait, ok := u.cfg.Guesses.Take(r); !ok {
+				http.Error(w, server.TooManyGuesses(w, wait), http.StatusTooManyRequests)
+				return
+			}
 			if !u.bearer(auth) {
 				u.refusals.Log(r.Context(), u.log, slog.LevelWarn, "bearer", "ui request refused: wrong token", func() []slog.Attr {
 					return []slog.Attr{slog.String("method", r.Method), slog.String("path", clip(r.URL.Path)),
@@ -174,6 +182,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 				http.Error(w, "missing or invalid admin token", http.StatusUnauthorized)
 				return
 			}
+			u.cfg.Guesses.Refund(r)
 			if r.Method == http.MethodPost && r.ParseForm() != nil {
 				http.Error(w, "bad form", http.StatusBadRequest)
 				return
@@ -269,6 +278,10 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
+	if wait, ok := u.cfg.Guesses.Take(r); !ok {
+		u.render(w, r, session{}, http.StatusTooManyRequests, "login", "Log in", loginData{Next: next, Error: server.TooManyGuesses(w, wait) + "."})
+		return
+	}
 	if !u.tokenMatches(r.PostForm.Get("token")) {
 		u.refusals.Log(r.Context(), u.log, slog.LevelWarn, "login", "ui login refused", func() []slog.Attr {
 			return []slog.Attr{slog.String("remote", r.RemoteAddr)}
@@ -276,6 +289,7 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, session{}, http.StatusUnauthorized, "login", "Log in", loginData{Next: next, Error: "That is not the admin token."})
 		return
 	}
+	u.cfg.Guesses.Refund(r)
 	val, exp := u.newSession()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: val, Path: "/ui/", Expires: exp, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
