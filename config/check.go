@@ -40,6 +40,7 @@ func (c *Config) Effective() *Config {
 	}
 	e.MaxInflightBodyBytes = c.InflightBodyBytes()
 	e.MinBodyRate = c.BodyRate()
+	e.MaxClientConnections = c.ClientConnections()
 	if e.Ingest.BatchMax == 0 {
 		e.Ingest.BatchMax = DefaultIngestBatchMax
 	}

@@ -67,6 +67,10 @@ const MaxBodyLimit = 1 << 30
 // DefaultMinBodyRate is min_body_rate when not set: 64 KiB a second.
 const DefaultMinBodyRate = 64 << 10
 
+// DefaultMaxClientConnections is max_client_connections when not set (the
+// server's DefaultMaxClientConnections, which config does not import).
+const DefaultMaxClientConnections = 256
+
 // Config is the whole file.
 type Config struct {
 	Listen string `yaml:"listen"`
@@ -113,6 +117,12 @@ type Config struct {
 	// after the first five seconds of its body; one that falls behind gets
 	// 408 and its connection closed. Default: DefaultMinBodyRate.
 	MinBodyRate int64 `yaml:"min_body_rate"`
+	// MaxClientConnections is how many connections one client address
+	// (an IPv6 one by its /64) may hold open at once; one more is closed
+	// as soon as it is accepted. Peers on loopback or private addresses,
+	// where proxies and load balancers sit, and trusted_proxies are not
+	// limited. Default: DefaultMaxClientConnections.
+	MaxClientConnections int `yaml:"max_client_connections"`
 	// TrustedProxies are the addresses or CIDRs of proxies in front of
 	// hookbox whose X-Forwarded-For and Forwarded headers are believed when
 	// a source has allow_ips, and to tell clients apart in the body budget.
@@ -321,6 +331,14 @@ func (c *Config) InflightBodyBytes() int64 {
 		n = max(n, 2*c.bodyLimit(s))
 	}
 	return n
+}
+
+// ClientConnections returns max_client_connections, or its default.
+func (c *Config) ClientConnections() int {
+	if c.MaxClientConnections > 0 {
+		return c.MaxClientConnections
+	}
+	return DefaultMaxClientConnections
 }
 
 // BodyRate returns min_body_rate, or its default.
@@ -619,6 +637,9 @@ func (c *Config) validate() error {
 	}
 	if c.MinBodyRate < 0 {
 		bad("min_body_rate", "must be positive (bytes a second)")
+	}
+	if c.MaxClientConnections < 0 {
+		bad("max_client_connections", "must be positive (connections one client may hold open; set it high to lift the limit)")
 	}
 	if _, err := ParsePrefixes(c.TrustedProxies); err != nil {
 		errs = append(errs, errors.New("trusted_proxies"+err.Error()))

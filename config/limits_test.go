@@ -16,6 +16,7 @@ func TestIngestLimitKeys(t *testing.T) {
 		{"max_inflight_body_bytes: 1000\n" + src, "max_inflight_body_bytes: 1000 is less than twice sources[0] (a)'s body limit of 1048576"},
 		{"max_inflight_body_bytes: 5999\n" + src + "    max_body_bytes: 3000\n", "max_inflight_body_bytes: 5999 is less than twice sources[0] (a)'s body limit of 3000 bytes"},
 		{src + "min_body_rate: -1\n", "min_body_rate: must be positive"},
+		{src + "max_client_connections: -1\n", "max_client_connections: must be positive"},
 		// Twice this would wrap to a negative floor for the budget.
 		{"max_body_bytes: 4611686018427387905\n" + src, "max_body_bytes: 4611686018427387905 is more than 1073741824 (1 GiB)"},
 		{src + "    max_body_bytes: 1073741825\n", "sources[0] (a).max_body_bytes: 1073741825 is more than 1073741824 (1 GiB)"},

@@ -92,6 +92,7 @@ type Metrics struct {
 	dead           *prometheus.CounterVec
 	circuit        *prometheus.GaugeVec
 	unlogged       *prometheus.CounterVec
+	connRefused    prometheus.Counter
 
 	// Pre-resolved children of the configured sources, read-only after
 	// New: the hot paths look up a map instead of hashing label values.
@@ -142,12 +143,16 @@ func New(sources []string) *Metrics {
 			Name: "hookbox_rejections_unlogged_total",
 			Help: "Refused deliveries left out of the rejected-deliveries log, by source (empty for unknown ones) and why: rate_limited, queue_full, store_failed or stopped.",
 		}, []string{"source", "why"}),
+		connRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookbox_connections_refused_total",
+			Help: "Connections closed as soon as they were accepted because their client already held max_client_connections.",
+		}),
 		deliveryChild: map[string]map[string]prometheus.Counter{},
 		attemptChild:  map[string]map[string]prometheus.Counter{},
 		seconds:       map[string]prometheus.Observer{},
 		deadChild:     map[string]prometheus.Counter{},
 	}
-	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit, m.unlogged,
+	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit, m.unlogged, m.connRefused,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -218,6 +223,10 @@ func (m *Metrics) Delivery(source, outcome string, took time.Duration) {
 func (m *Metrics) RejectionUnlogged(source, why string) {
 	m.unlogged.WithLabelValues(m.source(source), why).Inc()
 }
+
+// ConnectionRefused counts one connection closed because its client held
+// as many as it may (server.LimitClients).
+func (m *Metrics) ConnectionRefused() { m.connRefused.Inc() }
 
 // Batch records one group commit of size deliveries. It has the shape of
 // groupcommit.Options.OnBatch.

@@ -156,11 +156,13 @@ func TestDeliveryCountsAndUnlogged(t *testing.T) {
 	}
 	m.RejectionUnlogged("polar", "rate_limited")
 	m.RejectionUnlogged("anything-else", "queue_full")
+	m.ConnectionRefused()
 	ts := httptest.NewServer(m.Handler())
 	defer ts.Close()
 	s := scrape(t, ts.URL)
 	if s[`hookbox_rejections_unlogged_total{source="polar",why="rate_limited"}`] != 1 ||
-		s[`hookbox_rejections_unlogged_total{source="",why="queue_full"}`] != 1 {
+		s[`hookbox_rejections_unlogged_total{source="",why="queue_full"}`] != 1 ||
+		s[`hookbox_connections_refused_total`] != 1 {
 		t.Errorf("unlogged: %v", s)
 	}
 }

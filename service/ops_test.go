@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -648,5 +649,25 @@ func TestRetentionStoppedSaysWhatItDid(t *testing.T) {
 	svc.retainOnce(ctx, stopAfterFirstBatch{needOps(t, st), cancel}, time.Now())
 	if !strings.Contains(logs.String(), `"msg":"retention purge stopped by shutdown","done":`) {
 		t.Errorf("log does not say what the stopped purge deleted:\n%s", logs.String())
+	}
+}
+
+// TestClientLimitExempt: max_client_connections spares the local networks,
+// where proxies sit, and the trusted proxies; it limits everyone else.
+func TestClientLimitExempt(t *testing.T) {
+	cfg, err := config.Parse([]byte("trusted_proxies: [203.0.113.9]\nsources:\n  - name: a\n    scheme: none\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exempt := clientLimitExempt(cfg)
+	for addr, want := range map[string]bool{
+		"203.0.113.9": true, "127.0.0.1": true, "::1": true, "10.1.2.3": true, "192.168.0.7": true, "fd00::5": true,
+		"203.0.113.10": false, "198.51.100.1": false, "2001:db8::1": false,
+	} {
+		a := netip.MustParseAddr(addr)
+		got := slices.ContainsFunc(exempt, func(p netip.Prefix) bool { return p.Contains(a) })
+		if got != want {
+			t.Errorf("%s exempt = %v, want %v", addr, got, want)
+		}
 	}
 }

@@ -22,8 +22,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +33,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/groupcommit"
+	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/metrics"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/redact"
@@ -72,6 +75,9 @@ type Service struct {
 	recheckSources map[string]rejected.Source
 	// counts are the deliveries answered since the last summary line.
 	counts *deliveryCounts
+	// connLog spaces out the lines about connections refused for their
+	// client's limit.
+	connLog lograte.Limiter
 }
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
@@ -331,7 +337,8 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	go s.Store.Listen(ctx, s.Pool.Notify)
 	hs := HTTPServer(s.Server)
 	errc := make(chan error, 2)
-	go func() { errc <- hs.Serve(ln) }()
+	limited := server.LimitClients(ln, s.Config.ClientConnections(), clientLimitExempt(s.Config), s.connectionRefused)
+	go func() { errc <- hs.Serve(limited) }()
 	var as *http.Server
 	if aln != nil {
 		as = HTTPServer(s.Admin)
@@ -383,6 +390,23 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	err := errors.Join(serveErr, s.Close())
 	s.log.Info("stopped")
 	return err
+}
+
+// clientLimitExempt are the peers whose connections max_client_connections
+// does not limit: the local networks, where proxies sit, and the trusted
+// proxies.
+func clientLimitExempt(cfg *config.Config) []netip.Prefix {
+	return append(slices.Clone(server.LocalPrefixes), cfg.TrustedProxyPrefixes()...)
+}
+
+// connectionRefused counts a connection closed for its client's limit, and
+// says so in the log at most once a minute (whoever opens them chooses how
+// many there are).
+func (s *Service) connectionRefused(client netip.Addr) {
+	s.Metrics.ConnectionRefused()
+	s.connLog.Log(context.Background(), s.log, slog.LevelWarn, "", "connection closed: its client holds max_client_connections already", func() []slog.Attr {
+		return []slog.Attr{slog.String("client", client.String()), slog.Int("max_client_connections", s.Config.ClientConnections())}
+	})
 }
 
 // httpDrain bounds how long a shutdown waits for requests in flight (a
