@@ -10,20 +10,29 @@ import (
 // verify.Result.Nonce): whoever captured a signed request could send its
 // signature again with a body of their own until the signed timestamp
 // leaves the tolerance. Remembering the nonce with the body it came with
-// until then refuses that; the same request sent again (the same body) is
-// let through, to be answered as the duplicate it is.
+// refuses that; the same request sent again (the same body) is let
+// through, to be answered as the duplicate it is.
 type Nonce struct {
 	Source string // the configured source name
-	Value  string // the nonce as the sender signed it
+	// Value is the nonce as the sender signed it. Stores keep its SHA-256,
+	// so any bytes will do.
+	Value string
 	// BodySHA256 is the SHA-256 of the body the nonce came with.
 	BodySHA256 []byte
-	// Expires is when the sender's signature stops being accepted; the
-	// nonce is remembered until then.
+	// Expires is when the sender's signature stops being accepted.
 	Expires time.Time
-	// Now is the time to judge Expires against, its own and those of the
-	// nonces already remembered.
+	// Now is when the signature was judged: nonces that expired more than
+	// NonceKeep before it are forgotten.
 	Now time.Time
 }
+
+// NonceKeep is how long a nonce is remembered after it expires. A
+// signature judged in time may reach the store later (its body may take
+// a minute to arrive), and the processes sharing a store may not agree on
+// the time to the second: forgetting a nonce at its expiry by one clock
+// could let another process, judging the same signature a little earlier
+// by its own, find no trace of it.
+const NonceKeep = 5 * time.Minute
 
 // NonceStore remembers the nonces of verified deliveries, in the database
 // every process of a deployment shares, so that a nonce used at one
@@ -31,12 +40,12 @@ type Nonce struct {
 // restart.
 type NonceStore interface {
 	// UseNonce remembers n and reports true when n.Value is new for
-	// n.Source, or was remembered with the same body, or with any body
-	// until an expiry before n.Now (it is then remembered anew). It
-	// reports false when n.Value is remembered, unexpired, with another
-	// body: the delivery is a replay and must be refused. Concurrent calls
-	// with one value agree: at most one body is accepted. Each call also
-	// forgets a few expired nonces, so the store holds about those of one
+	// n.Source or was remembered with the same body (it is then kept
+	// until the later of the two expiries). It reports false when n.Value
+	// is remembered with another body: the delivery is a replay and must
+	// be refused. Concurrent calls with one value agree: one body is
+	// accepted. Each call also forgets a few nonces that expired more than
+	// NonceKeep before n.Now, so the store holds about those of one
 	// tolerance window.
 	UseNonce(ctx context.Context, n Nonce) (bool, error)
 }

@@ -216,3 +216,75 @@ func TestRecheckJudgesNonces(t *testing.T) {
 		stopFixed()
 	})
 }
+
+// TestRecheckTokenWindow: a re-check admits a delivery whose signature
+// carries a token only while that signature is within its tolerance, when
+// the store still knows every body the token came with. A forgery logged
+// by a process that had the wrong key, and a twin re-checked after its
+// genuine sibling was admitted by id, are refused as replays within the
+// window and as expired after it; neither is ever stored.
+func TestRecheckTokenWindow(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		const key, wrong = "mailgun-right-key", "mailgun-old-key"
+		st := dbtest.Open(t, dbURL)
+		now := time.Now()
+		ts := now.Unix()
+		fixed, stopFixed := startMailgun(t, st, key)
+		if status, reply := fixed.post(mailgunBody(key, "tok-g", ts, `{"id":"mg-g"}`)); status != http.StatusAccepted {
+			t.Fatalf("genuine delivery: %d %s", status, reply)
+		}
+		stopFixed()
+		old, stopOld := startMailgun(t, st, wrong)
+		for _, b := range [][]byte{
+			mailgunBody(key, "tok-g", ts, `{"id":"mg-g-forged"}`),
+			mailgunBody(key, "tok-c", ts, `{"id":"mg-c"}`),
+			mailgunBody(key, "tok-c", ts, `{"id":"mg-c-forged"}`),
+		} {
+			if status, reply := old.post(b); status != http.StatusUnauthorized {
+				t.Fatalf("under the old key: %d %s", status, reply)
+			}
+		}
+		stopOld()
+		rjs, err := st.Rejections(context.Background(), hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rjs) != 3 {
+			t.Fatalf("%d rejections, %v", len(rjs), err)
+		}
+		var genuineC int64
+		for _, rj := range rjs {
+			if strings.Contains(string(rj.Body), `"mg-c"`) {
+				genuineC = rj.ID
+			}
+		}
+		v, _ := verify.New(verify.Config{Scheme: verify.SchemeMailgun, Secrets: []string{key}})
+		sources := map[string]rejected.Source{"mailgun": {Verifier: v}}
+		res, err := rejected.Recheck(context.Background(), st, sources, rejected.RecheckParams{IDs: []int64{genuineC}, Now: now})
+		if err != nil || len(res.Admitted) != 1 {
+			t.Fatalf("re-check of mg-c by id: %+v, %v", res, err)
+		}
+		reasons := func(at time.Time) map[string]int {
+			t.Helper()
+			res, err := rejected.Recheck(context.Background(), st, sources, rejected.RecheckParams{Now: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Admitted) != 0 {
+				t.Fatalf("re-check at %v admitted %+v", at, res.Admitted)
+			}
+			n := map[string]int{}
+			for _, r := range res.Refused {
+				n[r.Reason]++
+			}
+			return n
+		}
+		if n := reasons(time.Unix(ts, 0).Add(verify.DefaultTolerance + time.Second)); n[rejected.ReasonTokenExpired] != 2 {
+			t.Fatalf("re-check after the tolerance: %v; want both forgeries refused as expired", n)
+		}
+		if n := reasons(now); n[rejected.ReasonReplayed] != 2 {
+			t.Fatalf("re-check within the tolerance: %v; want both forgeries refused as replays", n)
+		}
+		ids := deliveryIDs(t, st)
+		if len(ids) != 2 || strings.Contains(strings.Join(ids, " "), "forged") {
+			t.Fatalf("stored %v; want mg-g and mg-c", ids)
+		}
+	})
+}

@@ -49,6 +49,9 @@ type RecheckParams struct {
 	IDs []int64
 	// DryRun verifies and reports, and stores nothing.
 	DryRun bool
+	// Now is the present, against which the one-time tokens of signatures
+	// are judged (see Recheck); zero means time.Now().
+	Now time.Time
 }
 
 // Admission is one rejected delivery a re-check found to pass.
@@ -91,6 +94,11 @@ const (
 	// had come with another body (hookbox.ReplayReason), or a re-check
 	// finds that it has: which of the two was the sender's cannot be told.
 	ReasonReplayed = "its signed one-time token came with another body: a replay, which a re-check never admits"
+	// ReasonTokenExpired: the delivery's signature carries a one-time
+	// token (Mailgun's) and its timestamp has left the tolerance, after
+	// which the store no longer knows every body the token came with. The
+	// sender retries with a new token.
+	ReasonTokenExpired = "its signature carries a one-time token whose time has passed, so a re-check cannot tell whether the token came with another body; the sender retries with a new one"
 )
 
 // recheckPage is how many rejections one read of a re-check takes.
@@ -109,16 +117,21 @@ const recheckPage = 100
 // (verify.CredentialHeaders), which the log keeps only to verify them
 // again. Only deliveries whose whole body was kept can pass. A delivery
 // whose signature carries a nonce (verify.Result.Nonce: Mailgun's token)
-// passes only if the nonce is not remembered with another body, and is
-// remembered with its body from then on, for as long as the signature's
-// tolerance, counted from the re-check; a delivery refused as a replay
+// passes only while that signature is still within its tolerance now
+// (RecheckParams.Now), when the store remembers every body the nonce was
+// accepted with, and only if it is not remembered with another body; it
+// is then remembered with this one. A delivery refused as a replay
 // (hookbox.ReplayReason) never passes, nor does any of the deliveries of
 // one run whose nonce came with more than one body. A dry run does not ask
 // the store about nonces. The deliveries that pass are stored recheckPage
 // to a transaction.
 func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p RecheckParams) (RecheckResult, error) {
 	res := RecheckResult{Admitted: []Admission{}, Refused: []Refusal{}, DryRun: p.DryRun}
-	rc := &recheck{st: st, sources: sources, dry: p.DryRun, res: &res,
+	now := p.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	rc := &recheck{st: st, sources: sources, dry: p.DryRun, res: &res, now: now,
 		replayed: map[nonceKey]bool{}, seen: map[nonceKey][sha256.Size]byte{}}
 	var each func(fn func(context.Context, []hookbox.Rejection) error) error
 	if len(p.IDs) > 0 {
@@ -175,6 +188,7 @@ type recheck struct {
 	sources map[string]Source
 	dry     bool
 	res     *RecheckResult
+	now     time.Time
 	// seen are the nonces of the deliveries this run judges that pass
 	// verification, with their bodies' hashes; replayed are those that
 	// came with more than one body (findReplays).
@@ -254,22 +268,23 @@ func (rc *recheck) batch(ctx context.Context, rjs []hookbox.Rejection) error {
 
 // nonce judges the nonce of a delivery that passed verification, and
 // returns why it cannot be admitted, or "": a nonce that came with two
-// bodies in this run is refused; a real run then asks the store, and
-// remembers the nonce with this body, held from now for as long as the
-// signature was acceptable from the delivery's receipt, so that a later
-// delivery with the nonce and another body is refused, by ingest or by a
+// bodies in this run is refused, and so is one whose signature has left
+// its tolerance by now (the store forgets nonces after that). A real run
+// then asks the store, which remembers the nonce with this body, so that
+// the nonce with another body is refused from then on, at ingest or by a
 // later re-check.
 func (rc *recheck) nonce(ctx context.Context, rj hookbox.Rejection, vres verify.Result, body []byte) (string, error) {
-	if rc.replayed[nonceKey{rj.Source, vres.Nonce}] {
+	switch {
+	case rc.replayed[nonceKey{rj.Source, vres.Nonce}]:
 		return ReasonReplayed, nil
-	}
-	if rc.dry {
+	case rc.now.After(vres.NonceExpires):
+		return ReasonTokenExpired, nil
+	case rc.dry:
 		return "", nil
 	}
 	sum := sha256.Sum256(body)
-	now := time.Now()
 	ok, err := rc.st.UseNonce(ctx, hookbox.Nonce{Source: rj.Source, Value: vres.Nonce, BodySHA256: sum[:],
-		Expires: now.Add(max(vres.NonceExpires.Sub(rj.ReceivedAt), 0)), Now: now})
+		Expires: vres.NonceExpires, Now: rc.now})
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("remember the signed token of rejection %d: %w", rj.ID, err)

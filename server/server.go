@@ -306,8 +306,8 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, start, name, http.StatusBadRequest, "event type longer than "+strconv.Itoa(hookbox.MaxIDLength)+" bytes", body)
 		return
 	}
-	if !storable(res.DeliveryID) || !storable(res.EventType) || !storable(res.Nonce) {
-		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id, event type or signed token is not valid UTF-8 text", body)
+	if !storable(res.DeliveryID) || !storable(res.EventType) {
+		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
 		return
 	}
 	if res.Nonce != "" && s.cfg.Nonces != nil && !s.useNonce(ctx, w, r, start, name, now, res, body) {
@@ -367,7 +367,9 @@ const nonceTimeout = 10 * time.Second
 // useNonce remembers the nonce of a verified delivery with its body and
 // reports true, or answers the delivery and reports false: 401 when the
 // nonce came before with another body (a replay of a captured signature),
-// 503 when it cannot be remembered.
+// 503 when it cannot be remembered. now is when the signature was judged,
+// before the body was read: the store keeps nonces hookbox.NonceKeep past
+// their expiry, longer than any body may take.
 func (s *Server) useNonce(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, source string, now time.Time, res verify.Result, body []byte) bool {
 	sum := sha256.Sum256(body)
 	ctx, cancel := context.WithTimeout(ctx, nonceTimeout)

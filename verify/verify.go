@@ -100,8 +100,8 @@ type Result struct {
 	// sender uses for one request only (Mailgun's token), where the
 	// signature does not cover the body. Whoever captured a signed request
 	// could send its signature with another body until NonceExpires, so
-	// the receiver must remember it until then and refuse it with any
-	// other body (hookbox.NonceStore).
+	// the receiver must remember it at least until then and refuse it with
+	// any other body (hookbox.NonceStore).
 	Nonce string
 	// NonceExpires is when the signed timestamp leaves the tolerance,
 	// after which Verify refuses the signature anyway.

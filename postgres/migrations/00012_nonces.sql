@@ -1,15 +1,16 @@
 -- +goose Up
 -- The one-time values senders sign where their signatures do not cover the
--- body (Mailgun's token), each with the SHA-256 of the body it came with,
--- kept until the signature's timestamp leaves the tolerance. The same value
--- with another body before then is a replay, and refused. Every use forgets
--- a few expired rows.
+-- body (Mailgun's token), as SHA-256 hashes, each with the SHA-256 of the
+-- body it came with, kept until the signature's timestamp leaves the
+-- tolerance (expires_at) and a margin after that. The same value with
+-- another body is a replay, and refused. Every use forgets a few rows past
+-- their margin.
 CREATE TABLE nonces (
-    source      text        NOT NULL,
-    nonce       text        NOT NULL,
-    body_sha256 bytea       NOT NULL,
-    expires_at  timestamptz NOT NULL,
-    PRIMARY KEY (source, nonce)
+    source       text        NOT NULL,
+    nonce_sha256 bytea       NOT NULL,
+    body_sha256  bytea       NOT NULL,
+    expires_at   timestamptz NOT NULL,
+    PRIMARY KEY (source, nonce_sha256)
 );
 
 -- Finding expired rows to forget.
