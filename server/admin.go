@@ -75,7 +75,8 @@ const MaxListLimit = 10000
 //
 // Every route requires "Authorization: Bearer <token>", compared in
 // constant time; a missing or wrong token is a 401 that never echoes what
-// was sent. With an empty token nothing is registered.
+// was sent, and a client out of guesses (AdminConfig.Guesses) gets 429.
+// With an empty token nothing is registered.
 func RegisterAdmin(s Mux, cfg AdminConfig) {
 	if cfg.Token == "" {
 		return
@@ -116,8 +117,11 @@ type admin struct {
 func (a *admin) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
+		refund := func() {}
 		if auth != "" {
-			if wait, ok := a.cfg.Guesses.Take(r); !ok {
+			var wait time.Duration
+			var ok bool
+			if refund, wait, ok = a.cfg.Guesses.Take(r); !ok {
 				writeError(w, http.StatusTooManyRequests, TooManyGuesses(w, wait))
 				return
 			}
@@ -133,7 +137,7 @@ func (a *admin) guard(h http.HandlerFunc) http.Handler {
 			writeError(w, http.StatusUnauthorized, "missing or invalid admin token")
 			return
 		}
-		a.cfg.Guesses.Refund(r)
+		refund()
 		h(w, r)
 	})
 }

@@ -17,8 +17,22 @@ const (
 )
 
 // maxAuthClients bounds the clients an AuthLimiter keeps a count for; past
-// it, clients not yet counted share one count.
-const maxAuthClients = 4096
+// it, clients not yet counted share one count. maxKnownClients bounds the
+// addresses remembered for having shown the right token, which always get
+// a count of their own.
+const (
+	maxAuthClients  = 4096
+	maxKnownClients = 64
+)
+
+// Keys of counts that are not one client's.
+var (
+	// sharedKey is the count of the clients past maxAuthClients.
+	sharedKey = netip.Addr{}
+	// unknownKey is the count of the requests whose client cannot be told
+	// (forwarding headers of a trusted proxy that disagree).
+	unknownKey = netip.IPv6Unspecified()
+)
 
 // AuthLimiter slows down whoever guesses the admin token. Each client (its
 // address, as the server tells it for allow_ips through trusted proxies;
@@ -28,14 +42,22 @@ const maxAuthClients = 4096
 // compared, until it has earned a guess back. A right token costs
 // nothing, and neither does a request that carries none. The admin API
 // and the console share one limiter, so guesses at either count together.
-// Its memory is bounded (maxAuthClients counts). The zero value is not
-// usable: use NewAuthLimiter. A nil *AuthLimiter limits nothing.
+// Its memory is bounded: maxAuthClients counts, past which new clients
+// share one, except the last maxKnownClients addresses that showed the
+// right token (an operator keeps a count of its own however many
+// addresses guess). The zero value is not usable: use NewAuthLimiter. A
+// nil *AuthLimiter limits nothing.
 type AuthLimiter struct {
 	trusted []netip.Prefix
 	now     func() time.Time
 
 	mu      sync.Mutex
 	clients map[netip.Addr]*guesses
+	// known are the addresses that showed the right token, with when.
+	known map[netip.Addr]time.Time
+	// swept is when forgetRefilled last ran: it scans every count, so it
+	// runs at most once a second.
+	swept time.Time
 }
 
 // guesses is one client's allowance: left guesses as of at.
@@ -47,58 +69,73 @@ type guesses struct {
 // NewAuthLimiter returns a limiter that tells clients apart by their
 // address, believing the forwarding headers of the peers in trusted.
 func NewAuthLimiter(trusted []netip.Prefix) *AuthLimiter {
-	return &AuthLimiter{trusted: trusted, now: time.Now, clients: map[netip.Addr]*guesses{}}
+	return &AuthLimiter{trusted: trusted, now: time.Now, clients: map[netip.Addr]*guesses{}, known: map[netip.Addr]time.Time{}}
 }
 
 // Take spends one of r's client's guesses before its token is compared,
 // so that requests sent at once cannot all pass on the last one, and
-// reports true; or, out of guesses, reports false and how long until the
-// client has one again. Call Refund when the token was right.
-func (l *AuthLimiter) Take(r *http.Request) (wait time.Duration, ok bool) {
+// reports true with a function that gives it back, to call when the token
+// was right; or, out of guesses, reports false and how long until the
+// client has one again.
+func (l *AuthLimiter) Take(r *http.Request) (refund func(), wait time.Duration, ok bool) {
 	if l == nil {
-		return 0, true
+		return func() {}, 0, true
 	}
-	key := clientKeyOf(r, l.trusted)
+	client := clientKeyOf(r, l.trusted)
+	if !client.IsValid() {
+		client = unknownKey
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.now()
+	key := client
 	g := l.clients[key]
 	if g == nil {
-		if len(l.clients) >= maxAuthClients {
-			l.forgetRefilled()
+		if len(l.clients) >= maxAuthClients && now.Sub(l.swept) >= time.Second {
+			l.swept = now
+			l.forgetRefilled(now)
 		}
-		if len(l.clients) >= maxAuthClients {
-			key = netip.Addr{} // the shared count of the clients past the bound
+		if _, known := l.known[key]; len(l.clients) >= maxAuthClients && !known {
+			key = sharedKey
 			g = l.clients[key]
 		}
 		if g == nil {
-			g = &guesses{left: AuthBurst, at: l.now()}
+			g = &guesses{left: AuthBurst, at: now}
 			l.clients[key] = g
 		}
 	}
-	left := l.refill(g)
+	left := refill(g, now)
 	if left < 1 {
-		return time.Duration((1 - left) * float64(AuthRefill)), false
+		return nil, time.Duration((1 - left) * float64(AuthRefill)), false
 	}
 	g.left = left - 1
-	return 0, true
+	return func() { l.refund(client, g) }, 0, true
 }
 
-// Refund gives back the guess Take spent on a right token.
-func (l *AuthLimiter) Refund(r *http.Request) {
-	if l == nil {
-		return
-	}
-	key := clientKeyOf(r, l.trusted)
+// refund gives back a guess spent on a right token, to the count it was
+// taken from, and remembers client as one that knows the token.
+func (l *AuthLimiter) refund(client netip.Addr, g *guesses) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if g := l.clients[key]; g != nil {
-		g.left = math.Min(AuthBurst, l.refill(g)+1)
+	now := l.now()
+	g.left = math.Min(AuthBurst, refill(g, now)+1)
+	if client == unknownKey {
+		return
 	}
+	if _, ok := l.known[client]; !ok && len(l.known) >= maxKnownClients {
+		oldest := client
+		for k, at := range l.known {
+			if oldest == client || at.Before(l.known[oldest]) {
+				oldest = k
+			}
+		}
+		delete(l.known, oldest)
+	}
+	l.known[client] = now
 }
 
 // refill brings g's allowance up to now and returns it.
-func (l *AuthLimiter) refill(g *guesses) float64 {
-	now := l.now()
+func refill(g *guesses, now time.Time) float64 {
 	if d := now.Sub(g.at); d > 0 {
 		g.left = math.Min(AuthBurst, g.left+float64(d)/float64(AuthRefill))
 		g.at = now
@@ -108,9 +145,9 @@ func (l *AuthLimiter) refill(g *guesses) float64 {
 
 // forgetRefilled drops the counts back at the full allowance: they hold
 // nothing a fresh count would not.
-func (l *AuthLimiter) forgetRefilled() {
+func (l *AuthLimiter) forgetRefilled(now time.Time) {
 	for k, g := range l.clients {
-		if l.refill(g) >= AuthBurst {
+		if refill(g, now) >= AuthBurst {
 			delete(l.clients, k)
 		}
 	}

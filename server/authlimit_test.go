@@ -118,12 +118,78 @@ func TestAuthLimiterBounded(t *testing.T) {
 	}
 	// The clients past the bound share one count, so they ran out
 	// together: a guard for the memory, not a way around the limit.
-	if _, ok := l.Take(req(3*maxAuthClients + 1)); ok {
+	if _, _, ok := l.Take(req(3*maxAuthClients + 1)); ok {
 		t.Fatal("a new client past the bound got a guess the clients past it had spent")
 	}
 	clock = clock.Add(AuthBurst * AuthRefill)
 	l.Take(req(5 * maxAuthClients))
 	if n := len(l.clients); n > 2 {
 		t.Fatalf("%d counts kept after every count refilled; want the refilled ones forgotten", n)
+	}
+}
+
+// TestOperatorKeepsItsCount: with the limiter's memory full of guessing
+// clients, the operator's address, which showed the right token before,
+// keeps a count of its own, and its right tokens cost it nothing: neither
+// the shared count the guessers drained nor an eviction of its own count
+// locks it out. A right token charged to the shared count is given back
+// to it.
+func TestOperatorKeepsItsCount(t *testing.T) {
+	clock := time.Unix(1_800_000_000, 0)
+	l := NewAuthLimiter(nil)
+	l.now = func() time.Time { return clock }
+	req := func(addr string) *http.Request {
+		r := httptest.NewRequest("GET", "/admin/events", nil)
+		r.RemoteAddr = addr + ":1234"
+		return r
+	}
+	guesser := func(i int) *http.Request { return req(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)) }
+	const operator = "192.0.2.10"
+	refund, _, ok := l.Take(req(operator))
+	if !ok {
+		t.Fatal("first right token refused")
+	}
+	refund()
+	// Guessers fill the memory and drain the shared count; time passes
+	// so that the sweep runs, evicting the operator's full count.
+	for i := range maxAuthClients + 20 {
+		l.Take(guesser(i))
+	}
+	clock = clock.Add(2 * time.Second)
+	for i := range 20 {
+		l.Take(guesser(maxAuthClients + 100 + i))
+	}
+	for i := range 3 * AuthBurst {
+		refund, _, ok := l.Take(req(operator))
+		if !ok {
+			t.Fatalf("the operator's right token %d refused while guessers fill the limiter", i+1)
+		}
+		refund()
+	}
+}
+
+// TestRefundToSharedCount: a right token from a client charged to the
+// shared count (the limiter's memory full) gives the guess back there.
+func TestRefundToSharedCount(t *testing.T) {
+	clock := time.Unix(1_800_000_000, 0)
+	l := NewAuthLimiter(nil)
+	l.now = func() time.Time { return clock }
+	req := func(i int) *http.Request {
+		r := httptest.NewRequest("GET", "/admin/events", nil)
+		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
+		return r
+	}
+	for i := range maxAuthClients {
+		l.Take(req(i))
+	}
+	for i := range 3 * AuthBurst {
+		refund, _, ok := l.Take(req(maxAuthClients + i))
+		if !ok || l.clients[sharedKey] == nil {
+			t.Fatalf("right token %d past the bound: ok %v, shared count %v", i+1, ok, l.clients[sharedKey])
+		}
+		refund()
+	}
+	if left := l.clients[sharedKey].left; left != AuthBurst {
+		t.Fatalf("shared count at %v after right tokens only; want %d", left, AuthBurst)
 	}
 }

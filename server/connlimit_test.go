@@ -109,7 +109,9 @@ type addrConn struct {
 	remote string
 }
 
-func (c addrConn) RemoteAddr() net.Addr { return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(c.remote)) }
+func (c addrConn) RemoteAddr() net.Addr {
+	return net.TCPAddrFromAddrPort(netip.MustParseAddrPort(c.remote))
+}
 
 // TestClientKeyOfConnections: IPv6 peers are counted by their /64, IPv4
 // ones (mapped or not) by their address.

@@ -2,12 +2,18 @@ package ui_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/server"
@@ -95,5 +101,63 @@ func TestConsoleGuessesLimited(t *testing.T) {
 	}
 	if rec := login(b, token); rec.Code != http.StatusSeeOther {
 		t.Fatalf("another client's login: %d, want 303", rec.Code)
+	}
+}
+
+// forgedCookie is a session cookie made as the console makes them, but
+// with a guessed token: its key derives from the token.
+func forgedCookie(guess string, exp time.Time) *http.Cookie {
+	key := sha256.Sum256([]byte("hookbox ui key\x00" + guess))
+	e := strconv.FormatInt(exp.Unix(), 10)
+	m := hmac.New(sha256.New, key[:])
+	m.Write([]byte("session\x00" + e))
+	return &http.Cookie{Name: "hookbox_session", Value: e + "." + hex.EncodeToString(m.Sum(nil))}
+}
+
+// TestConsoleCookieGuessesLimited: a session cookie signed with a guessed
+// token tests that guess, so it spends one like a wrong token does (and
+// is cleared); past the allowance such a cookie, and the right token at
+// the login form, get 429. A login posted from another site is refused
+// before it spends anything, and an empty token costs nothing.
+func TestConsoleCookieGuessesLimited(t *testing.T) {
+	srv := server.New(server.Config{})
+	guesses := server.NewAuthLimiter(nil)
+	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"}, Guesses: guesses})
+	do := func(req *http.Request) *httptest.ResponseRecorder {
+		req.RemoteAddr = "203.0.113.7:4000"
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec
+	}
+	loginReq := func(tok string) *http.Request {
+		req := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return req
+	}
+	for range 20 {
+		if rec := do(loginReq("")); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("empty token: %d, want 401", rec.Code)
+		}
+	}
+	cross := loginReq("wrong")
+	cross.Header.Set("Sec-Fetch-Site", "cross-site")
+	if rec := do(cross); rec.Code != http.StatusForbidden {
+		t.Fatalf("login posted from another site: %d, want 403", rec.Code)
+	}
+	for i := range server.AuthBurst {
+		req := httptest.NewRequest("GET", "/ui/events", nil)
+		req.AddCookie(forgedCookie(fmt.Sprint("guess-", i), time.Now().Add(time.Hour)))
+		rec := do(req)
+		if rec.Code != http.StatusSeeOther || !strings.Contains(rec.Header().Get("Set-Cookie"), "Max-Age=0") {
+			t.Fatalf("forged cookie %d: %d, Set-Cookie %q; want the login redirect and the cookie cleared", i+1, rec.Code, rec.Header().Get("Set-Cookie"))
+		}
+	}
+	req := httptest.NewRequest("GET", "/ui/events", nil)
+	req.AddCookie(forgedCookie(token, time.Now().Add(time.Hour)))
+	if rec := do(req); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("a cookie signed with the right token, past the allowance: %d, want 429", rec.Code)
+	}
+	if rec := do(loginReq(token)); rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("login past the allowance: %d, want 429", rec.Code)
 	}
 }

@@ -13,7 +13,10 @@
 //   - Every POST made with the cookie carries a CSRF token bound to the
 //     session; without it the request is refused (403) and changes
 //     nothing. Bearer requests need none: a browser never adds that
-//     header on its own.
+//     header on its own. A login posted from another site is refused.
+//   - Guesses are limited (Config.Guesses): a wrong token at the login
+//     form or as Bearer, and a session cookie signed with a wrong one,
+//     each spend one of the client's, shared with the admin API.
 //   - Everything that came from a sender (payloads, headers, event types,
 //     ids, source names asked for) goes through html/template's
 //     contextual escaping, and every page is served with a
@@ -104,7 +107,9 @@ func Register(m server.Mux, cfg Config) {
 	static, _ := fs.Sub(assets, "static")
 	m.Handle("GET /ui/static/", secure(http.StripPrefix("/ui/static/", http.FileServerFS(static))))
 	m.Handle("GET /ui/login", secure(http.HandlerFunc(u.loginForm)))
-	m.Handle("POST /ui/login", secure(http.HandlerFunc(u.login)))
+	// A cross-site page must not post logins from the operator's browser:
+	// its wrong tokens would spend the operator's address's guesses.
+	m.Handle("POST /ui/login", secure(http.NewCrossOriginProtection().Handler(http.HandlerFunc(u.login))))
 	m.Handle("POST /ui/logout", u.guard(u.logout))
 	m.Handle("GET /ui/{$}", u.guard(u.overview))
 	m.Handle("GET /ui/events", u.guard(u.events))
@@ -169,7 +174,8 @@ func secure(h http.Handler) http.Handler {
 func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) http.Handler {
 	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth := r.Header.Get("Authorization"); auth != "" {
-			if wait, ok := u.cfg.Guesses.Take(r); !ok {
+			refund, wait, ok := u.cfg.Guesses.Take(r)
+			if !ok {
 				http.Error(w, server.TooManyGuesses(w, wait), http.StatusTooManyRequests)
 				return
 			}
@@ -182,7 +188,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 				http.Error(w, "missing or invalid admin token", http.StatusUnauthorized)
 				return
 			}
-			u.cfg.Guesses.Refund(r)
+			refund()
 			if r.Method == http.MethodPost && r.ParseForm() != nil {
 				http.Error(w, "bad form", http.StatusBadRequest)
 				return
@@ -190,8 +196,27 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			h(w, r, session{bearer: true})
 			return
 		}
-		sig, ok := u.sessionSig(r)
-		if !ok {
+		sig, state := u.sessionSig(r)
+		if state != cookieNone {
+			// The cookie's key derives from the token, so a cookie made
+			// with a guessed token is a guess too: every signed cookie
+			// spends a guess, given back when it is valid, so that a
+			// client out of guesses learns nothing from its cookies.
+			refund, wait, ok := u.cfg.Guesses.Take(r)
+			if !ok {
+				http.Error(w, server.TooManyGuesses(w, wait), http.StatusTooManyRequests)
+				return
+			}
+			if state == cookieValid {
+				refund()
+			} else {
+				// Cleared, so that a browser holding one from before the
+				// token changed stops sending it.
+				http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true,
+					SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+			}
+		}
+		if state != cookieValid {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -243,24 +268,32 @@ func (u *console) newSession() (string, time.Time) {
 	return e + "." + u.mac("session", e), exp
 }
 
-// sessionSig returns the MAC of a valid, unexpired session cookie.
-func (u *console) sessionSig(r *http.Request) (string, bool) {
+// What a request's session cookie is.
+const (
+	cookieNone   = iota // absent, malformed or expired
+	cookieForged        // well formed and unexpired, but its MAC is wrong
+	cookieValid
+)
+
+// sessionSig returns the MAC of a valid, unexpired session cookie, and
+// what the request's cookie is.
+func (u *console) sessionSig(r *http.Request) (string, int) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
-		return "", false
+		return "", cookieNone
 	}
 	e, sig, ok := strings.Cut(c.Value, ".")
 	if !ok {
-		return "", false
+		return "", cookieNone
 	}
 	exp, err := strconv.ParseInt(e, 10, 64)
 	if err != nil || u.cfg.Now().Unix() >= exp {
-		return "", false
+		return "", cookieNone
 	}
 	if !hmac.Equal([]byte(sig), []byte(u.mac("session", e))) {
-		return "", false
+		return "", cookieForged
 	}
-	return sig, true
+	return sig, cookieValid
 }
 
 func (u *console) loginForm(w http.ResponseWriter, r *http.Request) {
@@ -278,18 +311,24 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	if wait, ok := u.cfg.Guesses.Take(r); !ok {
-		u.render(w, r, session{}, http.StatusTooManyRequests, "login", "Log in", loginData{Next: next, Error: server.TooManyGuesses(w, wait) + "."})
-		return
+	token := r.PostForm.Get("token")
+	refund := func() {}
+	if token != "" {
+		var wait time.Duration
+		var ok bool
+		if refund, wait, ok = u.cfg.Guesses.Take(r); !ok {
+			u.render(w, r, session{}, http.StatusTooManyRequests, "login", "Log in", loginData{Next: next, Error: server.TooManyGuesses(w, wait) + "."})
+			return
+		}
 	}
-	if !u.tokenMatches(r.PostForm.Get("token")) {
+	if !u.tokenMatches(token) {
 		u.refusals.Log(r.Context(), u.log, slog.LevelWarn, "login", "ui login refused", func() []slog.Attr {
 			return []slog.Attr{slog.String("remote", r.RemoteAddr)}
 		})
 		u.render(w, r, session{}, http.StatusUnauthorized, "login", "Log in", loginData{Next: next, Error: "That is not the admin token."})
 		return
 	}
-	u.cfg.Guesses.Refund(r)
+	refund()
 	val, exp := u.newSession()
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: val, Path: "/ui/", Expires: exp, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
