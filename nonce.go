@@ -1,7 +1,11 @@
 package hookbox
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -39,15 +43,81 @@ const NonceKeep = 5 * time.Minute
 // process is refused with another body at all of them, and after a
 // restart.
 type NonceStore interface {
-	// UseNonce remembers n and reports true when n.Value is new for
-	// n.Source or was remembered with the same body (it is then kept
-	// until the later of the two expiries). It reports false when n.Value
-	// is remembered with another body: the delivery is a replay and must
-	// be refused. Concurrent calls with one value agree: one body is
-	// accepted. Each call also forgets a few nonces that expired more than
-	// NonceKeep before n.Now, so the store holds about those of one
-	// tolerance window.
-	UseNonce(ctx context.Context, n Nonce) (bool, error)
+	// UseNonces judges ns in one transaction and reports, for each,
+	// whether its delivery may be stored. A nonce new for its source is
+	// remembered with its body and gets true; one remembered with the
+	// same body gets true (and is kept until the later of the two
+	// expiries); one remembered with another body gets false: the
+	// delivery is a replay and must be refused. Entries of ns with the
+	// same source and value are judged in order, each against the one
+	// before. Concurrent calls agree: one body per nonce is accepted. Each
+	// call also forgets, for every entry, a few nonces that expired more
+	// than NonceKeep before the earliest Now of ns, so the store holds
+	// about those of one tolerance window. On error nothing is promised.
+	UseNonces(ctx context.Context, ns []Nonce) ([]bool, error)
+}
+
+// NonceKey is what stores index a nonce by: its source and the SHA-256 of
+// its value.
+type NonceKey struct {
+	Source string
+	Sum    [32]byte
+}
+
+// Key returns n's NonceKey.
+func (n *Nonce) Key() NonceKey { return NonceKey{n.Source, sha256.Sum256([]byte(n.Value))} }
+
+// JudgeNonces is the part of UseNonces every store shares: it returns the
+// entries of ns whose keys come first (in the order of their keys, the
+// order rows are written in, so that concurrent transactions lock them in
+// one order), and, once use has stored those and reported the body each
+// key is remembered with, the answer for every entry of ns.
+func JudgeNonces(ns []Nonce, use func(first []int, keys []NonceKey) (kept [][]byte, err error)) ([]bool, error) {
+	keys := make([]NonceKey, len(ns))
+	firstOf := map[NonceKey]int{}
+	var first []int
+	for i := range ns {
+		keys[i] = ns[i].Key()
+		if _, ok := firstOf[keys[i]]; !ok {
+			firstOf[keys[i]] = i
+			first = append(first, i)
+		}
+	}
+	slices.SortFunc(first, func(a, b int) int {
+		if c := strings.Compare(keys[a].Source, keys[b].Source); c != 0 {
+			return c
+		}
+		return bytes.Compare(keys[a].Sum[:], keys[b].Sum[:])
+	})
+	firstKeys := make([]NonceKey, len(first))
+	for j, i := range first {
+		firstKeys[j] = keys[i]
+	}
+	kept, err := use(first, firstKeys)
+	if err != nil {
+		return nil, err
+	}
+	body := make(map[NonceKey][]byte, len(first))
+	for j, i := range first {
+		body[keys[i]] = kept[j]
+	}
+	ok := make([]bool, len(ns))
+	for i := range ns {
+		ok[i] = bytes.Equal(body[keys[i]], ns[i].BodySHA256)
+	}
+	return ok, nil
+}
+
+// NonceSweep is when the nonces forgotten by a UseNonces of ns expired at
+// the latest, and how many a call forgets at most: two for each entry and
+// two more, so that forgetting keeps ahead of remembering.
+func NonceSweep(ns []Nonce) (before time.Time, most int) {
+	for i, n := range ns {
+		if i == 0 || n.Now.Before(before) {
+			before = n.Now
+		}
+	}
+	return before.Add(-NonceKeep), 2*len(ns) + 2
 }
 
 // ReplayReason is the reason given for a delivery refused because its

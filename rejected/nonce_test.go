@@ -55,7 +55,13 @@ func startMailgun(t *testing.T, st dbtest.Store, key string) (h *mailgunHarness,
 			return rcs[0], nil
 		},
 		Rejections: rec,
-		Nonces:     st,
+		UseNonce: func(ctx context.Context, n hookbox.Nonce) (bool, error) {
+			ok, err := st.UseNonces(ctx, []hookbox.Nonce{n})
+			if err != nil {
+				return false, err
+			}
+			return ok[0], nil
+		},
 	}))
 	var stopped bool
 	stop = func() {

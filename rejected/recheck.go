@@ -283,12 +283,12 @@ func (rc *recheck) nonce(ctx context.Context, rj hookbox.Rejection, vres verify.
 		return "", nil
 	}
 	sum := sha256.Sum256(body)
-	ok, err := rc.st.UseNonce(ctx, hookbox.Nonce{Source: rj.Source, Value: vres.Nonce, BodySHA256: sum[:],
-		Expires: vres.NonceExpires, Now: rc.now})
+	ok, err := rc.st.UseNonces(ctx, []hookbox.Nonce{{Source: rj.Source, Value: vres.Nonce, BodySHA256: sum[:],
+		Expires: vres.NonceExpires, Now: rc.now}})
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("remember the signed token of rejection %d: %w", rj.ID, err)
-	case !ok:
+	case !ok[0]:
 		return ReasonReplayed, nil
 	}
 	return "", nil

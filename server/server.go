@@ -119,11 +119,13 @@ type Config struct {
 	// Rejections, if set, is told of every delivery refused with 400, 401,
 	// 404, 408 or 413, after the reply is written; see RejectionLog.
 	Rejections RejectionLog
-	// Nonces, if set, remembers the nonces of verified deliveries
-	// (verify.Result.Nonce) and refuses, with 401, a nonce used before with
-	// another body; a delivery with a nonce waits for that write, and gets
-	// 503 if it fails. Without it nonces are not checked.
-	Nonces hookbox.NonceStore
+	// UseNonce, if set, remembers the nonce of a verified delivery
+	// (verify.Result.Nonce) with its body and reports whether the
+	// delivery may be stored (hookbox.NonceStore; serve gathers the calls
+	// into batches). A nonce used before with another body is refused with
+	// 401; a delivery with a nonce waits for that write, and gets 503 if
+	// it fails. Without it nonces are not checked.
+	UseNonce func(ctx context.Context, n hookbox.Nonce) (bool, error)
 	// Observe, if set, is told how each delivery ended: outcome is "new",
 	// "duplicate", "handshake" (a verified URL check, answered, not stored) or
 	// why it was refused ("bad_signature", "malformed", "too_large",
@@ -310,7 +312,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
 		return
 	}
-	if res.Nonce != "" && s.cfg.Nonces != nil && !s.useNonce(ctx, w, r, start, name, now, res, body) {
+	if res.Nonce != "" && s.cfg.UseNonce != nil && !s.useNonce(ctx, w, r, start, name, now, res, body) {
 		return
 	}
 	d := hookbox.Delivery{
@@ -374,7 +376,7 @@ func (s *Server) useNonce(ctx context.Context, w http.ResponseWriter, r *http.Re
 	sum := sha256.Sum256(body)
 	ctx, cancel := context.WithTimeout(ctx, nonceTimeout)
 	defer cancel()
-	ok, err := s.cfg.Nonces.UseNonce(ctx, hookbox.Nonce{Source: source, Value: res.Nonce, BodySHA256: sum[:], Expires: res.NonceExpires, Now: now})
+	ok, err := s.cfg.UseNonce(ctx, hookbox.Nonce{Source: source, Value: res.Nonce, BodySHA256: sum[:], Expires: res.NonceExpires, Now: now})
 	switch {
 	case err != nil:
 		s.log.Error("remember the signed token", "source", source, "delivery_id", logText(res.DeliveryID), "err", err)

@@ -47,7 +47,7 @@ sources:
 
 // harness is one running hookbox on a real port over a real database.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	svc   *service.Service
 	cfg   *config.Config
@@ -72,7 +72,7 @@ func start(t *testing.T, dbURL string) *harness {
 }
 
 // startWith is start with another config document.
-func startWith(t *testing.T, dbURL, doc string) *harness {
+func startWith(t testing.TB, dbURL, doc string) *harness {
 	t.Helper()
 	cfg, err := config.Parse([]byte(doc))
 	if err != nil {
@@ -97,7 +97,7 @@ func startWith(t *testing.T, dbURL, doc string) *harness {
 
 // serve runs svc on a port of its own until ctx ends, and returns its
 // address and what Serve returns.
-func serve(t *testing.T, ctx context.Context, svc *service.Service) (addr string, done <-chan error) {
+func serve(t testing.TB, ctx context.Context, svc *service.Service) (addr string, done <-chan error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

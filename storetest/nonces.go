@@ -19,6 +19,7 @@ var nonceTests = map[string]func(*testing.T, hookbox.Store){
 	"NonceSlowSignature":       testNonceSlowSignatureAfterSweep,
 	"NonceConcurrentUses":      testNonceConcurrentUses,
 	"NonceForgetsExpired":      testNonceForgetsExpired,
+	"NonceBatches":             testNonceBatches,
 }
 
 // nonceAt is a nonce of source s with body text body, held until exp and
@@ -30,11 +31,11 @@ func nonceAt(source, value, body string, exp, now time.Time) hookbox.Nonce {
 
 func useNonce(t *testing.T, s hookbox.Store, n hookbox.Nonce) bool {
 	t.Helper()
-	ok, err := s.UseNonce(context.Background(), n)
-	if err != nil {
-		t.Fatalf("UseNonce: %v", err)
+	ok, err := s.UseNonces(context.Background(), []hookbox.Nonce{n})
+	if err != nil || len(ok) != 1 {
+		t.Fatalf("UseNonces: %v, %v", ok, err)
 	}
-	return ok
+	return ok[0]
 }
 
 // testNonceOnceWithOneBody: a nonce is accepted with the body it first
@@ -111,7 +112,9 @@ func testNonceConcurrentUses(t *testing.T, s hookbox.Store) {
 	errs := make([]error, uses)
 	for i := range uses {
 		wg.Go(func() {
-			got[i], errs[i] = s.UseNonce(context.Background(), nonceAt("mg", "contested", fmt.Sprint(i%2), now.Add(time.Minute), now))
+			var ok []bool
+			ok, errs[i] = s.UseNonces(context.Background(), []hookbox.Nonce{nonceAt("mg", "contested", fmt.Sprint(i%2), now.Add(time.Minute), now)})
+			got[i] = errs[i] == nil && ok[0]
 		})
 	}
 	wg.Wait()
@@ -149,5 +152,61 @@ func testNonceForgetsExpired(t *testing.T, s hookbox.Store) {
 	}
 	if n != 5 {
 		t.Fatalf("%d nonces kept after 5 uses past the expiry of 10 others; want the 5 unexpired", n)
+	}
+}
+
+// testNonceBatches: one call judges many nonces, entries of one nonce in
+// order (the first body wins, within the call as across calls), and
+// concurrent calls over the same nonces in different orders neither fail
+// nor disagree.
+func testNonceBatches(t *testing.T, s hookbox.Store) {
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	exp := now.Add(time.Minute)
+	useNonce(t, s, nonceAt("mg", "stored", "X", exp, now))
+	ok, err := s.UseNonces(ctx, []hookbox.Nonce{
+		nonceAt("mg", "new", "A", exp, now),
+		nonceAt("mg", "stored", "Y", exp, now),
+		nonceAt("mg", "new", "B", exp, now),
+		nonceAt("mg", "stored", "X", exp, now),
+		nonceAt("other", "new", "B", exp, now),
+		nonceAt("mg", "new", "A", exp, now),
+	})
+	want := []bool{true, false, false, true, true, true}
+	if err != nil || fmt.Sprint(ok) != fmt.Sprint(want) {
+		t.Fatalf("one batch: %v, %v; want %v", ok, err, want)
+	}
+
+	const callers, keys = 8, 40
+	var wg sync.WaitGroup
+	results := make([][]bool, callers)
+	errs := make([]error, callers)
+	for c := range callers {
+		wg.Go(func() {
+			ns := make([]hookbox.Nonce, keys)
+			for k := range keys {
+				j := (k*7 + c*13) % keys // each caller its own order
+				ns[k] = nonceAt("mg", fmt.Sprint("shared-", j), fmt.Sprint("body-", j%3, "-", c%2), exp, now)
+			}
+			results[c], errs[c] = s.UseNonces(ctx, ns)
+		})
+	}
+	wg.Wait()
+	accepted := map[string]int{} // nonce → which caller parity's bodies won
+	for c := range callers {
+		if errs[c] != nil {
+			t.Fatalf("caller %d: %v", c, errs[c])
+		}
+		for k, ok := range results[c] {
+			j := (k*7 + c*13) % keys
+			if ok {
+				accepted[fmt.Sprint(j)] |= 1 << (c % 2)
+			}
+		}
+	}
+	for j := range keys {
+		if v := accepted[fmt.Sprint(j)]; v != 1 && v != 2 {
+			t.Fatalf("nonce %d: bodies of %b accepted; want one body", j, v)
+		}
 	}
 }
