@@ -98,6 +98,13 @@ func TestWrongTokensSlowedDown(t *testing.T) {
 	}
 }
 
+// guesser is an admin request from the i-th of many clients.
+func guesser(i int) *http.Request {
+	r := httptest.NewRequest("GET", "/admin/events", nil)
+	r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
+	return r
+}
+
 // TestAuthLimiterBounded: however many clients guess, the limiter keeps at
 // most maxAuthClients counts (and one shared by the rest), and clients
 // back at their full allowance are forgotten first.
@@ -105,11 +112,7 @@ func TestAuthLimiterBounded(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	l := NewAuthLimiter(nil)
 	l.now = func() time.Time { return clock }
-	req := func(i int) *http.Request {
-		r := httptest.NewRequest("GET", "/admin/events", nil)
-		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
-		return r
-	}
+	req := guesser
 	for i := range 3 * maxAuthClients {
 		l.Take(req(i))
 	}
@@ -143,7 +146,6 @@ func TestOperatorKeepsItsCount(t *testing.T) {
 		r.RemoteAddr = addr + ":1234"
 		return r
 	}
-	guesser := func(i int) *http.Request { return req(fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255)) }
 	const operator = "192.0.2.10"
 	refund, _, ok := l.Take(req(operator))
 	if !ok {
@@ -174,11 +176,7 @@ func TestRefundToSharedCount(t *testing.T) {
 	clock := time.Unix(1_800_000_000, 0)
 	l := NewAuthLimiter(nil)
 	l.now = func() time.Time { return clock }
-	req := func(i int) *http.Request {
-		r := httptest.NewRequest("GET", "/admin/events", nil)
-		r.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
-		return r
-	}
+	req := guesser
 	for i := range maxAuthClients {
 		l.Take(req(i))
 	}
