@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -19,24 +18,27 @@ import (
 type Nonce struct {
 	Source string // the configured source name
 	// Value is the nonce as the sender signed it. Stores keep its SHA-256,
-	// so any bytes will do.
+	// so any bytes will do; one value is one nonce at every source (a
+	// sender's signing key may serve several).
 	Value string
 	// BodySHA256 is the SHA-256 of the body the nonce came with.
 	BodySHA256 []byte
-	// Expires is when the sender's signature stops being accepted.
-	Expires time.Time
-	// Now is when the signature was judged: nonces that expired more than
+	// Signed is the timestamp the signature covers.
+	Signed time.Time
+	// Now is when the signature was judged: nonces signed more than
 	// NonceKeep before it are forgotten.
 	Now time.Time
 }
 
-// NonceKeep is how long a nonce is remembered after it expires. A
-// signature judged in time may reach the store later (its body may take
-// a minute to arrive), and the processes sharing a store may not agree on
-// the time to the second: forgetting a nonce at its expiry by one clock
-// could let another process, judging the same signature a little earlier
-// by its own, find no trace of it.
-const NonceKeep = 5 * time.Minute
+// NonceKeep is how long after its signed timestamp a nonce is remembered:
+// longer than the largest tolerance a scheme with nonces accepts
+// (verify.MaxNonceTolerance, an hour), so that no tolerance, raised later
+// or set otherwise at another process, makes valid again a signature
+// whose nonce is forgotten; and 5 minutes more, as a signature judged in
+// time may reach the store later (its body may take a minute to arrive)
+// and the processes sharing a store may not agree on the time to the
+// second.
+const NonceKeep = time.Hour + 5*time.Minute
 
 // NonceStore remembers the nonces of verified deliveries, in the database
 // every process of a deployment shares, so that a nonce used at one
@@ -44,34 +46,29 @@ const NonceKeep = 5 * time.Minute
 // restart.
 type NonceStore interface {
 	// UseNonces judges ns in one transaction and reports, for each,
-	// whether its delivery may be stored. A nonce new for its source is
-	// remembered with its body and gets true; one remembered with the
-	// same body gets true (and is kept until the later of the two
-	// expiries); one remembered with another body gets false: the
-	// delivery is a replay and must be refused. Entries of ns with the
-	// same source and value are judged in order, each against the one
-	// before. Concurrent calls agree: one body per nonce is accepted. Each
-	// call also forgets, for every entry, a few nonces that expired more
-	// than NonceKeep before the earliest Now of ns, so the store holds
-	// about those of one tolerance window. On error nothing is promised.
+	// whether its delivery may be stored: true when its value is new (it
+	// is then remembered with its body) or remembered with the same body,
+	// false when remembered with another body (the delivery is a replay
+	// and must be refused). Entries of ns with one value are all judged
+	// against the body it is remembered with, the first entry's if it is
+	// new. Concurrent calls agree: one body per nonce is accepted. Each
+	// call also forgets, for every entry, a few nonces signed more than
+	// NonceKeep before the earliest Now of ns, so the store holds about
+	// those of NonceKeep. On error nothing is promised.
 	UseNonces(ctx context.Context, ns []Nonce) ([]bool, error)
 }
 
-// NonceKey is what stores index a nonce by: its source and the SHA-256 of
-// its value.
-type NonceKey struct {
-	Source string
-	Sum    [32]byte
-}
+// NonceKey is what stores index a nonce by: the SHA-256 of its value.
+type NonceKey [32]byte
 
 // Key returns n's NonceKey.
-func (n *Nonce) Key() NonceKey { return NonceKey{n.Source, sha256.Sum256([]byte(n.Value))} }
+func (n *Nonce) Key() NonceKey { return sha256.Sum256([]byte(n.Value)) }
 
-// JudgeNonces is the part of UseNonces every store shares: it returns the
-// entries of ns whose keys come first (in the order of their keys, the
-// order rows are written in, so that concurrent transactions lock them in
-// one order), and, once use has stored those and reported the body each
-// key is remembered with, the answer for every entry of ns.
+// JudgeNonces is the part of UseNonces every store shares: it calls use
+// with the entries of ns whose keys come first, in the order of their
+// keys (the order rows are written in, so that concurrent transactions
+// lock them in one order); use stores them and reports the body each key
+// is remembered with, from which JudgeNonces answers every entry of ns.
 func JudgeNonces(ns []Nonce, use func(first []int, keys []NonceKey) (kept [][]byte, err error)) ([]bool, error) {
 	keys := make([]NonceKey, len(ns))
 	firstOf := map[NonceKey]int{}
@@ -83,12 +80,7 @@ func JudgeNonces(ns []Nonce, use func(first []int, keys []NonceKey) (kept [][]by
 			first = append(first, i)
 		}
 	}
-	slices.SortFunc(first, func(a, b int) int {
-		if c := strings.Compare(keys[a].Source, keys[b].Source); c != 0 {
-			return c
-		}
-		return bytes.Compare(keys[a].Sum[:], keys[b].Sum[:])
-	})
+	slices.SortFunc(first, func(a, b int) int { return bytes.Compare(keys[a][:], keys[b][:]) })
 	firstKeys := make([]NonceKey, len(first))
 	for j, i := range first {
 		firstKeys[j] = keys[i]
@@ -108,9 +100,9 @@ func JudgeNonces(ns []Nonce, use func(first []int, keys []NonceKey) (kept [][]by
 	return ok, nil
 }
 
-// NonceSweep is when the nonces forgotten by a UseNonces of ns expired at
-// the latest, and how many a call forgets at most: two for each entry and
-// two more, so that forgetting keeps ahead of remembering.
+// NonceSweep is the signed time before which a UseNonces of ns forgets
+// nonces, and how many it forgets at most: two for each entry and two
+// more, so that forgetting keeps ahead of remembering.
 func NonceSweep(ns []Nonce) (before time.Time, most int) {
 	for i, n := range ns {
 		if i == 0 || n.Now.Before(before) {

@@ -121,65 +121,71 @@ const recheckPage = 100
 // (RecheckParams.Now), when the store remembers every body the nonce was
 // accepted with, and only if it is not remembered with another body; it
 // is then remembered with this one. A delivery refused as a replay
-// (hookbox.ReplayReason) never passes, nor does any of the deliveries of
-// one run whose nonce came with more than one body. A dry run does not ask
-// the store about nonces. The deliveries that pass are stored recheckPage
-// to a transaction.
+// (hookbox.ReplayReason) never passes, nor does any delivery whose nonce
+// came with more than one body among those the log keeps, however the
+// deliveries to re-check are named. A dry run does not ask the store
+// about nonces. The deliveries that pass are stored recheckPage to a
+// transaction.
 func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p RecheckParams) (RecheckResult, error) {
 	res := RecheckResult{Admitted: []Admission{}, Refused: []Refusal{}, DryRun: p.DryRun}
-	now := p.Now
-	if now.IsZero() {
-		now = time.Now()
-	}
-	rc := &recheck{st: st, sources: sources, dry: p.DryRun, res: &res, now: now,
-		replayed: map[nonceKey]bool{}, seen: map[nonceKey][sha256.Size]byte{}}
-	var each func(fn func(context.Context, []hookbox.Rejection) error) error
-	if len(p.IDs) > 0 {
-		var named []hookbox.Rejection
-		for _, id := range p.IDs {
-			rj, err := st.Rejection(ctx, id)
-			switch {
-			case errors.Is(err, hookbox.ErrNotFound):
-				res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: "no such rejected delivery (trimmed from the log?)"})
-			case err != nil:
-				return res, err
-			case rj.AdmittedEventID != 0:
-				res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: ReasonAlreadyStored})
-			default:
-				named = append(named, rj)
+	rc := &recheck{st: st, sources: sources, dry: p.DryRun, res: &res, at: p.Now,
+		replayed: map[string]bool{}, seen: map[string][sha256.Size]byte{}}
+	// pages calls fn with the kept rejections that hold a body, newest
+	// first, a page at a time.
+	pages := func(unadmitted bool, fn func(context.Context, []hookbox.Rejection) error) error {
+		for before := int64(0); ; {
+			page, err := st.Rejections(ctx, hookbox.RejectionFilter{Unadmitted: unadmitted, WithBody: true, BeforeID: before, Limit: recheckPage})
+			if err != nil {
+				return err
 			}
-		}
-		each = func(fn func(context.Context, []hookbox.Rejection) error) error {
-			for rest := named; len(rest) > 0; {
-				n := min(len(rest), recheckPage)
-				if err := fn(ctx, rest[:n]); err != nil {
-					return err
-				}
-				rest = rest[n:]
+			if err := fn(ctx, page); err != nil {
+				return err
 			}
-			return nil
-		}
-	} else {
-		each = func(fn func(context.Context, []hookbox.Rejection) error) error {
-			for before := int64(0); ; {
-				page, err := st.Rejections(ctx, hookbox.RejectionFilter{Unadmitted: true, WithBody: true, BeforeID: before, Limit: recheckPage})
-				if err != nil {
-					return err
-				}
-				if err := fn(ctx, page); err != nil {
-					return err
-				}
-				if len(page) < recheckPage {
-					return nil
-				}
-				before = page[len(page)-1].ID
+			if len(page) < recheckPage {
+				return nil
 			}
+			before = page[len(page)-1].ID
 		}
 	}
-	if err := each(rc.findReplays); err != nil {
+	// The nonces of the whole log first, admitted rejections included:
+	// a delivery named alone is judged against its twins all the same.
+	if err := pages(false, rc.findReplays); err != nil {
 		return res, err
 	}
-	return res, each(rc.batch)
+	if len(p.IDs) == 0 {
+		// Only what findReplays saw: a rejection logged since could be
+		// the twin of one it did not see.
+		return res, pages(true, func(ctx context.Context, rjs []hookbox.Rejection) error {
+			rjs = slices.DeleteFunc(rjs, func(rj hookbox.Rejection) bool { return rj.ID > rc.newest })
+			return rc.batch(ctx, rjs)
+		})
+	}
+	var named []hookbox.Rejection
+	for _, id := range p.IDs {
+		rj, err := st.Rejection(ctx, id)
+		switch {
+		case errors.Is(err, hookbox.ErrNotFound):
+			res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: "no such rejected delivery (trimmed from the log?)"})
+		case err != nil:
+			return res, err
+		case rj.AdmittedEventID != 0:
+			res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: ReasonAlreadyStored})
+		case rj.ID > rc.newest:
+			// Logged after findReplays read the log (ids grow): judging
+			// it without its twins would let a forgery logged meanwhile in.
+			res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: "logged during this re-check; re-check it again"})
+		default:
+			named = append(named, rj)
+		}
+	}
+	for len(named) > 0 {
+		n := min(len(named), recheckPage)
+		if err := rc.batch(ctx, named[:n]); err != nil {
+			return res, err
+		}
+		named = named[n:]
+	}
+	return res, nil
 }
 
 // recheck is one run of Recheck.
@@ -188,31 +194,41 @@ type recheck struct {
 	sources map[string]Source
 	dry     bool
 	res     *RecheckResult
-	now     time.Time
-	// seen are the nonces of the deliveries this run judges that pass
-	// verification, with their bodies' hashes; replayed are those that
-	// came with more than one body (findReplays).
-	seen     map[nonceKey][sha256.Size]byte
-	replayed map[nonceKey]bool
+	at      time.Time // RecheckParams.Now; zero: the clock
+	// seen are the nonces of the kept deliveries that pass verification,
+	// with their bodies' hashes; replayed are those that came with more
+	// than one body; newest is the newest rejection findReplays read.
+	seen     map[string][sha256.Size]byte
+	replayed map[string]bool
+	newest   int64
 }
 
-type nonceKey struct{ source, nonce string }
+// now is the present, against which signatures' nonces are judged: read
+// for each, as a long run's start may be older than the store's memory.
+func (rc *recheck) now() time.Time {
+	if !rc.at.IsZero() {
+		return rc.at
+	}
+	return time.Now()
+}
 
 // findReplays notes the nonces of rjs that pass verification, and which of
-// them came with another body in this run too: none of those is admitted,
-// as which body was the sender's cannot be told (and admitting the first
-// to be judged would let the order of the log decide).
+// them came with another body too: none of those is admitted, as which
+// body was the sender's cannot be told (and admitting the first to be
+// judged would let the order of the log decide). A nonce is one at every
+// source, as in the store.
 func (rc *recheck) findReplays(_ context.Context, rjs []hookbox.Rejection) error {
 	for _, rj := range rjs {
+		rc.newest = max(rc.newest, rj.ID)
 		d, vres, why := admissible(rj, rc.sources)
 		if why != "" || vres.Nonce == "" {
 			continue
 		}
-		k, sum := nonceKey{rj.Source, vres.Nonce}, sha256.Sum256(d.Payload)
-		if prev, ok := rc.seen[k]; ok && prev != sum {
-			rc.replayed[k] = true
+		sum := sha256.Sum256(d.Payload)
+		if prev, ok := rc.seen[vres.Nonce]; ok && prev != sum {
+			rc.replayed[vres.Nonce] = true
 		}
-		rc.seen[k] = sum
+		rc.seen[vres.Nonce] = sum
 	}
 	return nil
 }
@@ -268,23 +284,24 @@ func (rc *recheck) batch(ctx context.Context, rjs []hookbox.Rejection) error {
 
 // nonce judges the nonce of a delivery that passed verification, and
 // returns why it cannot be admitted, or "": a nonce that came with two
-// bodies in this run is refused, and so is one whose signature has left
-// its tolerance by now (the store forgets nonces after that). A real run
-// then asks the store, which remembers the nonce with this body, so that
-// the nonce with another body is refused from then on, at ingest or by a
-// later re-check.
+// bodies in the log is refused, and so is one whose signature has left
+// its tolerance by now (verify.MaxNonceTolerance keeps that within what
+// the store remembers). A real run then asks the store, which remembers
+// the nonce with this body, so that the nonce with another body is
+// refused from then on, at ingest or by a later re-check.
 func (rc *recheck) nonce(ctx context.Context, rj hookbox.Rejection, vres verify.Result, body []byte) (string, error) {
+	now := rc.now()
 	switch {
-	case rc.replayed[nonceKey{rj.Source, vres.Nonce}]:
+	case rc.replayed[vres.Nonce]:
 		return ReasonReplayed, nil
-	case rc.now.After(vres.NonceExpires):
+	case now.After(vres.NonceExpires):
 		return ReasonTokenExpired, nil
 	case rc.dry:
 		return "", nil
 	}
 	sum := sha256.Sum256(body)
 	ok, err := rc.st.UseNonces(ctx, []hookbox.Nonce{{Source: rj.Source, Value: vres.Nonce, BodySHA256: sum[:],
-		Expires: vres.NonceExpires, Now: rc.now}})
+		Signed: vres.NonceSigned, Now: now}})
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("remember the signed token of rejection %d: %w", rj.ID, err)

@@ -371,12 +371,12 @@ const nonceTimeout = 10 * time.Second
 // nonce came before with another body (a replay of a captured signature),
 // 503 when it cannot be remembered. now is when the signature was judged,
 // before the body was read: the store keeps nonces hookbox.NonceKeep past
-// their expiry, longer than any body may take.
+// their signed time, which leaves any body time to arrive.
 func (s *Server) useNonce(ctx context.Context, w http.ResponseWriter, r *http.Request, start time.Time, source string, now time.Time, res verify.Result, body []byte) bool {
 	sum := sha256.Sum256(body)
 	ctx, cancel := context.WithTimeout(ctx, nonceTimeout)
 	defer cancel()
-	ok, err := s.cfg.UseNonce(ctx, hookbox.Nonce{Source: source, Value: res.Nonce, BodySHA256: sum[:], Expires: res.NonceExpires, Now: now})
+	ok, err := s.cfg.UseNonce(ctx, hookbox.Nonce{Source: source, Value: res.Nonce, BodySHA256: sum[:], Signed: res.NonceSigned, Now: now})
 	switch {
 	case err != nil:
 		s.log.Error("remember the signed token", "source", source, "delivery_id", logText(res.DeliveryID), "err", err)

@@ -10,13 +10,11 @@ import (
 
 var _ hookbox.NonceStore = (*Store)(nil)
 
-// useNonce remembers a nonce, or keeps the row it conflicts with: a row
-// with the same body keeps the later expiry, a row with another body is
-// left as it was. It returns the body the nonce is remembered with.
-const useNonce = `INSERT INTO nonces (source, nonce_sha256, body_sha256, expires_at) VALUES (?1, ?2, ?3, ?4)
-    ON CONFLICT (source, nonce_sha256) DO UPDATE SET expires_at = CASE
-        WHEN nonces.body_sha256 = excluded.body_sha256 THEN max(nonces.expires_at, excluded.expires_at)
-        ELSE nonces.expires_at END
+// useNonce remembers a nonce, or leaves the row it conflicts with as it
+// is (the update changes nothing; it makes RETURNING give the row). It
+// returns the body the nonce is remembered with.
+const useNonce = `INSERT INTO nonces (nonce_sha256, body_sha256, source, signed_at) VALUES (?1, ?2, ?3, ?4)
+    ON CONFLICT (nonce_sha256) DO UPDATE SET signed_at = nonces.signed_at
     RETURNING body_sha256`
 
 // UseNonces judges ns in one transaction on the writer connection; see
@@ -27,13 +25,13 @@ func (s *Store) UseNonces(ctx context.Context, ns []hookbox.Nonce) ([]bool, erro
 		err := s.inTx(ctx, func(tx *sql.Tx) error {
 			for j, i := range first {
 				n := &ns[i]
-				if err := tx.QueryRowContext(ctx, useNonce, n.Source, keys[j].Sum[:], n.BodySHA256, millis(n.Expires)).Scan(&kept[j]); err != nil {
+				if err := tx.QueryRowContext(ctx, useNonce, keys[j][:], n.BodySHA256, n.Source, millis(n.Signed)).Scan(&kept[j]); err != nil {
 					return err
 				}
 			}
 			before, most := hookbox.NonceSweep(ns)
 			_, err := tx.ExecContext(ctx, `DELETE FROM nonces WHERE rowid IN
-                (SELECT rowid FROM nonces WHERE expires_at < ? LIMIT ?)`, millis(before), most)
+                (SELECT rowid FROM nonces WHERE signed_at < ? LIMIT ?)`, millis(before), most)
 			return err
 		})
 		return kept, err

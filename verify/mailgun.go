@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -45,6 +46,9 @@ func newMailgun(cfg Config) (*mailgunVerifier, error) {
 	ids, err := newIDSpec(SchemeMailgun, withIDDefaults(cfg, "", d.id, "", d.typ))
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Tolerance > MaxNonceTolerance {
+		return nil, fmt.Errorf("mailgun: tolerance %v is more than %v: a token is remembered that long, to refuse it with another body", cfg.Tolerance, MaxNonceTolerance)
 	}
 	v := &mailgunVerifier{tol: cfg.Tolerance, ids: ids}
 	for _, s := range cfg.Secrets {
@@ -128,7 +132,8 @@ func (v *mailgunVerifier) Verify(r Request) (Result, error) {
 			if err != nil {
 				return Result{}, err
 			}
-			res.Nonce, res.NonceExpires = s.token, time.Unix(s.ts, 0).Add(v.tol)
+			res.Nonce, res.NonceSigned = s.token, time.Unix(s.ts, 0)
+			res.NonceExpires = res.NonceSigned.Add(v.tol)
 			return res, nil
 		}
 	}

@@ -80,3 +80,14 @@ func TestMailgunParentSignature(t *testing.T) {
 		t.Fatalf("parent-signature over another token: %v", err)
 	}
 }
+
+// TestMailgunToleranceBounded: a mailgun source's tolerance may not pass
+// MaxNonceTolerance, the time its tokens are remembered for.
+func TestMailgunToleranceBounded(t *testing.T) {
+	if _, err := New(Config{Scheme: SchemeMailgun, Secrets: []string{"k"}, Tolerance: MaxNonceTolerance}); err != nil {
+		t.Fatalf("tolerance at the bound: %v", err)
+	}
+	if _, err := New(Config{Scheme: SchemeMailgun, Secrets: []string{"k"}, Tolerance: MaxNonceTolerance + time.Second}); err == nil {
+		t.Fatal("a tolerance past MaxNonceTolerance was accepted")
+	}
+}

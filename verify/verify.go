@@ -103,10 +103,18 @@ type Result struct {
 	// the receiver must remember it at least until then and refuse it with
 	// any other body (hookbox.NonceStore).
 	Nonce string
-	// NonceExpires is when the signed timestamp leaves the tolerance,
-	// after which Verify refuses the signature anyway.
-	NonceExpires time.Time
+	// NonceSigned is the timestamp the signature covers, and NonceExpires
+	// when it leaves the tolerance, after which Verify refuses the
+	// signature. The tolerance of a scheme with nonces is at most
+	// MaxNonceTolerance.
+	NonceSigned, NonceExpires time.Time
 }
+
+// MaxNonceTolerance bounds the tolerance of the schemes whose signatures
+// carry a nonce (mailgun): a receiver remembers nonces for this long (and
+// a margin), so that a tolerance raised later cannot make valid again a
+// signature whose nonce it has forgotten.
+const MaxNonceTolerance = time.Hour
 
 // Reply is the answer to a verified handshake request.
 type Reply struct {
