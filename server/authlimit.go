@@ -30,8 +30,9 @@ var (
 	// sharedKey is the count of the clients past maxAuthClients.
 	sharedKey = netip.Addr{}
 	// unknownKey is the count of the requests whose client cannot be told
-	// (forwarding headers of a trusted proxy that disagree).
-	unknownKey = netip.IPv6Unspecified()
+	// (forwarding headers of a trusted proxy that disagree). No client's
+	// key is ::1: an IPv6 key is a /64, whose last 64 bits are zero.
+	unknownKey = netip.IPv6Loopback()
 )
 
 // AuthLimiter slows down whoever guesses the admin token. Each client (its
@@ -42,11 +43,12 @@ var (
 // compared, until it has earned a guess back. A right token costs
 // nothing, and neither does a request that carries none. The admin API
 // and the console share one limiter, so guesses at either count together.
-// Its memory is bounded: maxAuthClients counts, past which new clients
-// share one, except the last maxKnownClients addresses that showed the
-// right token (an operator keeps a count of its own however many
-// addresses guess). The zero value is not usable: use NewAuthLimiter. A
-// nil *AuthLimiter limits nothing.
+// Requests whose client cannot be told share a count of their own. Its
+// memory is bounded: maxAuthClients counts, past which new clients share
+// one, except the last maxKnownClients addresses that showed the right
+// token since the process started (an operator keeps a count of its own
+// however many addresses guess). The zero value is not usable: use
+// NewAuthLimiter. A nil *AuthLimiter limits nothing.
 type AuthLimiter struct {
 	trusted []netip.Prefix
 	now     func() time.Time
@@ -123,10 +125,11 @@ func (l *AuthLimiter) refund(client netip.Addr, g *guesses) {
 		return
 	}
 	if _, ok := l.known[client]; !ok && len(l.known) >= maxKnownClients {
-		oldest := client
+		var oldest netip.Addr
+		var oldestAt time.Time
 		for k, at := range l.known {
-			if oldest == client || at.Before(l.known[oldest]) {
-				oldest = k
+			if !oldest.IsValid() || at.Before(oldestAt) {
+				oldest, oldestAt = k, at
 			}
 		}
 		delete(l.known, oldest)

@@ -191,3 +191,24 @@ func TestRefundToSharedCount(t *testing.T) {
 		t.Fatalf("shared count at %v after right tokens only; want %d", left, AuthBurst)
 	}
 }
+
+// TestLoopbackIsNotUnknown: an IPv6 loopback client (an SSH tunnel) has
+// its own count, apart from the requests whose client cannot be told.
+func TestLoopbackIsNotUnknown(t *testing.T) {
+	l := NewAuthLimiter([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	unknown := httptest.NewRequest("GET", "/admin/events", nil)
+	unknown.RemoteAddr = "10.0.0.1:1234"
+	unknown.Header.Set("X-Forwarded-For", "192.0.2.1")
+	unknown.Header.Set("Forwarded", "for=198.51.100.1") // disagrees: the client cannot be told
+	for range AuthBurst + 1 {
+		l.Take(unknown)
+	}
+	if _, _, ok := l.Take(unknown); ok {
+		t.Fatal("the unknown clients' count did not run out")
+	}
+	tunnel := httptest.NewRequest("GET", "/admin/events", nil)
+	tunnel.RemoteAddr = "[::1]:1234"
+	if _, _, ok := l.Take(tunnel); !ok {
+		t.Fatal("a client on ::1 shares the unknown clients' count")
+	}
+}

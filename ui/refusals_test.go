@@ -102,6 +102,20 @@ func TestConsoleGuessesLimited(t *testing.T) {
 	if rec := login(b, token); rec.Code != http.StatusSeeOther {
 		t.Fatalf("another client's login: %d, want 303", rec.Code)
 	}
+	// What a browser sends over plain HTTP to an address that is not
+	// localhost, with the console's Referrer-Policy: no Sec-Fetch-Site,
+	// Origin null. Behind a proxy that rewrites Host, Origin would not
+	// match it either: neither is held against the login.
+	rec = httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "null")
+	req.Host = "hookbox.internal:9090"
+	req.RemoteAddr = "203.0.113.9:4000"
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("a plain-HTTP browser login: %d, want 303", rec.Code)
+	}
 }
 
 // forgedCookie is a session cookie made as the console makes them, but
@@ -159,5 +173,25 @@ func TestConsoleCookieGuessesLimited(t *testing.T) {
 	}
 	if rec := do(loginReq(token)); rec.Code != http.StatusTooManyRequests {
 		t.Fatalf("login past the allowance: %d, want 429", rec.Code)
+	}
+}
+
+// TestConsoleTossedCookie: a session cookie of the same name that a
+// sibling domain set beside the console's own (sent first) neither ends
+// the operator's session nor spends its guesses.
+func TestConsoleTossedCookie(t *testing.T) {
+	srv := server.New(server.Config{})
+	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"},
+		Guesses: server.NewAuthLimiter(nil)})
+	for i := range 3 * server.AuthBurst {
+		req := httptest.NewRequest("GET", "/ui/events", nil)
+		req.RemoteAddr = "203.0.113.8:4000"
+		req.AddCookie(forgedCookie("tossed-by-a-sibling", time.Now().Add(time.Hour)))
+		req.AddCookie(forgedCookie(token, time.Now().Add(time.Hour)))
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("request %d with a tossed cookie before the session's: %d, want 200", i+1, rec.Code)
+		}
 	}
 }

@@ -13,7 +13,8 @@
 //   - Every POST made with the cookie carries a CSRF token bound to the
 //     session; without it the request is refused (403) and changes
 //     nothing. Bearer requests need none: a browser never adds that
-//     header on its own. A login posted from another site is refused.
+//     header on its own. A login a browser says was posted from another
+//     site is refused.
 //   - Guesses are limited (Config.Guesses): a wrong token at the login
 //     form or as Bearer, and a session cookie signed with a wrong one,
 //     each spend one of the client's, shared with the admin API.
@@ -79,8 +80,8 @@ type Config struct {
 	// Notify, if set, wakes the workers after a replay.
 	Notify func()
 	// Guesses, if set, slows down clients that send wrong tokens, at the
-	// login form or as Bearer (429 past their allowance); share the admin
-	// API's (server.AuthLimiter).
+	// login form, as Bearer or in a session cookie signed with one (429
+	// past their allowance); share the admin API's (server.AuthLimiter).
 	Guesses *server.AuthLimiter
 	Logger  *slog.Logger
 	// Now is the clock (default time.Now).
@@ -107,9 +108,7 @@ func Register(m server.Mux, cfg Config) {
 	static, _ := fs.Sub(assets, "static")
 	m.Handle("GET /ui/static/", secure(http.StripPrefix("/ui/static/", http.FileServerFS(static))))
 	m.Handle("GET /ui/login", secure(http.HandlerFunc(u.loginForm)))
-	// A cross-site page must not post logins from the operator's browser:
-	// its wrong tokens would spend the operator's address's guesses.
-	m.Handle("POST /ui/login", secure(http.NewCrossOriginProtection().Handler(http.HandlerFunc(u.login))))
+	m.Handle("POST /ui/login", secure(http.HandlerFunc(u.login)))
 	m.Handle("POST /ui/logout", u.guard(u.logout))
 	m.Handle("GET /ui/{$}", u.guard(u.overview))
 	m.Handle("GET /ui/events", u.guard(u.events))
@@ -276,24 +275,26 @@ const (
 )
 
 // sessionSig returns the MAC of a valid, unexpired session cookie, and
-// what the request's cookie is.
+// what the request's session cookies are: valid if any is (a sibling
+// domain may set one of the same name beside the console's own), forged
+// if none is but one is well formed and unexpired.
 func (u *console) sessionSig(r *http.Request) (string, int) {
-	c, err := r.Cookie(cookieName)
-	if err != nil {
-		return "", cookieNone
+	state := cookieNone
+	for _, c := range r.CookiesNamed(cookieName) {
+		e, sig, ok := strings.Cut(c.Value, ".")
+		if !ok {
+			continue
+		}
+		exp, err := strconv.ParseInt(e, 10, 64)
+		if err != nil || u.cfg.Now().Unix() >= exp {
+			continue
+		}
+		if hmac.Equal([]byte(sig), []byte(u.mac("session", e))) {
+			return sig, cookieValid
+		}
+		state = cookieForged
 	}
-	e, sig, ok := strings.Cut(c.Value, ".")
-	if !ok {
-		return "", cookieNone
-	}
-	exp, err := strconv.ParseInt(e, 10, 64)
-	if err != nil || u.cfg.Now().Unix() >= exp {
-		return "", cookieNone
-	}
-	if !hmac.Equal([]byte(sig), []byte(u.mac("session", e))) {
-		return "", cookieForged
-	}
-	return sig, cookieValid
+	return "", state
 }
 
 func (u *console) loginForm(w http.ResponseWriter, r *http.Request) {
@@ -306,6 +307,16 @@ type loginData struct {
 }
 
 func (u *console) login(w http.ResponseWriter, r *http.Request) {
+	// A page of another site must not post logins from the operator's
+	// browser: its wrong tokens would spend the guesses of the operator's
+	// address. Browsers say where a request comes from in secure contexts
+	// (HTTPS, localhost); a request that does not say is let through, as
+	// comparing Origin with Host would refuse every login behind a proxy
+	// that rewrites Host.
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		http.Error(w, "log in from the console's own login page", http.StatusForbidden)
+		return
+	}
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
