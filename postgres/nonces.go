@@ -51,21 +51,24 @@ func (s *Store) UseNonces(ctx context.Context, ns []hookbox.Nonce) ([]bool, erro
 		before, most := hookbox.NonceSweep(ns)
 		kept := map[hookbox.NonceKey][]byte{}
 		err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, useNonces, sums, bodies, sources, signed, before, most)
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-				var k hookbox.NonceKey
-				var sum, body []byte
-				if err := rows.Scan(&sum, &body); err != nil {
-					rows.Close()
-					return err
+			b := &pgx.Batch{}
+			// A row another process holds (its connection stalled before
+			// its commit) fails this batch after a while, rather than every
+			// delivery with a nonce waiting behind it.
+			b.Queue(`SET LOCAL lock_timeout = '5s'`)
+			b.Queue(useNonces, sums, bodies, sources, signed, before, most).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var k hookbox.NonceKey
+					var sum, body []byte
+					if err := rows.Scan(&sum, &body); err != nil {
+						return err
+					}
+					copy(k[:], sum)
+					kept[k] = body
 				}
-				copy(k[:], sum)
-				kept[k] = body
-			}
-			return rows.Err()
+				return rows.Err()
+			})
+			return tx.SendBatch(ctx, b).Close()
 		})
 		out := make([][]byte, len(first))
 		for j := range first {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 )
@@ -47,5 +49,35 @@ func TestNoncesUnderSerializableDefault(t *testing.T) {
 	}
 	if won[true]+won[false] != 80 {
 		t.Fatalf("accepted by body: %v; want 80 acceptances, one body per nonce", won)
+	}
+}
+
+// TestNonceLockedRowFailsTheBatch: a nonce whose row another session holds
+// (a process whose connection stalled before its commit) fails the batch
+// after lock_timeout instead of holding every delivery with a nonce until
+// the holder goes away.
+func TestNonceLockedRowFailsTheBatch(t *testing.T) {
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	n := hookbox.Nonce{Source: "mg", Value: "held", BodySHA256: make([]byte, 32), Signed: time.Now(), Now: time.Now()}
+	key := n.Key()
+	if _, err := tx.Exec(ctx, `INSERT INTO nonces (nonce_sha256, body_sha256, source, signed_at) VALUES ($1, $2, 'mg', now())`, key[:], n.BodySHA256); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := s.UseNonces(wait, []hookbox.Nonce{n}); err == nil || wait.Err() != nil {
+		t.Fatalf("UseNonces on a row another session holds: %v (context: %v); want the lock timeout's error", err, wait.Err())
 	}
 }

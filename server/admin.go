@@ -112,8 +112,9 @@ type admin struct {
 	refusals lograte.Limiter // spaces out the lines about refused requests
 }
 
-// guard admits requests that carry the token. A client out of guesses
-// (AdminConfig.Guesses) gets 429 whatever it carries.
+// guard admits requests that carry the token. A request that carries a
+// token from a client out of guesses (AdminConfig.Guesses) gets 429,
+// whether the token is right or not; one that carries none gets 401.
 func (a *admin) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 )
@@ -10,75 +11,93 @@ import (
 // open at once when the configuration does not say.
 const DefaultMaxClientConnections = 256
 
-// LocalPrefixes are the loopback, private and link-local networks, where
-// the proxies and load balancers in front of a receiver sit: connections
-// from them carry many clients', and serve passes them to LimitClients as
-// exempt.
+// LocalPrefixes are the loopback, private, shared (carrier-grade NAT,
+// overlay networks) and link-local networks, where the proxies and load
+// balancers in front of a receiver sit: connections from them carry many
+// clients', and serve passes them to NewClientLimit as exempt.
 var LocalPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"),
 	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("fc00::/7"), netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10"),
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("fc00::/7"),
+	netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fe80::/10"),
 }
 
-// LimitClients returns a listener that lets one client hold at most max
-// connections open at once, so that no single host can hold the memory
-// (buffers, goroutines) and file descriptors of thousands of idle or slow
+// ClientLimit lets one client hold at most a number of connections open
+// at once, so that no single host can hold the memory (buffers,
+// goroutines) and file descriptors of thousands of idle or slow
 // connections, or the share of the body budget they would win together.
-// A client is its peer address (an IPv6 address by its /64); peers in
-// exempt, the trusted proxies that carry many clients' connections, are
-// not limited. A connection past the limit is closed as soon as it is
-// accepted, before a byte is read (the sender sees a reset and tries
-// again later, as for any connection error), and refused is called with
-// the client, if set. max ≤ 0 returns ln itself.
-func LimitClients(ln net.Listener, max int, exempt []netip.Prefix, refused func(client netip.Addr)) net.Listener {
-	if max <= 0 {
-		return ln
-	}
-	return &clientLimiter{Listener: ln, max: max, exempt: exempt, refused: refused, open: map[netip.Addr]int{}}
-}
-
-type clientLimiter struct {
-	net.Listener
+// A client is its peer address (an IPv6 address by its /64); peers in the
+// exempt prefixes, the proxies that carry many clients' connections, are
+// not limited. Set its ConnState as the http.Server's: a connection past
+// the limit is closed as soon as the server has it, before a byte is
+// read (the sender sees the connection closed and tries again later, as
+// for any connection error). It counts connections as net/http reports
+// them and leaves them as they are (a TLS connection stays one).
+type ClientLimit struct {
 	max     int
 	exempt  []netip.Prefix
 	refused func(netip.Addr)
 
-	mu   sync.Mutex
-	open map[netip.Addr]int // connections open per client; no entry at 0
+	mu    sync.Mutex
+	open  map[netip.Addr]int      // connections open per client; no entry at 0
+	conns map[net.Conn]netip.Addr // the connections counted, by client
 }
 
-// Accept returns the next connection whose client is under its limit,
-// closing those that are not.
-func (l *clientLimiter) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
+// NewClientLimit returns a limit of max connections per client, calling
+// refused (if set) with the client of each connection it closes; nil,
+// whose ConnState limits nothing, when max ≤ 0.
+func NewClientLimit(max int, exempt []netip.Prefix, refused func(client netip.Addr)) *ClientLimit {
+	if max <= 0 {
+		return nil
+	}
+	return &ClientLimit{max: max, exempt: exempt, refused: refused, open: map[netip.Addr]int{}, conns: map[net.Conn]netip.Addr{}}
+}
+
+// ConnState counts a new connection against its client, closing it when
+// the client holds its limit, and gives the place back when a counted
+// connection closes or is hijacked. It has the shape of
+// http.Server.ConnState.
+func (l *ClientLimit) ConnState(c net.Conn, st http.ConnState) {
+	if l == nil {
+		return
+	}
+	switch st {
+	case http.StateNew:
 		key, ok := l.client(c)
 		if !ok {
-			return c, nil
+			return
 		}
 		l.mu.Lock()
-		n := l.open[key]
-		if n >= l.max {
+		if l.open[key] >= l.max {
 			l.mu.Unlock()
 			c.Close()
 			if l.refused != nil {
 				l.refused(key)
 			}
-			continue
+			return
 		}
-		l.open[key] = n + 1
+		l.open[key]++
+		l.conns[c] = key
 		l.mu.Unlock()
-		return &limitedConn{Conn: c, release: func() { l.release(key) }}, nil
+	case http.StateClosed, http.StateHijacked:
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		key, ok := l.conns[c]
+		if !ok {
+			return
+		}
+		delete(l.conns, c)
+		if l.open[key] <= 1 {
+			delete(l.open, key)
+		} else {
+			l.open[key]--
+		}
 	}
 }
 
 // client returns the key c's client is counted under, or false for a
-// peer that is not limited (a trusted proxy, or an address that is not
-// IP).
-func (l *clientLimiter) client(c net.Conn) (netip.Addr, bool) {
+// peer that is not limited (an exempt one, or an address that is not IP).
+func (l *ClientLimit) client(c net.Conn) (netip.Addr, bool) {
 	ap, err := netip.ParseAddrPort(c.RemoteAddr().String())
 	if err != nil {
 		return netip.Addr{}, false
@@ -92,27 +111,4 @@ func (l *clientLimiter) client(c net.Conn) (netip.Addr, bool) {
 		addr = p.Addr()
 	}
 	return addr, true
-}
-
-func (l *clientLimiter) release(key netip.Addr) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.open[key] <= 1 {
-		delete(l.open, key)
-	} else {
-		l.open[key]--
-	}
-}
-
-// limitedConn gives its client's place back when it is first closed.
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
 }

@@ -47,8 +47,8 @@ func TestOneClientConnectionsLimited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := &http.Server{Handler: New(Config{})}
-		go hs.Serve(LimitClients(ln, max, exempt, refused))
+		hs := &http.Server{Handler: New(Config{}), ConnState: NewClientLimit(max, exempt, refused).ConnState}
+		go hs.Serve(ln)
 		t.Cleanup(func() { hs.Close() })
 		return ln.Addr().String()
 	}
@@ -116,7 +116,7 @@ func (c addrConn) RemoteAddr() net.Addr {
 // TestClientKeyOfConnections: IPv6 peers are counted by their /64, IPv4
 // ones (mapped or not) by their address.
 func TestClientKeyOfConnections(t *testing.T) {
-	l := LimitClients(nil, 1, nil, nil).(*clientLimiter)
+	l := NewClientLimit(1, nil, nil)
 	key := func(remote string) netip.Addr {
 		k, ok := l.client(addrConn{remote: remote})
 		if !ok {

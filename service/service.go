@@ -341,9 +341,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// wake this pool for them too.
 	go s.Store.Listen(ctx, s.Pool.Notify)
 	hs := HTTPServer(s.Server)
+	hs.ConnState = server.NewClientLimit(s.Config.ClientConnections(), clientLimitExempt(s.Config), s.connectionRefused).ConnState
 	errc := make(chan error, 2)
-	limited := server.LimitClients(ln, s.Config.ClientConnections(), clientLimitExempt(s.Config), s.connectionRefused)
-	go func() { errc <- hs.Serve(limited) }()
+	go func() { errc <- hs.Serve(ln) }()
 	var as *http.Server
 	if aln != nil {
 		as = HTTPServer(s.Admin)
