@@ -70,10 +70,10 @@ func (l *ClientLimit) ConnState(c net.Conn, st http.ConnState) {
 		l.mu.Lock()
 		if l.open[key] >= l.max {
 			l.mu.Unlock()
-			c.Close()
 			if l.refused != nil {
 				l.refused(key)
 			}
+			c.Close()
 			return
 		}
 		l.open[key]++
