@@ -54,8 +54,10 @@ func (s *Store) UseNonces(ctx context.Context, ns []hookbox.Nonce) ([]bool, erro
 			b := &pgx.Batch{}
 			// A row another process holds (its connection stalled before
 			// its commit) fails this batch after a while, rather than every
-			// delivery with a nonce waiting behind it.
+			// delivery with a nonce waiting behind it; and a transaction of
+			// ours that stalls so ends itself, releasing what it holds.
 			b.Queue(`SET LOCAL lock_timeout = '5s'`)
+			b.Queue(`SET LOCAL idle_in_transaction_session_timeout = '10s'`)
 			b.Queue(useNonces, sums, bodies, sources, signed, before, most).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var k hookbox.NonceKey

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -77,7 +78,11 @@ func TestNonceLockedRowFailsTheBatch(t *testing.T) {
 	}
 	wait, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := s.UseNonces(wait, []hookbox.Nonce{n}); err == nil || wait.Err() != nil {
-		t.Fatalf("UseNonces on a row another session holds: %v (context: %v); want the lock timeout's error", err, wait.Err())
+	if _, err := s.UseNonces(wait, []hookbox.Nonce{n}); !errors.Is(err, hookbox.ErrUnavailable) || wait.Err() != nil {
+		t.Fatalf("UseNonces on a row another session holds: %v (context: %v); want the lock timeout's error, unavailable", err, wait.Err())
+	}
+	tx.Rollback(ctx)
+	if ok, err := s.UseNonces(ctx, []hookbox.Nonce{n}); err != nil || !ok[0] {
+		t.Fatalf("UseNonces once the row is free: %v, %v", ok, err)
 	}
 }

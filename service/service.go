@@ -347,6 +347,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	var as *http.Server
 	if aln != nil {
 		as = HTTPServer(s.Admin)
+		as.ConnState = server.NewClientLimit(s.Config.ClientConnections(), clientLimitExempt(s.Config), s.connectionRefused).ConnState
 		go func() { errc <- as.Serve(aln) }()
 		s.log.Info("admin listening", "addr", aln.Addr().String(), "serves", "/admin/, /metrics, /ui/")
 	}
