@@ -71,12 +71,12 @@ func (n *Nonce) Key() NonceKey { return sha256.Sum256([]byte(n.Value)) }
 // is remembered with, from which JudgeNonces answers every entry of ns.
 func JudgeNonces(ns []Nonce, use func(first []int, keys []NonceKey) (kept [][]byte, err error)) ([]bool, error) {
 	keys := make([]NonceKey, len(ns))
-	firstOf := map[NonceKey]int{}
+	seen := map[NonceKey]bool{}
 	var first []int
 	for i := range ns {
 		keys[i] = ns[i].Key()
-		if _, ok := firstOf[keys[i]]; !ok {
-			firstOf[keys[i]] = i
+		if !seen[keys[i]] {
+			seen[keys[i]] = true
 			first = append(first, i)
 		}
 	}

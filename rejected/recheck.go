@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -149,8 +151,13 @@ func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p 
 	}
 	// The nonces of the whole log first, admitted rejections included:
 	// a delivery named alone is judged against its twins all the same.
-	if err := pages(false, rc.findReplays); err != nil {
-		return res, err
+	// Only when some source signs nonces: otherwise there are none to find.
+	rc.newest = math.MaxInt64
+	if slices.ContainsFunc(slices.Collect(maps.Values(sources)), func(s Source) bool { return verify.SignsNonces(s.Verifier) }) {
+		rc.newest = 0
+		if err := pages(false, rc.findReplays); err != nil {
+			return res, err
+		}
 	}
 	if len(p.IDs) == 0 {
 		// Only what findReplays saw: a rejection logged since could be
@@ -197,7 +204,8 @@ type recheck struct {
 	at      time.Time // RecheckParams.Now; zero: the clock
 	// seen are the nonces of the kept deliveries that pass verification,
 	// with their bodies' hashes; replayed are those that came with more
-	// than one body; newest is the newest rejection findReplays read.
+	// than one body; newest is the newest rejection findReplays read
+	// (the largest id when it did not run: no source signs nonces).
 	seen     map[string][sha256.Size]byte
 	replayed map[string]bool
 	newest   int64
@@ -220,6 +228,9 @@ func (rc *recheck) now() time.Time {
 func (rc *recheck) findReplays(_ context.Context, rjs []hookbox.Rejection) error {
 	for _, rj := range rjs {
 		rc.newest = max(rc.newest, rj.ID)
+		if src, ok := rc.sources[rj.Source]; !ok || !verify.SignsNonces(src.Verifier) {
+			continue
+		}
 		d, vres, why := admissible(rj, rc.sources)
 		if why != "" || vres.Nonce == "" {
 			continue

@@ -165,13 +165,19 @@ func TooManyGuesses(w http.ResponseWriter, wait time.Duration) string {
 }
 
 // clientKeyOf is what r's client is told by: its address (the one
-// allow_ips is judged on, so behind a trusted proxy the client it names),
-// an IPv6 one cut to its /64; the zero address when it cannot be told.
+// allow_ips is judged on, so behind a trusted proxy the client it names)
+// as addrKey keys it; the zero address when it cannot be told.
 func clientKeyOf(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	addr, ok := clientAddr(r, trusted)
 	if !ok {
 		return netip.Addr{}
 	}
+	return addrKey(addr)
+}
+
+// addrKey is the key of a client at addr: the address, an IPv6 one cut to
+// its /64 (what one host is commonly given).
+func addrKey(addr netip.Addr) netip.Addr {
 	if addr.Is6() {
 		p, _ := addr.Prefix(64)
 		return p.Addr()

@@ -45,7 +45,14 @@ func rawRequest(t *testing.T, url, path, length, header, first string) net.Conn 
 // statusOf reads the reply on c and returns its status.
 func statusOf(t *testing.T, c net.Conn) int {
 	t.Helper()
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	return replyOn(t, bufio.NewReader(c))
+}
+
+// replyOn reads a whole reply from br and returns its status; br then
+// holds what the connection sends after it.
+func replyOn(t *testing.T, br *bufio.Reader) int {
+	t.Helper()
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,14 +330,8 @@ func TestUnknownSourceBodyWithheld(t *testing.T) {
 	c := rawRequest(t, b.url, "/webhooks/nope", "1000", "", strings.Repeat("u", 100))
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("status %d, want 404", resp.StatusCode)
+	if status := replyOn(t, br); status != http.StatusNotFound {
+		t.Fatalf("status %d, want 404", status)
 	}
 	if rest, err := io.ReadAll(br); err != nil || len(rest) > 0 {
 		t.Fatalf("connection not closed after the 404 while the body is withheld: %v %q", err, rest)
@@ -381,15 +382,10 @@ func TestRefusedUnreadClosesSoon(t *testing.T) {
 		c := rawRequest(t, b.url, path, "1000", "X-Hub-Signature-256: sha256=0\r\nX-GitHub-Event: push\r\n", "")
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.ReadAll(resp.Body)
-		resp.Body.Close()
+		status := replyOn(t, br)
 		start := time.Now()
 		if _, err := br.ReadByte(); err != io.EOF {
-			t.Fatalf("%s: %d, then the connection: %v after %v, want closed", path, resp.StatusCode, err, time.Since(start))
+			t.Fatalf("%s: %d, then the connection: %v after %v, want closed", path, status, err, time.Since(start))
 		}
 	}
 }

@@ -106,9 +106,5 @@ func (l *ClientLimit) client(c net.Conn) (netip.Addr, bool) {
 	if within(addr, l.exempt) {
 		return netip.Addr{}, false
 	}
-	if addr.Is6() {
-		p, _ := addr.Prefix(64)
-		addr = p.Addr()
-	}
-	return addr, true
+	return addrKey(addr), true
 }

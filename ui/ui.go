@@ -173,9 +173,8 @@ func secure(h http.Handler) http.Handler {
 func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) http.Handler {
 	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if auth := r.Header.Get("Authorization"); auth != "" {
-			refund, wait, ok := u.cfg.Guesses.Take(r)
+			refund, ok := u.takeGuess(w, r)
 			if !ok {
-				http.Error(w, server.TooManyGuesses(w, wait), http.StatusTooManyRequests)
 				return
 			}
 			if !u.bearer(auth) {
@@ -201,9 +200,8 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			// with a guessed token is a guess too: every signed cookie
 			// spends a guess, given back when it is valid, so that a
 			// client out of guesses learns nothing from its cookies.
-			refund, wait, ok := u.cfg.Guesses.Take(r)
+			refund, ok := u.takeGuess(w, r)
 			if !ok {
-				http.Error(w, server.TooManyGuesses(w, wait), http.StatusTooManyRequests)
 				return
 			}
 			if state == cookieValid {
@@ -211,8 +209,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			} else {
 				// Cleared, so that a browser holding one from before the
 				// token changed stops sending it.
-				http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true,
-					SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+				clearSession(w, r)
 			}
 		}
 		if state != cookieValid {
@@ -347,9 +344,25 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *console) logout(w http.ResponseWriter, r *http.Request, s session) {
+	clearSession(w, r)
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// clearSession tells the browser to drop its session cookie.
+func clearSession(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// takeGuess spends one of r's client's guesses (Config.Guesses) and
+// returns the function that gives it back; out of guesses, it answers 429
+// and reports false.
+func (u *console) takeGuess(w http.ResponseWriter, r *http.Request) (refund func(), ok bool) {
+	refund, wait, ok := u.cfg.Guesses.Take(r)
+	if !ok {
+		http.Error(w, server.TooManyGuesses(w, wait), http.StatusTooManyRequests)
+	}
+	return refund, ok
 }
 
 // safeNext keeps a post-login destination inside the console.

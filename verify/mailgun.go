@@ -57,6 +57,9 @@ func newMailgun(cfg Config) (*mailgunVerifier, error) {
 	return v, nil
 }
 
+// signsNonces marks a scheme whose Results carry a Nonce (SignsNonces).
+func (v *mailgunVerifier) signsNonces() {}
+
 // CheckHeader implements Verifier: the signature is in the body.
 func (v *mailgunVerifier) CheckHeader(Request) error { return nil }
 

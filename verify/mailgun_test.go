@@ -46,6 +46,9 @@ func TestMailgunNonce(t *testing.T) {
 	if res, err := mustNew(t, cfg).Verify(Request{Header: hdr, Body: signed, Now: testNow}); err != nil || res.Nonce != "" {
 		t.Fatalf("stripe: nonce %q, err %v; want none", res.Nonce, err)
 	}
+	if !SignsNonces(v) || SignsNonces(mustNew(t, cfg)) {
+		t.Fatalf("SignsNonces: mailgun %v, stripe %v; want true and false", SignsNonces(v), SignsNonces(mustNew(t, cfg)))
+	}
 }
 
 // TestMailgunParentSignature: an event of a subaccount is signed twice,

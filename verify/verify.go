@@ -110,6 +110,21 @@ type Result struct {
 	NonceSigned, NonceExpires time.Time
 }
 
+// SignsNonces reports whether v's Results carry a Nonce (mailgun's), so
+// that whoever judges nonces can skip the sources that never have one.
+func SignsNonces(v Verifier) bool {
+	for {
+		if _, ok := v.(interface{ signsNonces() }); ok {
+			return true
+		}
+		w, ok := v.(wrapper)
+		if !ok {
+			return false
+		}
+		v = w.inner()
+	}
+}
+
 // MaxNonceTolerance bounds the tolerance of the schemes whose signatures
 // carry a nonce (mailgun): a receiver remembers nonces for this long (and
 // a margin), so that a tolerance raised later cannot make valid again a
