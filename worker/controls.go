@@ -52,6 +52,7 @@ type control struct {
 	until    time.Time // end of the cool-down
 	cooldown time.Duration
 	trial    bool   // the trial event is in flight
+	trialID  int64  // and its id
 	afterKey string // where the next claim by key starts (ClaimParams.AfterKey)
 }
 
@@ -218,7 +219,8 @@ func (p *Pool) took(c *control, evs []hookbox.Event, now time.Time, cursor strin
 		c.limiter.AllowN(now, n)
 	}
 	if c.open {
-		c.trial = true
+		// An open circuit's claim takes one event (allowance): the trial.
+		c.trial, c.trialID = true, evs[0].ID
 	}
 }
 
@@ -248,18 +250,25 @@ func nextAfterKey(after string, evs []hookbox.Event, cursor string) string {
 	return after
 }
 
-// ended records how an event of c ended: a done outcome closes the
+// ended records how the event id of c ended: a done outcome closes the
 // circuit; CircuitAfter failures in a row, or a failed trial, open it. A
 // permanent refusal (refused: the target answered that this event can
 // never succeed, a 410 say) is about the event, not the target: it
 // neither counts as a failure nor closes the circuit, so events the app
 // turns away one by one cannot pause the others.
-func (p *Pool) ended(c *control, o hookbox.Outcome, refused bool) {
+//
+// Only the trial's own end judges the trial: events claimed before the
+// circuit opened may still be running, and one of them failing after the
+// trial was claimed says nothing new (it is counted, and the circuit,
+// already open, stays as it is).
+func (p *Pool) ended(c *control, id int64, o hookbox.Outcome, refused bool) {
 	p.ctlMu.Lock()
 	defer p.ctlMu.Unlock()
 	c.inflight--
-	wasTrial := c.trial
-	c.trial = false
+	wasTrial := c.trial && id == c.trialID
+	if wasTrial {
+		c.trial = false
+	}
 	switch {
 	case refused:
 		// Says nothing about the target's health; an open circuit's next
@@ -271,7 +280,9 @@ func (p *Pool) ended(c *control, o hookbox.Outcome, refused bool) {
 				p.opts.OnCircuit(c.name, false)
 			}
 		}
-		c.fails, c.open, c.cooldown = 0, false, c.CircuitCooldown
+		// Closed (by the trial, or by an event that was running before
+		// the circuit opened): a trial still running is one more event.
+		c.fails, c.open, c.trial, c.cooldown = 0, false, false, c.CircuitCooldown
 		if c.cooldown <= 0 {
 			c.cooldown = 10 * time.Second
 		}
@@ -294,30 +305,86 @@ func (p *Pool) ended(c *control, o hookbox.Outcome, refused bool) {
 	}
 }
 
-// claimControlled claims and starts the events of each route with
-// Controls, as their controls allow. It returns how long until one that
-// could claim nothing may claim again (0: no such wait).
-func (p *Pool) claimControlled(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, ctls []*control) (time.Duration, error) {
-	var wait time.Duration
+// claimLeased claims and starts events of the leased queues: plain, the
+// sources without Controls, claimed together, and ctls, the routes with
+// them, each claimed as its controls allow. It reports whether a claim
+// took all it asked for (more may be due), and how long until a route
+// that could claim nothing may claim again (0: no such wait).
+//
+// The slots (Options.Concurrency) are shared out first: each queue may
+// fill up to an equal share of them before any queue takes more, so a
+// queue can never keep another's events waiting for long. Without the
+// share, a queue whose target hangs would hold every slot: its retries,
+// due before anyone else's new events, would be claimed first every time
+// a slot freed, and a healthy source's event would wait behind that
+// whole backlog, each event of it holding a slot for its full timeout.
+// With it, a queue with events due gets a slot as soon as one frees,
+// while slots no other queue asks for still go to whoever has events
+// due, the one queue of a busy pool included. Plain sources under their
+// share are claimed together, a few claims a round: one that comes back
+// short means none of them has more due.
+func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, plain []string, ctls []*control) (more bool, wait time.Duration, err error) {
+	queues := len(plain) + len(ctls)
+	if queues == 0 {
+		return false, 0, nil
+	}
+	share := max(1, p.opts.Concurrency/queues)
+	free := func() int { return min(p.opts.Concurrency-len(p.slots), p.opts.BatchSize) }
 	var errs []error
+	// claim takes up to limit events of sources (ctl's route when ctl is
+	// set, as its controls allow) and reports whether it got all it asked.
+	claim := func(sources []string, ctl *control, limit int) bool {
+		if ctl != nil {
+			n, d := p.allowance(ctl, limit, time.Now())
+			if n == 0 {
+				if d > 0 && (wait == 0 || d < wait) {
+					wait = d
+				}
+				return false
+			}
+			limit = n
+		}
+		n, err := p.runTargets(claimCtx, runCtx, inflight, sources, false, limit, ctl)
+		if err != nil {
+			if ctl != nil {
+				err = fmt.Errorf("%s: %w", ctl.name, err)
+			}
+			errs = append(errs, err)
+			return false
+		}
+		more = more || n == limit
+		return n == limit
+	}
+	// Every queue up to its share.
+	running := p.leases.perQueue()
 	for _, c := range ctls {
-		free := min(p.opts.Concurrency-len(p.slots), p.opts.BatchSize)
-		if free <= 0 {
+		if f := free(); f > 0 && running[c.name] < share {
+			claim([]string{c.name}, c, min(f, share-running[c.name]))
+		}
+	}
+	for len(plain) > 0 && free() > 0 {
+		running = p.leases.perQueue()
+		var under []string
+		for _, s := range plain {
+			if running[s] < share {
+				under = append(under, s)
+			}
+		}
+		if len(under) == 0 || !claim(under, nil, min(free(), share)) {
 			break
 		}
-		n, d := p.allowance(c, free, time.Now())
-		if n == 0 {
-			if d > 0 && (wait == 0 || d < wait) {
-				wait = d
-			}
-			continue
-		}
-		if _, err := p.runTargets(claimCtx, runCtx, inflight, []string{c.name}, false, n, c); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+	}
+	// Then what is left, to whoever has events due.
+	if f := free(); f > 0 && len(plain) > 0 {
+		claim(plain, nil, f)
+	}
+	for _, c := range ctls {
+		if f := free(); f > 0 {
+			claim([]string{c.name}, c, f)
 		}
 	}
 	if len(errs) > 0 {
-		return wait, errs[0]
+		return more, wait, errs[0]
 	}
-	return wait, nil
+	return more, wait, nil
 }

@@ -600,15 +600,8 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			p.logErr("claim and run handlers", err)
 		}
 		plain, ctls := p.controlled(p.active(leasedSources))
-		if len(plain) > 0 {
-			free := p.opts.Concurrency - len(p.slots)
-			if free > 0 {
-				n, err := p.runTargets(claimCtx, runCtx, &inflight, plain, false, min(free, p.opts.BatchSize), nil)
-				busy = busy || n == min(free, p.opts.BatchSize)
-				p.logErr("claim for targets", err)
-			}
-		}
-		wait, err := p.claimControlled(claimCtx, runCtx, &inflight, ctls)
+		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls)
+		busy = busy || more
 		p.logErr("claim for targets", err)
 		for _, src := range p.active(strict) {
 			p.mu.Lock()
@@ -1112,7 +1105,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 				// leaves it; an outcome an Apply decides (o == nil) is
 				// counted once committed.
 				if ctl != nil && o != nil {
-					p.ended(ctl, *o, refused)
+					p.ended(ctl, ev.ID, *o, refused)
 					accounted = true
 				}
 				p.recording <- struct{}{}
@@ -1133,7 +1126,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			defer p.leases.remove([]hookbox.Event{*ev})
 			o, refused := p.deliver(runCtx, ev, worked)
 			if ctl != nil && !accounted {
-				p.ended(ctl, o, refused)
+				p.ended(ctl, ev.ID, o, refused)
 			}
 		})
 	}
@@ -1374,6 +1367,17 @@ func (l *leaseSet) keys(queue string) []string {
 		if w.queue == queue && w.key != "" {
 			out = append(out, w.key)
 		}
+	}
+	return out
+}
+
+// perQueue counts the events the pool runs, by queue.
+func (l *leaseSet) perQueue() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]int{}
+	for _, w := range l.owners {
+		out[w.queue]++
 	}
 	return out
 }
