@@ -38,6 +38,8 @@ func TestMigrateKeepsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		`DROP INDEX events_fanout`,
+		`DROP INDEX events_dead`,
 		`DROP TABLE nonces`,
 		`DROP TABLE rejected_deliveries`,
 		`DROP TABLE paused_targets`,

@@ -283,10 +283,34 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 	}
 }
 
-// Stats counts events by status; see hookbox.Ops.
+// statsUnfinished and statsRest are Stats' queries: the unfinished
+// events by status, then every event, the fan-out records, the dead
+// events and the oldest due time (argument: now).
+const (
+	statsUnfinished = `SELECT status, count(*) FROM events INDEXED BY events_due
+        WHERE status IN ('pending', 'processing') AND NOT fanout GROUP BY status`
+	statsRest = `SELECT
+            (SELECT count(*) FROM events),
+            (SELECT count(*) FROM events INDEXED BY events_fanout WHERE fanout),
+            (SELECT count(*) FROM events INDEXED BY events_dead WHERE status = 'dead' AND NOT fanout),
+            (SELECT min(next_attempt_at) FROM events
+                WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?)`
+)
+
+// Stats counts events by status; see hookbox.Ops. It reads indexes, not
+// the table, whose rows hold the payloads: the unfinished events through
+// events_due and the dead through events_dead (each as many rows as there
+// are such events), and all events through the (source, delivery_id)
+// index, the narrowest that holds every row; the done ones are what is
+// left. All in one read transaction, so the counts agree.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
-	rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events WHERE NOT fanout GROUP BY status`)
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return st, fmt.Errorf("sqlite: stats: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, statsUnfinished)
 	if err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", err)
 	}
@@ -302,11 +326,13 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", err)
 	}
+	var all, fanout, dead int
 	var oldest sql.NullInt64
-	if err := s.reader.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM events
-        WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?`, millis(now)).Scan(&oldest); err != nil {
+	if err := tx.QueryRowContext(ctx, statsRest, millis(now)).Scan(&all, &fanout, &dead, &oldest); err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", err)
 	}
+	st.ByStatus[hookbox.StatusDead] = dead
+	st.ByStatus[hookbox.StatusDone] = all - fanout - dead - st.ByStatus[hookbox.StatusPending] - st.ByStatus[hookbox.StatusProcessing]
 	st.OldestDue = fromNullMillis(oldest)
 	return st, nil
 }

@@ -31,8 +31,8 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 
 		// Take the database back one version by undoing the newest
 		// migration, the table of nonces: 00012_nonces on PostgreSQL,
-		// through its own Down section; 00010_nonces on SQLite, by hand.
-		newest, undo := "10", []string{`DROP TABLE nonces`, `DELETE FROM goose_db_version WHERE version_id = 10`}
+		// through its own Down section; 00011_status_counts on SQLite, by hand.
+		newest, undo := "11", []string{`DROP INDEX events_fanout`, `DROP INDEX events_dead`, `DELETE FROM goose_db_version WHERE version_id = 11`}
 		if strings.HasPrefix(dbURL, "postgres") {
 			newest, undo = "12", nil
 			pgtest.MigrateDownTo(t, dbURL, 11)
