@@ -45,8 +45,9 @@ sharing it; on PostgreSQL it wakes as soon as one commits, elsewhere it looks
 every --interval. Each event is shown once, with the status it had when first
 seen. Deliveries hookbox refuses (see hookbox rejected) are followed too, on
 lines marked REJECTED (not with --type, which they have none of, nor with
---events-only). --json prints one JSON object per line: an event, or
-{"rejected": …} with its headers' signature values masked.`,
+--events-only). --json prints one JSON object per line: an event or
+{"rejected": …}, with signature and credential header values masked as in
+hookbox events list --json.`,
 		Example: `  hookbox tail --config hookbox.yaml
   hookbox tail --source stripe --type invoice.paid
   hookbox tail --db postgres://hookbox@db/hookbox --json | jq .`,
@@ -97,10 +98,12 @@ type tailer struct {
 	seen map[int64]time.Time
 
 	// rejections says whether refused deliveries are followed too;
-	// seenRejected is seen for them; show masks their headers.
+	// seenRejected is seen for them.
 	rejections   bool
 	seenRejected map[int64]time.Time
-	show         func(http.Header) http.Header
+	// show masks the headers of every event and refusal printed, as
+	// events list, the admin API and the UI do.
+	show func(http.Header) http.Header
 }
 
 // run prints the newest lines events, then new events until ctx ends.
@@ -245,11 +248,13 @@ func freshIn[T any](seen map[int64]time.Time, since time.Time, page func(before 
 	return out, nil
 }
 
-// print writes events, given newest first or oldest first, oldest first.
+// print writes events, given newest first or oldest first, oldest first,
+// their headers masked (only JSON shows them).
 func (t *tailer) print(evs []hookbox.Event) error {
 	evs = slices.Clone(evs)
 	slices.SortFunc(evs, byID)
 	for _, e := range evs {
+		e.Header = t.show(e.Header)
 		t.seen[e.ID] = e.CreatedAt
 		var err error
 		if t.json {

@@ -13,6 +13,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/redact"
 )
 
 const tailConfig = `
@@ -217,3 +218,34 @@ sources:
 }
 
 func strconvNow() string { return strconv.FormatInt(time.Now().Unix(), 10) }
+
+// TestTailMasksHeaders: tail --json shows an event's stored headers as
+// events list --json does, signature and credential values masked and
+// the others as received.
+func TestTailMasksHeaders(t *testing.T) {
+	dbURL := dbtest.SQLiteURL(t)
+	srv := e2e.Start(t, tailConfig, dbURL, nil)
+	const apiKey, signature = "tail-api-key-0123456789", "sha256=7461696c2d7369676e61747572652d76616c7565"
+	out, interrupt := startTail(t, "--db", dbURL, "--json")
+	rep := srv.Post("orders", http.Header{"X-Id": {"masked-1"}, "X-Type": {"order.paid"}, "X-Api-Key": {apiKey},
+		"X-Hub-Signature-256": {signature}}, []byte(`{}`))
+	if rep.Status != http.StatusAccepted {
+		t.Fatalf("%+v", rep)
+	}
+	await(t, "the event printed", func() bool { return strings.Contains(out.String(), "masked-1") })
+	if err := interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); strings.Contains(s, apiKey) || strings.Contains(s, signature) {
+		t.Fatalf("tail printed a credential: %s", s)
+	}
+	var e struct {
+		Headers http.Header `json:"headers"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &e); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	if e.Headers.Get("X-Api-Key") != redact.Mask || e.Headers.Get("X-Hub-Signature-256") != redact.Mask || e.Headers.Get("X-Type") != "order.paid" {
+		t.Errorf("headers %v", e.Headers)
+	}
+}
