@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/url"
 	"os"
@@ -247,6 +249,31 @@ func execProblem(name, dir string) string {
 		return "is not executable (" + path + "); run chmod +x " + path
 	}
 	return ""
+}
+
+// execDirProblem says what is wrong with dir as an exec_dir, or "" when it
+// is an existing directory. A relative exec_dir is taken, as the exec
+// target takes it, from the working directory hookbox runs in, not from
+// the config file's directory; the message says so.
+func execDirProblem(dir string) string {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("directory %s does not exist%s; create it, or set exec_dir to an existing directory (or leave it out to run in hookbox's own)", dir, relativeNote(dir))
+	case err != nil:
+		return fmt.Sprintf("cannot be used: %v%s", err, relativeNote(dir))
+	case !info.IsDir():
+		return fmt.Sprintf("%s is not a directory%s; set exec_dir to the directory the command should run in", dir, relativeNote(dir))
+	}
+	return ""
+}
+
+// relativeNote explains, for a relative exec_dir, what it is relative to.
+func relativeNote(dir string) string {
+	if filepath.IsAbs(dir) {
+		return ""
+	}
+	return " (a relative exec_dir is taken from the directory hookbox runs in, not the config file's)"
 }
 
 // StoreOnlyNotes names each source marked store_only: true, whose events

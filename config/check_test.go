@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +41,53 @@ sources:
 	}
 	if c.Sources[0].MaxAttempts != 0 || m.Sources[0].MaxAttempts != 10 || time.Duration(m.ShutdownTimeout) != DefaultShutdownTimeout {
 		t.Errorf("defaults: original %d, effective %d, shutdown %v", c.Sources[0].MaxAttempts, m.Sources[0].MaxAttempts, m.ShutdownTimeout)
+	}
+}
+
+// TestExecDirMustExist: an exec_dir that is not an existing directory, of
+// a source or of a target, is refused at load with its key, what is
+// wrong and what to do; a relative one is said to be taken from the
+// working directory. An existing directory loads.
+func TestExecDirMustExist(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	doc := func(sourceDir, targetDir string) string {
+		return `
+sources:
+  - name: a
+    scheme: none
+    exec: ["/bin/cat"]
+    exec_dir: "` + sourceDir + `"
+  - name: b
+    scheme: none
+    targets:
+      - name: t
+        exec: ["/bin/cat"]
+        exec_dir: "` + targetDir + `"
+`
+	}
+	if _, err := Parse([]byte(doc(dir, dir))); err != nil {
+		t.Fatalf("existing exec_dir: %v", err)
+	}
+	for _, c := range []struct {
+		source, target string
+		want           []string
+	}{
+		{missing, dir, []string{"sources[0] (a).exec_dir: directory " + missing + " does not exist; create it"}},
+		{dir, missing, []string{"sources[1] (b).targets[0].exec_dir: directory " + missing + " does not exist"}},
+		{file, dir, []string{"sources[0] (a).exec_dir: " + file + " is not a directory"}},
+		{"no-such-relative-dir", dir, []string{"sources[0] (a).exec_dir: directory no-such-relative-dir does not exist",
+			"taken from the directory hookbox runs in, not the config file's"}},
+	} {
+		_, err := Parse([]byte(doc(c.source, c.target)))
+		for _, want := range c.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("exec_dir %s / %s: error %v, want %q", c.source, c.target, err, want)
+			}
+		}
 	}
 }

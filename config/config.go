@@ -223,12 +223,15 @@ type Source struct {
 	// at once (default [410]).
 	PermanentStatuses []int    `yaml:"permanent_statuses"`
 	Exec              []string `yaml:"exec"`
-	ExecDir           string   `yaml:"exec_dir"`
-	ExecEnv           []string `yaml:"exec_env"`
-	MaxAttempts       int      `yaml:"max_attempts"`
-	BackoffMin        Duration `yaml:"backoff_min"`
-	BackoffMax        Duration `yaml:"backoff_max"`
-	Timeout           Duration `yaml:"timeout"` // per attempt
+	// ExecDir is the exec command's working directory. It must exist when
+	// the config is loaded; a relative one is taken from the directory
+	// hookbox runs in, not the config file's.
+	ExecDir     string   `yaml:"exec_dir"`
+	ExecEnv     []string `yaml:"exec_env"`
+	MaxAttempts int      `yaml:"max_attempts"`
+	BackoffMin  Duration `yaml:"backoff_min"`
+	BackoffMax  Duration `yaml:"backoff_max"`
+	Timeout     Duration `yaml:"timeout"` // per attempt
 	// Strict runs this source's events one at a time in id order.
 	Strict bool `yaml:"strict"`
 	// StoreOnly says that nothing works the source's events, on purpose:
@@ -754,6 +757,11 @@ func (c *Config) validate() error {
 		}
 		if s.Forward != "" && !strings.HasPrefix(s.Forward, "http://") && !strings.HasPrefix(s.Forward, "https://") {
 			bad(key+".forward", "must be an http:// or https:// URL")
+		}
+		if s.ExecDir != "" {
+			if problem := execDirProblem(s.ExecDir); problem != "" {
+				bad(key+".exec_dir", "%s", problem)
+			}
 		}
 		errs = append(errs, validateTargets(key, s)...)
 	}

@@ -41,7 +41,9 @@ type ExecOptions struct {
 	// relative path with a slash is resolved against Dir; a bare name is
 	// looked up in PATH.
 	Argv []string
-	// Dir is the working directory ("" means hookbox's own).
+	// Dir is the working directory ("" means hookbox's own; a relative
+	// one is taken from hookbox's own). A missing Dir fails each attempt,
+	// with an error that says so.
 	Dir string
 	// Env holds extra "NAME=value" entries for the command's environment.
 	Env []string

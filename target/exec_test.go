@@ -440,3 +440,16 @@ func TestExecOutputLoggedAtDebug(t *testing.T) {
 		}
 	}
 }
+
+// TestExecMissingDir: when the working directory is missing, the error
+// says so, rather than only os/exec's "no such file or directory" that
+// reads as if the command were missing; it is retried, since the
+// directory may be created.
+func TestExecMissingDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	e := newExec(t, target.ExecOptions{Argv: []string{"/bin/cat"}, Dir: dir})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil || worker.IsPermanent(err) || !strings.Contains(err.Error(), "working directory "+dir+" (exec_dir) does not exist") {
+		t.Errorf("err = %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"sync"
@@ -51,7 +52,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		stdinW.Close()
 		outR.Close()
 		outW.Close()
-		return fmt.Errorf("exec: %s: %w", e.name(), err)
+		return fmt.Errorf("exec: %s: %w", e.name(), e.startError(err))
 	}
 	// The child holds its own copies now.
 	stdinR.Close()
@@ -110,6 +111,24 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	err = fmt.Errorf("exec: %s: %s; output: %s", e.name(), what, text)
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return &wrapped{text: err.Error(), err: ctxErr}
+	}
+	return err
+}
+
+// startError explains err, a failure to start the command. The child
+// changes to the working directory before it runs the command, and a
+// missing directory comes back as the command's own "fork/exec …: no
+// such file or directory", which sends the reader after the wrong path.
+func (e *Exec) startError(err error) error {
+	if e.dir == "" {
+		return err
+	}
+	info, serr := os.Stat(e.dir)
+	switch {
+	case errors.Is(serr, fs.ErrNotExist):
+		return fmt.Errorf("working directory %s (exec_dir) does not exist: %w", e.dir, err)
+	case serr == nil && !info.IsDir():
+		return fmt.Errorf("working directory %s (exec_dir) is not a directory: %w", e.dir, err)
 	}
 	return err
 }
