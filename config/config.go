@@ -73,6 +73,8 @@ const DefaultMaxClientConnections = 256
 
 // Config is the whole file.
 type Config struct {
+	// Listen is the webhook address, host:port (hookbox serve's default
+	// :8080; --listen overrides it).
 	Listen string `yaml:"listen"`
 	// AdminListen, when set, is a second address that serves /admin/…,
 	// /metrics and the web UI (/ui/), which are then no longer served on
@@ -460,7 +462,10 @@ func Load(path string) (*Config, error) {
 }
 
 // Parse expands and validates a YAML document. Its Warnings name each
-// source whose secret is the example default written in the document.
+// source whose secret is the example default written in the document,
+// and other things that work but are probably not meant (a retention
+// shorter than a provider's redeliveries, an admin_listen without
+// admin_token).
 func Parse(raw []byte) (*Config, error) {
 	c, _, err := parse(raw, os.LookupEnv)
 	return c, err
@@ -492,6 +497,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 		c.Sources[i] = c.Sources[i].WithPreset()
 	}
 	c.Warnings = append(c.exampleSecretWarnings(), c.RetentionWarnings()...)
+	c.Warnings = append(c.Warnings, c.adminListenWarnings()...)
 	return &c, d, nil
 }
 
@@ -644,6 +650,7 @@ func (c *Config) validate() error {
 	if c.MaxClientConnections < 0 {
 		bad("max_client_connections", "must be positive (connections one client may hold open; set it high to lift the limit)")
 	}
+	errs = append(errs, c.checkListen()...)
 	if _, err := ParsePrefixes(c.TrustedProxies); err != nil {
 		errs = append(errs, errors.New("trusted_proxies"+err.Error()))
 	}

@@ -231,3 +231,35 @@ sources:
 		t.Errorf("the output shows the database password:\n%s", out)
 	}
 }
+
+// TestConfigCheckListen: config check refuses listen addresses serve
+// could not listen on, and an admin_listen on the webhook address, be it
+// the file's listen, --listen or the default; an admin_listen without
+// admin_token is a warning.
+func TestConfigCheckListen(t *testing.T) {
+	const sources = "sources:\n  - name: a\n    scheme: none\n    store_only: true\n"
+	for _, c := range []struct {
+		doc  string
+		args []string
+		want string
+	}{
+		{`listen: "bogus"`, nil, "listen: has no port"},
+		{`admin_listen: "9090"`, nil, "admin_listen: has no port"},
+		{`listen: "127.0.0.1:99999"`, nil, "listen: has a port that is not a number from 0 to 65535"},
+		{"listen: \"127.0.0.1:9090\"\nadmin_listen: \"127.0.0.1:9090\"", nil, "admin_listen: takes the address of listen"},
+		{`admin_listen: "127.0.0.1:9000"`, []string{"--listen", ":9000"}, "admin_listen: takes :9000, the address webhooks arrive on (--listen)"},
+		{`admin_listen: ":8080"`, nil, "admin_listen: takes :8080, the address webhooks arrive on (the default"},
+		{`admin_listen: "127.0.0.1:9090"`, []string{"--listen", "9000"}, "--listen: has no port"},
+	} {
+		path := writeConfig(t, c.doc+"\n"+sources)
+		out, _, err := runCLI(t, append([]string{"config", "check", "--config", path}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %v: err = %v, want %q\n%s", c.doc, c.args, err, c.want, out)
+		}
+	}
+	path := writeConfig(t, "admin_listen: \"127.0.0.1:9090\"\n"+sources)
+	out := mustCLI(t, "config", "check", "--config", path)
+	if !strings.Contains(out, "# warning: admin_listen is set but admin_token is not: /admin/ and /ui/ need admin_token") {
+		t.Errorf("no admin_token warning:\n%s", out)
+	}
+}

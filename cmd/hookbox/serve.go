@@ -92,7 +92,21 @@ func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
 	if err := config.CheckDB(cfg.DB); err != nil {
 		return nil, fmt.Errorf("database (--db, HOOKBOX_DB or db:): %w", err)
 	}
+	if listen != "" {
+		if err := config.CheckListenAddress(listen); err != nil {
+			return nil, fmt.Errorf("--listen: %w", err)
+		}
+	}
 	cfg.Listen = listenAddr(listen, cfg)
+	// Load compared admin_listen with the file's listen; --listen or the
+	// default may decide the address instead.
+	if cfg.AdminListen != "" && config.SameListenAddress(cfg.Listen, cfg.AdminListen) {
+		from := "--listen"
+		if listen == "" {
+			from = "the default, as the config sets no listen"
+		}
+		return nil, fmt.Errorf("admin_listen: takes %s, the address webhooks arrive on (%s); give it a port of its own, like \"127.0.0.1:9090\", or leave it out to serve /admin/, /metrics and /ui/ on the webhook port", cfg.Listen, from)
+	}
 	if v := os.Getenv("RETENTION_DAYS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > hookbox.MaxDays {

@@ -185,3 +185,18 @@ sources:
 		check(t, serveLog(t, doc, "--db", u.String()), "postgres")
 	})
 }
+
+// TestServeWarnsAdminListenWithoutToken: serve warns at start that an
+// admin_listen without admin_token serves no admin API and no console.
+func TestServeWarnsAdminListenWithoutToken(t *testing.T) {
+	log := serveLog(t, `admin_listen: "127.0.0.1:0"
+sources:
+  - name: kept
+    scheme: none
+    allow_ips: ["127.0.0.1"]
+    store_only: true
+`)
+	if logLine(log, "level=WARN", "admin_listen is set but admin_token is not", "/admin/ and /ui/ need admin_token") == "" {
+		t.Fatalf("no WARN about admin_listen without admin_token; log:\n%s", log)
+	}
+}

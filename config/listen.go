@@ -1,0 +1,93 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+)
+
+// CheckListenAddress reports what is wrong with addr as an address for
+// hookbox serve to listen on, or nil. It wants host:port: the host may be
+// empty (every interface) and the port is a number from 0 (any free
+// port) to 65535, or a service name net.Listen resolves (http). The
+// error does not repeat addr, which may have come from the environment.
+func CheckListenAddress(addr string) error {
+	return checkListenAddress(addr, "8080")
+}
+
+// checkListenAddress is CheckListenAddress with the port its examples
+// suggest.
+func checkListenAddress(addr, examplePort string) error {
+	like := fmt.Sprintf(`like ":%s" (every interface) or "127.0.0.1:%s"`, examplePort, examplePort)
+	_, port, err := net.SplitHostPort(addr)
+	var ae *net.AddrError
+	switch {
+	case errors.As(err, &ae) && ae.Err == "missing port in address":
+		return fmt.Errorf("has no port; write host:port, %s", like)
+	case err != nil:
+		return fmt.Errorf(`is not host:port (an IPv6 host goes in brackets, like "[::1]:%s"); write host:port, %s`, examplePort, like)
+	case port == "":
+		return fmt.Errorf(`has no port after the colon; write one, %s, or ":0" for any free port`, like)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("has a port that is not a number from 0 to 65535 (0: any free port); write host:port, %s", like)
+	}
+	return nil
+}
+
+// SameListenAddress reports whether listeners on a and b, both valid by
+// CheckListenAddress, would take the same address, so that the second
+// could not start: the same port, other than 0 (each gets a free one), on
+// the same host or on every interface. Go listens on every interface for
+// an empty host, "0.0.0.0" and "::" alike, which takes the port on every
+// address. Host names are not resolved.
+func SameListenAddress(a, b string) bool {
+	hostA, portA, errA := net.SplitHostPort(a)
+	hostB, portB, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	pa, errA := net.LookupPort("tcp", portA)
+	pb, errB := net.LookupPort("tcp", portB)
+	if errA != nil || errB != nil || pa != pb || pa == 0 {
+		return false
+	}
+	return strings.EqualFold(hostA, hostB) || everyInterface(hostA) || everyInterface(hostB)
+}
+
+// everyInterface reports whether a listen host means every interface.
+func everyInterface(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
+// checkListen checks listen and admin_listen: each host:port, and not the
+// same address. (hookbox serve checks admin_listen again against the
+// address it listens on, which --listen or the default may decide.)
+func (c *Config) checkListen() []error {
+	var errs []error
+	if c.Listen != "" {
+		if err := checkListenAddress(c.Listen, "8080"); err != nil {
+			errs = append(errs, fmt.Errorf("listen: %w", err))
+		}
+	}
+	if c.AdminListen != "" {
+		if err := checkListenAddress(c.AdminListen, "9090"); err != nil {
+			errs = append(errs, fmt.Errorf("admin_listen: %w", err))
+		} else if SameListenAddress(c.Listen, c.AdminListen) {
+			errs = append(errs, errors.New(`admin_listen: takes the address of listen, where webhooks arrive; give it a port of its own, like "127.0.0.1:9090", or leave it out to serve /admin/, /metrics and /ui/ on the webhook port`))
+		}
+	}
+	return errs
+}
+
+// adminListenWarnings warns about an admin_listen without admin_token:
+// the admin API and the console are off, so admin_listen serves /metrics
+// alone.
+func (c *Config) adminListenWarnings() []string {
+	if c.AdminListen == "" || c.AdminToken != "" {
+		return nil
+	}
+	return []string{"admin_listen is set but admin_token is not: /admin/ and /ui/ need admin_token, so admin_listen serves /metrics only; set admin_token (for example admin_token: \"${HOOKBOX_ADMIN_TOKEN}\") to turn them on"}
+}
