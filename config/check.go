@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -111,8 +113,19 @@ func (c *Config) Effective() *Config {
 // (or the password of a key=value connection string, see MaskDB), and
 // the password and query of forward URLs. It is what `hookbox config
 // check` prints.
+//
+// Every other text value that came, in whole or in part, from ${NAME}
+// expansion is masked too (an exec argument, a forward URL, a name):
+// hookbox cannot tell a secret kept in the environment from the rest (a
+// bearer token in an exec argument, a Slack URL whose path is the
+// credential), and the loader never repeats such a value in an error
+// either. Three keys are shown all the same, as serve uses them: listen
+// and admin_listen, validated as host:port, which leaves no room for a
+// credential, and db, masked by MaskDB, which knows where its secrets are
+// (both may also be set after loading, by --listen, --db or HOOKBOX_DB).
 func (c *Config) Masked() *Config {
 	m := c.clone()
+	maskFromEnv(reflect.ValueOf(m).Elem(), "", c.origins)
 	if m.AdminToken != "" {
 		m.AdminToken = mask.Mask
 	}
@@ -132,6 +145,72 @@ func (c *Config) Masked() *Config {
 		}
 	}
 	return m
+}
+
+// shownFromEnv matches the key paths whose values Masked shows even when
+// they came from the environment: see Masked. exec_env entries are
+// masked after the name, as every entry is.
+var shownFromEnv = regexp.MustCompile(`^(listen|admin_listen|db|sources\[\d+\]\.(targets\[\d+\]\.)?exec_env\[\d+\])$`)
+
+// maskFromEnv replaces with redact.Mask every string in v, the value at
+// key path path (named as the decoder names it: "sources[0].exec[2]"),
+// that origins says came from the environment, unless shownFromEnv
+// matches its path. It copies each list, map and pointer it goes
+// through first, so a copy that shares them with the original leaves the
+// original alone.
+func maskFromEnv(v reflect.Value, path string, origins map[string]origin) {
+	switch v.Kind() {
+	case reflect.String:
+		if origins[path].fromEnv && !shownFromEnv.MatchString(path) {
+			v.SetString(mask.Mask)
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		cp := reflect.New(v.Type().Elem())
+		cp.Elem().Set(v.Elem())
+		v.Set(cp)
+		maskFromEnv(v.Elem(), path, origins)
+	case reflect.Struct:
+		for _, f := range fieldsOf(v.Type()) {
+			key := f.key
+			if path != "" {
+				key = path + "." + f.key
+			}
+			maskFromEnv(v.Field(f.index), key, origins)
+		}
+	case reflect.Slice:
+		if v.IsNil() {
+			return
+		}
+		cp := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(cp, v)
+		v.Set(cp)
+		for i := range v.Len() {
+			// A list written as one value (a StringList) has the path of
+			// the list.
+			item := fmt.Sprintf("%s[%d]", path, i)
+			if v.Index(i).Kind() == reflect.String && origins[path].fromEnv && !shownFromEnv.MatchString(item) {
+				v.Index(i).SetString(mask.Mask)
+				continue
+			}
+			maskFromEnv(v.Index(i), item, origins)
+		}
+	case reflect.Map:
+		if v.IsNil() || v.Type().Key().Kind() != reflect.String {
+			return
+		}
+		cp := reflect.MakeMapWithSize(v.Type(), v.Len())
+		iter := v.MapRange()
+		for iter.Next() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(iter.Value())
+			maskFromEnv(e, path+"."+iter.Key().String(), origins)
+			cp.SetMapIndex(iter.Key(), e)
+		}
+		v.Set(cp)
+	}
 }
 
 // maskWork masks the secrets of a forward or exec: header values, exec_env

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	mask "github.com/hookbox/hookbox/redact"
 )
 
 // TestMaskedLeavesTheConfigAlone: Effective and Masked work on copies:
@@ -89,5 +91,52 @@ sources:
 				t.Errorf("exec_dir %s / %s: error %v, want %q", c.source, c.target, err, want)
 			}
 		}
+	}
+}
+
+// TestMaskedHidesValuesFromEnv: every value taken from the environment by
+// ${...} is masked in what config check prints, wherever it is (an exec
+// argument, a target's forward URL whose path is the credential, a match
+// value written as one value or as a list), except listen, admin_listen
+// and db, which are shown as serve uses them (db with its password
+// masked). Values written in the file stay readable, and the original
+// config keeps its values.
+func TestMaskedHidesValuesFromEnv(t *testing.T) {
+	t.Setenv("HB_APP_TOKEN", "app-token-from-env")
+	t.Setenv("HB_SLACK_PATH", "T000/B000/slack-path-secret")
+	t.Setenv("HB_REF", "match-ref-from-env")
+	t.Setenv("HB_PORT", "8089")
+	t.Setenv("HB_DB_PASSWORD", "db-password-from-env")
+	c, err := Parse([]byte(`listen: ":${HB_PORT}"
+db: "postgres://app:${HB_DB_PASSWORD}@db.example/hookbox"
+sources:
+  - name: a
+    scheme: none
+    exec: ["/usr/bin/curl", "-H", "Authorization: Bearer ${HB_APP_TOKEN}", "http://127.0.0.1:3000/a"]
+  - name: b
+    scheme: none
+    targets:
+      - name: slack
+        forward: "https://hooks.slack.example/services/${HB_SLACK_PATH}"
+        match: {ref: "${HB_REF}", repo: ["api", "${HB_REF}"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Masked()
+	a, slack := m.Sources[0], m.Sources[1].Targets[0]
+	if got := strings.Join(a.Exec, " "); got != "/usr/bin/curl -H "+mask.Mask+" http://127.0.0.1:3000/a" {
+		t.Errorf("exec: %s", got)
+	}
+	if slack.Forward != mask.Mask || slack.Match["ref"][0] != mask.Mask || slack.Match["repo"][0] != "api" || slack.Match["repo"][1] != mask.Mask {
+		t.Errorf("target: forward %s, match %v", slack.Forward, slack.Match)
+	}
+	if m.Listen != ":8089" || m.DB != "postgres://app:"+mask.Mask+"@db.example/hookbox" || a.Name != "a" {
+		t.Errorf("listen %s, db %s, name %s", m.Listen, m.DB, a.Name)
+	}
+	orig := c.Sources[1].Targets[0]
+	if c.Sources[0].Exec[2] != "Authorization: Bearer app-token-from-env" || orig.Match["ref"][0] != "match-ref-from-env" ||
+		orig.Match["repo"][1] != "match-ref-from-env" || !strings.HasSuffix(orig.Forward, "slack-path-secret") {
+		t.Errorf("the original changed: %v %v %s", c.Sources[0].Exec, orig.Match, orig.Forward)
 	}
 }

@@ -263,3 +263,22 @@ func TestConfigCheckListen(t *testing.T) {
 		t.Errorf("no admin_token warning:\n%s", out)
 	}
 }
+
+// TestConfigCheckMasksValuesFromEnv: a secret the config takes from the
+// environment into an exec argument is not printed.
+func TestConfigCheckMasksValuesFromEnv(t *testing.T) {
+	t.Setenv("HB_CHECK_APP_TOKEN", "app-token-in-an-argument")
+	path := writeConfig(t, `sources:
+  - name: a
+    scheme: none
+    allow_ips: ["127.0.0.1"]
+    exec: ["/usr/bin/curl", "-H", "Authorization: Bearer ${HB_CHECK_APP_TOKEN}"]
+`)
+	out := mustCLI(t, "config", "check", "--config", path)
+	if strings.Contains(out, "app-token-in-an-argument") {
+		t.Fatalf("config check shows the token:\n%s", out)
+	}
+	if !strings.Contains(out, "- /usr/bin/curl\n") || !strings.Contains(out, "- '[REDACTED]'") && !strings.Contains(out, `- "[REDACTED]"`) {
+		t.Errorf("exec not shown with the argument masked:\n%s", out)
+	}
+}
