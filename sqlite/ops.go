@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -221,52 +222,31 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 }
 
 // ClearPayloads drops payloads of old done events; see hookbox.Ops. It
-// walks events_finished once, in (updated_at, id) order, reading each
-// slice of 1000 candidates on a reader connection (no write lock) and
-// clearing them in a short write transaction: a run costs one pass over
-// the finished rows, never a rescan of those it already cleared.
+// walks the finished events once (walkFinished), 1000 candidates at a
+// time, and clears each slice in a short write transaction: a run costs
+// one pass over the finished rows, never a rescan of those it already
+// cleared.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
 	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
 		return 0, fmt.Errorf("sqlite: clear payloads: %w", err)
 	}
-	const slice = 1000
+	// A fan-out event keeps its payload while a delivery of it is still
+	// to be worked: the delivery reads it from there.
+	const clearable = `status = 'done' AND payload IS NOT NULL
+        AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+            AND c.status NOT IN ('done', 'dead')))`
 	total := 0
-	afterAt, afterID := int64(math.MinInt64), int64(0)
-	for {
-		rows, err := s.reader.QueryContext(ctx, `SELECT id, updated_at FROM events INDEXED BY events_finished
-            WHERE status IN ('done', 'dead') AND status = 'done' AND updated_at < ?1
-              AND (updated_at > ?2 OR (updated_at = ?2 AND id > ?3)) AND payload IS NOT NULL
-              AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
-                  AND c.status NOT IN ('done', 'dead')))
-            ORDER BY updated_at, id LIMIT ?4`, millis(before), afterAt, afterID, slice)
+	for ids, err := range s.walkFinished(ctx, clearable, millis(before), 1000) {
 		if err != nil {
 			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
 		}
-		var ids []int64
-		for rows.Next() {
-			if err := rows.Scan(&afterID, &afterAt); err != nil {
-				rows.Close()
-				return total, fmt.Errorf("sqlite: clear payloads: %w", err)
-			}
-			ids = append(ids, afterID)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
-		}
-		if len(ids) == 0 {
-			return total, nil
-		}
 		var n int64
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
-			// Judged again under the lock, as the read judged them: since
-			// the read, a replay may have moved one, and its new run ended
-			// it done again after the cutoff, or left a delivery of it
-			// unfinished.
-			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL
-                WHERE status = 'done' AND payload IS NOT NULL AND updated_at < ?
-                  AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
-                      AND c.status NOT IN ('done', 'dead')))
-                  AND id IN (`+placeholders(len(ids))+`)`, append([]any{millis(before)}, int64sAny(ids)...)...)
+			ids, err := judgeFinished(ctx, tx, clearable, millis(before), ids)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL WHERE id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)...)
 			if err != nil {
 				return err
 			}
@@ -277,10 +257,68 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
 		}
 		total += int(n)
-		if len(ids) < slice {
-			return total, nil
+	}
+	return total, nil
+}
+
+// finished selects the rows events_finished holds that were last changed
+// before ?1: what every retention statement starts from.
+const finished = `status IN ('done', 'dead') AND updated_at < ?1`
+
+// walkFinished walks the finished events last changed before before that
+// match cond (SQL over events, which may use ?1 for before), once, in
+// (updated_at, id) order. It reads size candidates at a time on a
+// reader connection, without the write lock, and yields their ids; each
+// read starts after the last row of the one before, so the rows cond
+// passes over are read once a walk, never again for every slice. The
+// walk ends after a slice shorter than size.
+//
+// A slice is what the events were at the read: judge it again under the
+// write lock (judgeFinished) before changing anything.
+func (s *Store) walkFinished(ctx context.Context, cond string, before int64, size int) iter.Seq2[[]int64, error] {
+	// INDEXED BY: the walk must follow events_finished, whose entries are
+	// in (updated_at, id) order, from the last row it read.
+	q := `SELECT id, updated_at FROM events INDEXED BY events_finished
+        WHERE ` + finished + ` AND (updated_at > ?2 OR (updated_at = ?2 AND id > ?3)) AND (` + cond + `)
+        ORDER BY updated_at, id LIMIT ?4`
+	return func(yield func([]int64, error) bool) {
+		afterAt, afterID := int64(math.MinInt64), int64(0)
+		for {
+			ids, err := func() ([]int64, error) {
+				rows, err := s.reader.QueryContext(ctx, q, before, afterAt, afterID, size)
+				if err != nil {
+					return nil, err
+				}
+				var ids []int64
+				for rows.Next() {
+					if err := rows.Scan(&afterID, &afterAt); err != nil {
+						rows.Close()
+						return nil, err
+					}
+					ids = append(ids, afterID)
+				}
+				return ids, errors.Join(rows.Err(), rows.Close())
+			}()
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if len(ids) == 0 || !yield(ids, nil) || len(ids) < size {
+				return
+			}
 		}
 	}
+}
+
+// judgeFinished returns the ids of a slice walkFinished read that still
+// match cond in tx, judged as the read judged them: since the read, a
+// replay may have moved one, and its new run ended it after the cutoff,
+// or left a delivery of it unfinished. It reads each by its id, so the
+// work it does under the write lock is bounded by the slice.
+func judgeFinished(ctx context.Context, tx *sql.Tx, cond string, before int64, ids []int64) ([]int64, error) {
+	// NOT INDEXED: by id only, never along a range of events_finished.
+	return queryIDs(ctx, tx, `SELECT id FROM events NOT INDEXED WHERE `+finished+` AND (`+cond+`)
+        AND id IN (`+placeholders(len(ids))+`)`, append([]any{before}, int64sAny(ids)...)...)
 }
 
 // statsUnfinished and statsRest are Stats' queries: the unfinished
