@@ -139,15 +139,10 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	if p.IncludeDead {
 		states = `('done', 'dead')`
 	}
-	// Deliveries go with their event, and an event goes only when all
-	// its deliveries may: never one still to be worked.
-	purgeable := `status IN ('done', 'dead') AND status IN ` + states + ` AND updated_at < ?1 AND parent_id IS NULL
-                AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
-                    AND (c.status NOT IN ` + states + ` OR c.updated_at >= ?1)))`
-	before := millis(p.Before)
+	cond, before := purgeable(states), millis(p.Before)
 	if p.DryRun {
 		rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events
-            WHERE `+purgeable+` GROUP BY status`, before)
+            WHERE `+finished+` AND (`+cond+`) GROUP BY status`, before)
 		if err != nil {
 			return res, fmt.Errorf("sqlite: purge: %w", err)
 		}
@@ -169,19 +164,26 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	if batch <= 0 {
 		batch = 250
 	}
-	for {
-		var n int
+	// The candidates are found on a reader (walkFinished), so the rows a
+	// purge keeps (dead events, and the deliveries of a fan-out event
+	// still being worked, which pile up at the old end) are passed over
+	// once a run and without the write lock; a batch under the lock reads
+	// only its candidates, by id.
+	for ids, err := range s.walkFinished(ctx, cond, before, batch) {
+		if err != nil {
+			return res, fmt.Errorf("sqlite: purge: %w", err)
+		}
 		start := time.Now()
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			ids, err := queryIDs(ctx, tx, `SELECT id FROM events WHERE `+purgeable+` LIMIT ?2`, before, batch)
-			if err != nil || len(ids) == 0 {
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			judged, err := judgeFinished(ctx, tx, cond, before, ids)
+			if err != nil || len(judged) == 0 {
 				return err
 			}
-			in := ` IN (` + placeholders(len(ids)) + `)`
-			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE parent_id`+in, int64sAny(ids)...); err != nil {
+			in := ` IN (` + placeholders(len(judged)) + `)`
+			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE parent_id`+in, int64sAny(judged)...); err != nil {
 				return err
 			}
-			rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE id`+in+` RETURNING status`, int64sAny(ids)...)
+			rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE id`+in+` RETURNING status`, int64sAny(judged)...)
 			if err != nil {
 				return err
 			}
@@ -192,7 +194,6 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 					return err
 				}
 				res.Add(hookbox.Status(st), 1)
-				n++
 			}
 			return rows.Err()
 		})
@@ -202,8 +203,8 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		if p.Progress != nil {
 			p.Progress(res)
 		}
-		if n < batch {
-			break
+		if len(ids) < batch {
+			break // the last slice: no pause after it
 		}
 		if err := hookbox.Yield(ctx, time.Since(start)); err != nil {
 			return res, fmt.Errorf("sqlite: purge: %w", err)
@@ -221,6 +222,23 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	return res, nil
 }
 
+// purgeable selects, among the finished rows, those a purge of the
+// states (an SQL list) deletes: deliveries go with their event, and an
+// event goes only when all its deliveries may, never one still to be
+// worked.
+func purgeable(states string) string {
+	return `status IN ` + states + ` AND parent_id IS NULL
+        AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+            AND (c.status NOT IN ` + states + ` OR c.updated_at >= ?1)))`
+}
+
+// clearable selects, among the finished rows, those whose payload
+// ClearPayloads drops: a fan-out event keeps its payload while a delivery
+// of it is still to be worked, since the delivery reads it from there.
+const clearable = `status = 'done' AND payload IS NOT NULL
+    AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
+        AND c.status NOT IN ('done', 'dead')))`
+
 // ClearPayloads drops payloads of old done events; see hookbox.Ops. It
 // walks the finished events once (walkFinished), 1000 candidates at a
 // time, and clears each slice in a short write transaction: a run costs
@@ -230,11 +248,6 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
 		return 0, fmt.Errorf("sqlite: clear payloads: %w", err)
 	}
-	// A fan-out event keeps its payload while a delivery of it is still
-	// to be worked: the delivery reads it from there.
-	const clearable = `status = 'done' AND payload IS NOT NULL
-        AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
-            AND c.status NOT IN ('done', 'dead')))`
 	total := 0
 	for ids, err := range s.walkFinished(ctx, clearable, millis(before), 1000) {
 		if err != nil {
@@ -242,11 +255,11 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 		}
 		var n int64
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
-			ids, err := judgeFinished(ctx, tx, clearable, millis(before), ids)
-			if err != nil || len(ids) == 0 {
+			judged, err := judgeFinished(ctx, tx, clearable, millis(before), ids)
+			if err != nil || len(judged) == 0 {
 				return err
 			}
-			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL WHERE id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)...)
+			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL WHERE id IN (`+placeholders(len(judged))+`)`, int64sAny(judged)...)
 			if err != nil {
 				return err
 			}
@@ -276,11 +289,7 @@ const finished = `status IN ('done', 'dead') AND updated_at < ?1`
 // A slice is what the events were at the read: judge it again under the
 // write lock (judgeFinished) before changing anything.
 func (s *Store) walkFinished(ctx context.Context, cond string, before int64, size int) iter.Seq2[[]int64, error] {
-	// INDEXED BY: the walk must follow events_finished, whose entries are
-	// in (updated_at, id) order, from the last row it read.
-	q := `SELECT id, updated_at FROM events INDEXED BY events_finished
-        WHERE ` + finished + ` AND (updated_at > ?2 OR (updated_at = ?2 AND id > ?3)) AND (` + cond + `)
-        ORDER BY updated_at, id LIMIT ?4`
+	q := walkFinishedSQL(cond)
 	return func(yield func([]int64, error) bool) {
 		afterAt, afterID := int64(math.MinInt64), int64(0)
 		for {
@@ -310,15 +319,30 @@ func (s *Store) walkFinished(ctx context.Context, cond string, before int64, siz
 	}
 }
 
+// walkFinishedSQL reads the next slice of a walk: up to ?4 rows that
+// match cond, after the row (updated_at ?2, id ?3). INDEXED BY: it must
+// follow events_finished, whose entries are in (updated_at, id) order,
+// from that row on.
+func walkFinishedSQL(cond string) string {
+	return `SELECT id, updated_at FROM events INDEXED BY events_finished
+        WHERE ` + finished + ` AND (updated_at > ?2 OR (updated_at = ?2 AND id > ?3)) AND (` + cond + `)
+        ORDER BY updated_at, id LIMIT ?4`
+}
+
 // judgeFinished returns the ids of a slice walkFinished read that still
 // match cond in tx, judged as the read judged them: since the read, a
 // replay may have moved one, and its new run ended it after the cutoff,
 // or left a delivery of it unfinished. It reads each by its id, so the
 // work it does under the write lock is bounded by the slice.
 func judgeFinished(ctx context.Context, tx *sql.Tx, cond string, before int64, ids []int64) ([]int64, error) {
-	// NOT INDEXED: by id only, never along a range of events_finished.
-	return queryIDs(ctx, tx, `SELECT id FROM events NOT INDEXED WHERE `+finished+` AND (`+cond+`)
-        AND id IN (`+placeholders(len(ids))+`)`, append([]any{before}, int64sAny(ids)...)...)
+	return queryIDs(ctx, tx, judgeFinishedSQL(cond, len(ids)), append([]any{before}, int64sAny(ids)...)...)
+}
+
+// judgeFinishedSQL selects which of n ids (?2 on) still match cond. NOT
+// INDEXED: by id only, never along a range of events_finished.
+func judgeFinishedSQL(cond string, n int) string {
+	return `SELECT id FROM events NOT INDEXED WHERE ` + finished + ` AND (` + cond + `)
+        AND id IN (` + placeholders(n) + `)`
 }
 
 // statsUnfinished and statsRest are Stats' queries: the unfinished
