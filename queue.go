@@ -260,9 +260,12 @@ type Queue interface {
 	// Claim leases due events (pending, or processing with an expired
 	// lease) in next_attempt_at order, incrementing their attempt count,
 	// and commits before it returns: the attempt is counted even if the
-	// process dies while working it. Each lease runs p.Lease from its
-	// write, not from before the claim's waits (for a lock, or SQLite's
-	// writer), unless p.Now is set. Events returned with an error are
+	// process dies while working it. The commit is on disk, and with it
+	// every commit before it, before any event is returned: a worker acts
+	// on the world with what it gets, so a power loss must undo neither
+	// the claim nor what made the event claimable. Each lease runs p.Lease
+	// from its write, not from before the claim's waits (for a lock, or
+	// SQLite's writer), unless p.Now is set. Events returned with an error are
 	// leased all the same (a step after a commit failed: a by-key claim's
 	// second transaction, the key cursor's read) and must be worked.
 	Claim(ctx context.Context, p ClaimParams) ([]Event, error)

@@ -15,12 +15,35 @@ import (
 // With synchronous=FULL SQLite syncs the WAL inside every COMMIT, holding the
 // only write lock for the whole disk flush, so nothing else can be written
 // meanwhile. Instead the connection runs with synchronous=NORMAL (a commit
-// writes its WAL frames but does not sync them) and Ingest, after its commit
-// has released the lock, waits here until an fsync of the WAL file that
-// started after the commit has finished. One fsync covers every commit made
-// before it started, and the next transaction runs while it is in flight.
-// The promise to the sender is the same as FULL: the delivery is on disk
-// before it is acknowledged.
+// writes its WAL frames but does not sync them), and a caller that must
+// know its commit is on disk waits here, after the commit has released the
+// lock, until an fsync of the WAL file that started after the commit has
+// finished. One fsync covers every commit made before it started (the WAL
+// is one file, written in commit order), and the next transaction runs
+// while it is in flight.
+//
+// The rule: nothing leaves the store before it is on disk. Two kinds of
+// call wait:
+//
+//   - Ingest, before a delivery is acknowledged (the promise behind a 202,
+//     the same as FULL's).
+//   - Claim, before it hands leased events to a worker: the worker may act
+//     on the world (forward, exec, a send recorded by effect.RecordSend),
+//     so the claim's counted attempt, and every commit before it, must
+//     outlive a power loss. That covers whatever made the event claimable:
+//     the work transaction of a Go handler that recorded the send, a
+//     replay, and the finish of the delivery before it on its order key.
+//     Otherwise a power loss could undo the send's record and its claim
+//     after the email went out: the handler would run again, record the
+//     send again, and the email would go twice, never shown as uncertain.
+//
+// Other commits do not wait: finishes, lease extensions, and the work
+// transactions in which Go handlers run over events they picked. A power
+// loss may undo the last of those, which means work done again, never an
+// effect outside the database done twice unseen: a handler's writes are
+// undone with its event's state, and a claimed event whose finish is
+// undone is left leased, its attempt counted, to be claimed again when the
+// lease ends.
 //
 // A failed fsync of the WAL is latched (see failed): Linux may mark the
 // pages it could not write clean, and reports the error only once, so a

@@ -10,8 +10,11 @@ import (
 	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/queue"
 	"github.com/hookbox/hookbox/storetest"
 )
 
@@ -161,5 +164,124 @@ func TestIngestAfterFailedWALSync(t *testing.T) {
 	}
 	if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "c")}); err != nil {
 		t.Errorf("ingest after reopening: %v", err)
+	}
+}
+
+// TestClaimedSendSurvivesPowerLoss: a Go handler records an email with
+// effect.RecordSend in the transaction that marks its event done, and a
+// worker claims the send, about to send the email; then the power fails.
+// What is on disk must keep both the handler's commit and the claim: the
+// event is done (its handler does not run again and record the send a
+// second time) and the send is uncertain (attempted, not done), so its
+// rerun is seen. Before claims waited for the WAL sync, neither was on
+// disk: the image had the delivery alone, pending, and the email went out
+// twice with nothing to show for it.
+func TestClaimedSendSurvivesPowerLoss(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "hookbox.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	image := powerLossImage(t, s)
+
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("shop", "order-1")}); err != nil {
+		t.Fatal(err)
+	}
+	runner := &queue.Runner{Queue: s}
+	res, err := runner.ClaimWork(ctx, hookbox.ClaimParams{Owner: "handler", Limit: 1, Lease: time.Minute, Sources: []string{"shop"}},
+		func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+			if _, err := effect.RecordSend(ctx, tx, "email", ev.DeliveryID, []byte("your licence")); err != nil {
+				t.Error(err)
+			}
+			now := time.Now()
+			return hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusDone,
+				StartedAt: now, FinishedAt: now}
+		})
+	if err != nil || len(res) != 1 || res[0].Outcome.Status != hookbox.StatusDone {
+		t.Fatalf("handler: %+v, %v", res, err)
+	}
+	sends, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "mailer", Limit: 1, Lease: time.Minute,
+		Sources: []string{effect.SendSource("email")}})
+	if err != nil || len(sends) != 1 {
+		t.Fatalf("claim of the send: %d events, %v", len(sends), err)
+	}
+	// The mailer sends the email now; the power fails.
+
+	after, err := Open(ctx, image(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	evs, err := after.Events(ctx, hookbox.Filter{Source: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Status != hookbox.StatusDone {
+		t.Errorf("after the power loss the webhook event is %+v, want done: its handler would record the send again", evs)
+	}
+	uncertain, err := effect.Uncertain(ctx, after, "email")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uncertain) != 1 || uncertain[0].DeliveryID != "order-1" || uncertain[0].Attempts != 1 {
+		t.Errorf("after the power loss the uncertain sends are %+v, want order-1's, attempted once", uncertain)
+	}
+}
+
+// TestClaimAfterFailedWALSync: once a sync of the WAL has failed, Claim
+// hands out nothing (an error wrapping hookbox.ErrUnavailable): what it
+// leased may never reach the disk.
+func TestClaimAfterFailedWALSync(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "hookbox.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "a")}); err != nil {
+		t.Fatal(err)
+	}
+	s.durable.syncFile = func(*os.File) error { return syscall.EIO }
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute, Sources: []string{"s"}})
+	if !errors.Is(err, hookbox.ErrUnavailable) || len(evs) != 0 {
+		t.Fatalf("claim whose sync failed: %d events, %v; want none and ErrUnavailable", len(evs), err)
+	}
+}
+
+// powerLossImage makes each sync of s's WAL, once done, copy the database
+// file and its WAL to another directory, and returns a function that
+// gives the copy's path: the files as a power loss would leave them at
+// worst, everything written since the last sync lost. (SQLite's own syncs,
+// at checkpoints, copy nothing: the image can be older than the disk,
+// never newer.)
+func powerLossImage(t *testing.T, s *Store) func() string {
+	t.Helper()
+	img := filepath.Join(t.TempDir(), "image.db")
+	var mu sync.Mutex
+	s.durable.syncFile = func(f *os.File) error {
+		if err := datasync(f); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, suffix := range []string{"", "-wal"} {
+			b, err := os.ReadFile(s.path + suffix)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(img+suffix, b, 0o600); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := os.Stat(img); err != nil {
+			t.Fatalf("no sync of the WAL ever finished: %v", err)
+		}
+		return img
 	}
 }

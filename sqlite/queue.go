@@ -14,7 +14,10 @@ import (
 
 var _ hookbox.Queue = (*Store)(nil)
 
-// Claim leases due events; see hookbox.Queue.
+// Claim leases due events; see hookbox.Queue. Under the FULL promise it
+// returns them only once the claim's commit is on disk, and with it every
+// commit before it (see walSyncer); if that cannot be known, it returns
+// none and an error wrapping hookbox.ErrUnavailable.
 func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
@@ -56,6 +59,15 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	if d := s.durable; d != nil && len(out) > 0 {
+		// No event is handed to a worker before its claim is on disk (see
+		// walSyncer). When the sync fails, the events stay leased to
+		// nobody until their leases end: working them would be the very
+		// thing this wait is for.
+		if err := d.waitDurable(d.commit()); err != nil {
+			return nil, fmt.Errorf("sqlite: claim: %w: %v", hookbox.ErrUnavailable, err)
+		}
 	}
 	if p.ByKey && p.KeyCursor != nil && len(out) < p.Limit {
 		// After the commit, on a reader: the one writer does not wait

@@ -1,6 +1,10 @@
 // Package sqlite is the embedded hookbox.Store: one database file, opened in
-// WAL mode with synchronous=FULL unless told otherwise, so a commit is on disk
-// before Ingest returns.
+// WAL mode with synchronous=FULL unless told otherwise.
+//
+// Guarantees, under FULL: nothing leaves the store before it is on disk. A
+// delivery is on disk before Ingest returns (before the 202), and an event
+// before Claim hands it to a worker, together with the claim's counted
+// attempt and every commit before it (see walSyncer).
 //
 // SQLite allows one writer at a time. The store therefore holds exactly one
 // writer connection, every write transaction starts with BEGIN IMMEDIATE (so
