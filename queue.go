@@ -157,6 +157,24 @@ type Outcome struct {
 	Error      string    // why the attempt failed, truncated by the caller
 	StartedAt  time.Time
 	FinishedAt time.Time
+	// Released, with StatusPending, gives the attempt back: it was cut
+	// short by the worker's shutdown, not ended by its work, and must not
+	// use up the event's retry budget. Finish moves the event's
+	// AttemptBase up by one with it, so the next attempt is numbered after
+	// this one (attempt numbers never repeat) while the count the retry
+	// policy applies to stays where it was. The attempt is recorded as
+	// AttemptReleased. With any other Status it is ignored.
+	Released bool
+}
+
+// AttemptOutcome names the attempt outcome recorded for o: AttemptReleased
+// for an attempt given back (see Released), else the one that leads to
+// o.Status.
+func (o Outcome) AttemptOutcome() string {
+	if o.Released && o.Status == StatusPending {
+		return AttemptReleased
+	}
+	return AttemptOutcome(o.Status)
 }
 
 // Dialect names the SQL flavour of a transaction handed to a handler.
@@ -382,7 +400,7 @@ type WorkTx interface {
 type Attempt struct {
 	Attempt    int       `json:"attempt"`
 	Owner      string    `json:"owner"`
-	Outcome    string    `json:"outcome"` // AttemptDone, AttemptRetry, AttemptDead, AttemptLost or AttemptReplay
+	Outcome    string    `json:"outcome"` // AttemptDone, AttemptRetry, AttemptReleased, AttemptDead, AttemptLost or AttemptReplay
 	Error      string    `json:"error,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
@@ -402,8 +420,12 @@ func (a Attempt) Took() (time.Duration, bool) {
 const (
 	AttemptDone  = "done"
 	AttemptRetry = "retry"
-	AttemptDead  = "dead"
-	AttemptLost  = "lost" // refused: the lease had moved on
+	// AttemptReleased is an attempt cut short by its worker's shutdown
+	// and given back (Outcome.Released): due again at once, not counted
+	// against the event's retry budget.
+	AttemptReleased = "released"
+	AttemptDead     = "dead"
+	AttemptLost     = "lost" // refused: the lease had moved on
 	// AttemptReplay marks where an operator replayed the event; its number
 	// is that of the last attempt before the replay.
 	AttemptReplay = "replay"

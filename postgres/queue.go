@@ -327,11 +327,13 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 }
 
 // outcomeRows reads the arrays of a finishBatch as the rows o of
-// finishOutcomes and finishPicked, numbered n from 1.
+// finishOutcomes and finishPicked, numbered n from 1. given is 1 for an
+// attempt given back (hookbox.Outcome.Released), else 0: what the finish
+// adds to attempt_base.
 const outcomeRows = `
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
-        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::boolean[])
-        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, stored, n)`
+        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::boolean[], $11::integer[])
+        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, stored, given, n)`
 
 // finishOutcomes applies a batch of outcomes and records their attempts in
 // one statement. It returns the ordinals (1-based positions in the arrays)
@@ -348,8 +350,8 @@ const finishOutcomes = `WITH o AS (` + outcomeRows + `
 ), held AS (
     SELECT id FROM queue WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
 ), applied AS (
-    UPDATE queue e SET status = o.status, lease_owner = NULL, next_attempt_at = o.next_at,
-        last_error = NULLIF(o.error, ''), updated_at = o.finished
+    UPDATE queue e SET status = o.status, attempt_base = e.attempt_base + o.given, lease_owner = NULL,
+        next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
     FROM o
     WHERE e.id = o.id AND e.lease_owner = o.owner AND e.attempts = o.attempt
       AND e.status = 'processing' AND e.id IN (SELECT id FROM held)
@@ -389,6 +391,7 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		msgs                = make([]string, n)
 		starteds, finisheds = make([]time.Time, n), make([]time.Time, n)
 		stored              = make([]bool, n)
+		given               = make([]int32, n)
 	)
 	for k, i := range idx {
 		o := &outs[i]
@@ -397,11 +400,14 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 			next = o.RetryAt
 		}
 		ids[k], owners[k], attempts[k] = o.ID, o.Owner, int32(o.Attempt)
-		statuses[k], outcomes[k] = string(o.Status), hookbox.AttemptOutcome(o.Status)
+		statuses[k], outcomes[k] = string(o.Status), o.AttemptOutcome()
 		nexts[k], msgs[k], starteds[k], finisheds[k] = next, storableText(o.Error), o.StartedAt, o.FinishedAt
 		stored[k] = hookbox.AttemptStored(o.Attempt, outcomes[k])
+		if outcomes[k] == hookbox.AttemptReleased {
+			given[k] = 1
+		}
 	}
-	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds, stored}}
+	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds, stored, given}}
 }
 
 // result sets errs[i] to ErrLeaseLost for every outcome of the batch that
@@ -485,8 +491,8 @@ func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, f
 // also counts the attempt.
 const finishPicked = `WITH o AS (` + outcomeRows + `
 ), applied AS (
-    UPDATE queue e SET status = o.status, attempts = e.attempts + 1, lease_owner = NULL,
-        next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
+    UPDATE queue e SET status = o.status, attempts = e.attempts + 1, attempt_base = e.attempt_base + o.given,
+        lease_owner = NULL, next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
     FROM o
     WHERE e.id = o.id
     RETURNING o.n

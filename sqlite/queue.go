@@ -335,6 +335,9 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 // With claimed false the events were picked in this transaction and never
 // leased in the database (see ClaimWork): the finish also counts the
 // attempt, and needs no guard, the write lock having been held since.
+//
+// A released attempt (hookbox.Outcome.Released) moves attempt_base up with
+// attempts, giving the attempt back to the retry budget.
 func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, claimed bool) ([]error, error) {
 	errs := make([]error, len(outs))
 	applied := make([]bool, len(outs))
@@ -349,16 +352,18 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 			continue
 		}
 		if upd == nil {
+			// ?8 is 1 for a released attempt, else 0.
 			q := `UPDATE events
-                SET status = ?1, lease_owner = NULL, next_attempt_at = ?2, last_error = ?3, updated_at = ?4
+                SET status = ?1, attempt_base = attempt_base + ?8, lease_owner = NULL, next_attempt_at = ?2,
+                    last_error = ?3, updated_at = ?4
                 WHERE id = ?5 AND lease_owner = ?6 AND attempts = ?7 AND status = 'processing'`
 			if !claimed {
 				// Same arguments; the owner and attempt (?6, ?7) guard
 				// nothing here, the write lock having been held since
 				// the pick.
 				q = `UPDATE events
-                SET status = ?1, attempts = attempts + 1, lease_owner = NULL, next_attempt_at = ?2,
-                    last_error = ?3, updated_at = ?4
+                SET status = ?1, attempts = attempts + 1, attempt_base = attempt_base + ?8, lease_owner = NULL,
+                    next_attempt_at = ?2, last_error = ?3, updated_at = ?4
                 WHERE id = ?5 AND ?6 IS NOT NULL AND ?7 IS NOT NULL`
 			}
 			var err error
@@ -372,8 +377,12 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 		if o.Status == hookbox.StatusPending {
 			next = o.RetryAt
 		}
+		given := 0
+		if o.AttemptOutcome() == hookbox.AttemptReleased {
+			given = 1
+		}
 		res, err := upd.ExecContext(ctx, string(o.Status), millis(next), nullString(o.Error), millis(o.FinishedAt),
-			o.ID, o.Owner, o.Attempt)
+			o.ID, o.Owner, o.Attempt, given)
 		if err != nil {
 			return nil, err
 		}
@@ -470,7 +479,7 @@ func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.O
 		if o.Status == "" {
 			continue
 		}
-		outcome := hookbox.AttemptOutcome(o.Status)
+		outcome := o.AttemptOutcome()
 		if !applied[i] {
 			outcome = hookbox.AttemptLost
 		}

@@ -48,6 +48,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimSkipsRunning":          testClaimSkipsRunning,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
+		"ReleasedAttemptIsGivenBack": testReleasedAttemptIsGivenBack,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
