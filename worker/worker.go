@@ -14,6 +14,8 @@
 //   - Every attempt is counted, whatever ends it: an error, a panic, a
 //     timeout, a handler that breaks its transaction (package queue charges
 //     it alone), a process that dies (see Start for the one exception).
+//     Only an attempt that Stop cancels is given back (see released): the
+//     event is due again at once, its retry budget as it was.
 //   - Leases stay extended until the last running handler or target
 //     returns, also while Stop waits for it.
 //   - A pool never starts an event it is running, nor another of the same
@@ -470,7 +472,8 @@ func (p *Pool) Start(ctx context.Context) error {
 func (p *Pool) InFlight() int { return p.leases.count() }
 
 // Stop stops claiming, lets running work finish until ctx ends, then
-// cancels it; cancelled attempts release their events for a prompt retry.
+// cancels it; cancelled attempts release their events for a prompt retry,
+// without counting against their retry budgets.
 // Leases stay extended until the last running handler or target returns.
 func (p *Pool) Stop(ctx context.Context) error {
 	p.mu.Lock()
@@ -918,7 +921,7 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 		end(err)
 		cancel()
 	}
-	return p.released(ctx, p.outcome(ev, pol, start, err))
+	return p.released(ctx, err, p.outcome(ev, pol, start, err))
 }
 
 // trace starts the span of one handler phase (Options.Trace), or nothing.
@@ -988,10 +991,20 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 }
 
 // released turns the failed outcome of an attempt that shutdown cancelled
-// into a release: the event is due again at once, for the next process.
-func (p *Pool) released(ctx context.Context, o hookbox.Outcome) hookbox.Outcome {
-	if ctx.Err() != nil && o.Status != hookbox.StatusDone {
-		o.Status, o.RetryAt = hookbox.StatusPending, time.Now()
+// (ctx, the work's, has ended) into a release: the event is due again at
+// once, for the next process, and the attempt is given back to its retry
+// budget (hookbox.Outcome.Released): the work was cut short, not judged,
+// and a graceful restart must not use up the attempts of the events in
+// flight, nor leave one that was on its last attempt to be marked dead,
+// unrun, by the next process (errUnfinished). err is what ended the
+// attempt: an event refused errUnfinished was not run, and is not released.
+//
+// A release cannot repeat within one process: only Stop cancels the
+// work's context, after claiming has stopped, so the pool never claims the
+// event again.
+func (p *Pool) released(ctx context.Context, err error, o hookbox.Outcome) hookbox.Outcome {
+	if ctx.Err() != nil && o.Status != hookbox.StatusDone && !errors.Is(err, errUnfinished) {
+		o.Status, o.RetryAt, o.Released = hookbox.StatusPending, time.Now(), true
 		o.Error = "cancelled by shutdown: " + o.Error
 	}
 	return o
@@ -1177,7 +1190,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 		return res.Outcome, false
 	}
 	refused := err != nil && IsPermanent(err)
-	o := p.released(ctx, p.outcome(ev, r.policy, start, err))
+	o := p.released(ctx, err, p.outcome(ev, r.policy, start, err))
 	worked(&o, refused)
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
