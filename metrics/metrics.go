@@ -15,7 +15,8 @@
 //	    forbidden (allow_ips), unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
 //	hookbox_ingest_batch_size                 deliveries per group commit
-//	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost
+//	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost,
+//	    released (cut short by shutdown and given back, not counted)
 //	hookbox_attempt_seconds{source}           how long an attempt's work ran
 //	hookbox_dead_total{source}                events that went dead
 //	hookbox_events{status}                    events by status (at scrape time)
@@ -72,7 +73,7 @@ var deliveryOutcomes = []string{
 }
 
 // attemptOutcomes are the values of hookbox_attempts_total's outcome label.
-var attemptOutcomes = []string{hookbox.AttemptDone, hookbox.AttemptRetry, hookbox.AttemptDead, hookbox.AttemptLost}
+var attemptOutcomes = []string{hookbox.AttemptDone, hookbox.AttemptRetry, hookbox.AttemptDead, hookbox.AttemptLost, hookbox.AttemptReleased}
 
 // DefaultStatsCache is how long the result of one Stats query serves
 // scrapes.
@@ -124,7 +125,7 @@ func New(sources []string) *Metrics {
 		}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookbox_attempts_total",
-			Help: "Recorded attempts at events, by source and outcome (done, retry, dead, lost).",
+			Help: "Recorded attempts at events, by source and outcome (done, retry, dead, lost, released).",
 		}, []string{"source", "outcome"}),
 		attemptSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "hookbox_attempt_seconds",
@@ -248,7 +249,7 @@ func (m *Metrics) Circuit(target string, open bool) {
 // worker.Options.OnAttempt.
 func (m *Metrics) Attempt(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	src := m.source(ev.Source)
-	outcome := hookbox.AttemptOutcome(o.Status)
+	outcome := o.AttemptOutcome()
 	if errors.Is(err, hookbox.ErrLeaseLost) {
 		outcome = hookbox.AttemptLost
 	}

@@ -1,0 +1,32 @@
+package metrics_test
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/metrics"
+)
+
+// TestReleasedAttemptCounted: an attempt cut short by shutdown and given
+// back (hookbox.Outcome.Released) is counted as released, not as a retry,
+// so a deploy does not read as a burst of failures; the series exists
+// from the start for each configured source.
+func TestReleasedAttemptCounted(t *testing.T) {
+	m := metrics.New([]string{"polar", "github"})
+	ev := &hookbox.Event{ID: 1, Source: "polar"}
+	m.Attempt(ev, hookbox.Outcome{Status: hookbox.StatusPending, Released: true}, nil)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	got := scrape(t, srv.URL)
+	want := map[string]float64{
+		`hookbox_attempts_total{outcome="released",source="polar"}`:  1,
+		`hookbox_attempts_total{outcome="retry",source="polar"}`:     0,
+		`hookbox_attempts_total{outcome="released",source="github"}`: 0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
