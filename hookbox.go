@@ -170,10 +170,10 @@ func SummaryStatus(states []Status) Status {
 // ingests in open transactions (IngestBeginner), drains them as a queue
 // (Queue), serves the operator (Ops), keeps the log of rejected deliveries
 // (RejectionStore), remembers one-time signature values (NonceStore) and
-// runs application transactions (Transactor). Both implementations,
-// sqlite and postgres, are all of it, checked by the one conformance
-// suite in storetest; a consumer that needs less takes the narrower
-// interface as its parameter.
+// the console's live sessions (SessionStore), and runs application
+// transactions (Transactor). Both implementations, sqlite and postgres,
+// are all of it, checked by the one conformance suite in storetest; a
+// consumer that needs less takes the narrower interface as its parameter.
 type Store interface {
 	EventStore
 	IngestBeginner
@@ -181,6 +181,7 @@ type Store interface {
 	Ops
 	RejectionStore
 	NonceStore
+	SessionStore
 	Overviewer
 	Transactor
 

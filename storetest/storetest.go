@@ -40,7 +40,7 @@ func Run(t *testing.T, open Opener) {
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 	}
-	for _, more := range []map[string]func(*testing.T, hookbox.Store){rejectionTests, nonceTests} {
+	for _, more := range []map[string]func(*testing.T, hookbox.Store){rejectionTests, nonceTests, sessionTests} {
 		for name, fn := range more {
 			tests[name] = fn
 		}

@@ -30,12 +30,13 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration, the table of nonces: 00012_nonces on PostgreSQL,
-		// through its own Down section; 00011_status_counts on SQLite, by hand.
-		newest, undo := "11", []string{`DROP INDEX events_fanout`, `DROP INDEX events_dead`, `DELETE FROM goose_db_version WHERE version_id = 11`}
+		// migration, the table of console sessions: 00013_sessions on
+		// PostgreSQL, through its own Down section; 00012_sessions on
+		// SQLite, by hand.
+		newest, undo := "12", []string{`DROP TABLE sessions`, `DELETE FROM goose_db_version WHERE version_id = 12`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "12", nil
-			pgtest.MigrateDownTo(t, dbURL, 11)
+			newest, undo = "13", nil
+			pgtest.MigrateDownTo(t, dbURL, 12)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
