@@ -119,13 +119,15 @@ func TestConsoleGuessesLimited(t *testing.T) {
 }
 
 // forgedCookie is a session cookie made as the console makes them, but
-// with a guessed token: its key derives from the token.
+// with a guessed token: its key derives from the token. Made with the
+// right token, it is signed but names no session the store knows.
 func forgedCookie(guess string, exp time.Time) *http.Cookie {
 	key := sha256.Sum256([]byte("hookbox ui key\x00" + guess))
+	const id = "FORGEDSESSIONID"
 	e := strconv.FormatInt(exp.Unix(), 10)
 	m := hmac.New(sha256.New, key[:])
-	m.Write([]byte("session\x00" + e))
-	return &http.Cookie{Name: "hookbox_session", Value: e + "." + hex.EncodeToString(m.Sum(nil))}
+	m.Write([]byte("session\x00" + id + "\x00" + e))
+	return &http.Cookie{Name: "hookbox_session", Value: id + "." + e + "." + hex.EncodeToString(m.Sum(nil))}
 }
 
 // TestConsoleCookieGuessesLimited: a session cookie signed with a guessed
@@ -176,18 +178,28 @@ func TestConsoleCookieGuessesLimited(t *testing.T) {
 	}
 }
 
-// TestConsoleTossedCookie: a session cookie of the same name that a
-// sibling domain set beside the console's own (sent first) neither ends
-// the operator's session nor spends its guesses.
+// TestConsoleTossedCookie: session cookies of the same name that a
+// sibling domain set beside the console's own (sent first), one signed
+// with another token and one with the right token but no session, neither
+// end the operator's session nor spend its guesses.
 func TestConsoleTossedCookie(t *testing.T) {
 	srv := server.New(server.Config{})
 	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"},
 		Guesses: server.NewAuthLimiter(nil)})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	srv.ServeHTTP(rec, req)
+	cookies := rec.Result().Cookies()
+	if rec.Code != http.StatusSeeOther || len(cookies) != 1 {
+		t.Fatalf("login: %d, cookies %v", rec.Code, cookies)
+	}
 	for i := range 3 * server.AuthBurst {
 		req := httptest.NewRequest("GET", "/ui/events", nil)
 		req.RemoteAddr = "203.0.113.8:4000"
 		req.AddCookie(forgedCookie("tossed-by-a-sibling", time.Now().Add(time.Hour)))
 		req.AddCookie(forgedCookie(token, time.Now().Add(time.Hour)))
+		req.AddCookie(cookies[0])
 		rec := httptest.NewRecorder()
 		srv.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {

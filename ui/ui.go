@@ -10,6 +10,11 @@
 //     form (HttpOnly, SameSite=Strict, scoped to /ui/, signed with a key
 //     derived from the token and expiring after SessionTTL; the token
 //     itself is never stored in it), or "Authorization: Bearer TOKEN".
+//   - Each login is a session of its own, with a random id the store
+//     remembers (hookbox.SessionStore). A cookie is admitted only while
+//     its session is live in the store, so logging out ends it at every
+//     process sharing the database, and after a restart; when the store
+//     cannot tell, the cookie is refused (503), never admitted.
 //   - Every POST made with the cookie carries a CSRF token bound to the
 //     session; without it the request is refused (403) and changes
 //     nothing. Bearer requests need none: a browser never adds that
@@ -30,6 +35,7 @@ package ui
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
@@ -64,7 +70,8 @@ const cookieName = "hookbox_session"
 type Config struct {
 	// Token is the admin token; empty means no console.
 	Token string
-	// Store is shown, replayed and re-checked.
+	// Store is shown, replayed and re-checked, and remembers the live
+	// sessions.
 	Store hookbox.Store
 	// Sources are the configured source names, shown in the overview even
 	// before they have events.
@@ -133,7 +140,8 @@ type console struct {
 	pages    map[string]*template.Template
 	log      *slog.Logger
 	// refusals spaces out the lines about refused tokens and logins,
-	// whose number whoever sends them chooses (lograte).
+	// whose number whoever sends them chooses (lograte), and about a
+	// store that cannot tell whether sessions are live.
 	refusals lograte.Limiter
 }
 
@@ -146,9 +154,11 @@ func clip(p string) string {
 	return p[:most] + "…"
 }
 
-// session is who is asking: csrf is the token this session's forms carry
-// ("" for a Bearer request, which needs none).
+// session is who is asking: id is the session's (the store's key for
+// it) and csrf the token its forms carry (both "" for a Bearer request,
+// which needs neither).
 type session struct {
+	id     string
 	csrf   string
 	bearer bool
 }
@@ -194,7 +204,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			h(w, r, session{bearer: true})
 			return
 		}
-		sig, state := u.sessionSig(r)
+		signed, state := u.sessionCookies(r)
 		if state != cookieNone {
 			// The cookie's key derives from the token, so a cookie made
 			// with a guessed token is a guess too: every signed cookie
@@ -204,15 +214,35 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			if !ok {
 				return
 			}
-			if state == cookieValid {
+			if state == cookieSigned {
 				refund()
 			} else {
 				// Cleared, so that a browser holding one from before the
 				// token changed stops sending it.
-				clearSession(w, r)
+				u.clearSession(w, r)
 			}
 		}
-		if state != cookieValid {
+		var s session
+		if state == cookieSigned {
+			var err error
+			if s, err = u.liveSession(r.Context(), signed); err != nil {
+				// Fail closed: a session the store cannot vouch for may
+				// be one that was logged out.
+				u.refusals.Log(r.Context(), u.log, slog.LevelError, "sessions", "ui: cannot tell whether a session is live; refused", func() []slog.Attr {
+					return []slog.Attr{slog.Any("err", err)}
+				})
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, "the console cannot check its sessions now (the database did not answer); try again", http.StatusServiceUnavailable)
+				return
+			}
+			if s.id == "" {
+				// Logged out (here or at another process) or forgotten:
+				// cleared like a cookie of an old token.
+				u.clearSession(w, r)
+				state = cookieEnded
+			}
+		}
+		if state != cookieSigned {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
@@ -220,7 +250,6 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			http.Error(w, "log in first", http.StatusUnauthorized)
 			return
 		}
-		s := session{csrf: u.mac("csrf", sig)}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
 				http.Error(w, "bad form", http.StatusBadRequest)
@@ -257,41 +286,74 @@ func (u *console) mac(parts ...string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// newSession returns a cookie value: its expiry and a MAC over it.
-func (u *console) newSession() (string, time.Time) {
-	exp := u.cfg.Now().Add(SessionTTL)
+// newSession starts a session in the store and returns its cookie value:
+// a random id, its expiry and a MAC over both. Each login gets an id of
+// its own, so that logging out ends that login only, and two logins in
+// one second get different cookies.
+func (u *console) newSession(ctx context.Context) (string, time.Time, error) {
+	id := rand.Text()
+	now := u.cfg.Now()
+	exp := time.Unix(now.Add(SessionTTL).Unix(), 0)
+	if err := u.cfg.Store.StartSession(ctx, hookbox.Session{ID: id, Expires: exp, Now: now}); err != nil {
+		return "", time.Time{}, err
+	}
 	e := strconv.FormatInt(exp.Unix(), 10)
-	return e + "." + u.mac("session", e), exp
+	return id + "." + e + "." + u.mac("session", id, e), exp, nil
 }
 
 // What a request's session cookie is.
 const (
 	cookieNone   = iota // absent, malformed or expired
 	cookieForged        // well formed and unexpired, but its MAC is wrong
-	cookieValid
+	cookieSigned        // its MAC is right: the store says if it is live
+	cookieEnded         // signed, but its session is no longer live
 )
 
-// sessionSig returns the MAC of a valid, unexpired session cookie, and
-// what the request's session cookies are: valid if any is (a sibling
-// domain may set one of the same name beside the console's own), forged
-// if none is but one is well formed and unexpired.
-func (u *console) sessionSig(r *http.Request) (string, int) {
+// signedCookie is a session cookie whose MAC is right.
+type signedCookie struct{ id, sig string }
+
+// sessionCookies returns the request's session cookies whose MAC is
+// right and that have not expired, and what its session cookies are:
+// signed if any is (a sibling domain may set one of the same name beside
+// the console's own), forged if none is but one is well formed and
+// unexpired.
+func (u *console) sessionCookies(r *http.Request) ([]signedCookie, int) {
 	state := cookieNone
+	var signed []signedCookie
 	for _, c := range r.CookiesNamed(cookieName) {
-		e, sig, ok := strings.Cut(c.Value, ".")
-		if !ok {
+		id, rest, ok := strings.Cut(c.Value, ".")
+		e, sig, ok2 := strings.Cut(rest, ".")
+		if !ok || !ok2 || id == "" {
 			continue
 		}
 		exp, err := strconv.ParseInt(e, 10, 64)
 		if err != nil || u.cfg.Now().Unix() >= exp {
 			continue
 		}
-		if hmac.Equal([]byte(sig), []byte(u.mac("session", e))) {
-			return sig, cookieValid
+		if hmac.Equal([]byte(sig), []byte(u.mac("session", id, e))) {
+			signed = append(signed, signedCookie{id, sig})
+			state = cookieSigned
+		} else if state == cookieNone {
+			state = cookieForged
 		}
-		state = cookieForged
 	}
-	return "", state
+	return signed, state
+}
+
+// liveSession returns the session of the first of signed that the store
+// says is live, or a session with no id when none is. An error means the
+// store could not tell: the caller must refuse the request.
+func (u *console) liveSession(ctx context.Context, signed []signedCookie) (session, error) {
+	for _, c := range signed {
+		live, err := u.cfg.Store.SessionLive(ctx, c.id, u.cfg.Now())
+		if err != nil {
+			return session{}, err
+		}
+		if live {
+			return session{id: c.id, csrf: u.mac("csrf", c.sig)}, nil
+		}
+	}
+	return session{}, nil
 }
 
 func (u *console) loginForm(w http.ResponseWriter, r *http.Request) {
@@ -337,19 +399,40 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	refund()
-	val, exp := u.newSession()
+	val, exp, err := u.newSession(r.Context())
+	if err != nil {
+		u.log.Error("ui: start session", "err", err)
+		w.Header().Set("Retry-After", "5")
+		u.render(w, r, session{}, http.StatusServiceUnavailable, "login", "Log in",
+			loginData{Next: next, Error: "The session could not be stored (the database did not answer); try again."})
+		return
+	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: val, Path: "/ui/", Expires: exp, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// logout ends the session in the store, at every process sharing it,
+// before it clears the cookie: a copy of the cookie is refused from then
+// on. When the store cannot end it, the cookie is kept, so the operator
+// sees the failure and can try again.
 func (u *console) logout(w http.ResponseWriter, r *http.Request, s session) {
-	clearSession(w, r)
+	if s.id != "" {
+		// A client that goes away does not cut this short: the
+		// operator asked for the session to end.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		defer cancel()
+		if err := u.cfg.Store.EndSession(ctx, s.id); err != nil {
+			u.internal(w, r, s, "log out", err)
+			return
+		}
+	}
+	u.clearSession(w, r)
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }
 
 // clearSession tells the browser to drop its session cookie.
-func clearSession(w http.ResponseWriter, r *http.Request) {
+func (u *console) clearSession(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 }
