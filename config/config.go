@@ -127,8 +127,10 @@ type Config struct {
 	MaxClientConnections int `yaml:"max_client_connections"`
 	// TrustedProxies are the addresses or CIDRs of proxies in front of
 	// hookbox whose X-Forwarded-For and Forwarded headers are believed when
-	// a source has allow_ips, and to tell clients apart in the body budget.
-	// From any other peer they are ignored.
+	// a source has allow_ips, and to tell clients apart in the body budget;
+	// their X-Forwarded-Proto (like that of peers on local networks) makes
+	// the console's session cookie Secure. From any other peer they are
+	// ignored.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 

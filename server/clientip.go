@@ -59,6 +59,20 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, bool) {
 	return client, found
 }
 
+// ForwardedHTTPS reports whether the proxy in front of hookbox says that
+// r's client reached it over HTTPS (X-Forwarded-Proto: https; with
+// several hops listed, the first, the client's). The header is believed
+// only from a peer within trusted; from any other it is ignored, as a
+// client can send it itself.
+func ForwardedHTTPS(r *http.Request, trusted []netip.Prefix) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil || !within(ap.Addr().Unmap(), trusted) {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
+
 // walkHops walks hops (farthest first) back from the trusted peer and
 // returns the first address that is not a trusted proxy.
 func walkHops(hops []string, peer netip.Addr, trusted []netip.Prefix) (netip.Addr, bool) {

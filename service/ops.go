@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"net/http"
+	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,7 +66,19 @@ func (s *Service) registerOps() {
 		Notify:     s.Pool.Notify,
 		Guesses:    guesses,
 		Logger:     s.log,
+
+		TrustedProxies: forwardedProtoTrusted(s.Config),
 	})
+}
+
+// forwardedProtoTrusted are the peers whose X-Forwarded-Proto the console
+// believes, to make its session cookie Secure behind a proxy that ends
+// TLS: the local networks, where such proxies sit (admin_listen on
+// loopback behind nginx, say), and trusted_proxies. The header can only
+// add Secure, which a peer that lies about it withholds from itself; a
+// peer on a public address not listed in trusted_proxies is not believed.
+func forwardedProtoTrusted(cfg *config.Config) []netip.Prefix {
+	return append(slices.Clone(server.LocalPrefixes), cfg.TrustedProxyPrefixes()...)
 }
 
 // startRetention runs runRetention in the background until ctx ends; the

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -152,5 +153,73 @@ func TestConsoleRefusesWhenStoreCannotTell(t *testing.T) {
 	if resp, page := fetch(t, browser(t), "POST", hs.URL+"/ui/login", url.Values{"token": {token}}); resp.StatusCode != http.StatusServiceUnavailable ||
 		len(resp.Cookies()) != 0 || !strings.Contains(page, "could not be stored") {
 		t.Errorf("a login while the store is closed: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+}
+
+// TestConsoleSecureBehindTrustedProxy: the session cookie (and the one
+// that clears it) is Secure when a trusted proxy says its client came
+// over HTTPS (X-Forwarded-Proto), and not when a peer that is not trusted
+// says so, nor without the header.
+func TestConsoleSecureBehindTrustedProxy(t *testing.T) {
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	elsewhere := []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")}
+	for _, tc := range []struct {
+		what    string
+		trusted []netip.Prefix
+		proto   string
+		secure  bool
+	}{
+		{"https from a trusted proxy", loopback, "https", true},
+		{"https, then http, from a trusted proxy", loopback, "HTTPS, http", true},
+		{"http from a trusted proxy", loopback, "http", false},
+		{"no header from a trusted proxy", loopback, "", false},
+		{"https from a peer not trusted", elsewhere, "https", false},
+		{"https with no proxy trusted", nil, "https", false},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			srv := server.New(server.Config{})
+			ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"},
+				TrustedProxies: tc.trusted})
+			hs := httptest.NewServer(srv)
+			defer hs.Close()
+			hdr := http.Header{}
+			if tc.proto != "" {
+				hdr.Set("X-Forwarded-Proto", tc.proto)
+			}
+			resp, _ := withCookie(t, "POST", hs.URL+"/ui/login", "", url.Values{"token": {token}}, hdr)
+			cs := resp.Cookies()
+			if resp.StatusCode != http.StatusSeeOther || len(cs) != 1 || !cs[0].HttpOnly {
+				t.Fatalf("login: %d, cookies %v", resp.StatusCode, cs)
+			}
+			if cs[0].Secure != tc.secure {
+				t.Errorf("login: the session cookie's Secure is %v, want %v", cs[0].Secure, tc.secure)
+			}
+			_, page := withCookie(t, "GET", hs.URL+"/ui/events", cs[0].Value, nil, hdr)
+			m := csrfField.FindStringSubmatch(page)
+			if m == nil {
+				t.Fatal("no CSRF token on the events page")
+			}
+			resp, _ = withCookie(t, "POST", hs.URL+"/ui/logout", cs[0].Value, url.Values{"csrf": {m[1]}}, hdr)
+			if cs := resp.Cookies(); len(cs) != 1 || cs[0].MaxAge >= 0 || cs[0].Secure != tc.secure {
+				t.Errorf("logout: cookies %+v, want one cleared with Secure %v", cs, tc.secure)
+			}
+		})
+	}
+}
+
+// TestConsoleSecureBehindLocalProxy: with serve's own wiring, a proxy on
+// loopback in front of admin_listen (nginx ending TLS, say) is believed
+// without trusted_proxies: its X-Forwarded-Proto https makes the cookie
+// Secure.
+func TestConsoleSecureBehindLocalProxy(t *testing.T) {
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	for _, proto := range []string{"https", "http"} {
+		resp, _ := withCookie(t, "POST", a.admin+"/ui/login", "", url.Values{"token": {token}},
+			http.Header{"X-Forwarded-Proto": {proto}})
+		cs := resp.Cookies()
+		if resp.StatusCode != http.StatusSeeOther || len(cs) != 1 || cs[0].Secure != (proto == "https") {
+			t.Errorf("login through a loopback proxy, X-Forwarded-Proto %s: %d, cookies %+v", proto, resp.StatusCode, cs)
+		}
 	}
 }

@@ -15,6 +15,9 @@
 //     its session is live in the store, so logging out ends it at every
 //     process sharing the database, and after a restart; when the store
 //     cannot tell, the cookie is refused (503), never admitted.
+//   - The cookie is Secure when the request came over TLS, or when a
+//     trusted proxy (Config.TrustedProxies) says its client used HTTPS
+//     (X-Forwarded-Proto).
 //   - Every POST made with the cookie carries a CSRF token bound to the
 //     session; without it the request is refused (403) and changes
 //     nothing. Bearer requests need none: a browser never adds that
@@ -45,6 +48,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -90,7 +94,11 @@ type Config struct {
 	// login form, as Bearer or in a session cookie signed with one (429
 	// past their allowance); share the admin API's (server.AuthLimiter).
 	Guesses *server.AuthLimiter
-	Logger  *slog.Logger
+	// TrustedProxies are the peers whose X-Forwarded-Proto is believed:
+	// from them, "https" makes the session cookie Secure. From any other
+	// peer the header is ignored.
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -408,7 +416,7 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: val, Path: "/ui/", Expires: exp, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: u.https(r)})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
@@ -434,7 +442,13 @@ func (u *console) logout(w http.ResponseWriter, r *http.Request, s session) {
 // clearSession tells the browser to drop its session cookie.
 func (u *console) clearSession(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/ui/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: u.https(r)})
+}
+
+// https reports whether the browser reached the console over HTTPS: r
+// came over TLS, or through a trusted proxy that says so.
+func (u *console) https(r *http.Request) bool {
+	return r.TLS != nil || server.ForwardedHTTPS(r, u.cfg.TrustedProxies)
 }
 
 // takeGuess spends one of r's client's guesses (Config.Guesses) and
