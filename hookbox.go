@@ -56,7 +56,10 @@ type Delivery struct {
 	Header     http.Header // request headers kept for forwarding
 	Payload    []byte      // the raw body, exactly as received
 	ReceivedAt time.Time
-	BodySHA256 []byte // set when the source dedupes by body too
+	// BodySHA256 is set when the source dedupes by body too: the SHA-256
+	// of what the signature covers of Payload (verify.BodyKey), which is
+	// Payload itself for every scheme but twilio.
+	BodySHA256 []byte
 
 	// FanOut says the event is not worked as itself: it is stored as the
 	// record of what arrived (never claimed), with one delivery row per

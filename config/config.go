@@ -266,9 +266,10 @@ type Source struct {
 }
 
 // DedupesByBody reports whether deliveries of s are also deduplicated by
-// the SHA-256 of their body: for schemes whose signature covers no
-// delivery id (github, hmac, twilio, token, basic, none), unless
-// allow_identical_bodies is set.
+// the SHA-256 of their body, or of what the signature covers of it where
+// that differs (verify.BodyKey: twilio's sorted parameters): for schemes
+// whose signature covers no delivery id (github, hmac, twilio, token,
+// basic, none), unless allow_identical_bodies is set.
 func (s Source) DedupesByBody() bool {
 	if s.AllowIdenticalBodies {
 		return false

@@ -19,8 +19,9 @@ import (
 // Source is what a re-check needs of one configured source.
 type Source struct {
 	Verifier verify.Verifier
-	// DedupesByBody sets the body hash on admitted deliveries, as ingest
-	// does for such a source (config.Source.DedupesByBody).
+	// DedupesByBody sets the body key (verify.BodyKey) on admitted
+	// deliveries, as ingest does for such a source
+	// (config.Source.DedupesByBody).
 	DedupesByBody bool
 	// AllowIPs, when not empty, are the only client addresses the source
 	// accepts deliveries from (config.Source.AllowedIPs), which the server
@@ -358,8 +359,8 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 		return hookbox.Delivery{}, verify.Result{}, err.Error()
 	}
 	if src.DedupesByBody {
-		sum := sha256.Sum256(body)
-		d.BodySHA256 = sum[:]
+		key := verify.BodyKey(src.Verifier, body) // as ingest keys it
+		d.BodySHA256 = key[:]
 	}
 	if src.Route != nil {
 		src.Route(&d)

@@ -16,7 +16,6 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -165,12 +164,16 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 			"min_bytes", redact.MinLen, "keys", strings.Join(short, ", "))
 	}
 	var sources []server.Source
+	byBody := map[string]verify.Verifier{}
 	for i, src := range cfg.Sources {
 		v, err := verify.New(src.Verify())
 		if err != nil {
 			return nil, fmt.Errorf("sources[%d] (%s): %w", i, src.Name, err)
 		}
 		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes, AllowIPs: src.AllowedIPs()})
+		if src.DedupesByBody() {
+			byBody[src.Name] = v
+		}
 		if src.Scheme == verify.SchemeNone && len(src.AllowIPs) == 0 {
 			log.Warn("source checks no signature and admits every address: anyone who reaches the port can store deliveries; set allow_ips or a signing scheme",
 				"source", src.Name)
@@ -258,7 +261,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	nonces := groupcommit.New(st.UseNonces, groupcommit.Options{})
 	srv := server.New(server.Config{
 		Sources: sources,
-		Ingest:  withRoutes(cfg, withBodyKeys(cfg, c.Submit)),
+		Ingest:  withRoutes(cfg, withBodyKeys(byBody, c.Submit)),
 		Ready: func(ctx context.Context) error {
 			if err := st.Ping(ctx); err != nil {
 				return err
@@ -523,21 +526,18 @@ func (s *Service) Close() error {
 }
 
 // withBodyKeys sets BodySHA256 on the deliveries of sources that dedupe by
-// body too (config.Source.DedupesByBody) before ingest.
-func withBodyKeys(cfg *config.Config, ingest server.IngestFunc) server.IngestFunc {
-	byBody := map[string]bool{}
-	for _, src := range cfg.Sources {
-		if src.DedupesByBody() {
-			byBody[src.Name] = true
-		}
-	}
+// body too (config.Source.DedupesByBody) before ingest: the hash of what
+// the source's signature covers (verify.BodyKey), so that bodies one
+// signature covers are one delivery whatever id they come with.
+// byBody holds the verifiers of those sources, by name.
+func withBodyKeys(byBody map[string]verify.Verifier, ingest server.IngestFunc) server.IngestFunc {
 	if len(byBody) == 0 {
 		return ingest
 	}
 	return func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
-		if byBody[d.Source] {
-			sum := sha256.Sum256(d.Payload)
-			d.BodySHA256 = sum[:]
+		if v, ok := byBody[d.Source]; ok {
+			key := verify.BodyKey(v, d.Payload)
+			d.BodySHA256 = key[:]
 		}
 		return ingest(ctx, d)
 	}

@@ -283,8 +283,26 @@ func FuzzTwilioForm(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Sign(%q): %v", body, err)
 		}
-		if _, err := v.Verify(Request{Header: h, Body: body}); err != nil {
+		res, err := v.Verify(Request{Header: h, Body: body})
+		if err != nil {
 			t.Fatalf("round trip of %q: %v", body, err)
+		}
+		// The body re-encoded (names sorted, another escaping, a "&"
+		// added) passes with the same signature: it has the same body key,
+		// which is what the id is without an id header.
+		key := BodyKey(v, body)
+		if res.DeliveryID != hex.EncodeToString(key[:]) {
+			t.Fatalf("%q: id %s, body key %x", body, res.DeliveryID, key)
+		}
+		alike := []byte(form.Encode())
+		if bytes.Count(alike, []byte("&")) < maxTwilioParams-1 {
+			alike = append(alike, '&')
+		}
+		if _, err := v.Verify(Request{Header: h, Body: alike}); err != nil {
+			t.Fatalf("%q re-encoded as %q: %v", body, alike, err)
+		}
+		if got := BodyKey(v, alike); got != key {
+			t.Fatalf("%q re-encoded as %q: key %x, want %x", body, alike, got, key)
 		}
 		// Reference: the documented recipe, for forms whose names have one
 		// value each (as twilio-go reads them).

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"net/url"
 	"slices"
@@ -134,13 +136,31 @@ func (v *twilioVerifier) Verify(r Request) (Result, error) {
 // captured callback sent again with its parameters in another order, an
 // encoding changed or a "&" added passes the signature with other bytes,
 // and would have been stored as a new event each time (Twilio signs no
-// timestamp to bound that). Bodies that sign alike are one delivery.
+// timestamp to bound that). Bodies that sign alike are one delivery. The
+// same hash is the body key (BodyKey), which keeps them one delivery when
+// the id comes from a header the signature does not cover (id_header).
 func (v *twilioVerifier) result(r Request, params url.Values) (Result, error) {
 	res, err := v.ids.extract(r)
 	if err == nil && res.IDIsHash {
-		res.DeliveryID = bodyHash(twilioSigned(nil, "", params))
+		key := twilioKey(params)
+		res.DeliveryID = hex.EncodeToString(key[:])
 	}
 	return res, err
+}
+
+// bodyKey implements bodyKeyer.
+func (v *twilioVerifier) bodyKey(body []byte) ([sha256.Size]byte, bool) {
+	params, ok := twilioParams(body)
+	if !ok {
+		return [sha256.Size]byte{}, false
+	}
+	return twilioKey(params), true
+}
+
+// twilioKey is the SHA-256 of what Twilio signs of params, the URL left
+// out (it is the source's own).
+func twilioKey(params url.Values) [sha256.Size]byte {
+	return sha256.Sum256(twilioSigned(nil, "", params))
 }
 
 // twilioParams parses a form body into its parameters, bounded in number.

@@ -15,6 +15,9 @@
 //
 //   - Signatures are verified over the raw body bytes exactly as received;
 //     the body is never re-encoded.
+//   - BodyKey keys a verified body by what its signature covers, so that
+//     bodies one signature covers (twilio's parameters reordered or
+//     re-encoded) share one key and cannot be stored as new events.
 //   - Every signature comparison is constant-time (crypto/hmac.Equal) on the
 //     decoded signature bytes; tokens and passwords are compared as
 //     SHA-256 digests, so neither their bytes nor their length leak.
@@ -123,6 +126,40 @@ func SignsNonces(v Verifier) bool {
 		}
 		v = w.inner()
 	}
+}
+
+// BodyKey returns the SHA-256 of what v's signature covers of body, the
+// key under which a source that dedupes by body too stores a delivery v
+// verified (hookbox.Delivery.BodySHA256). For most schemes that is the
+// body's bytes. Twilio's signature covers the body's form parameters,
+// decoded and sorted, so that bodies differing only in the parameters'
+// order, their encoding or a trailing "&" pass with one signature: its key
+// is the hash of that signed form, so that they are one delivery, and a
+// captured callback cannot be stored again by reshuffling its body. A
+// scheme whose signature covers no part of the body (mailgun, token,
+// basic, none) keys the body's bytes. body must be one that v verified.
+func BodyKey(v Verifier, body []byte) [sha256.Size]byte {
+	for {
+		if k, ok := v.(bodyKeyer); ok {
+			if key, ok := k.bodyKey(body); ok {
+				return key
+			}
+			break
+		}
+		w, ok := v.(wrapper)
+		if !ok {
+			break
+		}
+		v = w.inner()
+	}
+	return sha256.Sum256(body)
+}
+
+// bodyKeyer is implemented by the verifiers whose signature covers a form
+// of the body other than its bytes (BodyKey). ok is false for a body that
+// cannot have been verified, which is then keyed by its bytes.
+type bodyKeyer interface {
+	bodyKey(body []byte) (key [sha256.Size]byte, ok bool)
 }
 
 // MaxNonceTolerance bounds the tolerance of the schemes whose signatures
