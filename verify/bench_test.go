@@ -2,7 +2,10 @@ package verify
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -109,4 +112,76 @@ func BenchmarkJSONFields(b *testing.B) {
 			b.Fatal("not ok")
 		}
 	}
+}
+
+// hostileMailgunBodies are 1 MiB bodies built to make the scan that finds
+// Mailgun's signature, which runs before anything is authenticated, as
+// slow as it can be: many keys that must be decoded to be compared (an
+// escape, invalid UTF-8), at the top level and inside "signature", whose
+// keys are compared with four names. A forged ordinary body, and one of
+// the smallest tokens JSON has (what scanning costs without any key to
+// compare), are there to compare with.
+func hostileMailgunBodies() []struct {
+	name string
+	body []byte
+} {
+	const size = 1 << 20
+	fill := func(open, key, close string) []byte {
+		b := []byte(open)
+		for len(b)+len(key)+len(close) < size {
+			b = append(b, key...)
+		}
+		return append(b, close...)
+	}
+	sig := `"signature":{"timestamp":"1700000000","token":"tok","signature":"` + strings.Repeat("0", 64) + `"}`
+	return []struct {
+		name string
+		body []byte
+	}{
+		{"ordinary", append(append([]byte(`{`+sig+`,"event-data":`), benchBody(size-len(sig)-16)...), '}')},
+		{"dense-array", fill(`{`+sig+`,"event-data":[0`, `,0`, `]}`)},
+		{"escaped-keys", fill(`{`+sig, `,"\u0073ignatur\u0065":0`, `}`)},
+		{"invalid-utf8-keys", fill(`{`+sig, ",\"\xff\":0", `}`)},
+		{"escaped-keys-in-signature", fill(`{"signature":{"timestamp":"1700000000","token":"tok","signature":"`+strings.Repeat("0", 64)+`"`, `,"\u0074oke\u006e":"tok"`, `}}`)},
+		{"invalid-utf8-keys-in-signature", fill(`{"signature":{"timestamp":"1700000000","token":"tok","signature":"`+strings.Repeat("0", 64)+`"`, ",\"\xff\xfe\":0", `}}`)},
+	}
+}
+
+// BenchmarkMailgunForgedHostile measures refusing a forged Mailgun
+// delivery of 1 MiB, ordinary and hostile (hostileMailgunBodies), next to
+// a forged GitHub delivery of the same size: the cost an attacker can
+// impose per request before any signature is checked.
+func BenchmarkMailgunForgedHostile(b *testing.B) {
+	now := time.Unix(1_700_000_000, 0)
+	v := mustNew(b, Config{Scheme: SchemeMailgun, Secrets: []string{hmacSecretA}})
+	for _, c := range hostileMailgunBodies() {
+		req := Request{Header: http.Header{}, Body: c.body, Now: now}
+		if _, err := v.Verify(req); !errors.Is(err, ErrUnauthorized) {
+			b.Fatalf("%s: %v, want a forged signature refused", c.name, err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(c.body)))
+			for b.Loop() {
+				v.Verify(req)
+			}
+		})
+	}
+	gh := mustNew(b, Config{Scheme: SchemeGitHub, Secrets: []string{ghSecretA}})
+	body := benchBody(1 << 20)
+	h, err := Sign(Config{Scheme: SchemeGitHub, Secrets: []string{ghSecretA}}, body, "d1", now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Header: h, Body: append([]byte(nil), body...), Now: now}
+	req.Body[len(req.Body)-3] ^= 1
+	b.Run("github-forged", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(req.Body)))
+		for b.Loop() {
+			if _, err := gh.Verify(req); err == nil {
+				b.Fatal("forged request accepted")
+			}
+		}
+	})
 }

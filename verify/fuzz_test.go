@@ -342,3 +342,65 @@ func FuzzJSONFields(f *testing.F) {
 		check("id", b)
 	})
 }
+
+// FuzzKeyEquals checks keyEquals, which compares a key of an
+// unauthenticated body without decoding it whole, against encoding/json's
+// decoding of the same string token: on every token skipString accepts
+// (exactly those encoding/json accepts), the key equals its decoding and
+// not a name next to it (cut short, lengthened, a byte changed), and the
+// fuzzer's name exactly when that is the decoding. Escapes, surrogate
+// pairs and lone surrogates, and invalid UTF-8 (decoded to U+FFFD byte by
+// byte) are in the seeds.
+func FuzzKeyEquals(f *testing.F) {
+	for _, s := range []struct{ inner, name string }{
+		{`\u0073ignatur\u0065`, "signature"},
+		{"\xff", "\uFFFD"},
+		{"\xff\xfe", "token"},
+		{"\xe2\x82", "\uFFFD\uFFFD"},
+		{"\xed\xa0\x80", "\uFFFD\uFFFD\uFFFD"},
+		{"\xef\xbf\xbd", "\uFFFD"},
+		{`\ud83d\ude00`, "\U0001F600"},
+		{`\ud83d`, "\uFFFD"},
+		{`\ud83dx`, "\uFFFDx"},
+		{`\ude00\ud83d`, "\uFFFD\uFFFD"},
+		{`\ud83d\u0041`, "\uFFFDA"},
+		{`\ud83d\ud83d\ude00`, "\uFFFD\U0001F600"},
+		{`a\"b\\c\/d\b\f\n\r\t`, "a\"b\\c/d\b\f\n\r\t"},
+		{`\u0000\u00e9\u20AC`, "\x00é€"},
+		{`caf\u00e9 ü`, "café ü"},
+		{`\'`, "'"},
+		{`plain`, "plain"},
+		{``, ""},
+	} {
+		f.Add([]byte(s.inner), s.name)
+	}
+	f.Fuzz(func(t *testing.T, inner []byte, name string) {
+		tok := append(append([]byte{'"'}, inner...), '"')
+		s := jsonScanner{data: tok}
+		escaped, ok := s.skipString()
+		var want string
+		refOK := json.Unmarshal(tok, &want) == nil
+		if (ok && s.pos == len(tok)) != refOK {
+			t.Fatalf("skipString(%q) = %v at %d of %d; encoding/json accepts it: %v", tok, ok, s.pos, len(tok), refOK)
+		}
+		if !refOK {
+			return
+		}
+		check := func(n string) {
+			if got := keyEquals(tok, escaped, n); got != (n == want) {
+				t.Fatalf("keyEquals(%q, %q) = %v; encoding/json decodes the key to %q", tok, n, got, want)
+			}
+		}
+		check(name)
+		check(want)
+		check(want + "x")
+		check(want + "\uFFFD")
+		if want != "" {
+			check(want[:len(want)-1])
+			check(want[1:])
+			b := []byte(want)
+			b[len(b)/2] ^= 1
+			check(string(b))
+		}
+	})
+}

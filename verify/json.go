@@ -3,6 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -124,12 +125,22 @@ func jsonDescend(raw []byte, path string) []byte {
 	return nil
 }
 
-// keyEquals reports whether the raw JSON string token tok (quotes included)
-// decodes to name. Without escapes the token's bytes are the key, unless they
-// are invalid UTF-8, which decoding replaces with U+FFFD.
+// keyEquals reports whether the raw JSON string token tok (quotes
+// included), which skipString accepted, decodes to name as encoding/json
+// decodes it: escapes unescaped, a UTF-16 surrogate pair joined, and a
+// lone surrogate or each byte of invalid UTF-8 replaced by U+FFFD. The
+// body being unauthenticated when mailgun's signature is looked for, it
+// allocates nothing and decodes no further than name: a key decodes to
+// at least a sixth of its bytes (an escape of six bytes to one) and at
+// most three times as many (an invalid byte to U+FFFD), so a key whose
+// length rules name out is not decoded at all, and the decoding stops at
+// the first byte that differs.
 func keyEquals(tok []byte, escaped bool, name string) bool {
+	inner := tok[1 : len(tok)-1]
+	if len(inner) > 6*len(name) || 3*len(inner) < len(name) {
+		return false
+	}
 	if !escaped {
-		inner := tok[1 : len(tok)-1]
 		if string(inner) == name {
 			return utf8.ValidString(name)
 		}
@@ -137,11 +148,101 @@ func keyEquals(tok []byte, escaped bool, name string) bool {
 			return false
 		}
 	}
-	var k string
-	if json.Unmarshal(tok, &k) != nil {
-		return false
+	return unquoteEquals(inner, name)
+}
+
+// replacement is U+FFFD in UTF-8, what encoding/json decodes a lone
+// surrogate and each byte of invalid UTF-8 to.
+var replacement = [...]byte{0xef, 0xbf, 0xbd}
+
+// unquoteEquals reports whether s, the inside of a JSON string token that
+// skipString accepted, decodes to name (see keyEquals).
+func unquoteEquals(s []byte, name string) bool {
+	j := 0 // the bytes of name matched so far
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\\' && s[i+1] == 'u':
+			r := u4(s[i:])
+			i += 6
+			if utf16.IsSurrogate(r) {
+				if pair := utf16.DecodeRune(r, u4(s[i:])); pair != utf8.RuneError {
+					r = pair
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			var buf [utf8.UTFMax]byte
+			enc := utf8.AppendRune(buf[:0], r)
+			if !strings.HasPrefix(name[j:], string(enc)) {
+				return false
+			}
+			j += len(enc)
+			continue
+		case c == '\\':
+			c = unescapeByte(s[i+1])
+			i += 2
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			enc := s[i : i+size]
+			if r == utf8.RuneError && size == 1 {
+				enc = replacement[:]
+			}
+			if !strings.HasPrefix(name[j:], string(enc)) {
+				return false
+			}
+			i, j = i+size, j+len(enc)
+			continue
+		}
+		if j >= len(name) || name[j] != c {
+			return false
+		}
+		j++
 	}
-	return k == name
+	return j == len(name)
+}
+
+// u4 decodes the escape \uXXXX at the start of s, or returns -1 when s
+// does not start with one.
+func u4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// unescapeByte is the byte a one-letter escape (\n, \", …) stands for.
+func unescapeByte(c byte) byte {
+	switch c {
+	case 'b':
+		return '\b'
+	case 'f':
+		return '\f'
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	}
+	return c // '"', '\\', '/'
 }
 
 // jsonString decodes a raw value that is a JSON string; ok is false for any
