@@ -8,13 +8,14 @@ import (
 )
 
 // This file holds a small single-pass JSON scanner that validates a whole
-// document and picks the raw values of up to two top-level keys of an
-// object. It exists because the id and the event type are needed on every
+// document and picks the raw values of a few top-level keys of an object.
+// It exists because the id and the event type are needed on every
 // request, and encoding/json scans the document twice and reflects; this
 // runs in one pass without allocating. FuzzJSONFields checks it against
 // encoding/json: on every input it must agree with decoding into
 // map[string]json.RawMessage (exact key match, the last duplicate wins,
-// escaped keys are unescaped, invalid JSON is rejected).
+// escaped keys are unescaped, invalid JSON is rejected); FuzzKeyEquals
+// checks the comparison of escaped keys on its own.
 
 // maxJSONDepth matches encoding/json's nesting limit.
 const maxJSONDepth = 10000
@@ -24,10 +25,24 @@ const maxJSONDepth = 10000
 // key name is not looked for. ok is false when body is not valid JSON or
 // not an object; the values are nil when the key is absent.
 func jsonFields(body []byte, a, b string) (va, vb []byte, ok bool) {
+	names := [2]string{a, b}
+	var vals [2][]byte
+	if !jsonMembers(body, names[:], vals[:]) {
+		return nil, nil, false
+	}
+	return vals[0], vals[1], true
+}
+
+// jsonMembers is jsonFields for any number of names, in one pass: it sets
+// vals[i] to the raw value of the top-level key names[i] (the last
+// occurrence wins; an empty name is not looked for) and reports whether
+// body is one valid JSON object. vals holds at least len(names) values,
+// nil on entry.
+func jsonMembers(body []byte, names []string, vals [][]byte) bool {
 	s := jsonScanner{data: body}
 	s.skipSpace()
 	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
-		return nil, nil, false
+		return false
 	}
 	s.pos++
 	s.skipSpace()
@@ -36,34 +51,32 @@ func jsonFields(body []byte, a, b string) (va, vb []byte, ok bool) {
 	} else {
 		for {
 			if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-				return nil, nil, false
+				return false
 			}
 			kStart := s.pos
 			escaped, good := s.skipString()
 			if !good {
-				return nil, nil, false
+				return false
 			}
 			key := s.data[kStart:s.pos]
 			s.skipSpace()
 			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
-				return nil, nil, false
+				return false
 			}
 			s.pos++
 			s.skipSpace()
 			vStart := s.pos
 			if !s.skipValue(2) {
-				return nil, nil, false
+				return false
 			}
-			val := s.data[vStart:s.pos]
-			if a != "" && keyEquals(key, escaped, a) {
-				va = val
-			}
-			if b != "" && keyEquals(key, escaped, b) {
-				vb = val
+			for i, name := range names {
+				if name != "" && keyEquals(key, escaped, name) {
+					vals[i] = s.data[vStart:s.pos]
+				}
 			}
 			s.skipSpace()
 			if s.pos >= len(s.data) {
-				return nil, nil, false
+				return false
 			}
 			c := s.data[s.pos]
 			s.pos++
@@ -71,16 +84,13 @@ func jsonFields(body []byte, a, b string) (va, vb []byte, ok bool) {
 				break
 			}
 			if c != ',' {
-				return nil, nil, false
+				return false
 			}
 			s.skipSpace()
 		}
 	}
 	s.skipSpace()
-	if s.pos != len(s.data) {
-		return nil, nil, false
-	}
-	return va, vb, true
+	return s.pos == len(s.data)
 }
 
 // maxPathDepth bounds the segments of a dotted field path.

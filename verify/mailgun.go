@@ -77,11 +77,13 @@ func parseMailgunSignature(body []byte, s *mailgunSigned) error {
 	if !ok || obj == nil {
 		return errMailgunNoSignature
 	}
-	tsRaw, tokenRaw, ok := jsonFields(obj, "timestamp", "token")
-	if !ok {
+	// One pass over the object, which whoever sends the body chooses.
+	names := [4]string{"timestamp", "token", "signature", "parent-signature"}
+	var vals [4][]byte
+	if !jsonMembers(obj, names[:], vals[:]) {
 		return errMailgunNoSignature
 	}
-	sigRaw, parentRaw, _ := jsonFields(obj, "signature", "parent-signature")
+	tsRaw, tokenRaw, sigRaw, parentRaw := vals[0], vals[1], vals[2], vals[3]
 	tsText, okTS := jsonScalarText(tsRaw)
 	token, okToken := jsonString(tokenRaw)
 	sigText, okSig := jsonString(sigRaw)
