@@ -279,7 +279,8 @@ type StatsFunc func(ctx context.Context, now time.Time) (hookbox.Stats, error)
 
 // WatchStats adds hookbox_events{status} and hookbox_oldest_due_seconds,
 // computed from stats when scraped; one query's result serves the scrapes
-// of the next cacheFor (at least DefaultStatsCache). A failing query is
+// of the next cacheFor (at least DefaultStatsCache), or of ten times as
+// long as the query took, when that is longer. A failing query is
 // logged to log (nil: discarded) and leaves both metrics out of that
 // scrape. Call it at most once.
 func (m *Metrics) WatchStats(stats StatsFunc, cacheFor time.Duration, log *slog.Logger) {
@@ -294,7 +295,7 @@ func (m *Metrics) WatchStats(stats StatsFunc, cacheFor time.Duration, log *slog.
 
 var (
 	eventsDesc = prometheus.NewDesc("hookbox_events",
-		"Events by status, from the database at scrape time (cached a few seconds).", []string{"status"}, nil)
+		"Events by status, from the database at scrape time (cached a few seconds, longer when counting them takes long).", []string{"status"}, nil)
 	oldestDueDesc = prometheus.NewDesc("hookbox_oldest_due_seconds",
 		"How long the longest-waiting due event has been due; 0 when none is due.", nil, nil)
 )
@@ -302,7 +303,8 @@ var (
 var allStatuses = []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDone, hookbox.StatusDead}
 
 // statsCollector queries the store at scrape time, at most once per
-// cacheFor.
+// cacheFor, and at most once per statsSpacing times as long as its last
+// query took.
 type statsCollector struct {
 	stats    StatsFunc
 	cacheFor time.Duration
@@ -310,9 +312,17 @@ type statsCollector struct {
 
 	mu      sync.Mutex
 	fetched time.Time
+	took    time.Duration // how long the last query took
 	last    hookbox.Stats
 	ok      bool
 }
+
+// statsSpacing bounds the share of time the stats query may run: a query
+// that took a second is not run again for ten. The counts are the
+// database's, read by every process of a deployment at each scrape; on a
+// table of millions of events that is slow, and the figures do not need
+// to be newer than that.
+const statsSpacing = 10
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- eventsDesc
@@ -322,11 +332,11 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	now := time.Now()
-	if c.fetched.IsZero() || now.Sub(c.fetched) >= c.cacheFor {
+	if c.fetched.IsZero() || now.Sub(c.fetched) >= max(c.cacheFor, statsSpacing*c.took) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		st, err := c.stats(ctx, now)
 		cancel()
-		c.fetched, c.last, c.ok = now, st, err == nil
+		c.fetched, c.took, c.last, c.ok = now, time.Since(now), st, err == nil
 		if err != nil {
 			c.log.Warn("metrics: queue stats", "err", err)
 		}
