@@ -51,6 +51,11 @@ func (s *Store) EndSession(ctx context.Context, id string) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, hookbox.SessionKey(id))
 		return err
 	})
+	if err == nil && s.durable != nil {
+		// A logout is on disk when it returns, as the FULL promise says:
+		// a power loss must not bring the session back.
+		err = s.durable.waitDurable(s.durable.commit())
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite: end session: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -305,6 +306,13 @@ func (p *Pool) ended(c *control, id int64, o hookbox.Outcome, refused bool) {
 	}
 }
 
+// claimUnit is a queue claimLeased claims on its own: a plain source
+// (ctl nil) or a route with Controls.
+type claimUnit struct {
+	name string
+	ctl  *control
+}
+
 // claimLeased claims and starts events of the leased queues: plain, the
 // sources without Controls, claimed together, and ctls, the routes with
 // them, each claimed as its controls allow. It reports whether a claim
@@ -320,9 +328,10 @@ func (p *Pool) ended(c *control, id int64, o hookbox.Outcome, refused bool) {
 // whole backlog, each event of it holding a slot for its full timeout.
 // With it, a queue with events due gets a slot as soon as one frees,
 // while slots no other queue asks for still go to whoever has events
-// due, the one queue of a busy pool included. Plain sources under their
-// share are claimed together, a few claims a round: one that comes back
-// short means none of them has more due.
+// due, the one queue of a busy pool included. A queue's share is counted
+// in slots, which its work holds while it runs (not while its outcome is
+// recorded). Strict sources are claimed before this (claimLoop), so
+// their one event takes a slot as soon as one frees.
 func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, plain []string, ctls []*control) (more bool, wait time.Duration, err error) {
 	queues := len(plain) + len(ctls)
 	if queues == 0 {
@@ -355,22 +364,45 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 		more = more || n == limit
 		return n == limit
 	}
-	// Every queue up to its share.
-	running := p.leases.perQueue()
-	for _, c := range ctls {
-		if f := free(); f > 0 && running[c.name] < share {
-			claim([]string{c.name}, c, min(f, share-running[c.name]))
+	// Every queue up to its share: those running fewest first, in turn
+	// among equals. When the free slots cannot give every queue under
+	// its share its due, each is claimed on its own in that order (a
+	// claim of several sources takes the oldest events first, the
+	// backlog of a hanging target's retries); else routes with Controls
+	// one by one and the plain sources together, a few claims a round.
+	running := p.slotsByQueue()
+	var under []claimUnit
+	for _, s := range plain {
+		if running[s] < share {
+			under = append(under, claimUnit{name: s})
 		}
 	}
-	for len(plain) > 0 && free() > 0 {
-		running = p.leases.perQueue()
-		var under []string
+	for _, c := range ctls {
+		if running[c.name] < share {
+			under = append(under, claimUnit{name: c.name, ctl: c})
+		}
+	}
+	if len(under) > 0 {
+		k := p.turn % len(under)
+		p.turn++
+		under = append(under[k:], under[:k]...)
+		slices.SortStableFunc(under, func(a, b claimUnit) int { return running[a.name] - running[b.name] })
+	}
+	scarce := free() < share*len(under)
+	for _, u := range under {
+		if f := free(); f > 0 && (scarce || u.ctl != nil) {
+			claim([]string{u.name}, u.ctl, min(f, share-running[u.name]))
+		}
+	}
+	for !scarce && len(plain) > 0 && free() > 0 {
+		running = p.slotsByQueue()
+		var group []string
 		for _, s := range plain {
 			if running[s] < share {
-				under = append(under, s)
+				group = append(group, s)
 			}
 		}
-		if len(under) == 0 || !claim(under, nil, min(free(), share)) {
+		if len(group) == 0 || !claim(group, nil, min(free(), share)) {
 			break
 		}
 	}

@@ -130,3 +130,47 @@ func waitFinished(t *testing.T, s dbtest.Store, p *worker.Pool, id int64) hookbo
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestWorkThatStopsItsProcessGoesDead: an event whose work gets its own
+// process stopped (a deploy script that restarts hookbox, a handler that
+// makes the liveness probe fail) is cut short by every shutdown. Only the
+// first cut in a row is given back; the next ones count, so the event
+// still ends dead after max_attempts, saying why, instead of running at
+// every start for ever.
+func TestWorkThatStopsItsProcessGoesDead(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	id := ingest(t, s, storetest.Delivery("deploy", "1"))[0].ID
+	pol := worker.Policy{MaxAttempts: 2, Timeout: 10 * time.Second}
+	for round := 1; ; round++ {
+		if round > pol.MaxAttempts+1 {
+			t.Fatalf("max_attempts %d: not dead after %d processes, each stopped by the event's work", pol.MaxAttempts, round-1)
+		}
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		p.SetPolicy("deploy", pol)
+		stopped := make(chan struct{})
+		p.Route("deploy", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			go func() { // "systemctl restart hookbox"
+				sctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+				defer cancel()
+				p.Stop(sctx)
+				close(stopped)
+			}()
+			<-ctx.Done() // the script waits for the restart
+			return ctx.Err()
+		}))
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-stopped
+		e, err := s.Event(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status == hookbox.StatusDead {
+			if !strings.Contains(e.LastError, "cut short by a shutdown again") {
+				t.Errorf("dead with %q, want the reason", e.LastError)
+			}
+			return
+		}
+	}
+}

@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -207,6 +208,9 @@ type Pool struct {
 	apply      *groupcommit.Committer[prepared, queue.Result]
 	leases     leaseSet
 	slots      chan struct{} // work running: a target or a Prepare
+	slotMu     sync.Mutex
+	slotsBy    map[string]int // slots held, by queue (see claimLeased)
+	turn       int            // claimLeased's rotation among queues; the claim loop's own
 	// recording holds the events whose work has returned and whose
 	// outcome is being committed; see runTargets.
 	recording chan struct{}
@@ -300,6 +304,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		id:        opts.Name + "-" + hex.EncodeToString(rnd[:]),
 		leases:    leaseSet{owners: map[int64]heldEvent{}, leases: map[string]time.Duration{}},
 		slots:     make(chan struct{}, opts.Concurrency),
+		slotsBy:   map[string]int{},
 		recording: make(chan struct{}, opts.Concurrency),
 		warm:      newWarm(),
 	}
@@ -602,10 +607,9 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			busy = busy || full
 			p.logErr("claim and run handlers", err)
 		}
-		plain, ctls := p.controlled(p.active(leasedSources))
-		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls)
-		busy = busy || more
-		p.logErr("claim for targets", err)
+		// Strict sources first: each runs one event at a time, and a slot
+		// free now must not go to another queue's backlog (claimLeased
+		// gives whoever has events due what is left).
 		for _, src := range p.active(strict) {
 			p.mu.Lock()
 			leased := p.routes[src].leased()
@@ -626,6 +630,10 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			}
 			p.logErr("strict claim", err)
 		}
+		plain, ctls := p.controlled(p.active(leasedSources))
+		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls)
+		busy = busy || more
+		p.logErr("claim for targets", err)
 		if busy {
 			continue
 		}
@@ -921,7 +929,7 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 		end(err)
 		cancel()
 	}
-	return p.released(ctx, err, p.outcome(ev, pol, start, err))
+	return p.released(ctx, ev, err, p.outcome(ev, pol, start, err))
 }
 
 // trace starts the span of one handler phase (Options.Trace), or nothing.
@@ -1001,14 +1009,32 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 //
 // A release cannot repeat within one process: only Stop cancels the
 // work's context, after claiming has stopped, so the pool never claims the
-// event again.
-func (p *Pool) released(ctx context.Context, err error, o hookbox.Outcome) hookbox.Outcome {
-	if ctx.Err() != nil && o.Status != hookbox.StatusDone && !errors.Is(err, errUnfinished) {
+// event again. Across processes it can: work that makes its process stop
+// (a deploy script that restarts hookbox, a handler that fails the
+// liveness probe) would be cut short, given back and run again at every
+// start, never reaching its last attempt. So an attempt is given back
+// only when the one before it was not (ev.LastError, which the claim
+// reads, says how that one ended); the next cut short in a row counts, and
+// on the event's last attempt ends it dead, saying why.
+func (p *Pool) released(ctx context.Context, ev *hookbox.Event, err error, o hookbox.Outcome) hookbox.Outcome {
+	if ctx.Err() == nil || o.Status == hookbox.StatusDone || errors.Is(err, errUnfinished) {
+		return o
+	}
+	again := strings.HasPrefix(ev.LastError, releasedPrefix)
+	o.Error = releasedPrefix + o.Error
+	switch {
+	case !again:
 		o.Status, o.RetryAt, o.Released = hookbox.StatusPending, time.Now(), true
-		o.Error = "cancelled by shutdown: " + o.Error
+	case o.Status == hookbox.StatusPending:
+		o.RetryAt = time.Now()
+	default:
+		o.Error = "cut short by a shutdown again (does its work stop hookbox?): " + o.Error
 	}
 	return o
 }
+
+// releasedPrefix starts the error of an attempt shutdown cut short.
+const releasedPrefix = "cancelled by shutdown: "
 
 // call runs fn, turning a panic into an error.
 func call(fn func() error) (err error) {
@@ -1099,7 +1125,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	p.leases.add(evs, lease)
 	for i := range evs {
 		ev := &evs[i]
-		p.slots <- struct{}{}
+		p.takeSlot(ev.Source)
 		inflight.Add(1)
 		p.warm.run(func() {
 			defer inflight.Done()
@@ -1123,12 +1149,12 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 				}
 				p.recording <- struct{}{}
 				working = false
-				<-p.slots
+				p.freeSlot(ev.Source)
 				p.Notify()
 			}
 			defer func() {
 				if working {
-					<-p.slots
+					p.freeSlot(ev.Source)
 				} else {
 					<-p.recording
 				}
@@ -1144,6 +1170,33 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		})
 	}
 	return len(evs), nil
+}
+
+// takeSlot takes one of the slots (Concurrency) for work of queue.
+func (p *Pool) takeSlot(queue string) {
+	p.slots <- struct{}{}
+	p.slotMu.Lock()
+	p.slotsBy[queue]++
+	p.slotMu.Unlock()
+}
+
+// freeSlot gives back a slot takeSlot took for queue.
+func (p *Pool) freeSlot(queue string) {
+	p.slotMu.Lock()
+	if p.slotsBy[queue]--; p.slotsBy[queue] == 0 {
+		delete(p.slotsBy, queue)
+	}
+	p.slotMu.Unlock()
+	<-p.slots
+}
+
+// slotsByQueue counts the slots each queue holds: its work running now,
+// not its outcomes still being recorded, which hold their leases but no
+// slot.
+func (p *Pool) slotsByQueue() map[string]int {
+	p.slotMu.Lock()
+	defer p.slotMu.Unlock()
+	return maps.Clone(p.slotsBy)
 }
 
 // deliver runs ev's work outside any transaction, under its lease: a
@@ -1190,7 +1243,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 		return res.Outcome, false
 	}
 	refused := err != nil && IsPermanent(err)
-	o := p.released(ctx, err, p.outcome(ev, r.policy, start, err))
+	o := p.released(ctx, ev, err, p.outcome(ev, r.policy, start, err))
 	worked(&o, refused)
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
@@ -1380,17 +1433,6 @@ func (l *leaseSet) keys(queue string) []string {
 		if w.queue == queue && w.key != "" {
 			out = append(out, w.key)
 		}
-	}
-	return out
-}
-
-// perQueue counts the events the pool runs, by queue.
-func (l *leaseSet) perQueue() map[string]int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[string]int{}
-	for _, w := range l.owners {
-		out[w.queue]++
 	}
 	return out
 }
