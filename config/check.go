@@ -330,19 +330,49 @@ func execProblem(name, dir string) string {
 	return ""
 }
 
+// CheckExecDirs reports each exec_dir, of a source or of a target, that
+// is not an existing directory, by its key, with what to do. Only what
+// runs the commands needs them: hookbox serve, and config check, which
+// judges a config for serve. Load does not check, as the other commands
+// (events, migrate, send...) read the config from wherever they run,
+// where a relative exec_dir need not exist.
+func (c *Config) CheckExecDirs() error {
+	var errs []error
+	check := func(key, path, dir string) {
+		if dir == "" {
+			return
+		}
+		shown := dir
+		if c.origins[path].fromEnv {
+			shown = "(taken from the environment)" // never repeated in a message
+		}
+		if problem := execDirProblem(dir, shown); problem != "" {
+			errs = append(errs, fmt.Errorf("%s: %s", key, problem))
+		}
+	}
+	for i, s := range c.Sources {
+		key := c.sourceKey(i)
+		check(key+".exec_dir", fmt.Sprintf("sources[%d].exec_dir", i), s.ExecDir)
+		for j, t := range s.Targets {
+			check(fmt.Sprintf("%s.targets[%d].exec_dir", key, j), fmt.Sprintf("sources[%d].targets[%d].exec_dir", i, j), t.ExecDir)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // execDirProblem says what is wrong with dir as an exec_dir, or "" when it
-// is an existing directory. A relative exec_dir is taken, as the exec
+// is an existing directory; the message calls it shown. A relative exec_dir is taken, as the exec
 // target takes it, from the working directory hookbox runs in, not from
 // the config file's directory; the message says so.
-func execDirProblem(dir string) string {
+func execDirProblem(dir, shown string) string {
 	info, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("directory %s does not exist%s; create it, or set exec_dir to an existing directory (or leave it out to run in hookbox's own)", dir, relativeNote(dir))
+		return fmt.Sprintf("directory %s does not exist%s; create it, or set exec_dir to an existing directory (or leave it out to run in hookbox's own)", shown, relativeNote(dir))
 	case err != nil:
-		return fmt.Sprintf("cannot be used: %v%s", err, relativeNote(dir))
+		return fmt.Sprintf("%s cannot be used (%s)%s", shown, strings.ReplaceAll(err.Error(), dir, shown), relativeNote(dir))
 	case !info.IsDir():
-		return fmt.Sprintf("%s is not a directory%s; set exec_dir to the directory the command should run in", dir, relativeNote(dir))
+		return fmt.Sprintf("%s is not a directory%s; set exec_dir to the directory the command should run in", shown, relativeNote(dir))
 	}
 	return ""
 }

@@ -47,9 +47,10 @@ sources:
 }
 
 // TestExecDirMustExist: an exec_dir that is not an existing directory, of
-// a source or of a target, is refused at load with its key, what is
-// wrong and what to do; a relative one is said to be taken from the
-// working directory. An existing directory loads.
+// a source or of a target, is refused by CheckExecDirs (what serve and
+// config check run) with its key, what is wrong and what to do; a
+// relative one is said to be taken from the working directory. Load does
+// not refuse it: the other commands read the config from anywhere.
 func TestExecDirMustExist(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "file")
@@ -72,7 +73,7 @@ sources:
         exec_dir: "` + targetDir + `"
 `
 	}
-	if _, err := Parse([]byte(doc(dir, dir))); err != nil {
+	if cfg, err := Parse([]byte(doc(dir, dir))); err != nil || cfg.CheckExecDirs() != nil {
 		t.Fatalf("existing exec_dir: %v", err)
 	}
 	for _, c := range []struct {
@@ -85,7 +86,11 @@ sources:
 		{"no-such-relative-dir", dir, []string{"sources[0] (a).exec_dir: directory no-such-relative-dir does not exist",
 			"taken from the directory hookbox runs in, not the config file's"}},
 	} {
-		_, err := Parse([]byte(doc(c.source, c.target)))
+		cfg, err := Parse([]byte(doc(c.source, c.target)))
+		if err != nil {
+			t.Fatalf("exec_dir %s / %s: Load refused it: %v", c.source, c.target, err)
+		}
+		err = cfg.CheckExecDirs()
 		for _, want := range c.want {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("exec_dir %s / %s: error %v, want %q", c.source, c.target, err, want)

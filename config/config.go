@@ -619,6 +619,16 @@ func (c *Config) sourceLabel(i int) string {
 	return fmt.Sprintf("sources[%d]", i)
 }
 
+// sourceKey is how errors name source i: its key, with its name when
+// that can be shown (sourceLabel).
+func (c *Config) sourceKey(i int) string {
+	key := fmt.Sprintf("sources[%d]", i)
+	if label := c.sourceLabel(i); label != key {
+		key = fmt.Sprintf("%s (%s)", key, label)
+	}
+	return key
+}
+
 // schemes are the signature schemes verify knows.
 var schemes = verify.Schemes
 
@@ -718,10 +728,7 @@ func (c *Config) validate() error {
 		} else {
 			seen[s.Name] = i
 		}
-		key = fmt.Sprintf("sources[%d]", i)
-		if label := c.sourceLabel(i); label != key {
-			key = fmt.Sprintf("%s (%s)", key, label)
-		}
+		key = c.sourceKey(i)
 		for j, sec := range s.Secrets {
 			if sec == "" {
 				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "is empty")
@@ -767,11 +774,6 @@ func (c *Config) validate() error {
 		}
 		if s.Forward != "" && !strings.HasPrefix(s.Forward, "http://") && !strings.HasPrefix(s.Forward, "https://") {
 			bad(key+".forward", "must be an http:// or https:// URL")
-		}
-		if s.ExecDir != "" {
-			if problem := execDirProblem(s.ExecDir); problem != "" {
-				bad(key+".exec_dir", "%s", problem)
-			}
 		}
 		errs = append(errs, validateTargets(key, s)...)
 	}

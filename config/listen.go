@@ -62,9 +62,9 @@ func everyInterface(host string) bool {
 	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
-// checkListen checks listen and admin_listen: each host:port, and not the
-// same address. (hookbox serve checks admin_listen again against the
-// address it listens on, which --listen or the default may decide.)
+// checkListen checks listen and admin_listen, each a host:port. Whether
+// they take the same address hookbox serve checks, against the address it
+// listens on, which --listen or the default may decide.
 func (c *Config) checkListen() []error {
 	var errs []error
 	if c.Listen != "" {
@@ -75,8 +75,6 @@ func (c *Config) checkListen() []error {
 	if c.AdminListen != "" {
 		if err := checkListenAddress(c.AdminListen, "9090"); err != nil {
 			errs = append(errs, fmt.Errorf("admin_listen: %w", err))
-		} else if SameListenAddress(c.Listen, c.AdminListen) {
-			errs = append(errs, errors.New(`admin_listen: takes the address of listen, where webhooks arrive; give it a port of its own, like "127.0.0.1:9090", or leave it out to serve /admin/, /metrics and /ui/ on the webhook port`))
 		}
 	}
 	return errs

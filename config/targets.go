@@ -186,11 +186,6 @@ func validateTargets(key string, s Source) []error {
 		case t.Forward != "" && !strings.HasPrefix(t.Forward, "http://") && !strings.HasPrefix(t.Forward, "https://"):
 			bad(k+".forward", "must be an http:// or https:// URL")
 		}
-		if t.ExecDir != "" {
-			if problem := execDirProblem(t.ExecDir); problem != "" {
-				bad(k+".exec_dir", "%s", problem)
-			}
-		}
 		if t.Sign != nil {
 			if t.Forward == "" {
 				bad(k+".sign", "applies to a forward only")

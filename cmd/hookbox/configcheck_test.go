@@ -246,7 +246,7 @@ func TestConfigCheckListen(t *testing.T) {
 		{`listen: "bogus"`, nil, "listen: has no port"},
 		{`admin_listen: "9090"`, nil, "admin_listen: has no port"},
 		{`listen: "127.0.0.1:99999"`, nil, "listen: has a port that is not a number from 0 to 65535"},
-		{"listen: \"127.0.0.1:9090\"\nadmin_listen: \"127.0.0.1:9090\"", nil, "admin_listen: takes the address of listen"},
+		{"listen: \"127.0.0.1:9090\"\nadmin_listen: \"127.0.0.1:9090\"", nil, "admin_listen: takes 127.0.0.1:9090, the address webhooks arrive on (the config's listen)"},
 		{`admin_listen: "127.0.0.1:9000"`, []string{"--listen", ":9000"}, "admin_listen: takes :9000, the address webhooks arrive on (--listen)"},
 		{`admin_listen: ":8080"`, nil, "admin_listen: takes :8080, the address webhooks arrive on (the default"},
 		{`admin_listen: "127.0.0.1:9090"`, []string{"--listen", "9000"}, "--listen: has no port"},
@@ -280,5 +280,28 @@ func TestConfigCheckMasksValuesFromEnv(t *testing.T) {
 	}
 	if !strings.Contains(out, "- /usr/bin/curl\n") || !strings.Contains(out, "- '[REDACTED]'") && !strings.Contains(out, `- "[REDACTED]"`) {
 		t.Errorf("exec not shown with the argument masked:\n%s", out)
+	}
+}
+
+// TestExecDirJudgedByServeOnly: a missing exec_dir stops config check
+// (and serve), naming the key; the commands that only read the config
+// (events, here) load it from wherever they run, where a relative
+// exec_dir need not exist.
+func TestExecDirJudgedByServeOnly(t *testing.T) {
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "h.db")
+	mustCLI(t, "migrate", "--db", dbURL)
+	path := writeConfig(t, `db: "`+dbURL+`"
+sources:
+  - name: gh
+    scheme: github
+    secrets: ["written-in-the-file"]
+    exec: ["./deploy.sh"]
+    exec_dir: ./no-such-scripts-dir
+`)
+	if _, _, err := runCLI(t, "config", "check", "--config", path); err == nil || !strings.Contains(err.Error(), "sources[0] (gh).exec_dir: directory ./no-such-scripts-dir does not exist") {
+		t.Errorf("config check: %v, want the exec_dir refused", err)
+	}
+	if out := mustCLI(t, "events", "list", "--config", path); strings.Contains(out, "exec_dir") {
+		t.Errorf("events list judged exec_dir: %s", out)
 	}
 }

@@ -97,12 +97,20 @@ func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
 			return nil, fmt.Errorf("--listen: %w", err)
 		}
 	}
+	if err := cfg.CheckExecDirs(); err != nil {
+		return nil, err
+	}
+	fileListen := cfg.Listen
 	cfg.Listen = listenAddr(listen, cfg)
-	// Load compared admin_listen with the file's listen; --listen or the
-	// default may decide the address instead.
+	// The address webhooks arrive on: --listen, the file's listen or the
+	// default.
 	if cfg.AdminListen != "" && config.SameListenAddress(cfg.Listen, cfg.AdminListen) {
 		from := "--listen"
-		if listen == "" {
+		switch {
+		case listen != "":
+		case fileListen != "":
+			from = "the config's listen"
+		default:
 			from = "the default, as the config sets no listen"
 		}
 		return nil, fmt.Errorf("admin_listen: takes %s, the address webhooks arrive on (%s); give it a port of its own, like \"127.0.0.1:9090\", or leave it out to serve /admin/, /metrics and /ui/ on the webhook port", cfg.Listen, from)
