@@ -385,6 +385,30 @@ func relativeNote(dir string) string {
 	return " (a relative exec_dir is taken from the directory hookbox runs in, not the config file's)"
 }
 
+// Notes are what config check says about choices a config makes on
+// purpose whose cost is easy to miss (StoreOnlyNotes, IdenticalBodyNotes).
+func (c *Config) Notes() []string {
+	return append(c.StoreOnlyNotes(), c.IdenticalBodyNotes()...)
+}
+
+// IdenticalBodyNotes names each source with allow_identical_bodies whose
+// signature covers no delivery id: what deduplication by body prevents,
+// a captured delivery sent again under a new id, stored and worked again,
+// it then allows (with twilio, a reordered copy of the form as well).
+func (c *Config) IdenticalBodyNotes() []string {
+	var ns []string
+	for i, s := range c.Sources {
+		if !s.AllowIdenticalBodies {
+			continue
+		}
+		s.AllowIdenticalBodies = false
+		if s.DedupesByBody() {
+			ns = append(ns, fmt.Sprintf("source %s has allow_identical_bodies: its signature does not cover the delivery id, so whoever captured one of its deliveries can send it again under a new id and have it stored and worked again; keep it only for a sender that sends identical bodies as new deliveries", c.sourceLabel(i)))
+		}
+	}
+	return ns
+}
+
 // StoreOnlyNotes names each source marked store_only: true, whose events
 // are stored and read as "stored": nothing works them.
 func (c *Config) StoreOnlyNotes() []string {

@@ -145,3 +145,39 @@ sources:
 		t.Errorf("the original changed: %v %v %s", c.Sources[0].Exec, orig.Match, orig.Forward)
 	}
 }
+
+// TestIdenticalBodyNotes: allow_identical_bodies on a source whose
+// signature covers no delivery id (github, twilio) is noted, with what it
+// allows; on one whose signature covers the id (stripe), where it changes
+// nothing, it is not.
+func TestIdenticalBodyNotes(t *testing.T) {
+	c, err := Parse([]byte(`
+sources:
+  - name: gh
+    scheme: github
+    secrets: ["0123456789abcdef0123"]
+    allow_identical_bodies: true
+    store_only: true
+  - name: tw
+    scheme: twilio
+    secrets: ["0123456789abcdef0123"]
+    public_url: "https://h.example/webhooks/tw"
+    id_header: I-Twilio-Idempotency-Token
+    allow_identical_bodies: true
+  - name: st
+    scheme: stripe
+    secrets: ["whsec_0123456789abcdef0123"]
+    allow_identical_bodies: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.IdenticalBodyNotes()
+	if len(ns) != 2 || !strings.HasPrefix(ns[0], "source gh has allow_identical_bodies: its signature does not cover the delivery id") ||
+		!strings.HasPrefix(ns[1], "source tw has allow_identical_bodies") {
+		t.Errorf("notes %q", ns)
+	}
+	if all := c.Notes(); len(all) != 3 {
+		t.Errorf("Notes %q, want the store_only note and these two", all)
+	}
+}

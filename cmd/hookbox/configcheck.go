@@ -84,7 +84,7 @@ func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []s
 	if _, err := w.Write(b); err != nil {
 		return err
 	}
-	for _, n := range cfg.StoreOnlyNotes() {
+	for _, n := range cfg.Notes() {
 		fmt.Fprintf(w, "# note: %s\n", printable(n))
 	}
 	if len(warnings) == 0 {
