@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -11,42 +12,56 @@ import (
 var _ hookbox.Overviewer = (*Store)(nil)
 
 // Overview sums up events and rejections per source; see
-// hookbox.Overviewer.
+// hookbox.Overviewer. Like Stats it reads no more of the events table
+// than it must, whose rows hold the payloads (at ten million events a
+// scan reads every page of the file): the counts come from indexes (each
+// source's events through the (source, delivery_id) index, the unfinished
+// through events_due, the dead through events_dead; the done ones are the
+// rest), and the chart of the last hour from the newest rows
+// (overviewStored). All in one read transaction.
 func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOverview, error) {
 	b := hookbox.NewOverviewBuilder(now)
 	since := millis(b.Since())
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: overview: %w", err)
+	}
+	defer tx.Rollback()
+	if err := overviewStored(ctx, tx, b, since); err != nil {
+		return nil, fmt.Errorf("sqlite: overview: %w", err)
+	}
+	// Each source's events, then those of them not done, by status.
+	total := map[string]int64{}
+	notDone := map[string]int64{}
 	queries := []struct {
 		q    string
 		args []any
 		add  func(source string, v, n int64)
 	}{
-		{`SELECT source, status, count(*) FROM events GROUP BY source, status`, nil, nil},
+		{overviewAll, nil, func(src string, _, n int64) { total[src] = n }},
+		{overviewUnfinished, nil, func(src string, st, n int64) {
+			status := hookbox.StatusPending
+			if st == 1 {
+				status = hookbox.StatusProcessing
+			}
+			b.Count(src, status, int(n))
+			notDone[src] += n
+		}},
+		{overviewDead, nil, func(src string, _, n int64) { b.Count(src, hookbox.StatusDead, int(n)); notDone[src] += n }},
 		{`SELECT source, min(next_attempt_at), 0 FROM events WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?
             GROUP BY source`, []any{millis(now)}, func(src string, v, _ int64) { b.Due(src, fromMillis(v)) }},
-		{`SELECT source, created_at / 60000, count(*) FROM events WHERE created_at >= ? GROUP BY 1, 2`, []any{since},
-			func(src string, v, n int64) { b.Stored(src, fromMillis(v*60000), int(n)) }},
 		{`SELECT CASE WHEN unknown_source THEN '' ELSE source END, received_at / 60000, count(*) FROM rejected_deliveries
             WHERE received_at >= ? GROUP BY 1, 2`, []any{since},
 			func(src string, v, n int64) { b.Rejected(src, fromMillis(v*60000), int(n)) }},
 	}
-	for i, qu := range queries {
-		rows, err := s.reader.QueryContext(ctx, qu.q, qu.args...)
+	for _, qu := range queries {
+		rows, err := tx.QueryContext(ctx, qu.q, qu.args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: overview: %w", err)
 		}
 		for rows.Next() {
 			var src string
-			var n int64
-			if i == 0 {
-				var st string
-				if err := rows.Scan(&src, &st, &n); err != nil {
-					rows.Close()
-					return nil, fmt.Errorf("sqlite: overview: %w", err)
-				}
-				b.Count(src, hookbox.Status(st), int(n))
-				continue
-			}
-			var v int64
+			var v, n int64
 			if err := rows.Scan(&src, &v, &n); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("sqlite: overview: %w", err)
@@ -59,5 +74,64 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 			return nil, fmt.Errorf("sqlite: overview: %w", err)
 		}
 	}
+	for src, n := range total {
+		if done := n - notDone[src]; done > 0 {
+			b.Count(src, hookbox.StatusDone, int(done))
+		}
+	}
 	return b.Result(), nil
+}
+
+// Overview's counts, each with three columns (source, a value, a count):
+// every event of each source (the (source, delivery_id) index holds every
+// row, and is the narrowest that does); the unfinished ones by status (1
+// for processing); the dead ones.
+const (
+	overviewAll        = `SELECT source, 0, count(*) FROM events GROUP BY source`
+	overviewUnfinished = `SELECT source, status = 'processing', count(*) FROM events INDEXED BY events_due
+        WHERE status IN ('pending', 'processing') GROUP BY 1, 2`
+	overviewDead = `SELECT source, 0, count(*) FROM events INDEXED BY events_dead WHERE status = 'dead' GROUP BY source`
+)
+
+// overviewOldRun is how many rows in a row stored before the chart's
+// hour the walk of overviewStored passes before it stops: ids follow the
+// order rows are stored in, and created_at with them but for a few (a
+// slow upload, a library user storing deliveries received earlier), so a
+// stretch this long of older rows means the hour's rows are all behind.
+const overviewOldRun = 10000
+
+// overviewStored adds to b the events stored since since (unix
+// milliseconds), by source and minute, walking the rows from the newest
+// id down until overviewOldRun rows in a row are older.
+func overviewStored(ctx context.Context, tx *sql.Tx, b *hookbox.OverviewBuilder, since int64) error {
+	rows, err := tx.QueryContext(ctx, `SELECT source, created_at FROM events NOT INDEXED ORDER BY id DESC`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	type minute struct {
+		source string
+		at     int64
+	}
+	counts := map[minute]int{}
+	for old := 0; old < overviewOldRun && rows.Next(); {
+		var m minute
+		if err := rows.Scan(&m.source, &m.at); err != nil {
+			return err
+		}
+		if m.at < since {
+			old++
+			continue
+		}
+		old = 0
+		m.at /= 60000
+		counts[m]++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for m, n := range counts {
+		b.Stored(m.source, fromMillis(m.at*60000), n)
+	}
+	return nil
 }

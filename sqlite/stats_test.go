@@ -84,3 +84,76 @@ func TestStatsReadsNoTableScan(t *testing.T) {
 		plan.Close()
 	}
 }
+
+// TestOverviewReadsIndexesAndRecentRows: the console's overview counts
+// through indexes, like Stats, and draws its chart from the newest rows
+// only: its walk down the ids stops after overviewOldRun rows in a row
+// older than the hour, however many more there are (a row of the hour
+// stored before such a stretch is the price, shown here). Its counts are
+// those of a full scan.
+func TestOverviewReadsIndexesAndRecentRows(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	recent := func(src, id string) hookbox.Delivery {
+		d := storetest.Delivery(src, id)
+		d.ReceivedAt = now.Add(-time.Minute)
+		return d
+	}
+	ds := []hookbox.Delivery{recent("before", "1")}
+	for i := range overviewOldRun {
+		d := storetest.Delivery("old", fmt.Sprint(i))
+		d.ReceivedAt = now.Add(-3 * time.Hour)
+		ds = append(ds, d)
+	}
+	ds = append(ds, recent("new", "1"), recent("new", "2"), recent("new", "3"))
+	if _, err := s.Ingest(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.writer.ExecContext(ctx, `UPDATE events SET status = 'dead' WHERE source = 'old' AND id % 3 = 0`); err != nil {
+		t.Fatal(err)
+	}
+	ov, err := s.Overview(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]hookbox.SourceOverview{}
+	for _, o := range ov {
+		got[o.Source] = o
+	}
+	stored := func(src string) int {
+		n := 0
+		for _, v := range got[src].Stored {
+			n += v
+		}
+		return n
+	}
+	if stored("new") != 3 || stored("old") != 0 || stored("before") != 0 {
+		t.Errorf("chart: new %d, old %d, before %d; want 3, 0 and 0 (past the walk)", stored("new"), stored("old"), stored("before"))
+	}
+	old := got["old"].ByStatus
+	if old[hookbox.StatusDead]+old[hookbox.StatusPending] != overviewOldRun || old[hookbox.StatusDead] != overviewOldRun/3 || got["new"].ByStatus[hookbox.StatusPending] != 3 {
+		t.Errorf("counts: old %v, new %v", old, got["new"].ByStatus)
+	}
+	for _, q := range []string{overviewAll, overviewUnfinished, overviewDead} {
+		plan, err := s.reader.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for plan.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := plan.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(detail, "SCAN events") && !strings.Contains(detail, "INDEX") {
+				t.Errorf("the overview scans the table: %s\n%s", detail, q)
+			}
+		}
+		plan.Close()
+	}
+}
