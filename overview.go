@@ -2,6 +2,7 @@ package hookbox
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,9 @@ type SourceOverview struct {
 // Overviewer sums up the store per source for the operator.
 type Overviewer interface {
 	// Overview returns one SourceOverview per source that has events or
-	// rejections, sorted by name. It reads every event once (as Stats
-	// does), so it is for an operator's page, not a hot path.
+	// rejections, sorted by name. Its counts cost what Stats' do, and its
+	// chart reads the events of its span (WalkStored); it is for an
+	// operator's page, not a hot path.
 	Overview(ctx context.Context, now time.Time) ([]SourceOverview, error)
 }
 
@@ -57,6 +59,54 @@ func NewOverviewBuilder(now time.Time) *OverviewBuilder {
 // Since is the start of the overview's per-minute span.
 func (b *OverviewBuilder) Since() time.Time {
 	return b.now.Truncate(time.Minute).Add(-(OverviewMinutes - 1) * time.Minute)
+}
+
+// StoredRow is an event as the overview's chart counts it.
+type StoredRow struct {
+	ID      int64
+	Source  string
+	Created time.Time
+}
+
+// OverviewOldRun is how many events in a row stored before the chart's
+// span WalkStored passes before it stops.
+const OverviewOldRun = 10000
+
+// overviewPage is how many events WalkStored asks page for at a time.
+const overviewPage = 1000
+
+// WalkStored adds to the chart the events stored in its span, walking
+// down the ids from the newest: page returns up to n events with ids
+// below before, newest first. Ids follow the order events are stored in,
+// and their times with them but for a few (a slow upload; a library user
+// storing deliveries received earlier), so the walk stops after
+// OverviewOldRun events in a row from before the span: what the chart
+// costs is the span's events and that many more, however many are
+// stored. An event of the span stored before such a stretch is not
+// counted.
+func (b *OverviewBuilder) WalkStored(page func(before int64, n int) ([]StoredRow, error)) error {
+	since := b.Since()
+	before, old := int64(math.MaxInt64), 0
+	for {
+		rows, err := page(before, overviewPage)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if r.Created.Before(since) {
+				if old++; old >= OverviewOldRun {
+					return nil
+				}
+				continue
+			}
+			old = 0
+			b.Stored(r.Source, r.Created, 1)
+		}
+		if len(rows) < overviewPage {
+			return nil
+		}
+		before = rows[len(rows)-1].ID
+	}
 }
 
 func (b *OverviewBuilder) source(name string) *SourceOverview {

@@ -18,7 +18,7 @@ var _ hookbox.Overviewer = (*Store)(nil)
 // source's events through the (source, delivery_id) index, the unfinished
 // through events_due, the dead through events_dead; the done ones are the
 // rest), and the chart of the last hour from the newest rows
-// (overviewStored). All in one read transaction.
+// (hookbox.OverviewBuilder.WalkStored). All in one read transaction.
 func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOverview, error) {
 	b := hookbox.NewOverviewBuilder(now)
 	since := millis(b.Since())
@@ -27,7 +27,7 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 		return nil, fmt.Errorf("sqlite: overview: %w", err)
 	}
 	defer tx.Rollback()
-	if err := overviewStored(ctx, tx, b, since); err != nil {
+	if err := walkStored(ctx, tx, b); err != nil {
 		return nil, fmt.Errorf("sqlite: overview: %w", err)
 	}
 	// Each source's events, then those of them not done, by status.
@@ -93,45 +93,29 @@ const (
 	overviewDead = `SELECT source, 0, count(*) FROM events INDEXED BY events_dead WHERE status = 'dead' GROUP BY source`
 )
 
-// overviewOldRun is how many rows in a row stored before the chart's
-// hour the walk of overviewStored passes before it stops: ids follow the
-// order rows are stored in, and created_at with them but for a few (a
-// slow upload, a library user storing deliveries received earlier), so a
-// stretch this long of older rows means the hour's rows are all behind.
-const overviewOldRun = 10000
+// overviewStored is WalkStored's page: events below an id (argument 1),
+// newest first, at most a number (2), along the ids (NOT INDEXED: never
+// through an index over every row).
+const overviewStored = `SELECT id, source, created_at FROM events NOT INDEXED WHERE id < ? ORDER BY id DESC LIMIT ?`
 
-// overviewStored adds to b the events stored since since (unix
-// milliseconds), by source and minute, walking the rows from the newest
-// id down until overviewOldRun rows in a row are older.
-func overviewStored(ctx context.Context, tx *sql.Tx, b *hookbox.OverviewBuilder, since int64) error {
-	rows, err := tx.QueryContext(ctx, `SELECT source, created_at FROM events NOT INDEXED ORDER BY id DESC`)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	type minute struct {
-		source string
-		at     int64
-	}
-	counts := map[minute]int{}
-	for old := 0; old < overviewOldRun && rows.Next(); {
-		var m minute
-		if err := rows.Scan(&m.source, &m.at); err != nil {
-			return err
+// walkStored reads the chart's events through b.WalkStored.
+func walkStored(ctx context.Context, tx *sql.Tx, b *hookbox.OverviewBuilder) error {
+	return b.WalkStored(func(before int64, n int) ([]hookbox.StoredRow, error) {
+		rows, err := tx.QueryContext(ctx, overviewStored, before, n)
+		if err != nil {
+			return nil, err
 		}
-		if m.at < since {
-			old++
-			continue
+		defer rows.Close()
+		var out []hookbox.StoredRow
+		for rows.Next() {
+			var r hookbox.StoredRow
+			var at int64
+			if err := rows.Scan(&r.ID, &r.Source, &at); err != nil {
+				return nil, err
+			}
+			r.Created = fromMillis(at)
+			out = append(out, r)
 		}
-		old = 0
-		m.at /= 60000
-		counts[m]++
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	for m, n := range counts {
-		b.Stored(m.source, fromMillis(m.at*60000), n)
-	}
-	return nil
+		return out, rows.Err()
+	})
 }

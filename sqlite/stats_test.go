@@ -87,7 +87,7 @@ func TestStatsReadsNoTableScan(t *testing.T) {
 
 // TestOverviewReadsIndexesAndRecentRows: the console's overview counts
 // through indexes, like Stats, and draws its chart from the newest rows
-// only: its walk down the ids stops after overviewOldRun rows in a row
+// only: its walk down the ids stops after hookbox.OverviewOldRun rows in a row
 // older than the hour, however many more there are (a row of the hour
 // stored before such a stretch is the price, shown here). Its counts are
 // those of a full scan.
@@ -105,7 +105,7 @@ func TestOverviewReadsIndexesAndRecentRows(t *testing.T) {
 		return d
 	}
 	ds := []hookbox.Delivery{recent("before", "1")}
-	for i := range overviewOldRun {
+	for i := range hookbox.OverviewOldRun {
 		d := storetest.Delivery("old", fmt.Sprint(i))
 		d.ReceivedAt = now.Add(-3 * time.Hour)
 		ds = append(ds, d)
@@ -136,7 +136,7 @@ func TestOverviewReadsIndexesAndRecentRows(t *testing.T) {
 		t.Errorf("chart: new %d, old %d, before %d; want 3, 0 and 0 (past the walk)", stored("new"), stored("old"), stored("before"))
 	}
 	old := got["old"].ByStatus
-	if old[hookbox.StatusDead]+old[hookbox.StatusPending] != overviewOldRun || old[hookbox.StatusDead] != overviewOldRun/3 || got["new"].ByStatus[hookbox.StatusPending] != 3 {
+	if old[hookbox.StatusDead]+old[hookbox.StatusPending] != hookbox.OverviewOldRun || old[hookbox.StatusDead] != hookbox.OverviewOldRun/3 || got["new"].ByStatus[hookbox.StatusPending] != 3 {
 		t.Errorf("counts: old %v, new %v", old, got["new"].ByStatus)
 	}
 	for _, q := range []string{overviewAll, overviewUnfinished, overviewDead} {
