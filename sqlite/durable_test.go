@@ -178,11 +178,7 @@ func TestIngestAfterFailedWALSync(t *testing.T) {
 // twice with nothing to show for it.
 func TestClaimedSendSurvivesPowerLoss(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "hookbox.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	image := powerLossImage(t, s)
 
 	if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("shop", "order-1")}); err != nil {
@@ -246,6 +242,34 @@ func TestClaimAfterFailedWALSync(t *testing.T) {
 	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute, Sources: []string{"s"}})
 	if !errors.Is(err, hookbox.ErrUnavailable) || len(evs) != 0 {
 		t.Fatalf("claim whose sync failed: %d events, %v; want none and ErrUnavailable", len(evs), err)
+	}
+}
+
+// TestLogoutSurvivesPowerLoss: a logout (EndSession) is on disk when it
+// returns: the files as they were at the last fsync, which a power loss
+// leaves, do not hold the ended session.
+func TestLogoutSurvivesPowerLoss(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	image := powerLossImage(t, s)
+	now := time.Now()
+	if err := s.StartSession(ctx, hookbox.Session{ID: "sess-1", Expires: now.Add(time.Hour), Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("shop", "1")}); err != nil { // a sync
+		t.Fatal(err)
+	}
+	if err := s.EndSession(ctx, "sess-1"); err != nil {
+		t.Fatal(err)
+	}
+	// Logged out (the reply went back); the power fails.
+	after, err := Open(ctx, image(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	if live, err := after.SessionLive(ctx, "sess-1", time.Now()); err != nil || live {
+		t.Errorf("after the power loss the logged-out session is live=%v (%v)", live, err)
 	}
 }
 

@@ -143,32 +143,10 @@ func pageReads(t *testing.T, db *sql.DB) int {
 // that starts at the row the read before it ended on, not at the oldest
 // row; and the re-check under the write lock reads its rows by id.
 func TestWalkFinishedReadsOnFromTheLastRow(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "hookbox.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openTemp(t)
 	plan := func(q string, args ...any) string {
 		t.Helper()
-		rows, err := s.reader.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var lines []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, detail)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
+		return strings.Join(queryPlan(t, s, q, args...), "\n")
 	}
 	for name, cond := range map[string]string{
 		"purge":          purgeable(`('done')`),

@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,11 +16,7 @@ import (
 // scrape); and its counts are those of a full scan.
 func TestStatsReadsNoTableScan(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	var ds []hookbox.Delivery
 	for i := range 40 {
 		ds = append(ds, storetest.Delivery("a", fmt.Sprint("d", i)))
@@ -67,21 +61,7 @@ func TestStatsReadsNoTableScan(t *testing.T) {
 		}
 	}
 	for _, q := range []string{statsUnfinished, statsRest} {
-		plan, err := s.reader.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q, millis(time.Now()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for plan.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := plan.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(detail, "SCAN events") && !strings.Contains(detail, "INDEX") {
-				t.Errorf("Stats scans the table: %s\n%s", detail, q)
-			}
-		}
-		plan.Close()
+		noTableScan(t, s, "Stats", q, millis(time.Now()))
 	}
 }
 
@@ -93,11 +73,7 @@ func TestStatsReadsNoTableScan(t *testing.T) {
 // those of a full scan.
 func TestOverviewReadsIndexesAndRecentRows(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	now := time.Now()
 	recent := func(src, id string) hookbox.Delivery {
 		d := storetest.Delivery(src, id)
@@ -140,20 +116,6 @@ func TestOverviewReadsIndexesAndRecentRows(t *testing.T) {
 		t.Errorf("counts: old %v, new %v", old, got["new"].ByStatus)
 	}
 	for _, q := range []string{overviewAll, overviewUnfinished, overviewDead} {
-		plan, err := s.reader.QueryContext(ctx, `EXPLAIN QUERY PLAN `+q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for plan.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := plan.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(detail, "SCAN events") && !strings.Contains(detail, "INDEX") {
-				t.Errorf("the overview scans the table: %s\n%s", detail, q)
-			}
-		}
-		plan.Close()
+		noTableScan(t, s, "the overview", q)
 	}
 }

@@ -31,6 +31,22 @@ func (h *hanging) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	}
 }
 
+// hangingBacklog stores n deliveries of the source "slow" and routes it
+// to a hanging target whose attempts end after timeout (and, when release
+// is not nil, when the test closes it), never retried within a test.
+func hangingBacklog(t *testing.T, s dbtest.Store, p *worker.Pool, n int, timeout time.Duration, release chan struct{}) *hanging {
+	t.Helper()
+	var ds []hookbox.Delivery
+	for i := range n {
+		ds = append(ds, storetest.Delivery("slow", fmt.Sprint("s", i)))
+	}
+	ingest(t, s, ds...)
+	slow := &hanging{release: release}
+	p.SetPolicy("slow", worker.Policy{Timeout: timeout, MaxAttempts: 3, BackoffMin: time.Hour, BackoffMax: time.Hour})
+	p.Route("slow", slow)
+	return slow
+}
+
 // TestHangingSourceLeavesSlots: a source whose target never answers, with
 // a backlog due before anything else, holds at most its share of the
 // slots; a healthy source's event, due later, runs at once, while every
@@ -40,17 +56,10 @@ func (h *hanging) Deliver(ctx context.Context, ev *hookbox.Event) error {
 func TestHangingSourceLeavesSlots(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
-		var ds []hookbox.Delivery
-		for i := range 40 {
-			ds = append(ds, storetest.Delivery("slow", fmt.Sprint("s", i)))
-		}
-		ingest(t, s, ds...)
-		rs := ingest(t, s, storetest.Delivery("fast", "f1"), storetest.Delivery("ctl", "c1"))
 		p := worker.New(s, worker.Options{Concurrency: 6, PollInterval: 10 * time.Millisecond})
-		slow := &hanging{release: make(chan struct{})}
+		slow := hangingBacklog(t, s, p, 40, time.Hour, make(chan struct{}))
 		defer close(slow.release) // before the pool stops (deferred after start's cleanup)
-		p.SetPolicy("slow", worker.Policy{Timeout: time.Hour, MaxAttempts: 3})
-		p.Route("slow", slow)
+		rs := ingest(t, s, storetest.Delivery("fast", "f1"), storetest.Delivery("ctl", "c1"))
 		p.Route("fast", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
 		// A route with Controls takes part in the share as well.
 		p.Route("ctl", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
@@ -73,15 +82,8 @@ func TestHangingSourceLeavesSlots(t *testing.T) {
 // the backlog's 40.
 func TestHangingSourceYieldsFreedSlots(t *testing.T) {
 	s := dbtest.Open(t, dbtest.SQLiteURL(t))
-	var ds []hookbox.Delivery
-	for i := range 40 {
-		ds = append(ds, storetest.Delivery("slow", fmt.Sprint("s", i)))
-	}
-	ingest(t, s, ds...)
 	p := worker.New(s, worker.Options{Concurrency: 4, PollInterval: 10 * time.Millisecond})
-	slow := &hanging{}
-	p.SetPolicy("slow", worker.Policy{Timeout: 200 * time.Millisecond, MaxAttempts: 3, BackoffMin: time.Hour, BackoffMax: time.Hour})
-	p.Route("slow", slow)
+	slow := hangingBacklog(t, s, p, 40, 200*time.Millisecond, nil)
 	p.Route("fast", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
 	start(t, p)
 	for slow.started.Load() < 4 {
@@ -94,5 +96,90 @@ func TestHangingSourceYieldsFreedSlots(t *testing.T) {
 	// in the round the healthy event got its slot.
 	if n := slow.started.Load(); n > 8 {
 		t.Errorf("the healthy event waited for %d deliveries of the hanging source", n)
+	}
+}
+
+// waitDoneQuiet waits up to d for event id to be done, without waking
+// the pool (waitStatus's Notify would make claims the test counts).
+func waitDoneQuiet(t *testing.T, s dbtest.Store, id int64, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		e, err := s.Event(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status == hookbox.StatusDone {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
+}
+
+// TestFewerSlotsThanQueues: two sources whose targets hang, each with a
+// backlog, and a healthy one share two slots (a share of one each). As
+// slots free, the queues under their share are claimed one by one, the
+// fewest running first and in turn, so the healthy event gets the first
+// turn that comes, rather than the hanging backlogs, older, winning every
+// claim. The claim delay is long, so that the outcomes of the hanging
+// attempts are recorded before the claim that follows them (a queue then
+// holds neither slot nor lease); with plain sources and with Controls.
+func TestFewerSlotsThanQueues(t *testing.T) {
+	for _, ctl := range []bool{false, true} {
+		t.Run(fmt.Sprint("controls=", ctl), func(t *testing.T) {
+			s := dbtest.Open(t, dbtest.SQLiteURL(t))
+			var ds []hookbox.Delivery
+			for i := range 15 {
+				ds = append(ds, storetest.Delivery("h1", fmt.Sprint("a", i)), storetest.Delivery("h2", fmt.Sprint("b", i)))
+			}
+			ingest(t, s, ds...)
+			p := worker.New(s, worker.Options{Concurrency: 2, PollInterval: 50 * time.Millisecond, ClaimDelay: 20 * time.Millisecond})
+			h1, h2 := &hanging{}, &hanging{}
+			pol := worker.Policy{Timeout: 150 * time.Millisecond, MaxAttempts: 3, BackoffMin: time.Hour, BackoffMax: time.Hour}
+			p.SetPolicy("h1", pol)
+			p.SetPolicy("h2", pol)
+			p.Route("h1", h1)
+			p.Route("h2", h2)
+			p.Route("fast", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
+			if ctl {
+				for _, n := range []string{"h1", "h2", "fast"} {
+					p.SetControls(n, worker.Controls{MaxConcurrency: 10})
+				}
+			}
+			start(t, p)
+			for h1.started.Load()+h2.started.Load() < 2 {
+				time.Sleep(time.Millisecond)
+			}
+			rs := ingest(t, s, storetest.Delivery("fast", "f1"))
+			p.Notify()
+			ok := waitDoneQuiet(t, s, rs[0].ID, 3*time.Second)
+			t.Logf("fast done=%v; hanging deliveries started: h1 %d, h2 %d", ok, h1.started.Load(), h2.started.Load())
+			if n := h1.started.Load() + h2.started.Load(); !ok || n > 6 {
+				t.Errorf("healthy event waited for %d hanging deliveries (done %v)", n, ok)
+			}
+		})
+	}
+}
+
+// TestStrictBesideHanging: a strict source's event, beside a plain source
+// whose target hangs with a backlog, takes the first slot that frees:
+// strict sources are claimed before the slots left over go to whoever
+// has events due.
+func TestStrictBesideHanging(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	p := worker.New(s, worker.Options{Concurrency: 4, PollInterval: 50 * time.Millisecond})
+	slow := hangingBacklog(t, s, p, 40, 150*time.Millisecond, nil)
+	p.Route("strict", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
+	p.SetPolicy("strict", worker.Policy{Strict: true, Timeout: time.Second, MaxAttempts: 3})
+	start(t, p)
+	for slow.started.Load() < 4 {
+		time.Sleep(time.Millisecond)
+	}
+	rs := ingest(t, s, storetest.Delivery("strict", "x"))
+	p.Notify()
+	ok := waitDoneQuiet(t, s, rs[0].ID, 3*time.Second)
+	t.Logf("strict done=%v after %d hanging deliveries", ok, slow.started.Load())
+	if !ok || slow.started.Load() > 8 {
+		t.Errorf("strict event waited behind the hanging backlog")
 	}
 }

@@ -14,8 +14,13 @@
 //   - Every attempt is counted, whatever ends it: an error, a panic, a
 //     timeout, a handler that breaks its transaction (package queue charges
 //     it alone), a process that dies (see Start for the one exception).
-//     Only an attempt that Stop cancels is given back (see released): the
-//     event is due again at once, its retry budget as it was.
+//     Only an attempt that Stop cancels is given back (see released), and
+//     not twice in a row: the event is due again at once, its retry
+//     budget as it was.
+//   - No queue (a source, or a named target) keeps another's events
+//     waiting for slots: each may fill an equal share of Concurrency
+//     before any takes more (see claimLeased), so a target that hangs
+//     holds its share, not every slot.
 //   - Leases stay extended until the last running handler or target
 //     returns, also while Stop waits for it.
 //   - A pool never starts an event it is running, nor another of the same
@@ -110,7 +115,7 @@ type Options struct {
 	// BatchSize is the most events claimed at once (default 256).
 	BatchSize int
 	// Concurrency is the most Target deliveries and two-phase Prepares in
-	// flight (default 32).
+	// flight (default 32), shared out among the queues (see claimLeased).
 	Concurrency int
 	// TxBudget is how long one transaction of Go handlers may keep starting
 	// new handlers before it commits (default 50ms). On SQLite the
