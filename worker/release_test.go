@@ -174,3 +174,42 @@ func TestWorkThatStopsItsProcessGoesDead(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalDuringShutdownIsKept: a permanent refusal (a 410, say) that
+// comes back while shutdown is cancelling the work is a judgement, not an
+// attempt cut short: the event goes dead as it would have at any other
+// time, instead of being given back and run once more by the next process.
+func TestRefusalDuringShutdownIsKept(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		p.SetPolicy("gone", worker.Policy{MaxAttempts: 5, Timeout: 10 * time.Second})
+		running := make(chan struct{}, 1)
+		p.Route("gone", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			running <- struct{}{}
+			<-ctx.Done()
+			return worker.Permanent(errors.New("410 Gone"))
+		}))
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		id := ingest(t, s, storetest.Delivery("gone", "1"))[0].ID
+		p.Notify()
+		select {
+		case <-running:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the work never started")
+		}
+		sctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		p.Stop(sctx)
+		e, err := s.Event(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status != hookbox.StatusDead || e.AttemptBase != 0 || strings.HasPrefix(e.LastError, "cancelled by shutdown") {
+			t.Errorf("after a refusal during shutdown: %s, base %d, error %q; want dead, the attempt counted", e.Status, e.AttemptBase, e.LastError)
+		}
+	})
+}

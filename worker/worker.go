@@ -15,8 +15,8 @@
 //     timeout, a handler that breaks its transaction (package queue charges
 //     it alone), a process that dies (see Start for the one exception).
 //     Only an attempt that Stop cancels is given back (see released), and
-//     not twice in a row: the event is due again at once, its retry
-//     budget as it was.
+//     not twice in a row, nor one that ended in a permanent refusal: the
+//     event is due again at once, its retry budget as it was.
 //   - No queue (a source, or a named target) keeps another's events
 //     waiting for slots: each may fill an equal share of Concurrency
 //     before any takes more (see claimLeased), so a target that hangs
@@ -1010,7 +1010,9 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 // and a graceful restart must not use up the attempts of the events in
 // flight, nor leave one that was on its last attempt to be marked dead,
 // unrun, by the next process (errUnfinished). err is what ended the
-// attempt: an event refused errUnfinished was not run, and is not released.
+// attempt: a permanent refusal (Permanent: a 410, say) is a judgement even
+// when it comes back during shutdown, and is not released; nor is an
+// event refused errUnfinished, which was not run.
 //
 // A release cannot repeat within one process: only Stop cancels the
 // work's context, after claiming has stopped, so the pool never claims the
@@ -1022,7 +1024,7 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 // reads, says how that one ended); the next cut short in a row counts, and
 // on the event's last attempt ends it dead, saying why.
 func (p *Pool) released(ctx context.Context, ev *hookbox.Event, err error, o hookbox.Outcome) hookbox.Outcome {
-	if ctx.Err() == nil || o.Status == hookbox.StatusDone || errors.Is(err, errUnfinished) {
+	if ctx.Err() == nil || o.Status == hookbox.StatusDone || IsPermanent(err) {
 		return o
 	}
 	again := strings.HasPrefix(ev.LastError, releasedPrefix)
