@@ -9,12 +9,16 @@
 //     attempt rolls back to it.
 //   - One event cannot stall the others. When a handler breaks the shared
 //     transaction (a failed statement it swallowed, a timeout that landed
-//     in the middle of a write), the transaction is rolled back, that
-//     event alone is charged a failed attempt (through Charge, so it goes
-//     dead after its last attempt), and the others run again without it.
-//     When a shared transaction fails at its end and the culprit is not
-//     known, each event is run again in a transaction of its own, and only
-//     those that fail alone are charged.
+//     in the middle of a write), the transaction is rolled back, the
+//     others run again without it, and it runs again alone. When a
+//     transaction fails at its end, each event that ran in it runs again
+//     in a transaction of its own.
+//   - An event is charged a failed attempt (through Charge, so it goes dead
+//     after its last attempt) only when its transaction fails twice in a
+//     row, the second time with the event alone in it: a failure of the
+//     database itself (a connection cut, a failover), which the next
+//     transaction does not meet, costs no event an attempt. A handler that
+//     breaks its transaction so runs twice per counted attempt.
 //   - An event picked with an expired lease (its worker may have died
 //     working it: os.Exit, a fatal error, the OOM killer) is never run in a
 //     shared transaction: ClaimWork leases one such event per claim (when
@@ -74,6 +78,14 @@ type Runner struct {
 	Charge func(ev *hookbox.Event, started time.Time, err error) hookbox.Outcome
 }
 
+// Alone reports whether the handler running on ctx (a WorkFunc's) is alone
+// in its transaction: the event must then be run, not left unrun, since
+// it may be run alone to find out whether it makes its transaction fail,
+// and is charged only after such a run.
+func Alone(ctx context.Context) bool { return ctx.Value(aloneKey{}) != nil }
+
+type aloneKey struct{}
+
 // errBroken reports that a handler left its transaction unusable.
 var errBroken = errors.New("the handler broke its transaction")
 
@@ -126,12 +138,10 @@ func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbo
 	}
 	outs, broken, err := runAll(ctx, wt, evs, run)
 	if broken >= 0 {
+		// The others are left due, as they were, for the next claim; the
+		// culprit runs again alone, and is charged if it fails again.
 		wt.Rollback()
-		res, cerr := r.chargePicked(ctx, stored[broken], evs[broken], err, hookbox.StatusPending)
-		if cerr != nil {
-			return nil, cerr
-		}
-		return res, nil
+		return r.soloPicked(ctx, stored[broken], evs[broken], fn)
 	}
 	if err == nil {
 		err = wt.FinishPicked(ctx, outs)
@@ -215,8 +225,8 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 // Work runs fn over events claimed earlier with a lease (Claim, or left
 // unrun by ClaimWork), in as few transactions as it can: events whose
 // lease was lost are skipped (Err is ErrLeaseLost), and one whose handler
-// breaks the transaction is charged and left out of a new try at the rest.
-// Results are in the order of evs.
+// breaks the transaction is left out of a new try at the rest, run again
+// alone, and charged if it fails again. Results are in the order of evs.
 func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc) ([]Result, error) {
 	res := make([]Result, len(evs))
 	for i := range evs {
@@ -226,8 +236,9 @@ func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkF
 	for i := range todo {
 		todo[i] = i
 	}
+	failed := make([]bool, len(evs))
 	for len(todo) > 0 {
-		next, err := r.workOnce(ctx, evs, todo, fn, res)
+		next, err := r.workOnce(ctx, evs, todo, fn, res, failed)
 		if err != nil {
 			return nil, err
 		}
@@ -238,8 +249,10 @@ func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkF
 
 // workOnce works evs[todo] in one transaction, filling res. It returns the
 // events to try again: all but the culprit when a handler broke the
-// transaction.
-func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, fn hookbox.WorkFunc, res []Result) ([]int, error) {
+// transaction, or the one event of a transaction that failed for the
+// first time. failed marks the events whose transaction has failed once
+// already in this Work: they are charged when they fail again, alone.
+func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, fn hookbox.WorkFunc, res []Result, failed []bool) ([]int, error) {
 	wt, err := r.Queue.BeginWork(ctx)
 	if err != nil {
 		return nil, err
@@ -268,11 +281,24 @@ func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, 
 		wt.Rollback()
 		return nil, nil
 	}
-	outs, broken, err := runAll(ctx, wt, runEvs, fn)
+	runCtx := ctx
+	if len(runEvs) == 1 {
+		runCtx = context.WithValue(ctx, aloneKey{}, true)
+	}
+	outs, broken, err := runAll(runCtx, wt, runEvs, fn)
 	if broken >= 0 {
 		wt.Rollback()
 		culprit := todo[run[broken]]
-		if err := r.chargeHeld(ctx, &evs[culprit], err, &res[culprit]); err != nil {
+		if !failed[culprit] && len(run) == 1 {
+			failed[culprit] = true
+			return []int{culprit}, nil // once more, alone
+		}
+		if !failed[culprit] {
+			failed[culprit] = true
+			if _, err := r.workOnce(ctx, evs, []int{culprit}, fn, res, failed); err != nil {
+				return nil, err
+			}
+		} else if err := r.chargeHeld(ctx, &evs[culprit], err, &res[culprit]); err != nil {
 			return nil, err
 		}
 		var again []int
@@ -298,6 +324,10 @@ func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, 
 		}
 		if len(run) == 1 {
 			i := todo[run[0]]
+			if !failed[i] {
+				failed[i] = true
+				return []int{i}, nil // once more
+			}
 			return nil, r.chargeHeld(ctx, &evs[i], err, &res[i])
 		}
 		// Work each event that ran alone, to find the one that made the
@@ -306,7 +336,8 @@ func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, 
 			if outs[j].Status == "" {
 				continue // not run: still leased, for a later Work
 			}
-			if _, err := r.workOnce(ctx, evs, []int{todo[k]}, fn, res); err != nil {
+			failed[todo[k]] = true
+			if _, err := r.workOnce(ctx, evs, []int{todo[k]}, fn, res, failed); err != nil {
 				return nil, err
 			}
 		}
@@ -440,7 +471,7 @@ func (r *Runner) soloPicked(ctx context.Context, stored, claimed hookbox.Event, 
 		return nil, err
 	}
 	evs := []hookbox.Event{claimed}
-	outs, broken, err := runAll(ctx, wt, evs, fn)
+	outs, broken, err := runAll(context.WithValue(ctx, aloneKey{}, true), wt, evs, fn)
 	if err == nil && broken < 0 && outs[0].Status != "" {
 		err = wt.FinishPicked(ctx, outs)
 		if err == nil {

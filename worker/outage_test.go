@@ -102,3 +102,75 @@ func leaseEnd(t *testing.T, s dbtest.Store, prev time.Time) time.Time {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStoreFailureGivesTheAttemptBack: when the database ends the
+// connection of the transaction a handler runs in (a two-phase handler's
+// Apply, or an apply-only handler), nothing of the attempt was applied,
+// and the event is not charged for it on that one failure: with
+// max_attempts 1 it runs again, alone, and is done. It used to be charged
+// at once, and went dead. Work that ends its connection every time still
+// ends dead, after a bounded number of runs, instead of running uncounted
+// for ever, also when every connection of the pool is cut each time.
+// PostgreSQL only: the handler ends its own connection
+// (pg_terminate_backend), or a faults.Proxy cuts them all.
+func TestStoreFailureGivesTheAttemptBack(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		phased bool
+		cuts   int32
+		status hookbox.Status
+		proxy  bool // every connection cut, not just the transaction's
+	}{
+		{"apply, ended once", true, 1, hookbox.StatusDone, false},
+		{"apply, ended every run", true, 1 << 30, hookbox.StatusDead, false},
+		{"handler, ended once", false, 1, hookbox.StatusDone, false},
+		{"handler, ended every run", false, 1 << 30, hookbox.StatusDead, false},
+		{"handler, all cut every run", false, 1 << 30, hookbox.StatusDead, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := pgtest.URL(t)
+			proxy, viaProxy := faults.URLProxyFor(t, dbURL)
+			s := dbtest.Open(t, dbURL)
+			pooled := dbtest.Open(t, viaProxy)
+			var runs atomic.Int32
+			p := worker.New(pooled, worker.Options{PollInterval: 10 * time.Millisecond})
+			p.SetPolicy("flaky", worker.Policy{MaxAttempts: 1, Timeout: 10 * time.Second})
+			apply := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+				if _, err := claimKey(ctx, tx, "flaky-"+ev.DeliveryID); err != nil {
+					return err
+				}
+				if runs.Add(1) <= c.cuts && c.proxy {
+					proxy.Cut() // the pool's connections, all at once
+					proxy.Restore()
+					return nil
+				}
+				if runs.Add(0) <= c.cuts {
+					// The server ends this connection, and with it the
+					// transaction; the pool's other connections live on.
+					_, err := tx.ExecContext(ctx, `SELECT pg_terminate_backend(pg_backend_pid())`)
+					return err
+				}
+				return nil
+			}
+			if c.phased {
+				p.HandlePhases("flaky", "", worker.Phases{
+					Prepare: func(context.Context, *hookbox.Event) (any, error) { return nil, nil },
+					Apply: func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, _ any) error {
+						return apply(ctx, tx, ev)
+					}})
+			} else {
+				p.Handle("flaky", "", apply)
+			}
+			start(t, p)
+			id := ingest(t, s, storetest.Delivery("flaky", "1"))[0].ID
+			p.Notify()
+			e := waitFinished(t, s, p, id)
+			if e.Status != c.status || runs.Load() > 8 || c.status == hookbox.StatusDone && runs.Load() != 2 {
+				t.Errorf("%s: %s after %d runs, error %q; want %s (after 2 runs when done, at most 8)",
+					c.name, e.Status, runs.Load(), e.LastError, c.status)
+			}
+		})
+	}
+}

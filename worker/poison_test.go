@@ -27,6 +27,10 @@ var poisonPolicy = worker.Policy{MaxAttempts: 3, BackoffMin: 5 * time.Millisecon
 // middle of a write, one panics, one returns an error — each take exactly
 // MaxAttempts attempts and end dead, while 1,000 healthy events of the same
 // source, worked in the same transactions, each end done after one attempt.
+// Those that break their transaction (swallow, and timeout on SQLite) run
+// twice per attempt: once with the others, once alone (a transaction that
+// fails once may have met a failure of the database, which costs no
+// attempt).
 func TestBadHandlersGoDeadAlone(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
@@ -101,9 +105,13 @@ func TestBadHandlersGoDeadAlone(t *testing.T) {
 			id := ds[i].DeliveryID
 			if j, isBad := bad[id]; isBad {
 				e := waitStatus(t, s, p, r.ID, hookbox.StatusDead)
-				if e.Attempts != poisonPolicy.MaxAttempts || calls[j].Load() != int64(poisonPolicy.MaxAttempts) {
-					t.Errorf("%s: dead after %d attempts and %d calls, want %d (last error %q)",
-						id, e.Attempts, calls[j].Load(), poisonPolicy.MaxAttempts, e.LastError)
+				runs := 1 // a handler that breaks its transaction runs twice
+				if id == "swallow" || id == "timeout" && !strings.HasPrefix(dbURL, "postgres") {
+					runs = 2 // PostgreSQL's savepoint outlives a cancelled statement
+				}
+				if e.Attempts != poisonPolicy.MaxAttempts || calls[j].Load() != int64(runs*poisonPolicy.MaxAttempts) {
+					t.Errorf("%s: dead after %d attempts and %d calls, want %d and %d (last error %q)",
+						id, e.Attempts, calls[j].Load(), poisonPolicy.MaxAttempts, runs*poisonPolicy.MaxAttempts, e.LastError)
 				}
 				as, err := s.Attempts(ctx, r.ID)
 				if err != nil || len(as) != poisonPolicy.MaxAttempts {

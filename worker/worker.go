@@ -14,9 +14,10 @@
 //   - Every attempt is counted, whatever ends it: an error, a panic, a
 //     timeout, a handler that breaks its transaction (package queue charges
 //     it alone), a process that dies (see Start for the one exception).
-//     Only an attempt that Stop cancels is given back (see released), and
-//     not twice in a row, nor one that ended in a permanent refusal: the
-//     event is due again at once, its retry budget as it was.
+//     Only an attempt that Stop cancels (see released), or whose outcome
+//     the store failed to commit (see release), is given back, and not
+//     twice in a row, nor one that ended in a permanent refusal: the
+//     event is due again, its retry budget as it was.
 //   - No queue (a source, or a named target) keeps another's events
 //     waiting for slots: each may fill an equal share of Concurrency
 //     before any takes more (see claimLeased), so a target that hangs
@@ -777,8 +778,8 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	// so outcomes of cancelled handlers are still written; handlers run on
 	// runCtx, which shutdown cancels after the grace period.
 	dbCtx := context.WithoutCancel(runCtx)
-	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
-		if ran > 0 && time.Now().After(deadline) {
+	work := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
+		if ran > 0 && time.Now().After(deadline) && !queue.Alone(ctx) {
 			return hookbox.Outcome{} // not run: left for the next transaction
 		}
 		ran++
@@ -815,8 +816,18 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		}
 	} else {
 		res, err = p.runner.ClaimWork(dbCtx, params, work)
-		if err != nil || len(res) == 0 {
+		if err != nil {
+			// The store failed, maybe under a handler's work, which was
+			// then not counted (it was to be counted in the transaction
+			// that failed): an event whose work breaks the store's
+			// connection every time would run, uncounted, for ever. Claim
+			// one event at a time with a committed lease for a while
+			// (recovery), so each attempt counts before it runs.
+			p.recover()
 			return false, err
+		}
+		if len(res) == 0 {
+			return false, nil
 		}
 	}
 	full = len(res) == limit
@@ -860,15 +871,26 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	return full, nil
 }
 
-// release records a failed attempt, due again soon, for leased events whose
-// work the store could not record; if that fails too, their leases end and
-// they are claimed again.
+// release gives back the attempt of leased events whose work the store
+// could not commit (nothing of it was applied), due again in a second; if
+// that fails too, their leases end and they are claimed again. As with an
+// attempt cut short by shutdown (see released), the attempt is given back
+// only when the one before it was not: a failure the event itself causes
+// still uses up its attempts, and ends it dead, saying why, instead of
+// leaving its last attempt to be taken for a process that died of it.
 func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
 	outs := make([]hookbox.Outcome, len(evs))
 	now := time.Now()
 	for i, ev := range evs {
-		outs[i] = hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusPending,
-			RetryAt: now.Add(time.Second), Error: p.errorText("store failed: " + cause.Error()), StartedAt: now, FinishedAt: now}
+		o := hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusPending,
+			RetryAt: now.Add(time.Second), Error: p.errorText(storeFailedPrefix + cause.Error()), StartedAt: now, FinishedAt: now}
+		switch {
+		case !givenBack(&ev):
+			o.Released = true
+		case tries(&ev) >= p.policy(ev.Source).MaxAttempts:
+			o.Status, o.Error = hookbox.StatusDead, p.errorText("the store failed again on the last attempt: "+cause.Error())
+		}
+		outs[i] = o
 	}
 	ctx, cancel := p.storeCtx(ctx)
 	defer cancel()
@@ -1027,7 +1049,7 @@ func (p *Pool) released(ctx context.Context, ev *hookbox.Event, err error, o hoo
 	if ctx.Err() == nil || o.Status == hookbox.StatusDone || IsPermanent(err) {
 		return o
 	}
-	again := strings.HasPrefix(ev.LastError, releasedPrefix)
+	again := givenBack(ev)
 	o.Error = releasedPrefix + o.Error
 	switch {
 	case !again:
@@ -1040,8 +1062,19 @@ func (p *Pool) released(ctx context.Context, ev *hookbox.Event, err error, o hoo
 	return o
 }
 
-// releasedPrefix starts the error of an attempt shutdown cut short.
-const releasedPrefix = "cancelled by shutdown: "
+// releasedPrefix starts the error of an attempt shutdown cut short,
+// storeFailedPrefix that of one whose outcome the store failed to commit:
+// the two kinds of attempt given back (hookbox.Outcome.Released).
+const (
+	releasedPrefix    = "cancelled by shutdown: "
+	storeFailedPrefix = "store failed: "
+)
+
+// givenBack reports whether ev's previous attempt was given back (its
+// error, which the claim reads, says so): the next one is not.
+func givenBack(ev *hookbox.Event) bool {
+	return strings.HasPrefix(ev.LastError, releasedPrefix) || strings.HasPrefix(ev.LastError, storeFailedPrefix)
+}
 
 // call runs fn, turning a panic into an error.
 func call(fn func() error) (err error) {
