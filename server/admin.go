@@ -410,8 +410,14 @@ func (a *admin) notify() {
 	}
 }
 
+// internal answers a failed store call: 503 when the database could not
+// be reached (try again), else 500.
 func (a *admin) internal(w http.ResponseWriter, what string, err error) {
 	a.log.Error("admin: "+what, "err", err)
+	if errors.Is(err, hookbox.ErrUnavailable) {
+		writeError(w, http.StatusServiceUnavailable, what+" failed: the database did not answer; try again (see the server log)")
+		return
+	}
 	writeError(w, http.StatusInternalServerError, what+" failed; see the server log")
 }
 

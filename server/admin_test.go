@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/faults"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -525,5 +527,22 @@ func TestAdminRefusalsLogOncePerMinute(t *testing.T) {
 	ts.Close() // every handler has returned
 	if n := strings.Count(buf.String(), "admin request refused"); n != 1 {
 		t.Errorf("%d lines about 200 refused requests, want 1:\n%s", n, buf.String())
+	}
+}
+
+// TestAdminStoreDownIs503: when the database cannot be reached, every
+// admin call that needs it answers 503 (try again), not 500: the failure
+// is a dependency's, not a bug of hookbox. PostgreSQL only: the outage is
+// a faults.Proxy that refuses connections.
+func TestAdminStoreDownIs503(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
+	h := startAdmin(t, viaProxy, adminToken)
+	seed(t, h.st, "down", "x", hookbox.StatusDead, time.Now().Add(-48*time.Hour), "1")
+	proxy.Cut()
+	for _, rt := range adminRoutes[:5] {
+		if code, b := h.call(rt.method, rt.path); code != http.StatusServiceUnavailable {
+			t.Errorf("%s %s with the database down = %d %s, want 503", rt.method, rt.path, code, b)
+		}
 	}
 }
