@@ -25,8 +25,10 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // stored version is older, so the check and the write cannot be split by
 // a concurrent transaction on either store. key must have a unique
 // constraint; version may be any column type both sides compare (an
-// integer, a timestamp, or RFC 3339 text in UTC). Table and column names
-// must be plain identifiers; values are bound, never spliced.
+// integer, a timestamp, or RFC 3339 text in UTC). A stored row whose
+// version is NULL is older than any version; row[version] must not be nil.
+// Table and column names must be plain identifiers; values are bound,
+// never spliced.
 func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version string, row map[string]any) (bool, error) {
 	cols := make([]string, 0, len(row))
 	for c := range row {
@@ -41,7 +43,7 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 	if _, ok := row[key]; !ok {
 		return false, fmt.Errorf("apply if newer: the row has no value for the key column %s", key)
 	}
-	if _, ok := row[version]; !ok {
+	if v, ok := row[version]; !ok || v == nil {
 		return false, fmt.Errorf("apply if newer: the row has no value for the version column %s", version)
 	}
 	params := make([]string, len(cols))
@@ -55,7 +57,7 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 	}
 	q := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(params, ", ") + `)
         ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(sets, ", ") + `
-        WHERE ` + table + `.` + version + ` < excluded.` + version
+        WHERE ` + table + `.` + version + ` IS NULL OR ` + table + `.` + version + ` < excluded.` + version
 	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("apply if newer to %s: %w", table, err)

@@ -75,3 +75,59 @@ func TestApplyIfNewer(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyIfNewerOverNullVersion: on both stores, a stored row whose
+// version is NULL (written before versions were kept, say) is updated by
+// any versioned state; NULL < x is never true in SQL, so a plain comparison
+// refused every update to it, silently. A row without a version is refused.
+func TestApplyIfNewerOverNullVersion(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, status TEXT, version BIGINT)`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, status, version) VALUES ('sub_1', 'trialing', NULL)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var applied bool
+		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			var err error
+			applied, err = effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "version",
+				map[string]any{"id": "sub_1", "status": "active", "version": int64(1)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(t, st, "sub_1"); !applied || got != "active" {
+			t.Errorf("over a NULL version: applied %v, status %q; want true, active", applied, got)
+		}
+		err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "version",
+				map[string]any{"id": "sub_1", "status": "canceled", "version": nil})
+			return err
+		})
+		if err == nil {
+			t.Error("a row whose version is nil was accepted")
+		}
+		if got := status(t, st, "sub_1"); got != "active" {
+			t.Errorf("after a nil version: status %q, want active", got)
+		}
+	})
+}
+
+// status reads the status column of subscription id.
+func status(t *testing.T, st dbtest.Store, id string) string {
+	t.Helper()
+	var s string
+	err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT status FROM subscriptions WHERE id = $1`, id).Scan(&s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
