@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hookbox/hookbox"
 )
@@ -24,9 +25,24 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // It is one statement, INSERT … ON CONFLICT (key) DO UPDATE … WHERE the
 // stored version is older, so the check and the write cannot be split by
 // a concurrent transaction on either store. key must have a unique
-// constraint; version may be any column type both sides compare (an
-// integer, a timestamp, or RFC 3339 text in UTC). A stored row whose
-// version is NULL is older than any version; row[version] must not be nil.
+// constraint. A stored row whose version is NULL is older than any
+// version; row[version] must not be nil.
+//
+// The versions are compared by the database, so they must compare as they
+// should on the store in use:
+//
+//   - an integer (a Stripe event's created, a sequence number): on both
+//     stores;
+//   - a time.Time: ApplyIfNewer puts it in UTC before binding it. SQLite
+//     stores it as text and compares the text, which sorts as the times do
+//     only when every stored version was written in UTC (as ApplyIfNewer
+//     writes it); on PostgreSQL use a timestamptz column;
+//   - text only if its order as text is the order of the versions: fixed
+//     width, one zone. RFC 3339 text from time.RFC3339Nano is not, since it
+//     drops trailing zeros ("…05Z" sorts after "…05.5Z", so a newer state
+//     is refused); format times with a fixed-width layout such as
+//     "2006-01-02T15:04:05.000000000Z07:00" in UTC, or pass a time.Time.
+//
 // Table and column names must be plain identifiers; values are bound,
 // never spliced.
 func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version string, row map[string]any) (bool, error) {
@@ -51,6 +67,11 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 	args := make([]any, len(cols))
 	for i, c := range cols {
 		params[i], args[i] = "$"+strconv.Itoa(i+1), row[c]
+		if t, ok := args[i].(time.Time); ok && c == version {
+			// SQLite keeps a time as text, zone included, and compares
+			// the text: only times in one zone sort as instants do.
+			args[i] = t.UTC()
+		}
 		if c != key {
 			sets = append(sets, c+" = excluded."+c)
 		}

@@ -2,7 +2,10 @@ package effect_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
@@ -125,6 +128,115 @@ func status(t *testing.T, st dbtest.Store, id string) string {
 	var s string
 	err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
 		return tx.QueryRowContext(ctx, `SELECT status FROM subscriptions WHERE id = $1`, id).Scan(&s)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestApplyIfNewerTimesInZones: on both stores, time.Time versions compare
+// as instants whatever their zones. SQLite keeps a time as text with its
+// zone, so before times were put in UTC a newer state given in UTC-5 sorted
+// below an older one in UTC and was refused silently, and an older one in
+// UTC+9 sorted above it and was written.
+func TestApplyIfNewerTimesInZones(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		createVersioned(t, st, "TIMESTAMP WITH TIME ZONE")
+		utc := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+		east, west := time.FixedZone("UTC+9", 9*3600), time.FixedZone("UTC-5", -5*3600)
+		steps := []struct {
+			status  string
+			version time.Time
+			applied bool
+		}{
+			{"trialing", utc, true},
+			{"active", utc.Add(time.Hour).In(west), true},           // 10:00 in UTC-5: newer
+			{"canceled", utc.Add(30 * time.Minute).In(east), false}, // 23:30 in UTC+9: older
+			{"past_due", utc.Add(time.Hour).In(east), false},        // as old
+			{"unpaid", utc.Add(time.Hour + time.Second/2), true},    // newer by half a second
+			{"paused", utc.Add(time.Hour + time.Second), true},      // a whole second after a fraction
+		}
+		for _, s := range steps {
+			applyVersioned(t, st, s.status, s.version, s.applied)
+		}
+	})
+}
+
+// TestApplyIfNewerFixedWidthText: on both stores, RFC 3339 text in one
+// fixed-width layout compares as its times do, across whole seconds and
+// fractions. (time.RFC3339Nano is not fixed-width: it drops trailing zeros,
+// and "…00Z" sorts after "…00.5Z"; the documentation says so.)
+func TestApplyIfNewerFixedWidthText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		createVersioned(t, st, "TEXT")
+		const layout = "2006-01-02T15:04:05.000000000Z07:00"
+		at := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+		steps := []struct {
+			status  string
+			version time.Time
+			applied bool
+		}{
+			{"trialing", at.Add(time.Second / 2), true},
+			{"canceled", at, false},
+			{"active", at.Add(time.Second), true},
+			{"past_due", at.Add(time.Second), false},
+		}
+		for _, s := range steps {
+			applyVersioned(t, st, s.status, s.version.Format(layout), s.applied)
+		}
+	})
+}
+
+// createVersioned creates the table subscriptions with a version column of
+// type typ.
+func createVersioned(t *testing.T, st dbtest.Store, typ string) {
+	t.Helper()
+	err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, status TEXT NOT NULL, version `+typ+` NOT NULL)`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// applyVersioned applies status at version to sub_1 and checks that it was
+// applied, or refused, as want says.
+func applyVersioned(t *testing.T, st dbtest.Store, status string, version any, want bool) {
+	t.Helper()
+	before := statusOf(t, st)
+	var applied bool
+	err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		var err error
+		applied, err = effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "version",
+			map[string]any{"id": "sub_1", "status": status, "version": version})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := statusOf(t, st)
+	switch {
+	case applied != want:
+		t.Errorf("%s at %v: applied %v, want %v", status, version, applied, want)
+	case want && after != status, !want && after != before:
+		t.Errorf("%s at %v: status %q after, was %q", status, version, after, before)
+	}
+}
+
+// statusOf reads sub_1's status, "" when it has no row.
+func statusOf(t *testing.T, st dbtest.Store) string {
+	t.Helper()
+	var s string
+	err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT status FROM subscriptions WHERE id = 'sub_1'`).Scan(&s)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)
