@@ -39,8 +39,21 @@ import (
 // ClaimKey claims key within scope (for example "licence", order id) in the
 // handler's transaction. It reports true the first time the key is claimed
 // and false ever after, including when an earlier attempt claimed it and
-// committed. The claim commits or rolls back with the handler.
+// committed. The claim commits or rolls back with the handler. Claimed keys
+// are never purged.
+//
+// Scopes starting with "send:" hold RecordSend's keys; ClaimKey refuses
+// them, so a handler's key and a send cannot stand in for each other.
 func ClaimKey(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key string) (bool, error) {
+	if strings.HasPrefix(scope, sendPrefix) {
+		return false, fmt.Errorf("claim key %s/%s: scopes starting with %q are RecordSend's", scope, key, sendPrefix)
+	}
+	return claim(ctx, tx, ev, scope, key)
+}
+
+// claim inserts (scope, key) into effect_keys, noting ev's id, and reports
+// whether it was new.
+func claim(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key string) (bool, error) {
 	var eventID any
 	if ev != nil {
 		eventID = ev.ID
@@ -101,7 +114,12 @@ func checkKind(kind string) error {
 // (for example "email") must be performed once for key (for example the
 // order id), with payload as its input. It reports whether this is the first
 // record for (kind, key); a second record is ignored, so the effect is
-// performed at most once per key however often the handler runs.
+// performed at most once per key however often the handler runs, and
+// however long after: the key is claimed in the handler's transaction like
+// ClaimKey's, under the scope SendSource(kind), and outlives the send's
+// event when retention purges it. (A send recorded by an earlier hookbox,
+// which claimed no key, is remembered by its event until RecordSend is
+// called again for its key, and by the key from then on.)
 //
 // The send is a queued event of source SendSource(kind): it is performed
 // after the handler's transaction commits, by the Target routed to that
@@ -115,6 +133,19 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	}
 	if err := checkKind(kind); err != nil {
 		return false, fmt.Errorf("record send: %w", err)
+	}
+	// The key is claimed first, in effect_keys, which retention never
+	// purges: the queue row alone was forgotten once purged, and the send
+	// was then recorded and performed again. A send recorded before keys
+	// were claimed has no key yet; its queue row, while it exists, keeps
+	// the insert below from recording it twice, and the key claimed here
+	// remembers it from then on.
+	first, err := claim(ctx, tx, nil, sendPrefix+kind, key)
+	if err != nil {
+		return false, fmt.Errorf("record send %s/%s: %w", kind, key, err)
+	}
+	if !first {
+		return false, nil
 	}
 	now := time.Now()
 	var q string

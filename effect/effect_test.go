@@ -198,3 +198,104 @@ func attempt(t *testing.T, s dbtest.Store, kind string, n int, status hookbox.St
 		}
 	}
 }
+
+// TestRecordSendAfterPurge: on both stores, a send already performed is not
+// recorded again for its key after retention purged its queue row (a
+// second event about the same order weeks later, or a redelivery after the
+// purge): the key is remembered in effect_keys, which is never purged.
+func TestRecordSendAfterPurge(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		if !recordSend(t, s, "email", "ord_1") {
+			t.Fatal("the first record of ord_1 was refused")
+		}
+		attempt(t, s, "email", 1, hookbox.StatusDone)
+		purgeDone(t, s, 1)
+		if recordSend(t, s, "email", "ord_1") {
+			t.Error("the send for ord_1, already performed, was recorded (and will be performed) again after a purge")
+		}
+		if !recordSend(t, s, "sms", "ord_1") {
+			t.Error("a send of another kind for ord_1 was refused")
+		}
+		if evs, err := s.Events(ctx, hookbox.Filter{Source: effect.SendSource("email")}); err != nil || len(evs) != 0 {
+			t.Errorf("email sends after the purge: %v, %v; want none", evs, err)
+		}
+	})
+}
+
+// TestRecordSendRecordedBeforeKeys: a send recorded before RecordSend
+// claimed keys (a queue row, no effect_keys row) still holds its key while
+// its row exists, and from then on the key holds it after a purge.
+func TestRecordSendRecordedBeforeKeys(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		_, err := s.Ingest(ctx, []hookbox.Delivery{{Source: effect.SendSource("email"), DeliveryID: "ord_2",
+			Payload: []byte(`{}`), ReceivedAt: time.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recordSend(t, s, "email", "ord_2") {
+			t.Fatal("a send queued before the upgrade was recorded again")
+		}
+		attempt(t, s, "email", 1, hookbox.StatusDone)
+		purgeDone(t, s, 1)
+		if recordSend(t, s, "email", "ord_2") {
+			t.Error("a send queued before the upgrade was recorded again after its purge")
+		}
+	})
+}
+
+// TestClaimKeyRefusesSendScopes: ClaimKey refuses the scopes RecordSend
+// keeps its keys under, so a handler's key cannot stop a send, nor a send
+// a handler's key.
+func TestClaimKeyRefusesSendScopes(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := effect.ClaimKey(ctx, tx, nil, effect.SendSource("email"), "ord_1")
+		return err
+	})
+	if err == nil {
+		t.Error("ClaimKey accepted the scope send:email")
+	}
+}
+
+// recordSend records a send of kind for key in its own transaction and
+// reports whether it was the first record.
+func recordSend(t *testing.T, s dbtest.Store, kind, key string) bool {
+	t.Helper()
+	var first bool
+	err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		var err error
+		first, err = effect.RecordSend(ctx, tx, kind, key, []byte(`{}`))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first
+}
+
+// purgeDone purges finished events until n are deleted, as retention would
+// weeks later: the cut-off must pass their last change, which the store
+// stamps with its own clock.
+func purgeDone(t *testing.T, s dbtest.Store, n int) {
+	t.Helper()
+	ops, ok := s.(hookbox.Ops)
+	if !ok {
+		t.Fatalf("store %T has no Ops", s)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	done := 0
+	for done < n {
+		res, err := ops.Purge(context.Background(), hookbox.PurgeParams{Before: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done += res.Done
+		if time.Now().After(deadline) {
+			t.Fatalf("purged %d of %d done events", done, n)
+		}
+	}
+}
