@@ -1,15 +1,18 @@
 // Command subscriptions keeps a subscription table in step with Stripe,
 // although Stripe neither promises order nor stops retrying for days.
 //
-//		go run ./examples/subscriptions --config examples/subscriptions/hookbox.yaml
+//	go run ./examples/subscriptions --config examples/subscriptions/hookbox.yaml
 //
-//	  - customer.subscription.updated applies only when it is newer than what
-//	    is stored (WHERE updated_at < the event's time), so an old event that
-//	    arrives late changes nothing.
-//	  - invoice.paid extends the paid period once per invoice: the invoice id is
-//	    a business key claimed in the transaction that marks the event done, so
-//	    a redelivery (even one that arrives after the event row was purged)
-//	    cannot extend twice.
+// Its two handlers:
+//
+//   - customer.subscription.updated applies only when it is newer than what
+//     is stored (WHERE updated_at < the event's time), so an old event that
+//     arrives late changes nothing.
+//   - invoice.paid moves paid_until to the invoice's period end if that is
+//     later, so the invoices may arrive in any order, and counts the invoice
+//     once: the invoice id is a business key claimed in the transaction that
+//     marks the event done, so a redelivery (even one that arrives after the
+//     event row was purged) cannot count it twice.
 //
 // Both handlers only write to the database, so they are registered with
 // Pool.Handle and run inside the transaction that marks the event done.
@@ -60,12 +63,14 @@ func run(ctx context.Context, configPath string) error {
 }
 
 // schema: one row per subscription. updated_at is the Stripe event time of
-// the last status applied; paid_until only ever moves by whole invoices.
+// the last status applied; paid_until is the latest period end of the
+// invoices paid, and invoices_paid counts them.
 const schema = `CREATE TABLE IF NOT EXISTS subscriptions (
-    id         TEXT PRIMARY KEY,
-    status     TEXT NOT NULL DEFAULT '',
-    updated_at BIGINT NOT NULL DEFAULT 0,
-    paid_until BIGINT NOT NULL DEFAULT 0
+    id            TEXT PRIMARY KEY,
+    status        TEXT NOT NULL DEFAULT '',
+    updated_at    BIGINT NOT NULL DEFAULT 0,
+    paid_until    BIGINT NOT NULL DEFAULT 0,
+    invoices_paid BIGINT NOT NULL DEFAULT 0
 )`
 
 // stripeEvent is the envelope of every Stripe event.
@@ -125,13 +130,13 @@ func subscriptionUpdated(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event)
 	return err
 }
 
-// invoicePaid extends the subscription by the invoice's period, once per
-// invoice.
+// invoicePaid moves paid_until to the invoice's period end unless it is
+// already later, whatever order the invoices arrive in, and counts the
+// invoice once.
 func invoicePaid(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
 	var inv struct {
 		ID           string `json:"id"`
 		Subscription string `json:"subscription"`
-		PeriodStart  int64  `json:"period_start"`
 		PeriodEnd    int64  `json:"period_end"`
 	}
 	if _, err := decode(ev, &inv); err != nil {
@@ -139,11 +144,15 @@ func invoicePaid(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
 	}
 	first, err := effect.ClaimKey(ctx, tx, ev, "invoice", inv.ID)
 	if err != nil || !first {
-		return err // this invoice already extended the subscription
+		return err // this invoice was already counted
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions (id, paid_until) VALUES ($1, $2)
-        ON CONFLICT (id) DO UPDATE SET paid_until = CASE
-            WHEN subscriptions.paid_until > $3 THEN subscriptions.paid_until + ($2 - $3)
-            ELSE $2 END`, inv.Subscription, inv.PeriodEnd, inv.PeriodStart)
+	// The later period end, not paid_until plus the invoice's period: that
+	// depended on the order, and a month paid before the one it follows
+	// made three periods of two.
+	_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions (id, paid_until, invoices_paid) VALUES ($1, $2, 1)
+        ON CONFLICT (id) DO UPDATE SET
+            paid_until = CASE WHEN subscriptions.paid_until > excluded.paid_until
+                THEN subscriptions.paid_until ELSE excluded.paid_until END,
+            invoices_paid = subscriptions.invoices_paid + 1`, inv.Subscription, inv.PeriodEnd)
 	return err
 }

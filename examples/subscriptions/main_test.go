@@ -84,13 +84,45 @@ func TestOutOfOrderAndRedelivery(t *testing.T) {
 			t.Errorf("the older event overwrote the newer status")
 		}
 		if got := srv.QueryInt(`SELECT paid_until FROM subscriptions WHERE id = 'sub_1'`); got != int(monday+month) {
-			t.Errorf("paid_until = %d, want %d (extended exactly once)", got, monday+month)
+			t.Errorf("paid_until = %d, want %d", got, monday+month)
+		}
+		if got := srv.QueryInt(`SELECT invoices_paid FROM subscriptions WHERE id = 'sub_1'`); got != 1 {
+			t.Errorf("invoices_paid = %d, want 1 (counted exactly once)", got)
 		}
 		// The next month's invoice extends by one more period.
 		stripeSend(t, srv, invoicePaidBody("evt_inv_next", "in_2", monday+month, monday+2*month))
 		srv.WaitIdle(20 * time.Second)
 		if got := srv.QueryInt(`SELECT paid_until FROM subscriptions WHERE id = 'sub_1'`); got != int(monday+2*month) {
 			t.Errorf("paid_until after the second invoice = %d, want %d", got, monday+2*month)
+		}
+	})
+}
+
+// TestInvoicesOutOfOrder: the second month's invoice.paid arriving before
+// the first's leaves the subscription paid until the end of the second
+// month, as in order; each invoice counts once. Extending paid_until by
+// each invoice's period made it three periods.
+func TestInvoicesOutOfOrder(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		srv := e2e.Start(t, testConfig, dbURL, func(svc *service.Service) error {
+			return Register(t.Context(), svc)
+		})
+		monday := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC).Unix()
+		month := int64(30 * 24 * 3600)
+		for _, body := range []string{
+			invoicePaidBody("evt_inv_2", "in_2", monday+month, monday+2*month),
+			invoicePaidBody("evt_inv_1", "in_1", monday, monday+month),
+		} {
+			if r := stripeSend(t, srv, body); r.Status != http.StatusAccepted || r.Duplicate {
+				t.Fatalf("delivery: %+v", r)
+			}
+			srv.WaitIdle(20 * time.Second) // one at a time: the order is the test
+		}
+		if got := srv.QueryInt(`SELECT paid_until FROM subscriptions WHERE id = 'sub_1'`); got != int(monday+2*month) {
+			t.Errorf("paid_until = %d, want %d (the end of the second month)", got, monday+2*month)
+		}
+		if got := srv.QueryInt(`SELECT invoices_paid FROM subscriptions WHERE id = 'sub_1'`); got != 2 {
+			t.Errorf("invoices_paid = %d, want 2", got)
 		}
 	})
 }
