@@ -6,8 +6,9 @@
 // Its two handlers:
 //
 //   - customer.subscription.updated applies only when it is newer than what
-//     is stored (WHERE updated_at < the event's time), so an old event that
-//     arrives late changes nothing.
+//     is stored (effect.ApplyIfNewer on the event's created time), so an old
+//     event that arrives late changes nothing. created is in whole seconds:
+//     of two updates in one second, the one that arrives first is kept.
 //   - invoice.paid moves paid_until to the invoice's period end if that is
 //     later, so the invoices may arrive in any order, and counts the invoice
 //     once: the invoice id is a business key claimed in the transaction that
@@ -114,7 +115,14 @@ func decode(ev *hookbox.Event, obj any) (stripeEvent, error) {
 }
 
 // subscriptionUpdated applies a status only if it is newer than the stored
-// one: Stripe does not deliver in order.
+// one: Stripe does not deliver in order. The version is the event's
+// created, in whole seconds, and a state as old as the stored one is
+// refused: of two updates in the same second (a checkout's incomplete,
+// then active), the one that arrives first is kept, even when it is the
+// earlier. An app that must not lose the later one fetches the
+// subscription from Stripe's API when created equals the stored
+// updated_at, in the Prepare phase of a two-phase handler
+// (Pool.HandlePhases), and applies what it fetched.
 func subscriptionUpdated(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
 	var sub struct {
 		ID     string `json:"id"`
@@ -124,9 +132,8 @@ func subscriptionUpdated(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event)
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions (id, status, updated_at) VALUES ($1, $2, $3)
-        ON CONFLICT (id) DO UPDATE SET status = excluded.status, updated_at = excluded.updated_at
-        WHERE subscriptions.updated_at < excluded.updated_at`, sub.ID, sub.Status, e.Created)
+	_, err = effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "updated_at",
+		map[string]any{"id": sub.ID, "status": sub.Status, "updated_at": e.Created})
 	return err
 }
 

@@ -127,6 +127,30 @@ func TestInvoicesOutOfOrder(t *testing.T) {
 	})
 }
 
+// TestSameSecondUpdatesFirstKept pins the limit the README states: Stripe's
+// created is in whole seconds, so of two updates in the same second the one
+// that arrives first is kept, even in order.
+func TestSameSecondUpdatesFirstKept(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		srv := e2e.Start(t, testConfig, dbURL, func(svc *service.Service) error {
+			return Register(t.Context(), svc)
+		})
+		checkout := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC).Unix()
+		for _, body := range []string{
+			subUpdated("evt_a", checkout, "incomplete"),
+			subUpdated("evt_b", checkout, "active"),
+		} {
+			if r := stripeSend(t, srv, body); r.Status != http.StatusAccepted || r.Duplicate {
+				t.Fatalf("delivery: %+v", r)
+			}
+			srv.WaitIdle(20 * time.Second)
+		}
+		if n := srv.QueryInt(`SELECT count(*) FROM subscriptions WHERE id = 'sub_1' AND status = 'incomplete'`); n != 1 {
+			t.Errorf("the second update of the same second was applied; the README says it is not")
+		}
+	})
+}
+
 // purge deletes every finished event, as retention would weeks later.
 func purge(t *testing.T, srv *e2e.Server) {
 	t.Helper()
