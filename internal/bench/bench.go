@@ -6,6 +6,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -177,13 +178,7 @@ func Run(ctx context.Context, f *Options, out io.Writer) error {
 	if f.Duplicates < 0 || f.Duplicates > 0.5 {
 		return fmt.Errorf("--duplicates must be between 0 and 0.5")
 	}
-	vc := verify.Config{Scheme: f.Scheme, Secrets: []string{benchSecret}}
-	if f.Scheme == "hmac" {
-		vc.Header, vc.IDHeader = "X-Signature", "X-Delivery-Id"
-	}
-	if f.Scheme == "none" {
-		vc.Secrets = nil
-	}
+	vc := benchSource(f.Scheme)
 	if f.URL != "" {
 		if f.Secret == "" && f.Scheme != "none" {
 			return fmt.Errorf("--url needs --secret (the source's signing secret)")
@@ -310,6 +305,21 @@ func printBench(w io.Writer, r Result) {
 			c.Machine.Round(time.Microsecond), c.Process.Round(time.Microsecond))
 	}
 	fmt.Fprintf(w, "%-15s process max RSS %d MB (load generator included)\n", "", r.MaxRSS>>20)
+}
+
+// benchSource is the verify config of the bench source for scheme. The
+// hmac and none schemes carry the delivery id in a header, as the others
+// carry it in theirs (stripe in the body), so that every generated delivery
+// has an id of its own.
+func benchSource(scheme string) verify.Config {
+	vc := verify.Config{Scheme: scheme, Secrets: []string{benchSecret}}
+	if scheme == "hmac" {
+		vc.Header, vc.IDHeader = "X-Signature", "X-Delivery-Id"
+	}
+	if scheme == "none" {
+		vc.Secrets, vc.IDHeader = nil, "X-Delivery-Id"
+	}
+	return vc
 }
 
 // benchTarget is one running target.
@@ -733,23 +743,23 @@ func (l *lagSampler) stop() {
 }
 
 // deliveries generates unique signed deliveries, with a share repeating the
-// previous one.
+// previous one. Each carries its id in its body too, so that no two
+// deliveries have the same body: the schemes whose signature covers no
+// delivery id (github, hmac, none) dedupe by body as well, and would take
+// every delivery after the first for a copy of it.
 type deliveries struct {
 	vc        verify.Config
 	body      []byte
 	prefix    string
 	dupEvery  int // every dupEvery-th delivery repeats the one before; 0: none
 	offset    atomic.Int64
-	now       time.Time
-	stripeRaw bool
 	orderKeys int // --order-keys
 }
 
 func newDeliveries(vc verify.Config, body []byte, dupShare float64, orderKeys int) *deliveries {
 	var run [6]byte
 	rand.Read(run[:])
-	g := &deliveries{vc: vc, body: body, prefix: "msg_" + hex.EncodeToString(run[:]) + "_",
-		stripeRaw: vc.Scheme == "stripe", orderKeys: orderKeys}
+	g := &deliveries{vc: vc, body: body, prefix: "msg_" + hex.EncodeToString(run[:]) + "_", orderKeys: orderKeys}
 	if dupShare > 0 {
 		g.dupEvery = int(1 / dupShare)
 	}
@@ -770,23 +780,38 @@ func (g *deliveries) next(i int) loadgen.Request {
 		n--
 	}
 	id := fmt.Sprint(g.prefix, n)
-	body := g.body
-	if g.stripeRaw {
-		// Stripe carries the id in the body.
-		body = []byte(`{"id":"` + id + `",` + string(g.body[1:]))
-	}
-	h, err := verify.Sign(g.vc, body, id, time.Now()) // a long run outlasts a signature's tolerance
+	body := bodyWithID(g.body, id) // stripe reads its id there
+	// Signed now: a long run outlasts a signature's tolerance.
+	h, err := verify.Sign(g.vc, body, id, time.Now())
 	if err != nil {
 		panic(err) // the config was checked before the run
 	}
 	if g.orderKeys > 0 {
 		h.Set(OrderKeyHeader, g.orderKey(n))
 	}
-	req := loadgen.Request{Header: h}
-	if g.stripeRaw {
-		req.Body = body
+	return loadgen.Request{Header: h, Body: body}
+}
+
+// bodyWithID returns body, a JSON object from benchBody, with an "id"
+// field first; as many bytes of its padding as the field adds are dropped,
+// so that the body keeps the size asked for where the padding allows.
+func bodyWithID(body []byte, id string) []byte {
+	field := `"id":"` + id + `",`
+	out := make([]byte, 0, len(body)+len(field))
+	out = append(out, '{')
+	out = append(out, field...)
+	rest := body[1:]
+	const pad = `"pad":"`
+	if i := bytes.Index(rest, []byte(pad)); i >= 0 {
+		start := i + len(pad)
+		end := start
+		for end < len(rest) && end-start < len(field) && rest[end] == 'x' {
+			end++
+		}
+		out = append(out, rest[:start]...)
+		return append(out, rest[end:]...)
 	}
-	return req
+	return append(out, rest...)
 }
 
 // orderKey is the order key of delivery n in an --order-keys run.
@@ -813,12 +838,8 @@ func storeEvents(ctx context.Context, svc *service.Service, gen *deliveries, n i
 		var ds []hookbox.Delivery
 		for i := done; i < min(n, done+batch); i++ {
 			req := gen.next(i)
-			body := req.Body
-			if body == nil {
-				body = gen.body
-			}
 			d := hookbox.Delivery{Source: "bench", DeliveryID: fmt.Sprint(gen.prefix, "d", i),
-				Header: req.Header, Payload: body, ReceivedAt: time.Now()}
+				Header: req.Header, Payload: req.Body, ReceivedAt: time.Now()}
 			if gen.orderKeys > 0 {
 				// As the service routes it: one delivery, to the target.
 				d.FanOut, d.Routes = true, []hookbox.Route{{Target: orderedTarget, OrderKey: req.Header.Get(OrderKeyHeader)}}
