@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -748,10 +749,14 @@ func (l *lagSampler) stop() {
 // delivery id (github, hmac, none) dedupe by body as well, and would take
 // every delivery after the first for a copy of it.
 type deliveries struct {
-	vc        verify.Config
-	body      []byte
-	prefix    string
-	dupEvery  int // every dupEvery-th delivery repeats the one before; 0: none
+	vc     verify.Config
+	body   []byte
+	prefix string
+	// dupPPM is the share of deliveries that repeat the one before, in
+	// millionths: delivery n is a repeat when the running total of shares
+	// passes a whole number at it, so any N deliveries hold the share
+	// asked for to within one.
+	dupPPM    int64
 	offset    atomic.Int64
 	orderKeys int // --order-keys
 }
@@ -760,9 +765,7 @@ func newDeliveries(vc verify.Config, body []byte, dupShare float64, orderKeys in
 	var run [6]byte
 	rand.Read(run[:])
 	g := &deliveries{vc: vc, body: body, prefix: "msg_" + hex.EncodeToString(run[:]) + "_", orderKeys: orderKeys}
-	if dupShare > 0 {
-		g.dupEvery = int(1 / dupShare)
-	}
+	g.dupPPM = int64(math.Round(dupShare * 1e6))
 	return g
 }
 
@@ -776,7 +779,7 @@ func (g *deliveries) used() int { return int(g.offset.Load()) + 1<<30 }
 
 func (g *deliveries) next(i int) loadgen.Request {
 	n := int(g.offset.Load()) + i
-	if g.dupEvery > 0 && n%g.dupEvery == g.dupEvery-1 && n > 0 {
+	if g.repeats(n) {
 		n--
 	}
 	id := fmt.Sprint(g.prefix, n)
@@ -790,6 +793,13 @@ func (g *deliveries) next(i int) loadgen.Request {
 		h.Set(OrderKeyHeader, g.orderKey(n))
 	}
 	return loadgen.Request{Header: h, Body: body}
+}
+
+// repeats reports whether delivery n repeats the one before (a share of
+// at most a half never repeats two in a row, nor delivery 0).
+func (g *deliveries) repeats(n int) bool {
+	const million = 1000000
+	return int64(n+1)*g.dupPPM/million > int64(n)*g.dupPPM/million
 }
 
 // bodyWithID returns body, a JSON object from benchBody, with an "id"

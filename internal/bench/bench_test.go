@@ -259,3 +259,25 @@ func TestEveryDeliveryStored(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateShare: --duplicates is the share of deliveries that repeat
+// the one before, exactly as asked (the banner prints it), not the
+// inverse of a whole number of deliveries.
+func TestDuplicateShare(t *testing.T) {
+	vc := benchSource("standard-webhooks")
+	const n = 10000
+	for _, share := range []float64{0, 0.05, 0.3, 0.4, 0.5} {
+		gen := newDeliveries(vc, benchBody(64), share, 0)
+		repeats, prev := 0, ""
+		for i := range n {
+			id := deliveryID(gen.next(i).Header)
+			if id == prev {
+				repeats++
+			}
+			prev = id
+		}
+		if want := int(share * n); repeats != want {
+			t.Errorf("--duplicates %v: %d of %d deliveries repeat the one before, want %d", share, repeats, n, want)
+		}
+	}
+}
