@@ -15,8 +15,9 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure ingest and drain against a bare net/http baseline",
 		Long: `bench starts each target in this process on a loopback port (or drives
 --url), sends unique deliveries signed for --scheme over --connections
-keep-alive connections, and prints req/s, latency percentiles and answers by
-status. Targets:
+keep-alive connections, and prints req/s and latency percentiles of the
+accepted (2xx) deliveries and answers by status; it exits non-zero when any
+delivery was not accepted. Targets:
 
   bare            net/http reading the body and answering 202: the machine's
                   own HTTP limit, measured in the same run

@@ -205,6 +205,7 @@ func Run(ctx context.Context, f *Options, out io.Writer) error {
 	}
 
 	var results []Result
+	var refused []string // targets with deliveries not accepted
 	var bare float64
 	minimal := map[string]*loadgen.Result{} // by store: sqlite, postgres
 	for _, name := range f.Targets {
@@ -226,6 +227,10 @@ func Run(ctx context.Context, f *Options, out io.Writer) error {
 		}
 		for _, r := range rs {
 			if r.Ingest != nil {
+				if n := r.Ingest.Failed(); n > 0 {
+					refused = append(refused, fmt.Sprintf("%s%s: %d of %d deliveries not accepted (answers by status %v, %d transport errors)",
+						name, phaseLabel(r.Phase), n, r.Ingest.Requests, r.Ingest.Status, r.Ingest.Errors))
+				}
 				if name == "bare" {
 					bare = r.Ingest.RPS
 				} else if bare > 0 {
@@ -247,9 +252,25 @@ func Run(ctx context.Context, f *Options, out io.Writer) error {
 	if f.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(results)
+		if err := enc.Encode(results); err != nil {
+			return err
+		}
+	}
+	if len(refused) > 0 {
+		// Printed in full first, then failed: the figures of a run whose
+		// deliveries were refused measure a misconfiguration (a wrong
+		// secret or scheme, a limit), and scripts read the exit status.
+		return fmt.Errorf("rates and ratios count accepted (2xx) deliveries only, and some were not: %s", strings.Join(refused, "; "))
 	}
 	return nil
+}
+
+// phaseLabel names a --preload step after its target, "" for none.
+func phaseLabel(phase string) string {
+	if phase == "" {
+		return ""
+	}
+	return " (" + phase + ")"
 }
 
 func amount(f *Options) string {
@@ -607,7 +628,7 @@ func (t *benchTarget) measure(ctx context.Context, f *Options, vc verify.Config,
 		URL: t.url, Connections: f.Connections, Count: count, Duration: duration, Until: until,
 		Next: gen.next, Body: body, Progress: progress,
 	})
-	r.CPU = cpu.perOp(sampleCPU(), res.Requests)
+	r.CPU = cpu.perOp(sampleCPU(), res.Accepted)
 	if !f.JSON {
 		fmt.Fprint(os.Stderr, "\r\033[K")
 	}

@@ -281,3 +281,32 @@ func TestDuplicateShare(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedDeliveriesFail: a run whose deliveries are refused (here
+// every one, 401) prints its figures, with no rate, and the counts of
+// what was refused, then fails.
+func TestRefusedDeliveriesFail(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	for _, asJSON := range []bool{false, true} {
+		var out strings.Builder
+		err := Run(context.Background(), &Options{URL: srv.URL + "/webhooks/bench", Secret: "wrong", Scheme: "github",
+			Connections: 2, Requests: 300, BodySize: 64, JSON: asJSON}, &out)
+		if err == nil || !strings.Contains(err.Error(), "url: 300 of 300 deliveries not accepted") {
+			t.Errorf("json %v: err = %v, want the 300 refusals named", asJSON, err)
+		}
+		if asJSON {
+			var rs []Result
+			if err := json.Unmarshal([]byte(out.String()), &rs); err != nil {
+				t.Fatalf("--json output %q: %v", out.String(), err)
+			}
+			if len(rs) != 1 || rs[0].Ingest.RPS != 0 || rs[0].Ingest.Accepted != 0 || rs[0].Ingest.Status[http.StatusUnauthorized] != 300 {
+				t.Errorf("result %+v, want no rate and 300 answers 401", rs[0].Ingest)
+			}
+		} else if !strings.Contains(out.String(), "300 of 300 not accepted") {
+			t.Errorf("output %q does not say the deliveries were refused", out.String())
+		}
+	}
+}

@@ -48,11 +48,16 @@ type Options struct {
 	Progress func(done int, elapsed time.Duration)
 }
 
-// Result summarises a run.
+// Result summarises a run. The rate and the latencies are those of the
+// accepted requests (answered 2xx) only: a refusal (a 401 for a wrong
+// secret, a 503) is cheap and fast, and counting it would report a
+// receiver that stored nothing as a fast one. Failed says how many were
+// left out.
 type Result struct {
-	Requests int           `json:"requests"`
+	Requests int           `json:"requests"` // sent: answered or not
+	Accepted int           `json:"accepted"` // answered 2xx
 	Duration time.Duration `json:"duration_ns"`
-	RPS      float64       `json:"rps"`
+	RPS      float64       `json:"rps"` // accepted requests a second
 	P50      time.Duration `json:"p50_ns"`
 	P90      time.Duration `json:"p90_ns"`
 	P99      time.Duration `json:"p99_ns"`
@@ -61,11 +66,20 @@ type Result struct {
 	Errors   int           `json:"errors"` // transport errors (no answer)
 }
 
-// String formats r on one line.
+// Failed is the number of requests not accepted: answered other than 2xx,
+// or not answered at all.
+func (r Result) Failed() int { return r.Requests - r.Accepted }
+
+// String formats r on one line, ending with the requests not accepted
+// when there were any.
 func (r Result) String() string {
-	return fmt.Sprintf("%8.0f req/s  p50 %-9v p90 %-9v p99 %-9v max %-9v status %v errors %d",
+	s := fmt.Sprintf("%8.0f req/s  p50 %-9v p90 %-9v p99 %-9v max %-9v status %v errors %d",
 		r.RPS, r.P50.Round(time.Microsecond), r.P90.Round(time.Microsecond),
 		r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond), r.Status, r.Errors)
+	if n := r.Failed(); n > 0 {
+		s += fmt.Sprintf("  %d of %d not accepted (rate and latencies count the 2xx only)", n, r.Requests)
+	}
+	return s
 }
 
 // Run sends every request once over opts.Connections connections.
@@ -117,8 +131,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			}
 		}()
 	}
-	// Each connection keeps its own histogram and status counts; they are
-	// merged at the end, so memory does not grow with the request count.
+	// Each connection keeps its own histogram (of accepted requests) and
+	// status counts; they are merged at the end, so memory does not grow
+	// with the request count.
 	hists := make([]histogram, conns)
 	statuses := make([]map[int]int, conns)
 	errs := make([]int, conns)
@@ -142,11 +157,14 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 				}
 				t0 := time.Now()
 				code, err := c.Post(req.Header, body)
-				hists[w].add(time.Since(t0))
+				took := time.Since(t0)
 				if err != nil {
 					errs[w]++
 				} else {
 					statuses[w][code]++
+					if code >= 200 && code < 300 {
+						hists[w].add(took)
+					}
 				}
 				done.Add(1)
 			}
@@ -165,7 +183,11 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 			res.Status[code] += k
 		}
 	}
-	res.Requests = int(all.count)
+	res.Accepted = int(all.count)
+	res.Requests = res.Errors
+	for _, k := range res.Status {
+		res.Requests += k
+	}
 	err = ctx.Err()
 	if opts.Duration > 0 && errors.Is(err, context.DeadlineExceeded) {
 		err = nil // the run was meant to end by time
@@ -177,10 +199,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		default:
 		}
 	}
-	if res.Requests == 0 {
+	if res.Accepted == 0 {
 		return res, err
 	}
-	res.RPS = float64(res.Requests) / elapsed.Seconds()
+	res.RPS = float64(res.Accepted) / elapsed.Seconds()
 	res.P50, res.P90, res.P99, res.Max = all.quantile(0.50), all.quantile(0.90), all.quantile(0.99), all.max
 	return res, err
 }

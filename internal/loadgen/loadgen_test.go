@@ -3,8 +3,10 @@ package loadgen
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,5 +69,58 @@ func TestRunUntil(t *testing.T) {
 	}
 	if res.Requests == 0 || res.Status[http.StatusAccepted] != res.Requests {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// TestRunRatesAcceptedOnly: answers other than 2xx and transport errors
+// are counted apart and left out of the rate and the latencies; a run
+// where nothing was accepted has no rate at all.
+func TestRunRatesAcceptedOnly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.Header.Get("X-Ok") == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Options{URL: srv.URL, Connections: 4, Count: 400,
+		Next: func(i int) Request {
+			if i%4 == 0 {
+				return Request{Header: http.Header{"X-Ok": {"1"}}}
+			}
+			return Request{Header: http.Header{}}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 400 || res.Accepted != 100 || res.Status[http.StatusUnauthorized] != 300 || res.Failed() != 300 {
+		t.Fatalf("result = %+v, want 400 sent, 100 accepted, 300 refused", res)
+	}
+	if got := res.RPS * res.Duration.Seconds(); got < 99 || got > 101 {
+		t.Errorf("rate × duration = %.1f, want the 100 accepted", got)
+	}
+	if res.P50 < 2*time.Millisecond {
+		t.Errorf("p50 %v: the refusals' latencies were counted", res.P50)
+	}
+	if !strings.Contains(res.String(), "300 of 400 not accepted") {
+		t.Errorf("String() = %q, want the refusals said", res.String())
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: every request fails to dial
+	res, err = Run(context.Background(), Options{URL: "http://" + addr + "/x", Connections: 2, Count: 20,
+		Next: func(int) Request { return Request{Header: http.Header{}} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 20 || res.Accepted != 0 || res.RPS != 0 || res.Failed() != 20 {
+		t.Fatalf("result = %+v, want 20 transport errors and no rate", res)
 	}
 }
