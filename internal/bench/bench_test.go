@@ -310,3 +310,32 @@ func TestRefusedDeliveriesFail(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainOnlyOutput: a --drain-only line names its target (two targets'
+// lines could not be told apart) and leaves out the lag and the tail, which
+// a drain of stored events does not have; the memory line says the peak is
+// the process's so far, not the target's.
+func TestDrainOnlyOutput(t *testing.T) {
+	var out strings.Builder
+	for _, target := range []string{"sqlite", "postgres"} {
+		printBench(&out, Result{Target: target, Handler: handlerNoop, MaxRSS: 64 << 20,
+			Drain: &DrainResult{Events: 1000, Duration: 50 * time.Millisecond, Rate: 20000}})
+	}
+	var drains []string
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.Contains(line, "drain") {
+			drains = append(drains, line)
+		}
+		if strings.Contains(line, "RSS") && !strings.Contains(line, "so far") {
+			t.Errorf("memory line %q reads as the target's own", line)
+		}
+	}
+	if len(drains) != 2 || !strings.HasPrefix(drains[0], "sqlite ") || !strings.HasPrefix(drains[1], "postgres ") {
+		t.Fatalf("drain lines %q, want one per target, each naming it", drains)
+	}
+	for _, line := range drains {
+		if strings.Contains(line, "lag") || strings.Contains(line, "emptied") {
+			t.Errorf("drain-only line %q has the lag and tail of a drain while sending", line)
+		}
+	}
+}
