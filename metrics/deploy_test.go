@@ -156,6 +156,7 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 			if checkNames(t, path+": panel "+p.Title, q.Expr, exported) == 0 {
 				t.Errorf("panel %q: query %q names no metric", p.Title, q.Expr)
 			}
+			checkDatabaseWide(t, "panel "+p.Title, q.Expr)
 			used = append(used, seriesName.FindAllString(q.Expr, -1)...)
 		}
 	}
@@ -168,6 +169,22 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 	for _, want := range []string{"hookbox_oldest_due_seconds", "hookbox_dead_total", "hookbox_deliveries_total", "hookbox_ingest_seconds_bucket", "hookbox_attempts_total"} {
 		if !slices.Contains(used, want) {
 			t.Errorf("no panel shows %s", want)
+		}
+	}
+}
+
+// databaseWide are the gauges every hookbox process reads from the whole
+// database: N processes on one PostgreSQL each report the same figure.
+var databaseWide = []string{"hookbox_events", "hookbox_oldest_due_seconds"}
+
+// checkDatabaseWide fails for a query that adds up a database-wide gauge
+// over instances (it would show N times the real count behind N
+// processes): max (max by (status)) reads it once.
+func checkDatabaseWide(t *testing.T, where, expr string) {
+	t.Helper()
+	for _, name := range seriesName.FindAllString(expr, -1) {
+		if slices.Contains(databaseWide, name) && regexp.MustCompile(`\b(sum|count|avg)\b`).MatchString(expr) {
+			t.Errorf("%s: %q aggregates %s, a database-wide figure every instance reports, other than by max", where, expr, name)
 		}
 	}
 }
