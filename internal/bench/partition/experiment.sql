@@ -1,15 +1,34 @@
 -- The PostgreSQL retention experiment of issue #18 (BENCHMARKS.md,
--- "Time partitions for retention"): what ingest and retention cost with
--- hookbox's events table as it is (schema pe_flat, made by `hookbox
--- migrate`), against events partitioned by day with the dedupe memory in a
--- narrow table of its own (schema pe_part, made here).
+-- "Time partitions for PostgreSQL retention"): what ingest and retention
+-- cost with hookbox's events table of the time, against events
+-- partitioned by day with the dedupe memory in a narrow table of its own
+-- (schema pe_part, made here).
 --
---   psql -v ON_ERROR_STOP=1 -f experiment.sql postgres://…/test
+-- Valid for hookbox's PostgreSQL schema 7 to 9 only: it inserts into and
+-- deletes from events as a table, which migration 00010 made a view over
+-- event_data and queue. Schema pe_flat must exist first, migrated by a
+-- hookbox built from before that migration (the parent of commit 0b07e95,
+-- which stops at version 9). With $PG a URL that has a ?query already:
+--
+--   mkdir /tmp/hookbox9 && git archive 0b07e95^ | tar -x -C /tmp/hookbox9
+--   (cd /tmp/hookbox9 && go build -o hookbox ./cmd/hookbox)
+--   psql "$PG" -c 'CREATE SCHEMA pe_flat'
+--   /tmp/hookbox9/hookbox migrate --db "$PG&search_path=pe_flat"
+--   psql -v ON_ERROR_STOP=1 -f internal/bench/partition/experiment.sql "$PG"
 --
 -- The server-side loops measure PostgreSQL's own work (no round trips,
 -- no HTTP): 64-row batches as group commit sends them, 1 KiB payloads.
+\set ON_ERROR_STOP on
 \timing on
 SET client_min_messages = warning;
+
+-- Stop before anything is made unless pe_flat holds events as a table.
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = 'pe_flat' AND tablename = 'events') THEN
+    RAISE EXCEPTION 'pe_flat.events is not a table: create schema pe_flat and migrate it with a hookbox from before migration 00010 (see the comment at the top)';
+  END IF;
+END $$;
 
 -- The partitioned layout: dedupe (source, delivery_id) → event; events by
 -- created_at, one partition a day, the queue index per partition.
