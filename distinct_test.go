@@ -26,11 +26,59 @@ func TestDistinctByKeys(t *testing.T) {
 	if want := []int{0, 0, 0, 3, 4, 0, -1}; !slices.Equal(first, want) {
 		t.Errorf("first = %v, want %v", first, want)
 	}
+}
+
+// TestInsertInOrderRounds: which entries each round sends. A repeat of an
+// entry stored new, or of a duplicate under the same body, is answered
+// without being sent; a repeat of a duplicate under another body, a
+// repeat by body only, and a repeat of a refused entry are sent in a
+// later round, once every earlier entry that shares a key with them is
+// settled. The stores' conformance tests check the outcomes against real
+// databases.
+func TestInsertInOrderRounds(t *testing.T) {
+	x, y := []byte("body-x"), []byte("body-y")
+	ds := []hookbox.Delivery{
+		{Source: "gh", DeliveryID: "a", BodySHA256: x}, // new
+		{Source: "gh", DeliveryID: "b", BodySHA256: y}, // a duplicate of a stored row
+		{Source: "gh", DeliveryID: "a", BodySHA256: x}, // repeat of a new entry
+		{Source: "gh", DeliveryID: "b", BodySHA256: y}, // repeat of a duplicate, same body
+		{Source: "gh", DeliveryID: "b", BodySHA256: x}, // repeat of a duplicate, another body
+		{Source: "gh", DeliveryID: "c", BodySHA256: x}, // body of 0 and of 4, which is not settled yet
+		{Source: "gh", DeliveryID: "p"},                // refused
+		{Source: "gh", DeliveryID: "p"},                // repeat of a refused entry
+		{Source: "gh", DeliveryID: "q"},                // left out from the start
+	}
+	bad := map[int]bool{8: true}
+	var sent [][]int
 	rs := make([]hookbox.Receipt, len(ds))
-	rs[0], rs[3], rs[4] = hookbox.Receipt{ID: 10}, hookbox.Receipt{ID: 13}, hookbox.Receipt{ID: 14}
-	hookbox.FillRepeats(rs, first)
-	if rs[5] != (hookbox.Receipt{ID: 10, Duplicate: true}) || rs[6] != (hookbox.Receipt{}) {
-		t.Errorf("receipts = %+v", rs)
+	err := hookbox.InsertInOrder(ds, rs, func(i int) bool { return bad[i] }, func(idx []int) error {
+		sent = append(sent, slices.Clone(idx))
+		for _, i := range idx {
+			switch i {
+			case 1:
+				rs[i] = hookbox.Receipt{ID: 99, Duplicate: true}
+			case 5:
+				rs[i] = hookbox.Receipt{ID: 100, Duplicate: true}
+			case 6:
+				bad[i] = true
+			default:
+				rs[i] = hookbox.Receipt{ID: int64(100 + i)}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]int{{0, 1, 6}, {4, 7}, {5}}; !slices.EqualFunc(sent, want, slices.Equal) {
+		t.Errorf("rounds sent %v, want %v", sent, want)
+	}
+	want := []hookbox.Receipt{
+		{ID: 100}, {ID: 99, Duplicate: true}, {ID: 100, Duplicate: true}, {ID: 99, Duplicate: true},
+		{ID: 104}, {ID: 100, Duplicate: true}, {}, {ID: 107}, {},
+	}
+	if !slices.Equal(rs, want) {
+		t.Errorf("receipts = %+v, want %+v", rs, want)
 	}
 }
 
@@ -44,3 +92,4 @@ func TestBadDelivery(t *testing.T) {
 		t.Error("invalid UTF-8 type accepted")
 	}
 }
+

@@ -197,10 +197,12 @@ type Store interface {
 // EventStore keeps events. Every method is safe for concurrent use.
 type EventStore interface {
 	// Ingest stores deliveries in one transaction and returns one Receipt per
-	// delivery, in order, only after that transaction committed. Two entries
-	// of ds with the same (Source, DeliveryID) yield one row: the first is
-	// new, the rest are duplicates of it. On error nothing is promised about
-	// any entry and the caller must not acknowledge them.
+	// delivery, in order, only after that transaction committed. The rows
+	// stored and the receipts are those of storing the entries one at a
+	// time in order, however they are batched: an entry that repeats the
+	// (Source, DeliveryID) of one stored new earlier in ds is a duplicate
+	// of its row. On error nothing is promised about any entry and the
+	// caller must not acknowledge them.
 	Ingest(ctx context.Context, ds []Delivery) ([]Receipt, error)
 
 	// Event returns one event with its headers and payload, or an error

@@ -23,10 +23,11 @@ import (
 // sequence behind event_data's bigserial id (the table was named events).
 //
 // Ids are drawn in batch order (the inner ORDER BY; PostgreSQL evaluates
-// nextval after that sort), so they follow arrival order, while the rows are
-// inserted in key order (the outer ORDER BY), so two statements whose
-// batches share keys take the keys' index entries in the same order and
-// cannot deadlock each other.
+// nextval after that sort), so they follow arrival order (but a repeat
+// stored in a later round, see hookbox.InsertInOrder, comes after the rest
+// of its batch), while the rows are inserted in key order (the outer ORDER
+// BY), so two statements whose batches share keys take the keys' index
+// entries in the same order and cannot deadlock each other.
 //
 // Rows that conflict with a stored (source, delivery_id) or (source,
 // body_sha256) are skipped and not returned. When the conflicting row
@@ -163,7 +164,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 // ingest (a deadlock or a lock wait that timed out, as two transactions
 // that each took several batches can hold keys the other needs), or when
 // one delivery makes a statement fail, the transaction is begun again,
-// the earlier Adds are replayed in one statement, and the Add goes on.
+// the earlier Adds are replayed as one batch, and the Add goes on.
 // The receipts an Add returned are rewritten in place by a redo (a key
 // that was new may now be a duplicate of the other process's row), so
 // they are to be read once Commit has returned nil.
@@ -265,17 +266,15 @@ func (t *ingestTx) run(ctx context.Context, a *addBatch) error {
 }
 
 // insert stores a's deliveries with one INSERT (and one more statement for
-// duplicates of stored rows).
+// duplicates of stored rows), and a round more for each repeat that its
+// first copy does not settle (see hookbox.InsertInOrder).
 func (t *ingestTx) insert(ctx context.Context, a *addBatch) error {
 	clear(a.rs)
-	distinct, first := hookbox.DistinctByKeys(a.ds, func(i int) bool { return a.bad[i] != nil })
-	fresh, err := insertBatch(ctx, t.tx, a.ds, distinct, a.rs)
-	if err != nil {
+	return hookbox.InsertInOrder(a.ds, a.rs, func(i int) bool { return a.bad[i] != nil }, func(idx []int) error {
+		fresh, err := insertBatch(ctx, t.tx, a.ds, idx, a.rs)
+		t.fresh = t.fresh || fresh
 		return err
-	}
-	t.fresh = t.fresh || fresh
-	hookbox.FillRepeats(a.rs, first)
-	return nil
+	})
 }
 
 // isolate stores a's deliveries in halves, each under a savepoint, halving
@@ -288,7 +287,6 @@ func (t *ingestTx) isolate(ctx context.Context, a *addBatch) error {
 	if a.bad == nil {
 		a.bad = map[int]error{}
 	}
-	distinct, first := hookbox.DistinctByKeys(a.ds, func(i int) bool { return a.bad[i] != nil })
 	var try func(idx []int) error
 	try = func(idx []int) error {
 		if len(idx) == 0 {
@@ -322,20 +320,13 @@ func (t *ingestTx) isolate(ctx context.Context, a *addBatch) error {
 		}
 		return try(idx[h:])
 	}
-	if err := try(distinct); err != nil {
-		return err
-	}
-	for i, j := range first {
-		if j >= 0 && i != j && a.bad[j] != nil {
-			a.bad[i], first[i] = a.bad[j], -1
-		}
-	}
-	hookbox.FillRepeats(a.rs, first)
-	return nil
+	// A delivery refused is as if it had never come: a repeat of it is
+	// tried in a later round, and refused in turn if its values are too.
+	return hookbox.InsertInOrder(a.ds, a.rs, func(i int) bool { return a.bad[i] != nil }, try)
 }
 
 // redo rolls the transaction back, begins it again and replays every
-// earlier Add in one statement, rewriting their receipts in place.
+// earlier Add as one batch, rewriting their receipts in place.
 func (t *ingestTx) redo(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		t.tx.Rollback(ctx)
@@ -354,7 +345,9 @@ func (t *ingestTx) redo(ctx context.Context) error {
 	}
 }
 
-// replay inserts the deliveries of every earlier Add as one batch.
+// replay inserts the deliveries of every earlier Add as one batch, with
+// the outcome of inserting them one Add after another (see
+// hookbox.InsertInOrder).
 func (t *ingestTx) replay(ctx context.Context) error {
 	if len(t.adds) == 0 {
 		t.fresh = false
@@ -369,13 +362,15 @@ func (t *ingestTx) replay(ctx context.Context) error {
 		all = append(all, a.ds...)
 	}
 	rs := make([]hookbox.Receipt, len(all))
-	distinct, first := hookbox.DistinctByKeys(all, func(i int) bool { return skip[i] })
-	fresh, err := insertBatch(ctx, t.tx, all, distinct, rs)
+	t.fresh = false
+	err := hookbox.InsertInOrder(all, rs, func(i int) bool { return skip[i] }, func(idx []int) error {
+		fresh, err := insertBatch(ctx, t.tx, all, idx, rs)
+		t.fresh = t.fresh || fresh
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	t.fresh = fresh
-	hookbox.FillRepeats(rs, first)
 	for _, a := range t.adds {
 		for i := range a.rs {
 			if a.bad[i] == nil {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"testing"
@@ -78,6 +79,78 @@ func TestDataErrorFailsOnlyItsDelivery(t *testing.T) {
 	e, err := s.Event(ctx, first[0].ID)
 	if err != nil || e.DeliveryID != "a" {
 		t.Errorf("receipt of a names event %d: %+v, %v", first[0].ID, e, err)
+	}
+}
+
+// TestRedoStoresAsOneAtATime: the rounds that keep a batch's outcome that
+// of its deliveries one at a time (hookbox.InsertInOrder) hold on the
+// paths a data error takes too. A redo replays the earlier Adds of the
+// transaction as one batch: Adds that each stored their delivery new must
+// keep it new, though merged they hold a repeat of a duplicate under
+// another body. The Add that failed is then isolated, whose repeats are
+// decided the same way.
+func TestRedoStoresAsOneAtATime(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	if _, err := connect(t, url).Exec(ctx, poison); err != nil {
+		t.Fatal(err)
+	}
+	keyed := func(id, body string) hookbox.Delivery {
+		d := storetest.Delivery("r", id)
+		d.Payload = []byte(body)
+		sum := sha256.Sum256(d.Payload)
+		d.BodySHA256 = sum[:]
+		return d
+	}
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{keyed("a", `{"n":"x"}`), keyed("e", `{"n":"v"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, e := rs[0].ID, rs[1].ID
+	tx, err := s.BeginIngest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	var got [][]hookbox.Receipt
+	for _, d := range []hookbox.Delivery{
+		keyed("a", `{"n":"y"}`), // a duplicate of a by its id: body y stays free
+		keyed("c", `{"n":"y"}`), // new
+		keyed("b", `{"n":"x"}`), // a duplicate of a by its body: id b stays free
+		keyed("b", `{"n":"z"}`), // new
+	} {
+		rs, err := tx.Add(ctx, []hookbox.Delivery{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rs)
+	}
+	last, err := tx.Add(ctx, []hookbox.Delivery{
+		keyed("e", `{"n":"w"}`), // a duplicate of e by its id
+		keyed("f", `{"n":"w"}`), // new
+		storetest.Delivery("r", "poison-3"),
+		keyed("g", `{"n":"v"}`), // a duplicate of e by its body
+		keyed("g", `{"n":"u"}`), // new
+	})
+	wantBad(t, err, last, 2)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		dup bool
+		of  int64
+	}{{true, a}, {false, 0}, {true, a}, {false, 0}} {
+		if r := got[i][0]; r.Duplicate != want.dup || want.dup && r.ID != want.of {
+			t.Errorf("Add %d after the redo = %+v, want duplicate %v (of %d)", i, r, want.dup, want.of)
+		}
+	}
+	if !last[0].Duplicate || last[0].ID != e || last[1].Duplicate || !last[3].Duplicate || last[3].ID != e || last[4].Duplicate {
+		t.Errorf("isolated Add = %+v, want duplicate of %d, new, refused, duplicate of %d, new", last, e, e)
+	}
+	if n := countRows(t, s, "r"); n != 6 {
+		t.Errorf("%d rows, want a, e, c, b, f and g", n)
 	}
 }
 

@@ -12,7 +12,10 @@
 //     prior read: concurrent copies of one delivery, in this process or in
 //     another, yield exactly one row and exactly one receipt that is not a
 //     duplicate.
-//   - A batch is stored with one multi-row INSERT over unnest arrays. Keys
+//   - A batch is stored with one multi-row INSERT over unnest arrays (and
+//     one more for each round of repeats whose first copy does not decide
+//     them, which is rare: see hookbox.InsertInOrder), with the rows and
+//     receipts that storing its deliveries one at a time would give. Keys
 //     are inserted in a fixed order, so overlapping batches cannot
 //     deadlock. A transaction from BeginIngest takes several batches, so
 //     two processes filling one each can still hold keys the other needs;

@@ -88,11 +88,25 @@ func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 	return rs, nil
 }
 
+// add stores the deliveries of ds not in bad, in rounds (see
+// hookbox.InsertInOrder), and returns their receipts.
 func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery, bad map[int]error) ([]hookbox.Receipt, error) {
 	rs := make([]hookbox.Receipt, len(ds))
-	distinct, first := hookbox.DistinctByKeys(ds, func(i int) bool { return bad[i] != nil })
-	inserted := make(map[eventKey]int64, len(distinct))
-	for rest := distinct; len(rest) > 0; {
+	err := hookbox.InsertInOrder(ds, rs, func(i int) bool { return bad[i] != nil }, func(idx []int) error {
+		return t.insertEvents(ctx, ds, idx, rs)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// insertEvents stores the entries idx of ds, no two of which share a key,
+// and fills their receipts: the new row, else the stored row with the
+// entry's delivery id, else the one with its body.
+func (t *ingestTx) insertEvents(ctx context.Context, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) error {
+	inserted := make(map[eventKey]int64, len(idx))
+	for rest := idx; len(rest) > 0; {
 		n, insert := t.s.inserts.next(ctx, t.tx, len(rest))
 		args := t.args[:0]
 		for _, i := range rest[:n] {
@@ -113,27 +127,27 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery, bad map[int]e
 		t.args = args
 		rows, err := insert.QueryContext(ctx, args...)
 		if err != nil {
-			return nil, fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+			return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
 		}
 		for rows.Next() {
 			var k eventKey
 			var id int64
 			if err := rows.Scan(&id, &k.source, &k.id); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+				return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
 			}
 			inserted[k] = id
 		}
 		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+			return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
 		}
 		rest = rest[n:]
 	}
 	clear(t.args) // drop references to payloads
-	if err := t.addDeliveries(ctx, ds, distinct, inserted); err != nil {
-		return nil, err
+	if err := t.addDeliveries(ctx, ds, idx, inserted); err != nil {
+		return err
 	}
-	for _, i := range distinct {
+	for _, i := range idx {
 		d := &ds[i]
 		if id, ok := inserted[eventKey{d.Source, d.DeliveryID}]; ok {
 			rs[i] = hookbox.Receipt{ID: id}
@@ -145,20 +159,19 @@ func (t *ingestTx) add(ctx context.Context, ds []hookbox.Delivery, bad map[int]e
 			err = t.tx.QueryRowContext(ctx, selectEventByBody, d.Source, d.BodySHA256).Scan(&id)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
+			return fmt.Errorf("%w: find duplicate: %v", hookbox.ErrUnavailable, err)
 		}
 		rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
 	}
-	hookbox.FillRepeats(rs, first)
-	return rs, nil
+	return nil
 }
 
 // addDeliveries inserts the deliveries (hookbox.Route) of the FanOut
-// events of ds that were stored new, in the order of ds, so that the
-// deliveries of one target follow their events' ids.
-func (t *ingestTx) addDeliveries(ctx context.Context, ds []hookbox.Delivery, distinct []int, inserted map[eventKey]int64) error {
+// events among the entries idx of ds that were stored new, in the order
+// of idx, so that the deliveries of one target follow their events' ids.
+func (t *ingestTx) addDeliveries(ctx context.Context, ds []hookbox.Delivery, idx []int, inserted map[eventKey]int64) error {
 	var args []any
-	for _, i := range distinct {
+	for _, i := range idx {
 		d := &ds[i]
 		id, ok := inserted[eventKey{d.Source, d.DeliveryID}]
 		if !ok || !d.FanOut {

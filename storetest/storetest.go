@@ -9,7 +9,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +41,9 @@ func Run(t *testing.T, open Opener) {
 		"IngestTxBadDelivery":      testIngestTxBadDelivery,
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
+
+		"IngestBatchRepeatOfDuplicate": testIngestBatchRepeatOfDuplicate,
+		"IngestBatchesAsOneAtATime":    testIngestBatchesAsOneAtATime,
 	}
 	for _, more := range []map[string]func(*testing.T, hookbox.Store){rejectionTests, nonceTests, sessionTests} {
 		for name, fn := range more {
@@ -531,5 +536,144 @@ func testIngestSameBodyInOneBatch(t *testing.T, s hookbox.Store) {
 	}
 	if n := count(t, s, hookbox.Filter{}); n != 3 {
 		t.Errorf("rows = %d, want 3", n)
+	}
+}
+
+// testIngestBatchRepeatOfDuplicate: the first copy of a key in a batch can
+// be a duplicate of a stored row by its other key, which it then leaves
+// unstored; a later entry that shares only that key with it is not its
+// repeat. Alone, (c, body y) is stored new when a stored row holds id a
+// and body x; in one batch after (a, body y) it must be too, and so must
+// (b, body z) after (b, body x).
+func testIngestBatchRepeatOfDuplicate(t *testing.T, s hookbox.Store) {
+	stored := ingest(t, s, withBody(Delivery("gh", "a"), `{"n":"x"}`))[0]
+	rs := ingest(t, s,
+		withBody(Delivery("gh", "a"), `{"n":"y"}`),
+		withBody(Delivery("gh", "c"), `{"n":"y"}`),
+	)
+	if !rs[0].Duplicate || rs[0].ID != stored.ID {
+		t.Errorf("known id = %+v, want duplicate of %d", rs[0], stored.ID)
+	}
+	ingest(t, s, withBody(Delivery("gh2", "a"), `{"n":"x"}`))
+	ingest(t, s, withBody(Delivery("gh2", "a"), `{"n":"y"}`))
+	alone := ingest(t, s, withBody(Delivery("gh2", "c"), `{"n":"y"}`))[0]
+	if alone.Duplicate {
+		t.Fatalf("alone: c = %+v, want new", alone)
+	}
+	if rs[1].Duplicate {
+		t.Errorf("in one batch: c = %+v, a duplicate of %d (whose body differs); alone it is stored new: its body is lost", rs[1], rs[1].ID)
+	}
+	if n := count(t, s, hookbox.Filter{Source: "gh"}); n != 2 {
+		t.Errorf("rows of gh = %d, want 2 (as for gh2)", n)
+	}
+	ingest(t, s, withBody(Delivery("gh3", "a"), `{"n":"x"}`))
+	rs = ingest(t, s,
+		withBody(Delivery("gh3", "b"), `{"n":"x"}`),
+		withBody(Delivery("gh3", "b"), `{"n":"z"}`),
+	)
+	if rs[1].Duplicate {
+		t.Errorf("in one batch: (b, z) = %+v, a duplicate of an event with another id and body: its body is lost", rs[1])
+	}
+}
+
+// testIngestBatchesAsOneAtATime: batching never changes which deliveries
+// are stored nor what their receipts say. Random batches over a few ids
+// and bodies, after a few deliveries stored before, are ingested in one
+// source, in one Ingest or in several Adds of one transaction, and one at
+// a time in another; each receipt must name the same event (by delivery
+// id and body) with the same duplicate flag, and the two sources must end
+// with the same rows.
+func testIngestBatchesAsOneAtATime(t *testing.T, s hookbox.Store) {
+	ctx := context.Background()
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	ids := []string{"a", "b", "c"}
+	bodies := []string{`{"n":"x"}`, `{"n":"y"}`, `{"n":"z"}`, ""} // "": no body key
+	pick := func(source string, n int) []hookbox.Delivery {
+		ds := make([]hookbox.Delivery, n)
+		for i := range ds {
+			ds[i] = Delivery(source, ids[rng.IntN(len(ids))])
+			if b := bodies[rng.IntN(len(bodies))]; b != "" {
+				ds[i] = withBody(ds[i], b)
+			}
+		}
+		return ds
+	}
+	// named gives the stored event a receipt names, as "delivery id body".
+	named := func(r hookbox.Receipt) string {
+		t.Helper()
+		e, err := s.Event(ctx, r.ID)
+		if err != nil {
+			t.Fatalf("Event(%d): %v", r.ID, err)
+		}
+		return fmt.Sprintf("dup=%v %s %s", r.Duplicate, e.DeliveryID, e.Payload)
+	}
+	rows := func(source string) []string {
+		t.Helper()
+		es, err := s.Events(ctx, hookbox.Filter{Source: source, Limit: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			out = append(out, named(hookbox.Receipt{ID: e.ID}))
+		}
+		slices.Sort(out)
+		return out
+	}
+	as := func(source string, ds []hookbox.Delivery) []hookbox.Delivery {
+		out := slices.Clone(ds)
+		for i := range out {
+			out[i].Source = source
+		}
+		return out
+	}
+	for run := range 60 {
+		before, batch := pick("", rng.IntN(3)), pick("", 2+rng.IntN(4))
+		one, many := fmt.Sprint("one-", run), fmt.Sprint("many-", run)
+		for _, d := range before {
+			ingest(t, s, as(one, []hookbox.Delivery{d})...)
+			ingest(t, s, as(many, []hookbox.Delivery{d})...)
+		}
+		var want []hookbox.Receipt
+		for _, d := range as(one, batch) {
+			want = append(want, ingest(t, s, d)...)
+		}
+		var got []hookbox.Receipt
+		adds := "one Ingest"
+		if rng.IntN(2) == 0 {
+			got = ingest(t, s, as(many, batch)...)
+		} else {
+			tx := beginIngest(t, s)
+			rest := as(many, batch)
+			var sizes []int
+			for len(rest) > 0 {
+				n := 1 + rng.IntN(len(rest))
+				rs, err := tx.Add(ctx, rest[:n])
+				if err != nil {
+					t.Fatalf("Add: %v", err)
+				}
+				got, rest, sizes = append(got, rs...), rest[n:], append(sizes, n)
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatalf("Commit: %v", err)
+			}
+			adds = fmt.Sprint("Adds of ", sizes)
+		}
+		var trace strings.Builder
+		for _, d := range before {
+			fmt.Fprintf(&trace, "\n  before: %s %s", d.DeliveryID, d.Payload)
+		}
+		for _, d := range batch {
+			fmt.Fprintf(&trace, "\n  batch:  %s %s (body key %v)", d.DeliveryID, d.Payload, d.BodySHA256 != nil)
+		}
+		for i := range batch {
+			if g, w := named(got[i]), named(want[i]); g != w {
+				t.Errorf("seed %d run %d, %s: delivery %d = %s, one at a time %s%s", seed, run, adds, i, g, w, trace.String())
+			}
+		}
+		if g, w := rows(many), rows(one); !slices.Equal(g, w) {
+			t.Errorf("seed %d run %d, %s: rows %q, one at a time %q%s", seed, run, adds, g, w, trace.String())
+		}
 	}
 }
