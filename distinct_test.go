@@ -1,6 +1,7 @@
 package hookbox_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -93,3 +94,30 @@ func TestBadDelivery(t *testing.T) {
 	}
 }
 
+// BenchmarkInsertInOrder is the bookkeeping of a batch on the ingest path,
+// with an insert that stores every entry it is sent new: 64 distinct
+// deliveries, and one delivery twice.
+func BenchmarkInsertInOrder(b *testing.B) {
+	distinct := make([]hookbox.Delivery, 64)
+	for i := range distinct {
+		distinct[i] = hookbox.Delivery{Source: "gh", DeliveryID: fmt.Sprint("d-", i), BodySHA256: []byte(fmt.Sprintf("%032d", i))}
+	}
+	twice := []hookbox.Delivery{distinct[0], distinct[0]}
+	for name, ds := range map[string][]hookbox.Delivery{"distinct-64": distinct, "twice": twice} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				rs := make([]hookbox.Receipt, len(ds))
+				err := hookbox.InsertInOrder(ds, rs, nil, func(idx []int) error {
+					for _, i := range idx {
+						rs[i] = hookbox.Receipt{ID: int64(i + 1)}
+					}
+					return nil
+				})
+				if err != nil || rs[len(rs)-1].ID == 0 {
+					b.Fatal(rs, err)
+				}
+			}
+		})
+	}
+}
