@@ -102,6 +102,10 @@ const (
 	// which the store no longer knows every body the token came with. The
 	// sender retries with a new token.
 	ReasonTokenExpired = "its signature carries a one-time token whose time has passed, so a re-check cannot tell whether the token came with another body; the sender retries with a new one"
+	// ReasonHandshake: the delivery is a sender's URL check (Slack's
+	// url_verification, Discord's PING, Zoom's endpoint.url_validation),
+	// which ingest answers and never stores.
+	ReasonHandshake = "a handshake (the sender's check of the URL), which ingest answers and never stores as an event"
 )
 
 // recheckPage is how many rejections one read of a re-check takes.
@@ -118,12 +122,13 @@ const recheckPage = 100
 // routed as ingest routes it (Source.Route), and holds the headers ingest
 // would have stored: not those that carry the source's secret
 // (verify.CredentialHeaders), which the log keeps only to verify them
-// again. Only deliveries whose whole body was kept can pass. A delivery
-// whose signature carries a nonce (verify.Result.Nonce: Mailgun's token)
-// passes only while that signature is still within its tolerance now
-// (RecheckParams.Now), when the store remembers every body the nonce was
-// accepted with, and only if it is not remembered with another body; it
-// is then remembered with this one. A delivery refused as a replay
+// again. Only deliveries whose whole body was kept can pass, and never a
+// sender's handshake (verify.Result.Reply), which ingest answers and does
+// not store. A delivery whose signature carries a nonce
+// (verify.Result.Nonce: Mailgun's token) passes only while that signature
+// is still within its tolerance now (RecheckParams.Now), when the store
+// remembers every body the nonce was accepted with, and only if it is not
+// remembered with another body; it is then remembered with this one. A delivery refused as a replay
 // (hookbox.ReplayReason) never passes, nor does any delivery whose nonce
 // came with more than one body among those the log keeps, however the
 // deliveries to re-check are named. A dry run does not ask the store
@@ -350,6 +355,9 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	res, err := src.Verifier.Verify(vr)
 	if err != nil {
 		return hookbox.Delivery{}, verify.Result{}, "still refused: " + err.Error()
+	}
+	if res.Reply != nil {
+		return hookbox.Delivery{}, verify.Result{}, ReasonHandshake
 	}
 	d := hookbox.Delivery{
 		Source: rj.Source, DeliveryID: res.DeliveryID, IDIsHash: res.IDIsHash, EventType: res.EventType,
