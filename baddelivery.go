@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -65,18 +66,26 @@ func ShortQuote(s string) string {
 }
 
 // CheckStorable returns an error matching ErrBadDelivery if d's id or event
-// type is longer than MaxIDLength or not valid UTF-8. Stores call it for
-// every delivery before they write, and add their own rules.
+// type is longer than MaxIDLength or not StorableText. It is the rule the
+// receiver applies to what a verifier found, and a re-check of a refused
+// delivery too; stores call it for every delivery before they write, and
+// add their own rules.
 func CheckStorable(d *Delivery) error {
 	for _, f := range [...]struct{ name, v string }{{"delivery id", d.DeliveryID}, {"event type", d.EventType}} {
 		if len(f.v) > MaxIDLength {
 			return BadDelivery(fmt.Sprintf("%s longer than %d bytes:", f.name, MaxIDLength), f.v)
 		}
-		if !utf8.ValidString(f.v) {
-			return BadDelivery(f.name+" is not valid UTF-8:", f.v)
+		if !StorableText(f.v) {
+			return BadDelivery(f.name+" is not UTF-8 text without NUL bytes:", f.v)
 		}
 	}
 	return nil
+}
+
+// StorableText reports whether s can be stored as text in every store:
+// valid UTF-8 without NUL bytes (PostgreSQL's text refuses both).
+func StorableText(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 // IngestInOne stores ds through one ingest transaction of b (begin, add,

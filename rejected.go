@@ -21,9 +21,11 @@ type Rejection struct {
 	Status        int       `json:"status"`
 	Reason        string    `json:"reason"`
 	// Header is the request's headers as kept for events (no
-	// Authorization, Cookie or hop-by-hop headers). The store keeps
-	// signature values so that a re-check can verify them again; whoever
-	// shows a Rejection masks them (rejected.DisplayHeader).
+	// Authorization, Cookie or hop-by-hop headers), a bounded number of
+	// values each cut to a bound (rejected.HeaderAltered tells when they
+	// are not as sent). The store keeps signature values so that a
+	// re-check can verify them again; whoever shows a Rejection masks them
+	// (rejected.DisplayHeader).
 	Header http.Header `json:"headers,omitempty"`
 	// BodySize is the size of the whole body in bytes, as read or as
 	// declared; -1 when neither is known (an unread body of undeclared

@@ -102,6 +102,11 @@ const (
 	// which the store no longer knows every body the token came with. The
 	// sender retries with a new token.
 	ReasonTokenExpired = "its signature carries a one-time token whose time has passed, so a re-check cannot tell whether the token came with another body; the sender retries with a new one"
+	// ReasonHeaderAltered: a header name or value was cut, or had bytes
+	// that are not UTF-8 text replaced, when the delivery was logged
+	// (HeaderAltered): verifying what the log holds could admit it under
+	// an id, or with headers, the sender never sent.
+	ReasonHeaderAltered = "a header was cut, or had bytes that are not UTF-8 text replaced (U+FFFD), when it was logged, so the delivery as sent cannot be verified again"
 	// ReasonHandshake: the delivery is a sender's URL check (Slack's
 	// url_verification, Discord's PING, Zoom's endpoint.url_validation),
 	// which ingest answers and never stores.
@@ -113,26 +118,27 @@ const recheckPage = 100
 
 // Recheck verifies kept rejected deliveries again against sources (the
 // current configuration), judging signed timestamps against the time each
-// was received, and stores those that pass as ordinary events, deduplicated
-// as ingest does: a delivery whose event exists already (or that passed
-// twice, sent twice) is reported as a duplicate of it. Each admitted
-// rejection records its event, so a second re-check skips it. A source's
-// allow_ips apply as the server applies them: a delivery recorded from
-// another address, or from one not told, is refused. An admitted event is
-// routed as ingest routes it (Source.Route), and holds the headers ingest
-// would have stored: not those that carry the source's secret
-// (verify.CredentialHeaders), which the log keeps only to verify them
-// again. Only deliveries whose whole body was kept can pass, and never a
-// sender's handshake (verify.Result.Reply), which ingest answers and does
-// not store. A delivery whose signature carries a nonce
-// (verify.Result.Nonce: Mailgun's token) passes only while that signature
-// is still within its tolerance now (RecheckParams.Now), when the store
-// remembers every body the nonce was accepted with, and only if it is not
-// remembered with another body; it is then remembered with this one. A delivery refused as a replay
+// was received, and stores those that pass as ordinary events,
+// deduplicated as ingest does: a delivery whose event exists already (or
+// that passed twice, sent twice) is reported as a duplicate of it. Each
+// admitted rejection records its event, so a second re-check skips it. A
+// source's allow_ips apply as the server applies them: a delivery recorded
+// from another address, or from one not told, is refused. An admitted
+// event is routed as ingest routes it (Source.Route), and holds the
+// headers ingest would have stored: not those that carry the source's
+// secret (verify.CredentialHeaders), which the log keeps only to verify
+// them again. Only deliveries whose whole body and headers were kept as
+// sent (HeaderAltered) can pass, and never a sender's handshake
+// (verify.Result.Reply), which ingest answers and does not store. A
+// delivery whose signature carries a nonce (verify.Result.Nonce: Mailgun's
+// token) passes only while that signature is still within its tolerance
+// now (RecheckParams.Now), when the store remembers every body the nonce
+// was accepted with, and only if it is not remembered with another body;
+// it is then remembered with this one. A delivery refused as a replay
 // (hookbox.ReplayReason) never passes, nor does any delivery whose nonce
 // came with more than one body among those the log keeps, however the
-// deliveries to re-check are named. A dry run does not ask the store
-// about nonces. The deliveries that pass are stored recheckPage to a
+// deliveries to re-check are named. A dry run does not ask the store about
+// nonces. The deliveries that pass are stored recheckPage to a
 // transaction.
 func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p RecheckParams) (RecheckResult, error) {
 	res := RecheckResult{Admitted: []Admission{}, Refused: []Refusal{}, DryRun: p.DryRun}
@@ -343,6 +349,9 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	}
 	if rj.Reason == hookbox.ReplayReason {
 		return hookbox.Delivery{}, verify.Result{}, ReasonReplayed
+	}
+	if HeaderAltered(rj.Header) {
+		return hookbox.Delivery{}, verify.Result{}, ReasonHeaderAltered
 	}
 	body := rj.Body
 	if body == nil {

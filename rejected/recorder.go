@@ -19,12 +19,17 @@
 //     most MaxBodyBytes of body, copied out of the request's buffer.
 //   - Text from the sender (the source name asked for, header names and
 //     values) is stored as valid UTF-8 without NUL bytes, cut to a bound.
+//     A header name or value that was cut ends with a mark of its length
+//     and so is longer than hookbox.MaxIDLength, which no kept text is
+//     otherwise: a re-check knows which headers are not as sent
+//     (HeaderAltered).
 package rejected
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,8 +293,8 @@ func (r *Recorder) clean(rj hookbox.Rejection) hookbox.Rejection {
 					break
 				}
 				values++
-				name := Text(k)
-				h[name] = append(h[name], Text(v))
+				name := headerText(k)
+				h[name] = append(h[name], headerText(v))
 			}
 		}
 		rj.Header = h
@@ -300,18 +305,57 @@ func (r *Recorder) clean(rj hookbox.Rejection) hookbox.Rejection {
 // Text returns s as storable text: invalid UTF-8 and NUL bytes replaced
 // by U+FFFD, cut to hookbox.MaxIDLength bytes on a rune boundary.
 func Text(s string) string {
+	t, _ := text(s)
+	return t
+}
+
+// text is Text, and reports whether it cut s.
+func text(s string) (string, bool) {
 	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
 		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
 	if len(s) <= maxText {
-		return s
+		return s, false
 	}
 	cut := maxText
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return s[:cut]
+	return s[:cut], true
+}
+
+// headerText returns s as Text does, except that what Text cuts ends with
+// a mark of its whole length ("…(N bytes)"), and so is longer than
+// hookbox.MaxIDLength.
+func headerText(s string) string {
+	t, cut := text(s)
+	if !cut {
+		return t
+	}
+	return t + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// HeaderAltered reports whether h, a Rejection's kept headers, may differ
+// from the headers sent: a name or value was cut (it is longer than
+// hookbox.MaxIDLength: see the package guarantees), or holds U+FFFD (what
+// the log puts in place of bytes that are not UTF-8 text, or NUL; one the
+// sender sent itself cannot be told apart), or values may have been left
+// out (the log keeps a bounded number).
+func HeaderAltered(h http.Header) bool {
+	values := 0
+	for k, vs := range h {
+		if len(k) > maxText || strings.ContainsRune(k, utf8.RuneError) {
+			return true
+		}
+		for _, v := range vs {
+			values++
+			if len(v) > maxText || strings.ContainsRune(v, utf8.RuneError) {
+				return true
+			}
+		}
+	}
+	return values >= maxHeaderValues
 }
 
 // bucket is a token bucket.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,7 +81,8 @@ func TestFloodStaysWithinBounds(t *testing.T) {
 
 // TestRecordKeepsABoundedCopy: the body is copied (the caller may reuse
 // its buffer) and cut to MaxBodyBytes, which makes it incomplete; text
-// that is not valid UTF-8 or holds NUL is made storable.
+// that is not valid UTF-8 or holds NUL is made storable, and a header value
+// cut ends with a mark of its length (HeaderAltered).
 func TestRecordKeepsABoundedCopy(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
@@ -88,7 +90,7 @@ func TestRecordKeepsABoundedCopy(t *testing.T) {
 		buf := []byte("abcdefgh")
 		rj := rejection("bad\x00name\xff", "")
 		rj.Body, rj.BodySize, rj.UnknownSource = buf, 8, true
-		rj.Header = http.Header{"X-Bad\x00": {"v\xff\x00"}}
+		rj.Header = http.Header{"X-Bad\x00": {"v\xff\x00"}, "X-Long": {strings.Repeat("x", hookbox.MaxIDLength+100)}}
 		rec.Record(rj)
 		copy(buf, "XXXXXXXX")
 		short := rejection("polar", "abc")
@@ -102,8 +104,12 @@ func TestRecordKeepsABoundedCopy(t *testing.T) {
 		if string(cut.Body) != "abcd" || cut.BodyComplete || cut.BodySize != 8 || cut.Source != "bad\uFFFDname\uFFFD" {
 			t.Errorf("cut rejection: %+v body %q", cut, cut.Body)
 		}
-		if cut.Header.Get("X-Bad\uFFFD") != "v\uFFFD\uFFFD" {
+		if cut.Header.Get("X-Bad\uFFFD") != "v\uFFFD\uFFFD" ||
+			cut.Header.Get("X-Long") != strings.Repeat("x", hookbox.MaxIDLength)+"…(500 bytes)" {
 			t.Errorf("headers: %q", cut.Header)
+		}
+		if !rejected.HeaderAltered(cut.Header) || rejected.HeaderAltered(whole.Header) {
+			t.Errorf("HeaderAltered: %v for the cut headers, %v for the whole ones", rejected.HeaderAltered(cut.Header), rejected.HeaderAltered(whole.Header))
 		}
 		if string(whole.Body) != "abc" || !whole.BodyComplete {
 			t.Errorf("whole rejection: %+v", whole)

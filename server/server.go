@@ -540,11 +540,9 @@ func logText(s string) string {
 	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
-// storable reports whether s can be stored as text in every store: valid
-// UTF-8 without NUL bytes (PostgreSQL text refuses both).
-func storable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
-}
+// storable reports whether s can be stored as text in every store
+// (hookbox.StorableText: the rule a re-check applies too).
+func storable(s string) bool { return hookbox.StorableText(s) }
 
 // hiddenHeaders are not stored: hop-by-hop headers and credentials meant for
 // hookbox or a proxy in front of it, not for the app behind it.
