@@ -107,6 +107,10 @@ const (
 	// (HeaderAltered): verifying what the log holds could admit it under
 	// an id, or with headers, the sender never sent.
 	ReasonHeaderAltered = "a header was cut, or had bytes that are not UTF-8 text replaced (U+FFFD), when it was logged, so the delivery as sent cannot be verified again"
+	// ReasonCredentialsNotLogged: the source's secret travels in a header
+	// the log never keeps (basic's Authorization: the log does not store
+	// passwords), so none of its deliveries can be verified again.
+	ReasonCredentialsNotLogged = "this source's credentials (basic auth's Authorization header) are never logged, so its refused deliveries cannot be verified again; the sender must send them again"
 	// ReasonHandshake: the delivery is a sender's URL check (Slack's
 	// url_verification, Discord's PING, Zoom's endpoint.url_validation),
 	// which ingest answers and never stores.
@@ -344,6 +348,9 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	if why := allowedAddress(rj.RemoteAddr, src.AllowIPs); why != "" {
 		return hookbox.Delivery{}, verify.Result{}, why
 	}
+	if slices.ContainsFunc(verify.CredentialHeaders(src.Verifier), notLogged) {
+		return hookbox.Delivery{}, verify.Result{}, ReasonCredentialsNotLogged
+	}
 	if !rj.BodyComplete {
 		return hookbox.Delivery{}, verify.Result{}, ReasonNotWhole
 	}
@@ -409,15 +416,22 @@ func allowedAddress(remote string, allow []netip.Prefix) string {
 	return ReasonAddressRefused
 }
 
+// notLogged reports whether the rejection log leaves out the header name
+// (canonical) whatever the source: the credentials meant for hookbox or a
+// proxy in front of it, which server.KeptHeader drops.
+func notLogged(name string) bool {
+	return name == "Authorization" || name == "Proxy-Authorization" || name == "Cookie"
+}
+
 // withoutCredentials returns a copy of h without the headers named in
 // credentials (verify.CredentialHeaders of the source's verifier: a token
-// scheme's header, basic's Authorization). The rejection log keeps those
-// headers so that a re-check can verify them, but the event a re-check
-// admits must not hold them, just as ingest does not store them
-// (server's keptHeader, with the same list): a stored header is shown and
-// forwarded, and whoever read the secret could send deliveries. The other
-// headers were filtered as ingest filters them when the rejection was
-// recorded (server.KeptHeader).
+// scheme's header; basic's Authorization is never logged, see notLogged).
+// The rejection log keeps a token's header so that a re-check can verify
+// it (when the body was kept whole), but the event a re-check admits must
+// not hold it, just as ingest does not store it (server's keptHeader, with
+// the same list): a stored header is shown and forwarded, and whoever read
+// the secret could send deliveries. The other headers were filtered as
+// ingest filters them when the rejection was recorded (server.KeptHeader).
 func withoutCredentials(h http.Header, credentials []string) http.Header {
 	if h == nil {
 		return nil
