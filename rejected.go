@@ -24,8 +24,9 @@ type Rejection struct {
 	// Authorization, Cookie or hop-by-hop headers), a bounded number of
 	// values each cut to a bound (rejected.HeaderAltered tells when they
 	// are not as sent). The store keeps signature values so that a
-	// re-check can verify them again; whoever shows a Rejection masks them
-	// (rejected.DisplayHeader).
+	// re-check can verify them again, and a token source's header only
+	// when the body was kept whole (else no re-check could use it);
+	// whoever shows a Rejection masks them (rejected.DisplayHeader).
 	Header http.Header `json:"headers,omitempty"`
 	// BodySize is the size of the whole body in bytes, as read or as
 	// declared; -1 when neither is known (an unread body of undeclared

@@ -662,11 +662,20 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 
 // record hands a rejection to the rejection log, received at at (what a
 // re-check judges signed timestamps against). body, when not nil, is the
-// body as read: all of it when complete.
+// body as read: all of it when complete. The headers that carry a
+// configured source's secret itself (a token) are kept only when the log
+// keeps the whole body, as only then can a re-check verify them: a
+// delivery refused on its headers alone, or cut, would leave the sender's
+// real token in the log for nothing.
 func (s *Server) record(r *http.Request, at time.Time, source string, unknown bool, status int, reason string, body []byte, complete bool) {
 	size := r.ContentLength
 	if complete {
 		size = int64(len(body))
+	}
+	header := KeptHeader(r.Header)
+	if src, ok := s.sources[source]; ok && !unknown &&
+		(!complete || len(body) > s.cfg.Rejections.MaxBodyBytes()) && len(src.credentials) > 0 {
+		header = keptHeader(r.Header, src.credentials)
 	}
 	remote := r.RemoteAddr
 	if addr, ok := clientAddr(r, s.cfg.TrustedProxies); ok {
@@ -674,7 +683,7 @@ func (s *Server) record(r *http.Request, at time.Time, source string, unknown bo
 	}
 	s.cfg.Rejections.Record(hookbox.Rejection{
 		Source: source, UnknownSource: unknown, ReceivedAt: at, RemoteAddr: remote,
-		Status: status, Reason: reason, Header: KeptHeader(r.Header),
+		Status: status, Reason: reason, Header: header,
 		BodySize: size, Body: body, BodyComplete: complete,
 	})
 }

@@ -1,0 +1,85 @@
+package rejected_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/rejected"
+	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// TestUnverifiableTokenNotKept: the log keeps a token source's header so
+// that a re-check can verify it, which it can only when the body was kept
+// whole. A delivery refused for its token is refused on its headers alone
+// (its body never read), and one whose body is longer than the log keeps
+// is cut: keeping their token header would only store, in clear, the
+// token the sender really uses (hookbox's copy being perhaps the wrong
+// one). A delivery with the right token whose body was kept whole keeps
+// it, to be verified again.
+func TestUnverifiableTokenNotKept(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		const real, stale = "glpat-the-senders-real-token-0123", "glpat-a-stale-token-in-config-012"
+		v, err := verify.New(verify.Config{Scheme: verify.SchemeToken, Header: "X-Gitlab-Token",
+			Secrets: []string{stale}, IDHeader: "Idempotency-Key"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := rejected.NewRecorder(st, rejected.Options{MaxBodyBytes: 32})
+		ts := httptest.NewServer(server.New(server.Config{
+			Sources:    []server.Source{{Name: "gitlab", Verifier: v}},
+			Ingest:     func(context.Context, hookbox.Delivery) (hookbox.Receipt, error) { return hookbox.Receipt{}, nil },
+			Rejections: rec}))
+		post := func(token, id, body string, want int) {
+			t.Helper()
+			req, _ := http.NewRequest("POST", ts.URL+"/webhooks/gitlab", bytes.NewReader([]byte(body)))
+			req.Header.Set("X-Gitlab-Token", token)
+			if id != "" {
+				req.Header.Set("Idempotency-Key", id)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Fatalf("answered %d, want %d", resp.StatusCode, want)
+			}
+		}
+		post(real, "k-1", `{"object_kind":"push"}`, http.StatusUnauthorized)                                   // the token refused: body unread
+		post(stale, "", `{"object_kind":"push","padding":"longer than the log keeps"}`, http.StatusBadRequest) // body cut by the log
+		post(stale, "", `{"object_kind":"push"}`, http.StatusBadRequest)                                       // body kept whole
+		ts.Close()
+		rec.Close()
+		rjs, err := st.Rejections(ctx, hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rjs) != 3 {
+			t.Fatalf("%d rejections, %v", len(rjs), err)
+		}
+		for i, rj := range rjs {
+			whole := i == 0 // newest first
+			if rj.BodyComplete != whole {
+				t.Fatalf("rejection %d: body kept whole %v, want %v", rj.ID, rj.BodyComplete, whole)
+			}
+			token := rj.Header.Get("X-Gitlab-Token")
+			if whole && token != stale {
+				t.Errorf("rejection %d, body kept whole: token header %q, want it kept to be verified again", rj.ID, token)
+			}
+			if !whole && token != "" {
+				t.Errorf("rejection %d, which cannot be verified again, keeps the token header", rj.ID)
+			}
+			for k, vs := range rj.Header {
+				if strings.Contains(strings.Join(vs, ","), real) {
+					t.Errorf("rejection %d stores the sender's real token in clear (%s)", rj.ID, k)
+				}
+			}
+		}
+	})
+}
