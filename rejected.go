@@ -57,8 +57,11 @@ type RejectionFilter struct {
 }
 
 // RejectionBounds bound the rejected-deliveries log: every write trims it,
-// in the same transaction, to the newest MaxCount rows received at or
-// after Since.
+// in the same transaction, to the rows received at or after Since, and
+// then to MaxCount rows by deleting the oldest rows of the largest group
+// (each configured source's rows are a group, and the rows of every
+// unknown source name together are one): one noisy sender gives up its own
+// rows first, and a group smaller than the others keeps its rows.
 type RejectionBounds struct {
 	MaxCount int
 	Since    time.Time // zero: no age bound

@@ -10,13 +10,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/rejtrim"
 	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
 var _ hookbox.RejectionStore = (*Store)(nil)
 
-// AddRejections stores rs and trims the log to b in one transaction, sent
-// as one batch; see hookbox.RejectionStore.
+// AddRejections stores rs and trims the log to b in one transaction: the
+// rows and the trim by age sent as one batch, then the trim by count
+// (trimGroups); see hookbox.RejectionStore.
 func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hookbox.RejectionBounds) (int, error) {
 	var trimmed int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -34,19 +36,65 @@ func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hoo
 				return nil
 			})
 		}
-		if b.MaxCount > 0 {
-			batch.Queue(`DELETE FROM rejected_deliveries WHERE id <=
-                (SELECT id FROM rejected_deliveries ORDER BY id DESC LIMIT 1 OFFSET $1)`, b.MaxCount).Exec(func(ct pgconn.CommandTag) error {
-				trimmed += int(ct.RowsAffected())
-				return nil
-			})
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
 		}
-		return tx.SendBatch(ctx, batch).Close()
+		if b.MaxCount > 0 {
+			n, err := trimGroups(ctx, tx, b.MaxCount)
+			trimmed += n
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, opError(ctx, "add rejections", err)
 	}
 	return trimmed, nil
+}
+
+// trimGroups deletes the rows beyond maxCount: the oldest of the largest
+// groups first (rejtrim.Cuts), each configured source's rows a group and
+// every unknown name's one more. The groups are counted through
+// rejected_deliveries_group and each one's oldest rows found through it
+// or rejected_deliveries_unknown: a round trip to count, one to delete
+// from at most every group once.
+func trimGroups(ctx context.Context, tx pgx.Tx, maxCount int) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT unknown_source, CASE WHEN unknown_source THEN '' ELSE source END, count(*)
+        FROM rejected_deliveries GROUP BY 1, 2`)
+	if err != nil {
+		return 0, err
+	}
+	groups, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (rejtrim.Group, error) {
+		var g rejtrim.Group
+		err := row.Scan(&g.Unknown, &g.Source, &g.Count)
+		return g, err
+	})
+	if err != nil {
+		return 0, err
+	}
+	trimmed := 0
+	count := func(ct pgconn.CommandTag) error {
+		trimmed += int(ct.RowsAffected())
+		return nil
+	}
+	batch := &pgx.Batch{}
+	for i, cut := range rejtrim.Cuts(groups, maxCount) {
+		switch g := groups[i]; {
+		case cut == 0:
+		case g.Unknown:
+			batch.Queue(`DELETE FROM rejected_deliveries WHERE id IN
+                (SELECT id FROM rejected_deliveries WHERE unknown_source = true ORDER BY id LIMIT $1)`, cut).Exec(count)
+		default:
+			batch.Queue(`DELETE FROM rejected_deliveries WHERE id IN
+                (SELECT id FROM rejected_deliveries WHERE unknown_source = false AND source = $1 ORDER BY id LIMIT $2)`,
+				g.Source, cut).Exec(count)
+		}
+	}
+	if batch.Len() == 0 {
+		return 0, nil
+	}
+	err = tx.SendBatch(ctx, batch).Close()
+	return trimmed, err
 }
 
 const rejectionColumns = `id, source, unknown_source, received_at, remote_addr, status, reason, headers::text,

@@ -14,7 +14,11 @@
 //     counted, not stored.
 //   - The log never holds more than Options.MaxCount rows nor rows older
 //     than Options.MaxAge once a write commits: each write trims it in the
-//     same transaction.
+//     same transaction. Past MaxCount it gives up the oldest rows of its
+//     largest group, each configured source's rows being a group and every
+//     unknown name's rows one more (hookbox.RejectionBounds), so a sender
+//     flooding the log, at its rate limit, evicts its own rows and not
+//     those of a source that was refused less.
 //   - Memory is bounded: at most QueueSize rejections wait, each holding at
 //     most MaxBodyBytes of body, copied out of the request's buffer.
 //   - Text from the sender (the source name asked for, header names and

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/rejtrim"
 	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
@@ -43,8 +44,11 @@ func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hoo
 	return trimmed, nil
 }
 
-// trimRejections deletes the rows beyond b: older than b.Since, and all but
-// the newest b.MaxCount.
+// trimRejections deletes the rows beyond b: older than b.Since, then, over
+// b.MaxCount, the oldest of the largest groups (rejtrim.Cuts). The groups
+// are counted through rejected_deliveries_group, and each group's oldest
+// rows found through it: a write under the write lock reads two index
+// ranges and deletes from at most every group once.
 func trimRejections(ctx context.Context, tx *sql.Tx, b hookbox.RejectionBounds) (int, error) {
 	var n int64
 	if !b.Since.IsZero() {
@@ -56,15 +60,74 @@ func trimRejections(ctx context.Context, tx *sql.Tx, b hookbox.RejectionBounds) 
 		n += d
 	}
 	if b.MaxCount > 0 {
-		res, err := tx.ExecContext(ctx, `DELETE FROM rejected_deliveries WHERE id <=
-            (SELECT id FROM rejected_deliveries ORDER BY id DESC LIMIT 1 OFFSET ?)`, b.MaxCount)
+		d, err := trimGroups(ctx, tx, b.MaxCount)
 		if err != nil {
 			return 0, fmt.Errorf("trim by count: %w", err)
+		}
+		n += d
+	}
+	return int(n), nil
+}
+
+// The statements of the trim by count, each through an index
+// (TestTrimByCountUsesIndexes): counting the unknown names' rows and each
+// configured source's, and deleting a group's oldest rows.
+const (
+	countUnknown = `SELECT count(*) FROM rejected_deliveries WHERE unknown_source = 1`
+	countSources = `SELECT source, count(*) FROM rejected_deliveries WHERE unknown_source = 0 GROUP BY source`
+	trimUnknown  = `DELETE FROM rejected_deliveries WHERE id IN
+        (SELECT id FROM rejected_deliveries WHERE unknown_source = 1 ORDER BY id LIMIT ?)`
+	trimSource = `DELETE FROM rejected_deliveries WHERE id IN
+        (SELECT id FROM rejected_deliveries WHERE unknown_source = 0 AND source = ? ORDER BY id LIMIT ?)`
+)
+
+// countGroups appends the configured sources' groups to groups.
+func countGroups(ctx context.Context, tx *sql.Tx, groups []rejtrim.Group) ([]rejtrim.Group, error) {
+	rows, err := tx.QueryContext(ctx, countSources)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g rejtrim.Group
+		if err := rows.Scan(&g.Source, &g.Count); err != nil {
+			return nil, err
+		}
+		groups = append(groups, g)
+	}
+	return groups, rows.Err()
+}
+
+// trimGroups deletes the rows beyond maxCount, the oldest of the largest
+// groups first.
+func trimGroups(ctx context.Context, tx *sql.Tx, maxCount int) (int64, error) {
+	unknown := rejtrim.Group{Unknown: true}
+	if err := tx.QueryRowContext(ctx, countUnknown).Scan(&unknown.Count); err != nil {
+		return 0, err
+	}
+	groups := []rejtrim.Group{unknown}
+	groups, err := countGroups(ctx, tx, groups)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for i, cut := range rejtrim.Cuts(groups, maxCount) {
+		if cut == 0 {
+			continue
+		}
+		var res sql.Result
+		if g := groups[i]; g.Unknown {
+			res, err = tx.ExecContext(ctx, trimUnknown, cut)
+		} else {
+			res, err = tx.ExecContext(ctx, trimSource, g.Source, cut)
+		}
+		if err != nil {
+			return 0, err
 		}
 		d, _ := res.RowsAffected()
 		n += d
 	}
-	return int(n), nil
+	return n, nil
 }
 
 const rejectionColumns = `id, source, unknown_source, received_at, remote_addr, status, reason, headers,

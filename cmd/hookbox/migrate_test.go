@@ -30,13 +30,14 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration, the table of console sessions: 00013_sessions on
-		// PostgreSQL, through its own Down section; 00012_sessions on
-		// SQLite, by hand.
-		newest, undo := "12", []string{`DROP TABLE sessions`, `DELETE FROM goose_db_version WHERE version_id = 12`}
+		// migration, the indexes of the rejected log's groups:
+		// 00014_rejected_groups on PostgreSQL, through its own Down
+		// section; 00013_rejected_groups on SQLite, by hand.
+		newest, undo := "13", []string{`DROP INDEX rejected_deliveries_unknown`, `DROP INDEX rejected_deliveries_group`,
+			`DELETE FROM goose_db_version WHERE version_id = 13`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "13", nil
-			pgtest.MigrateDownTo(t, dbURL, 12)
+			newest, undo = "14", nil
+			pgtest.MigrateDownTo(t, dbURL, 13)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
