@@ -74,8 +74,11 @@ type Refusal struct {
 type RecheckResult struct {
 	Admitted []Admission `json:"admitted"`
 	// Refused still fail verification under the current configuration,
-	// or were not kept whole, or name a source that is not configured, or
-	// came from an address the source's allow_ips do not accept.
+	// or were not kept whole or as sent (a body or a header cut, a basic
+	// source's credentials, which are never logged), or name a source that
+	// is not configured, or came from an address the source's allow_ips do
+	// not accept, or are a sender's handshake; each with its reason (the
+	// Reason constants, or the verifier's).
 	Refused []Refusal `json:"refused"`
 	DryRun  bool      `json:"dry_run"`
 }
