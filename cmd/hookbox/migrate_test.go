@@ -30,14 +30,13 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration, the indexes of the rejected log's groups:
-		// 00014_rejected_groups on PostgreSQL, through its own Down
-		// section; 00013_rejected_groups on SQLite, by hand.
-		newest, undo := "13", []string{`DROP INDEX rejected_deliveries_unknown`, `DROP INDEX rejected_deliveries_group`,
-			`DELETE FROM goose_db_version WHERE version_id = 13`}
+		// migration, the keys of sends recorded before RecordSend claimed
+		// them (kept by its Down section): 00015_send_keys on PostgreSQL,
+		// through that Down; 00014_send_keys on SQLite, by hand.
+		newest, undo := "14", []string{`DELETE FROM goose_db_version WHERE version_id = 14`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "14", nil
-			pgtest.MigrateDownTo(t, dbURL, 13)
+			newest, undo = "15", nil
+			pgtest.MigrateDownTo(t, dbURL, 14)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
