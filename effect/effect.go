@@ -118,8 +118,7 @@ func checkKind(kind string) error {
 // however long after: the key is claimed in the handler's transaction like
 // ClaimKey's, under the scope SendSource(kind), and outlives the send's
 // event when retention purges it. (A send recorded by an earlier hookbox,
-// which claimed no key, is remembered by its event until RecordSend is
-// called again for its key, and by the key from then on.)
+// which claimed no key, got its key from the stores' migration.)
 //
 // The send is a queued event of source SendSource(kind): it is performed
 // after the handler's transaction commits, by the Target routed to that
