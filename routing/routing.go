@@ -15,7 +15,11 @@
 //     stay equal.
 //   - Every delivery of a target with order_by has a key: one whose event
 //     lacks the value gets a key of its own, NoKeyPrefix and its delivery
-//     id, so it waits for no other.
+//     id, so it waits for no other. A JSON null, object or array at the
+//     order_by path, or an empty string or header, counts as lacking the
+//     value: it names no one thing that events share, so a run of events
+//     without a customer (null) neither waits in one line nor is held by
+//     a dead one among them.
 package routing
 
 import (
@@ -55,7 +59,9 @@ type Rule struct {
 	// Headers maps a header name to the values accepted.
 	Headers map[string][]string
 	// OrderBy is "header:NAME" or a JSON path ("json:PATH", or the path
-	// alone): the delivery's order key. "" for none.
+	// alone): the delivery's order key. "" for none. A string is the key
+	// as it is, a number or boolean its JSON text; null, an object or an
+	// array gives no key, as a missing value does.
 	OrderBy string
 }
 
@@ -268,7 +274,7 @@ func (r *Rule) key(deliveryID string, h http.Header, doc any, parsed bool) strin
 	case strings.HasPrefix(r.OrderBy, "header:"):
 		k = h.Get(strings.TrimPrefix(r.OrderBy, "header:"))
 	case parsed:
-		k, _ = lookup(doc, strings.TrimPrefix(r.OrderBy, "json:"))
+		k = keyValue(doc, strings.TrimPrefix(r.OrderBy, "json:"))
 	}
 	if k == "" {
 		k = NoKeyPrefix + deliveryID
@@ -278,6 +284,19 @@ func (r *Rule) key(deliveryID string, h http.Header, doc any, parsed bool) strin
 		k = "sha256:" + hex.EncodeToString(sum[:])
 	}
 	return k
+}
+
+// keyValue returns the order key the value at path p of doc gives: a
+// string as it is, a number or boolean as its JSON text, and "" (no key)
+// for null, an object, an array or no value.
+func keyValue(doc any, p string) string {
+	v, _ := find(doc, p)
+	switch v.(type) {
+	case string, json.Number, bool:
+		k, _ := text(v)
+		return k
+	}
+	return ""
 }
 
 // storableKey reports whether k can be stored as text in every store:
@@ -310,29 +329,43 @@ func anyEqual(have, want []string) bool {
 }
 
 // lookup follows a dotted path into a decoded JSON document and returns
-// the value there as text: a string as it is, a number, boolean or null
-// as its JSON text, an object or array as compact JSON.
+// the value there as text (see text).
 func lookup(doc any, p string) (string, bool) {
+	v, ok := find(doc, p)
+	if !ok {
+		return "", false
+	}
+	return text(v)
+}
+
+// find follows a dotted path into a decoded JSON document.
+func find(doc any, p string) (any, bool) {
 	cur := doc
 	for _, part := range strings.Split(p, ".") {
 		switch v := cur.(type) {
 		case map[string]any:
 			next, ok := v[part]
 			if !ok {
-				return "", false
+				return nil, false
 			}
 			cur = next
 		case []any:
 			i, err := strconv.Atoi(part)
 			if err != nil || i < 0 || i >= len(v) {
-				return "", false
+				return nil, false
 			}
 			cur = v[i]
 		default:
-			return "", false
+			return nil, false
 		}
 	}
-	switch v := cur.(type) {
+	return cur, true
+}
+
+// text returns a decoded JSON value as text: a string as it is, a number,
+// boolean or null as its JSON text, an object or array as compact JSON.
+func text(v any) (string, bool) {
+	switch v := v.(type) {
 	case string:
 		return v, true
 	case json.Number:
@@ -342,6 +375,6 @@ func lookup(doc any, p string) (string, bool) {
 	case bool:
 		return strconv.FormatBool(v), true
 	}
-	b, err := json.Marshal(cur)
+	b, err := json.Marshal(v)
 	return string(b), err == nil
 }

@@ -49,12 +49,39 @@ func TestRoutes(t *testing.T) {
 			[]Route{{"deploy", ""}, {"audit", "7"}, {"numbers", "k1"}}},
 		{"push", push, `{"ref":"refs/heads/dev"}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
 		{"push", nil, `{"ref":"refs/heads/main"}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
-		{"order", nil, `{"data":{"customer":{"id":1}}}`, []Route{{"audit", `{"id":1}`}}},
+		{"order", nil, `{"data":{"customer":{"id":1}}}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
+		{"order", nil, `{"data":{"customer":null}}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
+		{"order", nil, `{"data":{"customer":[1]}}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
+		{"order", nil, `{"data":{"customer":""}}`, []Route{{"audit", NoKeyPrefix + "d1"}}},
+		{"order", nil, `{"data":{"customer":"null"}}`, []Route{{"audit", "null"}}},
+		{"order", nil, `{"data":{"customer":false}}`, []Route{{"audit", "false"}}},
+		{"order", nil, `{"data":{"customer":1.50}}`, []Route{{"audit", "1.50"}}},
 	}
 	for i, c := range cases {
 		if got := routes(tab, c.typ, c.h, c.body); !slices.Equal(got, c.want) {
 			t.Errorf("case %d (%s): routes %v, want %v", i, c.typ, got, c.want)
 		}
+	}
+}
+
+// TestNullValueWaitsForNoOther: a null, object or array at the order_by
+// path is no key, as a missing value is: each such delivery gets a key of
+// its own, so deliveries without the value (Stripe's guest payments,
+// whose customer is null) do not run one at a time, nor wait behind a
+// dead one. A null still matches "null" in a match filter.
+func TestNullValueWaitsForNoOther(t *testing.T) {
+	tab := New([]Rule{{Target: "billing", OrderBy: "data.customer"}})
+	for _, v := range []string{`null`, `{"id":"cus_1"}`, `["cus_1"]`} {
+		body := []byte(`{"data":{"customer":` + v + `}}`)
+		a := tab.Routes("", "evt_1", nil, body)[0].OrderKey
+		b := tab.Routes("", "evt_2", nil, body)[0].OrderKey
+		if a == b || a != NoKeyPrefix+"evt_1" {
+			t.Errorf("customer %s: order keys %q and %q, want one of its own each", v, a, b)
+		}
+	}
+	m := New([]Rule{{Target: "guests", Match: map[string][]string{"data.customer": {"null"}}}})
+	if rs := m.Routes("", "evt_1", nil, []byte(`{"data":{"customer":null}}`)); len(rs) != 1 {
+		t.Errorf("match null: routes %v", rs)
 	}
 }
 
