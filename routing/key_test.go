@@ -33,3 +33,40 @@ func TestUnstorableKeyIsHashed(t *testing.T) {
 		t.Errorf("a UTF-8 key stored as %q, want it as it is", k)
 	}
 }
+
+// TestKeysDoNotCollide: a sender's value equal to the key of a delivery
+// without the value ("(none):" and its id), or to a hashed key
+// ("sha256:" and hex), is hashed itself, so it never shares that key;
+// nor does the value under a long delivery id's key. Ordinary values
+// keep their keys.
+func TestKeysDoNotCollide(t *testing.T) {
+	tab := New([]Rule{{Target: "billing", OrderBy: "data.customer"}})
+	key := func(id, customer string) string {
+		body := `{"data":{}}`
+		if customer != "" {
+			body = `{"data":{"customer":"` + customer + `"}}`
+		}
+		return tab.Routes("", id, nil, []byte(body))[0].OrderKey
+	}
+	none := key("msg_1", "")
+	if forged := key("msg_2", NoKeyPrefix+"msg_1"); forged == none {
+		t.Errorf("a value equal to the key of a delivery without one: both %q", forged)
+	}
+	hashed := key("msg_3", strings.Repeat("c", MaxKeyLength+1))
+	if forged := key("msg_4", hashed); forged == hashed {
+		t.Errorf("a value equal to a hashed key: both %q", forged)
+	}
+	longID := strings.Repeat("i", 400)
+	longNone := key(longID, "")
+	if forged := key("msg_5", NoKeyPrefix+longID); forged == longNone || !strings.HasPrefix(longNone, NoKeyPrefix) || len(longNone) > MaxKeyLength {
+		t.Errorf("a long delivery id's key %q, a value equal to its fallback: %q", longNone, forged)
+	}
+	if a, b := key("msg_6", longID), key("msg_7", longID); a != b || !strings.HasPrefix(a, "sha256:") {
+		t.Errorf("one long value gave keys %q and %q", a, b)
+	}
+	for _, v := range []string{"cus_1", "none", "(none)", "sha256", "SHA256:ab", " (none):x"} {
+		if k := key("msg_8", v); k != v {
+			t.Errorf("value %q stored as the key %q, want it as it is", v, k)
+		}
+	}
+}

@@ -9,17 +9,22 @@
 //     reads it. A body that is not JSON matches no JSON rule and gives no
 //     order key; it is never an error: the event is stored either way.
 //   - An order key longer than MaxKeyLength, or one that is not valid
-//     UTF-8 or holds a NUL byte, is replaced by its SHA-256 (hex), so a
-//     sender cannot make hookbox store large keys, nor keys a store
-//     refuses (which would refuse the verified delivery), and equal keys
-//     stay equal.
+//     UTF-8 or holds a NUL byte, is replaced by "sha256:" and its SHA-256
+//     (hex), so a sender cannot make hookbox store large keys, nor keys a
+//     store refuses (which would refuse the verified delivery), and equal
+//     keys stay equal. So is a value that starts with "sha256:" or
+//     NoKeyPrefix: no value a sender chooses is stored as a hashed key or
+//     as the key of a delivery without the value, so two deliveries with
+//     the value share a key only if their values are equal (barring a
+//     SHA-256 collision), and one without it shares its key with none.
 //   - Every delivery of a target with order_by has a key: one whose event
 //     lacks the value gets a key of its own, NoKeyPrefix and its delivery
-//     id, so it waits for no other. A JSON null, object or array at the
-//     order_by path, or an empty string or header, counts as lacking the
-//     value: it names no one thing that events share, so a run of events
-//     without a customer (null) neither waits in one line nor is held by
-//     a dead one among them.
+//     id (NoKeyPrefix and the id's hashed form, when that is too long or
+//     not storable), so it waits for no other. A JSON null, object or
+//     array at the order_by path, or an empty string or header, counts as
+//     lacking the value: it names no one thing that events share, so a run
+//     of events without a customer (null) neither waits in one line nor is
+//     held by a dead one among them.
 package routing
 
 import (
@@ -278,12 +283,24 @@ func (r *Rule) key(deliveryID string, h http.Header, doc any, parsed bool) strin
 	}
 	if k == "" {
 		k = NoKeyPrefix + deliveryID
+		if len(k) > MaxKeyLength || !storableKey(k) {
+			k = NoKeyPrefix + hashKey(deliveryID)
+		}
+		return k
 	}
-	if len(k) > MaxKeyLength || !storableKey(k) {
-		sum := sha256.Sum256([]byte(k))
-		k = "sha256:" + hex.EncodeToString(sum[:])
+	if len(k) > MaxKeyLength || !storableKey(k) || strings.HasPrefix(k, NoKeyPrefix) || strings.HasPrefix(k, hashPrefix) {
+		k = hashKey(k)
 	}
 	return k
+}
+
+// hashPrefix starts an order key that is the SHA-256 of the value.
+const hashPrefix = "sha256:"
+
+// hashKey returns the hashed form of an order key.
+func hashKey(k string) string {
+	sum := sha256.Sum256([]byte(k))
+	return hashPrefix + hex.EncodeToString(sum[:])
 }
 
 // keyValue returns the order key the value at path p of doc gives: a
