@@ -5,9 +5,14 @@
 //   - Matching depends only on what was verified and stored (the event
 //     type, the request headers, the raw body), so the same event always
 //     gets the same routes.
-//   - The body is parsed at most once per event, and only when a rule
-//     reads it. A body that is not JSON matches no JSON rule and gives no
-//     order key; it is never an error: the event is stored either way.
+//   - The body is read only when a rule reads it (match, or order_by a
+//     JSON path), and only the values at the rules' paths are decoded; the
+//     rest is checked and skipped where it lies. So routing allocates a
+//     small part of the body, whatever it holds: the values read, and an
+//     object or array at a match path only as far as the longest value
+//     accepted there. A body that is not one JSON value (white space
+//     around it aside) matches no JSON rule and gives no order key; it is
+//     never an error: the event is stored either way.
 //   - An order key longer than MaxKeyLength, or one that is not valid
 //     UTF-8 or holds a NUL byte, is replaced by "sha256:" and its SHA-256
 //     (hex), so a sender cannot make hookbox store large keys, nor keys a
@@ -28,15 +33,13 @@
 package routing
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -59,7 +62,10 @@ type Rule struct {
 	Types []string
 	// Match maps a JSON path ("data.object.status", "items.0.sku") to the
 	// values accepted there. A string is compared as it is; a number,
-	// boolean or null as its JSON text.
+	// boolean or null as its JSON text; an object or array as compact
+	// JSON, as json.Marshal writes it decoded (members sorted by name).
+	// Where an object has a name twice, on a path or in a value, the last
+	// member counts.
 	Match map[string][]string
 	// Headers maps a header name to the values accepted.
 	Headers map[string][]string
@@ -215,17 +221,54 @@ func checkHeaderName(name string) error {
 
 // Table routes the events of one source.
 type Table struct {
-	rules    []Rule
+	rules []rule
+	// paths are the distinct JSON paths the rules read (match and
+	// order_by), each found in a body once at most.
+	paths    [][]part
 	needJSON bool
+}
+
+// rule is a Rule with its JSON paths numbered in Table.paths.
+type rule struct {
+	Rule
+	match     []matchPath
+	orderPath int // -1 when order_by is not a JSON path
+}
+
+// matchPath is one path of a rule's Match: the values accepted there, and
+// the longest of them, past which a value need not be read.
+type matchPath struct {
+	path    int
+	want    []string
+	longest int
 }
 
 // New builds the table of a source's rules, in target order.
 func New(rules []Rule) *Table {
-	t := &Table{rules: rules}
-	for _, r := range rules {
-		if len(r.Match) > 0 || (r.OrderBy != "" && !strings.HasPrefix(r.OrderBy, "header:")) {
-			t.needJSON = true
+	t := &Table{}
+	index := map[string]int{}
+	pathOf := func(p string) int {
+		if k, ok := index[p]; ok {
+			return k
 		}
+		index[p] = len(t.paths)
+		t.paths = append(t.paths, parsePath(p))
+		return len(t.paths) - 1
+	}
+	for _, r := range rules {
+		c := rule{Rule: r, orderPath: -1}
+		for p, want := range r.Match {
+			m := matchPath{path: pathOf(p), want: want}
+			for _, w := range want {
+				m.longest = max(m.longest, len(w))
+			}
+			c.match = append(c.match, m)
+		}
+		if r.OrderBy != "" && !strings.HasPrefix(r.OrderBy, "header:") {
+			c.orderPath = pathOf(strings.TrimPrefix(r.OrderBy, "json:"))
+		}
+		t.needJSON = t.needJSON || len(c.match) > 0 || c.orderPath >= 0
+		t.rules = append(t.rules, c)
 	}
 	return t
 }
@@ -233,24 +276,50 @@ func New(rules []Rule) *Table {
 // Routes returns the routes of an event (its type, delivery id, headers
 // and body): one per target whose rule matches, in target order.
 func (t *Table) Routes(eventType, deliveryID string, h http.Header, body []byte) []hookbox.Route {
-	var doc any
-	parsed := false
-	if t.needJSON {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.UseNumber()
-		parsed = dec.Decode(&doc) == nil
+	var doc *document
+	if t.needJSON && valid(body) {
+		doc = &document{body: body, paths: t.paths, at: make([]int, len(t.paths))}
+		for k := range doc.at {
+			doc.at[k] = unread
+		}
 	}
 	out := make([]hookbox.Route, 0, len(t.rules))
 	for _, r := range t.rules {
-		if !r.matches(eventType, h, doc, parsed) {
+		if !r.matches(eventType, h, doc) {
 			continue
 		}
-		out = append(out, hookbox.Route{Target: r.Target, OrderKey: r.key(deliveryID, h, doc, parsed)})
+		out = append(out, hookbox.Route{Target: r.Target, OrderKey: r.key(deliveryID, h, doc)})
 	}
 	return out
 }
 
-func (r *Rule) matches(eventType string, h http.Header, doc any, parsed bool) bool {
+// document is a JSON body being routed, and where the table's paths lead
+// in it. Only the values at those paths are ever decoded (see scan.go).
+type document struct {
+	body    []byte
+	paths   [][]part
+	at      []int  // per path: the index of its value, none, or unread
+	scratch []byte // escaped member names, while compared
+}
+
+const (
+	none   = -1
+	unread = -2
+)
+
+// value returns the index in the body of the value at path k, and whether
+// there is one.
+func (d *document) value(k int) (int, bool) {
+	if d.at[k] == unread {
+		d.at[k] = none
+		if i, ok := find(d.body, d.paths[k], &d.scratch); ok {
+			d.at[k] = i
+		}
+	}
+	return d.at[k], d.at[k] != none
+}
+
+func (r *rule) matches(eventType string, h http.Header, doc *document) bool {
 	if len(r.Types) > 0 && !anyGlob(r.Types, eventType) {
 		return false
 	}
@@ -259,27 +328,33 @@ func (r *Rule) matches(eventType string, h http.Header, doc any, parsed bool) bo
 			return false
 		}
 	}
-	for p, want := range r.Match {
-		if !parsed {
+	for _, m := range r.match {
+		if doc == nil {
 			return false
 		}
-		v, ok := lookup(doc, p)
-		if !ok || !anyEqual([]string{v}, want) {
+		i, ok := doc.value(m.path)
+		if !ok {
+			return false
+		}
+		v, ok := text(doc.body, i, m.longest)
+		if !ok || !slices.Contains(m.want, v) {
 			return false
 		}
 	}
 	return true
 }
 
-func (r *Rule) key(deliveryID string, h http.Header, doc any, parsed bool) string {
+func (r *rule) key(deliveryID string, h http.Header, doc *document) string {
 	var k string
 	switch {
 	case r.OrderBy == "":
 		return ""
-	case strings.HasPrefix(r.OrderBy, "header:"):
+	case r.orderPath < 0:
 		k = h.Get(strings.TrimPrefix(r.OrderBy, "header:"))
-	case parsed:
-		k = keyValue(doc, strings.TrimPrefix(r.OrderBy, "json:"))
+	case doc != nil:
+		if i, ok := doc.value(r.orderPath); ok {
+			k = keyText(doc.body, i)
+		}
 	}
 	if k == "" {
 		k = NoKeyPrefix + deliveryID
@@ -294,6 +369,18 @@ func (r *Rule) key(deliveryID string, h http.Header, doc any, parsed bool) strin
 	return k
 }
 
+// keyText returns the order key the value at i of body gives: a string
+// as it is, a number or boolean as its JSON text, and "" (no key) for
+// null, an object or an array.
+func keyText(body []byte, i int) string {
+	switch body[i] {
+	case 'n', '{', '[':
+		return ""
+	}
+	k, _ := text(body, i, len(body))
+	return k
+}
+
 // hashPrefix starts an order key that is the SHA-256 of the value.
 const hashPrefix = "sha256:"
 
@@ -301,19 +388,6 @@ const hashPrefix = "sha256:"
 func hashKey(k string) string {
 	sum := sha256.Sum256([]byte(k))
 	return hashPrefix + hex.EncodeToString(sum[:])
-}
-
-// keyValue returns the order key the value at path p of doc gives: a
-// string as it is, a number or boolean as its JSON text, and "" (no key)
-// for null, an object, an array or no value.
-func keyValue(doc any, p string) string {
-	v, _ := find(doc, p)
-	switch v.(type) {
-	case string, json.Number, bool:
-		k, _ := text(v)
-		return k
-	}
-	return ""
 }
 
 // storableKey reports whether k can be stored as text in every store:
@@ -343,55 +417,4 @@ func anyEqual(have, want []string) bool {
 		}
 	}
 	return false
-}
-
-// lookup follows a dotted path into a decoded JSON document and returns
-// the value there as text (see text).
-func lookup(doc any, p string) (string, bool) {
-	v, ok := find(doc, p)
-	if !ok {
-		return "", false
-	}
-	return text(v)
-}
-
-// find follows a dotted path into a decoded JSON document.
-func find(doc any, p string) (any, bool) {
-	cur := doc
-	for _, part := range strings.Split(p, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			next, ok := v[part]
-			if !ok {
-				return nil, false
-			}
-			cur = next
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i < 0 || i >= len(v) {
-				return nil, false
-			}
-			cur = v[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// text returns a decoded JSON value as text: a string as it is, a number,
-// boolean or null as its JSON text, an object or array as compact JSON.
-func text(v any) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return v, true
-	case json.Number:
-		return v.String(), true
-	case nil:
-		return "null", true
-	case bool:
-		return strconv.FormatBool(v), true
-	}
-	b, err := json.Marshal(v)
-	return string(b), err == nil
 }
