@@ -12,6 +12,20 @@ import (
 	"github.com/hookbox/hookbox"
 )
 
+// sqliteInstant returns an SQLite expression for the instant the time
+// text in column v names, in seconds to the millisecond, or NULL when it
+// names none. The driver writes a time.Time as Go's time.String does
+// ("2026-11-30 09:00:00.5 +0900 JST"), which SQLite's date functions do
+// not read: its date and time, and its offset written as "+09:00", are
+// taken apart and given to unixepoch. Text in a form SQLite reads itself
+// (ISO 8601) is given as it is.
+func sqliteInstant(v string) string {
+	sp := `instr(substr(` + v + `, 12), ' ')` // the space after the time of day, from position 11
+	return `(CASE WHEN ` + v + ` GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9]* [+-][0-9][0-9][0-9][0-9]*'` +
+		` THEN unixepoch(substr(` + v + `, 1, ` + sp + ` + 10) || substr(` + v + `, ` + sp + ` + 12, 3) || ':' || substr(` + v + `, ` + sp + ` + 15, 2), 'subsec')` +
+		` ELSE unixepoch(` + v + `, 'subsec') END)`
+}
+
 // identifier is what ApplyIfNewer accepts as a table or column name.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -34,9 +48,12 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 //   - an integer (a Stripe event's created, a sequence number): on both
 //     stores;
 //   - a time.Time: ApplyIfNewer puts it in UTC before binding it. SQLite
-//     stores it as text and compares the text, which sorts as the times do
-//     only when every stored version was written in UTC (as ApplyIfNewer
-//     writes it); on PostgreSQL use a timestamptz column;
+//     stores it as text, zone included; ApplyIfNewer compares the instants
+//     the stored and the given text name (to the millisecond, the text
+//     breaking a tie), so versions stored in another zone, by an earlier
+//     hookbox or by hand, compare right too (stored text that names no
+//     time SQLite can read is compared as text). On PostgreSQL use a
+//     timestamptz column;
 //   - text only if its order as text is the order of the versions: fixed
 //     width, one zone. RFC 3339 text from time.RFC3339Nano is not, since it
 //     drops trailing zeros ("…05Z" sorts after "…05.5Z", so a newer state
@@ -65,12 +82,21 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 	params := make([]string, len(cols))
 	var sets []string
 	args := make([]any, len(cols))
+	stored, given := table+"."+version, "excluded."+version
+	older := stored + ` < ` + given
 	for i, c := range cols {
 		params[i], args[i] = "$"+strconv.Itoa(i+1), row[c]
 		if t, ok := args[i].(time.Time); ok && c == version {
-			// SQLite keeps a time as text, zone included, and compares
-			// the text: only times in one zone sort as instants do.
+			// SQLite keeps a time as text, zone included: it is written
+			// in UTC, and compared as the instant it names, since
+			// versions written before in another zone do not sort as
+			// text (see sqliteInstant).
 			args[i] = t.UTC()
+			if tx.Dialect == hookbox.DialectSQLite {
+				s, g := sqliteInstant(stored), sqliteInstant(given)
+				older = `CASE WHEN ` + s + ` IS NULL OR ` + g + ` IS NULL THEN ` + stored + ` < ` + given +
+					` ELSE ` + s + ` < ` + g + ` OR (` + s + ` = ` + g + ` AND ` + stored + ` < ` + given + `) END`
+			}
 		}
 		if c != key {
 			sets = append(sets, c+" = excluded."+c)
@@ -78,7 +104,7 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 	}
 	q := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(params, ", ") + `)
         ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(sets, ", ") + `
-        WHERE ` + table + `.` + version + ` IS NULL OR ` + table + `.` + version + ` < excluded.` + version
+        WHERE ` + stored + ` IS NULL OR ` + older
 	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("apply if newer to %s: %w", table, err)

@@ -243,3 +243,35 @@ func statusOf(t *testing.T, st dbtest.Store) string {
 	}
 	return s
 }
+
+// TestApplyIfNewerOverTimesOfAnotherZone: on SQLite, versions an earlier
+// hookbox stored as text in the process's own zone (Tokyo here) are
+// compared with new ones, written in UTC, as the instants they name: a
+// newer state is applied and an older one refused. Compared as text, a
+// state up to the zone's offset newer was refused (east of UTC), or older
+// applied (west).
+func TestApplyIfNewerOverTimesOfAnotherZone(t *testing.T) {
+	st := dbtest.Open(t, dbtest.SQLiteURL(t))
+	createVersioned(t, st, "TIMESTAMP WITH TIME ZONE")
+	tokyo := time.FixedZone("JST", 9*3600)
+	old := time.Date(2026, 11, 30, 9, 0, 0, 0, tokyo) // 00:00Z, as an earlier hookbox wrote it
+	if err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, status, version) VALUES ($1, $2, $3)`, "sub_1", "trialing", old)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	applyVersioned(t, st, "canceled", old.Add(-time.Minute), false)
+	applyVersioned(t, st, "active", old.Add(time.Hour), true)
+	applyVersioned(t, st, "paused", old.Add(30*time.Minute).In(time.FixedZone("EST", -5*3600)), false)
+	applyVersioned(t, st, "past_due", old.Add(time.Hour+time.Millisecond), true)
+	// Stored as ISO 8601 text (by hand, or another program): read as such.
+	if err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE subscriptions SET version = '2026-11-30T12:00:00+09:00' WHERE id = 'sub_1'`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	applyVersioned(t, st, "unpaid", time.Date(2026, 11, 30, 2, 30, 0, 0, time.UTC), false)
+	applyVersioned(t, st, "active", time.Date(2026, 11, 30, 3, 30, 0, 0, time.UTC), true)
+}
