@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +54,26 @@ func BenchmarkRoutes(b *testing.B) {
 		if rs := tab.Routes("payment_intent.succeeded", "evt_1", nil, stripeBody); len(rs) != 3 || rs[0].OrderKey != "cus_Q1w2E3r4T5y6U7" || rs[1].OrderKey != "1042" {
 			b.Fatalf("routes %v", rs)
 		}
+	}
+}
+
+// BenchmarkRepeatedNames routes a megabyte whose object at a match path
+// names 2,400 members, then repeats one of them: each member is looked up
+// among the names seen by a map (a walk over them took seconds).
+func BenchmarkRepeatedNames(b *testing.B) {
+	tab := New([]Rule{{Target: "a", Match: map[string][]string{"s": {strings.Repeat("w", 20000)}}}})
+	var sb strings.Builder
+	sb.WriteString(`{"s":{`)
+	for i := range 2400 {
+		fmt.Fprintf(&sb, `"%03x":1,`, i)
+	}
+	for sb.Len() < 1<<20 {
+		sb.WriteString(`"95f":1,`)
+	}
+	sb.WriteString(`"z":1}}`)
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	for range b.N {
+		tab.Routes("", "d", nil, body)
 	}
 }

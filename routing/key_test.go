@@ -70,3 +70,17 @@ func TestKeysDoNotCollide(t *testing.T) {
 		}
 	}
 }
+
+// TestNoKeyOfALongIDIsItsOwn: a delivery without the value whose id is too
+// long for a key gets "(none):" and the id's hash; another delivery whose
+// id is that hash's text gets a key of its own, not the same one.
+func TestNoKeyOfALongIDIsItsOwn(t *testing.T) {
+	tab := New([]Rule{{Target: "billing", OrderBy: "data.customer"}})
+	longID := strings.Repeat("i", 400)
+	forged := hashKey(longID)
+	a := tab.Routes("", longID, nil, []byte(`{"data":{}}`))[0].OrderKey
+	b := tab.Routes("", forged, nil, []byte(`{"data":{}}`))[0].OrderKey
+	if a == b {
+		t.Errorf("deliveries %.20s… and %s without the value share the key %q", longID, forged, a)
+	}
+}

@@ -358,7 +358,9 @@ func (r *rule) key(deliveryID string, h http.Header, doc *document) string {
 	}
 	if k == "" {
 		k = NoKeyPrefix + deliveryID
-		if len(k) > MaxKeyLength || !storableKey(k) {
+		// A hashed id reads "(none):sha256:…": an id that starts so
+		// itself is hashed too, so it cannot take another's key.
+		if len(k) > MaxKeyLength || !storableKey(k) || strings.HasPrefix(deliveryID, hashPrefix) {
 			k = NoKeyPrefix + hashKey(deliveryID)
 		}
 		return k

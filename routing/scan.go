@@ -132,7 +132,11 @@ func text(body []byte, i, limit int) (string, bool) {
 		out, _, ok := compact(body, i, nil, limit)
 		return string(out), ok
 	}
-	return string(body[i:skipValue(body, i)]), true
+	end := skipValue(body, i)
+	if end-i > limit {
+		return "", false // a number of a megabyte is not copied to be compared
+	}
+	return string(body[i:end]), true
 }
 
 // skipSpace returns the index of the first byte at or after i that is not
@@ -245,7 +249,8 @@ func compact(body []byte, i int, out []byte, limit int) (_ []byte, end int, fits
 			return out, skipRest(body, i+1), false
 		}
 		var members []member
-		var name []byte // the name being read, decoded
+		at := map[string]int{} // a member's index in members, by name
+		var name []byte        // the name being read, decoded
 		// names is the shortest the object's JSON can be with the members
 		// named so far: its braces, and each member's name, quotes and
 		// colon, a value of a byte, and the comma between two members.
@@ -259,8 +264,8 @@ func compact(body []byte, i int, out []byte, limit int) (_ []byte, end int, fits
 			}
 			name = unquote(name[:0], raw)
 			i = skipSpace(body, skipSpace(body, nameEnd)+1)
-			k := slices.IndexFunc(members, func(m member) bool { return m.name == string(name) })
-			if k < 0 {
+			k, seen := at[string(name)]
+			if !seen {
 				// A name stays however many times it comes again: once the
 				// names alone pass the limit, the object does.
 				if names += len(name) + 5; names > limit {
@@ -268,6 +273,7 @@ func compact(body []byte, i int, out []byte, limit int) (_ []byte, end int, fits
 				}
 				members = append(members, member{name: string(name)})
 				k = len(members) - 1
+				at[members[k].name] = k
 			}
 			// The last value of a name counts: one that comes again is
 			// written over the one before, in its buffer.
@@ -298,8 +304,11 @@ func compact(body []byte, i int, out []byte, limit int) (_ []byte, end int, fits
 		return out, end, len(out)-start <= limit
 	}
 	end = skipValue(body, i)
+	if end-i > limit {
+		return out, end, false
+	}
 	out = append(out, body[i:end]...)
-	return out, end, end-i <= limit
+	return out, end, true
 }
 
 // unquote appends the decoded value of a JSON string's raw bytes (between

@@ -220,3 +220,31 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+// TestMatchCopiesNoLongNumber: a number (or a literal, alone or in an
+// object) at a match path longer than any accepted value is not copied to
+// be compared: a signed megabyte-long number cost a megabyte per rule that
+// read its path.
+func TestMatchCopiesNoLongNumber(t *testing.T) {
+	var rules []Rule
+	for _, name := range []string{"a", "b", "c", "d"} {
+		rules = append(rules, Rule{Target: name, Match: map[string][]string{"data.status": {"paid", `{"a":1}`}}})
+	}
+	tab := New(rules)
+	for name, body := range map[string]string{
+		"a number at the path":          `{"data":{"status":1` + strings.Repeat("0", 1<<20) + `}}`,
+		"a number in an object at path": `{"data":{"status":{"a":1` + strings.Repeat("0", 1<<20) + `}}}`,
+	} {
+		b := []byte(body)
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		if rs := tab.Routes("", "d", nil, b); len(rs) != 0 {
+			t.Errorf("%s: routed to %v", name, rs)
+		}
+		runtime.ReadMemStats(&m1)
+		if got := m1.TotalAlloc - m0.TotalAlloc; got > 64<<10 {
+			t.Errorf("%s: routing a %d-byte body allocated %d bytes", name, len(b), got)
+		}
+	}
+}
