@@ -2,9 +2,13 @@ package service_test
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
@@ -18,8 +22,51 @@ import (
 // its key from the migration, so once the send is done and purged, a
 // RecordSend for the same key is still refused; the database's events are
 // kept.
+// On PostgreSQL it runs again on a database of ICU's en-US collation,
+// under which ';' sorts before ':': a range of sources from "send:" to
+// "send;" found nothing there, and the keys were not given.
 func TestMigrateSendKeys(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, dbURL string) {
+	dbtest.Each(t, testMigrateSendKeys)
+	t.Run("postgres ICU en-US", func(t *testing.T) {
+		testMigrateSendKeys(t, icuDatabase(t))
+	})
+}
+
+// icuDatabase creates a PostgreSQL database of ICU's en-US collation for
+// t, dropped when t ends, and returns its URL.
+func icuDatabase(t *testing.T) string {
+	t.Helper()
+	base := pgtest.URL(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("hookbox_icu_%d", time.Now().UnixNano())
+	if _, err := conn.Exec(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err == nil {
+			c.Exec(context.Background(), `DROP DATABASE `+name+` WITH (FORCE)`)
+			c.Close(context.Background())
+		}
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	q := u.Query()
+	q.Del("search_path") // the test's schema is in the other database
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func testMigrateSendKeys(t *testing.T, dbURL string) {
+	{
 		ctx := context.Background()
 		st := dbtest.Open(t, dbURL)
 		rs, err := st.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("ms", "1")})
@@ -77,5 +124,5 @@ func TestMigrateSendKeys(t *testing.T) {
 		if record(st2) {
 			t.Errorf("a send recorded before the upgrade, performed and purged, was recorded again: the migration gave it no key")
 		}
-	})
+	}
 }
