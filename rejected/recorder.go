@@ -60,6 +60,12 @@ const maxText = hookbox.MaxIDLength
 // maxHeaderValues bounds the header values kept of one request.
 const maxHeaderValues = 64
 
+// leftOutHeader names the header the log adds, with their count, when it
+// left values out past maxHeaderValues. U+FFFD is in no name the log keeps
+// unaltered, so HeaderAltered takes it for what it is, and a sender
+// cannot send it.
+const leftOutHeader = "\uFFFD-Values-Left-Out"
+
 // writeBatch is the most rejections one write transaction stores, and
 // writeEvery how long the writer gathers them before writing.
 const (
@@ -290,16 +296,20 @@ func (r *Recorder) clean(rj hookbox.Rejection) hookbox.Rejection {
 	rj.RemoteAddr = Text(rj.RemoteAddr)
 	if rj.Header != nil {
 		h := make(http.Header, len(rj.Header))
-		values := 0
+		values, left := 0, 0
 		for k, vs := range rj.Header {
 			for _, v := range vs {
 				if values == maxHeaderValues {
-					break
+					left++
+					continue
 				}
 				values++
 				name := headerText(k)
 				h[name] = append(h[name], headerText(v))
 			}
+		}
+		if left > 0 {
+			h[leftOutHeader] = []string{strconv.Itoa(left)}
 		}
 		rj.Header = h
 	}
@@ -340,26 +350,47 @@ func headerText(s string) string {
 	return t + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
+// KeptAsSent reports whether the log keeps the values of the headers names
+// of h as they were sent: storable text no longer than hookbox.MaxIDLength,
+// in a request of no more header values than the log keeps. It cuts,
+// cleans or leaves out the others (see HeaderAltered).
+func KeptAsSent(h http.Header, names []string) bool {
+	values := 0
+	for _, vs := range h {
+		values += len(vs)
+	}
+	if values > maxHeaderValues {
+		return false
+	}
+	for _, name := range names {
+		for _, v := range h[name] {
+			if len(v) > maxText || !hookbox.StorableText(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // HeaderAltered reports whether h, a Rejection's kept headers, may differ
 // from the headers sent: a name or value was cut (it is longer than
 // hookbox.MaxIDLength: see the package guarantees), or holds U+FFFD (what
 // the log puts in place of bytes that are not UTF-8 text, or NUL; one the
 // sender sent itself cannot be told apart), or values may have been left
-// out (the log keeps a bounded number).
+// out (the log keeps a bounded number, and then says how many it left
+// out under a name holding U+FFFD).
 func HeaderAltered(h http.Header) bool {
-	values := 0
 	for k, vs := range h {
 		if len(k) > maxText || strings.ContainsRune(k, utf8.RuneError) {
 			return true
 		}
 		for _, v := range vs {
-			values++
 			if len(v) > maxText || strings.ContainsRune(v, utf8.RuneError) {
 				return true
 			}
 		}
 	}
-	return values >= maxHeaderValues
+	return false
 }
 
 // bucket is a token bucket.

@@ -235,3 +235,36 @@ func TestRecordAfterClose(t *testing.T) {
 		}
 	})
 }
+
+// TestHeaderValuesLeftOutAreMarked: a request of exactly as many header
+// values as the log keeps is kept whole, and can be re-checked; one of
+// more has the rest left out, and a header saying how many, so
+// HeaderAltered knows. (It used to take a request of exactly 64 values for
+// one cut.)
+func TestHeaderValuesLeftOutAreMarked(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		rec := rejected.NewRecorder(st, rejected.Options{})
+		for _, n := range []int{64, 66} {
+			rj := rejection("polar", "{}")
+			rj.Header = http.Header{}
+			for i := range n {
+				rj.Header.Set(fmt.Sprintf("X-H%02d", i), "v")
+			}
+			rec.Record(rj)
+		}
+		rec.Close()
+		rs, err := st.Rejections(context.Background(), hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rs) != 2 {
+			t.Fatalf("%d rows, %v", len(rs), err)
+		}
+		all, some := rs[1], rs[0]
+		if len(all.Header) != 64 || rejected.HeaderAltered(all.Header) {
+			t.Errorf("64 values sent: %d kept, altered %v; want all, not altered", len(all.Header), rejected.HeaderAltered(all.Header))
+		}
+		if len(some.Header) != 65 || some.Header.Get("\uFFFD-Values-Left-Out") != "2" || !rejected.HeaderAltered(some.Header) {
+			t.Errorf("66 values sent: %d kept (%q left out), altered %v; want 64 and the count of 2, altered",
+				len(some.Header), some.Header.Get("\uFFFD-Values-Left-Out"), rejected.HeaderAltered(some.Header))
+		}
+	})
+}

@@ -83,3 +83,40 @@ func TestUnverifiableTokenNotKept(t *testing.T) {
 		}
 	})
 }
+
+// TestLongTokenNotKept: a token longer than the log keeps a header value
+// would be cut, and a re-check refuses a cut header: the token is not kept
+// at all, although the body was kept whole (it used to be stored cut to
+// 400 bytes, in clear, for nothing).
+func TestLongTokenNotKept(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		token := "tok-" + strings.Repeat("s", 600)
+		v, err := verify.New(verify.Config{Scheme: verify.SchemeToken, Header: "X-Gitlab-Token",
+			Secrets: []string{token}, IDHeader: "Idempotency-Key"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := rejected.NewRecorder(st, rejected.Options{})
+		ts := httptest.NewServer(server.New(server.Config{
+			Sources:    []server.Source{{Name: "gitlab", Verifier: v}},
+			Ingest:     func(context.Context, hookbox.Delivery) (hookbox.Receipt, error) { return hookbox.Receipt{}, nil },
+			Rejections: rec}))
+		req, _ := http.NewRequest("POST", ts.URL+"/webhooks/gitlab", bytes.NewReader([]byte(`{"object_kind":"push"}`)))
+		req.Header.Set("X-Gitlab-Token", token) // no Idempotency-Key: 400, the body read whole
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ts.Close()
+		rec.Close()
+		rjs, err := st.Rejections(context.Background(), hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rjs) != 1 || !rjs[0].BodyComplete {
+			t.Fatalf("status %d; %d rejections, %v", resp.StatusCode, len(rjs), err)
+		}
+		if kept := rjs[0].Header.Get("X-Gitlab-Token"); kept != "" {
+			t.Errorf("a token the log cuts, which no re-check can use, is kept in clear (%d bytes: %.30s…)", len(kept), kept)
+		}
+	})
+}

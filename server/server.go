@@ -63,6 +63,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/lograte"
+	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 )
@@ -664,17 +665,18 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 // re-check judges signed timestamps against). body, when not nil, is the
 // body as read: all of it when complete. The headers that carry a
 // configured source's secret itself (a token) are kept only when the log
-// keeps the whole body, as only then can a re-check verify them: a
-// delivery refused on its headers alone, or cut, would leave the sender's
-// real token in the log for nothing.
+// keeps the whole body and those headers as sent, as only then can a
+// re-check verify them: a delivery refused on its headers alone, or cut,
+// or with a token the log would cut, would leave the sender's real token
+// in the log for nothing.
 func (s *Server) record(r *http.Request, at time.Time, source string, unknown bool, status int, reason string, body []byte, complete bool) {
 	size := r.ContentLength
 	if complete {
 		size = int64(len(body))
 	}
 	header := KeptHeader(r.Header)
-	if src, ok := s.sources[source]; ok && !unknown &&
-		(!complete || len(body) > s.cfg.Rejections.MaxBodyBytes()) && len(src.credentials) > 0 {
+	if src, ok := s.sources[source]; ok && !unknown && len(src.credentials) > 0 &&
+		(!complete || len(body) > s.cfg.Rejections.MaxBodyBytes() || !rejected.KeptAsSent(r.Header, src.credentials)) {
 		header = keptHeader(r.Header, src.credentials)
 	}
 	remote := r.RemoteAddr
