@@ -13,7 +13,9 @@
 //     replays (the budget counts from Event.AttemptBase).
 //   - Every attempt is counted, whatever ends it: an error, a panic, a
 //     timeout, a handler that breaks its transaction (package queue charges
-//     it alone), a process that dies (see Start for the one exception).
+//     it alone, once it has failed again in a transaction of its own: a
+//     single failure may be the database's), a process that dies (see
+//     Start for the one exception).
 //     Only an attempt that Stop cancels (see released), or whose outcome
 //     the store failed to commit (see release), is given back, and not
 //     twice in a row, nor one that ended in a permanent refusal: the
