@@ -33,14 +33,8 @@ func TestRecheckBasicSourceSaysWhy(t *testing.T) {
 		}
 		rec := rejected.NewRecorder(st, rejected.Options{})
 		ts := httptest.NewServer(server.New(server.Config{
-			Sources: []server.Source{{Name: "app", Verifier: basic("delivery_id")}},
-			Ingest: func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
-				rcs, err := st.Ingest(ctx, []hookbox.Delivery{d})
-				if err != nil {
-					return hookbox.Receipt{}, err
-				}
-				return rcs[0], nil
-			},
+			Sources:    []server.Source{{Name: "app", Verifier: basic("delivery_id")}},
+			Ingest:     ingestInto(st),
 			Rejections: rec}))
 		req, _ := http.NewRequest("POST", ts.URL+"/webhooks/app", bytes.NewReader([]byte(`{"id":"e-1","type":"x"}`)))
 		req.SetBasicAuth("hooks", "basic-password-0123")

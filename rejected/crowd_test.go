@@ -34,14 +34,8 @@ func TestUnknownNamesCannotEvictASourcesRejections(t *testing.T) {
 		}
 		rec := rejected.NewRecorder(st, rejected.Options{MaxCount: 100})
 		ts := httptest.NewServer(server.New(server.Config{
-			Sources: []server.Source{{Name: "stripe", Verifier: v}},
-			Ingest: func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
-				rcs, err := st.Ingest(ctx, []hookbox.Delivery{d})
-				if err != nil {
-					return hookbox.Receipt{}, err
-				}
-				return rcs[0], nil
-			},
+			Sources:    []server.Source{{Name: "stripe", Verifier: v}},
+			Ingest:     ingestInto(st),
 			Rejections: rec}))
 		defer ts.Close()
 		post := func(path string, hdr http.Header, body []byte) int {

@@ -35,13 +35,7 @@ func TestRecheckDoesNotStoreHandshake(t *testing.T) {
 			}
 			return v
 		}
-		ingest := func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
-			rcs, err := st.Ingest(ctx, []hookbox.Delivery{d})
-			if err != nil {
-				return hookbox.Receipt{}, err
-			}
-			return rcs[0], nil
-		}
+		ingest := ingestInto(st)
 		body := []byte(`{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}`)
 		post := func(url string) (int, string) {
 			hdr, err := verify.Sign(cfgFor(good), body, "", time.Now())

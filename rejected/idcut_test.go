@@ -44,13 +44,7 @@ func TestRecheckKeepsIngestIDRules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ingest := func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
-			rcs, err := st.Ingest(ctx, []hookbox.Delivery{d})
-			if err != nil {
-				return hookbox.Receipt{}, err
-			}
-			return rcs[0], nil
-		}
+		ingest := ingestInto(st)
 		rec := rejected.NewRecorder(st, rejected.Options{})
 		ts := httptest.NewServer(server.New(server.Config{
 			Sources: []server.Source{{Name: "github", Verifier: v}, {Name: "stripe", Verifier: sv}}, Ingest: ingest, Rejections: rec}))

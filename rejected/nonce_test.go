@@ -46,14 +46,8 @@ func startMailgun(t *testing.T, st dbtest.Store, key string) (h *mailgunHarness,
 	}
 	rec := rejected.NewRecorder(st, rejected.Options{})
 	ts := httptest.NewServer(server.New(server.Config{
-		Sources: []server.Source{{Name: "mailgun", Verifier: v}, {Name: "mailgun-b", Verifier: v}},
-		Ingest: func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
-			rcs, err := st.Ingest(ctx, []hookbox.Delivery{d})
-			if err != nil {
-				return hookbox.Receipt{}, err
-			}
-			return rcs[0], nil
-		},
+		Sources:    []server.Source{{Name: "mailgun", Verifier: v}, {Name: "mailgun-b", Verifier: v}},
+		Ingest:     ingestInto(st),
 		Rejections: rec,
 		UseNonce: func(ctx context.Context, n hookbox.Nonce) (bool, error) {
 			ok, err := st.UseNonces(ctx, []hookbox.Nonce{n})

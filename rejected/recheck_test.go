@@ -34,13 +34,7 @@ func TestRecheckDoesNotStoreTheToken(t *testing.T) {
 		st := dbtest.Open(t, dbURL)
 		ctx := context.Background()
 		const token = "glpat-recheck-token-0123456789"
-		ingest := func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
-			rcs, err := st.Ingest(ctx, []hookbox.Delivery{d})
-			if err != nil {
-				return hookbox.Receipt{}, err
-			}
-			return rcs[0], nil
-		}
+		ingest := ingestInto(st)
 		tokenSource := func(idHeader string) verify.Verifier {
 			v, err := verify.New(verify.Config{Scheme: verify.SchemeToken, Header: "X-Gitlab-Token", Secrets: []string{token}, IDHeader: idHeader})
 			if err != nil {

@@ -268,3 +268,14 @@ func TestHeaderValuesLeftOutAreMarked(t *testing.T) {
 		}
 	})
 }
+
+// ingestInto is a server.Config Ingest that stores each delivery in st.
+func ingestInto(st hookbox.Store) func(context.Context, hookbox.Delivery) (hookbox.Receipt, error) {
+	return func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+		rcs, err := st.Ingest(ctx, []hookbox.Delivery{d})
+		if err != nil {
+			return hookbox.Receipt{}, err
+		}
+		return rcs[0], nil
+	}
+}
