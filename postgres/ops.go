@@ -372,15 +372,27 @@ const maxPurgeAttempts = 3
 // purgeBatch and purgeAttempts), counts the events into res and returns
 // how many. A transaction the server rolled back because of another
 // (a deadlock with a replay, see purgeLock) is run again: it changed
-// nothing, and the batch is judged afresh.
+// nothing, and the batch is judged afresh. It waits a little first
+// (purgeRetryPause, longer each time), so that the transaction it
+// deadlocked with can go on to its commit: run again at once, the batch
+// could take the same locks first and deadlock with it again.
 func (s *Store) purgeOnce(ctx context.Context, q purgeQueries, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
 	for attempt := 1; ; attempt++ {
 		n, err := s.purgeTx(ctx, q, before, from, to, res)
 		if err == nil || attempt == maxPurgeAttempts || !retryable(err) || ctx.Err() != nil {
 			return n, err
 		}
+		select {
+		case <-ctx.Done():
+			return n, err
+		case <-time.After(time.Duration(attempt) * purgeRetryPause):
+		}
 	}
 }
+
+// purgeRetryPause is how long purgeOnce waits before its second attempt at
+// a batch (twice as long before the third).
+const purgeRetryPause = 100 * time.Millisecond
 
 // purgeTx is one attempt of purgeOnce.
 func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
