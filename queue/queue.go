@@ -249,8 +249,7 @@ func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkF
 
 // workOnce works evs[todo] in one transaction, filling res. It returns the
 // events to try again: all but the culprit when a handler broke the
-// transaction, or the one event of a transaction that failed for the
-// first time. failed marks the events whose transaction has failed once
+// transaction (the culprit runs again alone first). failed marks the events whose transaction has failed once
 // already in this Work: they are charged when they fail again, alone.
 func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, fn hookbox.WorkFunc, res []Result, failed []bool) ([]int, error) {
 	wt, err := r.Queue.BeginWork(ctx)
@@ -289,17 +288,15 @@ func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, 
 	if broken >= 0 {
 		wt.Rollback()
 		culprit := todo[run[broken]]
-		if !failed[culprit] && len(run) == 1 {
-			failed[culprit] = true
-			return []int{culprit}, nil // once more, alone
-		}
-		if !failed[culprit] {
-			failed[culprit] = true
+		if failed[culprit] {
+			if err := r.chargeHeld(ctx, &evs[culprit], err, &res[culprit]); err != nil {
+				return nil, err
+			}
+		} else {
+			failed[culprit] = true // once more, alone
 			if _, err := r.workOnce(ctx, evs, []int{culprit}, fn, res, failed); err != nil {
 				return nil, err
 			}
-		} else if err := r.chargeHeld(ctx, &evs[culprit], err, &res[culprit]); err != nil {
-			return nil, err
 		}
 		var again []int
 		for _, k := range run {
@@ -322,16 +319,11 @@ func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, 
 		if n == 0 {
 			return nil, err
 		}
-		if len(run) == 1 {
-			i := todo[run[0]]
-			if !failed[i] {
-				failed[i] = true
-				return []int{i}, nil // once more
-			}
+		if i := todo[run[0]]; len(run) == 1 && failed[i] {
 			return nil, r.chargeHeld(ctx, &evs[i], err, &res[i])
 		}
-		// Work each event that ran alone, to find the one that made the
-		// end of the transaction fail.
+		// Work each event that ran alone (once more, if it was alone), to
+		// find the one that made the end of the transaction fail.
 		for j, k := range run {
 			if outs[j].Status == "" {
 				continue // not run: still leased, for a later Work
