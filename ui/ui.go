@@ -43,6 +43,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -505,9 +506,15 @@ func (u *console) fail(w http.ResponseWriter, r *http.Request, s session, status
 	u.render(w, r, s, status, "error", http.StatusText(status), msg)
 }
 
-// internal logs err and shows a 500 page that does not repeat it.
+// internal logs err and shows an error page that does not repeat it: a
+// 503 when the database could not be reached (the operator may try
+// again), else a 500.
 func (u *console) internal(w http.ResponseWriter, r *http.Request, s session, what string, err error) {
 	u.log.Error("ui: "+what, "err", err)
+	if errors.Is(err, hookbox.ErrUnavailable) {
+		u.fail(w, r, s, http.StatusServiceUnavailable, what+" failed: the database did not answer; try again (see the server log).")
+		return
+	}
 	u.fail(w, r, s, http.StatusInternalServerError, what+" failed; see the server log.")
 }
 
