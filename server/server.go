@@ -231,7 +231,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	ctx, span := r.Context(), trace.Span(noop.Span{})
 	raw := w // http.MaxBytesReader needs net/http's own writer to close the connection
 	if tracing.On() {
-		ctx, span = tracing.Start(tracing.Extract(ctx, r.Header), "receive",
+		ctx, span = tracing.Start(ctx, "receive", trace.WithNewRoot(), trace.WithLinks(tracing.Link(r.Header)...),
 			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(logText(name))))
 		sw := &statusWriter{ResponseWriter: w}
 		w = sw

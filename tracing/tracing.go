@@ -177,10 +177,22 @@ func Env(ctx context.Context) []string {
 	return env
 }
 
-// Extract returns ctx with the remote trace context found in the request
-// header h, if any (a proxy in front of hookbox may send one).
-func Extract(ctx context.Context, h map[string][]string) context.Context {
-	return otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(h))
+// Link returns, as span links, the trace context a request's traceparent
+// header names (a proxy in front of hookbox may send one), or nil.
+//
+// A delivery's sender is not trusted before its signature is checked, so
+// its trace context is a link, never the parent: a parent's sampled flag
+// would let any sender force sampling under a parent-based sampler, and
+// its tracestate (up to 32 members of 256 bytes) would be exported with
+// every span. The link keeps the trace and span ids and the flags, and
+// drops the tracestate.
+func Link(h map[string][]string) []trace.Link {
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), propagation.HeaderCarrier(h)))
+	if !sc.IsValid() {
+		return nil
+	}
+	sc = trace.NewSpanContext(trace.SpanContextConfig{TraceID: sc.TraceID(), SpanID: sc.SpanID(), TraceFlags: sc.TraceFlags(), Remote: true})
+	return []trace.Link{{SpanContext: sc}}
 }
 
 // EndSpan ends span, recording err (whose text the caller has masked) as

@@ -60,7 +60,9 @@ func TestEnabled(t *testing.T) {
 // kind, the reply's status) with verify and store spans under it; each
 // attempt of a forward and an exec target has an attempt span, whose
 // context reaches the app as a traceparent header (replacing the
-// sender's) and the command as TRACEPARENT.
+// sender's) and the command as TRACEPARENT. A sender's traceparent is
+// only a link of the receive span: its sampled flag and tracestate are
+// not trusted.
 func TestSpans(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
@@ -93,8 +95,9 @@ sources:
     exec: ["`+script+`"]
 `, "sqlite:"+filepath.Join(dir, "hookbox.db"), nil)
 
-	senderParent := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	rep := srv.Post("fwd", http.Header{"X-Id": {"d1"}, "Traceparent": {senderParent}}, []byte(`{"a":1}`))
+	const senderTrace = "0af7651916cd43dd8448eb211c80319c"
+	senderParent := "00-" + senderTrace + "-b7ad6b7169203331-01"
+	rep := srv.Post("fwd", http.Header{"X-Id": {"d1"}, "Traceparent": {senderParent}, "Tracestate": {"sender=" + strings.Repeat("x", 200)}}, []byte(`{"a":1}`))
 	if rep.Status != http.StatusAccepted {
 		t.Fatalf("fwd: %+v", rep)
 	}
@@ -126,9 +129,14 @@ sources:
 	if !fwdReceive.SpanContext.IsValid() {
 		t.Fatalf("no receive span for fwd with status 202: %+v", byName["receive"])
 	}
-	// The sender's trace context is the receive span's parent.
-	if got := fwdReceive.Parent.TraceID().String(); got != "0af7651916cd43dd8448eb211c80319c" {
-		t.Errorf("receive span's parent trace %s, want the sender's", got)
+	// The sender's trace context is a link of the receive span, which
+	// starts a trace of its own; the sender's tracestate is not kept.
+	if fwdReceive.Parent.IsValid() || fwdReceive.SpanContext.TraceID().String() == senderTrace {
+		t.Errorf("receive span's parent %v (trace %s): the sender's trace context must not be its parent", fwdReceive.Parent, fwdReceive.SpanContext.TraceID())
+	}
+	if len(fwdReceive.Links) != 1 || fwdReceive.Links[0].SpanContext.TraceID().String() != senderTrace ||
+		fwdReceive.Links[0].SpanContext.SpanID().String() != "b7ad6b7169203331" || fwdReceive.Links[0].SpanContext.TraceState().Len() != 0 {
+		t.Errorf("receive span's links %+v, want one to the sender's span, without its tracestate", fwdReceive.Links)
 	}
 	for _, name := range []string{"verify", "store"} {
 		found := false
