@@ -28,10 +28,15 @@ package effect
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 )
@@ -43,7 +48,10 @@ import (
 // are never purged.
 //
 // Scopes starting with "send:" hold RecordSend's keys; ClaimKey refuses
-// them, so a handler's key and a send cannot stand in for each other.
+// them, so a handler's key and a send cannot stand in for each other. A
+// scope may hold up to MaxScope bytes, a key any number: on PostgreSQL,
+// whose index rows hold about 2.7 KB, a key that does not fit 2,048
+// bytes with its scope is kept as its start and its SHA-256.
 func ClaimKey(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key string) (bool, error) {
 	if strings.HasPrefix(scope, sendPrefix) {
 		return false, fmt.Errorf("claim key %s/%s: scopes starting with %q are RecordSend's", scope, key, sendPrefix)
@@ -51,16 +59,62 @@ func ClaimKey(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key
 	return claim(ctx, tx, ev, scope, key)
 }
 
+// MaxScope is the longest scope, in bytes, ClaimKey accepts (and the
+// longest "send:"+kind RecordSend does). Keys have no limit.
+const MaxScope = 1024
+
+// pgKeyRoom is how many bytes of scope and key together PostgreSQL keeps
+// as they are. Its btree holds at most about 2,700 bytes per index row
+// after compression, so a longer key that does not compress could never
+// be stored; one past this room is kept shortened (see storedKey).
+const pgKeyRoom = 2048
+
+// storedKey returns the text under which key is kept in scope, and
+// whether it was shortened. On SQLite, and on PostgreSQL when scope and
+// key fit pgKeyRoom, that is key itself. Past the room it is the start of
+// key, cut at a character boundary, then "~sha256:" and the hex SHA-256
+// of the whole key: scope and shortened key always exceed the room, so
+// no key kept as it is can equal a shortened one, and the hash tells
+// long keys apart.
+func storedKey(d hookbox.Dialect, scope, key string) (string, bool) {
+	if d != hookbox.DialectPostgres || len(scope)+len(key) <= pgKeyRoom {
+		return key, false
+	}
+	const tag = len("~sha256:") + 2*sha256.Size
+	n := pgKeyRoom - len(scope) - tag + 4 // a cut loses at most 3 bytes
+	for n > 0 && !utf8.RuneStart(key[n]) {
+		n--
+	}
+	sum := sha256.Sum256([]byte(key))
+	return key[:n] + "~sha256:" + hex.EncodeToString(sum[:]), true
+}
+
 // claim inserts (scope, key) into effect_keys, noting ev's id, and reports
-// whether it was new.
+// whether it was new. The key is kept as storedKey says.
 func claim(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key string) (bool, error) {
+	if len(scope) > MaxScope {
+		return false, fmt.Errorf("claim key: scope of %d bytes; at most %d", len(scope), MaxScope)
+	}
 	var eventID any
 	if ev != nil {
 		eventID = ev.ID
 	}
+	stored, short := storedKey(tx.Dialect, scope, key)
+	if short {
+		// A long key that compressed below the btree's limit was kept
+		// as it is before long keys were shortened.
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM effect_keys WHERE scope = $1 AND key = $2`, scope, key).Scan(&one)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return false, fmt.Errorf("claim key %s/%s: %w", scope, stored, err)
+		}
+	}
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO effect_keys (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-		scope, key, eventID)
+		scope, stored, eventID)
 	if err != nil {
 		return false, fmt.Errorf("claim key %s/%s: %w", scope, key, err)
 	}
@@ -120,8 +174,9 @@ func checkKind(kind string) error {
 // event when retention purges it. (A send recorded by an earlier hookbox,
 // which claimed no key, got its key from the stores' migration.)
 //
-// The send is a queued event of source SendSource(kind): it is performed
-// after the handler's transaction commits, by the Target routed to that
+// The send is a queued event of source SendSource(kind), whose delivery
+// id is key (on PostgreSQL, a key too long for its index is shortened as
+// ClaimKey's are): it is performed after the handler's transaction commits, by the Target routed to that
 // source, with retries and a dead state like any event.
 //
 // kind must not be empty or hold ':' or '/'; RecordSend refuses such a kind
@@ -146,6 +201,9 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	if !first {
 		return false, nil
 	}
+	// The send's delivery id is its key, shortened as in effect_keys: the
+	// events' (source, delivery_id) index has the same limit.
+	key, _ = storedKey(tx.Dialect, sendPrefix+kind, key)
 	now := time.Now()
 	var q string
 	var args []any
