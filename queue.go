@@ -127,7 +127,7 @@ func (p ClaimParams) FindKeyCursor(walk func(after string) (last string, full bo
 // Worker is the record of a running worker pool.
 type Worker struct {
 	Name string
-	Host string // the machine it runs on (os.Hostname)
+	Host string // the machine it runs on: its host name and, on Linux, its pid namespace
 	PID  int    // its process on that machine
 }
 

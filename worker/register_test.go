@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -44,6 +45,63 @@ func TestPoolsOfOneProcess(t *testing.T) {
 		}
 		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "first-") }) {
 			t.Errorf("pool records %v: the first pool's was forgotten", names)
+		}
+	})
+}
+
+// TestPoolsOfOtherContainers: a pool recorded under this host name by a
+// process in another pid namespace (a container sharing the host's name,
+// as host networking does; here one running an older hookbox, which
+// recorded the bare host name) is alive whatever its pid means here: a
+// starting pool must not forget it and charge what it runs. A pool of
+// this very namespace whose process is gone is still forgotten at once.
+func TestPoolsOfOtherContainers(t *testing.T) {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil {
+		t.Skip("no pid namespaces here:", err)
+	}
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		host, _ := os.Hostname()
+		gone := exec.Command("true")
+		if err := gone.Run(); err != nil {
+			t.Fatal(err)
+		}
+		records := map[string]hookbox.Worker{
+			"older-hookbox-same-pid": {Host: host, PID: os.Getpid()},
+			"other-ns-same-pid":      {Host: host + " pid:[1]", PID: os.Getpid()},
+			"other-ns-pid-not-here":  {Host: host + " pid:[1]", PID: gone.Process.Pid},
+		}
+		for name, w := range records {
+			w.Name = name
+			if _, err := s.WorkerStarted(ctx, w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.WorkerStarted(ctx, hookbox.Worker{Name: "this-ns-gone", Host: host + " " + ns, PID: gone.Process.Pid}); err != nil {
+			t.Fatal(err)
+		}
+		var logs strings.Builder
+		p := worker.New(s, worker.Options{Name: "starting", Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		p.Handle("one", "", func(context.Context, *hookbox.Tx, *hookbox.Event) error { return nil })
+		start(t, p)
+		others, err := s.WorkerStarted(ctx, hookbox.Worker{Name: "probe", Host: "elsewhere", PID: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.WorkerStopped(ctx, "probe")
+		left := map[string]bool{}
+		for _, o := range others {
+			left[o.Name] = true
+		}
+		for name := range records {
+			if !left[name] {
+				t.Errorf("the pool %q of another container was taken for dead and forgotten\n%s", name, logs.String())
+			}
+		}
+		if left["this-ns-gone"] {
+			t.Error("the pool of a gone process of this pid namespace was not forgotten at once")
 		}
 	})
 }

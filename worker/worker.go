@@ -544,7 +544,7 @@ var runningHere sync.Map
 func (p *Pool) register(ctx context.Context) {
 	// A store that cannot say starts the pool in recovery, to be safe; the
 	// record is made by the first refresh that reaches it.
-	host, _ := os.Hostname()
+	host := machine()
 	runningHere.Store(p.id, struct{}{})
 	sctx, cancel := p.storeCtx(ctx)
 	others, err := p.q.WorkerStarted(sctx, hookbox.Worker{Name: p.id, Host: host, PID: os.Getpid()})
@@ -554,9 +554,12 @@ func (p *Pool) register(ctx context.Context) {
 		p.recover()
 	}
 	// A pool of this machine whose process is gone (or whose pid is now
-	// ours, and which is not one of this process's own pools: a container
-	// restarted) died: forget it now, not once its record goes stale, so
-	// what it was running is charged at once.
+	// ours, and which is not one of this process's own pools: its process
+	// died and the pid was given again) died: forget it now, not once its
+	// record goes stale, so what it was running is charged at once. The
+	// machine includes the pid namespace (see machine), so a pool in
+	// another container with the same host name is never judged by pids
+	// that are not its own.
 	for _, o := range others {
 		_, ours := runningHere.Load(o.Name)
 		if host != "" && o.Host == host && (o.PID == os.Getpid() && !ours || !processAlive(o.PID)) {
@@ -570,6 +573,22 @@ func (p *Pool) register(ctx context.Context) {
 		}
 	}
 	p.chargeOrphans(ctx)
+}
+
+// machine names where this process runs, for its pools' records (Worker
+// Host): the host name and, on Linux, the pid namespace. Pids compare only
+// within one namespace: containers that share the host's name (host
+// networking) each have their own, and there another hookbox's pid may be
+// this process's, or name no process here, while it runs.
+func machine() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		return ""
+	}
+	if ns, err := os.Readlink("/proc/self/ns/pid"); err == nil {
+		return host + " " + ns // "pid:[4026531836]"
+	}
+	return host
 }
 
 // chargeOrphans charges the events that were running in pools that died
