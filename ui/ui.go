@@ -206,8 +206,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 				return
 			}
 			refund()
-			if r.Method == http.MethodPost && r.ParseForm() != nil {
-				http.Error(w, "bad form", http.StatusBadRequest)
+			if r.Method == http.MethodPost && !parseForm(w, r) {
 				return
 			}
 			h(w, r, session{bearer: true})
@@ -260,8 +259,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			return
 		}
 		if r.Method == http.MethodPost {
-			if err := r.ParseForm(); err != nil {
-				http.Error(w, "bad form", http.StatusBadRequest)
+			if !parseForm(w, r) {
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
@@ -272,6 +270,31 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 		}
 		h(w, r, s)
 	}))
+}
+
+// maxFormBytes bounds a console form's body. The largest form, a bulk
+// replay's filter, needs a few hundred bytes; net/http's own bound is
+// 10 MB, which any client (the login form needs no token) could make
+// each connection hold, outside the webhooks' body budget.
+const maxFormBytes = 64 << 10
+
+// parseForm parses a POST's form, of at most maxFormBytes, and answers
+// 413 or 400 (reporting false) when it cannot.
+func parseForm(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength > maxFormBytes {
+		http.Error(w, "form too large", http.StatusRequestEntityTooLarge)
+		return false
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			http.Error(w, "form too large", http.StatusRequestEntityTooLarge)
+			return false
+		}
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return false
+	}
+	return true
 }
 
 // bearer checks an Authorization header in constant time.
@@ -385,8 +408,7 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "log in from the console's own login page", http.StatusForbidden)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "bad form", http.StatusBadRequest)
+	if !parseForm(w, r) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
