@@ -124,9 +124,9 @@ func FuzzStandardV1a(f *testing.F) {
 			}
 		}
 		// Every decoded v1a entry is a canonical token of the header.
-		var dst [maxSignatures][ed25519.SignatureSize]byte
+		var dst [maxV1a][ed25519.SignatureSize]byte
 		n := parseStandardV1a(sigHeader, &dst)
-		if n != min(len(v1a), maxSignatures) {
+		if n != min(len(v1a), maxV1a) {
 			t.Fatalf("parsed %d v1a entries of %q, reference %d", n, sigHeader, len(v1a))
 		}
 		for i := 0; i < n; i++ {

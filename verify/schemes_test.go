@@ -54,6 +54,11 @@ func TestStandardWebhooksV1a(t *testing.T) {
 			wantErr: ErrUnauthorized, errText: "no v1 or v1a signature matches"},
 		{name: "rotated keys", cfg: Config{Scheme: SchemeStandardWebhooks, Secrets: []string{whpkB, whpkA}}, header: swHdr(id, testNow, sigA), body: body, want: ok},
 		{name: "several signatures", header: swHdr(id, testNow, sigB+" "+sigA), body: body, want: ok},
+		// Each v1a entry costs a pass over the body per key: past three,
+		// entries are ignored, even the one that would verify.
+		{name: "third of three", header: swHdr(id, testNow, sigB+" "+sigB+" "+sigA), body: body, want: ok},
+		{name: "fourth v1a entry ignored", header: swHdr(id, testNow, sigB+" "+sigB+" "+sigB+" "+sigA), body: body,
+			wantErr: ErrUnauthorized, errText: "no v1a signature matches"},
 		{name: "wrong key", header: swHdr(id, testNow, sigB), body: body, wantErr: ErrUnauthorized, errText: "no v1a signature matches"},
 		{name: "tampered body", header: swHdr(id, testNow, sigA), body: []byte(strings.Replace(string(body), "paid", "void", 1)), wantErr: ErrUnauthorized},
 		{name: "tampered id", header: swHdr("msg_other", testNow, sigA), body: body, wantErr: ErrUnauthorized},

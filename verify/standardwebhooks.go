@@ -18,6 +18,13 @@ import (
 // are ignored.
 const maxSignatures = 16
 
+// maxV1a bounds the v1a (ed25519) entries considered, more tightly: an
+// HMAC is made once per key and compared with every entry, but an ed25519
+// check hashes the whole body once per entry and key, so 16 forged entries
+// would cost 16 passes over the body per key before anything is known of
+// the sender. Three cover a sender signing with an old and a new key.
+const maxV1a = 3
+
 // Standard Webhooks key prefixes: whsec_ marks a symmetric secret whose
 // HMAC key is the base64 text after it; whpk_ an ed25519 public key (v1a
 // signatures) and whsk_ its private key, both base64 after the prefix.
@@ -150,7 +157,7 @@ type swSigned struct {
 	ts   int64
 	sigs [maxSignatures][sha256.Size]byte
 	n    int
-	v1a  [maxSignatures][ed25519.SignatureSize]byte
+	v1a  [maxV1a][ed25519.SignatureSize]byte
 	na   int
 }
 
@@ -277,10 +284,11 @@ func parseStandardSignatures(h string, dst *[maxSignatures][sha256.Size]byte) in
 }
 
 // parseStandardV1a decodes the v1a entries (ed25519, 64 bytes) of a
-// webhook-signature header into dst, as parseStandardSignatures does v1.
+// webhook-signature header into dst, as parseStandardSignatures does v1;
+// past maxV1a of them, the rest are ignored.
 // (The two stay apart: a shared loop would need a callback, and the
 // callback an allocation per request.)
-func parseStandardV1a(h string, dst *[maxSignatures][ed25519.SignatureSize]byte) int {
+func parseStandardV1a(h string, dst *[maxV1a][ed25519.SignatureSize]byte) int {
 	n := 0
 	for tok := range signatureEntries(h) {
 		if n == len(dst) {
