@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -428,5 +429,39 @@ func TestBusyLoggedOnceAMinute(t *testing.T) {
 	}
 	if n := strings.Count(b.log.String(), `"level":"WARN","msg":"delivery refused: body bytes in flight`); n != 1 {
 		t.Errorf("%d warn lines for 5 refusals, want 1:\n%s", n, b.log.String())
+	}
+}
+
+// TestHungStoreGets503: a store that never answers (a disk whose fsync
+// hangs) gets its sender a 503 after Config.StoreWait, not a request held
+// until the sender gives up.
+func TestHungStoreGets503(t *testing.T) {
+	v, err := verify.New(verify.Config{Scheme: verify.SchemeNone, IDHeader: "X-Id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hung := make(chan struct{})
+	defer close(hung)
+	srv := New(Config{Sources: []Source{{Name: "a", Verifier: v}}, StoreWait: 100 * time.Millisecond,
+		Ingest: func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error) {
+			select { // a commit that never returns, unless ctx ends
+			case <-ctx.Done():
+				return hookbox.Receipt{}, ctx.Err()
+			case <-hung:
+				return hookbox.Receipt{}, errors.New("test over")
+			}
+		}})
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	req, _ := http.NewRequest("POST", ts.URL+"/webhooks/a", strings.NewReader("{}"))
+	req.Header.Set("X-Id", "hung-1")
+	client := &http.Client{Timeout: 30 * time.Second} // a sender's patience
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("no answer while the store hangs: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status %d, want 503", resp.StatusCode)
 	}
 }

@@ -86,6 +86,10 @@ type Source struct {
 	credentials []string
 }
 
+// DefaultStoreWait is the default of Config.StoreWait: past any wait of
+// the stores' own, and short of the 10 to 30 s senders wait for a reply.
+const DefaultStoreWait = 8 * time.Second
+
 // DefaultMaxInflightBodyBytes is the default of Config.MaxInflightBodyBytes.
 const DefaultMaxInflightBodyBytes = 64 << 20
 
@@ -96,6 +100,13 @@ type Config struct {
 	Ready        func(ctx context.Context) error // store reachability and recent commits, for /readyz; see ErrCommitsFailing
 	MaxBodyBytes int64                           // default 1 MiB
 	RetryAfter   time.Duration                   // sent with 503; default 5s
+	// StoreWait is the longest a delivery waits for Ingest before its
+	// sender is answered 503 (default DefaultStoreWait). The stores bound
+	// their own waits (PostgreSQL's timeouts, SQLite's 5 s for the write
+	// lock), but nothing bounds a disk whose fsync never returns; the
+	// delivery may still be stored, and the sender's retry is then a
+	// duplicate.
+	StoreWait time.Duration
 	// MaxInflightBodyBytes bounds the body bytes held at once across all
 	// requests, from the first byte read until the reply (default
 	// DefaultMaxInflightBodyBytes, and never less than twice the largest
@@ -166,6 +177,9 @@ func New(cfg Config) *Server {
 	}
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = 5 * time.Second
+	}
+	if cfg.StoreWait <= 0 {
+		cfg.StoreWait = DefaultStoreWait
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -326,7 +340,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		ReceivedAt: now,
 	}
 	sctx, sspan := tracing.Start(ctx, "store")
+	sctx, cancel := context.WithTimeout(sctx, s.cfg.StoreWait)
 	rc, err := s.cfg.Ingest(sctx, d)
+	cancel()
 	if err == nil && span.IsRecording() {
 		span.SetAttributes(tracing.AttrDeliveryID.String(logText(d.DeliveryID)), tracing.AttrEventID.Int64(rc.ID), tracing.AttrDuplicate.Bool(rc.Duplicate))
 	}
