@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 )
 
 func main() {
@@ -25,20 +26,40 @@ func main() {
 	log.Fatal(http.ListenAndServe(*listen, handler(func(s string) { fmt.Fprint(os.Stdout, s) }, *status)))
 }
 
+// shown is how much of a body the receiver prints.
+const shown = 4096
+
 // handler hands a description of each POST to print and answers status.
+// The body is read whole (a sender's body may be large) and its first
+// shown bytes printed, with control characters other than newline and tab
+// escaped: it is a stranger's text bound for a terminal.
 func handler(print func(string), status int) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			http.Error(rw, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		body, err := io.ReadAll(io.LimitReader(r.Body, shown))
 		if err != nil {
 			http.Error(rw, "read body", http.StatusBadRequest)
 			return
 		}
+		rest, err := io.Copy(io.Discard, r.Body)
+		if err != nil {
+			http.Error(rw, "read body", http.StatusBadRequest)
+			return
+		}
+		text := strings.Map(func(c rune) rune {
+			if c == '\n' || c == '\t' || (c >= ' ' && c != 0x7f && !(c >= 0x80 && c < 0xa0)) {
+				return c
+			}
+			return '\uFFFD'
+		}, string(body))
+		if rest > 0 {
+			text += fmt.Sprintf("\n… (%d bytes in all; the first %d shown)", int64(len(body))+rest, len(body))
+		}
 		print(fmt.Sprintf("POST %s  event %s, attempt %s, Idempotency-Key %s\n%s\n\n", r.URL.Path,
-			r.Header.Get("Hookbox-Event-Id"), r.Header.Get("Hookbox-Attempt"), strconv.Quote(r.Header.Get("Idempotency-Key")), body))
+			r.Header.Get("Hookbox-Event-Id"), r.Header.Get("Hookbox-Attempt"), strconv.Quote(r.Header.Get("Idempotency-Key")), text))
 		rw.WriteHeader(status)
 	})
 }

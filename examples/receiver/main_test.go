@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,5 +68,25 @@ func TestQuickstart(t *testing.T) {
 	}
 	if evs := srv.Events("polar"); len(evs) != 1 || evs[0].Status != hookbox.StatusStored {
 		t.Errorf("store_only event: %+v, want one stored", evs)
+	}
+}
+
+// TestLongOrHostileBody: a body past 4 KiB is read whole and printed cut,
+// saying so; control characters (a terminal's escape sequences) are
+// printed as U+FFFD, not sent to the operator's terminal.
+func TestLongOrHostileBody(t *testing.T) {
+	var got string
+	h := handler(func(s string) { got = s }, http.StatusNoContent)
+	body := "\x1b]0;owned\x07{\"a\":\"" + strings.Repeat("x", 10_000) + "\"}"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/hooks/app", strings.NewReader(body)))
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("status %d", rec.Code)
+	}
+	if strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("control characters printed: %q", got[:40])
+	}
+	if !strings.Contains(got, "(10018 bytes in all; the first 4096 shown)") {
+		t.Errorf("a cut body is not said to be cut: …%q", got[len(got)-80:])
 	}
 }
