@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -181,6 +184,120 @@ func TestMigrateToQueueTable(t *testing.T) {
 	}
 	if n := count(t, conn, `SELECT (SELECT count(*) FROM queue WHERE id = $1) + (SELECT count(*) FROM event_data WHERE id = $1)`, doneID); n != 0 {
 		t.Errorf("%d rows of the purged event left", n)
+	}
+}
+
+// TestMigrateToQueueTableWhileOlderInstanceIngests: an older hookbox
+// (schema 9) goes on ingesting while a newer one migrates, as in the
+// rolling upgrade of docs/deploy.md. What it acknowledged (committed) is
+// a queued event after 00010, listed and claimable, and a redelivery of it
+// is a duplicate of that event; nothing is left in event_data without a
+// queue row. A row committed after 00010's copy took its snapshot once
+// stayed so: never worked, hidden by the events view, and its dedupe key
+// made the redelivery a "duplicate" of nothing visible. The older
+// instance's insert is held open until the migration waits for it, and a
+// second one arrives while it waits, so both fall where the copy missed
+// them whatever the timing.
+func TestMigrateToQueueTableWhileOlderInstanceIngests(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	open(t, url).Close()
+	pgtest.MigrateDownTo(t, url, 9)
+	ctx := context.Background()
+	conn := connect(t, url)
+	if _, err := conn.Exec(ctx, `INSERT INTO events (source, delivery_id, payload, status)
+        SELECT 'before', g::text, '\x7b7d', 'done' FROM generate_series(1, 100) g`); err != nil {
+		t.Fatal(err)
+	}
+	// What an older instance's ingest writes before it answers 202.
+	const oldIngest = `INSERT INTO events (source, delivery_id, payload) VALUES ('live', $1, '\x7b7d')`
+	held, err := connect(t, url).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(ctx)
+	if _, err := held.Exec(ctx, oldIngest, "held"); err != nil {
+		t.Fatal(err)
+	}
+
+	type opened struct {
+		s   *postgres.Store
+		err error
+	}
+	migrated := make(chan opened, 1)
+	go func() {
+		s, err := postgres.Open(ctx, url, postgres.Options{})
+		migrated <- opened{s, err}
+	}()
+	// waitLocks returns once n sessions wait for a lock on the table the
+	// older release writes.
+	waitLocks := func(n int) {
+		t.Helper()
+		for count(t, conn, `SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'events'::regclass`) < n {
+			select {
+			case r := <-migrated:
+				if r.s != nil {
+					r.s.Close()
+				}
+				t.Fatalf("the migration ended while the older instance's insert was open: %v", r.err)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	waitLocks(1) // the migration
+	late := make(chan error, 1)
+	go func() {
+		c, err := pgx.Connect(ctx, url)
+		if err != nil {
+			late <- err
+			return
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, oldIngest, "late")
+		late <- err
+	}()
+	waitLocks(2) // and the later insert behind it
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acked := []string{"held"}
+	r := <-migrated
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	s := r.s
+	defer s.Close()
+	if err := <-late; err == nil {
+		acked = append(acked, "late")
+	} else {
+		t.Logf("the insert that came during the migration failed (a 503, retried by the sender): %v", err)
+	}
+
+	if n := count(t, conn, `SELECT count(*) FROM event_data d WHERE NOT EXISTS (SELECT 1 FROM queue q WHERE q.id = d.id)`); n != 0 {
+		t.Errorf("%d event_data rows have no queue row: acknowledged, never worked, not listed", n)
+	}
+	evs, err := s.Events(ctx, hookbox.Filter{Source: "live"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, e := range evs {
+		listed = append(listed, e.DeliveryID)
+	}
+	slices.Sort(listed)
+	slices.Sort(acked)
+	if !slices.Equal(listed, acked) {
+		t.Errorf("listed after migrating: %v; acknowledged by the older instance: %v", listed, acked)
+	}
+	if claimed := claimAll(t, s, "live", 10); len(claimed) != len(acked) {
+		t.Errorf("claimed %d events of the older instance, want %d", len(claimed), len(acked))
+	}
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("live", "held")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := s.Event(ctx, rs[0].ID); !rs[0].Duplicate || err != nil || e.DeliveryID != "held" {
+		t.Errorf("redelivery after migrating: %+v; its event: %+v, %v", rs[0], e, err)
 	}
 }
 

@@ -15,6 +15,19 @@
 -- has a queue row, FanOut events included (status done, never claimed).
 -- source is kept in both tables: event_data holds the dedupe key
 -- (source, delivery_id), queue the index claims walk.
+--
+-- Older instances go on ingesting and finishing while this runs (the
+-- rolling upgrade of docs/deploy.md migrates before the new binaries
+-- start). A row one of them committed after the copy below took its
+-- snapshot, and before the rename, stayed in event_data with no queue
+-- row: never worked, missing from the events view, and its dedupe key
+-- made the sender's redelivery a duplicate. The lock, taken before the
+-- copy, waits for their open writes to commit and then keeps new ones
+-- out until this migration commits (readers still read): such a writer
+-- waits and times out, its ingest answers 503 and the sender retries.
+-- After the commit, their writes go to the view and fail.
+LOCK TABLE events IN EXCLUSIVE MODE;
+
 CREATE TABLE queue (
     id              bigint      PRIMARY KEY,
     source          text        NOT NULL,
