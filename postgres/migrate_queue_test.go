@@ -301,6 +301,93 @@ func TestMigrateToQueueTableWhileOlderInstanceIngests(t *testing.T) {
 	}
 }
 
+// TestMigrateGivesOrphansQueueRows: 00016 gives each event_data row
+// without a queue row (left by 00010 when an older instance's ingest
+// committed during its copy) the queue row ingest would have written: a
+// FanOut event, one with deliveries, is done and stays unclaimed; any
+// other event or delivery is pending, due now, never attempted, listed and
+// claimable from its queue. Events that had their queue row keep it as it
+// was.
+func TestMigrateGivesOrphansQueueRows(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	ctx := context.Background()
+	fan := storetest.Delivery("fan", "fan-1")
+	fan.FanOut, fan.Routes = true, []hookbox.Route{{Target: "a"}, {Target: "b"}}
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("plain", "lost"), storetest.Delivery("kept", "kept"), fan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostID, keptID, fanID := rs[0].ID, rs[1].ID, rs[2].ID
+	kept := claimAll(t, s, "kept", 1)
+	if len(kept) != 1 {
+		t.Fatalf("claimed %d kept events, want 1", len(kept))
+	}
+	if errs, err := s.Finish(ctx, []hookbox.Outcome{done(&kept[0])}); err != nil || errs[0] != nil {
+		t.Fatalf("finish: %v %v", errs, err)
+	}
+	children, err := s.Events(ctx, hookbox.Filter{Parent: fanID})
+	if err != nil || len(children) != 2 {
+		t.Fatalf("deliveries: %v, %v", children, err)
+	}
+	var childA, childB int64
+	for _, c := range children {
+		if c.Target == "a" {
+			childA = c.ID
+		} else {
+			childB = c.ID
+		}
+	}
+	s.Close()
+
+	// The rows as 00010 left them, on a database past it: lost, the FanOut
+	// event and its delivery to a without queue rows.
+	pgtest.MigrateDownTo(t, url, 15)
+	conn := connect(t, url)
+	if _, err := conn.Exec(ctx, `DELETE FROM queue WHERE id = ANY($1)`, []int64{lostID, fanID, childA}); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, url) // migrates to 00016
+
+	if n := count(t, conn, `SELECT count(*) FROM event_data d WHERE NOT EXISTS (SELECT 1 FROM queue q WHERE q.id = d.id)`); n != 0 {
+		t.Errorf("%d event_data rows still have no queue row", n)
+	}
+	want := map[int64]func(e hookbox.Event) bool{
+		lostID: func(e hookbox.Event) bool {
+			return e.Status == hookbox.StatusPending && e.Attempts == 0 && !e.FanOut && !e.NextAttemptAt.After(time.Now())
+		},
+		keptID: func(e hookbox.Event) bool { return e.Status == hookbox.StatusDone && e.Attempts == 1 },
+		fanID:  func(e hookbox.Event) bool { return e.FanOut && e.Attempts == 0 },
+		childA: func(e hookbox.Event) bool {
+			return e.Status == hookbox.StatusPending && e.Attempts == 0 && e.Parent == fanID
+		},
+		childB: func(e hookbox.Event) bool { return e.Status == hookbox.StatusPending && e.Parent == fanID },
+	}
+	for id, ok := range want {
+		if e, err := s.Event(ctx, id); err != nil || !ok(e) {
+			t.Errorf("event %d after migrating: %+v, %v", id, e, err)
+		}
+	}
+	// A FanOut event's status is read from its deliveries' (pending here);
+	// its own queue row is done, so it is never claimed.
+	if n := count(t, conn, `SELECT count(*) FROM queue WHERE id = $1 AND status = 'done' AND fanout`, fanID); n != 1 {
+		t.Errorf("the FanOut event has no queue row done and fanout after migrating")
+	}
+	if evs, err := s.Events(ctx, hookbox.Filter{Source: "plain"}); err != nil || len(evs) != 1 || evs[0].ID != lostID {
+		t.Errorf("plain events listed after migrating: %+v, %v; want event %d", evs, err, lostID)
+	}
+	if evs, err := s.Events(ctx, hookbox.Filter{Parent: fanID}); err != nil || len(evs) != 2 {
+		t.Errorf("deliveries listed after migrating: %+v, %v; want both", evs, err)
+	}
+	for source, id := range map[string]int64{"plain": lostID, hookbox.QueueName("fan", "a"): childA, "fan": 0, "kept": 0} {
+		claimed := claimAll(t, s, source, 10)
+		if id == 0 && len(claimed) != 0 || id != 0 && (len(claimed) != 1 || claimed[0].ID != id) {
+			t.Errorf("claimed from %s after migrating: %+v; want event %d", source, claimed, id)
+		}
+	}
+}
+
 // TestReplayWaitsOutPayloadClear: a replay that finds an event locked by
 // a payload clearing still in progress waits for it, and then sees the
 // payload gone: the event stays done and is reported without its

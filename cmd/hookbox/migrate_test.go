@@ -30,13 +30,14 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration, the keys of sends recorded before RecordSend claimed
-		// them (kept by its Down section): 00015_send_keys on PostgreSQL,
-		// through that Down; 00014_send_keys on SQLite, by hand.
+		// migration: on PostgreSQL 00016_queue_repair, the queue rows of
+		// events 00010 left without one (kept by its Down section), through
+		// that Down; on SQLite 00014_send_keys, the keys of sends recorded
+		// before RecordSend claimed them, by hand.
 		newest, undo := "14", []string{`DELETE FROM goose_db_version WHERE version_id = 14`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "15", nil
-			pgtest.MigrateDownTo(t, dbURL, 14)
+			newest, undo = "16", nil
+			pgtest.MigrateDownTo(t, dbURL, 15)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)

@@ -1,0 +1,23 @@
+-- +goose Up
+-- Every event has a queue row (00010). 00010 once copied the queue state
+-- without locking the events table first, so a row an older instance
+-- committed during the copy (a rolling upgrade migrates while they run)
+-- stayed in event_data without one: acknowledged to its sender, never
+-- worked, missing from the events view. Each such row gets its queue row
+-- now. A row with deliveries (rows whose parent_id is its id) is a FanOut
+-- event, done as ingest makes it; any other is pending, due now, never
+-- attempted, in the queue of its source (a delivery's source is its
+-- queue's name). An order key the older instance gave a delivery was in
+-- a column the copy dropped, and is lost.
+INSERT INTO queue (id, source, status, attempts, next_attempt_at, updated_at, fanout)
+SELECT d.id, d.source, CASE WHEN k.fanout THEN 'done' ELSE 'pending' END, 0, now(), now(), k.fanout
+FROM event_data d
+CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM event_data c
+    WHERE c.parent_id IS NOT NULL AND c.parent_id = d.id) AS fanout) k
+WHERE NOT EXISTS (SELECT 1 FROM queue q WHERE q.id = d.id)
+ORDER BY d.id
+ON CONFLICT (id) DO NOTHING;
+
+-- +goose Down
+-- The queue rows stay: they are the events' own, as ingest writes them.
+SELECT 1;
