@@ -172,7 +172,8 @@ func checkKind(kind string) error {
 // however long after: the key is claimed in the handler's transaction like
 // ClaimKey's, under the scope SendSource(kind), and outlives the send's
 // event when retention purges it. (A send recorded by an earlier hookbox,
-// which claimed no key, got its key from the stores' migration.)
+// which claimed no key, got its key from the stores' migration, or, if
+// recorded after the migration ran, gets it when retention purges it.)
 //
 // The send is a queued event of source SendSource(kind), whose delivery
 // id is key (on PostgreSQL, a key too long for its index is shortened as

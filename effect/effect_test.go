@@ -255,6 +255,29 @@ func TestRecordSendRecordedBeforeKeys(t *testing.T) {
 	})
 }
 
+// TestRecordSendRecordedBeforeKeysThenPurged: a send recorded with no
+// key (by an older hookbox still running during an upgrade, after the
+// migration that gave existing sends their keys) and purged once done,
+// with no RecordSend for its key in between, is not recorded again: the
+// purge claims the key of each send it deletes.
+func TestRecordSendRecordedBeforeKeysThenPurged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		// What an older hookbox's RecordSend wrote: the send's event, no key.
+		_, err := s.Ingest(ctx, []hookbox.Delivery{{Source: effect.SendSource("email"), DeliveryID: "ord_3",
+			Payload: []byte(`{}`), ReceivedAt: time.Now()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempt(t, s, "email", 1, hookbox.StatusDone)
+		purgeDone(t, s, 1)
+		if recordSend(t, s, "email", "ord_3") {
+			t.Error("a send recorded without a key was recorded (and will be performed) again after its purge")
+		}
+	})
+}
+
 // TestClaimKeyRefusesSendScopes: ClaimKey refuses the scopes RecordSend
 // keeps its keys under, so a handler's key cannot stop a send, nor a send
 // a handler's key.

@@ -235,6 +235,20 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // The deliveries are judged in the statement's snapshot only (through
 // purgeable's EXISTS): kids deletes by id, and a row it had to wait for is
 // judged again on that id alone. purgeLock runs first for that reason.
+//
+// keys claims in effect_keys the key of every send the batch deletes,
+// from the rows data returns (a send's source and delivery id never
+// change, so no snapshot can disagree on them). A send has its key
+// already when RecordSend recorded it (or migration 00015 found it), but
+// not when an older hookbox recorded it during an upgrade, after that
+// migration ran: once its row was gone, a RecordSend for the same key was
+// recorded and performed again. The sends are told by starts_with, not a
+// range on source, whose order is the database's collation (see 00015).
+// A RecordSend of that key under way (its key claimed, its insert waiting
+// for the row data deletes) takes the two locks in the other order; the
+// server ends one of the two as a deadlock, and either way the send is
+// recorded once: purgeOnce runs the batch again, or the handler's
+// transaction is retried and finds the key claimed.
 const purgeBatch = `WITH gone AS (
     DELETE FROM queue q USING event_data d
     WHERE d.id = q.id AND q.id > $2 AND q.id <= $3 AND CASE WHEN %s THEN true ELSE false END
@@ -244,7 +258,12 @@ kids AS (
         WHERE parent_id IS NOT NULL AND parent_id = ANY (ARRAY(SELECT id FROM gone WHERE fanout))))
     RETURNING id),
 data AS (
-    DELETE FROM event_data WHERE id = ANY (ARRAY(SELECT id FROM gone UNION ALL SELECT id FROM kids)))
+    DELETE FROM event_data WHERE id = ANY (ARRAY(SELECT id FROM gone UNION ALL SELECT id FROM kids))
+    RETURNING id, source, delivery_id),
+keys AS (
+    INSERT INTO effect_keys (scope, key, event_id)
+    SELECT source, delivery_id, id FROM data WHERE starts_with(source, 'send:')
+    ON CONFLICT DO NOTHING)
 SELECT id, status FROM gone UNION ALL SELECT id, NULL FROM kids`
 
 // purgeLock locks, in id order, the finished deliveries (in the states

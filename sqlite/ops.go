@@ -180,6 +180,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 				return err
 			}
 			in := ` IN (` + placeholders(len(judged)) + `)`
+			if _, err := tx.ExecContext(ctx, purgeSendKeys(in), int64sAny(judged)...); err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE parent_id`+in, int64sAny(judged)...); err != nil {
 				return err
 			}
@@ -220,6 +223,19 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		s.truncateWAL()
 	}
 	return res, nil
+}
+
+// purgeSendKeys claims in effect_keys the key of every send among the
+// events a purge batch deletes (in, an IN list of their ids), in the
+// batch's transaction. A send has its key already when RecordSend
+// recorded it (or migration 00014 found it), but not when an older
+// hookbox recorded it during an upgrade, after that migration ran: once
+// its row was gone, a RecordSend for the same key was recorded and
+// performed again.
+func purgeSendKeys(in string) string {
+	return `INSERT INTO effect_keys (scope, key, event_id)
+        SELECT source, delivery_id, id FROM events WHERE substr(source, 1, 5) = 'send:' AND id` + in + `
+        ON CONFLICT DO NOTHING`
 }
 
 // purgeable selects, among the finished rows, those a purge of the
