@@ -34,6 +34,11 @@ func newTargetsCmd(g *globalFlags) *cobra.Command {
 A paused target's deliveries wait in the queue: workers claim none of them
 until it is resumed, within a fraction of a second, in every hookbox process
 on the database. Ingest goes on. Pauses are kept in the database.`,
+		// Without Args and RunE cobra accepts any argument and prints the
+		// help with exit 0, so a mistyped "targets pase x" looked like a
+		// pause that worked to a script.
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newTargetsListCmd(g), newTargetsPauseCmd(g, true), newTargetsPauseCmd(g, false))
 	return cmd
