@@ -21,10 +21,10 @@ func newRejectedCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rejected",
 		Short: "List, inspect and re-check refused deliveries",
-		Long: `rejected works on the log of refused deliveries: every 400, 401, 404 and 413
-the receiver answered, with the source (or the unknown name asked for), the
-time, the client's address, the reason, the headers (signature and credential
-values masked) and the first bytes of the body. The log is bounded (see the
+		Long: `rejected works on the log of refused deliveries: every 400, 401, 404, 408
+and 413 the receiver answered, with the source (or the unknown name asked
+for), the time, the client's address, the reason, the headers (signature and
+credential values masked) and the first bytes of the body. The log is bounded (see the
 config's rejected section).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
