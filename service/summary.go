@@ -20,6 +20,10 @@ const DeliverySummaryInterval = time.Minute
 // line. Its methods are safe for concurrent use.
 type deliveryCounts struct {
 	stored, duplicate, refused, unavailable atomic.Int64
+	// handshake counts verified URL checks (a Slack url_verification, …):
+	// answered 200 and not stored, but not refused either, so counting
+	// them under refused sent an operator looking for a failure.
+	handshake atomic.Int64
 }
 
 // observe counts one delivery; it has the shape of server.Config.Observe.
@@ -31,6 +35,8 @@ func (c *deliveryCounts) observe(source, outcome string, took time.Duration) {
 		c.duplicate.Add(1)
 	case metrics.OutcomeUnavailable:
 		c.unavailable.Add(1)
+	case metrics.OutcomeHandshake:
+		c.handshake.Add(1)
 	default:
 		c.refused.Add(1)
 	}
@@ -40,11 +46,13 @@ func (c *deliveryCounts) observe(source, outcome string, took time.Duration) {
 // nothing when there was nothing.
 func (c *deliveryCounts) log(ctx context.Context, log *slog.Logger, since time.Duration) {
 	stored, dup, refused, unavailable := c.stored.Swap(0), c.duplicate.Swap(0), c.refused.Swap(0), c.unavailable.Swap(0)
-	if stored+dup+refused+unavailable == 0 {
+	handshake := c.handshake.Swap(0)
+	if stored+dup+refused+unavailable+handshake == 0 {
 		return
 	}
 	log.LogAttrs(ctx, slog.LevelInfo, "deliveries", slog.Int64("stored", stored), slog.Int64("duplicate", dup),
-		slog.Int64("refused", refused), slog.Int64("unavailable", unavailable), slog.Duration("period", since.Round(time.Millisecond)))
+		slog.Int64("refused", refused), slog.Int64("unavailable", unavailable), slog.Int64("handshake", handshake),
+		slog.Duration("period", since.Round(time.Millisecond)))
 }
 
 // startSummary logs the delivery counts every interval until ctx ends,
