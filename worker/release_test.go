@@ -3,7 +3,9 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +24,8 @@ import (
 // it. Each way of running work is covered: a target, a two-phase handler's
 // Prepare (claimed with a lease, finished with Queue.Finish) and an
 // apply-only handler (picked in the store's transaction, finished with
-// WorkTx.FinishPicked).
+// WorkTx.FinishPicked). The release is logged as one, at info; it used to
+// be logged as a failed attempt, at warn, with a negative retry_in.
 func TestShutdownGivesTheAttemptBack(t *testing.T) {
 	kinds := map[string]func(p *worker.Pool, source string, run func(ctx context.Context) error){
 		"target": func(p *worker.Pool, source string, run func(ctx context.Context) error) {
@@ -55,7 +58,8 @@ func testShutdownGivesTheAttemptBack(t *testing.T, dbURL string, register func(*
 	running := make(chan struct{}, 1)
 
 	// The first process: its work waits until shutdown cancels it.
-	first := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+	var logs lockedBuffer
+	first := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	first.SetPolicy("rel", pol)
 	register(first, "rel", func(ctx context.Context) error {
 		runs.Add(1)
@@ -89,6 +93,11 @@ func testShutdownGivesTheAttemptBack(t *testing.T, dbURL string, register func(*
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the work ran %d times in the stopping process, want 1", n)
+	}
+	// Stop has waited for the work and its outcome, so the log is complete.
+	if out := logs.String(); strings.Contains(out, "attempt failed") || strings.Contains(out, "retry_in") ||
+		!strings.Contains(out, `level=INFO msg="released at shutdown"`) {
+		t.Errorf("the stopping process logged:\n%s\nwant the release at info, as a release, without retry_in", out)
 	}
 
 	// The next process runs it, as the event's one counted attempt.
@@ -212,4 +221,22 @@ func TestRefusalDuringShutdownIsKept(t *testing.T) {
 			t.Errorf("after a refusal during shutdown: %s, base %d, error %q; want dead, the attempt counted", e.Status, e.AttemptBase, e.LastError)
 		}
 	})
+}
+
+// lockedBuffer is a log destination safe for the pool's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -142,7 +142,8 @@ type Options struct {
 	// outcome of a delivery running alone (a strict source's, on an
 	// otherwise idle pool) is recorded at once.
 	FinishWait time.Duration
-	// Logger receives one line per failed attempt (default: discard).
+	// Logger receives one line per failed attempt and per attempt given
+	// back at shutdown (default: discard).
 	Logger *slog.Logger
 	// OnAttempt, if set, is called after each attempt is recorded.
 	OnAttempt func(ev *hookbox.Event, o hookbox.Outcome, err error)
@@ -1327,9 +1328,16 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 		p.log.Warn("attempt refused: lease lost", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt)
 	case o.Status == hookbox.StatusDead:
 		p.log.Error("event dead", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error)
+	case o.AttemptOutcome() == hookbox.AttemptReleased:
+		// Shutdown cut the work short and gave the attempt back: nothing
+		// failed, and the event is due at once for the next process, so a
+		// warning with a retry delay (one already past) would mislead.
+		p.log.Info("released at shutdown", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error)
 	case o.Status == hookbox.StatusPending:
+		// A second attempt in a row cut short by shutdown counts, and is
+		// due now: its RetryAt is already past by the time it is logged.
 		p.log.Warn("attempt failed", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt,
-			"retry_in", time.Until(o.RetryAt).Round(time.Millisecond), "err", o.Error)
+			"retry_in", max(0, time.Until(o.RetryAt)).Round(time.Millisecond), "err", o.Error)
 	}
 	if p.opts.OnAttempt != nil {
 		p.opts.OnAttempt(ev, o, err)
