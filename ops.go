@@ -97,11 +97,20 @@ type PurgeParams struct {
 	Progress func(PurgeResult)
 }
 
-// PurgeResult counts what a purge deleted (or, dry, would delete).
+// PurgeResult counts what a purge deleted (or, dry, would delete), by the
+// status an operator reads (Event.Status), each event in one count.
 type PurgeResult struct {
 	Done int `json:"done"`
 	Dead int `json:"dead"`
+	// Stored counts events nothing works (StatusStored: a store_only
+	// source's, or one no named target wanted). They are finished on
+	// arrival, so a purge of done events deletes them too; they are
+	// counted apart, not as done, since none of them was ever worked.
+	Stored int `json:"stored"`
 }
+
+// Total is how many events the purge deleted (or, dry, would delete).
+func (r PurgeResult) Total() int { return r.Done + r.Dead + r.Stored }
 
 // Stats summarise the queue for metrics.
 type Stats struct {
@@ -120,8 +129,8 @@ type Ops interface {
 	// never touched.
 	Replay(ctx context.Context, p ReplayParams) (ReplayResult, error)
 
-	// Purge deletes finished events (done, and dead if asked) older than
-	// p.Before, in batches. Pending and processing events are never
+	// Purge deletes finished events (done and stored, and dead if asked)
+	// older than p.Before, in batches. Pending and processing events are never
 	// deleted. A redelivery of a purged id is stored and worked again.
 	// A p.Before later than now is refused with an error (CheckCutoff).
 	Purge(ctx context.Context, p PurgeParams) (PurgeResult, error)
@@ -160,6 +169,8 @@ func (r *PurgeResult) Add(st Status, n int) {
 		r.Done += n
 	case StatusDead:
 		r.Dead += n
+	case StatusStored:
+		r.Stored += n
 	}
 }
 

@@ -229,6 +229,10 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // statement, found by index with = ANY of an array (a plan that does not
 // depend on the CTE's row estimate); the statement returns every row it
 // deleted, with the status of the events and NULL for their deliveries.
+// An event's status is the one an operator reads: stored for a FanOut
+// event with no deliveries (a store_only source's, see purgedStatus); the
+// main query sees event_data as it was before the statement, so its
+// deliveries, deleted by kids and data, are still there to be counted.
 // There are no foreign keys to cascade (migration 00009): purgeAttempts
 // follows in the same transaction.
 //
@@ -264,7 +268,9 @@ keys AS (
     INSERT INTO effect_keys (scope, key, event_id)
     SELECT source, delivery_id, id FROM data WHERE starts_with(source, 'send:')
     ON CONFLICT DO NOTHING)
-SELECT id, status FROM gone UNION ALL SELECT id, NULL FROM kids`
+SELECT g.id, CASE WHEN g.fanout AND NOT EXISTS (SELECT 1 FROM event_data e WHERE e.parent_id = g.id)
+    THEN 'stored' ELSE g.status END FROM gone g
+UNION ALL SELECT id, NULL FROM kids`
 
 // purgeLock locks, in id order, the finished deliveries (in the states
 // listed, before $1) of the FanOut events among ids ($2, $3], before
@@ -301,6 +307,12 @@ ORDER BY q.id FOR UPDATE`
 // their events first, and skip those that are gone).
 const purgeAttempts = `DELETE FROM attempts WHERE event_id = ANY ($1)`
 
+// purgedStatus is the status a dry purge counts a queue row q under: the
+// one an operator reads, which for the rows a purge takes is the row's own
+// status, or stored for a FanOut event with no deliveries.
+const purgedStatus = `CASE WHEN q.fanout AND NOT EXISTS (SELECT 1 FROM event_data e WHERE e.parent_id = q.id)
+        THEN 'stored' ELSE q.status END`
+
 // purgeable is the condition of a purge of the listed states before $1,
 // over a queue row q and its event_data row d. Deliveries go with their
 // event (see purgeBatch), and an event goes only when all its deliveries
@@ -323,8 +335,8 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		states = `('done', 'dead')`
 	}
 	if p.DryRun {
-		rows, err := s.pool.Query(ctx, `SELECT q.status, count(*) FROM queue q JOIN event_data d ON d.id = q.id
-            WHERE `+purgeable(states)+` GROUP BY q.status`, p.Before)
+		rows, err := s.pool.Query(ctx, `SELECT `+purgedStatus+`, count(*) FROM queue q JOIN event_data d ON d.id = q.id
+            WHERE `+purgeable(states)+` GROUP BY 1`, p.Before)
 		if err != nil {
 			return res, opError(ctx, "purge", err)
 		}
@@ -458,6 +470,7 @@ func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, f
 	}
 	res.Done += counted.Done
 	res.Dead += counted.Dead
+	res.Stored += counted.Stored
 	return n, nil
 }
 

@@ -399,7 +399,7 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !dry {
-		a.log.Info("admin purge", "done", res.Done, "dead", res.Dead, "before", before)
+		a.log.Info("admin purge", "done", res.Done, "stored", res.Stored, "dead", res.Dead, "before", before)
 	}
 	writeJSON(w, http.StatusOK, PurgeReply{PurgeResult: res, Before: before.UTC(), DryRun: dry, IncludeDead: includeDead, Note: PurgeNote})
 }

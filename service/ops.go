@@ -148,13 +148,13 @@ func (s *Service) purgeOld(ctx context.Context, ops hookbox.Ops, now time.Time, 
 	switch {
 	case err != nil && ctx.Err() == nil:
 		// The batches before the failure stay done: say how many.
-		s.log.Error("retention purge", "err", err, "done", res.Done, "before", before.UTC())
+		s.log.Error("retention purge", "err", err, "done", res.Done, "stored", res.Stored, "before", before.UTC())
 	case err != nil:
-		if res.Done+res.Dead > 0 {
-			s.log.Info("retention purge stopped by shutdown", "done", res.Done, "before", before.UTC(), "note", server.PurgeNote)
+		if res.Total() > 0 {
+			s.log.Info("retention purge stopped by shutdown", "done", res.Done, "stored", res.Stored, "before", before.UTC(), "note", server.PurgeNote)
 		}
-	case res.Done+res.Dead > 0:
-		s.log.Info("retention purge", "done", res.Done, "before", before.UTC(), "note", server.PurgeNote)
+	case res.Total() > 0:
+		s.log.Info("retention purge", "done", res.Done, "stored", res.Stored, "before", before.UTC(), "note", server.PurgeNote)
 	default:
 		s.log.Debug("retention purge: nothing to delete", "before", before.UTC())
 	}

@@ -141,8 +141,8 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	}
 	cond, before := purgeable(states), millis(p.Before)
 	if p.DryRun {
-		rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events
-            WHERE `+finished+` AND (`+cond+`) GROUP BY status`, before)
+		rows, err := s.reader.QueryContext(ctx, `SELECT `+purgedStatus+`, count(*) FROM events
+            WHERE `+finished+` AND (`+cond+`) GROUP BY 1`, before)
 		if err != nil {
 			return res, fmt.Errorf("sqlite: purge: %w", err)
 		}
@@ -183,18 +183,28 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 			if _, err := tx.ExecContext(ctx, purgeSendKeys(in), int64sAny(judged)...); err != nil {
 				return err
 			}
+			// Which events are stored ones can only be told while their
+			// deliveries are there (none), so before the deletes.
+			stored, err := queryIDs(ctx, tx, `SELECT id FROM events WHERE id`+in+` AND `+purgedStatus+` = 'stored'`, int64sAny(judged)...)
+			if err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `DELETE FROM events WHERE parent_id`+in, int64sAny(judged)...); err != nil {
 				return err
 			}
-			rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE id`+in+` RETURNING status`, int64sAny(judged)...)
+			rows, err := tx.QueryContext(ctx, `DELETE FROM events WHERE id`+in+` RETURNING id, status`, int64sAny(judged)...)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
+				var id int64
 				var st string
-				if err := rows.Scan(&st); err != nil {
+				if err := rows.Scan(&id, &st); err != nil {
 					return err
+				}
+				if slices.Contains(stored, id) {
+					st = string(hookbox.StatusStored)
 				}
 				res.Add(hookbox.Status(st), 1)
 			}
@@ -213,7 +223,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 			return res, fmt.Errorf("sqlite: purge: %w", err)
 		}
 	}
-	if res.Done+res.Dead > 0 {
+	if res.Total() > 0 {
 		// Hand the freed pages back and keep the WAL from growing: a purge
 		// rewrites many pages at once. With truncateWAL's short wait for
 		// readers, not the writer's busy timeout: the checkpoint holds the
@@ -237,6 +247,13 @@ func purgeSendKeys(in string) string {
         SELECT source, delivery_id, id FROM events WHERE substr(source, 1, 5) = 'send:' AND id` + in + `
         ON CONFLICT DO NOTHING`
 }
+
+// purgedStatus is the status a purge counts a finished row of events
+// under: the one an operator reads (statusSummary), which for the rows a
+// purge takes is the row's own status, or stored for a FanOut event with
+// no deliveries (a store_only source's).
+const purgedStatus = `CASE WHEN fanout AND NOT EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id)
+        THEN 'stored' ELSE status END`
 
 // purgeable selects, among the finished rows, those a purge of the
 // states (an SQL list) deletes: deliveries go with their event, and an

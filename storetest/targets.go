@@ -87,8 +87,8 @@ func testFanOut(t *testing.T, q QueueStore) {
 		t.Errorf("stats count the deliveries only: %+v, %v", st, err)
 	}
 	// Not finished (b is dead): a purge of done rows keeps the event.
-	if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now()}); err != nil || res.Done != 1 {
-		t.Errorf("purge of done events: %+v, %v; want only the event no target wanted", res, err)
+	if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now()}); err != nil || res.Stored != 1 || res.Done != 0 {
+		t.Errorf("purge of done events: %+v, %v; want only the event no target wanted, counted as stored", res, err)
 	}
 	if _, err := q.Event(ctx, b[0].ID); err != nil {
 		t.Fatalf("a purge took the dead delivery of a kept event: %v", err)
@@ -106,8 +106,8 @@ func testFanOut(t *testing.T, q QueueStore) {
 	}
 	finish(t, q, outcome(b[0], hookbox.StatusDone, time.Now()))
 	time.Sleep(2 * time.Millisecond) // a cut-off strictly after the last finish
-	if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now()}); err != nil || res.Done != 1 {
-		t.Errorf("purge once all deliveries are done: %+v, %v; want the event", res, err)
+	if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now()}); err != nil || res.Done != 1 || res.Stored != 0 {
+		t.Errorf("purge once all deliveries are done: %+v, %v; want the event, counted as done", res, err)
 	}
 	for _, id := range []int64{rs[0].ID, a[0].ID, b[0].ID} {
 		if _, err := q.Event(ctx, id); err == nil {

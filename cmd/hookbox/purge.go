@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,9 @@ func newPurgeCmd(g *globalFlags) *cobra.Command {
 		Use:   "purge --days N",
 		Short: "Delete finished events older than N days",
 		Long: `purge deletes done events whose last change is more than --days days old,
-in small batches. Pending and processing events are never deleted; dead events
+in small batches, and stored ones (of store_only sources, or that no named
+target wanted: nothing works them, so they are finished on arrival) received
+that long ago. Pending and processing events are never deleted; dead events
 are kept unless --include-dead (their work never succeeded).
 
 What it costs: a purged event's id is forgotten, so a redelivery of a purged
@@ -53,7 +56,7 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 			var bar *progress
 			if !dryRun {
 				bar = startProgress(cmd.ErrOrStderr(), "purging")
-				pp.Progress = func(r hookbox.PurgeResult) { bar.update("purging: %d deleted", r.Done+r.Dead) }
+				pp.Progress = func(r hookbox.PurgeResult) { bar.update("purging: %d deleted", r.Total()) }
 			}
 			res, err := st.Purge(cmd.Context(), pp)
 			bar.end()
@@ -68,7 +71,7 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 			}
 			if err != nil {
 				// The batches before the failure have committed.
-				return failedPart(out, err, !dryRun && res.Done+res.Dead > 0, jsonOut, func() error { return show(0) })
+				return failedPart(out, err, !dryRun && res.Total() > 0, jsonOut, func() error { return show(0) })
 			}
 			kept := 0
 			if !includeDead && !jsonOut {
@@ -95,16 +98,25 @@ func printPurge(w io.Writer, res hookbox.PurgeResult, before time.Time, includeD
 	if dryRun {
 		verb = "would delete"
 	}
-	fmt.Fprintf(w, "%s %d done events", verb, res.Done)
-	if includeDead {
-		fmt.Fprintf(w, " and %d dead events", res.Dead)
+	// Stored events are named apart: counted as done, a purge of one done
+	// event and one stored event said "deleted 2 done events".
+	counts := []string{fmt.Sprintf("%d done events", res.Done)}
+	if res.Stored > 0 {
+		counts = append(counts, fmt.Sprintf("%d stored events", res.Stored))
 	}
-	fmt.Fprintf(w, " last changed before %s\n", before.UTC().Format(time.RFC3339))
+	if includeDead {
+		counts = append(counts, fmt.Sprintf("%d dead events", res.Dead))
+	}
+	list := counts[0]
+	if n := len(counts); n > 1 {
+		list = strings.Join(counts[:n-1], ", ") + " and " + counts[n-1]
+	}
+	fmt.Fprintf(w, "%s %s last changed before %s\n", verb, list, before.UTC().Format(time.RFC3339))
 	if kept > 0 {
 		fmt.Fprintf(w, "kept %d dead events as old (--include-dead deletes them too)\n", kept)
 	}
 	fmt.Fprintln(w, "pending and processing events are never purged")
-	if res.Done+res.Dead > 0 {
+	if res.Total() > 0 {
 		fmt.Fprintf(w, "note: %s\n", server.PurgeNote)
 	}
 	if dryRun {

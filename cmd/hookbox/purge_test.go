@@ -11,6 +11,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
 )
 
 func TestPurgeCommand(t *testing.T) {
@@ -115,6 +116,46 @@ func TestPurgeRefusesHugeDays(t *testing.T) {
 		for _, id := range slices.Concat(done, dead) {
 			if _, err := st.Event(context.Background(), id); err != nil {
 				t.Errorf("event %d was purged: %v", id, err)
+			}
+		}
+	})
+}
+
+// TestPurgeNamesStoredEvents: a purge deletes the old events of a
+// store_only source (stored, finished on arrival) along with done ones, and
+// says so under their own name. It used to count them as done: one done
+// event and one stored event read "deleted 2 done events".
+func TestPurgeNamesStoredEvents(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		old := time.Now().Add(-40 * 24 * time.Hour)
+		done := cliSeed(t, st, "a", "t", hookbox.StatusDone, old, "1")
+		d := storetest.Delivery("archive", "2")
+		d.FanOut, d.ReceivedAt = true, old // as a store_only source's delivery is stored
+		rs, err := st.Ingest(context.Background(), []hookbox.Delivery{d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, err := st.Event(context.Background(), rs[0].ID); err != nil || e.Status != hookbox.StatusStored {
+			t.Fatalf("seeded event: %+v, %v; want it stored", e, err)
+		}
+
+		out := mustCLI(t, "purge", "--days", "30", "--dry-run", "--include-dead", "--json", "--db", dbURL)
+		var r server.PurgeReply
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("--json %q: %v", out, err)
+		}
+		if r.Done != 1 || r.Stored != 1 || r.Dead != 0 {
+			t.Errorf("dry --json = %+v, want done 1, stored 1, dead 0", r)
+		}
+		out = mustCLI(t, "purge", "--days", "30", "--db", dbURL)
+		if !strings.Contains(out, "deleted 1 done events and 1 stored events last changed before") {
+			t.Errorf("purge output:\n%s\nwant the done and the stored event counted apart", out)
+		}
+		for _, id := range []int64{done[0], rs[0].ID} {
+			if _, err := st.Event(context.Background(), id); err == nil {
+				t.Errorf("event %d survived the purge", id)
 			}
 		}
 	})

@@ -944,7 +944,7 @@ func (t *benchTarget) phases(ctx context.Context, f *Options, vc verify.Config, 
 			// The preloaded rows finished an hour ago; the measured ones
 			// just now.
 			res, err := t.svc.Store.Purge(ctx, hookbox.PurgeParams{Before: time.Now().Add(-30 * time.Minute)})
-			purge.Rows, purge.Took, purgeErr = res.Done+res.Dead, time.Since(start), err
+			purge.Rows, purge.Took, purgeErr = res.Total(), time.Since(start), err
 			<-minimum
 		}()
 		return done
