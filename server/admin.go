@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/lograte"
@@ -379,7 +380,10 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 	}
 	days, err := strconv.Atoi(q.Get("days"))
 	if err != nil {
-		days = -1 // not a number: DaysAgo says what it wants
+		// Not a number: name what was sent, not a stand-in count.
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("days: want a whole number of days from 0 to %d, not %s",
+			hookbox.MaxDays, quoteClient(q.Get("days"))))
+		return
 	}
 	before, err := hookbox.DaysAgo(a.cfg.Now(), days)
 	if err != nil {
@@ -428,6 +432,23 @@ func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {
 		return 0, false
 	}
 	return id, true
+}
+
+// maxQuoted is how many bytes of a client's value an error answer quotes.
+const maxQuoted = 40
+
+// quoteClient quotes a value a client sent for an error answer: cut to
+// maxQuoted bytes (marked with …) and Go-quoted, so control characters and
+// invalid UTF-8 come back escaped and a long value is not echoed whole.
+func quoteClient(v string) string {
+	if len(v) <= maxQuoted {
+		return strconv.Quote(v)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut-- // cut on a rune boundary, not in the middle of one
+	}
+	return strconv.Quote(v[:cut]) + "…"
 }
 
 func boolParam(q url.Values, name string) (bool, error) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -545,4 +546,35 @@ func TestAdminStoreDownIs503(t *testing.T) {
 			t.Errorf("%s %s with the database down = %d %s, want 503", rt.method, rt.path, code, b)
 		}
 	}
+}
+
+// TestAdminPurgeNamesBadDays: a days value that is not a number is named
+// in the 400, as sent, quoted, cut and escaped (it is the client's text).
+// The answer used to name -1, a stand-in the client never sent.
+func TestAdminPurgeNamesBadDays(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		long := "1\x01" + strings.Repeat("x", 200)
+		cases := map[string][]string{
+			"abc":                  {`days: want a whole number of days from 0 to 36500, not "abc"`},
+			"99999999999999999999": {`not "99999999999999999999"`},
+			long:                   {`not "1\x01xxx`, `x"…`},
+		}
+		for days, wants := range cases {
+			code, body := h.call("POST", "/admin/purge?days="+url.QueryEscape(days))
+			var rep struct{ Error string }
+			if err := json.Unmarshal(body, &rep); err != nil || code != http.StatusBadRequest {
+				t.Fatalf("days=%q: %d %s, %v; want a 400 with an error", days, code, body, err)
+			}
+			for _, want := range wants {
+				if !strings.Contains(rep.Error, want) {
+					t.Errorf("days=%q: error %q lacks %q", days, rep.Error, want)
+				}
+			}
+			if strings.Contains(rep.Error, "-1") || len(rep.Error) > 120 {
+				t.Errorf("days=%q: error %q names -1 or is not bounded", days, rep.Error)
+			}
+		}
+	})
 }
