@@ -58,11 +58,18 @@ func isPrintable(s string) bool {
 }
 
 // printableLines is printable for text of several lines: the line breaks
-// are kept, everything else is escaped.
+// and tabs are kept, everything else is escaped. Tabs move the cursor
+// only forward, and multi-line errors indent with them (pgx lists each
+// host it failed to reach on a line of its own after a tab), which read
+// as literal \t sequences when escaped.
 func printableLines(s string) string {
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = printable(l)
+		cells := strings.Split(l, "\t")
+		for j, c := range cells {
+			cells[j] = printable(c)
+		}
+		lines[i] = strings.Join(cells, "\t")
 	}
 	return strings.Join(lines, "\n")
 }

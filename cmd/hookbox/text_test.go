@@ -26,3 +26,14 @@ func TestPrintable(t *testing.T) {
 		t.Errorf("printableLines = %q", got)
 	}
 }
+
+// TestPrintableLinesKeepsTabs: the multi-line errors of pgx indent each
+// failed host with a tab; printableLines keeps it, and still escapes the
+// other control characters. It used to print a literal \t.
+func TestPrintableLinesKeepsTabs(t *testing.T) {
+	in := "failed to connect to `user=postgres database=test`:\n\t127.0.0.1:1 (127.0.0.1): dial error\n\t\x1b]0;title\a\r"
+	want := "failed to connect to `user=postgres database=test`:\n\t127.0.0.1:1 (127.0.0.1): dial error\n\t\\x1b]0;title\\x07\\r"
+	if got := printableLines(in); got != want {
+		t.Errorf("printableLines(%q)\n= %q\nwant %q", in, got, want)
+	}
+}
