@@ -2,12 +2,15 @@
 //
 // Guarantees:
 //   - The file is parsed as YAML before anything is expanded. ${NAME} and
-//     ${NAME:-default} are then expanded inside each parsed value ("$${" is
-//     a literal "${"), so an environment value is never YAML text: quotes,
-//     backslashes and newlines in it are kept exactly, it cannot change the
-//     document's structure, and a ${...} in a comment is not expanded. A
-//     variable set to "" takes its default. An unset variable without a
-//     default is an error naming the variable and the key.
+//     ${NAME:-default} are then expanded inside each parsed value ("$$"
+//     before "{" or a name is a literal "$"), so an environment value is
+//     never YAML text: quotes, backslashes and newlines in it are kept
+//     exactly, it cannot change the document's structure, and a ${...} in
+//     a comment is not expanded. A variable set to "" takes its default.
+//     An unset variable without a default is an error naming the variable
+//     and the key; so is anything else that looks like a reference (a bare
+//     $NAME, ${NAME:default}, ${NAME-default}, a "${" with no "}"), which
+//     would otherwise be taken as text.
 //   - Every problem is reported, not only the first: each unknown key with
 //     its line and the known key it most resembles, each value of the wrong
 //     type with its key and line, each invalid value with its key

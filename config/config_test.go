@@ -33,8 +33,17 @@ func TestExpandEnv(t *testing.T) {
 		{"${UNSET:-}", "", "", origin{}},
 		{"${EMPTY}", "", "", origin{emptyVars: []string{"EMPTY"}}},
 		{"$${SET} stays", "${SET} stays", "", origin{literal: true}},
-		{"$SET is not expanded", "$SET is not expanded", "", origin{literal: true}},
-		{"${1} ${SET-x} ${", "${1} ${SET-x} ${", "", origin{literal: true}},
+		{"$$SET stays", "$SET stays", "", origin{literal: true}},
+		{"pa$$$${SET}", "pa$$${SET}", "", origin{literal: true}}, // "$$" stays but before "{" or a name
+		{"$1 $ $( $$ a$", "$1 $ $( $$ a$", "", origin{literal: true}},
+		{"$SET is not expanded", "", "a $NAME without braces", origin{}},
+		{"${SET:x}", "", "${NAME:-default}, with", origin{}},
+		{"${SET-x}", "", "only ${NAME:-default} is read", origin{}},
+		{"${SET", "", `has no closing "}"`, origin{}},
+		{"${ SET }", "", "spaces inside the braces", origin{}},
+		{"${1}", "", "must start with a letter", origin{}},
+		{"${}", "", "names no variable", origin{}},
+		{"x${SET}y$SET", "", `for a literal "$" before a name or "{", write "$$"`, origin{}},
 		{`"\${SET}'`, `"\value'`, "", origin{literal: true, fromEnv: true}},
 		{"${UNSET}", "", "UNSET is not set", origin{}},
 		{"${UNSET} ${SET} ${OTHER}", "", "variables UNSET, OTHER are not set", origin{}},
@@ -216,5 +225,38 @@ func TestConsoleKeys(t *testing.T) {
 	r := c.Rejected
 	if c.AdminListen != "127.0.0.1:9090" || r.MaxCount != 500 || time.Duration(r.MaxAge) != 24*time.Hour || r.MaxBodyBytes != 4096 || r.Rate != 2.5 || r.Burst != 20 {
 		t.Errorf("loaded %q %+v", c.AdminListen, r)
+	}
+}
+
+// TestMalformedReferencesRefused: a reference the loader does not read is
+// an error naming the key and its line, never the literal text it used to
+// become (an admin_token of "$HOOKBOX_ADMIN_TOKEN" anyone could type), and
+// the message repeats nothing of the value.
+func TestMalformedReferencesRefused(t *testing.T) {
+	t.Setenv("HB_TEST_TOKEN", "abcdefghijklmnop1234")
+	for _, ref := range []string{"$HB_TEST_TOKEN", "${HB_TEST_TOKEN:changeme}", "${HB_TEST_TOKEN-changeme}", "${HB_TEST_TOKEN", "${ HB_TEST_TOKEN }", "x$HB_TEST_TOKEN"} {
+		doc := "sources:\n  - {name: a, scheme: github, secrets: [\"abcdefghijk\"], store_only: true}\nadmin_token: \"" + ref + "\"\n"
+		c, err := Parse([]byte(doc))
+		if err == nil {
+			t.Errorf("admin_token %q: loaded as %q, want an error", ref, c.AdminToken)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "admin_token (line 3)") || !strings.Contains(msg, `write "$$"`) {
+			t.Errorf("admin_token %q: error does not name the key and line or say how to write a literal $: %v", ref, err)
+		}
+		if strings.Contains(msg, "changeme") || strings.Contains(msg, "HB_TEST_TOKEN") {
+			t.Errorf("admin_token %q: error quotes the value: %v", ref, err)
+		}
+	}
+	// The same in a secret written in the file.
+	if _, err := Parse([]byte("sources:\n  - {name: a, scheme: github, secrets: [\"$GH_SECRET\"], store_only: true}\n")); err == nil ||
+		!strings.Contains(err.Error(), "sources[0].secrets[0] (line 2)") {
+		t.Errorf("a bare $NAME secret: %v, want an error naming sources[0].secrets[0]", err)
+	}
+	// The escape still gives a literal "$".
+	c, err := Parse([]byte("sources:\n  - {name: a, scheme: github, secrets: [\"pa$$word-long-enough\"], store_only: true}\n"))
+	if err != nil || c.Sources[0].Secrets[0] != "pa$word-long-enough" {
+		t.Errorf("$$ escape: %v", err)
 	}
 }

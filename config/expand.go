@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -36,14 +37,25 @@ type expansion struct {
 }
 
 // expandEnv replaces ${NAME} and ${NAME:-default} in one value that YAML
-// has already parsed; "$${" is a literal "${". A variable set to the empty
-// string takes the default when there is one. The error names every unset
-// variable that has no default, never a value.
+// has already parsed. "$$" before "{" or a name is a literal "$" ("$${X}"
+// is the text "${X}", "$$X" the text "$X"); a "$" before anything else
+// ("$1", "$(", a "$" at the end) is kept as written. A variable set to
+// the empty string takes the default when there is one.
+//
+// Anything else that looks like a reference is an error: a bare $NAME, or
+// a "${" that is not ${NAME} or ${NAME:-default} (${NAME:default},
+// ${NAME-default}, ${ NAME }, a "${" with no "}"). Taken as text, such a
+// value would be a password anyone who reads the config knows (an
+// admin_token of "$HOOKBOX_ADMIN_TOKEN"), with nothing said. The error
+// names every unset variable that has no default, and says what is wrong
+// with a malformed reference without quoting it (it may be part of a
+// secret written in the file); it never contains a value.
 func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) {
 	var (
-		b       strings.Builder
-		x       expansion
-		missing []string
+		b         strings.Builder
+		x         expansion
+		missing   []string
+		malformed []string
 	)
 	for len(s) > 0 {
 		i := strings.IndexByte(s, '$')
@@ -57,14 +69,24 @@ func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) 
 			x.origin.literal = true
 			s = s[i:]
 		}
-		if strings.HasPrefix(s, "$${") {
-			b.WriteString("${")
+		if strings.HasPrefix(s, "$$") && len(s) > 2 && (s[2] == '{' || isNameStart(s[2])) {
+			b.WriteByte('$')
 			x.origin.literal = true
+			// The "{" or name after it is text: skip past the "$$" and
+			// past the next byte, which is not a "$".
+			b.WriteByte(s[2])
 			s = s[3:]
 			continue
 		}
 		m := envRef.FindStringSubmatch(s)
 		if m == nil {
+			if problem := badReference(s); problem != "" {
+				if !slices.Contains(malformed, problem) {
+					malformed = append(malformed, problem)
+				}
+				s = s[1:]
+				continue
+			}
 			b.WriteByte('$')
 			x.origin.literal = true
 			s = s[1:]
@@ -91,6 +113,9 @@ func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) 
 		}
 		missing = append(missing, name)
 	}
+	if len(malformed) > 0 {
+		return expansion{}, fmt.Errorf("%s: hookbox reads ${NAME} and ${NAME:-default} only; for a literal \"$\" before a name or \"{\", write \"$$\"", strings.Join(malformed, "; "))
+	}
 	if len(missing) > 0 {
 		verb := "variable %s is"
 		if len(missing) > 1 {
@@ -100,4 +125,44 @@ func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) 
 	}
 	x.value = b.String()
 	return x, nil
+}
+
+// isNameStart reports whether c may start an environment variable's name.
+func isNameStart(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// badReference says what is wrong with the text at the start of s, which
+// starts with a "$" that is not a reference expandEnv reads, when it looks
+// like one all the same; "" when it does not (a "$" before a digit, a
+// space, "(" or nothing is text). The message never quotes s.
+func badReference(s string) string {
+	if len(s) < 2 {
+		return ""
+	}
+	if isNameStart(s[1]) {
+		return "a $NAME without braces is not expanded: write ${NAME}"
+	}
+	if s[1] != '{' {
+		return ""
+	}
+	end := strings.IndexByte(s, '}')
+	if end < 0 {
+		return "a \"${\" has no closing \"}\""
+	}
+	inner := s[2:end]
+	name := strings.TrimLeft(inner, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+	switch {
+	case inner == "":
+		return "\"${}\" names no variable"
+	case strings.TrimSpace(inner) != inner:
+		return "a ${ NAME } has spaces inside the braces: write ${NAME}"
+	case !isNameStart(inner[0]):
+		return "a variable's name in ${...} must start with a letter or \"_\""
+	case strings.HasPrefix(name, "-"), strings.HasPrefix(name, "="), strings.HasPrefix(name, ":="), strings.HasPrefix(name, "?"), strings.HasPrefix(name, ":?"), strings.HasPrefix(name, "+"), strings.HasPrefix(name, ":+"):
+		return "of the shell's ${NAME...} forms only ${NAME:-default} is read"
+	case strings.HasPrefix(name, ":") && !strings.HasPrefix(name, ":-"):
+		return "a default is written ${NAME:-default}, with \":-\""
+	}
+	return "a ${...} is not ${NAME} or ${NAME:-default}"
 }
