@@ -39,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 
@@ -652,6 +653,9 @@ func (c *Config) validate() error {
 			bad(r.key, "must be at most %d (100 years); to keep everything, set 0 (off)", MaxRetentionDays)
 		}
 	}
+	if problem := edgeSpace(c.AdminToken); problem != "" {
+		bad("admin_token", "%s", problem)
+	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes", "must be positive")
 	} else if c.MaxBodyBytes > MaxBodyLimit {
@@ -735,6 +739,8 @@ func (c *Config) validate() error {
 		for j, sec := range s.Secrets {
 			if sec == "" {
 				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "is empty")
+			} else if problem := edgeSpace(sec); problem != "" {
+				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "%s", problem)
 			}
 		}
 		// verify's message for an unknown scheme quotes it; the scheme may
@@ -781,4 +787,32 @@ func (c *Config) validate() error {
 		errs = append(errs, validateTargets(key, s)...)
 	}
 	return errors.Join(errs...)
+}
+
+// edgeSpace says what is wrong with a secret that starts or ends with
+// white space, or "" when it does not. Such a value is almost always a
+// file's last newline, kept when the file was read into a variable, or a
+// stray space; it is never what the sender signs with or sends: HTTP
+// drops the spaces around a header value, so such an admin_token, or a
+// token or basic secret, can never match, and a signing secret differs
+// from the sender's. The message never repeats the value.
+func edgeSpace(v string) string {
+	trimmed := strings.TrimSpace(v)
+	if trimmed == v {
+		return ""
+	}
+	where := "ends"
+	switch {
+	case trimmed == "":
+		return "is only white space; set the secret itself"
+	case strings.TrimLeftFunc(v, unicode.IsSpace) != v && strings.TrimRightFunc(v, unicode.IsSpace) != v:
+		where = "starts and ends"
+	case strings.TrimLeftFunc(v, unicode.IsSpace) != v:
+		where = "starts"
+	}
+	what := "spaces"
+	if strings.ContainsAny(v[:len(v)-len(strings.TrimLeftFunc(v, unicode.IsSpace))]+v[len(strings.TrimRightFunc(v, unicode.IsSpace)):], "\r\n") {
+		what = "a newline"
+	}
+	return fmt.Sprintf("%s with %s, which no sender or client sends (read from a file? strip it, for example with tr -d '\\n', or remove the spaces in the config)", where, what)
 }

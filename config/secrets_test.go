@@ -228,3 +228,49 @@ func TestEmptyAdminTokenWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretsWithEdgeSpaceRefused: a secret or admin_token that starts or
+// ends with white space (a file read into a variable keeps its newline)
+// is refused, naming the key and never the value: HTTP trims header
+// values, so such a token can never match, and a signing secret with a
+// newline differs from the sender's, so every delivery would get 401.
+func TestSecretsWithEdgeSpaceRefused(t *testing.T) {
+	t.Setenv("HB_GH_SECRET", "gh-secret-abcdefgh1234\n")
+	t.Setenv("HB_ADMIN", " admin-token-abcdefgh1234")
+	t.Setenv("HB_SIGN", "whsec_c2VjcmV0c2VjcmV0c2VjcmV0\n")
+	doc := `admin_token: "${HB_ADMIN}"
+sources:
+  - name: a
+    scheme: github
+    secrets: ["${HB_GH_SECRET}", "written-in-file  "]
+    targets:
+      - name: t
+        forward: http://127.0.0.1:9/
+        sign: {secret: "${HB_SIGN}"}
+`
+	_, err := Parse([]byte(doc))
+	if err == nil {
+		t.Fatal("secrets with a trailing newline or spaces loaded without an error")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"admin_token: starts with spaces",
+		"sources[0] (a).secrets[0]: ends with a newline",
+		"sources[0] (a).secrets[1]: ends with spaces",
+		"sources[0] (a).targets[0].sign.secret: ends with a newline",
+		"read from a file? strip it",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, secret := range []string{"gh-secret-abcdefgh1234", "admin-token-abcdefgh1234", "written-in-file", "c2VjcmV0c2VjcmV0"} {
+		if strings.Contains(msg, secret) {
+			t.Errorf("error repeats a secret:\n%s", msg)
+		}
+	}
+	// Spaces inside a secret are the secret's own.
+	if _, err := Parse([]byte("sources:\n  - {name: a, scheme: github, secrets: [\"two words-abcdefgh\"], store_only: true}\n")); err != nil {
+		t.Errorf("a secret with an inner space: %v", err)
+	}
+}

@@ -191,7 +191,9 @@ func validateTargets(key string, s Source) []error {
 				bad(k+".sign", "applies to a forward only")
 			}
 			_, err := verify.New(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{t.Sign.Secret}})
-			if err != nil || !strings.HasPrefix(t.Sign.Secret, "whsec_") {
+			if problem := edgeSpace(t.Sign.Secret); problem != "" {
+				bad(k+".sign.secret", "%s", problem)
+			} else if err != nil || !strings.HasPrefix(t.Sign.Secret, "whsec_") {
 				bad(k+".sign.secret", "must be a Standard Webhooks secret: whsec_ followed by base64 (generate one with: echo whsec_$(head -c 32 /dev/urandom | base64))")
 			}
 		}
