@@ -43,6 +43,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	mask "github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -110,6 +111,9 @@ type Config struct {
 	// origins records where each expanded string value came from, by key
 	// path; it lets messages avoid repeating values from the environment.
 	origins map[string]origin
+	// warnSource maps each warning in Warnings that is about one source
+	// to how it names that source (see WarningSource).
+	warnSource map[string]string
 	// MaxInflightBodyBytes bounds the request body bytes held in memory at
 	// once across all deliveries; one that would pass it is answered 503
 	// with Retry-After, as is one from a client holding more than an
@@ -505,6 +509,8 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	}
 	c.Warnings = append(c.exampleSecretWarnings(), c.RetentionWarnings()...)
 	c.Warnings = append(c.Warnings, c.adminListenWarnings()...)
+	c.Warnings = append(c.Warnings, c.shortSecretWarnings()...)
+	c.Warnings = append(c.Warnings, c.openSourceWarnings()...)
 	return &c, d, nil
 }
 
@@ -575,6 +581,59 @@ func (c *Config) exampleSecretWarnings() []string {
 		}
 	}
 	return ws
+}
+
+// shortSecretWarnings names, by key, the admin token and each source
+// secret shorter than redact.MinLen: the masking of logs, errors and
+// shown headers leaves such short values alone (masking "test" would
+// garble every message), so they may appear there in clear.
+func (c *Config) shortSecretWarnings() []string {
+	short := func(s string) bool { return s != "" && len(s) < mask.MinLen }
+	var keys []string
+	if short(c.AdminToken) {
+		keys = append(keys, "admin_token")
+	}
+	for i, s := range c.Sources {
+		for j, sec := range s.Secrets {
+			if short(sec) {
+				keys = append(keys, fmt.Sprintf("%s.secrets[%d]", c.sourceKey(i), j))
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("secrets shorter than %d bytes are not masked in logs and errors: %s; use longer ones", mask.MinLen, strings.Join(keys, ", "))}
+}
+
+// openSourceWarnings names each source that checks no signature (scheme
+// none) and has no allow_ips: anyone who can reach the port can store
+// deliveries for it. Each warning is recorded in warnSource, so that
+// serve can log the source as an attribute of its own.
+func (c *Config) openSourceWarnings() []string {
+	var ws []string
+	for i, s := range c.Sources {
+		if s.Scheme != verify.SchemeNone || len(s.AllowIPs) > 0 {
+			continue
+		}
+		label := c.sourceLabel(i)
+		w := fmt.Sprintf("source %s checks no signature and admits every address: anyone who reaches the port can store deliveries; set allow_ips or a signing scheme", label)
+		if c.warnSource == nil {
+			c.warnSource = map[string]string{}
+		}
+		c.warnSource[w] = label
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// WarningSource returns the source that warning w of Warnings is about,
+// as the warning names it, or "" when w is not about one source in a way
+// a log search should pick out (today: a source that checks no signature
+// and admits every address). hookbox serve logs it as the warning's
+// source attribute.
+func (c *Config) WarningSource(w string) string {
+	return c.warnSource[w]
 }
 
 // NoTargetWarnings names each source that has neither a forward nor an

@@ -12,7 +12,7 @@ import (
 // without brackets. (Whether admin_listen takes the address of listen,
 // serve judges: --listen may decide it.)
 func TestListenAddresses(t *testing.T) {
-	const sources = "sources:\n  - name: a\n    scheme: none\n    store_only: true\n"
+	const sources = "sources:\n  - name: a\n    scheme: none\n    allow_ips: [127.0.0.1]\n    store_only: true\n"
 	for _, ok := range []string{
 		`listen: ":8080"`,
 		`listen: "127.0.0.1:8080"`,
@@ -50,7 +50,7 @@ func TestListenAddresses(t *testing.T) {
 // warning (the admin API and the console are off, so the address serves
 // /metrics alone); with a token, none.
 func TestAdminListenWithoutToken(t *testing.T) {
-	const sources = "sources:\n  - name: a\n    scheme: none\n    store_only: true\n"
+	const sources = "sources:\n  - name: a\n    scheme: none\n    allow_ips: [127.0.0.1]\n    store_only: true\n"
 	c, err := Parse([]byte("admin_listen: \"127.0.0.1:9090\"\n" + sources))
 	if err != nil {
 		t.Fatal(err)

@@ -132,32 +132,3 @@ sources:
 		t.Errorf("the script saw hookbox's environment: %s", ev.LastError)
 	}
 }
-
-// TestShortSecretsWarned: a secret too short to be masked (redact.MinLen)
-// is named, by its key, in a warning at start-up.
-func TestShortSecretsWarned(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
-admin_token: "tok"
-sources:
-  - name: github
-    scheme: github
-    secrets: ["long-enough-secret", "tiny"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.DB = "sqlite:" + filepath.Join(t.TempDir(), "hookbox.db")
-	var logs syncBuffer
-	svc, err := service.New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Close()
-	out := logs.String()
-	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "admin_token") || !strings.Contains(out, "sources[0] (github).secrets[1]") {
-		t.Errorf("no warning naming the short secrets:\n%s", out)
-	}
-	if strings.Contains(out, "tiny") || strings.Contains(out, `"tok"`) || strings.Contains(out, "=tok") {
-		t.Errorf("the warning quotes a secret:\n%s", out)
-	}
-}

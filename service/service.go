@@ -115,26 +115,11 @@ func Redactor(cfg *config.Config) *redact.Redactor {
 	return redact.New(secrets...)
 }
 
-// shortSecrets names the keys of cfg's secrets that are too short for
-// Redactor to mask.
-func shortSecrets(cfg *config.Config) []string {
-	short := func(s string) bool { return s != "" && len(s) < redact.MinLen }
-	var keys []string
-	if short(cfg.AdminToken) {
-		keys = append(keys, "admin_token")
-	}
-	for i, src := range cfg.Sources {
-		for j, sec := range src.Secrets {
-			if short(sec) {
-				keys = append(keys, fmt.Sprintf("sources[%d] (%s).secrets[%d]", i, src.Name, j))
-			}
-		}
-	}
-	return keys
-}
-
 // New opens the store named by cfg.DB and builds the service around it.
-// Every line log receives from the service has cfg's secrets masked.
+// Every line log receives from the service has cfg's secrets masked. It
+// does not log cfg.Warnings (short secrets, a source that admits every
+// address, ...): the program that loaded cfg logs them, as hookbox serve
+// does, so that config check can print the very same list.
 func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -159,10 +144,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, log *slog.Logger) (*Service, error) {
 	red := Redactor(cfg)
 	log = slog.New(redact.NewHandler(log.Handler(), red))
-	if short := shortSecrets(cfg); len(short) > 0 {
-		log.Warn("secrets shorter than the masking minimum are not masked in logs and errors; use longer ones",
-			"min_bytes", redact.MinLen, "keys", strings.Join(short, ", "))
-	}
 	var sources []server.Source
 	byBody := map[string]verify.Verifier{}
 	for i, src := range cfg.Sources {
@@ -173,10 +154,6 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		sources = append(sources, server.Source{Name: src.Name, Verifier: v, MaxBodyBytes: src.MaxBodyBytes, AllowIPs: src.AllowedIPs()})
 		if src.DedupesByBody() {
 			byBody[src.Name] = v
-		}
-		if src.Scheme == verify.SchemeNone && len(src.AllowIPs) == 0 {
-			log.Warn("source checks no signature and admits every address: anyone who reaches the port can store deliveries; set allow_ips or a signing scheme",
-				"source", src.Name)
 		}
 	}
 	m := metrics.New(queueNames(cfg))

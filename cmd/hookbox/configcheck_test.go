@@ -305,3 +305,43 @@ sources:
 		t.Errorf("events list judged exec_dir: %s", out)
 	}
 }
+
+// TestConfigCheckHasServeWarnings: config check --strict prints, and fails
+// on, the warnings serve logs at start about secrets too short to be
+// masked and a source that checks no signature and admits every address;
+// serve logs the very same lines, the latter with the source as an
+// attribute of its own.
+func TestConfigCheckHasServeWarnings(t *testing.T) {
+	doc := `admin_token: "tok"
+sources:
+  - name: open
+    scheme: none
+    store_only: true
+  - name: gh
+    scheme: github
+    secrets: ["long-enough-secret", "tiny"]
+    store_only: true
+`
+	path := writeConfig(t, doc)
+	out, _, err := runCLI(t, "config", "check", "--strict", "--config", path, "--db", "sqlite:"+filepath.Join(t.TempDir(), "h.db"))
+	if err == nil || !strings.Contains(err.Error(), "2 warnings (--strict)") {
+		t.Errorf("config check --strict: %v, want 2 warnings:\n%s", err, out)
+	}
+	short := "secrets shorter than 8 bytes are not masked in logs and errors: admin_token, sources[1] (gh).secrets[1]; use longer ones"
+	open := "source open checks no signature and admits every address"
+	for _, want := range []string{"# warning: " + short, "# warning: " + open} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config check does not print %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "tiny") || strings.Contains(out, `"tok"`) {
+		t.Errorf("config check shows a short secret:\n%s", out)
+	}
+	log := serveLog(t, doc)
+	if logLine(log, "level=WARN", short) == "" || logLine(log, "level=WARN", open, "source=open") == "" {
+		t.Errorf("serve does not log the same warnings:\n%s", log)
+	}
+	if strings.Count(log, "not masked in logs") != 1 || strings.Count(log, "admits every address") != 1 {
+		t.Errorf("serve logs a warning more than once:\n%s", log)
+	}
+}

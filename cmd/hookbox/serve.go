@@ -41,7 +41,11 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				log.Info("writing a CPU profile until exit", "path", path)
 			}
 			for _, w := range serveWarnings(cfg) {
-				log.Warn(w)
+				if src := cfg.WarningSource(w); src != "" {
+					log.Warn(w, "source", src)
+				} else {
+					log.Warn(w)
+				}
 			}
 			traced, stopTracing, err := tracing.Setup(cmd.Context(), buildInfo().Version)
 			if err != nil {
@@ -125,11 +129,14 @@ func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
 	return cfg, nil
 }
 
-// serveWarnings is every warning serve logs at start about cfg: the ones
-// Load found (Config.Warnings, which other checks extend), sources with no
-// target (serve runs forward and exec targets only, so such a source's
-// events are stored and nothing here works them), and exec commands that
-// cannot be run.
+// serveWarnings is every warning serve logs at start about cfg, and all
+// that config check prints: the ones Load found (Config.Warnings, which
+// other checks extend: example secrets, secrets too short to be masked,
+// sources that check no signature and admit every address, ...), sources
+// with no target (serve runs forward and exec targets only, so such a
+// source's events are stored and nothing here works them), and exec
+// commands that cannot be run. Nothing else logs a warning about the
+// config at start (service.New logs none), so the two lists cannot drift.
 func serveWarnings(cfg *config.Config) []string {
 	ws := append([]string(nil), cfg.Warnings...)
 	ws = append(ws, cfg.NoTargetWarnings()...)
