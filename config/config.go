@@ -511,6 +511,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	c.Warnings = append(c.Warnings, c.adminListenWarnings()...)
 	c.Warnings = append(c.Warnings, c.shortSecretWarnings()...)
 	c.Warnings = append(c.Warnings, c.openSourceWarnings()...)
+	c.Warnings = append(c.Warnings, c.trustedProxyWarnings()...)
 	return &c, d, nil
 }
 
@@ -627,6 +628,33 @@ func (c *Config) openSourceWarnings() []string {
 	return ws
 }
 
+// broadProxyBits are the shortest trusted_proxies prefixes accepted
+// without a warning: an IPv4 /8 (10.0.0.0/8, a whole private network,
+// is a common way to trust a cluster's load balancers) and an IPv6 /32
+// (a whole provider allocation). Broader ones hold many addresses that
+// are no proxy of the operator's, each of which could then set
+// X-Forwarded-For. An IPv6 prefix inside fc00::/7 (unique local
+// addresses, the IPv6 private networks) is not warned about.
+var broadProxyBits = map[bool]int{true: 8, false: 32}
+
+// uniqueLocal is fc00::/7, IPv6's private addresses.
+var uniqueLocal = netip.MustParsePrefix("fc00::/7")
+
+// trustedProxyWarnings names each trusted_proxies entry broader than
+// broadProxyBits (a /0 is an error, see validate).
+func (c *Config) trustedProxyWarnings() []string {
+	ps, _ := ParsePrefixes(c.TrustedProxies)
+	var ws []string
+	for i, p := range ps {
+		limit := broadProxyBits[p.Addr().Is4()]
+		if p.Bits() == 0 || p.Bits() >= limit || (p.Addr().Is6() && p.Bits() >= 7 && uniqueLocal.Contains(p.Addr())) {
+			continue
+		}
+		ws = append(ws, fmt.Sprintf("trusted_proxies[%d] is %s, which holds far more than a few proxies: every address in it can set X-Forwarded-For and so choose the client address allow_ips checks; list your proxies' own addresses or subnet (/%d or longer)", i, p, limit))
+	}
+	return ws
+}
+
 // WarningSource returns the source that warning w of Warnings is about,
 // as the warning names it, or "" when w is not about one source in a way
 // a log search should pick out (today: a source that checks no signature
@@ -730,8 +758,16 @@ func (c *Config) validate() error {
 		bad("max_client_connections", "must be positive (connections one client may hold open; set it high to lift the limit)")
 	}
 	errs = append(errs, c.checkListen()...)
-	if _, err := ParsePrefixes(c.TrustedProxies); err != nil {
+	if ps, err := ParsePrefixes(c.TrustedProxies); err != nil {
 		errs = append(errs, errors.New("trusted_proxies"+err.Error()))
+	} else {
+		for i, p := range ps {
+			if p.Bits() == 0 {
+				// Every client would then be a trusted proxy: its own
+				// X-Forwarded-For would name the address allow_ips checks.
+				bad(fmt.Sprintf("trusted_proxies[%d]", i), "%s trusts every address, so any client could set X-Forwarded-For and pass allow_ips; list your proxies' own addresses (the load balancer's, like 10.0.0.5, or its subnet, like 10.0.0.0/24)", p)
+			}
+		}
 	}
 	switch c.Log.Format {
 	case "", "text", "json":

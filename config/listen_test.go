@@ -66,3 +66,32 @@ func TestAdminListenWithoutToken(t *testing.T) {
 		t.Errorf("warnings with a token: %q", c.Warnings)
 	}
 }
+
+// TestTrustedProxiesEveryAddressRefused: a trusted_proxies entry of /0
+// (0.0.0.0/0, ::/0, or ::ffff:0:0/96, which is 0.0.0.0/0 once unmapped)
+// is an error: every client would be a trusted proxy, so its own
+// X-Forwarded-For would pass allow_ips. A very broad prefix is a
+// warning; a private network or a provider's /32 is neither.
+func TestTrustedProxiesEveryAddressRefused(t *testing.T) {
+	const sources = "sources:\n  - {name: a, scheme: none, allow_ips: [10.1.2.3], store_only: true}\n"
+	_, err := Parse([]byte(`trusted_proxies: ["0.0.0.0/0", "::/0", "::ffff:0:0/96", "192.0.2.1"]` + "\n" + sources))
+	if err == nil {
+		t.Fatal("trusted_proxies of /0 accepted")
+	}
+	for _, want := range []string{"trusted_proxies[0]: 0.0.0.0/0 trusts every address", "trusted_proxies[1]: ::/0 trusts every address", "trusted_proxies[2]: 0.0.0.0/0 trusts every address", "list your proxies' own addresses"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "trusted_proxies[3]") {
+		t.Errorf("error names a single address:\n%v", err)
+	}
+	c, err := Parse([]byte(`trusted_proxies: ["64.0.0.0/2", "2000::/3", "10.0.0.0/8", "fd00::/8", "2001:db8::/32", "192.0.2.0/24"]` + "\n" + sources))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 2 || !strings.Contains(c.Warnings[0], "trusted_proxies[0] is 64.0.0.0/2, which holds far more than a few proxies") ||
+		!strings.Contains(c.Warnings[1], "trusted_proxies[1] is 2000::/3") {
+		t.Errorf("warnings %q, want one for each of the two broad prefixes", c.Warnings)
+	}
+}
