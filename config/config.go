@@ -449,18 +449,9 @@ func (d *Duration) UnmarshalYAML(b []byte) error {
 // Load reads, expands and validates the file at path. Its Warnings add
 // one for a file that holds a secret and is readable by group or others.
 func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
+	raw, info, err := readFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	raw, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	c, d, err := parse(raw, os.LookupEnv)
 	if err != nil {
@@ -470,6 +461,24 @@ func Load(path string) (*Config, error) {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("config file %s holds secrets and is readable by group or others (mode %04o); run chmod 600 %s", path, perm, path))
 	}
 	return c, nil
+}
+
+// readFile reads the config file at path, and its mode.
+func readFile(path string) ([]byte, os.FileInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	raw, err := io.ReadAll(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	return raw, info, nil
 }
 
 // Parse expands and validates a YAML document. Its Warnings name each

@@ -30,6 +30,9 @@ type decoder struct {
 	envValues []string
 	// steps counts values decoded, aliases included.
 	steps int
+	// partial, set by LoadPartial, makes an unset variable expand as if
+	// it were set to "" in every key but those partialKeys names.
+	partial bool
 }
 
 const (
@@ -46,7 +49,12 @@ const (
 // decodeYAML parses raw and decodes it into c, expanding ${...} in string
 // values.
 func decodeYAML(raw []byte, c *Config, lookup func(string) (string, bool)) (*decoder, error) {
-	d := &decoder{lookup: lookup, anchors: map[string]ast.Node{}, origins: map[string]origin{}}
+	return decodeYAMLWith(raw, c, lookup, false)
+}
+
+// decodeYAMLWith is decodeYAML; partial is decoder.partial.
+func decodeYAMLWith(raw []byte, c *Config, lookup func(string) (string, bool), partial bool) (*decoder, error) {
+	d := &decoder{lookup: lookup, anchors: map[string]ast.Node{}, origins: map[string]origin{}, partial: partial}
 	file, err := parser.ParseBytes(raw, 0)
 	if err != nil {
 		return d, syntaxError(err)
@@ -342,7 +350,14 @@ func (d *decoder) scalar(n ast.Node, path string) (string, bool) {
 		d.fail(path, n, "want a single value, not %s", kind(n))
 		return "", false
 	}
-	x, err := expandEnv(text, d.lookup)
+	lookup := d.lookup
+	if d.partial && !partialKeys[path] {
+		lookup = func(name string) (string, bool) {
+			v, _ := d.lookup(name)
+			return v, true
+		}
+	}
+	x, err := expandEnv(text, lookup)
 	if err != nil {
 		d.fail(path, n, "%v", err)
 		return "", false

@@ -39,12 +39,23 @@ db, else sqlite:hookbox.db. postgres://… selects PostgreSQL.`,
 }
 
 // loadConfig reads --config when given; without it, an empty config.
+// needSources is for the commands that verify or sign deliveries with
+// the sources' secrets (serve, config check, send --source, rejected
+// recheck): they need --config, and load it whole (config.Load), so that
+// an unset secret's variable is an error. Every other command reads only
+// the database, the addresses and the names of sources and targets, and
+// loads the file with config.LoadPartial: where the secrets live in the
+// service's environment only (docs/deploy.md), an operator's hookbox
+// events list must not fail for want of them.
 func (g *globalFlags) loadConfig(needSources bool) (*config.Config, error) {
 	if g.configPath == "" {
 		if needSources {
 			return nil, fmt.Errorf("no sources configured: pass --config FILE (see examples/hookbox.yaml)")
 		}
 		return &config.Config{}, nil
+	}
+	if !needSources {
+		return config.LoadPartial(g.configPath)
 	}
 	return config.Load(g.configPath)
 }

@@ -1,0 +1,88 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+)
+
+// partialKeys are the keys that LoadPartial expands strictly, as Load
+// does: the ones the commands that use it read whole. An unset variable
+// in db would otherwise open the default database, not the one meant.
+var partialKeys = map[string]bool{"db": true, "listen": true, "admin_listen": true}
+
+// LoadPartial reads the file at path for the commands that work on the
+// database or a running server and not on deliveries (events, replay,
+// purge, tail, targets, migrate, health, rejected list and show, send
+// with --scheme): they read db, listen and admin_listen, the sources'
+// names, providers, schemes and signature headers, and their targets'
+// names, kinds and filters. On a host laid out as docs/deploy.md says,
+// the secrets are in the service's environment only, not in an operator's
+// shell, and such a command must work all the same.
+//
+// So, unlike Load: a ${NAME} whose variable is unset expands as if it
+// were set to "" in every key but db, listen and admin_listen (a variable
+// that is set is expanded as Load expands it, so the secrets it holds can
+// still be masked in what the command shows); and only what those
+// commands read is validated: db, listen and admin_listen, and the names
+// of sources and targets. The file is still parsed whole: a YAML error, an
+// unknown key, a value of the wrong type and a malformed ${...} are
+// errors. The result must not be used to serve: its secrets may be empty
+// and the rest of it is unchecked; it carries no Warnings.
+func LoadPartial(path string) (*Config, error) {
+	raw, _, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	dec, err := decodeYAMLWith(raw, &c, os.LookupEnv, true)
+	if err == nil {
+		c.origins = dec.origins
+		err = c.validatePartial()
+	}
+	if err != nil {
+		var values []string
+		if dec != nil {
+			values = dec.envValues
+		}
+		return nil, fmt.Errorf("config %s: %w", path, redact(err, values))
+	}
+	for i := range c.Sources {
+		c.Sources[i] = c.Sources[i].WithPreset()
+	}
+	return &c, nil
+}
+
+// validatePartial checks what LoadPartial's callers read: the database
+// and the addresses, and that sources and targets have names that can be
+// told apart.
+func (c *Config) validatePartial() error {
+	var errs []error
+	if err := CheckDB(c.DB); err != nil {
+		errs = append(errs, fmt.Errorf("db: %w", err))
+	}
+	errs = append(errs, c.checkListen()...)
+	seen := map[string]int{}
+	for i, s := range c.Sources {
+		key := fmt.Sprintf("sources[%d]", i)
+		if !sourceName.MatchString(s.Name) {
+			errs = append(errs, fmt.Errorf("%s.name: must be letters, digits, '_', '-' or '.' (starting with a letter or digit)", key))
+		} else if first, dup := seen[s.Name]; dup {
+			errs = append(errs, fmt.Errorf("%s.name: is the name of sources[%d] too; names must differ", key, first))
+		} else {
+			seen[s.Name] = i
+		}
+		targets := map[string]int{}
+		for j, t := range s.Targets {
+			k := fmt.Sprintf("%s.targets[%d].name", c.sourceKey(i), j)
+			if !sourceName.MatchString(t.Name) {
+				errs = append(errs, fmt.Errorf("%s: must be letters, digits, '_', '-' or '.' (starting with a letter or digit)", k))
+			} else if first, dup := targets[t.Name]; dup {
+				errs = append(errs, fmt.Errorf("%s: is the name of targets[%d] too; names must differ", k, first))
+			} else {
+				targets[t.Name] = j
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
