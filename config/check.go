@@ -16,6 +16,7 @@ import (
 	"time"
 
 	mask "github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -31,7 +32,8 @@ const (
 
 // Effective returns a copy of c with the defaults filled in for every key
 // left unset, as hookbox runs it: body limits, batch sizes, the shutdown
-// timeout, log format and level, SQLite durability, and each source's
+// timeout, log format and level, SQLite durability, the bounds of the
+// log of refused deliveries, and each source's
 // tolerance, retry policy and permanent statuses. Listen is left as it is:
 // the command line decides it. The copy shares no slice or map with c.
 func (c *Config) Effective() *Config {
@@ -65,6 +67,22 @@ func (c *Config) Effective() *Config {
 	}
 	if e.SQLite.Synchronous == "" {
 		e.SQLite.Synchronous = "FULL"
+	}
+	// The rejected package fills these in the same way (NewRecorder).
+	if e.Rejected.MaxCount == 0 {
+		e.Rejected.MaxCount = rejected.DefaultMaxCount
+	}
+	if e.Rejected.MaxAge == 0 {
+		e.Rejected.MaxAge = Duration(rejected.DefaultMaxAge)
+	}
+	if e.Rejected.MaxBodyBytes == 0 {
+		e.Rejected.MaxBodyBytes = rejected.DefaultMaxBodyBytes
+	}
+	if e.Rejected.Rate == 0 {
+		e.Rejected.Rate = rejected.DefaultRate
+	}
+	if e.Rejected.Burst == 0 {
+		e.Rejected.Burst = rejected.DefaultBurst
 	}
 	for i := range e.Sources {
 		s := &e.Sources[i]

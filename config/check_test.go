@@ -181,3 +181,21 @@ sources:
 		t.Errorf("Notes %q, want the store_only note and these two", all)
 	}
 }
+
+// TestEffectiveFillsRejected: Effective, which config check prints as
+// "defaults filled in", fills the rejected section with the defaults the
+// recorder applies (it printed rejected: {}), and keeps what the file set.
+func TestEffectiveFillsRejected(t *testing.T) {
+	c, err := Parse([]byte("rejected: {burst: 5}\nsources:\n  - {name: a, scheme: github, secrets: [\"long-enough-secret\"], store_only: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Effective().Rejected
+	want := Rejected{MaxCount: 10000, MaxAge: Duration(168 * time.Hour), MaxBodyBytes: 65536, Rate: 10, Burst: 5}
+	if got != want {
+		t.Errorf("Effective().Rejected = %+v, want %+v", got, want)
+	}
+	if c.Rejected != (Rejected{Burst: 5}) {
+		t.Errorf("Effective changed the config: %+v", c.Rejected)
+	}
+}
