@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"net/url"
 	"os"
 	"regexp"
 	"runtime"
@@ -521,6 +522,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	c.Warnings = append(c.Warnings, c.shortSecretWarnings()...)
 	c.Warnings = append(c.Warnings, c.openSourceWarnings()...)
 	c.Warnings = append(c.Warnings, c.trustedProxyWarnings()...)
+	c.Warnings = append(c.Warnings, c.oddKeyWarnings()...)
 	return &c, d, nil
 }
 
@@ -635,6 +637,87 @@ func (c *Config) openSourceWarnings() []string {
 		ws = append(ws, w)
 	}
 	return ws
+}
+
+// MinTolerance is the smallest tolerance accepted: signed timestamps
+// count whole seconds. LowTolerance is the one below which config check
+// warns: senders' and hookbox's clocks commonly differ by seconds, and a
+// delivery takes time to arrive, so a tighter window refuses good
+// deliveries now and then.
+const (
+	MinTolerance = time.Second
+	LowTolerance = 30 * time.Second
+)
+
+// oddKeyWarnings names keys that are set but do nothing, or work against
+// another key: a tolerance so tight that clock skew refuses good
+// deliveries, and exec_env, exec_dir or exec_inherit_env on a source or
+// target that has no exec command.
+func (c *Config) oddKeyWarnings() []string {
+	var ws []string
+	execOnly := func(what string, exec []string, env []string, dir string, inherit bool) {
+		if len(exec) > 0 {
+			return
+		}
+		var keys []string
+		if len(env) > 0 {
+			keys = append(keys, "exec_env")
+		}
+		if dir != "" {
+			keys = append(keys, "exec_dir")
+		}
+		if inherit {
+			keys = append(keys, "exec_inherit_env")
+		}
+		if len(keys) > 0 {
+			ws = append(ws, fmt.Sprintf("%s sets %s but has no exec command, so nothing reads it; remove it (forward_headers is how a value reaches a forward URL)", what, strings.Join(keys, " and ")))
+		}
+	}
+	for i, s := range c.Sources {
+		label := "source " + c.sourceLabel(i)
+		if s.Tolerance >= Duration(MinTolerance) && s.Tolerance < Duration(LowTolerance) {
+			ws = append(ws, fmt.Sprintf("%s has a tolerance of %s: senders' clocks and hookbox's commonly differ by seconds, and a delivery takes time to arrive, so good deliveries will be refused as too old now and then; set 5m (the default) unless the sender asks for less", label, time.Duration(s.Tolerance)))
+		}
+		execOnly(label, s.Exec, s.ExecEnv, s.ExecDir, s.ExecInheritEnv)
+		for j, t := range s.Targets {
+			execOnly(fmt.Sprintf("%s, target %s", label, c.targetLabel(i, j)), t.Exec, t.ExecEnv, t.ExecDir, t.ExecInheritEnv)
+		}
+	}
+	return ws
+}
+
+// targetLabel names target j of source i in messages: by its name when
+// written in the file, else by its index.
+func (c *Config) targetLabel(i, j int) string {
+	o := c.origins[fmt.Sprintf("sources[%d].targets[%d].name", i, j)]
+	if name := c.Sources[i].Targets[j].Name; !o.fromEnv && sourceName.MatchString(name) {
+		return name
+	}
+	return fmt.Sprintf("targets[%d]", j)
+}
+
+// forwardURLProblem says what makes raw, an http:// or https:// forward
+// URL, one no request can be sent to, or "". The message never repeats
+// the URL: it may hold a credential or come from the environment.
+func forwardURLProblem(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "is not a valid URL; write it like https://app.example.com/hooks (percent-encode spaces and other special characters)"
+	}
+	if u.Hostname() == "" {
+		return "has no host; write it like https://app.example.com/hooks"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "has a port that is not a number from 1 to 65535; fix the port, or leave it out for the scheme's own (80 or 443)"
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return "has a colon after the host but no port; write the port, or remove the colon"
+	}
+	return ""
 }
 
 // broadProxyBits are the shortest trusted_proxies prefixes accepted
@@ -887,6 +970,11 @@ func (c *Config) validate() error {
 		}
 		if s.Forward != "" && !strings.HasPrefix(s.Forward, "http://") && !strings.HasPrefix(s.Forward, "https://") {
 			bad(key+".forward", "must be an http:// or https:// URL")
+		} else if problem := forwardURLProblem(s.Forward); problem != "" {
+			bad(key+".forward", "%s", problem)
+		}
+		if s.Tolerance > 0 && s.Tolerance < Duration(MinTolerance) {
+			bad(key+".tolerance", "is under a second, and signed timestamps count whole seconds: nearly every delivery would be refused as too old; set it to a few minutes (5m, the default, if unsure), or leave it out")
 		}
 		errs = append(errs, validateTargets(key, s)...)
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"net/url"
+	"regexp"
 	"strings"
 
 	mask "github.com/hookbox/hookbox/redact"
@@ -23,8 +24,14 @@ func CheckDB(db string) error {
 	case db == "", strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
 		return nil
 	case strings.HasPrefix(db, "sqlite:"):
-		if strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//") == "" {
+		path := strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//")
+		if path == "" {
 			return errors.New("sqlite: needs a file path: write sqlite:hookbox.db")
+		}
+		if _, q, ok := strings.Cut(path, "?"); ok && sqliteQuery.MatchString(q) {
+			// The SQLite store takes the path as a file name ('?' is part
+			// of it), so a query would create a file named with it.
+			return errors.New("sqlite: takes no query string (?NAME=…): hookbox sets its own pragmas, and everything after sqlite: is the file's name, so this would open a file named with the query; write sqlite:PATH alone, and set durability with sqlite.synchronous")
 		}
 		return nil
 	case isPrefixFold(db, "postgres://"), isPrefixFold(db, "postgresql://"), isPrefixFold(db, "sqlite:"):
@@ -42,6 +49,10 @@ func CheckDB(db string) error {
 	}
 	return errors.New("names a database hookbox does not support: " + dbForms)
 }
+
+// sqliteQuery matches what follows the "?" of a sqlite: path that is a
+// query string (_pragma=…, mode=ro), not part of a file name.
+var sqliteQuery = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 // isPrefixFold reports whether s starts with prefix, case aside.
 func isPrefixFold(s, prefix string) bool {

@@ -209,13 +209,21 @@ const retentionWarningMark = "retention_days "
 
 // RetentionWarnings names each source whose provider may deliver an event
 // again after retention_days has purged its row: such a copy is stored and
-// worked a second time.
+// worked a second time. It also warns when payload_retention_days is not
+// shorter than retention_days, where it can clear nothing.
 func (c *Config) RetentionWarnings() []string {
 	if c.RetentionDays <= 0 {
 		return nil
 	}
 	keep := time.Duration(c.RetentionDays) * day
 	var ws []string
+	if c.PayloadRetentionDays >= c.RetentionDays {
+		// Payloads are cleared to keep ids (the dedupe memory) longer
+		// than bodies; an event deleted first never has its payload
+		// cleared.
+		ws = append(ws, fmt.Sprintf("%s%d is not longer than payload_retention_days %d: events are deleted before their payloads would be cleared, so payload_retention_days does nothing; set it below retention_days, or remove it",
+			retentionWarningMark, c.RetentionDays, c.PayloadRetentionDays))
+	}
 	for i, s := range c.Sources {
 		p, ok := FindPreset(s.Provider)
 		if !ok || p.Redelivery <= keep {

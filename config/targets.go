@@ -185,6 +185,10 @@ func validateTargets(key string, s Source) []error {
 			bad(k, "forward and exec are exclusive; choose one, or make two targets")
 		case t.Forward != "" && !strings.HasPrefix(t.Forward, "http://") && !strings.HasPrefix(t.Forward, "https://"):
 			bad(k+".forward", "must be an http:// or https:// URL")
+		default:
+			if problem := forwardURLProblem(t.Forward); problem != "" {
+				bad(k+".forward", "%s", problem)
+			}
 		}
 		if t.Sign != nil {
 			if t.Forward == "" {
