@@ -23,8 +23,11 @@
 //     probably a mistake, for the process to log at start: a source running
 //     on the example secret written in the file (a ${NAME:-default}
 //     default), a config file holding secrets that group or others can
-//     read, and a retention_days shorter than a provider's redelivery
-//     window.
+//     read, a retention_days shorter than a provider's redelivery window,
+//     secrets too short to be masked in logs, a source that checks no
+//     signature and admits every address, a very broad trusted_proxies
+//     entry, and keys that do nothing or work against another. hookbox
+//     serve logs them and config check prints them; service.New does not.
 package config
 
 import (
