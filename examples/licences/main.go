@@ -51,6 +51,9 @@ func run(ctx context.Context, configPath, mailURL, licenceURL string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	for _, w := range cfg.Warnings { // what hookbox serve would warn of at start
+		log.Warn(w)
+	}
 	svc, err := service.New(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -52,7 +52,11 @@ func run(ctx context.Context, configPath string) error {
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(ctx, cfg, slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	for _, w := range cfg.Warnings { // what hookbox serve would warn of at start
+		log.Warn(w)
+	}
+	svc, err := service.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
