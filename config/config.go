@@ -920,6 +920,11 @@ func (c *Config) validate() error {
 		key := fmt.Sprintf("sources[%d]", i)
 		if !sourceName.MatchString(s.Name) {
 			bad(key+".name", "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)")
+		} else if s.Name == "send" {
+			// A send of kind K for key X is the event (send:K, X), whose
+			// idempotency key "send:K:X" a source named send would also
+			// give its delivery "K:X" (effect.IdempotencyKey).
+			bad(key+".name", "is reserved: sends recorded by effect.RecordSend have idempotency keys starting with \"send:\", which this source's would share; choose another name")
 		} else if first, dup := seen[s.Name]; dup {
 			bad(key+".name", "is the name of sources[%d] too; names must differ", first)
 		} else {

@@ -89,6 +89,9 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"sources:\n  - name: a\n    scheme: nope\n    secrets: [s3cr3t-value]", "sources[0] (a)"},
 		{"sources:\n  - name: 'bad name'\n    scheme: none", "sources[0].name"},
 		{"sources:\n  - name: a\n    scheme: none\n  - name: a\n    scheme: none", "sources[1].name"},
+		// effect.IdempotencyKey of a send (source send:K, key X) is
+		// "send:K:X", as that of a delivery "K:X" to a source named send.
+		{"sources:\n  - name: send\n    scheme: none", "sources[0].name: is reserved"},
 		{"sources:\n  - name: a\n    scheme: github\n    secrets: ['']", "secrets[0]"},
 		{"sources:\n  - name: a\n    scheme: hmac\n    secrets: [s3cr3t-value]", "sources[0] (a)"},
 		{"sources:\n  - name: a\n    scheme: none\n    forward: ftp://x", "sources[0] (a).forward"},
