@@ -278,6 +278,8 @@ func TestTargetCircuit(t *testing.T) {
 		app := newReceiver(t)
 		app.fail.Store(true)
 		srv := e2e.Start(t, fmt.Sprintf(`
+workers:
+  concurrency: 4
 sources:
   - name: c
     scheme: standard-webhooks
@@ -302,11 +304,14 @@ sources:
 		}
 		waitFor(t, 30*time.Second, "the circuit to open", func() bool { open, _ := state(); return open })
 		// While open, only single trials reach the app, each after a
-		// cool-down that grows: far fewer requests than with no circuit.
+		// cool-down that grows: far fewer requests than with no circuit
+		// (hundreds a second, with 1-5 ms of backoff). Attempts already
+		// under way when it opened (at most the 4 slots) may still reach
+		// the app after it, late on a loaded machine.
 		opened := len(app.requests())
 		time.Sleep(time.Second)
-		if n := len(app.requests()) - opened; n > 3 {
-			t.Errorf("%d requests in the second after the circuit opened, want at most the trials (3)", n)
+		if n := len(app.requests()) - opened; n > 3+4 {
+			t.Errorf("%d requests in the second after the circuit opened, want at most the trials (3) and the attempts under way (4)", n)
 		}
 		app.fail.Store(false)
 		waitFor(t, 30*time.Second, "the circuit to close", func() bool { open, _ := state(); return !open })
