@@ -820,6 +820,47 @@ var schemes = verify.Schemes
 
 var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
+// nameErrors checks the names of the sources and of their targets, which
+// every command reads (Load and LoadPartial alike): each follows
+// sourceName and differs from the others of its kind, and no source is
+// named send.
+func (c *Config) nameErrors() []error {
+	const rule = "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)"
+	var errs []error
+	seen := map[string]int{}
+	for i, s := range c.Sources {
+		key := fmt.Sprintf("sources[%d].name", i)
+		first, dup := seen[s.Name]
+		switch {
+		case !sourceName.MatchString(s.Name):
+			errs = append(errs, fmt.Errorf("%s: %s", key, rule))
+		case s.Name == "send":
+			// A send of kind K for key X is the event (send:K, X), whose
+			// idempotency key "send:K:X" a source named send would also
+			// give its delivery "K:X" (effect.IdempotencyKey).
+			errs = append(errs, fmt.Errorf("%s: is reserved: sends recorded by effect.RecordSend have idempotency keys starting with \"send:\", which this source's would share; choose another name", key))
+		case dup:
+			errs = append(errs, fmt.Errorf("%s: is the name of sources[%d] too; names must differ", key, first))
+		default:
+			seen[s.Name] = i
+		}
+		targets := map[string]int{}
+		for j, t := range s.Targets {
+			key := fmt.Sprintf("%s.targets[%d].name", c.sourceKey(i), j)
+			first, dup := targets[t.Name]
+			switch {
+			case !sourceName.MatchString(t.Name): // the same rule as a source's name
+				errs = append(errs, fmt.Errorf("%s: %s", key, rule))
+			case dup:
+				errs = append(errs, fmt.Errorf("%s: is the name of targets[%d] too; names must differ", key, first))
+			default:
+				targets[t.Name] = j
+			}
+		}
+	}
+	return errs
+}
+
 func (c *Config) validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
@@ -915,22 +956,9 @@ func (c *Config) validate() error {
 	if len(c.Sources) == 0 {
 		bad("sources", "at least one source is required")
 	}
-	seen := map[string]int{}
+	errs = append(errs, c.nameErrors()...)
 	for i, s := range c.Sources {
-		key := fmt.Sprintf("sources[%d]", i)
-		if !sourceName.MatchString(s.Name) {
-			bad(key+".name", "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)")
-		} else if s.Name == "send" {
-			// A send of kind K for key X is the event (send:K, X), whose
-			// idempotency key "send:K:X" a source named send would also
-			// give its delivery "K:X" (effect.IdempotencyKey).
-			bad(key+".name", "is reserved: sends recorded by effect.RecordSend have idempotency keys starting with \"send:\", which this source's would share; choose another name")
-		} else if first, dup := seen[s.Name]; dup {
-			bad(key+".name", "is the name of sources[%d] too; names must differ", first)
-		} else {
-			seen[s.Name] = i
-		}
-		key = c.sourceKey(i)
+		key := c.sourceKey(i)
 		for j, sec := range s.Secrets {
 			if sec == "" {
 				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "is empty")

@@ -53,36 +53,14 @@ func LoadPartial(path string) (*Config, error) {
 	return &c, nil
 }
 
-// validatePartial checks what LoadPartial's callers read: the database
-// and the addresses, and that sources and targets have names that can be
-// told apart.
+// validatePartial checks what LoadPartial's callers read: the database,
+// the addresses, and the names of sources and targets.
 func (c *Config) validatePartial() error {
 	var errs []error
 	if err := CheckDB(c.DB); err != nil {
 		errs = append(errs, fmt.Errorf("db: %w", err))
 	}
 	errs = append(errs, c.checkListen()...)
-	seen := map[string]int{}
-	for i, s := range c.Sources {
-		key := fmt.Sprintf("sources[%d]", i)
-		if !sourceName.MatchString(s.Name) {
-			errs = append(errs, fmt.Errorf("%s.name: must be letters, digits, '_', '-' or '.' (starting with a letter or digit)", key))
-		} else if first, dup := seen[s.Name]; dup {
-			errs = append(errs, fmt.Errorf("%s.name: is the name of sources[%d] too; names must differ", key, first))
-		} else {
-			seen[s.Name] = i
-		}
-		targets := map[string]int{}
-		for j, t := range s.Targets {
-			k := fmt.Sprintf("%s.targets[%d].name", c.sourceKey(i), j)
-			if !sourceName.MatchString(t.Name) {
-				errs = append(errs, fmt.Errorf("%s: must be letters, digits, '_', '-' or '.' (starting with a letter or digit)", k))
-			} else if first, dup := targets[t.Name]; dup {
-				errs = append(errs, fmt.Errorf("%s: is the name of targets[%d] too; names must differ", k, first))
-			} else {
-				targets[t.Name] = j
-			}
-		}
-	}
+	errs = append(errs, c.nameErrors()...)
 	return errors.Join(errs...)
 }

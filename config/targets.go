@@ -165,16 +165,8 @@ func validateTargets(key string, s Source) []error {
 	if len(s.Targets) > 0 && s.Strict {
 		bad(key+".strict", "does not apply to targets; give each target order_by instead")
 	}
-	seen := map[string]int{}
 	for i, t := range s.Targets {
-		k := fmt.Sprintf("%s.targets[%d]", key, i)
-		if !sourceName.MatchString(t.Name) { // the same rule as a source's name
-			bad(k+".name", "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)")
-		} else if first, dup := seen[t.Name]; dup {
-			bad(k+".name", "is the name of targets[%d] too; names must differ", first)
-		} else {
-			seen[t.Name] = i
-		}
+		k := fmt.Sprintf("%s.targets[%d]", key, i) // names: Config.nameErrors
 		switch {
 		case t.GoHandler && (t.Forward != "" || len(t.Exec) > 0):
 			bad(k+".go_handler", "is set but the target has a forward or exec; remove one or the other")
