@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -43,24 +43,7 @@ type bundle struct {
 	srv *Server
 	url string
 	rec *recorder
-	log *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	log *syncbuf.Buffer
 }
 
 // setup serves cfg (its sources use the none scheme with X-Id and X-Type
@@ -68,7 +51,7 @@ func (b *syncBuffer) String() string {
 func setup(t *testing.T, cfg Config) *bundle {
 	t.Helper()
 	rec := &recorder{}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	for i := range cfg.Sources {
 		if cfg.Sources[i].Verifier == nil {
 			v, err := verify.New(verify.Config{Scheme: verify.SchemeNone, IDHeader: "X-Id", TypeHeader: "X-Type"})

@@ -2,7 +2,6 @@ package service
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/verify"
@@ -61,31 +61,13 @@ sources:
     max_body_bytes: 64
 `
 
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // opsHarness is a running service on a real port with its log captured.
 type opsHarness struct {
 	t    *testing.T
 	url  string
 	svc  *Service
 	cfg  *config.Config
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	stop func()
 }
 
@@ -98,7 +80,7 @@ func startOps(t *testing.T, dbURL, cfgYAML string, setup func(*Service)) *opsHar
 		t.Fatal(err)
 	}
 	cfg.DB = dbURL
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := New(ctx, cfg, log)
@@ -605,7 +587,7 @@ func TestRetentionHugeDays(t *testing.T) {
 		st := dbtest.Open(t, dbURL)
 		ops := needOps(t, st)
 		done := seedFinished(t, st, "a", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1")
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		svc := &Service{
 			Config: &config.Config{RetentionDays: 200000, PayloadRetentionDays: 106752},
 			Store:  st,
@@ -642,7 +624,7 @@ func (o stopAfterFirstBatch) Purge(ctx context.Context, p hookbox.PurgeParams) (
 func TestRetentionStoppedSaysWhatItDid(t *testing.T) {
 	st := dbtest.Open(t, dbtest.SQLiteURL(t))
 	seedFinished(t, st, "a", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1", "2", "3", "4", "5", "6")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	svc := &Service{Config: &config.Config{RetentionDays: 1}, Store: st, log: slog.New(slog.NewJSONHandler(&logs, nil))}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,39 +1,20 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/service"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSecretsNeverLogged: an exec script that prints its environment and
 // the configured secrets fails; neither the log (WARN and ERROR lines carry
@@ -72,7 +53,7 @@ sources:
 		t.Fatal(err)
 	}
 	cfg.DB = "sqlite:" + filepath.Join(dir, "hookbox.db")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := service.New(ctx, cfg, log)

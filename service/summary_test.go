@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 )
 
 // TestDeliveryLogLines: at info, deliveries make no line each but a
@@ -17,7 +18,7 @@ import (
 func TestDeliveryLogLines(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
 		t.Run(level.String(), func(t *testing.T) {
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
 			srv := e2e.StartLogged(t, "sources:\n  - name: s\n    scheme: none\n    id_header: X-Id\n    store_only: true\n",
 				"sqlite:"+filepath.Join(t.TempDir(), "hookbox.db"), log, nil)

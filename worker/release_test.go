@@ -5,13 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -58,7 +58,7 @@ func testShutdownGivesTheAttemptBack(t *testing.T, dbURL string, register func(*
 	running := make(chan struct{}, 1)
 
 	// The first process: its work waits until shutdown cancels it.
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	first := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	first.SetPolicy("rel", pol)
 	register(first, "rel", func(ctx context.Context) error {
@@ -221,22 +221,4 @@ func TestRefusalDuringShutdownIsKept(t *testing.T) {
 			t.Errorf("after a refusal during shutdown: %s, base %d, error %q; want dead, the attempt counted", e.Status, e.AttemptBase, e.LastError)
 		}
 	})
-}
-
-// lockedBuffer is a log destination safe for the pool's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

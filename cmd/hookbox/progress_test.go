@@ -10,10 +10,11 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 )
 
 // fakeTerminal is a buffer that says it is a terminal.
-type fakeTerminal struct{ lockedBuffer }
+type fakeTerminal struct{ syncbuf.Buffer }
 
 func (*fakeTerminal) IsTerminal() bool { return true }
 

@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookbox/hookbox/internal/syncbuf"
 )
 
 // signalHelperEnv makes the test binary run `hookbox serve` with main's
@@ -67,7 +68,7 @@ sources:
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSecondSignalHelper$", "-test.count=1")
 	cmd.Env = append(os.Environ(), signalHelperEnv+"="+cfg)
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -117,23 +118,4 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// lockedBuffer is a strings.Builder safe to write from the child's output
-// copier while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

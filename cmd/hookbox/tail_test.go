@@ -13,6 +13,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/redact"
 )
 
@@ -41,11 +42,11 @@ func TestTail(t *testing.T) {
 
 // startTail runs `hookbox tail args…` until the function it returns
 // interrupts it and returns its error; out is what it printed.
-func startTail(t *testing.T, args ...string) (out *lockedBuffer, interrupt func() error) {
+func startTail(t *testing.T, args ...string) (out *syncbuf.Buffer, interrupt func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	out = &lockedBuffer{}
+	out = &syncbuf.Buffer{}
 	root := newRootCmd()
 	root.SetOut(out)
 	root.SetErr(out)
