@@ -203,8 +203,22 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 		return false, nil
 	}
 	// The send's delivery id is its key, shortened as in effect_keys: the
-	// events' (source, delivery_id) index has the same limit.
-	key, _ = storedKey(tx.Dialect, sendPrefix+kind, key)
+	// events' (source, delivery_id) index has the same limit. A send an
+	// older hookbox recorded without a key kept a long key as it is, when
+	// it compressed below the limit: its row, not the shortened id, says
+	// it is recorded.
+	raw := key
+	key, short := storedKey(tx.Dialect, sendPrefix+kind, key)
+	if short {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM events WHERE source = $1 AND delivery_id = $2`, SendSource(kind), raw).Scan(&one)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return false, fmt.Errorf("record send %s/%s: %w", kind, key, err)
+		}
+	}
 	now := time.Now()
 	var q string
 	var args []any

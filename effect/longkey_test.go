@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
 // TestLongKeys: on both stores, a key of any length is claimed once and
@@ -80,4 +82,29 @@ func randomText(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	return base64.StdEncoding.EncodeToString(b)
+}
+
+// TestLongKeyOfASendRecordedBeforeKeys: on PostgreSQL, a send an older
+// hookbox recorded without claiming a key, under a long key that
+// compressed below the index's limit (so its row holds the key as it
+// is), still keeps RecordSend from recording that key again under the
+// shortened id.
+func TestLongKeyOfASendRecordedBeforeKeys(t *testing.T) {
+	s := dbtest.Open(t, pgtest.URL(t))
+	key := strings.Repeat("ab", 2000) // 4,000 bytes that compress
+	err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		// What an older hookbox's RecordSend wrote: the event, no key.
+		_, err := tx.ExecContext(ctx, `WITH d AS (INSERT INTO event_data (source, delivery_id, payload, created_at)
+            VALUES ($1, $2, '{}', $3) RETURNING id)
+        INSERT INTO queue (id, source, next_attempt_at, updated_at) SELECT id, $1, $3, $3 FROM d`,
+			effect.SendSource("email"), key, time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recordSend(t, s, "email", key) {
+		evs, _ := s.Events(context.Background(), hookbox.Filter{Source: effect.SendSource("email")})
+		t.Errorf("the send recorded before keys for this %d-byte key was recorded again: %d sends queued", len(key), len(evs))
+	}
 }
