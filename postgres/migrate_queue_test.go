@@ -315,11 +315,14 @@ func TestMigrateGivesOrphansQueueRows(t *testing.T) {
 	ctx := context.Background()
 	fan := storetest.Delivery("fan", "fan-1")
 	fan.FanOut, fan.Routes = true, []hookbox.Route{{Target: "a"}, {Target: "b"}}
-	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("plain", "lost"), storetest.Delivery("kept", "kept"), fan})
+	// A store_only source's events: FanOut, with no deliveries.
+	archived, archivedLost := storetest.Delivery("archive", "a-1"), storetest.Delivery("archive", "a-2")
+	archived.FanOut, archivedLost.FanOut = true, true
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("plain", "lost"), storetest.Delivery("kept", "kept"), fan, archived, archivedLost})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lostID, keptID, fanID := rs[0].ID, rs[1].ID, rs[2].ID
+	lostID, keptID, fanID, archivedLostID := rs[0].ID, rs[1].ID, rs[2].ID, rs[4].ID
 	kept := claimAll(t, s, "kept", 1)
 	if len(kept) != 1 {
 		t.Fatalf("claimed %d kept events, want 1", len(kept))
@@ -342,10 +345,10 @@ func TestMigrateGivesOrphansQueueRows(t *testing.T) {
 	s.Close()
 
 	// The rows as 00010 left them, on a database past it: lost, the FanOut
-	// event and its delivery to a without queue rows.
+	// event and its delivery to a, and one stored event without queue rows.
 	pgtest.MigrateDownTo(t, url, 15)
 	conn := connect(t, url)
-	if _, err := conn.Exec(ctx, `DELETE FROM queue WHERE id = ANY($1)`, []int64{lostID, fanID, childA}); err != nil {
+	if _, err := conn.Exec(ctx, `DELETE FROM queue WHERE id = ANY($1)`, []int64{lostID, fanID, childA, archivedLostID}); err != nil {
 		t.Fatal(err)
 	}
 	s = open(t, url) // migrates to 00016
@@ -363,6 +366,9 @@ func TestMigrateGivesOrphansQueueRows(t *testing.T) {
 			return e.Status == hookbox.StatusPending && e.Attempts == 0 && e.Parent == fanID
 		},
 		childB: func(e hookbox.Event) bool { return e.Status == hookbox.StatusPending && e.Parent == fanID },
+		// Its source's other event is FanOut: stored, never pending in a
+		// queue nothing claims.
+		archivedLostID: func(e hookbox.Event) bool { return e.Status == hookbox.StatusStored && e.FanOut },
 	}
 	for id, ok := range want {
 		if e, err := s.Event(ctx, id); err != nil || !ok(e) {
@@ -380,7 +386,7 @@ func TestMigrateGivesOrphansQueueRows(t *testing.T) {
 	if evs, err := s.Events(ctx, hookbox.Filter{Parent: fanID}); err != nil || len(evs) != 2 {
 		t.Errorf("deliveries listed after migrating: %+v, %v; want both", evs, err)
 	}
-	for source, id := range map[string]int64{"plain": lostID, hookbox.QueueName("fan", "a"): childA, "fan": 0, "kept": 0} {
+	for source, id := range map[string]int64{"plain": lostID, hookbox.QueueName("fan", "a"): childA, "fan": 0, "kept": 0, "archive": 0} {
 		claimed := claimAll(t, s, source, 10)
 		if id == 0 && len(claimed) != 0 || id != 0 && (len(claimed) != 1 || claimed[0].ID != id) {
 			t.Errorf("claimed from %s after migrating: %+v; want event %d", source, claimed, id)

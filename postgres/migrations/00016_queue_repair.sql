@@ -5,15 +5,22 @@
 -- stayed in event_data without one: acknowledged to its sender, never
 -- worked, missing from the events view. Each such row gets its queue row
 -- now. A row with deliveries (rows whose parent_id is its id) is a FanOut
--- event, done as ingest makes it; any other is pending, due now, never
--- attempted, in the queue of its source (a delivery's source is its
--- queue's name). An order key the older instance gave a delivery was in
--- a column the copy dropped, and is lost.
+-- event, done as ingest makes it. So is a row with none of a source whose
+-- other events are FanOut ones: a store_only source's event, or one no
+-- target's filter matched, which ingest stores done with no deliveries
+-- (it reads "stored"); made pending, it would wait in a queue nothing
+-- claims, for ever. Any other row is pending, due now, never attempted,
+-- in the queue of its source (a delivery's source is its queue's name).
+-- An orphan of a source whose only events are orphans cannot be told
+-- apart, and is pending. An order key the older instance gave a delivery
+-- was in a column the copy dropped, and is lost.
+WITH fanout_sources AS (SELECT DISTINCT source FROM queue WHERE fanout)
 INSERT INTO queue (id, source, status, attempts, next_attempt_at, updated_at, fanout)
 SELECT d.id, d.source, CASE WHEN k.fanout THEN 'done' ELSE 'pending' END, 0, now(), now(), k.fanout
 FROM event_data d
 CROSS JOIN LATERAL (SELECT EXISTS (SELECT 1 FROM event_data c
-    WHERE c.parent_id IS NOT NULL AND c.parent_id = d.id) AS fanout) k
+        WHERE c.parent_id IS NOT NULL AND c.parent_id = d.id)
+    OR d.source IN (SELECT source FROM fanout_sources) AS fanout) k
 WHERE NOT EXISTS (SELECT 1 FROM queue q WHERE q.id = d.id)
 ORDER BY d.id
 ON CONFLICT (id) DO NOTHING;
