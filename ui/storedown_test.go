@@ -24,8 +24,8 @@ func TestConsoleStoreDownIs503(t *testing.T) {
 	ev := a.eventByDelivery("msg_down_1", hookbox.StatusDone)
 	proxy.Cut()
 	for _, path := range []string{"/ui/", "/ui/events", "/ui/events/" + strconv.FormatInt(ev.ID, 10), "/ui/dead", "/ui/rejected", "/ui/uncertain"} {
-		if code, body, _ := a.get(path); code != http.StatusServiceUnavailable {
-			t.Errorf("GET %s with the database down = %d, want 503\n%.300s", path, code, body)
+		if code, body, h := a.get(path); code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+			t.Errorf("GET %s with the database down = %d, Retry-After %q; want 503 with a Retry-After\n%.300s", path, code, h.Get("Retry-After"), body)
 		}
 	}
 }

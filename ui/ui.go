@@ -534,6 +534,7 @@ func (u *console) fail(w http.ResponseWriter, r *http.Request, s session, status
 func (u *console) internal(w http.ResponseWriter, r *http.Request, s session, what string, err error) {
 	u.log.Error("ui: "+what, "err", err)
 	if errors.Is(err, hookbox.ErrUnavailable) {
+		w.Header().Set("Retry-After", "5")
 		u.fail(w, r, s, http.StatusServiceUnavailable, what+" failed: the database did not answer; try again (see the server log).")
 		return
 	}

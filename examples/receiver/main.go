@@ -31,8 +31,8 @@ const shown = 4096
 
 // handler hands a description of each POST to print and answers status.
 // The body is read whole (a sender's body may be large) and its first
-// shown bytes printed, with control characters other than newline and tab
-// escaped: it is a stranger's text bound for a terminal.
+// shown bytes printed; it and the path are a stranger's text bound for a
+// terminal, printed without their control characters (printable).
 func handler(print func(string), status int) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -49,17 +49,23 @@ func handler(print func(string), status int) http.Handler {
 			http.Error(rw, "read body", http.StatusBadRequest)
 			return
 		}
-		text := strings.Map(func(c rune) rune {
-			if c == '\n' || c == '\t' || (c >= ' ' && c != 0x7f && !(c >= 0x80 && c < 0xa0)) {
-				return c
-			}
-			return '\uFFFD'
-		}, string(body))
+		text := printable(string(body))
 		if rest > 0 {
 			text += fmt.Sprintf("\n… (%d bytes in all; the first %d shown)", int64(len(body))+rest, len(body))
 		}
-		print(fmt.Sprintf("POST %s  event %s, attempt %s, Idempotency-Key %s\n%s\n\n", r.URL.Path,
-			r.Header.Get("Hookbox-Event-Id"), r.Header.Get("Hookbox-Attempt"), strconv.Quote(r.Header.Get("Idempotency-Key")), text))
+		print(fmt.Sprintf("POST %s  event %s, attempt %s, Idempotency-Key %s\n%s\n\n", printable(r.URL.Path),
+			printable(r.Header.Get("Hookbox-Event-Id")), printable(r.Header.Get("Hookbox-Attempt")), strconv.Quote(r.Header.Get("Idempotency-Key")), text))
 		rw.WriteHeader(status)
 	})
+}
+
+// printable returns s with its control characters other than newline and
+// tab as U+FFFD: text from a request, bound for a terminal.
+func printable(s string) string {
+	return strings.Map(func(c rune) rune {
+		if c == '\n' || c == '\t' || (c >= ' ' && c != 0x7f && !(c >= 0x80 && c < 0xa0)) {
+			return c
+		}
+		return '\uFFFD'
+	}, s)
 }

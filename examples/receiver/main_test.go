@@ -72,14 +72,15 @@ func TestQuickstart(t *testing.T) {
 }
 
 // TestLongOrHostileBody: a body past 4 KiB is read whole and printed cut,
-// saying so; control characters (a terminal's escape sequences) are
-// printed as U+FFFD, not sent to the operator's terminal.
+// saying so; control characters (a terminal's escape sequences) in the
+// body and the path are printed as U+FFFD, not sent to the operator's
+// terminal.
 func TestLongOrHostileBody(t *testing.T) {
 	var got string
 	h := handler(func(s string) { got = s }, http.StatusNoContent)
 	body := "\x1b]0;owned\x07{\"a\":\"" + strings.Repeat("x", 10_000) + "\"}"
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("POST", "/hooks/app", strings.NewReader(body)))
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/hooks/app%1b[2J", strings.NewReader(body)))
 	if rec.Code != http.StatusNoContent {
 		t.Fatalf("status %d", rec.Code)
 	}
