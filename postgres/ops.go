@@ -229,10 +229,11 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // statement, found by index with = ANY of an array (a plan that does not
 // depend on the CTE's row estimate); the statement returns every row it
 // deleted, with the status of the events and NULL for their deliveries.
-// An event's status is the one an operator reads: stored for a FanOut
-// event with no deliveries (a store_only source's, see purgedStatus); the
-// main query sees event_data as it was before the statement, so its
-// deliveries, deleted by kids and data, are still there to be counted.
+// An event's status is the one an operator reads (purgedStatus): stored
+// for a FanOut event with no deliveries (a store_only source's), dead for
+// one with a dead delivery. The main query sees event_data and queue as
+// they were before the statement, so its deliveries, deleted by kids and
+// data, are still there to be read.
 // There are no foreign keys to cascade (migration 00009): purgeAttempts
 // follows in the same transaction.
 //
@@ -268,8 +269,7 @@ keys AS (
     INSERT INTO effect_keys (scope, key, event_id)
     SELECT source, delivery_id, id FROM data WHERE starts_with(source, 'send:')
     ON CONFLICT DO NOTHING)
-SELECT g.id, CASE WHEN g.fanout AND NOT EXISTS (SELECT 1 FROM event_data e WHERE e.parent_id = g.id)
-    THEN 'stored' ELSE g.status END FROM gone g
+SELECT g.id, %s FROM gone g
 UNION ALL SELECT id, NULL FROM kids`
 
 // purgeLock locks, in id order, the finished deliveries (in the states
@@ -307,11 +307,18 @@ ORDER BY q.id FOR UPDATE`
 // their events first, and skip those that are gone).
 const purgeAttempts = `DELETE FROM attempts WHERE event_id = ANY ($1)`
 
-// purgedStatus is the status a dry purge counts a queue row q under: the
-// one an operator reads, which for the rows a purge takes is the row's own
-// status, or stored for a FanOut event with no deliveries.
-const purgedStatus = `CASE WHEN q.fanout AND NOT EXISTS (SELECT 1 FROM event_data e WHERE e.parent_id = q.id)
-        THEN 'stored' ELSE q.status END`
+// purgedStatus is the status a purge counts the queue row q (an alias
+// with id, status and fanout) under: the one an operator reads. For a
+// FanOut event that is its deliveries' (stored when it has none, a
+// store_only source's; dead when one is dead; else done), since a purge
+// takes one only when they are all finished.
+func purgedStatus(q string) string {
+	return `CASE WHEN NOT ` + q + `.fanout THEN ` + q + `.status
+        WHEN NOT EXISTS (SELECT 1 FROM event_data e WHERE e.parent_id = ` + q + `.id) THEN 'stored'
+        WHEN EXISTS (SELECT 1 FROM event_data e JOIN queue c ON c.id = e.id
+            WHERE e.parent_id = ` + q + `.id AND c.status = 'dead') THEN 'dead'
+        ELSE ` + q + `.status END`
+}
 
 // purgeable is the condition of a purge of the listed states before $1,
 // over a queue row q and its event_data row d. Deliveries go with their
@@ -335,7 +342,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		states = `('done', 'dead')`
 	}
 	if p.DryRun {
-		rows, err := s.pool.Query(ctx, `SELECT `+purgedStatus+`, count(*) FROM queue q JOIN event_data d ON d.id = q.id
+		rows, err := s.pool.Query(ctx, `SELECT `+purgedStatus("q")+`, count(*) FROM queue q JOIN event_data d ON d.id = q.id
             WHERE `+purgeable(states)+` GROUP BY 1`, p.Before)
 		if err != nil {
 			return res, opError(ctx, "purge", err)
@@ -358,7 +365,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	if batch <= 0 {
 		batch = 1000
 	}
-	q := purgeQueries{lock: fmt.Sprintf(purgeLock, states), batch: fmt.Sprintf(purgeBatch, purgeable(states))}
+	q := purgeQueries{lock: fmt.Sprintf(purgeLock, states), batch: fmt.Sprintf(purgeBatch, purgeable(states), purgedStatus("g"))}
 	// Each batch takes the purgeable rows of one slice of batch ids, from
 	// the first id to the last at the start (a row that can be purged
 	// finished before the cutoff, so it is there already): a batch's work

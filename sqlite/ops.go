@@ -183,9 +183,9 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 			if _, err := tx.ExecContext(ctx, purgeSendKeys(in), int64sAny(judged)...); err != nil {
 				return err
 			}
-			// Which events are stored ones can only be told while their
-			// deliveries are there (none), so before the deletes.
-			stored, err := queryIDs(ctx, tx, `SELECT id FROM events WHERE id`+in+` AND `+purgedStatus+` = 'stored'`, int64sAny(judged)...)
+			// A FanOut event's status is read from its deliveries, so
+			// before the deletes.
+			fanned, err := fanOutStatus(ctx, tx, in, judged)
 			if err != nil {
 				return err
 			}
@@ -203,8 +203,8 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 				if err := rows.Scan(&id, &st); err != nil {
 					return err
 				}
-				if slices.Contains(stored, id) {
-					st = string(hookbox.StatusStored)
+				if f, ok := fanned[id]; ok {
+					st = f
 				}
 				res.Add(hookbox.Status(st), 1)
 			}
@@ -249,11 +249,31 @@ func purgeSendKeys(in string) string {
 }
 
 // purgedStatus is the status a purge counts a finished row of events
-// under: the one an operator reads (statusSummary), which for the rows a
-// purge takes is the row's own status, or stored for a FanOut event with
-// no deliveries (a store_only source's).
-const purgedStatus = `CASE WHEN fanout AND NOT EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id)
-        THEN 'stored' ELSE status END`
+// under: the one an operator reads. For a FanOut event that is its
+// deliveries' (stored when it has none, a store_only source's; dead when
+// one is dead; else done), since a purge takes one only when they are all
+// finished.
+const purgedStatus = statusSummary
+
+// fanOutStatus returns the purgedStatus of each FanOut event among ids
+// (in, their IN list), read while its deliveries are still there.
+func fanOutStatus(ctx context.Context, tx *sql.Tx, in string, ids []int64) (map[int64]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, `+purgedStatus+` FROM events WHERE fanout AND id`+in, int64sAny(ids)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	st := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var s string
+		if err := rows.Scan(&id, &s); err != nil {
+			return nil, err
+		}
+		st[id] = s
+	}
+	return st, rows.Err()
+}
 
 // purgeable selects, among the finished rows, those a purge of the
 // states (an SQL list) deletes: deliveries go with their event, and an

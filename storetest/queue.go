@@ -41,6 +41,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"WorkerRecords":              testWorkerRecords,
 		"FinishStoresAnyErrorText":   testFinishAnyErrorText,
 		"FanOut":                     testFanOut,
+		"FanOutPurgedAsDead":         testFanOutPurgedAsDead,
 		"ClaimByKey":                 testClaimByKey,
 		"ClaimByKeyWhileOneRuns":     testClaimByKeyWhileOneRuns,
 		"ClaimByKeyWalksOn":          testClaimByKeyWalksOn,

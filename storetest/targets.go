@@ -119,6 +119,27 @@ func testFanOut(t *testing.T, q QueueStore) {
 	}
 }
 
+// testFanOutPurgedAsDead: a purge counts a FanOut event under the status
+// an operator reads, its deliveries': dead when one is dead, in a dry run
+// and a real one (it was counted done, its own row's status).
+func testFanOutPurgedAsDead(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	ingest(t, q, fanOut("fd", "1", "a", "b"))
+	now := time.Now()
+	a, b := claim(t, q, now, 10, "fd/a"), claim(t, q, now, 10, "fd/b")
+	if len(a) != 1 || len(b) != 1 {
+		t.Fatalf("claimed %d and %d deliveries, want 1 each", len(a), len(b))
+	}
+	finish(t, q, outcome(a[0], hookbox.StatusDone, now), outcome(b[0], hookbox.StatusDead, now))
+	time.Sleep(2 * time.Millisecond) // a cut-off strictly after the last finish
+	want := hookbox.PurgeResult{Dead: 1}
+	for _, dry := range []bool{true, false} {
+		if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now(), IncludeDead: true, DryRun: dry}); err != nil || res != want {
+			t.Errorf("purge (dry run %v) of an event with a dead delivery = %+v, %v; want %+v", dry, res, err, want)
+		}
+	}
+}
+
 // testFanOutPayloadKept: payload retention leaves the payload of an event
 // whose deliveries are still to be worked.
 func testFanOutPayloadKept(t *testing.T, q QueueStore) {
