@@ -31,6 +31,9 @@ func TestExpandEnv(t *testing.T) {
 		{"${UNSET:-fallback}", "fallback", "", origin{defaults: []string{"UNSET"}}},
 		{"${EMPTY:-fallback}", "fallback", "", origin{defaults: []string{"EMPTY"}}},
 		{"${UNSET:-}", "", "", origin{}},
+		// A default is read by the rules of the text around it.
+		{"${UNSET:-ab$$cd}", "ab$cd", "", origin{defaults: []string{"UNSET"}}},
+		{"${UNSET:-pa$word}", "", "in a default, a $NAME without braces", origin{}},
 		{"${EMPTY}", "", "", origin{emptyVars: []string{"EMPTY"}}},
 		{"$${SET} stays", "${SET} stays", "", origin{literal: true}},
 		{"$$SET stays", "$SET stays", "", origin{literal: true}},

@@ -51,12 +51,26 @@ type expansion struct {
 // with a malformed reference without quoting it (it may be part of a
 // secret written in the file); it never contains a value.
 func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) {
-	var (
-		b         strings.Builder
-		x         expansion
-		missing   []string
-		malformed []string
-	)
+	x, missing, malformed := expandRefs(s, lookup)
+	if len(malformed) > 0 {
+		return expansion{}, fmt.Errorf("%s: hookbox reads ${NAME} and ${NAME:-default} only; for a literal \"$\" before a name or \"{\", write \"$$\"", strings.Join(malformed, "; "))
+	}
+	if len(missing) > 0 {
+		verb := "variable %s is"
+		if len(missing) > 1 {
+			verb = "variables %s are"
+		}
+		return expansion{}, fmt.Errorf("environment "+verb+" not set (set it, or write ${%s:-default} for a default)", strings.Join(missing, ", "), missing[0])
+	}
+	return x, nil
+}
+
+// expandRefs does expandEnv's work: it returns the expansion, the unset
+// variables with no default, and what is wrong with each malformed
+// reference. A default's text is read by the same rules ("$$" is one "$",
+// a bare $NAME is malformed), with no variables in it.
+func expandRefs(s string, lookup func(string) (string, bool)) (x expansion, missing, malformed []string) {
+	var b strings.Builder
 	for len(s) > 0 {
 		i := strings.IndexByte(s, '$')
 		if i < 0 {
@@ -105,7 +119,13 @@ func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) 
 			continue
 		}
 		if hasDefault {
-			b.WriteString(def)
+			d, _, bad := expandRefs(def, func(string) (string, bool) { return "", false })
+			for _, problem := range bad {
+				if problem = "in a default, " + problem; !slices.Contains(malformed, problem) {
+					malformed = append(malformed, problem)
+				}
+			}
+			b.WriteString(d.value)
 			if def != "" {
 				x.origin.defaults = append(x.origin.defaults, name)
 			}
@@ -113,18 +133,8 @@ func expandEnv(s string, lookup func(string) (string, bool)) (expansion, error) 
 		}
 		missing = append(missing, name)
 	}
-	if len(malformed) > 0 {
-		return expansion{}, fmt.Errorf("%s: hookbox reads ${NAME} and ${NAME:-default} only; for a literal \"$\" before a name or \"{\", write \"$$\"", strings.Join(malformed, "; "))
-	}
-	if len(missing) > 0 {
-		verb := "variable %s is"
-		if len(missing) > 1 {
-			verb = "variables %s are"
-		}
-		return expansion{}, fmt.Errorf("environment "+verb+" not set (set it, or write ${%s:-default} for a default)", strings.Join(missing, ", "), missing[0])
-	}
 	x.value = b.String()
-	return x, nil
+	return x, missing, malformed
 }
 
 // isNameStart reports whether c may start an environment variable's name.
@@ -141,7 +151,7 @@ func badReference(s string) string {
 		return ""
 	}
 	if isNameStart(s[1]) {
-		return "a $NAME without braces is not expanded: write ${NAME}"
+		return "a $NAME without braces is not expanded: write ${NAME} for the variable's value here, or $$NAME for the text $NAME (for a shell in exec to expand)"
 	}
 	if s[1] != '{' {
 		return ""
