@@ -205,7 +205,8 @@ func defaultClient() *http.Client {
 }
 
 // Deliver POSTs ev to the URL. A 2xx reply is nil; a status listed as
-// permanent is a worker.Permanent error; anything else is an error to retry,
+// permanent is a worker.Permanent error; anything else, a 101 Switching
+// Protocols among them, is an error to retry,
 // wrapped in worker.RetryAfter when the reply carries a Retry-After header.
 // An event whose payload was cleared is a worker.Permanent error, and
 // nothing is sent.
@@ -265,12 +266,26 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		}
 		return &transportError{err: err, text: f.redact(err.Error())}
 	}
+	// The transport stops reading a reply's body when ctx ends, except the
+	// body of a 101 Switching Protocols reply: that is the raw connection,
+	// which no context reaches. Closing the body when ctx ends bounds every
+	// read below by the attempt's time limit, whatever the reply.
+	stop := context.AfterFunc(ctx, func() { resp.Body.Close() })
+	defer stop()
+	code := resp.StatusCode
+	if code < 200 {
+		// The transport answers the other 1xx replies itself and waits for
+		// the final one; a 101 hands over the connection instead, and a
+		// receiver that switched protocols never took the event. Its body
+		// is that connection: close it unread, and retry.
+		resp.Body.Close()
+		return &statusError{code: code, note: "the receiver switched protocols instead of answering; retried"}
+	}
 	defer func() {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
 		resp.Body.Close()
 	}()
-	code := resp.StatusCode
-	if code >= 200 && code < 300 {
+	if code < 300 {
 		return nil
 	}
 	// Read a little more than is shown, so that a secret straddling the cut
