@@ -46,6 +46,23 @@ const errorBodyBytes = 200
 // be reused; a larger body closes the connection instead.
 const drainBytes = 64 << 10
 
+// drainWait bounds how long the rest of a reply's body is read after the
+// attempt has its answer: a small body, all that keeping the connection is
+// worth, arrives in far less. A receiver that trickles its body, or holds
+// it open, would otherwise keep the attempt, and its slot, until the
+// attempt's time limit, though the event was delivered.
+const drainWait = 250 * time.Millisecond
+
+// drain reads what is left of body, at most drainBytes for at most
+// drainWait, so the connection can be reused, and closes it; a body that
+// is longer, or slower, closes the connection instead.
+func drain(body io.ReadCloser) {
+	t := time.AfterFunc(drainWait, func() { body.Close() })
+	io.Copy(io.Discard, io.LimitReader(body, drainBytes))
+	t.Stop()
+	body.Close()
+}
+
 // ForwardOptions configure a Forward target.
 type ForwardOptions struct {
 	// URL receives a POST per attempt (http:// or https://). Its password
@@ -281,10 +298,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		resp.Body.Close()
 		return &statusError{code: code, note: "the receiver switched protocols instead of answering; retried"}
 	}
-	defer func() {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
-		resp.Body.Close()
-	}()
+	defer drain(resp.Body)
 	if code < 300 {
 		return nil
 	}
