@@ -498,12 +498,21 @@ func reservedHeader(key string) bool {
 // scheme or URL it was meant for, which method to treat it as, or how its
 // body is encoded. A sender controls them, and an app (or its framework)
 // behind hookbox may trust them, since they look like its proxy's: they
-// are never forwarded.
+// are never forwarded. A name ending in "*" stands for every name that
+// starts with what comes before it; dropped also leaves out the
+// X-*-Method-Override headers, whose pattern is not a prefix.
 var routingHeaders = map[string]bool{
-	"Forwarded": true, "X-Real-Ip": true, "X-Client-Ip": true,
-	"True-Client-Ip": true, "X-Cluster-Client-Ip": true,
-	"X-Original-Url": true, "X-Rewrite-Url": true,
-	"X-Http-Method": true, // X-*-Method-Override and X-Forwarded-* by pattern
+	// Standard and de facto client, host and scheme headers.
+	"Forwarded": true, "X-Forwarded": true, "X-Forwarded-*": true, "Via": true,
+	"X-Real-Ip": true, "X-Client-Ip": true, "True-Client-Ip": true,
+	"X-Cluster-Client-Ip": true, "X-Original-Forwarded-For": true,
+	"X-Host": true, "X-Original-Host": true,
+	"X-Scheme": true, "X-Url-Scheme": true, "Front-End-Https": true,
+	// CDNs' and proxies' own.
+	"Cf-Connecting-Ip": true, "Fastly-Client-Ip": true, "X-Envoy-*": true,
+	// The URL and method the request was meant for.
+	"X-Original-Url": true, "X-Original-Uri": true, "X-Rewrite-Url": true,
+	"X-Original-Method": true, "X-Http-Method": true,
 	// The body is sent as stored, whatever the sender said of it.
 	"Content-Encoding": true,
 	// Credentials meant for hookbox, not for the app (ingest does not store
@@ -511,20 +520,41 @@ var routingHeaders = map[string]bool{
 	"Authorization": true, "Cookie": true,
 }
 
+// routingPrefixes are the prefixes of routingHeaders' "*" names.
+var routingPrefixes = func() []string {
+	var out []string
+	for name := range routingHeaders {
+		if p, ok := strings.CutSuffix(name, "*"); ok {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}()
+
 // dropped reports whether Forward leaves out the header with canonical key.
 func dropped(key string) bool {
-	return hopByHop[key] || routingHeaders[key] || reservedHeader(key) ||
-		strings.HasPrefix(key, "X-Forwarded-") ||
-		(strings.HasPrefix(key, "X-") && strings.HasSuffix(key, "-Method-Override"))
+	if hopByHop[key] || routingHeaders[key] || reservedHeader(key) {
+		return true
+	}
+	for _, p := range routingPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return strings.HasPrefix(key, "X-") && strings.HasSuffix(key, "-Method-Override")
 }
 
 // ForwardHeader returns the copy of a stored event's headers that Forward
 // sends (before adding its own): every header but the hop-by-hop ones
 // (Connection, Keep-Alive, Transfer-Encoding, TE, Trailer, Upgrade,
 // Proxy-*, Host, Content-Length, Expect) and those a Connection header
-// names; the routing ones (Forwarded, X-Forwarded-*, X-Real-Ip,
-// X-Client-Ip, True-Client-Ip, X-Cluster-Client-Ip, X-Original-Url,
-// X-Rewrite-Url, X-Http-Method, X-*-Method-Override); Content-Encoding;
+// names; the routing ones (Forwarded, X-Forwarded, X-Forwarded-*, Via,
+// X-Real-Ip, X-Client-Ip, True-Client-Ip, X-Cluster-Client-Ip,
+// X-Original-Forwarded-For, X-Host, X-Original-Host, X-Scheme,
+// X-Url-Scheme, Front-End-Https, Cf-Connecting-Ip, Fastly-Client-Ip,
+// X-Envoy-*, X-Original-Url, X-Original-Uri, X-Rewrite-Url,
+// X-Original-Method, X-Http-Method, X-*-Method-Override); Content-Encoding;
 // Authorization and Cookie; and the Hookbox-* and Idempotency-Key headers
 // Forward sets itself. Keys come out canonical; values are copied.
 func ForwardHeader(stored http.Header) http.Header {

@@ -83,3 +83,35 @@ func TestWithoutConnectionHeaders(t *testing.T) {
 		t.Error("WithoutConnectionHeaders changed its argument")
 	}
 }
+
+// TestForwardHeaderDropsProxyHeaders: the client address, host, scheme,
+// URL and method headers that common proxies and CDNs set (Cloudflare,
+// Fastly, Envoy, nginx and IIS conventions, Via) are left out like
+// X-Forwarded-For, since an app may trust them from its own proxy; names
+// that merely resemble them are kept. They used to be forwarded.
+func TestForwardHeaderDropsProxyHeaders(t *testing.T) {
+	stored := http.Header{}
+	for _, name := range []string{
+		"Cf-Connecting-Ip", "Fastly-Client-Ip", "X-Original-Uri", "X-Original-Host",
+		"X-Original-Method", "X-Envoy-External-Address", "X-Envoy-Original-Path",
+		"X-Envoy-Internal", "X-Host", "X-Forwarded", "X-Original-Forwarded-For",
+		"X-Scheme", "X-Url-Scheme", "Front-End-Https", "Via",
+	} {
+		stored.Set(name, "127.0.0.1")
+	}
+	kept := []string{"X-Hostname-Hint", "Via-Note", "X-Envoy", "Webhook-Id"}
+	for _, name := range kept {
+		stored.Set(name, "kept")
+	}
+	out := target.ForwardHeader(stored)
+	for name := range out {
+		if out.Get(name) != "kept" {
+			t.Errorf("%s forwarded to the app", name)
+		}
+	}
+	for _, name := range kept {
+		if out.Get(name) != "kept" {
+			t.Errorf("%s left out, want it forwarded", name)
+		}
+	}
+}
