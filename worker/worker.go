@@ -894,7 +894,9 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 }
 
 // release gives back the attempt of leased events whose work the store
-// could not commit (nothing of it was applied), due again in a second; if
+// could not commit (nothing of it was applied), or whose target's outcome
+// it could not record (the target may have done its work: running it
+// again is the at-least-once promise), due again in a second; if
 // that fails too, their leases end and they are claimed again. As with an
 // attempt cut short by shutdown (see released), the attempt is given back
 // only when the one before it was not: a failure the event itself causes
@@ -1309,7 +1311,12 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 	worked(&o, refused)
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
 	if err != nil {
+		// Nothing of the outcome was recorded: give the attempt back, as
+		// when an Apply cannot commit. Left leased, the event was claimed
+		// again once its lease ended, and its last attempt, though it may
+		// have delivered, was charged as one whose worker died.
 		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)
+		p.release(context.WithoutCancel(ctx), []hookbox.Event{*ev}, err)
 		return hookbox.Outcome{}, false
 	}
 	p.report(ev, o, ferr)
