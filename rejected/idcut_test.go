@@ -111,3 +111,52 @@ func TestRecheckKeepsIngestIDRules(t *testing.T) {
 		}
 	})
 }
+
+// TestRecheckRefusesControlIDs: a Stripe delivery whose signed JSON id
+// ends in a line break is refused by ingest with 400 (it could never be
+// forwarded: the id goes in a header), and a re-check, which verifies it
+// again, refuses it for the same reason instead of storing it.
+func TestRecheckRefusesControlIDs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		scfg := verify.Config{Scheme: verify.SchemeStripe, Secrets: []string{"whsec_stripe-secret-for-review-01"}}
+		sv, err := verify.New(scfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := rejected.NewRecorder(st, rejected.Options{})
+		ts := httptest.NewServer(server.New(server.Config{
+			Sources: []server.Source{{Name: "stripe", Verifier: sv}}, Ingest: ingestInto(st), Rejections: rec}))
+		body := []byte(`{"id":"evt_1\n","type":"charge.succeeded"}`)
+		hdr, err := verify.Sign(scfg, body, "", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", ts.URL+"/webhooks/stripe", bytes.NewReader(body))
+		for k, vs := range hdr {
+			req.Header[k] = vs
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ts.Close()
+		rec.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("ingest answered %d, want 400", resp.StatusCode)
+		}
+		res, err := rejected.Recheck(ctx, st, map[string]rejected.Source{"stripe": {Verifier: sv}}, rejected.RecheckParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := st.Events(ctx, hookbox.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Admitted) != 0 || len(evs) != 0 || len(res.Refused) != 1 || !strings.Contains(res.Refused[0].Reason, "control character") {
+			t.Fatalf("re-check admitted %+v, refused %+v, stored %d; want it refused for its control character", res.Admitted, res.Refused, len(evs))
+		}
+	})
+}

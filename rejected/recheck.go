@@ -382,7 +382,7 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 		Source: rj.Source, DeliveryID: res.DeliveryID, IDIsHash: res.IDIsHash, EventType: res.EventType,
 		Header: withoutCredentials(rj.Header, verify.CredentialHeaders(src.Verifier)), Payload: body, ReceivedAt: rj.ReceivedAt,
 	}
-	if err := hookbox.CheckStorable(&d); err != nil {
+	if err := hookbox.CheckReceivable(&d); err != nil { // ingest's rule
 		return hookbox.Delivery{}, verify.Result{}, err.Error()
 	}
 	if src.DedupesByBody {

@@ -291,3 +291,32 @@ func TestKeptHeaderDropsConnectionNamed(t *testing.T) {
 		t.Errorf("the signature header was lost: %v", got)
 	}
 }
+
+// TestControlCharactersRefused: a delivery id or event type holding a
+// control character (a tab, which a header may carry; C1's NEL) is a 400
+// that says so and stores nothing, since such an id could never be
+// forwarded in the Idempotency-Key header; spaces and other text pass.
+// They were stored, and the event then failed every attempt.
+func TestControlCharactersRefused(t *testing.T) {
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}})
+	for _, c := range []struct{ h []string }{
+		{[]string{"X-Id", "evt\t2"}},
+		{[]string{"X-Id", "nel\u0085inside"}},
+		{[]string{"X-Id", "ok", "X-Type", "order\tcreated"}},
+	} {
+		status, _, reply := b.post(t, "a", strings.NewReader("{}"), c.h...)
+		field := "delivery id"
+		if c.h[len(c.h)-2] == "X-Type" {
+			field = "event type"
+		}
+		if status != http.StatusBadRequest || !strings.Contains(reply, field+" holds a control character") {
+			t.Errorf("%s %q: %d %s, want 400 saying the %s holds a control character", c.h[len(c.h)-2], c.h[len(c.h)-1], status, reply, field)
+		}
+	}
+	if status, _, reply := b.post(t, "a", strings.NewReader("{}"), "X-Id", "evt 2 é", "X-Type", "order created"); status != http.StatusAccepted {
+		t.Errorf("id and type with spaces: %d %s, want 202", status, reply)
+	}
+	if n := len(b.rec.stored()); n != 1 {
+		t.Errorf("%d stored, want 1", n)
+	}
+}

@@ -327,6 +327,15 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, start, name, http.StatusBadRequest, "delivery id or event type is not valid UTF-8 text", body)
 		return
 	}
+	// An id with a control character could never be forwarded (it goes in
+	// a header); the rule is hookbox.CheckReceivable's, which a re-check
+	// of the rejected log applies too.
+	for _, f := range [...]struct{ name, v string }{{"delivery id", res.DeliveryID}, {"event type", res.EventType}} {
+		if !hookbox.ReceivableText(f.v) {
+			s.reject(w, r, start, name, http.StatusBadRequest, f.name+" holds a control character (a line break, a tab, …)", body)
+			return
+		}
+	}
 	if res.Nonce != "" && s.cfg.UseNonce != nil && !s.useNonce(ctx, w, r, start, name, now, res, body) {
 		return
 	}

@@ -1,0 +1,41 @@
+package hookbox
+
+import "unicode"
+
+// ReceivableText reports whether s can be taken as a delivery id or an
+// event type at ingest: StorableText, and free of control characters (C0,
+// U+0000 to U+001F with tab and line breaks among them, DEL, and C1,
+// U+0080 to U+009F). The Idempotency-Key header of a forward, and the id
+// hookbox signs it with, cannot hold a C0 character or DEL, so an event
+// with one could never be forwarded as it is; C1 characters pass in a
+// header but, like the others, only ever arrive by mistake or to drive a
+// terminal that shows them. Stores still take such text (CheckStorable):
+// events stored before this rule keep working, see target.Forward.
+func ReceivableText(s string) bool {
+	if !StorableText(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckReceivable is CheckStorable, and then an error matching
+// ErrBadDelivery if d's id or event type holds a control character (see
+// ReceivableText). It is the rule ingest applies to what a verifier
+// found, and a re-check of a refused delivery too, so that the two admit
+// the same deliveries.
+func CheckReceivable(d *Delivery) error {
+	if err := CheckStorable(d); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, v string }{{"delivery id", d.DeliveryID}, {"event type", d.EventType}} {
+		if !ReceivableText(f.v) {
+			return BadDelivery(f.name+" holds a control character (a line break, a tab, …):", f.v)
+		}
+	}
+	return nil
+}

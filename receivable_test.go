@@ -1,0 +1,34 @@
+package hookbox_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+)
+
+// TestReceivableText: ingest takes ids and event types that are storable
+// text without control characters (C0, DEL, C1), while stores keep
+// taking them (events stored before the rule must stay readable).
+func TestReceivableText(t *testing.T) {
+	for s, want := range map[string]bool{
+		"evt_1": true, "evt 1 é": true, "50%off": true, "": true,
+		"evt_1\n": false, "a\tb": false, "del\x7f": false, "nel\u0085": false,
+		"nul\x00": false, "bad\xff": false,
+	} {
+		if got := hookbox.ReceivableText(s); got != want {
+			t.Errorf("ReceivableText(%q) = %v, want %v", s, got, want)
+		}
+	}
+	d := hookbox.Delivery{Source: "s", DeliveryID: "evt_1\n", EventType: "t"}
+	if err := hookbox.CheckReceivable(&d); !errors.Is(err, hookbox.ErrBadDelivery) {
+		t.Errorf("CheckReceivable = %v, want ErrBadDelivery", err)
+	}
+	if err := hookbox.CheckStorable(&d); err != nil {
+		t.Errorf("CheckStorable = %v, want nil (stores still take it)", err)
+	}
+	d.DeliveryID, d.EventType = "evt_1", "a\tb"
+	if err := hookbox.CheckReceivable(&d); !errors.Is(err, hookbox.ErrBadDelivery) {
+		t.Errorf("CheckReceivable of a type with a tab = %v, want ErrBadDelivery", err)
+	}
+}
