@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
@@ -27,7 +28,7 @@ import (
 // Headers Forward sets on every request; the stored and the extra headers
 // cannot override them.
 const (
-	HeaderIdempotencyKey = "Idempotency-Key"  // "<source>:<delivery id>", see effect.IdempotencyKey
+	HeaderIdempotencyKey = "Idempotency-Key"  // "<source>:<delivery id>", see effect.IdempotencyKey and ForwardKey
 	HeaderEventID        = "Hookbox-Event-Id" // the event's row id
 	HeaderAttempt        = "Hookbox-Attempt"  // 1 for the first attempt
 	HeaderSource         = "Hookbox-Source"   // the configured source name
@@ -95,8 +96,8 @@ type ForwardOptions struct {
 // SignOptions make a Forward sign what it sends, so the app can verify a
 // forward whenever it arrives: the sender's own signature is timestamped
 // at the original delivery and goes stale after a few minutes of retries.
-// Each attempt carries webhook-id (the Idempotency-Key: the same on every
-// attempt), webhook-timestamp (the attempt's time) and webhook-signature
+// Each attempt carries webhook-id (the Idempotency-Key, see ForwardKey: the
+// same on every attempt), webhook-timestamp (the attempt's time) and webhook-signature
 // (v1, HMAC-SHA256 over id.timestamp.body).
 type SignOptions struct {
 	// Secret is the Standard Webhooks secret ("whsec_" and base64) the
@@ -246,8 +247,9 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	for k, v := range f.extra {
 		req.Header[k] = v
 	}
+	key := ForwardKey(ev)
 	if f.sign != nil {
-		signed, err := verify.Sign(*f.sign, ev.Payload, effect.IdempotencyKey(ev), time.Now())
+		signed, err := verify.Sign(*f.sign, ev.Payload, key, time.Now())
 		if err != nil {
 			return worker.Permanent(fmt.Errorf("forward: sign: %w", err))
 		}
@@ -258,7 +260,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	if f.host != "" {
 		req.Host = f.host
 	}
-	req.Header.Set(HeaderIdempotencyKey, effect.IdempotencyKey(ev))
+	req.Header.Set(HeaderIdempotencyKey, key)
 	req.Header.Set(HeaderEventID, strconv.FormatInt(ev.ID, 10))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(ev.Attempts))
 	req.Header.Set(HeaderSource, ev.SourceName())
@@ -321,6 +323,38 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	}
 	return serr
 }
+
+// ForwardKey returns the Idempotency-Key Forward sends for ev, which is
+// also the id it signs with (webhook-id): effect.IdempotencyKey(ev), the
+// same on every attempt. A key that a header cannot carry as it is (one
+// that holds a control character, or ends in white space, which a
+// receiver would trim off) has each such byte, and each "%", written as
+// "%" and two upper-case hex digits: "src:evt_1\n" is sent as
+// "src:evt_1%0A", on every attempt alike. Ingest refuses ids with control
+// characters (hookbox.ReceivableText); events stored before it did are
+// forwarded so, instead of failing every attempt. Every other key is sent
+// unchanged, "%" and all.
+func ForwardKey(ev *hookbox.Event) string {
+	key := effect.IdempotencyKey(ev)
+	trimmed := strings.TrimRightFunc(key, unicode.IsSpace)
+	if trimmed == key && strings.IndexFunc(key, isCtlByte) < 0 {
+		return key
+	}
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < 0x20 || c == 0x7f || c == '%' || i >= len(trimmed) {
+			fmt.Fprintf(&b, "%%%02X", c)
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// isCtlByte reports whether r is a C0 control character or DEL: the
+// characters a header value (tab aside) and a signed id cannot hold.
+func isCtlByte(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // redact masks every string of f.secrets in s (the extra header values
 // whatever their length, the URL's secrets as urlSecrets gives them), then
