@@ -118,6 +118,9 @@ type Config struct {
 	// warnSource maps each warning in Warnings that is about one source
 	// to how it names that source (see WarningSource).
 	warnSource map[string]string
+	// envValues are the environment values substituted anywhere in the
+	// file; see EnvValues.
+	envValues []string
 	// MaxInflightBodyBytes bounds the request body bytes held in memory at
 	// once across all deliveries; one that would pass it is answered 503
 	// with Retry-After, as is one from a client holding more than an
@@ -513,7 +516,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	if err != nil {
 		return nil, d, err
 	}
-	c.origins = d.origins
+	c.origins, c.envValues = d.origins, d.envValues
 	if err := c.validate(); err != nil {
 		return nil, d, err
 	}

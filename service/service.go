@@ -83,10 +83,13 @@ type Service struct {
 // Redactor returns the Redactor for cfg's secrets: every source's signing
 // secrets, forward header values and exec_env values (a command that
 // prints its environment, or fails quoting it, puts them in its output),
-// the admin token, and the password of the database URL. It is nil when
-// there is nothing (long enough) to mask.
+// the admin token, the password of the database URL, and every value taken
+// from the environment (config.Config.EnvValues: `config check` masks them
+// all, as a secret may be kept in any of them, a token in an exec argument
+// or a forward URL above all). It is nil when there is nothing (long
+// enough) to mask.
 func Redactor(cfg *config.Config) *redact.Redactor {
-	secrets := []string{cfg.AdminToken}
+	secrets := append([]string{cfg.AdminToken}, cfg.EnvValues()...)
 	work := func(headers map[string]string, env []string) {
 		for _, v := range headers {
 			secrets = append(secrets, v)
