@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/service"
 )
 
@@ -49,7 +50,7 @@ sources:
 		t.Fatal(err)
 	}
 	cfg.DB = "sqlite:" + filepath.Join(t.TempDir(), "hookbox.db")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
 	svc, err := service.New(ctx, cfg, log)
