@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -21,17 +22,35 @@ func main() {
 	}
 }
 
+// sameStop is how soon after the first a signal counts as the same one,
+// sent twice: timeout(1) signals its child and then the child's process
+// group, which holds the child too, so hookbox run under it gets two
+// SIGTERMs at once; a second Ctrl-C comes later than this.
+const sameStop = 500 * time.Millisecond
+
 // exitOnSecondSignal cancels the command at the first SIGINT or SIGTERM
 // (serve then stops in order, letting running work finish) and exits at
-// once at the second. Nothing acknowledged is lost by that: deliveries
-// are answered only once committed, and work that was running is leased,
-// so it runs again when its lease ends.
+// once at the second, sameStop or more after it. Nothing acknowledged is
+// lost by that: deliveries are answered only once committed, and work
+// that was running is leased, so it runs again when its lease ends.
 func exitOnSecondSignal(cancel context.CancelFunc) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	<-sigs
-	cancel()
-	<-sigs
+	awaitSecondSignal(sigs, cancel, time.Now)
 	fmt.Fprintln(os.Stderr, "hookbox: second signal: exiting now; work in flight runs again after its lease")
 	os.Exit(130)
+}
+
+// awaitSecondSignal calls cancel at the first signal from sigs and
+// returns at the first after it that comes sameStop or more later, as now
+// tells the time.
+func awaitSecondSignal(sigs <-chan os.Signal, cancel context.CancelFunc, now func() time.Time) {
+	<-sigs
+	first := now()
+	cancel()
+	for range sigs {
+		if now().Sub(first) >= sameStop {
+			return
+		}
+	}
 }
