@@ -31,7 +31,7 @@ func CheckDB(db string) error {
 		if _, q, ok := strings.Cut(path, "?"); ok && sqliteQuery.MatchString(q) {
 			// The SQLite store takes the path as a file name ('?' is part
 			// of it), so a query would create a file named with it.
-			return errors.New("sqlite: takes no query string (?NAME=…): hookbox sets its own pragmas, and everything after sqlite: is the file's name, so this would open a file named with the query; write sqlite:PATH alone, and set durability with sqlite.synchronous")
+			return errors.New("sqlite: takes no query string (?NAME=…): hookbox sets its own pragmas, and everything after sqlite: is the file's name, so this would open a file named with the query; write sqlite:PATH alone, and set durability with sqlite.synchronous (an earlier hookbox did open that file: if your events are in it, rename it to PATH first)")
 		}
 		return nil
 	case isPrefixFold(db, "postgres://"), isPrefixFold(db, "postgresql://"), isPrefixFold(db, "sqlite:"):
