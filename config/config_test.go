@@ -34,6 +34,7 @@ func TestExpandEnv(t *testing.T) {
 		// A default is read by the rules of the text around it.
 		{"${UNSET:-ab$$cd}", "ab$cd", "", origin{defaults: []string{"UNSET"}}},
 		{"${UNSET:-pa$word}", "", "in a default, a $NAME without braces", origin{}},
+		{"${SET:-pa$word}", "", "in a default, a $NAME without braces", origin{}}, // checked though not used
 		{"${EMPTY}", "", "", origin{emptyVars: []string{"EMPTY"}}},
 		{"$${SET} stays", "${SET} stays", "", origin{literal: true}},
 		{"$$SET stays", "$SET stays", "", origin{literal: true}},

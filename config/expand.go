@@ -108,6 +108,14 @@ func expandRefs(s string, lookup func(string) (string, bool)) (x expansion, miss
 		}
 		s = s[len(m[0]):]
 		name, hasDefault, def := m[1], m[2] != "", m[3]
+		// A default is checked whether or not it is used, so that a
+		// config valid on one host is valid on every host.
+		d, _, bad := expandRefs(def, func(string) (string, bool) { return "", false })
+		for _, problem := range bad {
+			if problem = "in a default, " + problem; !slices.Contains(malformed, problem) {
+				malformed = append(malformed, problem)
+			}
+		}
 		if v, ok := lookup(name); ok && (v != "" || !hasDefault) {
 			b.WriteString(v)
 			if v != "" {
@@ -119,12 +127,6 @@ func expandRefs(s string, lookup func(string) (string, bool)) (x expansion, miss
 			continue
 		}
 		if hasDefault {
-			d, _, bad := expandRefs(def, func(string) (string, bool) { return "", false })
-			for _, problem := range bad {
-				if problem = "in a default, " + problem; !slices.Contains(malformed, problem) {
-					malformed = append(malformed, problem)
-				}
-			}
 			b.WriteString(d.value)
 			if def != "" {
 				x.origin.defaults = append(x.origin.defaults, name)
