@@ -1,40 +1,50 @@
 package hookbox
 
-import "unicode"
+import (
+	"strings"
+	"unicode"
+)
 
 // ReceivableText reports whether s can be taken as a delivery id or an
-// event type at ingest: StorableText, and free of control characters (C0,
-// U+0000 to U+001F with tab and line breaks among them, DEL, and C1,
-// U+0080 to U+009F). The Idempotency-Key header of a forward, and the id
-// hookbox signs it with, cannot hold a C0 character or DEL, so an event
-// with one could never be forwarded as it is; C1 characters pass in a
-// header but, like the others, only ever arrive by mistake or to drive a
-// terminal that shows them. Stores still take such text (CheckStorable):
-// events stored before this rule keep working, see target.Forward.
-func ReceivableText(s string) bool {
-	if !StorableText(s) {
-		return false
-	}
+// event type at ingest: StorableText, and NotReceivable finds nothing.
+func ReceivableText(s string) bool { return StorableText(s) && NotReceivable(s) == "" }
+
+// NotReceivable says why s, storable text, cannot be taken as a delivery
+// id or an event type at ingest, or "" when it can. Refused are control
+// characters (C0, U+0000 to U+001F with tab and line breaks among them,
+// DEL, and C1, U+0080 to U+009F), and white space at either end. The
+// Idempotency-Key header of a forward, and the id hookbox signs it with,
+// cannot hold a C0 character or DEL, so an event with one could never be
+// forwarded as it is; C1 characters pass in a header but, like the
+// others, only ever arrive by mistake or to drive a terminal that shows
+// them. White space at the end is trimmed by receivers and refused by
+// signing, and an id so written could pass for another once encoded (see
+// target.ForwardKey). Stores still take such text (CheckStorable): events
+// stored before this rule keep working, see target.Forward.
+func NotReceivable(s string) string {
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return false
+			return "holds a control character (a line break, a tab, …)"
 		}
 	}
-	return true
+	if strings.TrimSpace(s) != s {
+		return "starts or ends with white space"
+	}
+	return ""
 }
 
 // CheckReceivable is CheckStorable, and then an error matching
-// ErrBadDelivery if d's id or event type holds a control character (see
-// ReceivableText). It is the rule ingest applies to what a verifier
-// found, and a re-check of a refused delivery too, so that the two admit
-// the same deliveries.
+// ErrBadDelivery if d's id or event type is not receivable (see
+// NotReceivable). It is the rule ingest applies to what a verifier found,
+// and a re-check of a refused delivery too, so that the two admit the
+// same deliveries.
 func CheckReceivable(d *Delivery) error {
 	if err := CheckStorable(d); err != nil {
 		return err
 	}
 	for _, f := range [...]struct{ name, v string }{{"delivery id", d.DeliveryID}, {"event type", d.EventType}} {
-		if !ReceivableText(f.v) {
-			return BadDelivery(f.name+" holds a control character (a line break, a tab, …):", f.v)
+		if problem := NotReceivable(f.v); problem != "" {
+			return BadDelivery(f.name+" "+problem+":", f.v)
 		}
 	}
 	return nil

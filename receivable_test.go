@@ -8,13 +8,15 @@ import (
 )
 
 // TestReceivableText: ingest takes ids and event types that are storable
-// text without control characters (C0, DEL, C1), while stores keep
-// taking them (events stored before the rule must stay readable).
+// text without control characters (C0, DEL, C1) or white space at either
+// end, while stores keep taking them (events stored before the rule must
+// stay readable).
 func TestReceivableText(t *testing.T) {
 	for s, want := range map[string]bool{
 		"evt_1": true, "evt 1 é": true, "50%off": true, "": true,
 		"evt_1\n": false, "a\tb": false, "del\x7f": false, "nel\u0085": false,
 		"nul\x00": false, "bad\xff": false,
+		"evt_1 ": false, " evt_1": false, "evt_1\u00a0": false, "evt 1": true,
 	} {
 		if got := hookbox.ReceivableText(s); got != want {
 			t.Errorf("ReceivableText(%q) = %v, want %v", s, got, want)

@@ -331,8 +331,8 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	// a header); the rule is hookbox.CheckReceivable's, which a re-check
 	// of the rejected log applies too.
 	for _, f := range [...]struct{ name, v string }{{"delivery id", res.DeliveryID}, {"event type", res.EventType}} {
-		if !hookbox.ReceivableText(f.v) {
-			s.reject(w, r, start, name, http.StatusBadRequest, f.name+" holds a control character (a line break, a tab, …)", body)
+		if problem := hookbox.NotReceivable(f.v); problem != "" {
+			s.reject(w, r, start, name, http.StatusBadRequest, f.name+" "+problem, body)
 			return
 		}
 	}

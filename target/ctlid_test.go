@@ -14,22 +14,32 @@ import (
 )
 
 // TestForwardKeyEncodesControls: the key Forward sends is the source and
-// the delivery id as they are, unless the id holds a control character
-// or ends in white space: then those bytes, and every "%", are
-// percent-encoded.
+// the delivery id as they are, unless the request could not carry it:
+// then its control bytes, trailing white space and every "%" are
+// percent-encoded. Unsigned, only a C0 byte other than tab, or DEL, makes
+// a key unsendable; a tab or trailing white space went out as they are
+// before, and the key of such an event must not change across an
+// upgrade. Signed, those were refused too, and are encoded.
 func TestForwardKeyEncodesControls(t *testing.T) {
-	for id, want := range map[string]string{
-		"evt_1":          "s:evt_1",
-		"50%off":         "s:50%off",
-		"evt_1\n":        "s:evt_1%0A",
-		"a%0A\tb\x7f":    "s:a%250A%09b%7F",
-		"ends with ":     "s:ends with%20",
-		"nbsp\u00a0":     "s:nbsp%C2%A0",
-		"é inside ok":    "s:é inside ok",
-		"c1\u0085inside": "s:c1\u0085inside", // a header carries it; ingest refuses new ones
+	for _, c := range []struct {
+		id, unsigned, signed string
+	}{
+		{"evt_1", "s:evt_1", "s:evt_1"},
+		{"50%off", "s:50%off", "s:50%off"},
+		{"evt_1\n", "s:evt_1%0A", "s:evt_1%0A"},
+		{"a%0A\tb\x7f", "s:a%250A%09b%7F", "s:a%250A%09b%7F"},
+		{"evt\t2", "s:evt\t2", "s:evt%092"},
+		{"ends with ", "s:ends with ", "s:ends with%20"},
+		{"nbsp\u00a0", "s:nbsp\u00a0", "s:nbsp%C2%A0"},
+		{"é inside ok", "s:é inside ok", "s:é inside ok"},
+		{"c1\u0085inside", "s:c1\u0085inside", "s:c1\u0085inside"}, // a header carries it; ingest refuses new ones
 	} {
-		if got := target.ForwardKey(&hookbox.Event{Source: "s", DeliveryID: id}); got != want {
-			t.Errorf("ForwardKey(%q) = %q, want %q", id, got, want)
+		ev := &hookbox.Event{Source: "s", DeliveryID: c.id}
+		if got := target.ForwardKey(ev, false); got != c.unsigned {
+			t.Errorf("ForwardKey(%q, unsigned) = %q, want %q", c.id, got, c.unsigned)
+		}
+		if got := target.ForwardKey(ev, true); got != c.signed {
+			t.Errorf("ForwardKey(%q, signed) = %q, want %q", c.id, got, c.signed)
 		}
 	}
 }

@@ -249,7 +249,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	for k, v := range f.extra {
 		req.Header[k] = v
 	}
-	key := ForwardKey(ev)
+	key := ForwardKey(ev, f.sign != nil)
 	if f.sign != nil {
 		signed, err := verify.Sign(*f.sign, ev.Payload, key, time.Now())
 		if err != nil {
@@ -327,19 +327,25 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 }
 
 // ForwardKey returns the Idempotency-Key Forward sends for ev, which is
-// also the id it signs with (webhook-id): effect.IdempotencyKey(ev), the
-// same on every attempt. A key that a header cannot carry as it is (one
-// that holds a control character, or ends in white space, which a
-// receiver would trim off) has each such byte, and each "%", written as
-// "%" and two upper-case hex digits: "src:evt_1\n" is sent as
-// "src:evt_1%0A", on every attempt alike. Ingest refuses ids with control
-// characters (hookbox.ReceivableText); events stored before it did are
-// forwarded so, instead of failing every attempt. Every other key is sent
-// unchanged, "%" and all.
-func ForwardKey(ev *hookbox.Event) string {
+// also the id it signs with (webhook-id) when signed is set:
+// effect.IdempotencyKey(ev), the same on every attempt. A key the request
+// could not carry as it is has each control byte (C0, DEL), each byte of
+// its trailing white space, and each "%", written as "%" and two
+// upper-case hex digits: "src:evt_1\n" is sent as "src:evt_1%0A", on
+// every attempt alike. Unsigned, that is a key with a C0 byte other than
+// tab, or DEL, which no header can hold; signed, also one with a tab or
+// trailing white space, which signing refuses. Every other key is sent
+// unchanged, "%" and all, as before the encoding existed. Ingest refuses
+// ids with control characters or white space at either end
+// (hookbox.NotReceivable); events stored before it did are forwarded so,
+// instead of failing every attempt. An encoded key may equal the key of
+// another legacy id that was written with the same "%XX" text.
+func ForwardKey(ev *hookbox.Event, signed bool) string {
 	key := effect.IdempotencyKey(ev)
 	trimmed := strings.TrimRightFunc(key, unicode.IsSpace)
-	if trimmed == key && strings.IndexFunc(key, isCtlByte) < 0 {
+	unsendable := strings.IndexFunc(key, func(r rune) bool { return r != '\t' && isCtlByte(r) }) >= 0
+	unsignable := strings.IndexFunc(key, isCtlByte) >= 0 || trimmed != key
+	if !unsendable && !(signed && unsignable) {
 		return key
 	}
 	var b strings.Builder
