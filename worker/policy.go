@@ -13,11 +13,11 @@ type Policy struct {
 	MaxAttempts int
 	// BackoffMin and BackoffMax bound the wait before a retry (defaults 1s
 	// and 1h). The n-th retry waits a random time between BackoffMin and
-	// min(BackoffMax, BackoffMin·2ⁿ), never below BackoffMin nor above
-	// BackoffMax: exponential, with full jitter above the floor from the
-	// first retry on, so that the events of a burst that failed together
-	// do not retry together (only when BackoffMax equals BackoffMin is
-	// there no room to spread them).
+	// min(BackoffMax, BackoffMin·2ⁿ⁻¹), and the first between BackoffMin
+	// and 2·BackoffMin, never above BackoffMax: exponential, with full
+	// jitter above the floor from the first retry on, so that the events of
+	// a burst that failed together do not retry together (only when
+	// BackoffMax equals BackoffMin is there no room to spread them).
 	BackoffMin time.Duration
 	BackoffMax time.Duration
 	// Timeout bounds one attempt (default 30s).
@@ -53,13 +53,13 @@ func (p Policy) withDefaults() Policy {
 
 // Backoff returns the wait before the retry that follows attempt n
 // (1-based; less than 1 counts as 1): a random time between BackoffMin and
-// min(BackoffMax, BackoffMin·2ⁿ), see Policy.
+// min(BackoffMax, BackoffMin·2^max(n-1, 1)), see Policy.
 func (p Policy) Backoff(n int) time.Duration {
 	p = p.withDefaults()
 	n = max(n, 1)
 	ceiling := p.BackoffMax
-	if n < 62 {
-		if c := p.BackoffMin << n; c > 0 && c < ceiling {
+	if shift := max(n-1, 1); shift < 62 {
+		if c := p.BackoffMin << shift; c > 0 && c < ceiling {
 			ceiling = c
 		}
 	}

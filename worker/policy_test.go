@@ -25,14 +25,14 @@ func TestBackoffBounds(t *testing.T) {
 // TestFirstRetryJittered: the waits before the first retry of many events
 // spread over [BackoffMin, 2·BackoffMin], so that a burst of events that
 // failed together does not retry together, and those before later retries
-// over [BackoffMin, min(BackoffMax, BackoffMin·2ⁿ)]. Backoff(1) always
-// returned BackoffMin.
+// over [BackoffMin, min(BackoffMax, BackoffMin·2ⁿ⁻¹)], as they always
+// did. Backoff(1) always returned BackoffMin.
 func TestFirstRetryJittered(t *testing.T) {
 	p := worker.Policy{BackoffMin: time.Second, BackoffMax: time.Minute}
 	for _, c := range []struct {
 		n       int
 		ceiling time.Duration
-	}{{-3, 2 * time.Second}, {1, 2 * time.Second}, {2, 4 * time.Second}, {10, time.Minute}} {
+	}{{-3, 2 * time.Second}, {1, 2 * time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {10, time.Minute}} {
 		const draws = 1000
 		// Count the draws in each quarter of the range: each should get
 		// about 250; fewer than 100 in any means the waits bunch up (the
