@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
@@ -74,6 +75,9 @@ applies them. --strict exits 1 when there is any warning.`,
 	return cmd
 }
 
+// literalDollar matches a "$" that a config file must write "$$".
+var literalDollar = regexp.MustCompile(`\$([{A-Za-z_])`)
+
 // writeConfigCheck prints the effective, masked configuration and the
 // warnings, as YAML: the warnings and notes are comments, so the output
 // can be read back as a config.
@@ -82,6 +86,10 @@ func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []s
 	if err != nil {
 		return fmt.Errorf("print config: %w", err)
 	}
+	// The values are as expanded: a "$" before "{" or a name, which the
+	// file had to write "$$" (a shell variable in exec), is written so
+	// again, or the output would not load.
+	b = literalDollar.ReplaceAll(b, []byte("$$$$$1"))
 	fmt.Fprintf(w, "# %s is valid. The configuration hookbox serve would run, defaults filled in, secrets masked:\n", printable(path))
 	if _, err := w.Write(b); err != nil {
 		return err

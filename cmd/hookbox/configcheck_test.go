@@ -345,3 +345,22 @@ sources:
 		t.Errorf("serve logs a warning more than once:\n%s", log)
 	}
 }
+
+// TestConfigCheckOutputLoads: what config check prints loads as a config
+// with the same values, a "$" that the file wrote "$$" (a variable for the
+// shell of an exec command) included.
+func TestConfigCheckOutputLoads(t *testing.T) {
+	path := writeConfig(t, `sources:
+  - name: run
+    scheme: none
+    exec: ["/bin/sh", "-c", "echo $$HOOKBOX_EVENT_ID $${HOOKBOX_SOURCE} $1 costs $5"]
+`)
+	out := mustCLI(t, "config", "check", "--config", path)
+	again, err := config.Parse([]byte(out))
+	if err != nil {
+		t.Fatalf("config check's output does not load: %v\n%s", err, out)
+	}
+	if got, want := again.Sources[0].Exec[2], "echo $HOOKBOX_EVENT_ID ${HOOKBOX_SOURCE} $1 costs $5"; got != want {
+		t.Errorf("exec argument read back as %q, want %q", got, want)
+	}
+}
