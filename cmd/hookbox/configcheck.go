@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 
 	"github.com/goccy/go-yaml"
@@ -78,18 +79,54 @@ applies them. --strict exits 1 when there is any warning.`,
 // literalDollar matches a "$" that a config file must write "$$".
 var literalDollar = regexp.MustCompile(`\$([{A-Za-z_])`)
 
+// escapeDollars writes "$$" for each literalDollar in the strings v holds
+// (a Masked config, which shares no list or map with the loaded one):
+// fields, list items and map values, not map keys.
+func escapeDollars(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		if v.CanSet() {
+			v.SetString(literalDollar.ReplaceAllString(v.String(), "$$$$$1"))
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			escapeDollars(v.Elem())
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				escapeDollars(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			escapeDollars(v.Index(i))
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			e := reflect.New(v.Type().Elem()).Elem()
+			e.Set(iter.Value())
+			escapeDollars(e)
+			v.SetMapIndex(iter.Key(), e)
+		}
+	}
+}
+
 // writeConfigCheck prints the effective, masked configuration and the
 // warnings, as YAML: the warnings and notes are comments, so the output
 // can be read back as a config.
 func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []string) error {
-	b, err := yaml.MarshalWithOptions(cfg.Effective().Masked(), yaml.OmitEmpty(), yaml.IndentSequence(true))
+	shown := cfg.Effective().Masked()
+	// The values are as expanded: a "$" before "{" or a name, which the
+	// file had to write "$$" (a shell variable in exec), is written so
+	// again, or the output would not load. Keys are never expanded, so
+	// they are left as they are.
+	escapeDollars(reflect.ValueOf(shown).Elem())
+	b, err := yaml.MarshalWithOptions(shown, yaml.OmitEmpty(), yaml.IndentSequence(true))
 	if err != nil {
 		return fmt.Errorf("print config: %w", err)
 	}
-	// The values are as expanded: a "$" before "{" or a name, which the
-	// file had to write "$$" (a shell variable in exec), is written so
-	// again, or the output would not load.
-	b = literalDollar.ReplaceAll(b, []byte("$$$$$1"))
 	fmt.Fprintf(w, "# %s is valid. The configuration hookbox serve would run, defaults filled in, secrets masked:\n", printable(path))
 	if _, err := w.Write(b); err != nil {
 		return err

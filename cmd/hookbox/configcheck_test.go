@@ -348,12 +348,17 @@ sources:
 
 // TestConfigCheckOutputLoads: what config check prints loads as a config
 // with the same values, a "$" that the file wrote "$$" (a variable for the
-// shell of an exec command) included.
+// shell of an exec command) included, and keys, which are never expanded,
+// as written.
 func TestConfigCheckOutputLoads(t *testing.T) {
 	path := writeConfig(t, `sources:
   - name: run
     scheme: none
     exec: ["/bin/sh", "-c", "echo $$HOOKBOX_EVENT_ID $${HOOKBOX_SOURCE} $1 costs $5"]
+  - name: fwd
+    scheme: none
+    forward: "http://127.0.0.1:9/hooks"
+    forward_headers: {X-$Tag: "value"}
 `)
 	out := mustCLI(t, "config", "check", "--config", path)
 	again, err := config.Parse([]byte(out))
@@ -362,5 +367,9 @@ func TestConfigCheckOutputLoads(t *testing.T) {
 	}
 	if got, want := again.Sources[0].Exec[2], "echo $HOOKBOX_EVENT_ID ${HOOKBOX_SOURCE} $1 costs $5"; got != want {
 		t.Errorf("exec argument read back as %q, want %q", got, want)
+	}
+	// Keys are never expanded: a "$" in a header's name stays one.
+	if _, ok := again.Sources[1].ForwardHeaders["X-$Tag"]; !ok {
+		t.Errorf("forward_headers read back as %v, want the name X-$Tag", again.Sources[1].ForwardHeaders)
 	}
 }
