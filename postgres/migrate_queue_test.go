@@ -318,11 +318,16 @@ func TestMigrateGivesOrphansQueueRows(t *testing.T) {
 	// A store_only source's events: FanOut, with no deliveries.
 	archived, archivedLost := storetest.Delivery("archive", "a-1"), storetest.Delivery("archive", "a-2")
 	archived.FanOut, archivedLost.FanOut = true, true
-	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("plain", "lost"), storetest.Delivery("kept", "kept"), fan, archived, archivedLost})
+	// A source that was store_only and forwards now: an event of each kind
+	// kept, and a forwarded one lost.
+	wasStored := storetest.Delivery("changed", "c-1")
+	wasStored.FanOut = true
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("plain", "lost"), storetest.Delivery("kept", "kept"), fan, archived, archivedLost,
+		wasStored, storetest.Delivery("changed", "c-2"), storetest.Delivery("changed", "c-3")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lostID, keptID, fanID, archivedLostID := rs[0].ID, rs[1].ID, rs[2].ID, rs[4].ID
+	lostID, keptID, fanID, archivedLostID, changedLostID := rs[0].ID, rs[1].ID, rs[2].ID, rs[4].ID, rs[7].ID
 	kept := claimAll(t, s, "kept", 1)
 	if len(kept) != 1 {
 		t.Fatalf("claimed %d kept events, want 1", len(kept))
@@ -348,7 +353,7 @@ func TestMigrateGivesOrphansQueueRows(t *testing.T) {
 	// event and its delivery to a, and one stored event without queue rows.
 	pgtest.MigrateDownTo(t, url, 15)
 	conn := connect(t, url)
-	if _, err := conn.Exec(ctx, `DELETE FROM queue WHERE id = ANY($1)`, []int64{lostID, fanID, childA, archivedLostID}); err != nil {
+	if _, err := conn.Exec(ctx, `DELETE FROM queue WHERE id = ANY($1)`, []int64{lostID, fanID, childA, archivedLostID, changedLostID}); err != nil {
 		t.Fatal(err)
 	}
 	s = open(t, url) // migrates to 00016
@@ -369,6 +374,9 @@ func TestMigrateGivesOrphansQueueRows(t *testing.T) {
 		// Its source's other event is FanOut: stored, never pending in a
 		// queue nothing claims.
 		archivedLostID: func(e hookbox.Event) bool { return e.Status == hookbox.StatusStored && e.FanOut },
+		// Its source has a FanOut event, from before, and a plain one: in
+		// doubt, pending (delivered, never lost).
+		changedLostID: func(e hookbox.Event) bool { return e.Status == hookbox.StatusPending && !e.FanOut },
 	}
 	for id, ok := range want {
 		if e, err := s.Event(ctx, id); err != nil || !ok(e) {
