@@ -5,29 +5,31 @@ import (
 	"unicode"
 )
 
-// ReceivableText reports whether s can be taken as a delivery id or an
-// event type at ingest: StorableText, and NotReceivable finds nothing.
-func ReceivableText(s string) bool { return StorableText(s) && NotReceivable(s) == "" }
+// ReceivableText reports whether s can be taken as a delivery id at
+// ingest: StorableText, and NotReceivable finds nothing.
+func ReceivableText(s string) bool { return StorableText(s) && NotReceivable(s, true) == "" }
 
 // NotReceivable says why s, storable text, cannot be taken as a delivery
-// id or an event type at ingest, or "" when it can. Refused are control
-// characters (C0, U+0000 to U+001F with tab and line breaks among them,
-// DEL, and C1, U+0080 to U+009F), and white space at either end. The
-// Idempotency-Key header of a forward, and the id hookbox signs it with,
-// cannot hold a C0 character or DEL, so an event with one could never be
-// forwarded as it is; C1 characters pass in a header but, like the
-// others, only ever arrive by mistake or to drive a terminal that shows
-// them. White space at the end is trimmed by receivers and refused by
-// signing, and an id so written could pass for another once encoded (see
-// target.ForwardKey). Stores still take such text (CheckStorable): events
-// stored before this rule keep working, see target.Forward.
-func NotReceivable(s string) string {
+// id (id set) or an event type at ingest, or "" when it can. Refused are
+// control characters (C0, U+0000 to U+001F with tab and line breaks among
+// them, DEL, and C1, U+0080 to U+009F), and, in an id, white space at
+// either end. The Idempotency-Key header of a forward, and the id hookbox
+// signs it with, cannot hold a C0 character or DEL, so an event with one
+// could never be forwarded as it is; C1 characters pass in a header but,
+// like the others, only ever arrive by mistake or to drive a terminal
+// that shows them. White space at the end of an id is trimmed by
+// receivers and refused by signing, and an id so written could pass for
+// another once encoded (see target.ForwardKey); an event type's is
+// harmless, and a verified delivery is not refused for it. Stores still
+// take such text (CheckStorable): events stored before this rule keep
+// working, see target.Forward.
+func NotReceivable(s string, id bool) string {
 	for _, r := range s {
 		if unicode.IsControl(r) {
 			return "holds a control character (a line break, a tab, …)"
 		}
 	}
-	if strings.TrimSpace(s) != s {
+	if id && strings.TrimSpace(s) != s {
 		return "starts or ends with white space"
 	}
 	return ""
@@ -42,8 +44,11 @@ func CheckReceivable(d *Delivery) error {
 	if err := CheckStorable(d); err != nil {
 		return err
 	}
-	for _, f := range [...]struct{ name, v string }{{"delivery id", d.DeliveryID}, {"event type", d.EventType}} {
-		if problem := NotReceivable(f.v); problem != "" {
+	for _, f := range [...]struct {
+		name, v string
+		id      bool
+	}{{"delivery id", d.DeliveryID, true}, {"event type", d.EventType, false}} {
+		if problem := NotReceivable(f.v, f.id); problem != "" {
 			return BadDelivery(f.name+" "+problem+":", f.v)
 		}
 	}
