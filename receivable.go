@@ -5,10 +5,6 @@ import (
 	"unicode"
 )
 
-// ReceivableText reports whether s can be taken as a delivery id at
-// ingest: StorableText, and NotReceivable finds nothing.
-func ReceivableText(s string) bool { return StorableText(s) && NotReceivable(s, true) == "" }
-
 // NotReceivable says why s, storable text, cannot be taken as a delivery
 // id (id set) or an event type at ingest, or "" when it can. Refused are
 // control characters (C0, U+0000 to U+001F with tab and line breaks among
@@ -44,13 +40,22 @@ func CheckReceivable(d *Delivery) error {
 	if err := CheckStorable(d); err != nil {
 		return err
 	}
-	for _, f := range [...]struct {
-		name, v string
-		id      bool
-	}{{"delivery id", d.DeliveryID, true}, {"event type", d.EventType, false}} {
-		if problem := NotReceivable(f.v, f.id); problem != "" {
-			return BadDelivery(f.name+" "+problem+":", f.v)
-		}
+	if problem, v := NotReceived(d.DeliveryID, d.EventType); problem != "" {
+		return BadDelivery(problem+":", v)
 	}
 	return nil
+}
+
+// NotReceived says why a delivery with this id and event type cannot be
+// taken at ingest ("delivery id holds a control character …"), with the
+// text at fault, or "" when it can (see NotReceivable). Ingest's reply
+// and CheckReceivable both say it.
+func NotReceived(id, eventType string) (problem, text string) {
+	if p := NotReceivable(id, true); p != "" {
+		return "delivery id " + p, id
+	}
+	if p := NotReceivable(eventType, false); p != "" {
+		return "event type " + p, eventType
+	}
+	return "", ""
 }

@@ -18,8 +18,8 @@ func TestReceivableText(t *testing.T) {
 		"nul\x00": false, "bad\xff": false,
 		"evt_1 ": false, " evt_1": false, "evt_1\u00a0": false, "evt 1": true,
 	} {
-		if got := hookbox.ReceivableText(s); got != want {
-			t.Errorf("ReceivableText(%q) = %v, want %v", s, got, want)
+		if got := hookbox.StorableText(s) && hookbox.NotReceivable(s, true) == ""; got != want {
+			t.Errorf("receivable as an id: %q = %v, want %v", s, got, want)
 		}
 	}
 	d := hookbox.Delivery{Source: "s", DeliveryID: "evt_1\n", EventType: "t"}

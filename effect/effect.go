@@ -89,6 +89,16 @@ func storedKey(d hookbox.Dialect, scope, key string) (string, bool) {
 	return key[:n] + "~sha256:" + hex.EncodeToString(sum[:]), true
 }
 
+// exists reports whether query, which selects at most one row, finds one.
+func exists(ctx context.Context, tx *hookbox.Tx, query string, args ...any) (bool, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // claim inserts (scope, key) into effect_keys, noting ev's id, and reports
 // whether it was new. The key is kept as storedKey says.
 func claim(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key string) (bool, error) {
@@ -103,13 +113,11 @@ func claim(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key st
 	if short {
 		// A long key that compressed below the btree's limit was kept
 		// as it is before long keys were shortened.
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM effect_keys WHERE scope = $1 AND key = $2`, scope, key).Scan(&one)
-		if err == nil {
-			return false, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return false, fmt.Errorf("claim key %s/%s: %w", scope, stored, err)
+		if found, err := exists(ctx, tx, `SELECT 1 FROM effect_keys WHERE scope = $1 AND key = $2`, scope, key); err != nil || found {
+			if err != nil {
+				err = fmt.Errorf("claim key %s/%s: %w", scope, stored, err)
+			}
+			return false, err
 		}
 	}
 	res, err := tx.ExecContext(ctx,
@@ -210,13 +218,11 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	raw := key
 	key, short := storedKey(tx.Dialect, sendPrefix+kind, key)
 	if short {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM events WHERE source = $1 AND delivery_id = $2`, SendSource(kind), raw).Scan(&one)
-		if err == nil {
-			return false, nil
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return false, fmt.Errorf("record send %s/%s: %w", kind, key, err)
+		if found, err := exists(ctx, tx, `SELECT 1 FROM events WHERE source = $1 AND delivery_id = $2`, SendSource(kind), raw); err != nil || found {
+			if err != nil {
+				err = fmt.Errorf("record send %s/%s: %w", kind, key, err)
+			}
+			return false, err
 		}
 	}
 	now := time.Now()

@@ -249,8 +249,9 @@ func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkF
 
 // workOnce works evs[todo] in one transaction, filling res. It returns the
 // events to try again: all but the culprit when a handler broke the
-// transaction (the culprit runs again alone first). failed marks the events whose transaction has failed once
-// already in this Work: they are charged when they fail again, alone.
+// transaction (the culprit runs again alone first). failed marks the
+// events whose transaction has failed once already in this Work: they are
+// charged when they fail again, alone.
 func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, fn hookbox.WorkFunc, res []Result, failed []bool) ([]int, error) {
 	wt, err := r.Queue.BeginWork(ctx)
 	if err != nil {

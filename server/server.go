@@ -330,14 +330,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	// An id with a control character could never be forwarded (it goes in
 	// a header); the rule is hookbox.CheckReceivable's, which a re-check
 	// of the rejected log applies too.
-	for _, f := range [...]struct {
-		name, v string
-		id      bool
-	}{{"delivery id", res.DeliveryID, true}, {"event type", res.EventType, false}} {
-		if problem := hookbox.NotReceivable(f.v, f.id); problem != "" {
-			s.reject(w, r, start, name, http.StatusBadRequest, f.name+" "+problem, body)
-			return
-		}
+	if problem, _ := hookbox.NotReceived(res.DeliveryID, res.EventType); problem != "" {
+		s.reject(w, r, start, name, http.StatusBadRequest, problem, body)
+		return
 	}
 	if res.Nonce != "" && s.cfg.UseNonce != nil && !s.useNonce(ctx, w, r, start, name, now, res, body) {
 		return
