@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,6 +50,61 @@ func TestTargetOutcomeNotRecordedGivesTheAttemptBack(t *testing.T) {
 		e := waitFinished(t, s, p, id)
 		if e.Status != hookbox.StatusDone || runs.Load() != 2 {
 			t.Errorf("%s after %d runs, error %q; want done after 2 runs (the first one's outcome lost)", e.Status, runs.Load(), e.LastError)
+		}
+	})
+}
+
+// finishFailsForTargets is a store that records no target's outcome, only
+// the releases that follow (their error starts "store failed: ").
+type finishFailsForTargets struct{ dbtest.Store }
+
+func (s finishFailsForTargets) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	for _, o := range outs {
+		if !strings.HasPrefix(o.Error, "store failed: ") {
+			return nil, errors.New("injected: the store failed to record the outcomes")
+		}
+	}
+	return s.Store.Finish(ctx, outs)
+}
+
+// TestStoreFailureAgainWaitsItsBackoff: the second store failure in a row
+// counts as an attempt (see TestTargetOutcomeNotRecordedGivesTheAttemptBack),
+// and such an attempt waits out its backoff like any other failed one. It
+// was due again in a second, so a target whose outcomes the store could
+// not record ran about once a second until its attempts were used up.
+func TestStoreFailureAgainWaitsItsBackoff(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		var runs atomic.Int32
+		p := worker.New(finishFailsForTargets{Store: s}, worker.Options{PollInterval: 10 * time.Millisecond})
+		p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
+			runs.Add(1)
+			return nil
+		}))
+		p.SetPolicy("fw", worker.Policy{MaxAttempts: 5, Timeout: 300 * time.Millisecond, BackoffMin: time.Hour, BackoffMax: 2 * time.Hour})
+		start(t, p)
+		id := ingest(t, s, storetest.Delivery("fw", "1"))[0].ID
+		p.Notify()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			e, err := s.Event(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runs.Load() >= 2 && e.Status == hookbox.StatusPending && e.LeaseOwner == "" && e.Attempts-e.AttemptBase >= 1 {
+				if wait := time.Until(e.NextAttemptAt); wait < 50*time.Minute {
+					t.Fatalf("after %d runs the event is due again in %v (error %q); want its backoff (1 h to 2 h)", runs.Load(), wait, e.LastError)
+				}
+				if n := runs.Load(); n != 2 {
+					t.Fatalf("ran %d times, want 2 (the first store failure given back, the second counted and waiting)", n)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 20 s: %d runs, event %s leased by %q, attempts %d", runs.Load(), e.Status, e.LeaseOwner, e.Attempts)
+			}
+			p.Notify()
+			time.Sleep(5 * time.Millisecond)
 		}
 	})
 }

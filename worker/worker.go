@@ -902,17 +902,20 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 // only when the one before it was not: a failure the event itself causes
 // still uses up its attempts, and ends it dead, saying why, instead of
 // leaving its last attempt to be taken for a process that died of it.
+// An attempt that counts waits out its backoff, as any failed one does.
 func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
 	outs := make([]hookbox.Outcome, len(evs))
 	now := time.Now()
 	for i, ev := range evs {
 		o := hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusPending,
 			RetryAt: now.Add(time.Second), Error: p.errorText(storeFailedPrefix + cause.Error()), StartedAt: now, FinishedAt: now}
-		switch {
+		switch pol := p.policy(ev.Source); {
 		case !givenBack(&ev):
 			o.Released = true
-		case tries(&ev) >= p.policy(ev.Source).MaxAttempts:
+		case tries(&ev) >= pol.MaxAttempts:
 			o.Status, o.Error = hookbox.StatusDead, p.errorText("the store failed again on the last attempt: "+cause.Error())
+		default:
+			o.RetryAt = now.Add(pol.Backoff(tries(&ev)))
 		}
 		outs[i] = o
 	}
