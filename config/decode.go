@@ -30,9 +30,10 @@ type decoder struct {
 	envValues []string
 	// steps counts values decoded, aliases included.
 	steps int
-	// partial, set by LoadPartial, makes an unset variable expand as if
-	// it were set to "" in every key but those partialKeys names.
-	partial bool
+	// strict, set by LoadPartial, makes an unset variable expand as if
+	// it were set to "" in every key but those it names. Nil (Load):
+	// an unset variable is an error in every key.
+	strict map[string]bool
 }
 
 const (
@@ -49,12 +50,12 @@ const (
 // decodeYAML parses raw and decodes it into c, expanding ${...} in string
 // values.
 func decodeYAML(raw []byte, c *Config, lookup func(string) (string, bool)) (*decoder, error) {
-	return decodeYAMLWith(raw, c, lookup, false)
+	return decodeYAMLWith(raw, c, lookup, nil)
 }
 
-// decodeYAMLWith is decodeYAML; partial is decoder.partial.
-func decodeYAMLWith(raw []byte, c *Config, lookup func(string) (string, bool), partial bool) (*decoder, error) {
-	d := &decoder{lookup: lookup, anchors: map[string]ast.Node{}, origins: map[string]origin{}, partial: partial}
+// decodeYAMLWith is decodeYAML; strict is decoder.strict.
+func decodeYAMLWith(raw []byte, c *Config, lookup func(string) (string, bool), strict map[string]bool) (*decoder, error) {
+	d := &decoder{lookup: lookup, anchors: map[string]ast.Node{}, origins: map[string]origin{}, strict: strict}
 	file, err := parser.ParseBytes(raw, 0)
 	if err != nil {
 		return d, syntaxError(err)
@@ -351,7 +352,7 @@ func (d *decoder) scalar(n ast.Node, path string) (string, bool) {
 		return "", false
 	}
 	lookup := d.lookup
-	if d.partial && !partialKeys[path] {
+	if d.strict != nil && !d.strict[path] {
 		lookup = func(name string) (string, bool) {
 			v, _ := d.lookup(name)
 			return v, true

@@ -9,7 +9,10 @@ import (
 // partialKeys are the keys that LoadPartial expands strictly, as Load
 // does: the ones the commands that use it read whole. An unset variable
 // in db would otherwise open the default database, not the one meant.
-var partialKeys = map[string]bool{"db": true, "listen": true, "admin_listen": true}
+// dbElsewhere leaves db out: the command opens another database.
+func partialKeys(dbElsewhere bool) map[string]bool {
+	return map[string]bool{"db": !dbElsewhere, "listen": true, "admin_listen": true}
+}
 
 // LoadPartial reads the file at path for the commands that work on the
 // database or a running server and not on deliveries (events, replay,
@@ -29,16 +32,20 @@ var partialKeys = map[string]bool{"db": true, "listen": true, "admin_listen": tr
 // unknown key, a value of the wrong type and a malformed ${...} are
 // errors. The result must not be used to serve: its secrets may be empty
 // and the rest of it is unchecked; it carries no Warnings.
-func LoadPartial(path string) (*Config, error) {
+//
+// dbElsewhere says the command opens a database named elsewhere (--db,
+// $HOOKBOX_DB): db is then neither read nor checked, and may hold a
+// variable set only in the service's environment.
+func LoadPartial(path string, dbElsewhere bool) (*Config, error) {
 	raw, _, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var c Config
-	dec, err := decodeYAMLWith(raw, &c, os.LookupEnv, true)
+	dec, err := decodeYAMLWith(raw, &c, os.LookupEnv, partialKeys(dbElsewhere))
 	if err == nil {
 		c.origins = dec.origins
-		err = c.validatePartial()
+		err = c.validatePartial(dbElsewhere)
 	}
 	if err != nil {
 		var values []string
@@ -53,11 +60,12 @@ func LoadPartial(path string) (*Config, error) {
 	return &c, nil
 }
 
-// validatePartial checks what LoadPartial's callers read: the database,
-// the addresses, and the names of sources and targets.
-func (c *Config) validatePartial() error {
+// validatePartial checks what LoadPartial's callers read: the database
+// (unless dbElsewhere), the addresses, and the names of sources and
+// targets.
+func (c *Config) validatePartial(dbElsewhere bool) error {
 	var errs []error
-	if err := CheckDB(c.DB); err != nil {
+	if err := CheckDB(c.DB); err != nil && !dbElsewhere {
 		errs = append(errs, fmt.Errorf("db: %w", err))
 	}
 	errs = append(errs, c.checkListen()...)

@@ -48,3 +48,18 @@ func TestDatabaseCommandsNeedTheirOwnKeys(t *testing.T) {
 		t.Errorf("events list with db's variable unset: %v", err)
 	}
 }
+
+// TestDatabaseCommandsWithDBElsewhere: a database named by --db or
+// $HOOKBOX_DB replaces the config's db, so a variable in db that is set
+// only in the service's environment does not stop those commands (it
+// did: the config's db was expanded strictly though not used).
+func TestDatabaseCommandsWithDBElsewhere(t *testing.T) {
+	path := writeConfig(t, "db: \"${HB_PARTIAL_DB}\"\nsources:\n  - {name: gh, scheme: github, secrets: [\"${HB_PARTIAL_GH}\"], targets: [{name: app, forward: \"http://127.0.0.1:9/\"}]}\n")
+	db := "sqlite:" + filepath.Join(t.TempDir(), "h.db")
+	mustCLI(t, "migrate", "--config", path, "--db", db)
+	if out := mustCLI(t, "targets", "list", "--config", path, "--db", db); !strings.Contains(out, "gh/app") {
+		t.Errorf("targets list --db does not show gh/app:\n%s", out)
+	}
+	t.Setenv("HOOKBOX_DB", db)
+	mustCLI(t, "events", "list", "--config", path)
+}

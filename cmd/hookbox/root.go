@@ -55,7 +55,7 @@ func (g *globalFlags) loadConfig(needSources bool) (*config.Config, error) {
 		return &config.Config{}, nil
 	}
 	if !needSources {
-		return config.LoadPartial(g.configPath)
+		return config.LoadPartial(g.configPath, g.db != "" || os.Getenv("HOOKBOX_DB") != "")
 	}
 	return config.Load(g.configPath)
 }
