@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -256,20 +255,54 @@ func unescapeByte(c byte) byte {
 }
 
 // jsonString decodes a raw value that is a JSON string; ok is false for any
-// other kind of value.
+// other kind of value. Unlike encoding/json, it loses nothing: a byte that
+// is not UTF-8 is kept as it is, and an escaped lone surrogate (\ud800)
+// becomes the three bytes that would encode it, which are not UTF-8
+// either. Two strings that differ decode to two texts, never to one with
+// U+FFFD in both places: a delivery id so decoded is then refused as not
+// UTF-8 text, where a replaced one would have been taken for another
+// delivery's, and acknowledged as its duplicate.
 func jsonString(raw []byte) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return "", false
 	}
 	inner := raw[1 : len(raw)-1]
-	if !containsBackslash(inner) && utf8.Valid(inner) {
+	if !containsBackslash(inner) {
 		return string(inner), true
 	}
-	var v string
-	if json.Unmarshal(raw, &v) != nil {
-		return "", false
+	out := make([]byte, 0, len(inner))
+	for i := 0; i < len(inner); {
+		c := inner[i]
+		switch {
+		case c != '\\':
+			out = append(out, c)
+			i++
+			continue
+		case i+1 >= len(inner):
+			return "", false
+		case inner[i+1] != 'u':
+			out = append(out, unescapeByte(inner[i+1]))
+			i += 2
+			continue
+		}
+		r := u4(inner[i:])
+		if r < 0 {
+			return "", false
+		}
+		i += 6
+		if utf16.IsSurrogate(r) {
+			if pair := utf16.DecodeRune(r, u4(inner[i:])); pair != utf8.RuneError {
+				out = utf8.AppendRune(out, pair)
+				i += 6
+				continue
+			}
+			// A lone surrogate: its three bytes, which utf8.Valid refuses.
+			out = append(out, 0xe0|byte(r>>12), 0x80|byte(r>>6)&0x3f, 0x80|byte(r)&0x3f)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
 	}
-	return v, true
+	return string(out), true
 }
 
 func containsBackslash(b []byte) bool {

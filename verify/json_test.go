@@ -92,8 +92,14 @@ func TestJSONString(t *testing.T) {
 	}{
 		{`"plain"`, "plain", true},
 		{`"tab\there \"q\" \u00e9 \ud83d\ude00"`, "tab\there \"q\" é 😀", true},
-		{`"lone \ud800"`, "lone \uFFFD", true},
-		{"\"bad \xff utf8\"", "bad \uFFFD utf8", true},
+		// Nothing is lost: what is not UTF-8 stays so (and a delivery id
+		// so decoded is refused), never replaced by U+FFFD.
+		{`"lone \ud800"`, "lone \xed\xa0\x80", true},
+		{`"lone \udc00 low"`, "lone \xed\xb0\x80 low", true},
+		{`"pair first \ud800\u0041"`, "pair first \xed\xa0\x80A", true},
+		{"\"bad \xff utf8\"", "bad \xff utf8", true},
+		{"\"bad \xfe utf8 \\n\"", "bad \xfe utf8 \n", true},
+		{`"\ufffd"`, "\uFFFD", true},
 		{`""`, "", true},
 		{`12`, "", false},
 		{`null`, "", false},

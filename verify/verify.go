@@ -58,6 +58,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Scheme names accepted in Config.Scheme.
@@ -95,7 +96,7 @@ type Request struct {
 type Result struct {
 	DeliveryID string // stable id across retries; hex SHA-256 of Body when the source has none
 	IDIsHash   bool   // DeliveryID is the body hash
-	EventType  string // "" when unknown
+	EventType  string // "" when unknown; always UTF-8 (see textType)
 	// Reply, when not nil, is a handshake the sender expects answered
 	// (Config.Handshake): write it as the whole reply and store nothing.
 	Reply *Reply
@@ -337,7 +338,24 @@ func build(cfg Config) (signer, error) {
 		}
 		v = hs
 	}
-	return v, nil
+	return textType{v}, nil
+}
+
+// textType makes every Result's EventType UTF-8 text, each byte that is
+// not replaced by U+FFFD. The event type is a label to route and show,
+// not the dedupe key: a verified delivery is not refused, and so lost,
+// over a Latin-1 byte in it, as it would be over one in its id.
+type textType struct{ signer }
+
+func (t textType) inner() signer { return t.signer }
+
+// Verify implements Verifier.
+func (t textType) Verify(r Request) (Result, error) {
+	res, err := t.signer.Verify(r)
+	if !utf8.ValidString(res.EventType) {
+		res.EventType = strings.ToValidUTF8(res.EventType, "\uFFFD")
+	}
+	return res, err
 }
 
 // asSigner returns a constructor's result as a signer. Constructors return

@@ -1,0 +1,68 @@
+package service_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+)
+
+// TestIDsNotUTF8Refused: two different verified deliveries whose body ids
+// differ only in bytes that are not UTF-8, or in lone UTF-16 surrogate
+// escapes, are two deliveries. Both used to decode to one id (U+FFFD in
+// place of the difference), so the second was answered 202 "duplicate"
+// and lost; an id that is not UTF-8 text is now refused (400), as one in
+// a header always was, and nothing is stored.
+func TestIDsNotUTF8Refused(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		h := startWith(t, dbURL, testConfig)
+		for _, body := range []string{
+			"{\"id\":\"evt_\xff\",\"type\":\"a\"}", "{\"id\":\"evt_\xfe\",\"type\":\"b\"}",
+			`{"id":"evt_\ud800","type":"a"}`, `{"id":"evt_\udc00","type":"b"}`,
+		} {
+			if r := do(t, h.signed("stripe", "", []byte(body))); r.status != http.StatusBadRequest || !strings.Contains(r.Error, "UTF-8") {
+				t.Errorf("body %q: %d %+v, want 400 naming UTF-8", body, r.status, r)
+			}
+		}
+		if n := h.count(hookbox.Filter{}); n != 0 {
+			t.Errorf("%d events stored, want none", n)
+		}
+		// An id that escapes ordinary text is the id that text is.
+		a := do(t, h.signed("stripe", "", []byte(`{"id":"evt_\u00e9","type":"a"}`)))
+		b := do(t, h.signed("stripe", "", []byte(`{"id":"evt_é","type":"a"}`)))
+		if a.status != http.StatusAccepted || b.status != http.StatusAccepted || !b.Duplicate || b.ID != a.ID {
+			t.Errorf("escaped and plain é: %+v then %+v, want one event and its duplicate", a, b)
+		}
+	})
+}
+
+// TestEventTypeNotUTF8Kept: an event type with a byte that is not UTF-8
+// (a Latin-1 é in X-GitHub-Event, which net/http accepts, or in a Stripe
+// body) is stored with U+FFFD in its place: it is a label, not the dedupe
+// key, and a verified delivery is not refused over it. The header's used
+// to be answered 400, and the sender gave up on the delivery.
+func TestEventTypeNotUTF8Kept(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		h := startWith(t, dbURL, testConfig)
+		body := []byte(`{"zen":"x"}`)
+		req := h.signed("github", "d-1", body)
+		req.Header.Set("X-GitHub-Event", "push\xe9")
+		gh := do(t, req)
+		st := do(t, h.signed("stripe", "", []byte("{\"id\":\"evt_1\",\"type\":\"push\xe9\"}")))
+		for name, r := range map[string]reply{"github": gh, "stripe": st} {
+			if r.status != http.StatusAccepted {
+				t.Errorf("%s: %d %+v, want 202", name, r.status, r)
+				continue
+			}
+			e, err := h.svc.Store.Event(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.EventType != "push\uFFFD" {
+				t.Errorf("%s: stored event type %q, want %q", name, e.EventType, "push\uFFFD")
+			}
+		}
+	})
+}
