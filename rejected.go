@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Rejection is one refused delivery (a 400, 401, 404, 408 or 413) as kept for
+// Rejection is one refused delivery (a 400, 401, 404, 408, 413 or 415) as kept for
 // the operator: who sent what, and why it was refused. Nothing of it was
 // ever stored as an event, unless a later re-check admitted it
 // (AdmittedEventID).

@@ -149,7 +149,7 @@ type Config struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 
-// Rejected bounds the log of refused deliveries (400, 401, 404, 408, 413).
+// Rejected bounds the log of refused deliveries (400, 401, 404, 408, 413, 415).
 // Zero fields take the defaults of the rejected package.
 type Rejected struct {
 	// MaxCount is the most deliveries kept (default 10000).

@@ -10,8 +10,9 @@
 //
 //	hookbox_deliveries_total{source,outcome}  deliveries received; outcome is
 //	    new, duplicate, handshake (a sender's URL check, answered, not
-//	    stored), or why one was refused: bad_signature, malformed,
-//	    too_large, too_slow (408: the body came too slowly), unknown_source,
+//	    stored), or why one was refused: bad_signature, malformed (400, and
+//	    415: a compressed body), too_large, too_slow (408: the body came too
+//	    slowly), unknown_source,
 //	    forbidden (allow_ips), unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
 //	hookbox_ingest_batch_size                 deliveries per group commit

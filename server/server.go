@@ -5,8 +5,8 @@
 //   - 202 is written only after the delivery's row is committed (the Ingest
 //     function returned a receipt); a duplicate is a 202 too.
 //   - A store that cannot commit yields 503 with Retry-After, never 2xx.
-//   - Bad input yields 400/401/403/404/405/408/413 and stores no event. A
-//     400, 401, 404, 408 or 413 is handed to Config.Rejections (the
+//   - Bad input yields 400/401/403/404/405/408/413/415 and stores no event.
+//     A 400, 401, 404, 408, 413 or 415 is handed to Config.Rejections (the
 //     operator's log of refused deliveries) after the reply is written,
 //     never before it and never waiting on it; an unknown source's body
 //     is read for it only when the log admits the rejection, and only up
@@ -129,7 +129,7 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	Logger         *slog.Logger
 	// Rejections, if set, is told of every delivery refused with 400, 401,
-	// 404, 408 or 413, after the reply is written; see RejectionLog.
+	// 404, 408, 413 or 415, after the reply is written; see RejectionLog.
 	Rejections RejectionLog
 	// UseNonce, if set, remembers the nonce of a verified delivery
 	// (verify.Result.Nonce) with its body and reports whether the
@@ -264,6 +264,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.ContentLength > src.MaxBodyBytes {
 		s.rejectUnread(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
+		return
+	}
+	if !identityEncoded(r.Header) {
+		w.Header().Set("Accept-Encoding", "identity")
+		s.rejectUnread(w, r, start, name, http.StatusUnsupportedMediaType, "a compressed body (Content-Encoding) is not supported: send it uncompressed")
 		return
 	}
 	now := time.Now()
@@ -567,6 +572,23 @@ func logText(s string) string {
 // storable reports whether s can be stored as text in every store
 // (hookbox.StorableText: the rule a re-check applies too).
 func storable(s string) bool { return hookbox.StorableText(s) }
+
+// identityEncoded reports whether h declares no content coding but
+// identity. A compressed body would be stored, and forwarded, as the
+// sender compressed it, where an id or event type in it could not be read
+// and the app, which is not told of the coding (forwarding drops the
+// header: an unsigned sender could otherwise hand the app a
+// decompression bomb within max_body_bytes), could not read it either.
+func identityEncoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // hiddenHeaders are not stored: hop-by-hop headers and credentials meant for
 // hookbox or a proxy in front of it, not for the app behind it.

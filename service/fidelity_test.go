@@ -1,6 +1,8 @@
 package service_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"net/http"
 	"strings"
@@ -63,6 +65,37 @@ func TestEventTypeNotUTF8Kept(t *testing.T) {
 			if e.EventType != "push\uFFFD" {
 				t.Errorf("%s: stored event type %q, want %q", name, e.EventType, "push\uFFFD")
 			}
+		}
+	})
+}
+
+// TestCompressedBodyRefused: a body with a Content-Encoding other than
+// identity is refused (415, naming identity in Accept-Encoding) and
+// nothing is stored. It was stored compressed and forwarded without the
+// header (forwarding drops it), so the app got gzip bytes it was not told
+// of, and a source reading its id from the body refused it as not JSON
+// after its signature had passed.
+func TestCompressedBodyRefused(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		h := startWith(t, dbURL, testConfig)
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write([]byte(`{"zen":"x"}`))
+		zw.Close()
+		for _, enc := range []string{"gzip", "br", "identity, gzip"} {
+			req := h.signed("github", "gz-"+enc, gz.Bytes())
+			req.Header.Set("Content-Encoding", enc)
+			if r := do(t, req); r.status != http.StatusUnsupportedMediaType || r.header.Get("Accept-Encoding") != "identity" {
+				t.Errorf("Content-Encoding %q: %d %+v, want 415 with Accept-Encoding: identity", enc, r.status, r)
+			}
+		}
+		if n := h.count(hookbox.Filter{}); n != 0 {
+			t.Errorf("%d events stored, want none", n)
+		}
+		req := h.signed("github", "plain", []byte(`{"zen":"x"}`))
+		req.Header.Set("Content-Encoding", "identity")
+		if r := do(t, req); r.status != http.StatusAccepted {
+			t.Errorf("Content-Encoding identity: %d %+v, want 202", r.status, r)
 		}
 	})
 }

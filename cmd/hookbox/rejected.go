@@ -21,8 +21,8 @@ func newRejectedCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rejected",
 		Short: "List, inspect and re-check refused deliveries",
-		Long: `rejected works on the log of refused deliveries: every 400, 401, 404, 408
-and 413 the receiver answered, with the source (or the unknown name asked
+		Long: `rejected works on the log of refused deliveries: every 400, 401, 404, 408,
+413 and 415 the receiver answered, with the source (or the unknown name asked
 for), the time, the client's address, the reason, the headers (signature and
 credential values masked) and the first bytes of the body. The log is bounded (see the
 config's rejected section).`,
@@ -93,7 +93,7 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&source, "source", "", "only deliveries to this source (or unknown name)")
-	fl.IntVar(&status, "status", 0, "only deliveries answered with this status (400, 401, 404, 408, 413)")
+	fl.IntVar(&status, "status", 0, "only deliveries answered with this status (400, 401, 404, 408, 413, 415)")
 	fl.StringVar(&since, "since", "", "only deliveries received at or after this: a duration back from now (24h, 7d) or a time (RFC 3339)")
 	fl.IntVar(&limit, "limit", hookbox.DefaultListLimit, "the most deliveries to list")
 	fl.Int64Var(&beforeID, "before-id", 0, "only deliveries with a lower id (the next page)")
