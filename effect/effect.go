@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -54,7 +55,7 @@ import (
 // bytes with its scope is kept as its start and its SHA-256.
 func ClaimKey(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key string) (bool, error) {
 	if strings.HasPrefix(scope, sendPrefix) {
-		return false, fmt.Errorf("claim key %s/%s: scopes starting with %q are RecordSend's", scope, key, sendPrefix)
+		return false, fmt.Errorf("claim key %s/%s: scopes starting with %q are RecordSend's", scope, keyText(key), sendPrefix)
 	}
 	return claim(ctx, tx, ev, scope, key)
 }
@@ -76,17 +77,41 @@ const pgKeyRoom = 2048
 // of the whole key: scope and shortened key always exceed the room, so
 // no key kept as it is can equal a shortened one, and the hash tells
 // long keys apart.
+//
+// PostgreSQL's text cannot hold a NUL byte or bytes that are not UTF-8
+// (a key built from a payload's "\u0000"): such a key, of any length, is
+// kept as its text part, those bytes replaced, then the tag and the hash
+// of the whole key. A key kept as it is could equal it only by holding
+// that tag and the SHA-256 of another key, written on purpose.
 func storedKey(d hookbox.Dialect, scope, key string) (string, bool) {
-	if d != hookbox.DialectPostgres || len(scope)+len(key) <= pgKeyRoom {
+	if d != hookbox.DialectPostgres {
 		return key, false
 	}
-	const tag = len("~sha256:") + 2*sha256.Size
-	n := pgKeyRoom - len(scope) - tag + 4 // a cut loses at most 3 bytes
-	for n > 0 && !utf8.RuneStart(key[n]) {
-		n--
+	text := hookbox.StorableText(key)
+	if text && len(scope)+len(key) <= pgKeyRoom {
+		return key, false
 	}
 	sum := sha256.Sum256([]byte(key))
-	return key[:n] + "~sha256:" + hex.EncodeToString(sum[:]), true
+	start := key
+	if !text {
+		start = strings.ReplaceAll(strings.ToValidUTF8(key, "?"), "\x00", "?")
+	}
+	const tag = len("~sha256:") + 2*sha256.Size
+	if n := pgKeyRoom - len(scope) - tag + 4; n < len(start) { // a cut loses at most 3 bytes
+		for n > 0 && !utf8.RuneStart(start[n]) {
+			n--
+		}
+		start = start[:n]
+	}
+	return start + "~sha256:" + hex.EncodeToString(sum[:]), true
+}
+
+// keyText is key as errors show it: quoted when it is not text.
+func keyText(key string) string {
+	if hookbox.StorableText(key) {
+		return key
+	}
+	return strconv.Quote(key)
 }
 
 // exists reports whether query, which selects at most one row, finds one.
@@ -110,7 +135,7 @@ func claim(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key st
 		eventID = ev.ID
 	}
 	stored, short := storedKey(tx.Dialect, scope, key)
-	if short {
+	if short && hookbox.StorableText(key) {
 		// A long key that compressed below the btree's limit was kept
 		// as it is before long keys were shortened.
 		if found, err := exists(ctx, tx, `SELECT 1 FROM effect_keys WHERE scope = $1 AND key = $2`, scope, key); err != nil || found {
@@ -124,11 +149,11 @@ func claim(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key st
 		`INSERT INTO effect_keys (scope, key, event_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
 		scope, stored, eventID)
 	if err != nil {
-		return false, fmt.Errorf("claim key %s/%s: %w", scope, key, err)
+		return false, fmt.Errorf("claim key %s/%s: %w", scope, keyText(key), err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("claim key %s/%s: %w", scope, key, err)
+		return false, fmt.Errorf("claim key %s/%s: %w", scope, keyText(key), err)
 	}
 	return n == 1, nil
 }
@@ -205,7 +230,7 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	// remembers it from then on.
 	first, err := claim(ctx, tx, nil, sendPrefix+kind, key)
 	if err != nil {
-		return false, fmt.Errorf("record send %s/%s: %w", kind, key, err)
+		return false, fmt.Errorf("record send %s/%s: %w", kind, keyText(key), err)
 	}
 	if !first {
 		return false, nil
@@ -217,10 +242,10 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	// it is recorded.
 	raw := key
 	key, short := storedKey(tx.Dialect, sendPrefix+kind, key)
-	if short {
+	if short && hookbox.StorableText(raw) {
 		if found, err := exists(ctx, tx, `SELECT 1 FROM events WHERE source = $1 AND delivery_id = $2`, SendSource(kind), raw); err != nil || found {
 			if err != nil {
-				err = fmt.Errorf("record send %s/%s: %w", kind, key, err)
+				err = fmt.Errorf("record send %s/%s: %w", kind, keyText(key), err)
 			}
 			return false, err
 		}
@@ -246,11 +271,11 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	}
 	res, err := tx.ExecContext(ctx, q, args...)
 	if err != nil {
-		return false, fmt.Errorf("record send %s/%s: %w", kind, key, err)
+		return false, fmt.Errorf("record send %s/%s: %w", kind, keyText(key), err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("record send %s/%s: %w", kind, key, err)
+		return false, fmt.Errorf("record send %s/%s: %w", kind, keyText(key), err)
 	}
 	return n == 1, nil
 }

@@ -108,3 +108,29 @@ func TestLongKeyOfASendRecordedBeforeKeys(t *testing.T) {
 		t.Errorf("the send recorded before keys for this %d-byte key was recorded again: %d sends queued", len(key), len(evs))
 	}
 }
+
+// TestKeysNotText: keys with a NUL byte or bytes that are not UTF-8 (a key
+// built from a payload's "\u0000") are claimed and recorded once, on both
+// stores, and keys that differ only in those bytes are told apart. On
+// PostgreSQL, whose text holds neither, every such claim failed, and the
+// event went dead after its attempts.
+func TestKeysNotText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		long := randomText(t, 6000)
+		for _, key := range []string{"ord\x00_1", "ord_\xff", "ord_\xfe", "\xff" + long, "\xfe" + long} {
+			if !claimKey(t, s, "order", key) {
+				t.Errorf("first claim of %.20q refused", key)
+			}
+			if claimKey(t, s, "order", key) {
+				t.Errorf("second claim of %.20q accepted", key)
+			}
+			if !recordSend(t, s, "email", key) {
+				t.Errorf("first send for %.20q refused", key)
+			}
+			if recordSend(t, s, "email", key) {
+				t.Errorf("second send for %.20q recorded", key)
+			}
+		}
+	})
+}
