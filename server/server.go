@@ -54,6 +54,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -168,6 +169,28 @@ type Server struct {
 	budget  *byteBudget
 	// rejectLog spaces out the info lines about refused deliveries.
 	rejectLog lograte.Limiter
+	// failLog spaces out the lines about a failing store (one per
+	// delivery answered 503, one per /readyz): their number is the
+	// senders' and the probes' to choose.
+	failLog lograte.Limiter
+	ready   readiness
+}
+
+// failLogEvery is how often failLog writes a line per kind of failure.
+const failLogEvery = 10 * time.Second
+
+// readyCache is how long /readyz answers from a failed check of the
+// store: probes and outsiders, who need no token, then cannot set how
+// often a failing store is pinged, or reconnected to while it is down.
+// A store that answers is checked on every request.
+const readyCache = time.Second
+
+// readiness is the last check of Config.Ready.
+type readiness struct {
+	mu       sync.Mutex
+	at       time.Time // when err was found
+	err      error
+	checking bool
 }
 
 // New builds a Server.
@@ -196,7 +219,7 @@ func New(cfg Config) *Server {
 	if cfg.BodyTimeout <= 0 {
 		cfg.BodyTimeout = DefaultBodyTimeout
 	}
-	s := &Server{cfg: cfg, sources: map[string]*Source{}, mux: http.NewServeMux(), log: cfg.Logger}
+	s := &Server{cfg: cfg, sources: map[string]*Source{}, mux: http.NewServeMux(), log: cfg.Logger, failLog: lograte.Limiter{Every: failLogEvery}}
 	var largest int64
 	for i := range cfg.Sources {
 		src := cfg.Sources[i]
@@ -316,7 +339,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Reply != nil {
 		writeHandshake(w, res.Reply)
-		s.log.Info("handshake answered", "source", name, "status", res.Reply.Status)
+		// At debug: a signed handshake can be replayed within its
+		// tolerance; the minute's summary line counts them.
+		s.log.Debug("handshake answered", "source", name, "status", res.Reply.Status)
 		s.observe(name, "handshake", time.Time{})
 		return
 	}
@@ -375,7 +400,9 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 			s.reject(w, r, start, name, http.StatusBadRequest, "the delivery cannot be stored as sent", body)
 			return
 		}
-		s.log.Error("store delivery", "source", name, "delivery_id", logText(d.DeliveryID), "err", err)
+		s.failLog.Log(r.Context(), s.log, slog.LevelError, "store", "store delivery", func() []slog.Attr {
+			return []slog.Attr{slog.String("source", name), slog.String("delivery_id", logText(d.DeliveryID)), slog.Any("err", err)}
+		})
 		s.unavailable(w, name, "cannot store the delivery right now; retry later")
 		return
 	}
@@ -408,7 +435,9 @@ func (s *Server) useNonce(ctx context.Context, w http.ResponseWriter, r *http.Re
 	ok, err := s.cfg.UseNonce(ctx, hookbox.Nonce{Source: source, Value: res.Nonce, BodySHA256: sum[:], Signed: res.NonceSigned, Now: now})
 	switch {
 	case err != nil:
-		s.log.Error("remember the signed token", "source", source, "delivery_id", logText(res.DeliveryID), "err", err)
+		s.failLog.Log(r.Context(), s.log, slog.LevelError, "nonce", "remember the signed token", func() []slog.Attr {
+			return []slog.Attr{slog.String("source", source), slog.String("delivery_id", logText(res.DeliveryID)), slog.Any("err", err)}
+		})
 		s.unavailable(w, source, "cannot check the delivery right now; retry later")
 		return false
 	case !ok:
@@ -532,10 +561,10 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := s.cfg.Ready(ctx); err != nil {
-			s.log.Warn("not ready", "err", err)
+		if err := s.checkReady(r.Context()); err != nil {
+			s.failLog.Log(r.Context(), s.log, slog.LevelWarn, "readyz", "not ready", func() []slog.Attr {
+				return []slog.Attr{slog.Any("err", err)}
+			})
 			msg := "store unreachable"
 			if errors.Is(err, ErrCommitsFailing) {
 				msg = "the store cannot commit deliveries (see the log)"
@@ -545,6 +574,31 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// checkReady is Config.Ready. A failure is answered again for
+// readyCache, and while another request checks whether it has passed: a
+// flood of /readyz against a failing store costs one check a second.
+func (s *Server) checkReady(ctx context.Context) error {
+	rd := &s.ready
+	rd.mu.Lock()
+	if rd.err != nil && (rd.checking || time.Since(rd.at) < readyCache) {
+		err := rd.err
+		rd.mu.Unlock()
+		return err
+	}
+	rd.checking = true
+	rd.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	err := s.cfg.Ready(cctx)
+	rd.mu.Lock()
+	rd.checking = false
+	if ctx.Err() == nil { // not the result of a client gone
+		rd.at, rd.err = time.Now(), err
+	}
+	rd.mu.Unlock()
+	return err
 }
 
 // ErrCommitsFailing is what Config.Ready wraps when the store answers but

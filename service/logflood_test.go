@@ -1,0 +1,128 @@
+package service_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/internal/syncbuf"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// holdWriteLock takes SQLite's write lock on the database at dbURL from
+// another connection, as another process would, until the test ends.
+func holdWriteLock(t *testing.T, dbURL string) {
+	t.Helper()
+	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(100)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.ExecContext(context.Background(), "ROLLBACK")
+		conn.Close()
+		other.Close()
+	})
+}
+
+// infoLogged starts hookbox with config doc on a new SQLite file, logging
+// at info into the returned buffer.
+func infoLogged(t *testing.T, doc string) (*e2e.Server, *syncbuf.Buffer, string) {
+	dbURL := dbtest.SQLiteURL(t)
+	logs := &syncbuf.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return e2e.StartLogged(t, doc, dbURL, log, nil), logs, dbURL
+}
+
+// TestStoreOutageLogsSpacedOut: while the store cannot commit, the
+// deliveries answered 503 and the /readyz probes answered 503 write a
+// line each ten seconds, not one each: their number is the senders' and
+// the probes' (no token needed) to choose. They wrote one line each, so
+// 500 probes wrote 500 lines, 10 deliveries 10, and every probe pinged
+// the store (reconnected to it, when down); a probe now answers from the
+// last check for a second.
+func TestStoreOutageLogsSpacedOut(t *testing.T) {
+	t.Parallel()
+	srv, logs, dbURL := infoLogged(t, `
+sources:
+  - name: open
+    scheme: none
+    id_header: X-Id
+    store_only: true
+`)
+	holdWriteLock(t, dbURL)
+	const n = 10
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if r := srv.Post("open", http.Header{"X-Id": {fmt.Sprint("id-", i)}}, []byte(`{}`)); r.Status != http.StatusServiceUnavailable {
+				t.Errorf("delivery %d with the write lock held elsewhere: %+v, want 503", i, r)
+			}
+		}()
+	}
+	wg.Wait()
+	if lines := strings.Count(logs.String(), `msg="store delivery"`); lines < 1 || lines > 2 {
+		t.Errorf("%d deliveries answered 503 wrote %d lines, want 1 (2 if ten seconds passed)", n, lines)
+	}
+	notReady := 0
+	for range 500 {
+		resp, err := http.Get(srv.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			notReady++
+		}
+	}
+	if notReady != 500 {
+		t.Errorf("%d of 500 /readyz answered 503 with the store failing, want all", notReady)
+	}
+	if lines := strings.Count(logs.String(), `msg="not ready"`); lines < 1 || lines > 2 {
+		t.Errorf("500 /readyz wrote %d lines, want 1 (2 if ten seconds passed)", lines)
+	}
+}
+
+// TestHandshakeReplayNotLogged: a signed handshake (Slack's
+// url_verification), which whoever saw it can send again within its
+// tolerance, is logged at debug: it wrote an info line each time. The
+// minute's summary counts handshakes.
+func TestHandshakeReplayNotLogged(t *testing.T) {
+	t.Parallel()
+	srv, logs, _ := infoLogged(t, `
+sources:
+  - name: slack
+    provider: slack
+    secrets: ["logflood-slack-signing-secret-0123456789"]
+    store_only: true
+`)
+	body := []byte(`{"type":"url_verification","challenge":"abc123","token":"x"}`)
+	h, err := verify.Sign(srv.Source("slack").Verify(), body, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if r := srv.Post("slack", h, body); r.Status != http.StatusOK {
+			t.Fatalf("handshake %d: %+v", i, r)
+		}
+	}
+	if lines := strings.Count(logs.String(), `msg="handshake answered"`); lines != 0 {
+		t.Errorf("50 handshakes wrote %d info lines, want none", lines)
+	}
+}
