@@ -28,17 +28,60 @@ func (s *finishFailsOnce) Finish(ctx context.Context, outs []hookbox.Outcome) ([
 	return s.Store.Finish(ctx, outs)
 }
 
-// TestTargetOutcomeNotRecordedGivesTheAttemptBack: when the store fails
-// to record a target's outcome, the attempt is given back, as when an
-// Apply cannot commit: with max_attempts 1, the event runs once more and
-// is done. The event used to stay leased, unrecorded, until its lease
-// ended; it was then claimed again and, its one attempt used up, marked
-// dead as if its worker had died, though the target had delivered it.
-func TestTargetOutcomeNotRecordedGivesTheAttemptBack(t *testing.T) {
+// TestTargetOutcomeRecordedAfterABlip: when the store fails once to
+// record a target's outcome, the outcome is tried again at once and
+// recorded: the event is done after one run. It was given back and run
+// again (see TestTargetOutcomeNotRecordedGivesTheAttemptBack).
+func TestTargetOutcomeRecordedAfterABlip(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		var runs atomic.Int32
 		p := worker.New(&finishFailsOnce{Store: s}, worker.Options{PollInterval: 20 * time.Millisecond})
+		p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
+			runs.Add(1)
+			return nil // delivered
+		}))
+		p.SetPolicy("fw", worker.Policy{MaxAttempts: 1, Timeout: 300 * time.Millisecond})
+		start(t, p)
+		id := ingest(t, s, storetest.Delivery("fw", "1"))[0].ID
+		p.Notify()
+		e := waitFinished(t, s, p, id)
+		if e.Status != hookbox.StatusDone || runs.Load() != 1 {
+			t.Errorf("%s after %d runs, error %q; want done after 1 run", e.Status, runs.Load(), e.LastError)
+		}
+	})
+}
+
+// firstRunNotRecorded is a store that, during the first run of a target,
+// records none of its outcomes and fails the first release that follows,
+// as an outage that breaks every connection for a moment would.
+type firstRunNotRecorded struct {
+	dbtest.Store
+	runs          *atomic.Int32
+	releaseFailed atomic.Bool
+}
+
+func (s *firstRunNotRecorded) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	if s.runs.Load() == 1 {
+		if !outs[0].Released || s.releaseFailed.CompareAndSwap(false, true) {
+			return nil, errors.New("injected: the store failed to record the outcomes")
+		}
+	}
+	return s.Store.Finish(ctx, outs)
+}
+
+// TestTargetOutcomeNotRecordedGivesTheAttemptBack: when the store fails
+// to record a target's outcome, and to record the release that follows
+// on its first try, the attempt is given back all the same: with
+// max_attempts 1, the event runs once more and is done. Left leased, the
+// event was claimed again once its lease ended and, its one attempt used
+// up, marked dead as if its worker had died, though the target had
+// delivered it.
+func TestTargetOutcomeNotRecordedGivesTheAttemptBack(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		var runs atomic.Int32
+		p := worker.New(&firstRunNotRecorded{Store: s, runs: &runs}, worker.Options{PollInterval: 20 * time.Millisecond})
 		p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
 			runs.Add(1)
 			return nil // delivered

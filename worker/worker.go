@@ -919,11 +919,33 @@ func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
 		}
 		outs[i] = o
 	}
-	ctx, cancel := p.storeCtx(ctx)
-	defer cancel()
-	if _, err := p.q.Finish(ctx, outs); err != nil {
+	if _, err := p.finishAgain(ctx, outs); err != nil {
 		p.logErr("release events after a store failure", err)
 	}
+}
+
+// finishRetries are the waits between tries of finishAgain.
+var finishRetries = []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+
+// finishAgain records outcomes just after the store failed: the outage
+// that broke one connection (a database restart, connections terminated)
+// most often breaks the next statement too, and is over a moment later.
+// It tries a few times over about 750 ms, while the events' leases are
+// still extended. A release recorded by none of them left the events
+// leased until their leases ended; claimed again, their attempt was then
+// charged as one whose worker died, and a last one ended dead, though
+// this process was alive and its target may have delivered.
+func (p *Pool) finishAgain(ctx context.Context, outs []hookbox.Outcome) (errs []error, err error) {
+	for _, wait := range finishRetries {
+		time.Sleep(wait)
+		sctx, cancel := p.storeCtx(ctx)
+		errs, err = p.q.Finish(sctx, outs)
+		cancel()
+		if err == nil {
+			return errs, nil
+		}
+	}
+	return errs, err
 }
 
 // reportRun reports the events that ran and returns those left unrun,
@@ -1313,6 +1335,17 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 	o := p.released(ctx, ev, err, p.outcome(ev, r.policy, start, err))
 	worked(&o, refused)
 	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
+	if err != nil {
+		// The store failed under the outcome's batch: try it alone.
+		ferrs, ierr := p.finishAgain(context.WithoutCancel(ctx), []hookbox.Outcome{o})
+		if ierr == nil {
+			if len(ferrs) > 0 {
+				ferr = ferrs[0]
+			}
+			p.report(ev, o, ferr)
+			return o, refused
+		}
+	}
 	if err != nil {
 		// Nothing of the outcome was recorded: give the attempt back, as
 		// when an Apply cannot commit. Left leased, the event was claimed
