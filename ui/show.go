@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/printable"
 )
 
 // maxShownBody is how much of a payload a page shows.
@@ -29,7 +30,7 @@ func headerLines(h http.Header) []headerLine {
 	var out []headerLine
 	for k, vs := range h {
 		for _, v := range vs {
-			out = append(out, headerLine{Name: http.CanonicalHeaderKey(k), Value: v})
+			out = append(out, headerLine{Name: printable.Escape(http.CanonicalHeaderKey(k)), Value: printable.Escape(v)})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b headerLine) int {
@@ -121,8 +122,13 @@ func newChart(stored, rejected [hookbox.OverviewMinutes]int) chart {
 	return c
 }
 
-// funcs are the templates' helpers.
+// funcs are the templates' helpers. shown escapes what does not print
+// (printable.Escape) in text from senders, targets and the database: a
+// delivery id written with a bidi override could otherwise pass for
+// another, reordered; html/template escapes only markup.
 var funcs = template.FuncMap{
+	"shown":      printable.Escape,
+	"shownLines": printable.Lines,
 	"ts": func(t time.Time) string {
 		if t.IsZero() {
 			return "–"

@@ -252,3 +252,42 @@ func TestConsolePages(t *testing.T) {
 		}
 	})
 }
+
+// TestConsoleEscapesUnprintable: a delivery id, event type and header
+// value holding a bidi override or a zero-width character, and an
+// unknown source name with one, are shown escaped (\u202e), as the CLI
+// shows them: raw, "evt_\u202egnp.exe" rendered as "evt_exe.png" and
+// could pass for another id.
+func TestConsoleEscapesUnprintable(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		const sly = "evt_\u202egnp.exe\u200b"
+		d := storetest.Delivery("polar", sly)
+		d.EventType = sly
+		d.Header = http.Header{"X-Note": {sly}}
+		id := storetest.Seed(t, st, hookbox.StatusDead, time.Now(), sly, d)[0]
+		rj := storetest.Rejection(sly, 404, time.Now())
+		rj.UnknownSource, rj.Reason = true, "no source "+sly
+		if _, err := st.AddRejections(context.Background(), []hookbox.Rejection{rj}, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		srv := server.New(server.Config{})
+		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
+		for _, path := range []string{"/ui/events", "/ui/dead", "/ui/events/" + strconv.FormatInt(id, 10), "/ui/rejected", "/ui/rejected/1"} {
+			rec := httptest.NewRecorder()
+			req := mustRequest(t, "GET", path)
+			req.Header.Set("Authorization", "Bearer "+token)
+			srv.ServeHTTP(rec, req)
+			page := rec.Body.String()
+			if rec.Code != 200 {
+				t.Errorf("%s: %d", path, rec.Code)
+			}
+			if strings.ContainsAny(page, "\u202e\u200b") {
+				t.Errorf("%s shows a bidi override or zero-width character unescaped", path)
+			}
+			if !strings.Contains(page, `evt_\u202egnp.exe\u200b`) {
+				t.Errorf("%s does not show the escaped text", path)
+			}
+		}
+	})
+}
