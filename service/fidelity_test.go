@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 )
@@ -96,6 +99,51 @@ func TestCompressedBodyRefused(t *testing.T) {
 		req.Header.Set("Content-Encoding", "identity")
 		if r := do(t, req); r.status != http.StatusAccepted {
 			t.Errorf("Content-Encoding identity: %d %+v, want 202", r.status, r)
+		}
+	})
+}
+
+// TestHeaderBytesKept: a header value with a byte that is not UTF-8 (an
+// obs-text byte net/http accepts: a Latin-1 é, alone after ASCII or
+// inside otherwise UTF-8 text) is stored and forwarded byte for byte, as
+// every other header is. It used to be stored, and so forwarded, with
+// U+FFFD in place of the byte, on both stores.
+func TestHeaderBytesKept(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		app := newReceiver(t)
+		h := startWith(t, dbURL, fmt.Sprintf(`
+sources:
+  - name: open
+    scheme: none
+    forward: %s
+`, app.srv.URL))
+		sent := map[int64][]string{}
+		for i, note := range [][]string{{"caf\xe9"}, {"żółw \xe9 €", "plain"}} {
+			// A body of its own: without an id the body is the key.
+			req, err := http.NewRequest("POST", h.url+"/webhooks/open", strings.NewReader(fmt.Sprintf(`{"x":%d}`, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header["X-Note"] = note
+			req.Header.Set("Content-Type", `application/json; charset="iso-8859-1"`)
+			r := do(t, req)
+			if r.status != http.StatusAccepted || r.Duplicate {
+				t.Fatalf("X-Note %q: reply %+v", note, r)
+			}
+			sent[r.ID] = note
+			e, err := h.svc.Store.Event(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := e.Header.Values("X-Note"); !slices.Equal(got, note) {
+				t.Errorf("stored X-Note = %q, want %q", got, note)
+			}
+		}
+		waitFor(t, 30*time.Second, "both forwards", func() bool { return len(app.requests()) >= len(sent) })
+		for _, f := range app.requests() {
+			if got, want := f.header.Values("X-Note"), sent[f.delivery]; !slices.Equal(got, want) {
+				t.Errorf("event %d: forwarded X-Note = %q, want %q", f.delivery, got, want)
+			}
 		}
 	})
 }
