@@ -25,7 +25,8 @@ const maxHexDump = 4 << 10
 // headerLine is one header value as shown.
 type headerLine struct{ Name, Value string }
 
-// headerLines lists h sorted by name.
+// headerLines lists h sorted by name, each name and value as showText
+// shows it.
 func headerLines(h http.Header) []headerLine {
 	var out []headerLine
 	for k, vs := range h {

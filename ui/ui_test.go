@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
@@ -199,6 +200,35 @@ func TestConsoleEscapesSenderText(t *testing.T) {
 			if strings.Contains(page, "c2lnbmF0dXJl") {
 				t.Errorf("%s shows the signature", path)
 			}
+		}
+	})
+}
+
+// TestConsoleShowsHeaderBytes: a stored header value with a byte that is
+// not UTF-8 (a Latin-1 é, which net/http accepts) is shown with that byte
+// written \xe9, as the CLI writes it, not as U+FFFD: the store keeps the
+// byte, and the page says which it was.
+func TestConsoleShowsHeaderBytes(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		d := storetest.Delivery("polar", "latin-1")
+		d.Header = http.Header{"X-Note": {"caf\xe9 \xff-\xfe"}, "X-Utf8": {"café"}}
+		id := storetest.Seed(t, st, hookbox.StatusDone, time.Now(), "", d)[0]
+		srv := server.New(server.Config{})
+		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
+		rec := httptest.NewRecorder()
+		req := mustRequest(t, "GET", "/ui/events/"+strconv.FormatInt(id, 10))
+		req.Header.Set("Authorization", "Bearer "+token)
+		srv.ServeHTTP(rec, req)
+		page := rec.Body.String()
+		if rec.Code != 200 {
+			t.Fatalf("event page: %d", rec.Code)
+		}
+		if !strings.Contains(page, `caf\xe9 \xff-\xfe`) || !strings.Contains(page, "café") {
+			t.Errorf("event page does not show X-Note as caf\\xe9 \\xff-\\xfe and X-Utf8 as café:\n%s", page)
+		}
+		if !utf8.ValidString(page) || strings.Contains(page, "\uFFFD") || strings.Contains(strings.ToLower(page), "&#xfffd;") {
+			t.Errorf("event page shows a byte as U+FFFD or raw:\n%s", page)
 		}
 	})
 }

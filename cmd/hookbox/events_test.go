@@ -324,13 +324,15 @@ func postgresTables(dbURL string) (int, error) {
 // errors come from senders and targets; printed raw, their escape
 // sequences would drive the operator's terminal (clear it, retitle it,
 // hide text, reorder it with bidi overrides). Human output escapes control
-// characters, other non-printing runes and invalid UTF-8.
+// characters, other non-printing runes and invalid UTF-8: a header value's
+// Latin-1 é, stored as sent, is shown \xe9 (it was stored, and shown, as
+// U+FFFD).
 func TestHumanOutputEscapesControls(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
 		hostile := "\x1b[2J\x1b]0;pwned\x07evil\u202etxt.exe\r\u009b"
 		d := hookbox.Delivery{Source: "polar", DeliveryID: "evt_\x1b[8mhidden", EventType: "order." + hostile,
-			Header:  http.Header{"X-Note": {"\x1b[31mred"}, "X-\x1b[1mKey": {"v"}},
+			Header:  http.Header{"X-Note": {"\x1b[31mred"}, "X-\x1b[1mKey": {"v"}, "X-Latin": {"caf\xe9"}},
 			Payload: []byte("{}"), ReceivedAt: time.Now()}
 		// Stores refuse invalid UTF-8 in ids and types; an error text
 		// (what a target answered) can still hold it.
@@ -355,7 +357,7 @@ func TestHumanOutputEscapesControls(t *testing.T) {
 		if !strings.Contains(outputs["events list"], `order.\x1b[2J\x1b]0;pwned\x07evil\u202etxt.exe\r\u009b`) {
 			t.Errorf("events list does not show the escaped type:\n%s", outputs["events list"])
 		}
-		for _, want := range []string{`evt_\x1b[8mhidden`, `\x1b[31mred`, `X-\x1b[1mkey`, `target said \x1b[0mno\r\nretry`} {
+		for _, want := range []string{`evt_\x1b[8mhidden`, `\x1b[31mred`, `X-\x1b[1mkey`, `X-Latin: caf\xe9`, `target said \x1b[0mno\r\nretry`} {
 			if !strings.Contains(strings.ToLower(outputs["events show"]), strings.ToLower(want)) {
 				t.Errorf("events show lacks %q:\n%s", want, outputs["events show"])
 			}
