@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"log/slog"
 	"net"
 	neturl "net/url"
 	"strings"
@@ -132,6 +133,9 @@ type Options struct {
 	// bodies in flight); the server's idle limit for ingest transactions
 	// grows with it (see ingestIdle). Default DefaultIngestBytes.
 	IngestBytes int64
+	// Logger receives the store's own lines (that the database is
+	// read-only, say). Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultIngestBytes is Options.IngestBytes's default: 64 MiB.
@@ -175,6 +179,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	// A connection refused a write because its session is read-only is
+	// closed, so the store writes again as soon as the database does.
+	(&readOnlyGuard{log: opts.Logger}).install(&cfg.ConnConfig.Config)
 	// A connection the network drops without a word (a firewall that
 	// forgot it) is closed by the kernel after tcpUserTimeout, instead of
 	// after TCP's retries (about 15 minutes), whatever was waiting on it:

@@ -132,7 +132,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		dbURL = config.DefaultDB
 	}
 	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous},
-		Postgres: postgres.Options{IngestBytes: cfg.InflightBodyBytes()}})
+		Postgres: postgres.Options{IngestBytes: cfg.InflightBodyBytes(),
+			Logger: slog.New(redact.NewHandler(log.Handler(), Redactor(cfg)))}})
 	if err != nil {
 		return nil, err
 	}
