@@ -37,3 +37,9 @@ func (s *Store) ConnSocketTimes(ctx context.Context) (user, interval time.Durati
 // IngestIdle is ingestIdle: the server's idle limit for an ingest
 // transaction that may send maxBytes.
 var IngestIdle = ingestIdle
+
+// ConnLifetime is the pool's MaxConnLifetime and MaxConnLifetimeJitter.
+func (s *Store) ConnLifetime() (lifetime, jitter time.Duration) {
+	c := s.pool.Config()
+	return c.MaxConnLifetime, c.MaxConnLifetimeJitter
+}

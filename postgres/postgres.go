@@ -115,6 +115,37 @@ const tcpUserTimeout = 60 * time.Second
 // drops packets) turns into a prompt 503 instead of a request that hangs.
 const defaultConnectTimeout = 2 * time.Second
 
+// A pooled connection is closed after connLifetime plus up to
+// connLifetimeJitter (pgxpool's default: an hour, all at once), unless the
+// URL sets pool_max_conn_lifetime (or _jitter). A session keeps what it
+// started with: the server it reached (after a failover through DNS or a
+// proxy, an old primary that still answers), the settings of ALTER
+// DATABASE or ALTER ROLE … SET, a read-only default. The store closes a
+// connection that is refused a write (readOnlyGuard), but not every such
+// change shows as an error; this bounds how long any of them lasts, for
+// the price of a reconnection per connection every few minutes. The
+// jitter spreads out the reconnections of connections opened together.
+const (
+	connLifetime       = 5 * time.Minute
+	connLifetimeJitter = time.Minute
+)
+
+// urlSets reports whether the connection URL (or key=value string) sets
+// the parameter key: pgxpool takes its pool_ parameters out of the parsed
+// config, so only the URL tells an explicit value from a default.
+func urlSets(url, key string) bool {
+	for rest := url; ; {
+		i := strings.Index(rest, key)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(key):]
+		if after := strings.TrimLeft(rest, " "); strings.HasPrefix(after, "=") {
+			return true
+		}
+	}
+}
+
 // Options tune the connection pool.
 type Options struct {
 	// MaxConns is the largest number of connections the pool opens. Zero
@@ -178,6 +209,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if cfg.ConnConfig.ConnectTimeout <= 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	if !urlSets(url, "pool_max_conn_lifetime") {
+		cfg.MaxConnLifetime = connLifetime
+	}
+	if !urlSets(url, "pool_max_conn_lifetime_jitter") {
+		cfg.MaxConnLifetimeJitter = connLifetimeJitter
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

@@ -177,3 +177,34 @@ func TestWritableAgainAfterReadOnly(t *testing.T) {
 	await("a claim", claim)
 	await("a work transaction", work)
 }
+
+// TestConnLifetimeBounded: pooled connections are renewed within minutes,
+// not pgxpool's hour, so no session outlives a change of the server
+// behind the URL (or of its settings) by long; the URL's own
+// pool_max_conn_lifetime and pool_max_conn_lifetime_jitter win.
+func TestConnLifetimeBounded(t *testing.T) {
+	t.Parallel()
+	base := pgtest.URL(t)
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	for _, c := range []struct {
+		params           string
+		lifetime, jitter time.Duration
+	}{
+		{"", 5 * time.Minute, time.Minute},
+		{"pool_max_conn_lifetime=1h30m", 90 * time.Minute, time.Minute},
+		{"pool_max_conn_lifetime_jitter=10s", 5 * time.Minute, 10 * time.Second},
+		{"pool_max_conn_lifetime=2m&pool_max_conn_lifetime_jitter=0s", 2 * time.Minute, 0},
+	} {
+		u := base
+		if c.params != "" {
+			u += sep + c.params
+		}
+		s := open(t, u)
+		if l, j := s.ConnLifetime(); l != c.lifetime || j != c.jitter {
+			t.Errorf("URL parameters %q: connection lifetime %v, jitter %v; want %v, %v", c.params, l, j, c.lifetime, c.jitter)
+		}
+	}
+}
