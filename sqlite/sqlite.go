@@ -193,6 +193,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			writer.Close()
 			return nil, err
 		}
+		if err := s.writable(ctx); err != nil {
+			writer.Close()
+			return nil, err
+		}
 	}
 
 	if err := s.prepare(ctx); err != nil {
@@ -390,6 +394,38 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: migrate %s: %w", s.path, err)
 	}
 	return newerSchema(ctx, s.writer, p, s.path)
+}
+
+// writable refuses a database file the writer connection opened read-only.
+// SQLite opens a file it may read but not write (another user's, or one
+// with the immutable attribute) read-only without a word, and migrating a
+// database whose schema is current writes nothing: serve would start and
+// answer 503 to every delivery. sqlite3_db_readonly tells, without a
+// write or a lock. (With Existing, commands that only read may open such
+// a file.)
+func (s *Store) writable(ctx context.Context) error {
+	conn, err := s.writer.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	defer conn.Close()
+	readOnly := false
+	err = conn.Raw(func(dc any) error {
+		ro, ok := dc.(interface{ IsReadOnly(string) (bool, error) })
+		if !ok {
+			return errors.New("the SQLite driver cannot tell whether the file is read-only")
+		}
+		readOnly, err = ro.IsReadOnly("main")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+	}
+	if readOnly {
+		return fmt.Errorf("sqlite: the database file %s is not writable by this user (uid %d), so SQLite opened it read-only; "+
+			"fix its owner, mode or attributes (ls -l, lsattr), or run hookbox as the user that owns it", s.path, os.Getuid())
+	}
+	return nil
 }
 
 // checkSchema makes sure the file at path exists and holds hookbox's
