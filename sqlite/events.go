@@ -208,17 +208,16 @@ func payloadArg(p []byte) []byte {
 	return p
 }
 
-// Commit commits and, under the FULL promise, waits until the commit is on
-// disk; the writer connection is free for the next transaction while the
-// disk flushes.
+// Commit commits and, before the receipts count, checks that the commit
+// went into the file the database path names and, under the FULL promise,
+// waits until it is on disk (see Store.settle); the writer connection is
+// free for the next transaction while the disk flushes.
 func (t *ingestTx) Commit(ctx context.Context) error {
 	if err := t.tx.Commit(); err != nil {
 		return fmt.Errorf("sqlite: ingest: %w: commit: %v", hookbox.ErrUnavailable, err)
 	}
-	if d := t.s.durable; d != nil {
-		if err := d.waitDurable(d.commit()); err != nil {
-			return fmt.Errorf("sqlite: ingest: %w: %v", hookbox.ErrUnavailable, err)
-		}
+	if err := t.s.settle(); err != nil {
+		return fmt.Errorf("sqlite: ingest: %w", err)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // openTemp opens a store on a new file, closed when the test ends.
-func openTemp(t *testing.T) *Store {
+func openTemp(t testing.TB) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "hookbox.db"), Options{})
 	if err != nil {

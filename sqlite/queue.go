@@ -16,8 +16,10 @@ var _ hookbox.Queue = (*Store)(nil)
 
 // Claim leases due events; see hookbox.Queue. Under the FULL promise it
 // returns them only once the claim's commit is on disk, and with it every
-// commit before it (see walSyncer); if that cannot be known, it returns
-// none and an error wrapping hookbox.ErrUnavailable.
+// commit before it (see walSyncer), and in any mode only while the
+// database path names the file the claim went into (see fileGuard); if
+// that cannot be known, it returns none and an error wrapping
+// hookbox.ErrUnavailable.
 func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
@@ -60,13 +62,14 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
 	}
-	if d := s.durable; d != nil && len(out) > 0 {
+	if len(out) > 0 {
 		// No event is handed to a worker before its claim is on disk (see
-		// walSyncer). When the sync fails, the events stay leased to
-		// nobody until their leases end: working them would be the very
-		// thing this wait is for.
-		if err := d.waitDurable(d.commit()); err != nil {
-			return nil, fmt.Errorf("sqlite: claim: %w: %v", hookbox.ErrUnavailable, err)
+		// walSyncer), in the file the database path names (fileGuard).
+		// When that fails, the events stay leased to nobody until their
+		// leases end: working them would be the very thing this wait is
+		// for.
+		if err := s.settle(); err != nil {
+			return nil, fmt.Errorf("sqlite: claim: %w", err)
 		}
 	}
 	if p.ByKey && p.KeyCursor != nil && len(out) < p.Limit {

@@ -51,10 +51,10 @@ func (s *Store) EndSession(ctx context.Context, id string) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id_sha256 = ?`, hookbox.SessionKey(id))
 		return err
 	})
-	if err == nil && s.durable != nil {
+	if err == nil {
 		// A logout is on disk when it returns, as the FULL promise says:
 		// a power loss must not bring the session back.
-		err = s.durable.waitDurable(s.durable.commit())
+		err = s.settle()
 	}
 	if err != nil {
 		return fmt.Errorf("sqlite: end session: %w", err)

@@ -82,6 +82,7 @@ type Store struct {
 	attempts chunked    // multi-row INSERT of attempts
 	claims   stmtCache  // claim statements by text
 	durable  *walSyncer // nil unless Synchronous is FULL
+	file     *fileGuard // the file Open opened, checked before acknowledging
 
 	checkpointer    *sql.DB       // one connection, for background checkpoints
 	maxWAL          int64         // WAL size past which a checkpoint truncates it
@@ -200,6 +201,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	if err := s.prepare(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	// The writer has the file open now (prepare read its schema): the
+	// file to hold on to is the one it opened.
+	if s.file, err = newFileGuard(path); err != nil {
 		writer.Close()
 		return nil, err
 	}
@@ -496,17 +503,39 @@ func (s *Store) Close() error {
 // own workers; see hookbox.Store.
 func (s *Store) Listen(ctx context.Context, wake func()) error { return nil }
 
-// Ping checks that the writer can reach the file, and that no fsync of the
+// Ping checks that the writer can reach the file, that no fsync of the
 // WAL has failed (after one the store refuses every delivery until it is
-// reopened; see walSyncer), so /readyz reports it.
+// reopened; see walSyncer), and that the file's path still names the file
+// the store has open (see fileGuard), so /readyz reports it.
 func (s *Store) Ping(ctx context.Context) error {
 	if s.durable != nil {
 		if err := s.durable.err(); err != nil {
 			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 		}
 	}
+	if err := s.file.check(); err != nil {
+		return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
 	if err := s.writer.PingContext(ctx); err != nil {
 		return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// settle returns once the write transaction just committed may be
+// acknowledged, or an error wrapping hookbox.ErrUnavailable: its commit
+// went into the file the database path names (fileGuard) and, under the
+// FULL promise, is on disk (walSyncer). Every commit whose result leaves
+// the store calls it: an ingest's receipts, a claim's events, a logout.
+// It costs two stats per call, which is per group commit for ingest.
+func (s *Store) settle() error {
+	if err := s.file.check(); err != nil {
+		return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	if d := s.durable; d != nil {
+		if err := d.waitDurable(d.commit()); err != nil {
+			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		}
 	}
 	return nil
 }

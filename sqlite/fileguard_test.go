@@ -1,0 +1,128 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/sqlite"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestDatabaseFileGoneRefused: the database file is deleted, renamed away
+// or replaced by another file (or its -wal file is deleted) under a
+// running store. SQLite goes on writing to the files it has open, which no
+// longer have their names, so every receipt given since would be lost when
+// hookbox restarts on the path. From then on Ingest (the sender's retry of
+// a stored delivery included), Claim and Ping fail with
+// hookbox.ErrUnavailable (503, /readyz not ready), and it is said once in
+// the log. Under FULL (the WAL syncer) and OFF (no syncer) alike.
+func TestDatabaseFileGoneRefused(t *testing.T) {
+	logs := captureLog(t)
+	for _, sync := range []string{"FULL", "OFF"} {
+		for _, how := range []string{"remove", "rename", "replace", "remove-wal"} {
+			t.Run(sync+"/"+how, func(t *testing.T) {
+				ctx := context.Background()
+				path := filepath.Join(t.TempDir(), "hookbox.db")
+				s, err := sqlite.Open(ctx, path, sqlite.Options{Synchronous: sync})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				before := storetest.Delivery("s", "before")
+				if _, err := s.Ingest(ctx, []hookbox.Delivery{before}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Ping(ctx); err != nil {
+					t.Fatalf("Ping before: %v", err)
+				}
+				gone := path
+				switch how {
+				case "remove":
+					err = os.Remove(path)
+				case "rename":
+					err = os.Rename(path, path+".moved")
+				case "replace":
+					if err = os.WriteFile(path+".new", nil, 0o600); err == nil {
+						err = os.Rename(path+".new", path)
+					}
+				case "remove-wal":
+					gone = path + "-wal"
+					err = os.Remove(gone)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				logged := logs.count(gone)
+
+				for _, d := range []hookbox.Delivery{storetest.Delivery("s", "after"), before, storetest.Delivery("s", "later")} {
+					rs, err := s.Ingest(ctx, []hookbox.Delivery{d})
+					if !errors.Is(err, hookbox.ErrUnavailable) {
+						t.Errorf("ingest of %s after the file was %sd: receipts %+v, err %v; want ErrUnavailable (503), not a receipt for a row that no file at %s holds",
+							d.DeliveryID, how, rs, err, path)
+					}
+				}
+				evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 10, Lease: time.Minute, Sources: []string{"s"}})
+				if !errors.Is(err, hookbox.ErrUnavailable) || len(evs) != 0 {
+					t.Errorf("claim after the file was %sd: %d events, %v; want none and ErrUnavailable", how, len(evs), err)
+				}
+				err = s.Ping(ctx)
+				if !errors.Is(err, hookbox.ErrUnavailable) || !strings.Contains(err.Error(), gone) {
+					t.Errorf("Ping after the file was %sd: %v; want ErrUnavailable naming %s", how, err, gone)
+				}
+				if n := logs.count(gone) - logged; n != 1 {
+					t.Errorf("the log says %d times that %s was deleted or replaced, want once:\n%s", n, gone, logs)
+				}
+			})
+		}
+	}
+}
+
+// logCapture collects what slog's default logger writes during a test.
+type logCapture struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logCapture) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// count is how many lines say that file was deleted or replaced.
+func (l *logCapture) count(file string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		if strings.Contains(line, "database file "+file+" was deleted or replaced") {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *logCapture) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// captureLog points slog's default logger at a logCapture until the test
+// ends.
+func captureLog(t *testing.T) *logCapture {
+	l := &logCapture{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(l, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	return l
+}
