@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,13 +10,13 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/storetest"
@@ -62,25 +61,6 @@ func ownDatabase(t *testing.T) (admin *pgx.Conn, name, dbURL string) {
 	return admin, name, u.String()
 }
 
-// syncBuffer is a bytes.Buffer that the store's connections may log to
-// while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestWritableAgainAfterReadOnly: the database turns read-only (as after
 // a failover to a standby, or default_transaction_read_only set and the
 // sessions ended), then writable again without its sessions being ended.
@@ -94,7 +74,7 @@ func (b *syncBuffer) String() string {
 func TestWritableAgainAfterReadOnly(t *testing.T) {
 	admin, name, dbURL := ownDatabase(t)
 	ctx := context.Background()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s, err := postgres.Open(ctx, dbURL, postgres.Options{
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})

@@ -1,18 +1,17 @@
 package sqlite_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -61,7 +60,7 @@ func TestDatabaseFileGoneRefused(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				logged := logs.count(gone)
+				logged := goneLines(logs, gone)
 
 				for _, d := range []hookbox.Delivery{storetest.Delivery("s", "after"), before, storetest.Delivery("s", "later")} {
 					rs, err := s.Ingest(ctx, []hookbox.Delivery{d})
@@ -78,7 +77,7 @@ func TestDatabaseFileGoneRefused(t *testing.T) {
 				if !errors.Is(err, hookbox.ErrUnavailable) || !strings.Contains(err.Error(), gone) {
 					t.Errorf("Ping after the file was %sd: %v; want ErrUnavailable naming %s", how, err, gone)
 				}
-				if n := logs.count(gone) - logged; n != 1 {
+				if n := goneLines(logs, gone) - logged; n != 1 {
 					t.Errorf("the log says %d times that %s was deleted or replaced, want once:\n%s", n, gone, logs)
 				}
 			})
@@ -86,41 +85,16 @@ func TestDatabaseFileGoneRefused(t *testing.T) {
 	}
 }
 
-// logCapture collects what slog's default logger writes during a test.
-type logCapture struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// goneLines is how many lines of logs say that file was deleted or
+// replaced.
+func goneLines(logs *syncbuf.Buffer, file string) int {
+	return strings.Count(logs.String(), "database file "+file+" was deleted or replaced")
 }
 
-func (l *logCapture) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// count is how many lines say that file was deleted or replaced.
-func (l *logCapture) count(file string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		if strings.Contains(line, "database file "+file+" was deleted or replaced") {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *logCapture) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-// captureLog points slog's default logger at a logCapture until the test
+// captureLog points slog's default logger at a buffer until the test
 // ends.
-func captureLog(t *testing.T) *logCapture {
-	l := &logCapture{}
+func captureLog(t *testing.T) *syncbuf.Buffer {
+	l := &syncbuf.Buffer{}
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(l, nil)))
 	t.Cleanup(func() { slog.SetDefault(old) })
