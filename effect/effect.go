@@ -261,10 +261,13 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 		args = []any{SendSource(kind), key, payload, ms}
 	case hookbox.DialectPostgres:
 		// The event's data, then its queue row (the store's migration
-		// 00010): one row affected when the send is new.
+		// 00010): one row affected when the send is new. It is due at
+		// the database's now(), the clock claims judge by: this host's
+		// clock may be ahead of it, by minutes, which the send would
+		// wait.
 		q = `WITH d AS (INSERT INTO event_data (source, delivery_id, payload, created_at)
             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING id)
-        INSERT INTO queue (id, source, next_attempt_at, updated_at) SELECT id, $1, $4, $4 FROM d`
+        INSERT INTO queue (id, source, next_attempt_at, updated_at) SELECT id, $1, now(), $4 FROM d`
 		args = []any{SendSource(kind), key, payload, now}
 	default:
 		return false, fmt.Errorf("record send: unknown dialect %q", tx.Dialect)

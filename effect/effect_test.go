@@ -9,6 +9,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
 // TestUncertainAfterCrash: a send whose attempt started but never finished
@@ -328,5 +329,25 @@ func purgeDone(t *testing.T, s dbtest.Store, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("purged %d of %d done events", done, n)
 		}
+	}
+}
+
+// TestSendFromHostAheadDueAtOnce: a send recorded by a handler on a host
+// whose clock is 10 minutes ahead of the PostgreSQL server's is due at
+// once by the server's clock; it was due at the host's now, 10 minutes in
+// the server's future, and waited that long.
+func TestSendFromHostAheadDueAtOnce(t *testing.T) {
+	s := dbtest.Open(t, pgtest.ClockURL(t, -10*time.Minute))
+	ctx := context.Background()
+	if !recordSend(t, s, "email", "ord_9") {
+		t.Fatal("the send was not recorded")
+	}
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "o", Limit: 1, Lease: time.Minute, Sources: []string{effect.SendSource("email")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		all, _ := s.Events(ctx, hookbox.Filter{Source: effect.SendSource("email")})
+		t.Errorf("a claim right after the send was recorded took %d sends, want 1 (stored: %+v)", len(evs), all)
 	}
 }

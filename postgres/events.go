@@ -34,6 +34,12 @@ import (
 // belongs to a transaction still in progress, PostgreSQL waits for it: if it
 // commits, the row here is skipped; if it rolls back, the row here is
 // inserted. So every key this statement skips belongs to a committed row.
+//
+// A new event is due at the database's now(), the clock claims judge by,
+// not at received_at: that is the receiving host's clock, which may be
+// ahead of the database's (by minutes), and its events would wait that
+// long. received_at stays what it is, the host's receipt time, shown and
+// filtered on.
 const insertEvents = `WITH d AS (
     SELECT nextval('events_id_seq') AS id, d.*
     FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::jsonb[], $6::bytea[], $7::timestamptz[], $8::bytea[],
@@ -49,7 +55,7 @@ const insertEvents = `WITH d AS (
     RETURNING id, source, delivery_id
 ), queued AS (
     INSERT INTO queue (id, source, status, next_attempt_at, updated_at, fanout)
-    SELECT d.id, d.source, CASE WHEN d.fanout THEN 'done' ELSE 'pending' END, d.received_at, d.received_at, d.fanout
+    SELECT d.id, d.source, CASE WHEN d.fanout THEN 'done' ELSE 'pending' END, now(), d.received_at, d.fanout
     FROM stored JOIN d ON d.id = stored.id
     ORDER BY d.id
 )
@@ -58,7 +64,8 @@ SELECT id, source, delivery_id FROM stored`
 // insertDeliveries stores the deliveries of FanOut events (see
 // hookbox.Route): each copies its event's data ($1, by index into the
 // arrays of the event's batch) under the queue name $2 with order key $3.
-// Their keys are new (an event's id is), so they never conflict.
+// Their keys are new (an event's id is), so they never conflict. Each is
+// due at the database's now(), as insertEvents' events are.
 const insertDeliveries = `WITH r AS (
     SELECT nextval('events_id_seq') AS id, r.*
     FROM unnest($1::bigint[], $2::text[], $3::text[]) WITH ORDINALITY AS r(parent_id, source, order_key, n)
@@ -71,7 +78,7 @@ const insertDeliveries = `WITH r AS (
     RETURNING id, created_at
 )
 INSERT INTO queue (id, source, next_attempt_at, updated_at, order_key)
-SELECT r.id, r.source, stored.created_at, stored.created_at, r.order_key
+SELECT r.id, r.source, now(), stored.created_at, r.order_key
 FROM r JOIN stored ON stored.id = r.id
 ORDER BY r.id`
 

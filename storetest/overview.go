@@ -23,6 +23,15 @@ func testOverview(t *testing.T, s hookbox.Store) {
 	old := Delivery("a", "3")
 	old.ReceivedAt = now.Add(-3 * time.Hour)
 	ingest(t, s, old, at(Delivery("b", "1")))
+	// A retry due 3 hours ago: a new event is due when stored, which on
+	// PostgreSQL is the database's clock at the ingest, not its receipt.
+	evs, err := s.Claim(context.Background(), hookbox.ClaimParams{Owner: "overview", Limit: 1, Lease: time.Minute, Sources: []string{"a"}})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("claim: %v, %v", evs, err)
+	}
+	if errs, err := s.Finish(context.Background(), []hookbox.Outcome{outcome(evs[0], hookbox.StatusPending, old.ReceivedAt)}); err != nil || errs[0] != nil {
+		t.Fatalf("finish: %v, %v", err, errs)
+	}
 	unknown := Rejection("nope", 404, now)
 	unknown.UnknownSource = true
 	addRejections(t, s, hookbox.RejectionBounds{}, Rejection("b", 401, now), unknown, Rejection("b", 401, now.Add(-2*time.Hour)))

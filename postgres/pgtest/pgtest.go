@@ -38,14 +38,57 @@ const setupTimeout = 10 * time.Second
 // the server cannot be reached.
 func URL(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(EnvURL)
+	base, schema := newSchema(t)
+	return WithSearchPath(base, schema)
+}
+
+// ClockURL is URL with the database's clock moved: in the new schema,
+// now(), transaction_timestamp(), statement_timestamp() and
+// clock_timestamp() read ahead later than the server's own (ahead may be
+// negative), for every statement a store opened on the URL sends (its
+// search_path puts the schema before pg_catalog, so these functions of
+// the schema are the ones called). The test's process keeps the real
+// clock, so a positive ahead is a database server whose clock is ahead of
+// every hookbox host's, as when those hosts' clocks are behind it, and a
+// negative one a server behind them: the whole host's clock is off, the
+// store's own time.Now included, not only the times a caller passes.
+// Column defaults of the hookbox schema call these functions too, since
+// the store's migrations run on the URL.
+func ClockURL(t testing.TB, ahead time.Duration) string {
+	t.Helper()
+	base, schema := newSchema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s=%s is unreachable: %v", EnvURL, redact(base), err)
+	}
+	defer conn.Close(context.Background())
+	shift := fmt.Sprintf("%d * interval '1 microsecond'", ahead.Microseconds())
+	for _, f := range []struct{ name, volatility string }{
+		{"now", "STABLE"}, {"transaction_timestamp", "STABLE"}, {"statement_timestamp", "STABLE"}, {"clock_timestamp", "VOLATILE"},
+	} {
+		q := fmt.Sprintf(`CREATE FUNCTION %s.%s() RETURNS timestamptz LANGUAGE sql %s AS $$ SELECT pg_catalog.%s() + %s $$`,
+			schema, f.name, f.volatility, f.name, shift)
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("create %s.%s: %v", schema, f.name, err)
+		}
+	}
+	return WithSearchPath(base, schema+",pg_catalog")
+}
+
+// newSchema creates the schema of URL and ClockURL, dropped when the test
+// ends, and returns the server's URL and the schema's name.
+func newSchema(t testing.TB) (base, schema string) {
+	t.Helper()
+	base = os.Getenv(EnvURL)
 	if base == "" {
 		if os.Getenv("CI") != "" {
 			t.Fatal(EnvURL + " must be set in CI")
 		}
 		t.Skip(EnvURL + " is not set; skipping PostgreSQL test")
 	}
-	schema := "hb_" + randomHex(8)
+	schema = "hb_" + randomHex(8)
 
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -70,7 +113,7 @@ func URL(t testing.TB) string {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
-	return WithSearchPath(base, schema)
+	return base, schema
 }
 
 // MigrateDownTo takes the hookbox schema at dbURL back to version (its
