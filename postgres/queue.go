@@ -302,11 +302,28 @@ func scanEvents(rows pgx.Rows) ([]hookbox.Event, error) {
 	return out, nil
 }
 
+// fromNow is t as a distance from this host's clock now, in microseconds,
+// for a statement to add to the database's clock (dbClock). Processes on
+// several hosts share one database, and their clocks differ from its clock
+// (and from each other's) by seconds or minutes, while claims judge lease
+// ends and due times by the database's (now()): a time this host computes
+// (a lease's end, a retry's due time, a cut-off) is written or compared on
+// the database's clock, at the distance from it the host meant, so that
+// every process judges it alike whatever its own clock reads. A zero t
+// (no time set) is as far in the past as a Duration reaches.
+func fromNow(t time.Time) int64 { return time.Until(t).Microseconds() }
+
+// dbClock is the SQL for a time sent as fromNow in param (a bigint): that
+// distance from the database's clock at the write (clock_timestamp), so a
+// statement that waited for a lock does not shorten what it writes.
+func dbClock(param string) string {
+	return `clock_timestamp() + ` + param + ` * interval '1 microsecond'`
+}
+
 // extendLeases locks the rows in id order before updating them, as every
 // statement here that may wait does. As a claim's, the new end counts
-// from the write: $1 is moved by the time the statement waited for its
-// locks.
-const extendLeases = `UPDATE queue SET next_attempt_at = $1::timestamptz + (clock_timestamp() - statement_timestamp())
+// from the write, on the database's clock: $1 is the lease left, fromNow.
+var extendLeases = `UPDATE queue SET next_attempt_at = ` + dbClock("$1::bigint") + `
 WHERE id IN (
     SELECT id FROM queue
     WHERE id = ANY($3::bigint[]) AND lease_owner = $2 AND status = 'processing'
@@ -320,7 +337,7 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, extendLeases, until, owner, ids); err != nil {
+	if _, err := s.pool.Exec(ctx, extendLeases, fromNow(until), owner, ids); err != nil {
 		return unavailable(ctx, "extend leases", err)
 	}
 	return nil
@@ -329,11 +346,16 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 // outcomeRows reads the arrays of a finishBatch as the rows o of
 // finishOutcomes and finishPicked, numbered n from 1. given is 1 for an
 // attempt given back (hookbox.Outcome.Released), else 0: what the finish
-// adds to attempt_base.
+// adds to attempt_base. next_in is the event's next due time as fromNow;
+// nextAt writes it on the database's clock. started and finished stay
+// the worker's own stamps: they are what its attempt's record shows.
 const outcomeRows = `
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
-        $6::timestamptz[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::boolean[], $11::integer[])
-        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_at, error, started, finished, stored, given, n)`
+        $6::bigint[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::boolean[], $11::integer[])
+        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_in, error, started, finished, stored, given, n)`
+
+// nextAt is the next_attempt_at an outcome row o sets.
+var nextAt = dbClock("o.next_in")
 
 // finishOutcomes applies a batch of outcomes and records their attempts in
 // one statement. It returns the ordinals (1-based positions in the arrays)
@@ -346,12 +368,12 @@ const outcomeRows = `
 // and no event can be deleted between the check and the insert of its
 // attempt rows: attempts of events already gone are skipped instead of
 // violating the foreign key.
-const finishOutcomes = `WITH o AS (` + outcomeRows + `
+var finishOutcomes = `WITH o AS (` + outcomeRows + `
 ), held AS (
     SELECT id FROM queue WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
 ), applied AS (
     UPDATE queue e SET status = o.status, attempt_base = e.attempt_base + o.given, lease_owner = NULL,
-        next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
+        next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = o.finished
     FROM o
     WHERE e.id = o.id AND e.lease_owner = o.owner AND e.attempts = o.attempt
       AND e.status = 'processing' AND e.id IN (SELECT id FROM held)
@@ -387,7 +409,7 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		owners              = make([]string, n)
 		attempts            = make([]int32, n)
 		statuses, outcomes  = make([]string, n), make([]string, n)
-		nexts               = make([]time.Time, n)
+		nexts               = make([]int64, n)
 		msgs                = make([]string, n)
 		starteds, finisheds = make([]time.Time, n), make([]time.Time, n)
 		stored              = make([]bool, n)
@@ -401,7 +423,7 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		}
 		ids[k], owners[k], attempts[k] = o.ID, o.Owner, int32(o.Attempt)
 		statuses[k], outcomes[k] = string(o.Status), o.AttemptOutcome()
-		nexts[k], msgs[k], starteds[k], finisheds[k] = next, storableText(o.Error), o.StartedAt, o.FinishedAt
+		nexts[k], msgs[k], starteds[k], finisheds[k] = fromNow(next), storableText(o.Error), o.StartedAt, o.FinishedAt
 		stored[k] = hookbox.AttemptStored(o.Attempt, outcomes[k])
 		if outcomes[k] == hookbox.AttemptReleased {
 			given[k] = 1
@@ -489,10 +511,10 @@ func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, f
 // finishPicked is finishOutcomes for events picked, not leased, by this
 // transaction (see ClaimWork): its row locks are the guard, and the finish
 // also counts the attempt.
-const finishPicked = `WITH o AS (` + outcomeRows + `
+var finishPicked = `WITH o AS (` + outcomeRows + `
 ), applied AS (
     UPDATE queue e SET status = o.status, attempts = e.attempts + 1, attempt_base = e.attempt_base + o.given,
-        lease_owner = NULL, next_attempt_at = o.next_at, last_error = NULLIF(o.error, ''), updated_at = o.finished
+        lease_owner = NULL, next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = o.finished
     FROM o
     WHERE e.id = o.id
     RETURNING o.n
