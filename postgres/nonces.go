@@ -19,7 +19,11 @@ var _ hookbox.NonceStore = (*Store)(nil)
 // latest version, committed by any transaction, so a use that waited for
 // another's insert of the same nonce judges against it. The same statement
 // forgets a few old rows that are not among its own (skipping rows another
-// use holds), so no row is changed twice.
+// use holds), so no row is changed twice. Its cut-off ($5, fromNow) is on
+// the database's clock: a host whose clock is ahead of the others' would
+// otherwise forget nonces they still accept, and let a replay through.
+// (statement_timestamp, not clock_timestamp: the cut-off is one value, and
+// the index on signed_at can serve the comparison.)
 const useNonces = `WITH input AS (
     SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::text[], $4::timestamptz[])
         WITH ORDINALITY AS i(nonce_sha256, body_sha256, source, signed_at, n)
@@ -30,7 +34,7 @@ const useNonces = `WITH input AS (
     RETURNING nonce_sha256, body_sha256
 ), old AS (
     SELECT o.nonce_sha256 FROM nonces o
-    WHERE o.signed_at < $5 AND NOT EXISTS (SELECT 1 FROM input i WHERE i.nonce_sha256 = o.nonce_sha256)
+    WHERE o.signed_at < statement_timestamp() + $5::bigint * interval '1 microsecond' AND NOT EXISTS (SELECT 1 FROM input i WHERE i.nonce_sha256 = o.nonce_sha256)
     LIMIT $6 FOR UPDATE SKIP LOCKED
 ), forgotten AS (
     DELETE FROM nonces o USING old WHERE o.nonce_sha256 = old.nonce_sha256
@@ -58,7 +62,7 @@ func (s *Store) UseNonces(ctx context.Context, ns []hookbox.Nonce) ([]bool, erro
 			// ours that stalls so ends itself, releasing what it holds.
 			b.Queue(`SET LOCAL lock_timeout = '5s'`)
 			b.Queue(`SET LOCAL idle_in_transaction_session_timeout = '10s'`)
-			b.Queue(useNonces, sums, bodies, sources, signed, before, most).Query(func(rows pgx.Rows) error {
+			b.Queue(useNonces, sums, bodies, sources, signed, fromNow(before), most).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
 					var k hookbox.NonceKey
 					var sum, body []byte

@@ -86,3 +86,36 @@ func TestNonceLockedRowFailsTheBatch(t *testing.T) {
 		t.Fatalf("UseNonces once the row is free: %v, %v", ok, err)
 	}
 }
+
+// TestNonceSweptByDatabaseClock: hosts whose clocks disagree share the
+// database. Host B, whose clock is right, accepts a Mailgun token signed
+// 56 minutes ago (within the 1 h tolerance); host A, whose clock is 10
+// minutes ahead, then judges another delivery. A's sweep forgot nonces
+// signed NonceKeep before its own clock, 55 minutes ago by B's, B's token
+// among them, and the token with another body was then accepted at B: a
+// replay. The cut-off is now on the database's clock.
+func TestNonceSweptByDatabaseClock(t *testing.T) {
+	s := open(t, pgtest.ClockURL(t, -10*time.Minute)) // this process is host A
+	ctx := context.Background()
+	aNow := time.Now()
+	bNow := aNow.Add(-10 * time.Minute) // the database's clock, and B's
+	signed := bNow.Add(-56 * time.Minute)
+	use := func(value, body string, signed, now time.Time) bool {
+		t.Helper()
+		sum := sha256.Sum256([]byte(body))
+		ok, err := s.UseNonces(ctx, []hookbox.Nonce{{Source: "mg", Value: value, BodySHA256: sum[:], Signed: signed, Now: now}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok[0]
+	}
+	if !use("token-1", "b1", signed, bNow) {
+		t.Fatal("the first use of token-1 was refused")
+	}
+	for i := range 3 {
+		use(fmt.Sprint("token-a", i), "x", aNow, aNow)
+	}
+	if use("token-1", "b2", signed, bNow.Add(time.Second)) {
+		t.Error("token-1 with another body was accepted after a host 10 minutes ahead swept it: a replay let through")
+	}
+}
