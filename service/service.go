@@ -287,6 +287,39 @@ func HTTPServer(h http.Handler) *http.Server {
 	}
 }
 
+// maxClockOffset is how far this host's clock may read from the database
+// server's before the service warns at start. The queue's times are on
+// the server's clock, but receipt times, attempt times and the check of a
+// signed timestamp against its source's tolerance are on the host's.
+const maxClockOffset = 5 * time.Second
+
+// clockOffsetter is a store that can measure its server's clock against
+// this host's (PostgreSQL; a SQLite file has no clock of its own).
+type clockOffsetter interface {
+	ClockOffset(ctx context.Context) (time.Duration, error)
+}
+
+// warnClockOffset logs a warning when the store's server's clock is more
+// than maxClockOffset off this host's: hosts that share the database
+// should agree with it (NTP).
+func (s *Service) warnClockOffset(ctx context.Context) {
+	co, ok := s.Store.(clockOffsetter)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	off, err := co.ClockOffset(ctx)
+	if err != nil {
+		s.log.Debug("could not compare this host's clock with the database's", "err", err)
+		return
+	}
+	if off.Abs() > maxClockOffset {
+		s.log.Warn("this host's clock differs from the database server's: receipt and attempt times, and signed timestamps checked against a source's tolerance, are off by as much; fix time synchronisation (NTP) on the host or the server",
+			"database_ahead_by", off.Round(time.Millisecond).String())
+	}
+}
+
 // ListenAndServe listens on the config's listen address (default :8080)
 // and serves until ctx ends; see Serve. The service is closed either way.
 func (s *Service) ListenAndServe(ctx context.Context) error {
@@ -335,6 +368,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { errc <- as.Serve(aln) }()
 		s.log.Info("admin listening", "addr", aln.Addr().String(), "serves", "/admin/, /metrics, /ui/")
 	}
+	s.warnClockOffset(ctx)
 	s.log.Info("listening", s.startAttrs(ln.Addr().String())...)
 
 	var serveErr error
