@@ -18,9 +18,13 @@ import (
 	"github.com/hookbox/hookbox/service"
 )
 
-// tailWindow is how far back, by receipt time, tail looks for events it
-// has not shown yet: on PostgreSQL, concurrent transactions may commit a
-// lower id after a higher one, so the newest id seen is no safe bookmark.
+// tailWindow is how long, by tail's own clock, tail keeps looking for
+// events below the newest id it has seen: on PostgreSQL, concurrent
+// transactions may commit a lower id after a higher one, so the newest id
+// seen is no safe bookmark until every lower id has had tailWindow to
+// commit. It is measured on tail's clock, not against the receipt times
+// stored, which other hosts stamp from their own clocks: an event received
+// by a host whose clock is behind would otherwise never be shown.
 const tailWindow = 30 * time.Second
 
 // tailPage is how many events one read of tail fetches.
@@ -72,8 +76,7 @@ hookbox events list --json.`,
 				return err
 			}
 			t := &tailer{st: st, filter: hookbox.Filter{Source: source, EventType: typ}, out: cmd.OutOrStdout(), json: jsonOut,
-				seen: map[int64]time.Time{}, rejections: typ == "" && !eventsOnly, show: service.HeaderShower(cfg),
-				seenRejected: map[int64]time.Time{}}
+				rejections: typ == "" && !eventsOnly, show: service.HeaderShower(cfg)}
 			return t.run(cmd.Context(), lines, interval)
 		},
 	}
@@ -93,14 +96,13 @@ type tailer struct {
 	filter hookbox.Filter
 	out    io.Writer
 	json   bool
-	// seen holds the events already printed or passed over, by id, with
-	// their receipt time, for as long as they are inside tailWindow.
-	seen map[int64]time.Time
+	// events follows the events.
+	events follow
 
 	// rejections says whether refused deliveries are followed too;
-	// seenRejected is seen for them.
-	rejections   bool
-	seenRejected map[int64]time.Time
+	// rejected follows them.
+	rejections bool
+	rejected   follow
 	// show masks the headers of every event and refusal printed, as
 	// events list, the admin API and the UI do.
 	show func(http.Header) http.Header
@@ -108,13 +110,13 @@ type tailer struct {
 
 // run prints the newest lines events, then new events until ctx ends.
 func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) error {
-	// Everything already in the window is old news: mark it seen before
-	// reading the newest, so that an event stored in between is either
-	// among the newest printed or found by the next look, never lost.
-	if _, err := t.fresh(ctx, time.Now()); err != nil {
+	// Everything already stored is old news: mark it seen before reading
+	// the newest, so that an event stored in between is either among the
+	// newest printed or found by the next look, never lost.
+	if _, err := t.fresh(ctx, true); err != nil {
 		return err
 	}
-	if _, err := t.freshRejected(ctx, time.Now()); err != nil {
+	if _, err := t.freshRejected(ctx, true); err != nil {
 		return err
 	}
 	f := t.filter
@@ -145,10 +147,10 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 		case <-tick.C:
 		case <-wake:
 		}
-		evs, err := t.fresh(ctx, time.Now())
+		evs, err := t.fresh(ctx, false)
 		var rjs []hookbox.Rejection
 		if err == nil {
-			rjs, err = t.freshRejected(ctx, time.Now())
+			rjs, err = t.freshRejected(ctx, false)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -167,13 +169,12 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 
 // freshRejected is fresh for refused deliveries (none unless t follows
 // them).
-func (t *tailer) freshRejected(ctx context.Context, now time.Time) ([]hookbox.Rejection, error) {
+func (t *tailer) freshRejected(ctx context.Context, first bool) ([]hookbox.Rejection, error) {
 	if !t.rejections {
 		return nil, nil
 	}
-	since := now.Add(-tailWindow)
-	return freshIn(t.seenRejected, since, func(before int64) ([]hookbox.Rejection, error) {
-		return t.st.Rejections(ctx, hookbox.RejectionFilter{Source: t.filter.Source, Since: since, BeforeID: before, Limit: tailPage})
+	return freshIn(&t.rejected, first, func(before int64) ([]hookbox.Rejection, error) {
+		return t.st.Rejections(ctx, hookbox.RejectionFilter{Source: t.filter.Source, BeforeID: before, Limit: tailPage})
 	}, func(rj hookbox.Rejection) (int64, time.Time) { return rj.ID, rj.ReceivedAt })
 }
 
@@ -199,46 +200,90 @@ func (t *tailer) printRejected(rjs []hookbox.Rejection) error {
 	return nil
 }
 
-// fresh returns the events received within tailWindow of now that were
-// not seen before, oldest first, and marks them seen.
-func (t *tailer) fresh(ctx context.Context, now time.Time) ([]hookbox.Event, error) {
-	return freshIn(t.seen, now.Add(-tailWindow), func(before int64) ([]hookbox.Event, error) {
+// fresh returns the events not seen before, oldest first, and marks them
+// seen (see freshIn).
+func (t *tailer) fresh(ctx context.Context, first bool) ([]hookbox.Event, error) {
+	return freshIn(&t.events, first, func(before int64) ([]hookbox.Event, error) {
 		f := t.filter
-		f.Since, f.BeforeID, f.Limit = now.Add(-tailWindow), before, tailPage
+		f.BeforeID, f.Limit = before, tailPage
 		return t.st.Events(ctx, f)
 	}, func(e hookbox.Event) (int64, time.Time) { return e.ID, e.CreatedAt })
 }
 
+// follow is what tail keeps of one kind of row it follows (events, or
+// refused deliveries) to show each once.
+type follow struct {
+	// seen holds the ids above floor already printed or passed over.
+	seen map[int64]bool
+	// floor is the id at and below which tail no longer looks: every id
+	// below it had tailWindow to commit (see tailWindow).
+	floor int64
+	// marks are, oldest first, the newest id each look saw and when (by
+	// tail's clock): an id visible then was drawn before, and so was
+	// every id below it, so tailWindow later it becomes the floor.
+	marks []idMark
+}
+
+type idMark struct {
+	at time.Time
+	id int64
+}
+
 // freshIn reads rows newest first, a page at a time (page lists those
-// below an id, 0 for the newest), and returns those not in seen, oldest
-// first, marking them seen with their time; it stops at a page it has
-// seen all of. Rows of seen older than since are forgotten first.
-func freshIn[T any](seen map[int64]time.Time, since time.Time, page func(before int64) ([]T, error), key func(T) (int64, time.Time)) ([]T, error) {
-	for id, at := range seen {
-		if at.Before(since) {
-			delete(seen, id)
-		}
+// below an id, 0 for the newest), and returns those above f's floor not
+// in f's seen, oldest first, marking them seen; it stops at a page it has
+// seen all of, or one that reaches the floor. The first look marks what
+// is stored as seen, reading back until a row received tailWindow before
+// now (by key's time: only where to stop, not what to show) or the
+// oldest, and puts the floor under the oldest row it read.
+func freshIn[T any](f *follow, first bool, page func(before int64) ([]T, error), key func(T) (int64, time.Time)) ([]T, error) {
+	if f.seen == nil {
+		f.seen = map[int64]bool{}
 	}
+	start := time.Now()
 	var out []T
-	var before int64
+	var before, top, lowest int64
 	for {
 		rows, err := page(before)
 		if err != nil {
 			return nil, err
 		}
-		unseen := 0
+		unseen, floored := 0, false
+		var last time.Time
 		for _, r := range rows {
 			id, at := key(r)
-			if _, ok := seen[id]; !ok {
+			top, last = max(top, id), at
+			if id <= f.floor {
+				floored = true
+				continue
+			}
+			lowest = id
+			if !f.seen[id] {
 				unseen++
-				seen[id] = at
+				f.seen[id] = true
 				out = append(out, r)
 			}
 		}
-		if len(rows) < tailPage || unseen == 0 {
+		if len(rows) < tailPage || floored || (first && last.Before(start.Add(-tailWindow))) || (!first && unseen == 0) {
 			break
 		}
 		before, _ = key(rows[len(rows)-1])
+	}
+	now := time.Now()
+	if first && lowest > 0 {
+		f.floor = lowest - 1
+	}
+	if top > 0 && (len(f.marks) == 0 || f.marks[len(f.marks)-1].id < top) {
+		f.marks = append(f.marks, idMark{now, top})
+	}
+	for len(f.marks) > 0 && !f.marks[0].at.After(now.Add(-tailWindow)) {
+		f.floor = max(f.floor, f.marks[0].id)
+		f.marks = f.marks[1:]
+	}
+	for id := range f.seen {
+		if id <= f.floor {
+			delete(f.seen, id)
+		}
 	}
 	slices.SortFunc(out, func(a, b T) int {
 		ia, _ := key(a)
@@ -255,7 +300,9 @@ func (t *tailer) print(evs []hookbox.Event) error {
 	slices.SortFunc(evs, byID)
 	for _, e := range evs {
 		e.Header = t.show(e.Header)
-		t.seen[e.ID] = e.CreatedAt
+		if e.ID > t.events.floor {
+			t.events.seen[e.ID] = true
+		}
 		var err error
 		if t.json {
 			var b []byte

@@ -15,6 +15,7 @@ import (
 	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/storetest"
 )
 
 const tailConfig = `
@@ -249,4 +250,49 @@ func TestTailMasksHeaders(t *testing.T) {
 	if e.Headers.Get("X-Api-Key") != redact.Mask || e.Headers.Get("X-Hub-Signature-256") != redact.Mask || e.Headers.Get("X-Type") != "order.paid" {
 		t.Errorf("headers %v", e.Headers)
 	}
+}
+
+// TestTailShowsEventsOfHostBehind: tail shows an event stored after it
+// started by a host whose clock is 45 s behind tail's (its receipt time
+// is 45 s in tail's past). tail looked back 30 s by receipt time, so it
+// never showed such an event; its window is now on its own clock, by id.
+func TestTailShowsEventsOfHostBehind(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ingestOne := func(id string, at time.Time) {
+			t.Helper()
+			d := storetest.Delivery("orders", id)
+			d.ReceivedAt = at
+			if _, err := s.Ingest(context.Background(), []hookbox.Delivery{d}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ingestOne("before-tail", time.Now())
+		out := &syncbuf.Buffer{}
+		tl := &tailer{st: s, out: out, show: func(h http.Header) http.Header { return h }}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- tl.run(ctx, 1, 20*time.Millisecond) }()
+		awaitOutput := func(what string) {
+			t.Helper()
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(out.String(), what) {
+				if time.Now().After(deadline) {
+					t.Fatalf("tail did not print %s within 20 s: %q", what, out.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		awaitOutput("before-tail") // the newest, printed after tail's first look
+		ingestOne("from-slow-host", time.Now().Add(-45*time.Second))
+		ingestOne("from-right-host", time.Now())
+		awaitOutput("from-right-host")
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := out.String(); !strings.Contains(got, "from-slow-host") {
+			t.Errorf("tail printed %q: the event received by a host whose clock is 45 s behind is not shown", got)
+		}
+	})
 }
