@@ -292,7 +292,10 @@ type Queue interface {
 	// owner, to until, moved later by however long the call waited before
 	// its write (for a lock, or SQLite's writer), so that an extension
 	// that waited does not end the lease it was meant to keep. Events no
-	// longer held are left alone.
+	// longer held are left alone. A store that processes on several hosts
+	// share (PostgreSQL) keeps lease ends and due times on its server's
+	// clock: it writes until (and an outcome's RetryAt) as that distance
+	// from the caller's time.Now, whatever the caller's clock reads.
 	ExtendLeases(ctx context.Context, owner string, ids []int64, until time.Time) error
 
 	// Finish applies outcomes of claimed events in one transaction and
