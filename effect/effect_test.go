@@ -161,8 +161,14 @@ func storeSends(t *testing.T, s dbtest.Store, kind, prefix string, n int) {
 		ds[i] = hookbox.Delivery{Source: effect.SendSource(kind), DeliveryID: fmt.Sprintf("%s%d", prefix, i),
 			Payload: []byte(`{}`), ReceivedAt: time.Now()}
 	}
-	if _, err := s.Ingest(context.Background(), ds); err != nil {
-		t.Fatal(err)
+	// In slices: one ingest step of 10,000 rows can pass PostgreSQL's
+	// step limit (1.5 s) on a loaded machine.
+	for len(ds) > 0 {
+		n := min(len(ds), 1000)
+		if _, err := s.Ingest(context.Background(), ds[:n]); err != nil {
+			t.Fatal(err)
+		}
+		ds = ds[n:]
 	}
 }
 
