@@ -20,7 +20,10 @@
 // failed, every Submit in the batch gets the error, unless the error is
 // an ItemErrors, which fails only the items it names. No item is dropped
 // silently: after Close, Submit fails with ErrClosed and items already
-// queued are still flushed.
+// queued are still flushed. A Submit whose ctx ends returns at once, but
+// its item stays queued or in its batch; a Hold that ctx carries
+// (WithHold) is held until that batch has finished, so what the item
+// keeps in memory stays counted (the server's body budget).
 //
 // Failures answer fast. When a pipelined transaction cannot begin, add or
 // commit, every caller in it and every caller queued at that moment gets
@@ -117,6 +120,18 @@ type result[Out any] struct {
 type request[In, Out any] struct {
 	in   In
 	done chan result[Out]
+	hold *Hold // from Submit's ctx (WithHold), or nil
+}
+
+// reply lets go of r's Hold, then answers r's caller: the batch that held
+// r is over, whether or not its caller still waits. Letting go first means
+// a caller that gets its answer holds the Hold alone, and its Release
+// gives back at once.
+func (r request[In, Out]) reply(res result[Out]) {
+	if r.hold != nil {
+		r.hold.drop()
+	}
+	r.done <- res
 }
 
 // Committer batches concurrent submissions; see the package comment.
@@ -196,20 +211,29 @@ func NewPipelined[In, Out any](begin BeginFunc[In, Out], opts Options) *Committe
 
 // Submit queues in and waits for the batch holding it to be processed. If
 // ctx ends first, Submit returns ctx's error, but the item may still be
-// processed.
+// processed: a Hold that ctx carries (WithHold) is held until the batch
+// holding the item has finished, or from no moment on if the item was
+// never queued.
 func (c *Committer[In, Out]) Submit(ctx context.Context, in In) (Out, error) {
 	var zero Out
 	done := make(chan result[Out], 1)
+	hold := holdOf(ctx)
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
 		return zero, ErrClosed
 	}
+	if hold != nil {
+		hold.take() // before the flusher can see the item (and reply)
+	}
 	select {
-	case c.reqs <- request[In, Out]{in: in, done: done}:
+	case c.reqs <- request[In, Out]{in: in, done: done, hold: hold}:
 		c.mu.RUnlock()
 	case <-ctx.Done():
 		c.mu.RUnlock()
+		if hold != nil {
+			hold.drop() // never queued: its maker's part still holds it
+		}
 		return zero, ctx.Err()
 	}
 	select {
@@ -404,7 +428,7 @@ drain:
 		c.opts.OnBatch(len(f.batch), time.Since(f.start), err)
 	}
 	for _, r := range f.batch {
-		r.done <- result[Out]{err: err}
+		r.reply(result[Out]{err: err})
 	}
 	return open
 }
@@ -512,9 +536,9 @@ func (c *Committer[In, Out]) run(batch []request[In, Out], ins []In) {
 func answer[In, Out any](batch []request[In, Out], outs []Out, err error) {
 	for i, r := range batch {
 		if err != nil {
-			r.done <- result[Out]{err: err}
+			r.reply(result[Out]{err: err})
 		} else {
-			r.done <- result[Out]{out: outs[i]}
+			r.reply(result[Out]{out: outs[i]})
 		}
 	}
 }
@@ -536,7 +560,7 @@ func answerAdds[In, Out any](batch []request[In, Out], adds []added[Out], err er
 					r = result[Out]{err: e}
 				}
 			}
-			batch[i].done <- r
+			batch[i].reply(r)
 			i++
 		}
 	}
