@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/hookbox/hookbox/groupcommit"
 )
 
 // Defaults of the body-reading limits in Config.
@@ -80,6 +82,16 @@ func (b *byteBudget) release(client netip.Addr, n int64) {
 	}
 }
 
+// holdBody returns the Hold of a body's n bytes taken for client (nil
+// for none): they are given back once the handler and Ingest have both
+// let go of the body (IngestFunc).
+func (s *Server) holdBody(client netip.Addr, n int64) *groupcommit.Hold {
+	if n == 0 {
+		return nil
+	}
+	return groupcommit.NewHold(func() { s.budget.release(client, n) })
+}
+
 // inUse returns the bytes held, for tests.
 func (b *byteBudget) inUse() int64 {
 	b.mu.Lock()
@@ -111,7 +123,8 @@ func nextBuffer(have, want int64) int64 {
 // each buffer as the one before it fills (nextBuffer), so a sender holds
 // at most its first buffer (up to 16 KiB) or about four times what it has
 // sent, whichever is more, and less than twice the body's length in all.
-// held is what it took, to release after the reply, error or not: the
+// held is what it took, to release after the reply (or later, holdBody),
+// error or not: the
 // buffers a body outgrew stay counted, as garbage the collector has yet to
 // free. A declared length (already checked against
 // limit) is the size of the last buffer; an undeclared body's last buffer

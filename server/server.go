@@ -17,7 +17,9 @@
 //     signed timestamp within the tolerance).
 //   - The body bytes held at once, across all requests, stay within
 //     Config.MaxInflightBodyBytes; a request that would pass it gets 503
-//     with Retry-After. A body's bytes are taken from that budget as they
+//     with Retry-After. A body is counted until its reply, and after it
+//     for as long as Ingest still holds the delivery (a commit its sender
+//     did not wait for; see IngestFunc). A body's bytes are taken from that budget as they
 //     arrive, not as its Content-Length announces them: a sender holds
 //     nothing before its first byte, then at most 16 KiB or about four
 //     times what it has sent, whichever is more (readBody). Its last
@@ -63,6 +65,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/groupcommit"
 	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/tracing"
@@ -70,6 +73,13 @@ import (
 )
 
 // IngestFunc stores one delivery and returns its receipt once committed.
+//
+// ctx carries the delivery's groupcommit.Hold: its body's bytes, counted
+// against Config.MaxInflightBodyBytes until the Hold is let go. An
+// IngestFunc that may keep d after it returns (it returns when ctx ends,
+// and the delivery waits on in a queue or a transaction) must hold the
+// Hold meanwhile, as groupcommit.Committer's Submit does; else the bytes
+// it keeps are counted by nobody.
 type IngestFunc func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error)
 
 // Source is one sender the server accepts deliveries from.
@@ -109,7 +119,8 @@ type Config struct {
 	// duplicate.
 	StoreWait time.Duration
 	// MaxInflightBodyBytes bounds the body bytes held at once across all
-	// requests, from the first byte read until the reply (default
+	// requests, from the first byte read until the reply, or until Ingest
+	// lets go of the delivery if that is later (default
 	// DefaultMaxInflightBodyBytes, and never less than twice the largest
 	// source limit, so that any body the limits admit can be received: a
 	// body counts the buffers it outgrew too, see readBody). Past half of
@@ -302,7 +313,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	client := s.clientKey(r)
 	body, held, err := s.readBody(raw, r, client, src.MaxBodyBytes)
-	defer s.budget.release(client, held) // the bytes are held until the reply
+	// The bytes are held until the reply, or until Ingest lets go of the
+	// delivery if later: a sender that leaves (or a StoreWait that passes)
+	// ends the wait for the commit, not the delivery queued for it.
+	hold := s.holdBody(client, held)
+	defer hold.Release()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -377,7 +392,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		ReceivedAt: now,
 	}
 	sctx, sspan := tracing.Start(ctx, "store")
-	sctx, cancel := context.WithTimeout(sctx, s.cfg.StoreWait)
+	sctx, cancel := context.WithTimeout(groupcommit.WithHold(sctx, hold), s.cfg.StoreWait)
 	rc, err := s.cfg.Ingest(sctx, d)
 	cancel()
 	if err == nil && span.IsRecording() {
