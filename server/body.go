@@ -123,13 +123,13 @@ func nextBuffer(have, want int64) int64 {
 // each buffer as the one before it fills (nextBuffer), so a sender holds
 // at most its first buffer (up to 16 KiB) or about four times what it has
 // sent, whichever is more, and less than twice the body's length in all.
-// held is what it took, to release after the reply (or later, holdBody),
-// error or not: the
-// buffers a body outgrew stay counted, as garbage the collector has yet to
-// free. A declared length (already checked against
-// limit) is the size of the last buffer; an undeclared body's last buffer
-// is the limit. The sender must keep up the server's minimum body rate
-// (see bodyReader); a body that falls behind ends with a timeout error.
+// held is what it took, to release after the reply (or later, see
+// holdBody), error or not: the buffers a body outgrew stay counted, as
+// garbage the collector has yet to free. A declared length (already
+// checked against limit) is the size of the last buffer; an undeclared
+// body's last buffer is the limit. The sender must keep up the server's
+// minimum body rate (see bodyReader); a body that falls behind ends with
+// a timeout error.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, client netip.Addr, limit int64) (body []byte, held int64, err error) {
 	want := limit
 	var rd io.Reader

@@ -19,8 +19,9 @@
 //     Config.MaxInflightBodyBytes; a request that would pass it gets 503
 //     with Retry-After. A body is counted until its reply, and after it
 //     for as long as Ingest still holds the delivery (a commit its sender
-//     did not wait for; see IngestFunc). A body's bytes are taken from that budget as they
-//     arrive, not as its Content-Length announces them: a sender holds
+//     did not wait for; see IngestFunc). A body's bytes are taken from
+//     that budget as they arrive, not as its Content-Length announces
+//     them: a sender holds
 //     nothing before its first byte, then at most 16 KiB or about four
 //     times what it has sent, whichever is more (readBody). Its last
 //     buffer is exactly its declared length, or at most the source's
@@ -76,10 +77,11 @@ import (
 //
 // ctx carries the delivery's groupcommit.Hold: its body's bytes, counted
 // against Config.MaxInflightBodyBytes until the Hold is let go. An
-// IngestFunc that may keep d after it returns (it returns when ctx ends,
-// and the delivery waits on in a queue or a transaction) must hold the
-// Hold meanwhile, as groupcommit.Committer's Submit does; else the bytes
-// it keeps are counted by nobody.
+// IngestFunc that may keep d after it returns (it returns when ctx ends
+// while the delivery waits on in a queue or a transaction) should hand
+// ctx to a groupcommit.Committer's Submit, which holds the Hold as long
+// as it holds the item; bytes kept any other way past the return are
+// not counted.
 type IngestFunc func(ctx context.Context, d hookbox.Delivery) (hookbox.Receipt, error)
 
 // Source is one sender the server accepts deliveries from.
