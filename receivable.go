@@ -1,6 +1,7 @@
 package hookbox
 
 import (
+	"net/http"
 	"strings"
 	"unicode"
 )
@@ -58,4 +59,23 @@ func NotReceived(id, eventType string) (problem, text string) {
 		return "event type " + p, eventType
 	}
 	return "", ""
+}
+
+// IdentityEncoded reports whether h declares no content coding but
+// identity. Ingest refuses a body that does (415), and a re-check of a
+// refused delivery does too: a compressed body would be stored, and
+// forwarded, as the sender compressed it, where an id or event type in it
+// could not be read and the app, which is not told of the coding
+// (forwarding drops the header: an unsigned sender could otherwise hand
+// the app a decompression bomb within max_body_bytes), could not read it
+// either.
+func IdentityEncoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return false
+			}
+		}
+	}
+	return true
 }

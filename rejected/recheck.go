@@ -105,6 +105,9 @@ const (
 	// which the store no longer knows every body the token came with. The
 	// sender retries with a new token.
 	ReasonTokenExpired = "its signature carries a one-time token whose time has passed, so a re-check cannot tell whether the token came with another body; the sender retries with a new one"
+	// ReasonCompressed: the body came with a Content-Encoding other than
+	// identity, which ingest refuses (hookbox.IdentityEncoded).
+	ReasonCompressed = "the body is compressed (Content-Encoding), which hookbox does not store; the sender must send it uncompressed"
 	// ReasonHeaderAltered: a header name or value was cut, or had bytes
 	// that are not UTF-8 text replaced, when the delivery was logged
 	// (HeaderAltered): verifying what the log holds could admit it under
@@ -362,6 +365,9 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	}
 	if HeaderAltered(rj.Header) {
 		return hookbox.Delivery{}, verify.Result{}, ReasonHeaderAltered
+	}
+	if !hookbox.IdentityEncoded(rj.Header) {
+		return hookbox.Delivery{}, verify.Result{}, ReasonCompressed
 	}
 	body := rj.Body
 	if body == nil {

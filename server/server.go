@@ -302,7 +302,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.rejectUnread(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
 		return
 	}
-	if !identityEncoded(r.Header) {
+	if !hookbox.IdentityEncoded(r.Header) {
 		w.Header().Set("Accept-Encoding", "identity")
 		s.rejectUnread(w, r, start, name, http.StatusUnsupportedMediaType, "a compressed body (Content-Encoding) is not supported: send it uncompressed")
 		return
@@ -644,22 +644,6 @@ func logText(s string) string {
 // (hookbox.StorableText: the rule a re-check applies too).
 func storable(s string) bool { return hookbox.StorableText(s) }
 
-// identityEncoded reports whether h declares no content coding but
-// identity. A compressed body would be stored, and forwarded, as the
-// sender compressed it, where an id or event type in it could not be read
-// and the app, which is not told of the coding (forwarding drops the
-// header: an unsigned sender could otherwise hand the app a
-// decompression bomb within max_body_bytes), could not read it either.
-func identityEncoded(h http.Header) bool {
-	for _, v := range h.Values("Content-Encoding") {
-		for c := range strings.SplitSeq(v, ",") {
-			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // hiddenHeaders are not stored: hop-by-hop headers and credentials meant for
 // hookbox or a proxy in front of it, not for the app behind it.

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -339,6 +340,44 @@ sources:
 		}
 		if got, err := srv.Svc.Store.Rejection(ctx, rj.ID); err != nil || got.AdmittedEventID != 0 {
 			t.Errorf("rejection after the refused re-check: %+v, %v", got, err)
+		}
+	})
+}
+
+// TestRecheckRefusesCompressedBody: a compressed delivery (a
+// Content-Encoding other than identity) logged with its whole body, as an
+// unknown source's 404 is, is refused by a re-check once the source
+// exists, as ingest refuses it (415); it was admitted and stored
+// compressed, and its app forwarded gzip bytes it was not told of.
+func TestRecheckRefusesCompressedBody(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		cfg := consoleConfig(rightSecret)
+		c := startConsole(t, dbURL, cfg)
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write([]byte(`{"order":"o-1"}`))
+		zw.Close()
+		req, _ := http.NewRequest("POST", c.url+"/webhooks/late", bytes.NewReader(gz.Bytes()))
+		req.Header.Set("Content-Encoding", "gzip")
+		req.Header.Set("X-Id", "d-1")
+		if r := do(t, req); r.status != http.StatusNotFound {
+			t.Fatalf("unknown source: %+v, want 404", r)
+		}
+		rs := c.awaitRejected(1)
+		if !rs[0].BodyComplete {
+			t.Fatalf("the 404's body was not kept whole: %+v", rs[0])
+		}
+		c.stop()
+		c = startConsole(t, dbURL, cfg+`
+  - name: late
+    scheme: none
+    id_header: X-Id
+    store_only: true
+`)
+		var res rejected.RecheckResult
+		c.call("POST", fmt.Sprintf("%s/admin/rejected/recheck?id=%d", c.adm, rs[0].ID), &res)
+		if len(res.Admitted) != 0 || len(res.Refused) != 1 || res.Refused[0].Reason != rejected.ReasonCompressed {
+			t.Errorf("re-check of a compressed body: %+v, want it refused: %q", res, rejected.ReasonCompressed)
 		}
 	})
 }
