@@ -151,3 +151,63 @@ func TestStoreFailureAgainWaitsItsBackoff(t *testing.T) {
 		}
 	})
 }
+
+// hangsAfterOneFailure is a store whose first Finish fails at once and
+// whose later ones hang until their context ends, as a store that went
+// away mid-outcome and never answers again.
+type hangsAfterOneFailure struct {
+	dbtest.Store
+	calls atomic.Int32
+}
+
+func (s *hangsAfterOneFailure) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	if s.calls.Add(1) == 1 {
+		return nil, errors.New("injected: the store failed to record the outcomes")
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestStopNotHeldByTriesAgain: the tries again after a failed outcome
+// (and the release after them) share one short budget, so a store that
+// stops answering holds a pool's Stop about a second, whatever the store
+// timeout: each try had a store timeout of its own, and with an hour's
+// timeout Stop waited hours.
+func TestStopNotHeldByTriesAgain(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	store := &hangsAfterOneFailure{Store: s}
+	ran := make(chan struct{})
+	p := worker.New(store, worker.Options{PollInterval: 20 * time.Millisecond, StoreTimeout: time.Hour})
+	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
+		close(ran)
+		return nil
+	}))
+	p.SetPolicy("fw", worker.Policy{MaxAttempts: 3, Timeout: time.Minute})
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, s, storetest.Delivery("fw", "1"))
+	p.Notify()
+	select {
+	case <-ran:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the target never ran")
+	}
+	for deadline := time.Now().Add(20 * time.Second); store.calls.Load() < 2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) { // the tries again have not begun
+			t.Fatalf("%d Finish calls after 20 s, want 2", store.calls.Load())
+		}
+	}
+	stopped := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		p.Stop(ctx)
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Stop still waiting after a minute: the tries again each wait the store's hour (%d Finish calls)", store.calls.Load())
+	}
+}

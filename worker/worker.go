@@ -924,20 +924,33 @@ func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
 	}
 }
 
-// finishRetries are the waits between tries of finishAgain.
-var finishRetries = []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+// finishRetries are the waits between tries of finishAgain, and
+// finishAgainBudget the time all of them together may take.
+var (
+	finishRetries     = []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+	finishAgainBudget = time.Second
+)
 
 // finishAgain records outcomes just after the store failed: the outage
 // that broke one connection (a database restart, connections terminated)
 // most often breaks the next statement too, and is over a moment later.
-// It tries a few times over about 750 ms, while the events' leases are
-// still extended. A release recorded by none of them left the events
-// leased until their leases ended; claimed again, their attempt was then
+// It tries a few times within finishAgainBudget, while the events' leases
+// are still extended: one budget for all of them, not a store timeout
+// each, so that a store that hangs holds a pool's Stop a second, not
+// minutes. A release recorded by none of them left the events leased
+// until their leases ended; claimed again, their attempt was then
 // charged as one whose worker died, and a last one ended dead, though
 // this process was alive and its target may have delivered.
 func (p *Pool) finishAgain(ctx context.Context, outs []hookbox.Outcome) (errs []error, err error) {
+	ctx, cancel := context.WithTimeout(ctx, finishAgainBudget)
+	defer cancel()
+	err = context.DeadlineExceeded
 	for _, wait := range finishRetries {
-		time.Sleep(wait)
+		select {
+		case <-ctx.Done():
+			return errs, err
+		case <-time.After(wait):
+		}
 		sctx, cancel := p.storeCtx(ctx)
 		errs, err = p.q.Finish(sctx, outs)
 		cancel()
