@@ -131,9 +131,9 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 	if dbURL == "" {
 		dbURL = config.DefaultDB
 	}
-	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous},
-		Postgres: postgres.Options{IngestBytes: cfg.InflightBodyBytes(),
-			Logger: slog.New(redact.NewHandler(log.Handler(), Redactor(cfg)))}})
+	storeLog := slog.New(redact.NewHandler(log.Handler(), Redactor(cfg)))
+	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous, Logger: storeLog},
+		Postgres: postgres.Options{IngestBytes: cfg.InflightBodyBytes(), Logger: storeLog}})
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,17 @@
 package service_test
 
 import (
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 )
 
 // TestSQLiteFileDeleted503: the database file is deleted under a running
@@ -40,4 +46,35 @@ func TestSQLiteFileDeleted503(t *testing.T) {
 			t.Fatalf("/readyz = %d %s 10 s after the file was deleted, want 503", code, body)
 		}
 	}
+}
+
+// TestSQLiteFileGoneLoggedToTheServiceLog: the store's line saying its
+// file was deleted goes to the service's log, in its format (JSON here)
+// and through its redaction; it went to Go's default logger, as plain
+// text on stderr.
+func TestSQLiteFileGoneLoggedToTheServiceLog(t *testing.T) {
+	dbURL := dbtest.SQLiteURL(t)
+	logs := &syncbuf.Buffer{}
+	srv := e2e.StartLogged(t, `
+sources:
+  - name: open
+    scheme: none
+    id_header: X-Id
+    store_only: true
+`, dbURL, slog.New(slog.NewJSONHandler(logs, nil)), nil)
+	if err := os.Remove(strings.TrimPrefix(dbURL, "sqlite:")); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv.Post("open", http.Header{"X-Id": {"after"}}, []byte(`{}`)); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("delivery after the file was deleted: %+v, want 503", r)
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "while hookbox had it open") {
+			if !strings.HasPrefix(line, "{") {
+				t.Errorf("the line is not in the service's JSON: %s", line)
+			}
+			return
+		}
+	}
+	t.Errorf("the service's log does not say the file was deleted:\n%s", logs.String())
 }

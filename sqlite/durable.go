@@ -53,6 +53,7 @@ import (
 // failed fsync.
 type walSyncer struct {
 	path string
+	log  *slog.Logger
 	// syncFile flushes the WAL file: datasync, which tests replace.
 	syncFile func(*os.File) error
 	// failed is the first failed fsync, wrapped in a message for the
@@ -70,8 +71,8 @@ type walSyncer struct {
 // newWALSyncer syncs the WAL of the database file at dbPath, which must be
 // the file's real path (realPath): SQLite keeps the WAL beside the file a
 // symbolic link leads to, not beside the link.
-func newWALSyncer(dbPath string) *walSyncer {
-	w := &walSyncer{path: dbPath + "-wal", syncFile: datasync}
+func newWALSyncer(dbPath string, log *slog.Logger) *walSyncer {
+	w := &walSyncer{path: dbPath + "-wal", syncFile: datasync, log: log}
 	w.cond = sync.NewCond(&w.mu)
 	return w
 }
@@ -163,7 +164,7 @@ func (w *walSyncer) sync() error {
 func (w *walSyncer) fail(cause error) {
 	err := fmt.Errorf("%w (%s: %w)", errWALSyncFailed, w.path, cause)
 	if w.failed.CompareAndSwap(nil, &err) {
-		slog.Error("sqlite: fsync of the write-ahead log failed; refusing every delivery (503) until restarted: "+
+		w.log.Error("sqlite: fsync of the write-ahead log failed; refusing every delivery (503) until restarted: "+
 			"deliveries committed since the last good fsync may be lost on a power failure. "+
 			"Check the disk (dmesg, free space), then restart hookbox",
 			"wal", w.path, "err", cause)

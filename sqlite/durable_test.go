@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -25,7 +26,7 @@ func TestWALSyncerCoalesces(t *testing.T) {
 	if err := os.WriteFile(path+"-wal", []byte("frames"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := newWALSyncer(path)
+	w := newWALSyncer(path, slog.Default())
 	defer w.close()
 	var wg sync.WaitGroup
 	for range 200 {
@@ -46,7 +47,7 @@ func TestWALSyncerCoalesces(t *testing.T) {
 // TestWALSyncerReportsFailure: a WAL that cannot be synced is an error for
 // the waiter, never a silent success.
 func TestWALSyncerReportsFailure(t *testing.T) {
-	w := newWALSyncer(filepath.Join(t.TempDir(), "missing.db"))
+	w := newWALSyncer(filepath.Join(t.TempDir(), "missing.db"), slog.Default())
 	if err := w.waitDurable(w.commit()); err == nil {
 		t.Fatal("sync of a missing WAL reported success")
 	}
@@ -57,7 +58,7 @@ func TestWALSyncerReportsFailure(t *testing.T) {
 func TestWALSyncerFollowsReplacedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	os.WriteFile(path+"-wal", []byte("a"), 0o644)
-	w := newWALSyncer(path)
+	w := newWALSyncer(path, slog.Default())
 	defer w.close()
 	if err := w.waitDurable(w.commit()); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestWALSyncerLatchesFailure(t *testing.T) {
 		if err := os.WriteFile(path+"-wal", []byte("frames"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		w := newWALSyncer(path)
+		w := newWALSyncer(path, slog.Default())
 		defer w.close()
 		entered, release := make(chan struct{}), make(chan struct{})
 		var syncs atomic.Int32

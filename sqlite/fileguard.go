@@ -32,6 +32,7 @@ import (
 // connections open, so while the store is open it is never missing.
 type fileGuard struct {
 	path string
+	log  *slog.Logger
 	file os.FileInfo // the database file Open opened
 	wal  bool        // whether the -wal file existed after Open
 	// failed is the first check that found a path naming another file or
@@ -40,14 +41,15 @@ type fileGuard struct {
 }
 
 // newFileGuard records the identity of the database file at path, which
-// the store has just opened, and whether its -wal file exists.
-func newFileGuard(path string) (*fileGuard, error) {
+// the store has just opened, and whether its -wal file exists; it logs
+// to log.
+func newFileGuard(path string, log *slog.Logger) (*fileGuard, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	_, err = os.Stat(path + "-wal")
-	return &fileGuard{path: path, file: fi, wal: err == nil}, nil
+	return &fileGuard{path: path, log: log, file: fi, wal: err == nil}, nil
 }
 
 // errFileGone is what every check wraps once the database file or its WAL
@@ -98,7 +100,7 @@ func (g *fileGuard) check() error {
 func (g *fileGuard) fail(file, what string) error {
 	err := fmt.Errorf("%w (%s: %s)", errFileGone, file, what)
 	if g.failed.CompareAndSwap(nil, &err) {
-		slog.Error("sqlite: the database file "+file+" was deleted or replaced while hookbox had it open; "+
+		g.log.Error("sqlite: the database file "+file+" was deleted or replaced while hookbox had it open; "+
 			"refusing every delivery (503) until restarted: the deliveries stored since are in a file that no longer "+
 			"has this name (a deleted file's data lasts until hookbox exits: on Linux, copy it from /proc/PID/fd first). "+
 			"Restore the file and restart hookbox",

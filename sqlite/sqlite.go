@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -67,6 +68,10 @@ type Options struct {
 	// or change existing events. Either way, a database migrated by a
 	// newer hookbox is refused with an error matching ErrNoSchema.
 	Existing bool
+	// Logger receives the store's own lines (that a WAL fsync failed, or
+	// that the database file was deleted or replaced). Nil means
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is a hookbox.Store kept in one SQLite file.
@@ -116,6 +121,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
 	sync := strings.ToUpper(opts.Synchronous)
 	var durable *walSyncer
 	switch sync {
@@ -124,7 +132,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		if !opts.InlineSync {
 			// FULL's promise, kept by walSyncer without holding the write
 			// lock during the disk flush.
-			sync, durable = "NORMAL", newWALSyncer(path)
+			sync, durable = "NORMAL", newWALSyncer(path, opts.Logger)
 		}
 	case "NORMAL", "OFF", "EXTRA":
 	default:
@@ -206,7 +214,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	// The writer has the file open now (prepare read its schema): the
 	// file to hold on to is the one it opened.
-	if s.file, err = newFileGuard(path); err != nil {
+	if s.file, err = newFileGuard(path, opts.Logger); err != nil {
 		writer.Close()
 		return nil, err
 	}
