@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -145,6 +146,19 @@ func (s *Store) listen(ctx context.Context, wake func()) (bool, error) {
 	}
 	if _, err := conn.Exec(bg, `LISTEN `+NotifyChannel); err != nil {
 		return false, err
+	}
+	// The connection is out of the pool, so the pool's lifetime does not
+	// renew it: it ends itself at the same age (see Options), so that it
+	// does not outlive a switch of the server behind the URL. Listen then
+	// listens on a new one, and wakes the workers for what was notified
+	// in between.
+	if cfg := s.pool.Config(); cfg.MaxConnLifetime > 0 {
+		life := cfg.MaxConnLifetime
+		if cfg.MaxConnLifetimeJitter > 0 {
+			life += rand.N(cfg.MaxConnLifetimeJitter)
+		}
+		renew := time.AfterFunc(life, interrupt)
+		defer renew.Stop()
 	}
 	wake()
 	for {
