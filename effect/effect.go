@@ -209,9 +209,13 @@ func checkKind(kind string) error {
 // recorded after the migration ran, gets it when retention purges it.)
 //
 // The send is a queued event of source SendSource(kind), whose delivery
-// id is key (on PostgreSQL, a key too long for its index is shortened as
-// ClaimKey's are): it is performed after the handler's transaction commits, by the Target routed to that
-// source, with retries and a dead state like any event.
+// id is key: it is performed after the handler's transaction commits, by
+// the Target routed to that source, with retries and a dead state like
+// any event. On PostgreSQL a key too long for its index, or one with a
+// NUL byte or bytes that are not UTF-8, is kept as ClaimKey keeps it (its
+// text part and its SHA-256; see storedKey), and that is the send's
+// delivery id there: a Target that needs the key itself should find it in
+// payload.
 //
 // kind must not be empty or hold ':' or '/'; RecordSend refuses such a kind
 // with an error and records nothing.
