@@ -606,15 +606,18 @@ func (s *Server) checkReady(ctx context.Context) error {
 	}
 	rd.checking = true
 	rd.mu.Unlock()
+	var err error
+	defer func() { // also if Ready panics
+		rd.mu.Lock()
+		rd.checking = false
+		if ctx.Err() == nil { // not the result of a client gone
+			rd.at, rd.err = time.Now(), err
+		}
+		rd.mu.Unlock()
+	}()
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	err := s.cfg.Ready(cctx)
-	rd.mu.Lock()
-	rd.checking = false
-	if ctx.Err() == nil { // not the result of a client gone
-		rd.at, rd.err = time.Now(), err
-	}
-	rd.mu.Unlock()
+	err = s.cfg.Ready(cctx)
 	return err
 }
 

@@ -341,8 +341,8 @@ func build(cfg Config) (signer, error) {
 	return textType{v}, nil
 }
 
-// textType makes every Result's EventType UTF-8 text, each byte that is
-// not replaced by U+FFFD. The event type is a label to route and show,
+// textType makes every Result's EventType UTF-8 text, each run of bytes
+// that are not replaced by U+FFFD. The event type is a label to route and show,
 // not the dedupe key: a verified delivery is not refused, and so lost,
 // over a Latin-1 byte in it, as it would be over one in its id.
 type textType struct{ signer }
