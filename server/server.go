@@ -647,7 +647,6 @@ func logText(s string) string {
 // (hookbox.StorableText: the rule a re-check applies too).
 func storable(s string) bool { return hookbox.StorableText(s) }
 
-
 // hiddenHeaders are not stored: hop-by-hop headers and credentials meant for
 // hookbox or a proxy in front of it, not for the app behind it.
 var hiddenHeaders = map[string]bool{
