@@ -265,8 +265,13 @@ func TestMetricsAfterTraffic(t *testing.T) {
 		// registered and stays pending.
 		h.waitStatus(h.idOf("polar", "msg_1"), hookbox.StatusDead)
 		h.waitStatus(h.idOf("polar", "msg_2"), hookbox.StatusDead)
-
+		// An attempt is counted once its outcome has committed, a moment
+		// after the status above can be read: wait for the counts.
 		got := scrapeMetrics(t, h.url)
+		for deadline := time.Now().Add(10 * time.Second); got[`hookbox_attempt_seconds_count{source="polar"}`] < 4 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+			got = scrapeMetrics(t, h.url)
+		}
 		want := map[string]float64{
 			`hookbox_deliveries_total{outcome="new",source="polar"}`:            2,
 			`hookbox_deliveries_total{outcome="duplicate",source="polar"}`:      1,
