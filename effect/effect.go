@@ -50,9 +50,11 @@ import (
 //
 // Scopes starting with "send:" hold RecordSend's keys; ClaimKey refuses
 // them, so a handler's key and a send cannot stand in for each other. A
-// scope may hold up to MaxScope bytes, a key any number: on PostgreSQL,
-// whose index rows hold about 2.7 KB, a key that does not fit 2,048
-// bytes with its scope is kept as its start and its SHA-256.
+// scope may hold up to MaxScope bytes, a key any number of any bytes: on
+// PostgreSQL, whose index rows hold about 2.7 KB and whose text holds
+// neither NUL nor bytes that are not UTF-8, a key that does not fit
+// 2,048 bytes with its scope, or holds such bytes, is kept as its start
+// and its SHA-256 (see storedKey).
 func ClaimKey(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key string) (bool, error) {
 	if strings.HasPrefix(scope, sendPrefix) {
 		return false, fmt.Errorf("claim key %s/%s: scopes starting with %q are RecordSend's", scope, keyText(key), sendPrefix)

@@ -25,8 +25,9 @@ const maxHexDump = 4 << 10
 // headerLine is one header value as shown.
 type headerLine struct{ Name, Value string }
 
-// headerLines lists h sorted by name, each name and value as showText
-// shows it.
+// headerLines lists h sorted by name, each name and value escaped as
+// printable.Escape escapes it (\xe9 for a Latin-1 byte, \u202e for a
+// bidi override).
 func headerLines(h http.Header) []headerLine {
 	var out []headerLine
 	for k, vs := range h {

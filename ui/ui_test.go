@@ -188,14 +188,7 @@ func TestConsoleEscapesSenderText(t *testing.T) {
 		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
 		for _, path := range []string{"/ui/", "/ui/events", "/ui/events?type=" + url.QueryEscape(hostile), "/ui/dead",
 			"/ui/events/" + strconv.FormatInt(id, 10), "/ui/rejected", "/ui/rejected/1"} {
-			rec := httptest.NewRecorder()
-			req := mustRequest(t, "GET", path)
-			req.Header.Set("Authorization", "Bearer "+token)
-			srv.ServeHTTP(rec, req)
-			page := rec.Body.String()
-			if rec.Code != 200 {
-				t.Errorf("%s: %d", path, rec.Code)
-			}
+			page := okPage(t, srv, path)
 			mustNotContainMarkup(t, page, path)
 			if strings.Contains(page, "c2lnbmF0dXJl") {
 				t.Errorf("%s shows the signature", path)
@@ -231,6 +224,20 @@ func TestConsoleShowsHeaderBytes(t *testing.T) {
 			t.Errorf("event page shows a byte as U+FFFD or raw:\n%s", page)
 		}
 	})
+}
+
+// okPage GETs path from srv with the console's token and returns the
+// page, noting an error unless the answer is 200.
+func okPage(t *testing.T, srv http.Handler, path string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := mustRequest(t, "GET", path)
+	req.Header.Set("Authorization", "Bearer "+token)
+	srv.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Errorf("%s: %d", path, rec.Code)
+	}
+	return rec.Body.String()
 }
 
 func mustRequest(t *testing.T, method, path string) *http.Request {
@@ -304,14 +311,7 @@ func TestConsoleEscapesUnprintable(t *testing.T) {
 		srv := server.New(server.Config{})
 		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
 		for _, path := range []string{"/ui/events", "/ui/dead", "/ui/events/" + strconv.FormatInt(id, 10), "/ui/rejected", "/ui/rejected/1"} {
-			rec := httptest.NewRecorder()
-			req := mustRequest(t, "GET", path)
-			req.Header.Set("Authorization", "Bearer "+token)
-			srv.ServeHTTP(rec, req)
-			page := rec.Body.String()
-			if rec.Code != 200 {
-				t.Errorf("%s: %d", path, rec.Code)
-			}
+			page := okPage(t, srv, path)
 			if strings.ContainsAny(page, "\u202e\u200b") {
 				t.Errorf("%s shows a bidi override or zero-width character unescaped", path)
 			}

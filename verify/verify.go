@@ -342,9 +342,9 @@ func build(cfg Config) (signer, error) {
 }
 
 // textType makes every Result's EventType UTF-8 text, each run of bytes
-// that are not replaced by U+FFFD. The event type is a label to route and show,
-// not the dedupe key: a verified delivery is not refused, and so lost,
-// over a Latin-1 byte in it, as it would be over one in its id.
+// that are not replaced by U+FFFD. The event type is a label to route
+// and show, not the dedupe key: a verified delivery is not refused, and
+// so lost, over a Latin-1 byte in it, as it would be over one in its id.
 type textType struct{ signer }
 
 func (t textType) inner() signer { return t.signer }

@@ -14,18 +14,31 @@ import (
 	"github.com/hookbox/hookbox/worker"
 )
 
-// finishFailsOnce is a store whose first Finish fails, as a blip of the
-// database or a StoreTimeout would, with nothing recorded.
-type finishFailsOnce struct {
+// finishGate is the real store, but its Finish first asks refuse, with
+// the call's number (from 1) and the outcomes: an error it returns is
+// Finish's, and nothing is recorded, as in a blip of the database or a
+// StoreTimeout; nil lets the call through.
+type finishGate struct {
 	dbtest.Store
-	calls atomic.Int32
+	calls  atomic.Int32
+	refuse func(ctx context.Context, call int32, outs []hookbox.Outcome) error
 }
 
-func (s *finishFailsOnce) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
-	if s.calls.Add(1) == 1 {
-		return nil, errors.New("injected: the store failed to record the outcomes")
+func (s *finishGate) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	if err := s.refuse(ctx, s.calls.Add(1), outs); err != nil {
+		return nil, err
 	}
 	return s.Store.Finish(ctx, outs)
+}
+
+var errInjected = errors.New("injected: the store failed to record the outcomes")
+
+// failsOnce refuses the first Finish.
+func failsOnce(_ context.Context, call int32, _ []hookbox.Outcome) error {
+	if call == 1 {
+		return errInjected
+	}
+	return nil
 }
 
 // TestTargetOutcomeRecordedAfterABlip: when the store fails once to
@@ -36,7 +49,7 @@ func TestTargetOutcomeRecordedAfterABlip(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		var runs atomic.Int32
-		p := worker.New(&finishFailsOnce{Store: s}, worker.Options{PollInterval: 20 * time.Millisecond})
+		p := worker.New(&finishGate{Store: s, refuse: failsOnce}, worker.Options{PollInterval: 20 * time.Millisecond})
 		p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
 			runs.Add(1)
 			return nil // delivered
@@ -52,24 +65,6 @@ func TestTargetOutcomeRecordedAfterABlip(t *testing.T) {
 	})
 }
 
-// firstRunNotRecorded is a store that, during the first run of a target,
-// records none of its outcomes and fails the first release that follows,
-// as an outage that breaks every connection for a moment would.
-type firstRunNotRecorded struct {
-	dbtest.Store
-	runs          *atomic.Int32
-	releaseFailed atomic.Bool
-}
-
-func (s *firstRunNotRecorded) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
-	if s.runs.Load() == 1 {
-		if !outs[0].Released || s.releaseFailed.CompareAndSwap(false, true) {
-			return nil, errors.New("injected: the store failed to record the outcomes")
-		}
-	}
-	return s.Store.Finish(ctx, outs)
-}
-
 // TestTargetOutcomeNotRecordedGivesTheAttemptBack: when the store fails
 // to record a target's outcome, and to record the release that follows
 // on its first try, the attempt is given back all the same: with
@@ -81,7 +76,17 @@ func TestTargetOutcomeNotRecordedGivesTheAttemptBack(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		var runs atomic.Int32
-		p := worker.New(&firstRunNotRecorded{Store: s, runs: &runs}, worker.Options{PollInterval: 20 * time.Millisecond})
+		// During the target's first run, no outcome is recorded, nor
+		// the first release that follows, as in an outage that breaks
+		// every connection for a moment.
+		var releaseFailed atomic.Bool
+		gate := &finishGate{Store: s, refuse: func(_ context.Context, _ int32, outs []hookbox.Outcome) error {
+			if runs.Load() == 1 && (!outs[0].Released || releaseFailed.CompareAndSwap(false, true)) {
+				return errInjected
+			}
+			return nil
+		}}
+		p := worker.New(gate, worker.Options{PollInterval: 20 * time.Millisecond})
 		p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
 			runs.Add(1)
 			return nil // delivered
@@ -97,19 +102,6 @@ func TestTargetOutcomeNotRecordedGivesTheAttemptBack(t *testing.T) {
 	})
 }
 
-// finishFailsForTargets is a store that records no target's outcome, only
-// the releases that follow (their error starts "store failed: ").
-type finishFailsForTargets struct{ dbtest.Store }
-
-func (s finishFailsForTargets) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
-	for _, o := range outs {
-		if !strings.HasPrefix(o.Error, "store failed: ") {
-			return nil, errors.New("injected: the store failed to record the outcomes")
-		}
-	}
-	return s.Store.Finish(ctx, outs)
-}
-
 // TestStoreFailureAgainWaitsItsBackoff: the second store failure in a row
 // counts as an attempt (see TestTargetOutcomeNotRecordedGivesTheAttemptBack),
 // and such an attempt waits out its backoff like any other failed one. It
@@ -119,7 +111,17 @@ func TestStoreFailureAgainWaitsItsBackoff(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		var runs atomic.Int32
-		p := worker.New(finishFailsForTargets{Store: s}, worker.Options{PollInterval: 10 * time.Millisecond})
+		// No target's outcome is recorded, only the releases that follow
+		// (their error starts "store failed: ").
+		gate := &finishGate{Store: s, refuse: func(_ context.Context, _ int32, outs []hookbox.Outcome) error {
+			for _, o := range outs {
+				if !strings.HasPrefix(o.Error, "store failed: ") {
+					return errInjected
+				}
+			}
+			return nil
+		}}
+		p := worker.New(gate, worker.Options{PollInterval: 10 * time.Millisecond})
 		p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
 			runs.Add(1)
 			return nil
@@ -152,22 +154,6 @@ func TestStoreFailureAgainWaitsItsBackoff(t *testing.T) {
 	})
 }
 
-// hangsAfterOneFailure is a store whose first Finish fails at once and
-// whose later ones hang until their context ends, as a store that went
-// away mid-outcome and never answers again.
-type hangsAfterOneFailure struct {
-	dbtest.Store
-	calls atomic.Int32
-}
-
-func (s *hangsAfterOneFailure) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
-	if s.calls.Add(1) == 1 {
-		return nil, errors.New("injected: the store failed to record the outcomes")
-	}
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
 // TestStopNotHeldByTriesAgain: the tries again after a failed outcome
 // (and the release after them) share one short budget, so a store that
 // stops answering holds a pool's Stop about a second, whatever the store
@@ -175,7 +161,15 @@ func (s *hangsAfterOneFailure) Finish(ctx context.Context, outs []hookbox.Outcom
 // timeout Stop waited hours.
 func TestStopNotHeldByTriesAgain(t *testing.T) {
 	s := dbtest.Open(t, dbtest.SQLiteURL(t))
-	store := &hangsAfterOneFailure{Store: s}
+	// The first Finish fails at once, the later ones hang until their
+	// context ends: a store that went away mid-outcome.
+	store := &finishGate{Store: s, refuse: func(ctx context.Context, call int32, _ []hookbox.Outcome) error {
+		if call == 1 {
+			return errInjected
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}}
 	ran := make(chan struct{})
 	p := worker.New(store, worker.Options{PollInterval: 20 * time.Millisecond, StoreTimeout: time.Hour})
 	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
