@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,6 +169,7 @@ func testIngestScopesIDBySource(t *testing.T, s hookbox.Store) {
 func testIngestConcurrentSameID(t *testing.T, s hookbox.Store) {
 	const copies = 100
 	var wg sync.WaitGroup
+	var retried atomic.Int32
 	rs := make([]hookbox.Receipt, copies)
 	errs := make([]error, copies)
 	start := make(chan struct{})
@@ -177,7 +179,16 @@ func testIngestConcurrentSameID(t *testing.T, s hookbox.Store) {
 			defer wg.Done()
 			<-start
 			var r []hookbox.Receipt
-			r, errs[i] = s.Ingest(context.Background(), []hookbox.Delivery{Delivery("race", "same")})
+			// A copy the store cannot take now (ErrUnavailable: no
+			// connection within the begin's limit on a loaded machine)
+			// is sent again, as a sender answered 503 would.
+			for try := 0; ; try++ {
+				r, errs[i] = s.Ingest(context.Background(), []hookbox.Delivery{Delivery("race", "same")})
+				if !errors.Is(errs[i], hookbox.ErrUnavailable) || try == 20 {
+					break
+				}
+				retried.Add(1)
+			}
 			if errs[i] == nil {
 				rs[i] = r[0]
 			}
@@ -197,8 +208,10 @@ func testIngestConcurrentSameID(t *testing.T, s hookbox.Store) {
 			t.Errorf("copy %d got id %d, copy 0 got %d", i, rs[i].ID, rs[0].ID)
 		}
 	}
-	if news != 1 {
-		t.Errorf("%d copies reported new, want exactly 1", news)
+	// A copy sent again after a failed commit may find its own row, if
+	// that commit took effect: then no answer says new.
+	if news != 1 && (retried.Load() == 0 || news > 1) {
+		t.Errorf("%d copies reported new (%d sent again), want exactly 1", news, retried.Load())
 	}
 	if n := count(t, s, hookbox.Filter{Source: "race"}); n != 1 {
 		t.Errorf("rows = %d, want 1", n)
