@@ -52,7 +52,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 func (s *Store) BeginIngest(ctx context.Context) (hookbox.IngestTx, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: ingest: %w: begin: %v", hookbox.ErrUnavailable, err)
+		return nil, s.explain(fmt.Errorf("sqlite: ingest: %w: begin: %v", hookbox.ErrUnavailable, err))
 	}
 	return &ingestTx{s: s, tx: tx}, nil
 }
@@ -80,7 +80,7 @@ func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 	}
 	rs, err := t.add(ctx, ds, bad)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: ingest: %w", err)
+		return nil, t.s.explain(fmt.Errorf("sqlite: ingest: %w", err))
 	}
 	if bad != nil {
 		return rs, &hookbox.BadDeliveries{Bad: bad}
@@ -214,7 +214,7 @@ func payloadArg(p []byte) []byte {
 // free for the next transaction while the disk flushes.
 func (t *ingestTx) Commit(ctx context.Context) error {
 	if err := t.tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: ingest: %w: commit: %v", hookbox.ErrUnavailable, err)
+		return t.s.explain(fmt.Errorf("sqlite: ingest: %w: commit: %v", hookbox.ErrUnavailable, err))
 	}
 	if err := t.s.settle(); err != nil {
 		return fmt.Errorf("sqlite: ingest: %w", err)

@@ -2,7 +2,9 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,12 +24,16 @@ import (
 // longer have their names, so every receipt given since would be lost when
 // hookbox restarts on the path. From then on Ingest (the sender's retry of
 // a stored delivery included), Claim and Ping fail with
-// hookbox.ErrUnavailable (503, /readyz not ready), and it is said once in
-// the log. Under FULL (the WAL syncer) and OFF (no syncer) alike.
+// hookbox.ErrUnavailable (503, /readyz not ready) naming the file, and it
+// is said once in the log. Under FULL (the WAL syncer) and OFF (no syncer)
+// alike. In "remove-recreate" another connection made a new database at
+// the path after the deletion (as a pool's new connection did before
+// connections were opened without create): the store's own writes then
+// fail ("no such table"), and the failure must still say why.
 func TestDatabaseFileGoneRefused(t *testing.T) {
 	logs := captureLog(t)
 	for _, sync := range []string{"FULL", "OFF"} {
-		for _, how := range []string{"remove", "rename", "replace", "remove-wal"} {
+		for _, how := range []string{"remove", "rename", "replace", "remove-wal", "remove-recreate"} {
 			t.Run(sync+"/"+how, func(t *testing.T) {
 				ctx := context.Background()
 				path := filepath.Join(t.TempDir(), "hookbox.db")
@@ -56,6 +62,10 @@ func TestDatabaseFileGoneRefused(t *testing.T) {
 				case "remove-wal":
 					gone = path + "-wal"
 					err = os.Remove(gone)
+				case "remove-recreate":
+					if err = os.Remove(path); err == nil {
+						err = newDatabaseAt(path)
+					}
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -64,9 +74,9 @@ func TestDatabaseFileGoneRefused(t *testing.T) {
 
 				for _, d := range []hookbox.Delivery{storetest.Delivery("s", "after"), before, storetest.Delivery("s", "later")} {
 					rs, err := s.Ingest(ctx, []hookbox.Delivery{d})
-					if !errors.Is(err, hookbox.ErrUnavailable) {
-						t.Errorf("ingest of %s after the file was %sd: receipts %+v, err %v; want ErrUnavailable (503), not a receipt for a row that no file at %s holds",
-							d.DeliveryID, how, rs, err, path)
+					if !errors.Is(err, hookbox.ErrUnavailable) || !strings.Contains(err.Error(), gone+": ") {
+						t.Errorf("ingest of %s after the file was %sd: receipts %+v, err %v; want ErrUnavailable (503) saying what happened to %s, not a receipt for a row that no file at %s holds",
+							d.DeliveryID, how, rs, err, gone, path)
 					}
 				}
 				evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 10, Lease: time.Minute, Sources: []string{"s"}})
@@ -82,6 +92,46 @@ func TestDatabaseFileGoneRefused(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// newDatabaseAt makes a new WAL database at path with a table and a row,
+// as a connection opened there by another program, or by a pool that may
+// create the file, would.
+func newDatabaseAt(path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)")
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(`CREATE TABLE other (a); INSERT INTO other VALUES (1)`)
+	return errors.Join(err, db.Close())
+}
+
+// TestNoDatabaseMadeAtTheDeletedPath: after the database file is deleted
+// under a running store, a connection its pools open (a reader, here the
+// first) fails instead of creating an empty database at the path, which
+// the next start would have taken for a new install and migrated.
+func TestNoDatabaseMadeAtTheDeletedPath(t *testing.T) {
+	captureLog(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "before")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := s.Event(ctx, rs[0].ID); err == nil {
+		t.Errorf("event read after the file was deleted: %+v, want an error", ev)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("stat %s after a read: %v; want no file (the read created one)", path, err)
 	}
 }
 

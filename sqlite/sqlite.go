@@ -165,9 +165,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// temporary file past 64 KiB (a pwrite per page); bulk operations
 		// work in slices so no statement needs a large one.
 		q.Add("_pragma", "temp_store(MEMORY)")
-		if opts.Existing {
-			q.Add("mode", "rw") // never create the file
-		}
+		// Never create the file: it exists by now (createPrivate made a
+		// new one). A connection a pool opens later, after the file was
+		// deleted (see fileGuard), fails instead of starting an empty
+		// database at the path.
+		q.Add("mode", "rw")
 		for i := 0; i+1 < len(extra); i += 2 {
 			q.Add(extra[i], extra[i+1])
 		}
@@ -548,12 +550,28 @@ func (s *Store) settle() error {
 	return nil
 }
 
+// explain returns err, a write that failed, or, when the database file or
+// its WAL was deleted or replaced (see fileGuard), the guard's failure,
+// which wraps hookbox.ErrUnavailable and says what to do: a file swapped
+// under SQLite makes writes fail in ways that name neither ("no such
+// table", a disk I/O error) before any check has run. A failure the
+// guard does not explain is returned as it is.
+func (s *Store) explain(err error) error {
+	if err == nil || errors.Is(err, errFileGone) {
+		return err
+	}
+	if gone := s.file.check(); errors.Is(gone, errFileGone) {
+		return fmt.Errorf("%w: %v (the write failed: %v)", hookbox.ErrUnavailable, gone, err)
+	}
+	return err
+}
+
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE), committing when fn
 // returns nil and rolling back on error or panic.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err)
+		return s.explain(fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -562,6 +580,7 @@ func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 		}
 		if err != nil {
 			tx.Rollback()
+			err = s.explain(err)
 		}
 	}()
 	if err = fn(tx); err != nil {

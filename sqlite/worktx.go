@@ -31,7 +31,7 @@ var _ hookbox.WorkTx = (*workTx)(nil)
 func (s *Store) BeginWork(ctx context.Context) (hookbox.WorkTx, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: begin work: %w: %v", hookbox.ErrUnavailable, err)
+		return nil, s.explain(fmt.Errorf("sqlite: begin work: %w: %v", hookbox.ErrUnavailable, err))
 	}
 	return &workTx{s: s, tx: tx}, nil
 }
@@ -143,7 +143,7 @@ func (w *workTx) Commit(ctx context.Context) error {
 	err := w.tx.Commit()
 	w.prepareUncached(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: commit work: %w: %v", hookbox.ErrUnavailable, err)
+		return w.s.explain(fmt.Errorf("sqlite: commit work: %w: %v", hookbox.ErrUnavailable, err))
 	}
 	if w.marked != "" {
 		// The outcomes are committed: the mark has nothing left to charge.
