@@ -38,6 +38,9 @@ type fileGuard struct {
 	// failed is the first check that found a path naming another file or
 	// none, wrapped in a message for the operator; never cleared.
 	failed atomic.Pointer[error]
+	// closed is set as the store closes: SQLite removes the -wal file
+	// when its last connection closes, which is no deletion to report.
+	closed atomic.Bool
 }
 
 // newFileGuard records the identity of the database file at path, which
@@ -51,6 +54,9 @@ func newFileGuard(path string, log *slog.Logger) (*fileGuard, error) {
 	_, err = os.Stat(path + "-wal")
 	return &fileGuard{path: path, log: log, file: fi, wal: err == nil}, nil
 }
+
+// errStoreClosed is what every check returns once the store is closing.
+var errStoreClosed = errors.New("sqlite: the store is closed")
 
 // errFileGone is what every check wraps once the database file or its WAL
 // was found deleted or replaced.
@@ -69,10 +75,14 @@ func (g *fileGuard) err() error {
 // store has open and its -wal file exists; otherwise it latches (see
 // fileGuard) and returns the failure. An error other than "no such file"
 // from a stat (a directory this user may no longer search, an I/O error)
-// fails this check only: the file may well still be there.
+// fails this check only: the file may well still be there. Once the store
+// is closing, it returns errStoreClosed and looks no further.
 func (g *fileGuard) check() error {
 	if err := g.err(); err != nil {
 		return err
+	}
+	if g.closed.Load() {
+		return errStoreClosed
 	}
 	cur, err := os.Stat(g.path)
 	switch {

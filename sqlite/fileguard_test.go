@@ -135,6 +135,38 @@ func TestNoDatabaseMadeAtTheDeletedPath(t *testing.T) {
 	}
 }
 
+// TestClosedStoreNotTakenForDeleted: calls made after Close (a worker
+// pool still polling, in an app that closed its store first) fail without
+// saying that the database file was deleted: SQLite removes the -wal file
+// as its last connection closes, and the guard took that for a deletion,
+// told the operator to restore the file, and logged it.
+func TestClosedStoreNotTakenForDeleted(t *testing.T) {
+	logs := captureLog(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "before")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, ingestErr := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "after")})
+	_, claimErr := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 10, Lease: time.Minute, Sources: []string{"s"}})
+	pingErr := s.Ping(ctx)
+	for what, err := range map[string]error{"ingest": ingestErr, "claim": claimErr, "ping": pingErr} {
+		if err == nil || strings.Contains(err.Error(), "deleted or replaced") {
+			t.Errorf("%s after Close: %v; want an error that does not say the file was deleted", what, err)
+		}
+	}
+	if strings.Contains(logs.String(), "deleted or replaced") {
+		t.Errorf("the log says the file was deleted after a Close:\n%s", logs)
+	}
+}
+
 // goneLines is how many lines of logs say that file was deleted or
 // replaced.
 func goneLines(logs *syncbuf.Buffer, file string) int {

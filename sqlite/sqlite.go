@@ -496,9 +496,11 @@ func noSchema(format string, args ...any) error {
 	return hookbox.NoSchemaError(fmt.Sprintf(format, args...))
 }
 
-// Close closes both pools.
+// Close closes the store's pools. Calls made since fail (the file guard
+// takes the -wal file SQLite removes as it closes for no deletion).
 func (s *Store) Close() error {
 	var err error
+	s.file.closed.Store(true)
 	s.closeOnce.Do(func() {
 		close(s.stopCheckpoints)
 		<-s.checkpointsDone
