@@ -52,7 +52,7 @@ func (s *Store) Ingest(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Re
 func (s *Store) BeginIngest(ctx context.Context) (hookbox.IngestTx, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, s.explain(fmt.Errorf("sqlite: ingest: %w: begin: %v", hookbox.ErrUnavailable, err))
+		return nil, s.explain(fmt.Errorf("sqlite: ingest: %w: begin: %w", hookbox.ErrUnavailable, err))
 	}
 	return &ingestTx{s: s, tx: tx}, nil
 }

@@ -27,7 +27,7 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	q, args := claimSQL(p)
 	st, err := s.claims.get(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim: %w: %v", hookbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("sqlite: claim: %w: %w", hookbox.ErrUnavailable, err)
 	}
 	var out []hookbox.Event
 	err = s.inTx(ctx, func(tx *sql.Tx) error {

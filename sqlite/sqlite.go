@@ -573,7 +573,7 @@ func (s *Store) explain(err error) error {
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return s.explain(fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err))
+		return s.explain(fmt.Errorf("%w: begin: %w", hookbox.ErrUnavailable, err))
 	}
 	defer func() {
 		if p := recover(); p != nil {

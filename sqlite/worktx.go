@@ -31,7 +31,7 @@ var _ hookbox.WorkTx = (*workTx)(nil)
 func (s *Store) BeginWork(ctx context.Context) (hookbox.WorkTx, error) {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, s.explain(fmt.Errorf("sqlite: begin work: %w: %v", hookbox.ErrUnavailable, err))
+		return nil, s.explain(fmt.Errorf("sqlite: begin work: %w: %w", hookbox.ErrUnavailable, err))
 	}
 	return &workTx{s: s, tx: tx}, nil
 }
