@@ -65,7 +65,7 @@ func showBody(b []byte, complete bool) shownBody {
 	}
 	var pretty bytes.Buffer
 	switch {
-	case !s.Cut && json.Valid(b) && json.Indent(&pretty, b, "", "  ") == nil:
+	case !s.Cut && json.Valid(b) && indentedSize(b) <= maxIndented(len(b)) && json.Indent(&pretty, b, "", "  ") == nil:
 		s.Kind, s.Text = "JSON", pretty.String()
 	case utf8.Valid(b):
 		s.Kind, s.Text = "text", string(b)
@@ -76,6 +76,48 @@ func showBody(b []byte, complete bool) shownBody {
 		s.Kind, s.Text = "binary", hex.Dump(b)
 	}
 	return s
+}
+
+// maxIndented bounds the pretty-printed form of an n-byte JSON body; a
+// body that would grow past it is shown as text, as received. Indenting
+// puts each element on a line of its own, indented by its depth, so a
+// sender's 64 KiB of deeply nested arrays ([[[…0,0,0…]]]) grew 10,000
+// times: a console page of 655 MB, and gigabytes of memory to make it.
+func maxIndented(n int) int { return 4*n + 64<<10 }
+
+// indentedSize is at least the size json.Indent makes of the valid JSON b
+// with a two-space indent, in one pass and without making it: each
+// bracket, brace and comma outside strings may start a line indented by
+// its depth, and each colon gains a space.
+func indentedSize(b []byte) int {
+	n, depth := len(b), 0
+	inString, escaped := false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			n += 1 + 2*depth
+		case c == ']' || c == '}':
+			depth--
+			n += 1 + 2*depth
+		case c == ',':
+			n += 1 + 2*depth
+		case c == ':':
+			n++
+		}
+	}
+	return n
 }
 
 // chart is the last hour as small SVG bars: stored events, with the

@@ -295,6 +295,49 @@ func TestConsolePages(t *testing.T) {
 // unknown source name with one, are shown escaped (\u202e), as the CLI
 // shows them: raw, "evt_\u202egnp.exe" rendered as "evt_exe.png" and
 // could pass for another id.
+// TestConsoleDeepJSONShownAsText: a sender without the secret posts a
+// 60 KiB JSON body of 2,000 nested arrays; the rejected log keeps it, and
+// its console page shows it as received rather than pretty-printed.
+// Indented, each element gets a line indented by its depth: the page was
+// 123 MB (2,000 times the body; 655 MB and 3.4 GB of memory at 10,000
+// levels). A shallow JSON body is still pretty-printed.
+func TestConsoleDeepJSONShownAsText(t *testing.T) {
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	const depth = 2000
+	n := (60<<10 - 2*depth) / 2
+	deep := []byte(strings.Repeat("[", depth) + strings.TrimSuffix(strings.Repeat("0,", n), ",") + strings.Repeat("]", depth))
+	shallow := []byte(`{"id":"msg_shallow","data":{"items":[1,2,3]}}`)
+	for _, c := range []struct {
+		id     string
+		body   []byte
+		pretty bool
+	}{{"msg_deep", deep, false}, {"msg_shallow", shallow, true}} {
+		if st := a.send(wrongSecret, c.id, c.body); st != http.StatusUnauthorized {
+			t.Fatalf("send %s: %d, want 401", c.id, st)
+		}
+		var id int64
+		await(t, "the rejection of "+c.id+" logged", func() bool {
+			rs, err := a.svc.Store.Rejections(context.Background(), hookbox.RejectionFilter{Limit: 1})
+			if err != nil || len(rs) != 1 || rs[0].Header.Get("Webhook-Id") != c.id {
+				return false
+			}
+			id = rs[0].ID
+			return true
+		})
+		st, page, _ := a.get("/ui/rejected/" + strconv.FormatInt(id, 10))
+		if st != http.StatusOK {
+			t.Fatalf("rejection page of %s: %d", c.id, st)
+		}
+		if max := 4*len(c.body) + 64<<10; len(page) > max {
+			t.Errorf("a %d-byte rejected body made a %d-byte console page (%.0f times), want at most %d", len(c.body), len(page), float64(len(page))/float64(len(c.body)), max)
+		}
+		if got := strings.Contains(page, "\n  &#34;data&#34;: {"); got != c.pretty {
+			t.Errorf("page of %s pretty-printed: %v, want %v", c.id, got, c.pretty)
+		}
+	}
+}
+
 func TestConsoleEscapesUnprintable(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
