@@ -115,12 +115,14 @@ type admin struct {
 
 // guard admits requests that carry the token. A request that carries a
 // token from a client out of guesses (AdminConfig.Guesses) gets 429,
-// whether the token is right or not; one that carries none gets 401.
+// whether the token is right or not; one that carries none gets 401, as
+// does one whose Authorization header is in another scheme than Bearer,
+// without spending a guess (see BearerToken).
 func (a *admin) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := r.Header.Get("Authorization")
+		tok, bearer := BearerToken(r.Header.Get("Authorization"))
 		refund := func() {}
-		if auth != "" {
+		if bearer {
 			var wait time.Duration
 			var ok bool
 			if refund, wait, ok = a.cfg.Guesses.Take(r); !ok {
@@ -128,7 +130,7 @@ func (a *admin) guard(h http.HandlerFunc) http.Handler {
 				return
 			}
 		}
-		if !a.authorized(auth) {
+		if !bearer || !a.authorized(tok) {
 			// Once a minute at most: whoever sends the requests chooses
 			// how many lines they would make.
 			a.refusals.Log(r.Context(), a.log, slog.LevelWarn, "", "admin request refused", func() []slog.Attr {
@@ -144,14 +146,23 @@ func (a *admin) guard(h http.HandlerFunc) http.Handler {
 	})
 }
 
-// authorized compares the bearer token in constant time. Comparing hashes
-// keeps the time independent of the lengths too.
-func (a *admin) authorized(header string) bool {
+// BearerToken returns the token of an Authorization header in the Bearer
+// scheme (named in any case), and whether the header is one. A header in
+// another scheme is no guess at the admin token: a browser sends the
+// Basic credentials of a proxy's login in front of hookbox with every
+// request, and counting those as guesses locked its operator out.
+func BearerToken(header string) (string, bool) {
 	scheme, tok, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return strings.TrimSpace(tok), true
+}
+
+// authorized compares a bearer token with the admin token in constant
+// time. Comparing hashes keeps the time independent of the lengths too.
+func (a *admin) authorized(tok string) bool {
+	sum := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(sum[:], a.tokenSum[:]) == 1
 }
 

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -115,6 +117,55 @@ func TestConsoleGuessesLimited(t *testing.T) {
 	srv.ServeHTTP(rec, req)
 	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("a plain-HTTP browser login: %d, want 303", rec.Code)
+	}
+}
+
+// TestBasicAuthIsNoGuess: behind a proxy with its own Basic login, a
+// browser sends "Authorization: Basic …" with every request. The console
+// took each for a wrong admin token: every page was 401 despite a valid
+// session cookie, and after 10 requests the operator's address got 429
+// for everything. Now the console lets the cookie decide, and the admin
+// API answers 401 without spending a guess.
+func TestBasicAuthIsNoGuess(t *testing.T) {
+	srv := server.New(server.Config{})
+	guesses := server.NewAuthLimiter(nil)
+	st := dbtest.Open(t, dbtest.SQLiteURL(t))
+	ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}, Guesses: guesses})
+	server.RegisterAdmin(srv, server.AdminConfig{Token: token, Store: st, Guesses: guesses})
+	const from = "203.0.113.7:4000"
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("operator:proxy-password"))
+	serve := func(method, path string, body io.Reader, set func(*http.Request)) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(method, path, body)
+		req.RemoteAddr = from
+		req.Header.Set("Authorization", basic)
+		set(req)
+		srv.ServeHTTP(rec, req)
+		return rec
+	}
+	login := serve("POST", "/ui/login", strings.NewReader(url.Values{"token": {token}}.Encode()), func(r *http.Request) {
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	})
+	cookies := login.Result().Cookies()
+	if login.Code != http.StatusSeeOther || len(cookies) == 0 {
+		t.Fatalf("login through the proxy: %d, %d cookies; want 303 and a session", login.Code, len(cookies))
+	}
+	for i := range 3 * server.AuthBurst {
+		rec := serve("GET", "/ui/events", nil, func(r *http.Request) {
+			for _, c := range cookies {
+				r.AddCookie(c)
+			}
+		})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("console page %d with the session and the proxy's Basic header: %d, want 200", i+1, rec.Code)
+		}
+		if rec := serve("GET", "/admin/events", nil, func(*http.Request) {}); rec.Code != http.StatusUnauthorized {
+			t.Fatalf("admin API call %d with only the proxy's Basic header: %d, want 401", i+1, rec.Code)
+		}
+	}
+	rec := serve("GET", "/admin/events", nil, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) })
+	if rec.Code != http.StatusOK {
+		t.Fatalf("the admin token from the same address afterwards: %d, want 200 (no guess spent)", rec.Code)
 	}
 }
 

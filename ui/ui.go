@@ -188,15 +188,17 @@ func secure(h http.Handler) http.Handler {
 
 // guard admits requests with a valid session cookie or Bearer token, and
 // POSTs made with the cookie only when they carry the session's CSRF
-// token. A GET without either goes to the login form.
+// token. A GET without either goes to the login form. An Authorization
+// header in another scheme than Bearer (a proxy's Basic login in front of
+// the console) is left alone: the cookie decides.
 func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) http.Handler {
 	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if auth := r.Header.Get("Authorization"); auth != "" {
+		if tok, ok := server.BearerToken(r.Header.Get("Authorization")); ok {
 			refund, ok := u.takeGuess(w, r)
 			if !ok {
 				return
 			}
-			if !u.bearer(auth) {
+			if !u.tokenMatches(tok) {
 				u.refusals.Log(r.Context(), u.log, slog.LevelWarn, "bearer", "ui request refused: wrong token", func() []slog.Attr {
 					return []slog.Attr{slog.String("method", r.Method), slog.String("path", clip(r.URL.Path)),
 						slog.String("remote", r.RemoteAddr)}
@@ -297,15 +299,8 @@ func parseForm(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// bearer checks an Authorization header in constant time.
-func (u *console) bearer(header string) bool {
-	scheme, tok, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	return u.tokenMatches(strings.TrimSpace(tok))
-}
-
+// tokenMatches compares a bearer token with the admin token in constant
+// time.
 func (u *console) tokenMatches(tok string) bool {
 	sum := sha256.Sum256([]byte(tok))
 	return subtle.ConstantTimeCompare(sum[:], u.tokenSum[:]) == 1
