@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	mask "github.com/hookbox/hookbox/redact"
@@ -60,12 +61,31 @@ func isPrefixFold(s, prefix string) bool {
 }
 
 // MaskDB returns db, a database URL or a PostgreSQL key=value connection
-// string, with its secrets replaced by redact.Mask: a URL's password and
-// query; the values of password and sslpassword (and any key holding
-// "password"), quoted ('a b') or not, in a key=value string. A key=value
-// string that does not parse is masked whole; other text is returned as
-// it is.
+// string, with its secrets replaced by redact.Mask: a URL's password (or
+// whatever may hold it, see splitURL) and query; the values of password
+// and sslpassword (and any key holding "password"), quoted ('a b') or
+// not, in a key=value string. A key=value string that does not parse is
+// masked whole; other text is returned as it is.
 func MaskDB(db string) string {
+	if u, ok := splitURL(db); ok {
+		var b strings.Builder
+		b.WriteString(u.scheme)
+		switch {
+		case u.unclear:
+			b.WriteString(mask.Mask + "@")
+		case u.hasUserinfo:
+			b.WriteString(u.user)
+			if u.hasPassword {
+				b.WriteString(":" + mask.Mask)
+			}
+			b.WriteString("@")
+		}
+		b.WriteString(u.rest)
+		if u.hasQuery {
+			b.WriteString("?" + mask.Mask)
+		}
+		return b.String()
+	}
 	if u, err := url.Parse(db); err == nil && u.Scheme != "" {
 		return maskURL(db)
 	}
@@ -86,6 +106,152 @@ func MaskDB(db string) string {
 		}
 	}
 	b.WriteString(db[last:])
+	return b.String()
+}
+
+// DisplayDB returns db as the start line shows it: a URL reduced to its
+// scheme, user, hosts and path (its password and query, which may hold
+// one, left out; "…" in place of what may hold a password where the URL
+// cannot be split for sure, see splitURL); anything else (a sqlite: URL)
+// as it is.
+func DisplayDB(db string) string {
+	u, ok := splitURL(db)
+	if !ok {
+		return db
+	}
+	switch {
+	case u.unclear:
+		return u.scheme + "…@" + u.rest
+	case u.hasUserinfo && u.user != "":
+		return u.scheme + u.user + "@" + u.rest
+	}
+	return u.scheme + u.rest
+}
+
+// DBSecrets returns the secrets db, a database URL, holds, as a
+// Redactor takes them: its password as written and percent-decoded (read
+// as pgx and libpq read a PostgreSQL URL, and as splitURL keeps it from
+// being shown, when the two differ), and the values of the query
+// parameters whose names hold "password" (sslpassword). It is nil for
+// anything else.
+func DBSecrets(db string) []string {
+	u, ok := splitURL(db)
+	if !ok {
+		return nil
+	}
+	var out []string
+	add := func(raw string) {
+		if raw != "" {
+			out = append(out, raw, decodeLenient(raw), strings.TrimSpace(decodeLenient(raw)))
+		}
+	}
+	if u.unclear {
+		add(u.userinfo)
+	}
+	add(u.password)
+	add(u.libpqPassword)
+	if u.hasQuery {
+		for _, kv := range strings.Split(u.query, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if strings.Contains(strings.ToLower(decodeLenient(k)), "password") {
+				add(v)
+			}
+		}
+	}
+	return out
+}
+
+// splitDB is a database URL split where its secrets may be.
+type splitDB struct {
+	scheme string // "postgres://", as written
+	// userinfo is what comes before the '@' that ends it: the last '@'
+	// before the first '/'; user and password are its parts around its
+	// first ':'.
+	userinfo, user, password string
+	hasUserinfo, hasPassword bool
+	// libpqPassword is the password as libpq and pgx read it: their
+	// userinfo ends at the first '@' (a password holding '@' is written
+	// %40); it differs from password only in a URL they cannot use.
+	libpqPassword string
+	// unclear: no '@' comes before the first '/', but one comes after it.
+	// libpq then reads no password (and most likely fails on the host or
+	// port), but the text before the last '@' may be a password holding
+	// '/': userinfo is all of it, and is shown as no part.
+	unclear bool
+	// rest is the hosts and path, between the userinfo and the query.
+	rest string
+	// query is what follows the first '?' after the userinfo.
+	query    string
+	hasQuery bool
+}
+
+// splitURL splits db, a URL with "://" other than a sqlite: one, as libpq
+// splits a PostgreSQL URL (and pgx, whose parser follows libpq's): no
+// character but '/' ends the userinfo's search, so '#' and '?' are part of
+// a password, where net/url would take them for a fragment or a query
+// and a password "Pa#ss" would be shown, in part or whole. It never
+// fails on the text itself (a '%' not followed by two hex digits, a bad
+// port), so a URL nothing could connect with still has its password
+// found. ok is false when db is not such a URL.
+func splitURL(db string) (u splitDB, ok bool) {
+	scheme, after, ok := strings.Cut(db, "://")
+	if !ok || !validScheme(scheme) || strings.EqualFold(scheme, "sqlite") {
+		return splitDB{}, false
+	}
+	u.scheme = scheme + "://"
+	head := after[:indexOr(after, "/", len(after))]
+	if at := strings.LastIndexByte(head, '@'); at >= 0 {
+		u.hasUserinfo = true
+		u.userinfo, after = head[:at], after[at+1:]
+		u.user, u.password, u.hasPassword = strings.Cut(u.userinfo, ":")
+		first := head[:strings.IndexByte(head, '@')]
+		_, u.libpqPassword, _ = strings.Cut(first, ":")
+	} else if at := strings.LastIndexByte(after, '@'); at >= 0 {
+		u.hasUserinfo, u.unclear = true, true
+		u.userinfo, after = after[:at], after[at+1:]
+	}
+	u.rest, u.query, u.hasQuery = strings.Cut(after, "?")
+	return u, true
+}
+
+// validScheme reports whether s is a URL scheme: a letter, then letters,
+// digits, '+', '-' or '.'.
+func validScheme(s string) bool {
+	for i, c := range s {
+		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.')) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// indexOr is strings.Index, with def when sep is not in s.
+func indexOr(s, sep string, def int) int {
+	if i := strings.Index(s, sep); i >= 0 {
+		return i
+	}
+	return def
+}
+
+// decodeLenient percent-decodes s, leaving as written each '%' not
+// followed by two hex digits (which libpq refuses, after a message may
+// have shown the text).
+func decodeLenient(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
 	return b.String()
 }
 

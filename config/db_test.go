@@ -1,8 +1,11 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	mask "github.com/hookbox/hookbox/redact"
 )
@@ -54,6 +57,50 @@ func TestMaskDB(t *testing.T) {
 		}
 		if got := (&Config{DB: c.db}).Masked().DB; strings.Contains(got, "S3cret") {
 			t.Errorf("Masked shows the password of %q: %q", c.db, got)
+		}
+	}
+}
+
+// TestMaskDBPasswordAsPgxReadsIt: MaskDB, Masked and DBSecrets find the
+// password of a PostgreSQL URL where pgx (whose parser follows libpq's)
+// finds it. They used net/url, for which '#' starts a fragment and a '%'
+// without two hex digits is an error: a URL pgx connects with, password
+// "Pa#ssXYZ", was shown whole by config check and by serve's "db is not
+// used" warning, and its password was masked in no log line. A URL
+// neither can read (a bad '%', a bad port, a password holding '/') has
+// everything that may be its password masked all the same.
+func TestMaskDBPasswordAsPgxReadsIt(t *testing.T) {
+	for _, c := range []struct{ db, pw, want string }{
+		{"postgres://hook:Pa#ssXYZ@127.0.0.1:5432/hb?sslmode=disable", "Pa#ssXYZ", "postgres://hook:" + mask.Mask + "@127.0.0.1:5432/hb?" + mask.Mask},
+		{"postgres://hook:12#ssXYZ@db.internal:5432/hb", "12#ssXYZ", "postgres://hook:" + mask.Mask + "@db.internal:5432/hb"},
+		{"postgresql://hook:Pa?ssXYZ@db.internal/hb", "Pa?ssXYZ", "postgresql://hook:" + mask.Mask + "@db.internal/hb"},
+		{"postgres://hook:Pa%23ss%40XYZ@db.internal/hb", "Pa#ss@XYZ", "postgres://hook:" + mask.Mask + "@db.internal/hb"},
+		{"postgres://db.internal/hb?user=hook&password=Pa%23ssXYZ", "Pa#ssXYZ", "postgres://db.internal/hb?" + mask.Mask},
+		// pgx refuses these; the text is masked all the same.
+		{"postgres://hook:Pa%ssw0rdXYZ@127.0.0.1:5432/hb", "", "postgres://hook:" + mask.Mask + "@127.0.0.1:5432/hb"},
+		{"postgresql://hook:S3cretXYZ@db.internal:54x2/hb", "", "postgresql://hook:" + mask.Mask + "@db.internal:54x2/hb"},
+		{"postgres://hook:Pa/ssXYZ@db.internal/hb", "", "postgres://" + mask.Mask + "@db.internal/hb"},
+		{"postgres://hook:Pa@ssXYZ@db.internal/hb", "", "postgres://hook:" + mask.Mask + "@db.internal/hb"},
+	} {
+		if c.pw != "" {
+			pc, err := pgconn.ParseConfig(c.db)
+			if err != nil || pc.Password != c.pw {
+				t.Fatalf("pgx reads %q as password %q (%v), want %q", c.db, pc.Password, err, c.pw)
+			}
+		} else if _, err := pgconn.ParseConfig(c.db); err == nil && !strings.Contains(c.db, "@ss") {
+			t.Fatalf("pgx accepts %q", c.db)
+		}
+		if got := MaskDB(c.db); got != c.want {
+			t.Errorf("MaskDB(%q) = %q, want %q", c.db, got, c.want)
+		}
+		if got := (&Config{DB: c.db}).Masked().DB; strings.Contains(got, "XYZ") {
+			t.Errorf("Masked().DB of %q = %q: the password is shown", c.db, got)
+		}
+		if got := DisplayDB(c.db); strings.Contains(got, "XYZ") || strings.Contains(got, "hook:") {
+			t.Errorf("DisplayDB(%q) = %q: the password is shown, in part or whole", c.db, got)
+		}
+		if c.pw != "" && !slices.Contains(DBSecrets(c.db), c.pw) {
+			t.Errorf("DBSecrets(%q) = %q, without the password pgx connects with", c.db, DBSecrets(c.db))
 		}
 	}
 }

@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -81,13 +80,13 @@ type Service struct {
 }
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
-// secrets, forward header values and exec_env values (a command that
-// prints its environment, or fails quoting it, puts them in its output),
-// the admin token, the password of the database URL, and every value taken
-// from the environment (config.Config.EnvValues: `config check` masks them
-// all, as a secret may be kept in any of them, a token in an exec argument
-// or a forward URL above all). It is nil when there is nothing (long
-// enough) to mask.
+// secrets, forward header values and exec_env values (a command that prints its
+// environment, or fails quoting it, puts them in its output), the admin
+// token, the database URL's password as pgx reads it (config.DBSecrets),
+// and every value taken from the environment (config.Config.EnvValues:
+// `config check` masks them all, as a secret may be kept in any of them, a
+// token in an exec argument or a forward URL above all). It is nil when
+// there is nothing (long enough) to mask.
 func Redactor(cfg *config.Config) *redact.Redactor {
 	secrets := append([]string{cfg.AdminToken}, cfg.EnvValues()...)
 	work := func(headers map[string]string, env []string) {
@@ -110,11 +109,7 @@ func Redactor(cfg *config.Config) *redact.Redactor {
 			}
 		}
 	}
-	if u, err := url.Parse(cfg.DB); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			secrets = append(secrets, pw)
-		}
-	}
+	secrets = append(secrets, config.DBSecrets(cfg.DB)...)
 	return redact.New(secrets...)
 }
 
@@ -515,22 +510,10 @@ func days(n int) string {
 }
 
 // displayDB is the database URL without its secrets: a SQLite URL as is,
-// a PostgreSQL URL reduced to its user, host and database name (the
-// password and the query, which may hold one, are dropped).
-func displayDB(dbURL string) string {
-	if !IsPostgres(dbURL) {
-		return dbURL
-	}
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		return "postgres://…"
-	}
-	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
-	if u.User != nil {
-		shown.User = url.User(u.User.Username())
-	}
-	return shown.String()
-}
+// a PostgreSQL URL reduced to its user, hosts and database name (the
+// password and the query, which may hold one, are dropped; see
+// config.DisplayDB).
+func displayDB(dbURL string) string { return config.DisplayDB(dbURL) }
 
 // Close flushes the committers and the rejection log and closes the store.
 func (s *Service) Close() error {
