@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 )
@@ -53,4 +54,54 @@ func (r *Redactor) Header(h http.Header, extra ...string) http.Header {
 		out[k] = shown
 	}
 	return out
+}
+
+// HeaderSecrets returns the secrets a configured header value holds, to
+// be masked wherever a reply or an error may quote them: the value itself
+// (whatever its length), and, when it has the shape of an Authorization
+// value, "scheme credential" (Bearer X, Token X, Basic X), the credential
+// alone, as an app that refuses it tends to echo it ("invalid token X");
+// for Basic, also the "user:password" it encodes and the password alone.
+// The parts are left out when shorter than MinLen, as masking a short one
+// everywhere would garble the text it is found in.
+func HeaderSecrets(value string) []string {
+	if value == "" {
+		return nil
+	}
+	out := []string{value}
+	add := func(s string) {
+		if len(s) >= MinLen && s != value {
+			out = append(out, s)
+		}
+	}
+	scheme, cred, ok := strings.Cut(strings.TrimSpace(value), " ")
+	cred = strings.TrimSpace(cred)
+	if !ok || cred == "" || !isToken(scheme) {
+		return out
+	}
+	add(cred)
+	if strings.EqualFold(scheme, "Basic") {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding} {
+			if b, err := enc.DecodeString(cred); err == nil {
+				userpass := string(b)
+				add(userpass)
+				if _, pw, ok := strings.Cut(userpass, ":"); ok {
+					add(pw)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110), such as an
+// authentication scheme's name.
+func isToken(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,5 +138,25 @@ func TestHeaderMasksCredentials(t *testing.T) {
 	var none *redact.Redactor
 	if none.Header(http.Header{"X-Hub-Signature-256": {"sha256=00"}}).Get("X-Hub-Signature-256") != redact.Mask {
 		t.Errorf("a nil Redactor must still mask signature headers")
+	}
+}
+
+// TestHeaderSecretsFindsTheCredential: a header value shaped "scheme
+// credential" gives its credential too (and Basic's user:password and
+// password), for an app may echo the credential alone; a value of
+// another shape, and parts shorter than MinLen, give the value alone.
+func TestHeaderSecretsFindsTheCredential(t *testing.T) {
+	basic := base64.StdEncoding.EncodeToString([]byte("hookbox:basic-password-1"))
+	for value, want := range map[string][]string{
+		"Bearer app-secret-token-1": {"Bearer app-secret-token-1", "app-secret-token-1"},
+		"Basic " + basic:            {"Basic " + basic, basic, "hookbox:basic-password-1", "basic-password-1"},
+		"Token short":               {"Token short"},
+		"plain-shared-secret":       {"plain-shared-secret"},
+		"key=value with spaces":     {"key=value with spaces"},
+		"":                          nil,
+	} {
+		if got := redact.HeaderSecrets(value); !slices.Equal(got, want) {
+			t.Errorf("HeaderSecrets(%q) = %q, want %q", value, got, want)
+		}
 	}
 }

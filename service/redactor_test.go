@@ -50,3 +50,32 @@ func TestOpenStoreHidesAConnectionStringPassword(t *testing.T) {
 		t.Errorf("OpenStore = %v, want an error without the password", err)
 	}
 }
+
+// TestRedactorMasksForwardHeaderCredential: the service's Redactor, which
+// masks its log lines, masks the credential of a forward header shaped
+// "scheme credential" on its own, as an app may quote it in a reply that
+// a log line shows. It had the header's whole value only.
+func TestRedactorMasksForwardHeaderCredential(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+sources:
+  - name: a
+    scheme: none
+    forward: http://127.0.0.1:9/hook
+    forward_headers: {Authorization: "Bearer app-secret-token-123456"}
+  - name: b
+    scheme: none
+    targets:
+      - name: t
+        forward: http://127.0.0.1:9/hook
+        forward_headers: {X-Api-Auth: "Token target-token-654321"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := service.Redactor(cfg).String(`forward: 401 Unauthorized: {"error":"invalid token app-secret-token-123456 or target-token-654321"}`)
+	for _, secret := range []string{"app-secret-token-123456", "target-token-654321"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("%q shown: %s", secret, out)
+		}
+	}
+}

@@ -80,7 +80,8 @@ type Service struct {
 }
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
-// secrets, forward header values and exec_env values (a command that prints its
+// secrets, forward header values (and the credential they carry, see
+// redact.HeaderSecrets) and exec_env values (a command that prints its
 // environment, or fails quoting it, puts them in its output), the admin
 // token, the database URL's password as pgx reads it (config.DBSecrets),
 // and every value taken from the environment (config.Config.EnvValues:
@@ -91,7 +92,7 @@ func Redactor(cfg *config.Config) *redact.Redactor {
 	secrets := append([]string{cfg.AdminToken}, cfg.EnvValues()...)
 	work := func(headers map[string]string, env []string) {
 		for _, v := range headers {
-			secrets = append(secrets, v)
+			secrets = append(secrets, redact.HeaderSecrets(v)...)
 		}
 		for _, kv := range env {
 			if _, v, ok := strings.Cut(kv, "="); ok {

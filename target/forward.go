@@ -74,7 +74,9 @@ type ForwardOptions struct {
 	URL string
 	// Headers are added to every request, for example a shared secret the
 	// app checks. They replace stored headers of the same name. Their values
-	// never appear in errors. "Host" sets the request's Host.
+	// never appear in errors, nor does the credential of a value shaped
+	// "scheme credential" (Bearer X: X, which an app that refuses it tends
+	// to echo; see redact.HeaderSecrets). "Host" sets the request's Host.
 	Headers map[string]string
 	// PermanentStatuses are the reply statuses that make the event dead at
 	// once instead of retried. nil means DefaultPermanentStatuses ([410]);
@@ -131,7 +133,7 @@ type Forward struct {
 	url        string
 	host       string      // Host override from the extra headers
 	extra      http.Header // extra headers, canonical keys
-	secrets    []string    // extra header values and URL secrets, masked in errors; longest first
+	secrets    []string    // extra headers' secrets and URL secrets, masked in errors; longest first
 	red        *redact.Redactor
 	permanent  map[int]bool
 	client     *http.Client
@@ -179,9 +181,7 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		default:
 			f.extra.Set(key, value)
 		}
-		if value != "" {
-			f.secrets = append(f.secrets, value)
-		}
+		f.secrets = append(f.secrets, redact.HeaderSecrets(value)...)
 	}
 	f.secrets = append(f.secrets, urlSecrets(opts.URL, u)...)
 	f.secrets = sortSecrets(f.secrets)
@@ -365,7 +365,8 @@ func ForwardKey(ev *hookbox.Event, signed bool) string {
 func isCtlByte(r rune) bool { return r < 0x20 || r == 0x7f }
 
 // redact masks every string of f.secrets in s (the extra header values
-// whatever their length, the URL's secrets as urlSecrets gives them), then
+// whatever their length and their credentials, the URL's secrets as
+// urlSecrets gives them), then
 // the Redactor's secrets.
 func (f *Forward) redact(s string) string {
 	for _, v := range f.secrets {
