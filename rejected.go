@@ -25,8 +25,11 @@ type Rejection struct {
 	// values each cut to a bound (rejected.HeaderAltered tells when they
 	// are not as sent). The store keeps signature values so that a
 	// re-check can verify them again, and a token source's header only
-	// when the body was kept whole (else no re-check could use it);
-	// whoever shows a Rejection masks them (rejected.DisplayHeader).
+	// when the body was kept whole (else no re-check could use it),
+	// listed under a name the log reserves (rejected.MarkCredentials);
+	// whoever shows a Rejection masks them (rejected.DisplayHeader, then
+	// the signature and credential headers known by name or from the
+	// configuration).
 	Header http.Header `json:"headers,omitempty"`
 	// BodySize is the size of the whole body in bytes, as read or as
 	// declared; -1 when neither is known (an unread body of undeclared

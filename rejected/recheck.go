@@ -373,7 +373,7 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	if body == nil {
 		body = []byte{}
 	}
-	vr := verify.Request{Header: rj.Header, Body: body, Now: rj.ReceivedAt}
+	vr := verify.Request{Header: withoutCredentials(rj.Header, nil), Body: body, Now: rj.ReceivedAt}
 	if err := src.Verifier.CheckHeader(vr); err != nil {
 		return hookbox.Delivery{}, verify.Result{}, "still refused: " + err.Error()
 	}
@@ -434,7 +434,9 @@ func notLogged(name string) bool {
 
 // withoutCredentials returns a copy of h without the headers named in
 // credentials (verify.CredentialHeaders of the source's verifier: a token
-// scheme's header; basic's Authorization is never logged, see notLogged).
+// scheme's header; basic's Authorization is never logged, see notLogged),
+// and without the log's list of them (MarkCredentials), which the sender
+// never sent.
 // The rejection log keeps a token's header so that a re-check can verify
 // it (when the body was kept whole), but the event a re-check admits must
 // not hold it, just as ingest does not store it (server's keptHeader, with
@@ -447,7 +449,7 @@ func withoutCredentials(h http.Header, credentials []string) http.Header {
 	}
 	out := make(http.Header, len(h))
 	for k, vs := range h {
-		if !slices.Contains(credentials, http.CanonicalHeaderKey(k)) {
+		if k != credentialsHeader && !slices.Contains(credentials, http.CanonicalHeaderKey(k)) {
 			out[k] = vs
 		}
 	}

@@ -27,12 +27,17 @@
 //     and so is longer than hookbox.MaxIDLength, which no kept text is
 //     otherwise: a re-check knows which headers are not as sent
 //     (HeaderAltered).
+//   - A header kept that carries a source's secret itself (a token, kept
+//     for a re-check) is listed in the row (MarkCredentials), and
+//     DisplayHeader masks it by that list: the CLI, the admin API and the
+//     console mask it without the source's configuration at hand.
 package rejected
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +46,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/redact"
 )
 
 // Defaults of Options.
@@ -65,6 +71,16 @@ const maxHeaderValues = 64
 // unaltered, so HeaderAltered takes it for what it is, and a sender
 // cannot send it.
 const leftOutHeader = "\uFFFD-Values-Left-Out"
+
+// credentialsHeader names the header the log adds to list, as its values,
+// the names of the kept headers that carry a source's secret itself (a
+// token source's header, kept for a re-check: see MarkCredentials), so
+// that whoever shows the rejection masks them without the source's
+// configuration at hand (DisplayHeader). Like leftOutHeader it holds
+// U+FFFD, so no sender can send it; unlike it, it is not counted against
+// maxHeaderValues nor taken for an alteration (HeaderAltered), and a
+// re-check leaves it out of what it verifies and stores.
+const credentialsHeader = "\uFFFD-Credential-Headers"
 
 // writeBatch is the most rejections one write transaction stores, and
 // writeEvery how long the writer gathers them before writing.
@@ -298,6 +314,12 @@ func (r *Recorder) clean(rj hookbox.Rejection) hookbox.Rejection {
 		h := make(http.Header, len(rj.Header))
 		values, left := 0, 0
 		for k, vs := range rj.Header {
+			if k == credentialsHeader {
+				// Names of headers in h, listed whatever the bound: a
+				// credential kept unlisted would be shown in clear.
+				h[k] = slices.Clone(vs)
+				continue
+			}
 			for _, v := range vs {
 				if values == maxHeaderValues {
 					left++
@@ -350,6 +372,53 @@ func headerText(s string) string {
 	return t + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
+// MarkCredentials returns h, the headers kept of a delivery refused by a
+// source whose secret travels in the headers named by credentials (a
+// token's: verify.CredentialHeaders), with the names of those it holds
+// listed under a name the log reserves: the log keeps such a header so
+// that a re-check can verify it, and the list makes DisplayHeader mask
+// it wherever the rejection is shown, whether or not the source's
+// configuration is at hand (its header name may hold no word that marks
+// a credential, such as X-Shared). h is changed in place.
+func MarkCredentials(h http.Header, credentials []string) http.Header {
+	var kept []string
+	for _, name := range credentials {
+		if _, ok := h[name]; ok {
+			kept = append(kept, name)
+		}
+	}
+	if len(kept) > 0 && h != nil {
+		h[credentialsHeader] = kept
+	}
+	return h
+}
+
+// DisplayHeader returns a copy of h, a Rejection's kept headers, fit to
+// be given to a function that masks headers for showing (such as
+// redact.ShowHeader): the values of the headers MarkCredentials listed
+// replaced by redact's mask, and the list itself left out.
+func DisplayHeader(h http.Header) http.Header {
+	if h == nil {
+		return nil
+	}
+	out := make(http.Header, len(h))
+	for k, vs := range h {
+		if k != credentialsHeader {
+			out[k] = vs
+		}
+	}
+	for _, name := range h[credentialsHeader] {
+		if vs, ok := out[name]; ok {
+			masked := make([]string, len(vs))
+			for i := range masked {
+				masked[i] = redact.Mask
+			}
+			out[name] = masked
+		}
+	}
+	return out
+}
+
 // KeptAsSent reports whether the log keeps the values of the headers names
 // of h as they were sent: storable text no longer than hookbox.MaxIDLength,
 // in a request of no more header values than the log keeps. It cuts,
@@ -381,6 +450,9 @@ func KeptAsSent(h http.Header, names []string) bool {
 // out under a name holding U+FFFD).
 func HeaderAltered(h http.Header) bool {
 	for k, vs := range h {
+		if k == credentialsHeader {
+			continue // the log's own list (MarkCredentials), not sent
+		}
 		if len(k) > maxText || strings.ContainsRune(k, utf8.RuneError) {
 			return true
 		}

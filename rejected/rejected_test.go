@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/verify"
 )
@@ -278,4 +279,35 @@ func ingestInto(st hookbox.Store) func(context.Context, hookbox.Delivery) (hookb
 		}
 		return rcs[0], nil
 	}
+}
+
+// TestCredentialListOutsideTheValueBound: the log's list of the headers
+// that carry a token (MarkCredentials) is kept whatever the bound on
+// header values, and is no alteration: a delivery of exactly 64 values,
+// its token among them, keeps them all and the list, and a re-check
+// could still take it as sent. Counted as a 65th value, the list, or the
+// token, would have been left out, and the token then shown unmasked or
+// the delivery taken for altered.
+func TestCredentialListOutsideTheValueBound(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		rec := rejected.NewRecorder(st, rejected.Options{})
+		rj := rejection("tok", "{}")
+		rj.Header = http.Header{"X-Shared": {"TokenSecretValue999"}}
+		for i := range 63 {
+			rj.Header.Set(fmt.Sprintf("X-H%02d", i), "v")
+		}
+		rj.Header = rejected.MarkCredentials(rj.Header, []string{"X-Shared"})
+		rec.Record(rj)
+		rec.Close()
+		rs, err := st.Rejections(context.Background(), hookbox.RejectionFilter{})
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("%d rows, %v", len(rs), err)
+		}
+		shown := rejected.DisplayHeader(rs[0].Header)
+		if len(shown) != 64 || shown.Get("X-Shared") != redact.Mask || rejected.HeaderAltered(rs[0].Header) {
+			t.Errorf("%d values shown, X-Shared %q, altered %v; want 64, masked, not altered",
+				len(shown), shown.Get("X-Shared"), rejected.HeaderAltered(rs[0].Header))
+		}
+	})
 }

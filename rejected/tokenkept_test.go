@@ -3,13 +3,16 @@ package rejected_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/verify"
@@ -117,6 +120,78 @@ func TestLongTokenNotKept(t *testing.T) {
 		}
 		if kept := rjs[0].Header.Get("X-Gitlab-Token"); kept != "" {
 			t.Errorf("a token the log cuts, which no re-check can use, is kept in clear (%d bytes: %.30s…)", len(kept), kept)
+		}
+	})
+}
+
+// TestKeptTokenMaskedWithoutConfig: a token kept for a re-check is masked
+// wherever the rejection is shown, even by a view that has neither the
+// source's configuration nor a header name that marks a credential (what
+// `rejected show|list --json` and `tail --json` do with --db alone); a
+// re-check still verifies it, and admits the delivery without the token
+// or the log's list of it. Masking went by header name or by the
+// configuration only, so a custom token header (X-Shared) was printed in
+// clear by the CLI run without --config.
+func TestKeptTokenMaskedWithoutConfig(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		const token = "TokenSecretValue999"
+		source := func(idHeader string) verify.Verifier {
+			v, err := verify.New(verify.Config{Scheme: verify.SchemeToken, Header: "X-Shared", Secrets: []string{token}, IDHeader: idHeader})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		rec := rejected.NewRecorder(st, rejected.Options{})
+		ts := httptest.NewServer(server.New(server.Config{
+			Sources:    []server.Source{{Name: "tok", Verifier: source("X-Delivery-Id")}},
+			Ingest:     func(context.Context, hookbox.Delivery) (hookbox.Receipt, error) { return hookbox.Receipt{}, nil },
+			Rejections: rec}))
+		req, _ := http.NewRequest("POST", ts.URL+"/webhooks/tok", bytes.NewReader([]byte(`{"id":"a"}`)))
+		req.Header.Set("X-Shared", token)
+		req.Header.Set("X-Request-Uuid", "uuid-1") // not the id header configured: 400, the body read whole
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		ts.Close()
+		rec.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("answered %d, want 400", resp.StatusCode)
+		}
+		rjs, err := st.Rejections(ctx, hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rjs) != 1 || rjs[0].Header.Get("X-Shared") != token {
+			t.Fatalf("%d rejections (%v), want one keeping the token to verify again", len(rjs), err)
+		}
+
+		rj, err := st.Rejection(ctx, rjs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := server.ViewRejection(rj, redact.ShowHeader, true)
+		b, _ := json.Marshal(v)
+		if strings.Contains(string(b), token) || !slices.Equal(v.Header["X-Shared"], []string{redact.Mask}) {
+			t.Errorf("the view without the configuration shows the token: %s", b)
+		}
+		if !strings.Contains(string(b), "uuid-1") || strings.Contains(string(b), "\\ufffd") || strings.Contains(string(b), "\uFFFD") {
+			t.Errorf("the view masks more than the token, or shows the log's list: %s", b)
+		}
+
+		res, err := rejected.Recheck(ctx, st, map[string]rejected.Source{"tok": {Verifier: source("X-Request-Uuid")}}, rejected.RecheckParams{})
+		if err != nil || len(res.Admitted) != 1 || res.Admitted[0].EventID == 0 {
+			t.Fatalf("re-check: %+v, %v", res, err)
+		}
+		ev, err := st.Event(ctx, res.Admitted[0].EventID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, vs := range ev.Header {
+			if strings.ContainsRune(k, '\uFFFD') || strings.Contains(strings.Join(vs, ","), token) {
+				t.Errorf("the admitted event holds the token or the log's list: %s: %q", k, vs)
+			}
 		}
 	})
 }

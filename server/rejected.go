@@ -20,9 +20,11 @@ type RejectionView struct {
 	Body []byte `json:"body,omitempty"`
 }
 
-// ViewRejection returns rj fit to show: show masks its headers.
+// ViewRejection returns rj fit to show: the headers that carry a source's
+// secret masked by the row's own list (rejected.DisplayHeader), then show
+// masks its headers.
 func ViewRejection(rj hookbox.Rejection, show func(http.Header) http.Header, withBody bool) RejectionView {
-	rj.Header = show(rj.Header)
+	rj.Header = show(rejected.DisplayHeader(rj.Header))
 	v := RejectionView{Rejection: rj}
 	if withBody {
 		v.Body = rj.Body

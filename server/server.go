@@ -769,16 +769,20 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 // keeps the whole body and those headers as sent, as only then can a
 // re-check verify them: a delivery refused on its headers alone, or cut,
 // or with a token the log would cut, would leave the sender's real token
-// in the log for nothing.
+// in the log for nothing. Those kept are listed in the row
+// (rejected.MarkCredentials), so that every view masks them.
 func (s *Server) record(r *http.Request, at time.Time, source string, unknown bool, status int, reason string, body []byte, complete bool) {
 	size := r.ContentLength
 	if complete {
 		size = int64(len(body))
 	}
 	header := KeptHeader(r.Header)
-	if src, ok := s.sources[source]; ok && !unknown && len(src.credentials) > 0 &&
-		(!complete || len(body) > s.cfg.Rejections.MaxBodyBytes() || !rejected.KeptAsSent(r.Header, src.credentials)) {
-		header = keptHeader(r.Header, src.credentials)
+	if src, ok := s.sources[source]; ok && !unknown && len(src.credentials) > 0 {
+		if !complete || len(body) > s.cfg.Rejections.MaxBodyBytes() || !rejected.KeptAsSent(r.Header, src.credentials) {
+			header = keptHeader(r.Header, src.credentials)
+		} else {
+			header = rejected.MarkCredentials(header, src.credentials)
+		}
 	}
 	remote := r.RemoteAddr
 	if addr, ok := clientAddr(r, s.cfg.TrustedProxies); ok {

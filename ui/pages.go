@@ -346,7 +346,7 @@ func (u *console) rejectedOne(w http.ResponseWriter, r *http.Request, s session)
 		u.internal(w, r, s, "show rejected delivery", err)
 		return
 	}
-	d := rejectionData{Rejection: rj, Headers: headerLines(u.cfg.ShowHeader(rj.Header)), Recheck: u.cfg.Recheck != nil}
+	d := rejectionData{Rejection: rj, Headers: headerLines(u.cfg.ShowHeader(rejected.DisplayHeader(rj.Header))), Recheck: u.cfg.Recheck != nil}
 	if rj.Body != nil {
 		d.Body = showBody(rj.Body, rj.BodyComplete)
 	}
