@@ -129,8 +129,8 @@ func (c *Config) Effective() *Config {
 // the admin token, each source's secrets, forward header values, the
 // values of exec_env entries, the password and query of the database URL
 // (or the password of a key=value connection string, see MaskDB), and
-// the password and query of forward URLs. It is what `hookbox config
-// check` prints.
+// the password and query of forward URLs and of public_url. It is what
+// `hookbox config check` prints.
 //
 // Every other text value that came, in whole or in part, from ${NAME}
 // expansion is masked too (an exec argument, a forward URL, a name):
@@ -154,6 +154,7 @@ func (c *Config) Masked() *Config {
 			s.Secrets[j] = mask.Mask
 		}
 		maskWork(s.ForwardHeaders, s.ExecEnv, &s.Forward)
+		s.PublicURL = maskURL(s.PublicURL) // Twilio's may hold user:password
 		for j := range s.Targets {
 			t := &s.Targets[j]
 			maskWork(t.ForwardHeaders, t.ExecEnv, &t.Forward)

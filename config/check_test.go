@@ -199,3 +199,28 @@ func TestEffectiveFillsRejected(t *testing.T) {
 		t.Errorf("Effective changed the config: %+v", c.Rejected)
 	}
 }
+
+// TestMaskedHidesPublicURLSecrets: config check masks the password and the
+// query of a source's public_url written in the file (Twilio's may hold
+// the user:password it sends with each request), as it masks those of a
+// forward URL; it printed them.
+func TestMaskedHidesPublicURLSecrets(t *testing.T) {
+	c, err := Parse([]byte(`sources:
+  - name: tw
+    scheme: twilio
+    secrets: ["0123456789abcdef0123"]
+    public_url: "https://hooks:PublicPassXYZ@h.example/webhooks/tw?key=PublicQueryXYZ"
+    id_header: I-Twilio-Idempotency-Token
+    store_only: true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Masked().Sources[0].PublicURL
+	if want := "https://hooks:" + mask.Mask + "@h.example/webhooks/tw?" + mask.Mask; got != want {
+		t.Errorf("Masked public_url = %q, want %q", got, want)
+	}
+	if c.Sources[0].PublicURL == got {
+		t.Error("Masked changed the original")
+	}
+}
