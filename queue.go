@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -192,13 +193,34 @@ const (
 // run statements (so code written against a DBTX-style interface accepts
 // it), and it lets the store open the handler's savepoint lazily: a handler
 // that writes nothing costs no savepoint.
+//
+// A Tx is the handler's only while the handler runs. Once it returns, the
+// worker ends it (End): rows it left open are closed, and every later call
+// fails with ErrTxEnded, so that a goroutine that kept it cannot write into
+// the savepoint of the next handler in the same transaction.
 type Tx struct {
 	tx      *sql.Tx
 	Dialect Dialect
 
+	// mu is held for reading by each call that runs a statement, for as
+	// long as the call runs, and for writing by End: End waits for
+	// statements already running, and none starts after it.
+	mu    sync.RWMutex
+	ended bool
+
+	// state guards what the calls holding mu for reading change (a
+	// handler may use t from several goroutines), and makes the first
+	// call's beforeFirst run before any other statement.
+	state       sync.Mutex
 	beforeFirst func(context.Context) error // run once, before the first statement
 	used        bool
+	rows        []*sql.Rows // returned by QueryContext, closed by End
+	stmts       []*sql.Stmt // returned by PrepareContext, closed by End
 }
+
+// ErrTxEnded is returned by the methods of a Tx whose handler has
+// returned (see Tx).
+var ErrTxEnded = errors.New("hookbox: tx used after its handler returned (a goroutine kept it): the transaction belongs to the next handler or has ended")
 
 // NewTx wraps tx for a handler. beforeFirst, if not nil, runs once before
 // the handler's first statement (a store opens its savepoint there).
@@ -207,54 +229,129 @@ func NewTx(tx *sql.Tx, d Dialect, beforeFirst func(context.Context) error) *Tx {
 }
 
 // Used reports whether a statement went through t.
-func (t *Tx) Used() bool { return t.used }
+func (t *Tx) Used() bool {
+	t.state.Lock()
+	defer t.state.Unlock()
+	return t.used
+}
 
-func (t *Tx) use(ctx context.Context) error {
-	if t.used {
-		return nil
+// End ends t's use by its handler: it waits for statements running
+// through t, closes the rows and prepared statements t handed out that are
+// still open, and makes every later call fail with ErrTxEnded. It does not
+// end the underlying transaction, and calling it again does nothing.
+func (t *Tx) End() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
 	}
-	t.used = true
-	if t.beforeFirst != nil {
-		return t.beforeFirst(ctx)
+	t.ended = true
+	// Rows left open keep the connection busy: PostgreSQL's driver cannot
+	// run the savepoint's release until they are closed.
+	for _, r := range t.rows {
+		r.Close()
 	}
-	return nil
+	for _, s := range t.stmts {
+		s.Close()
+	}
+	t.rows, t.stmts = nil, nil
+}
+
+// use admits a statement: it refuses one after End, and runs beforeFirst
+// before the first. On success t.mu
+// is held for reading until the caller calls done.
+func (t *Tx) use(ctx context.Context, query string) (done func(), err error) {
+	t.mu.RLock()
+	if t.ended {
+		t.mu.RUnlock()
+		return nil, ErrTxEnded
+	}
+	t.state.Lock()
+	if !t.used {
+		t.used = true
+		if t.beforeFirst != nil {
+			err = t.beforeFirst(ctx)
+		}
+	}
+	t.state.Unlock()
+	if err != nil {
+		t.mu.RUnlock()
+		return nil, err
+	}
+	return t.mu.RUnlock, nil
 }
 
 // ExecContext runs a statement that returns no rows.
 func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := t.use(ctx); err != nil {
+	done, err := t.use(ctx, query)
+	if err != nil {
 		return nil, err
 	}
+	defer done()
 	return t.tx.ExecContext(ctx, query, args...)
 }
 
-// QueryContext runs a query.
+// QueryContext runs a query. Rows still open when the handler returns are
+// closed then.
 func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := t.use(ctx); err != nil {
+	done, err := t.use(ctx, query)
+	if err != nil {
 		return nil, err
 	}
-	return t.tx.QueryContext(ctx, query, args...)
+	defer done()
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err == nil {
+		t.state.Lock()
+		t.rows = append(t.rows, rows)
+		t.state.Unlock()
+	}
+	return rows, err
 }
 
 // QueryRowContext runs a query that returns at most one row.
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if err := t.use(ctx); err != nil {
-		// *sql.Row cannot carry an error we make; a query on a cancelled
-		// context reports ours the same way.
-		cancelled, cancel := context.WithCancelCause(ctx)
-		cancel(err)
-		return t.tx.QueryRowContext(cancelled, query, args...)
+	done, err := t.use(ctx, query)
+	if err != nil {
+		// *sql.Row cannot carry an error we make; a query on an ended
+		// context reports the context's error, so hand it one that is ours.
+		return t.tx.QueryRowContext(refused{ctx, err}, query, args...)
 	}
+	defer done()
 	return t.tx.QueryRowContext(ctx, query, args...)
 }
 
-// PrepareContext prepares a statement for use within the transaction.
+// PrepareContext prepares a statement for use within the transaction. It
+// is closed when the handler returns.
 func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if err := t.use(ctx); err != nil {
+	done, err := t.use(ctx, query)
+	if err != nil {
 		return nil, err
 	}
-	return t.tx.PrepareContext(ctx, query)
+	defer done()
+	st, err := t.tx.PrepareContext(ctx, query)
+	if err == nil {
+		t.state.Lock()
+		t.stmts = append(t.stmts, st)
+		t.state.Unlock()
+	}
+	return st, err
 }
+
+// refused is a context that has ended with err, which also matches
+// context.Canceled: database/sql reports it before running anything.
+type refused struct {
+	context.Context
+	err error
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+func (r refused) Done() <-chan struct{} { return closedChan }
+func (r refused) Err() error            { return refusedErr{r.err} }
+
+type refusedErr struct{ error }
+
+func (e refusedErr) Unwrap() []error { return []error{e.error, context.Canceled} }
 
 // Transactor runs application code in a write transaction on the store's
 // database: schema set-up for the tables a handler writes, or reads and
@@ -305,6 +402,10 @@ type Queue interface {
 	Finish(ctx context.Context, outs []Outcome) (errs []error, err error)
 
 	// BeginWork opens a write transaction for Go handlers (see WorkTx).
+	// ctx bounds the whole transaction: when it ends, the transaction is
+	// rolled back (as database/sql does with the context a transaction
+	// begins with), also while a handler runs in it, and nothing more of
+	// it can commit.
 	BeginWork(ctx context.Context) (WorkTx, error)
 
 	// Attempts lists the attempts at one event, oldest first: the rows
@@ -364,6 +465,8 @@ type WorkTx interface {
 
 	// Tx returns the transaction handed to handlers; its first statement
 	// runs beforeFirst (the caller opens the handler's savepoint there).
+	// The caller ends it (Tx.End) once the handler returns, before it
+	// releases or rolls back the handler's savepoint.
 	Tx(beforeFirst func(context.Context) error) *Tx
 
 	// Savepoint marks the state before a handler's writes; Release keeps

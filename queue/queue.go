@@ -345,7 +345,7 @@ func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, 
 
 // runAll runs fn over evs in wt, each under its own savepoint, opened by
 // the handler's first statement (a handler that writes nothing costs
-// none). It stops early when wt can keep no more handlers' writes; the
+// none), and ends each handler's hookbox.Tx once fn returns (Tx.End). It stops early when wt can keep no more handlers' writes; the
 // events after that get a zero outcome. When the savepoint of evs[broken]
 // cannot be released or rolled back, the handler broke the transaction:
 // runAll returns at once with that index (else -1) and the error.
@@ -362,6 +362,10 @@ func runAll(ctx context.Context, wt hookbox.WorkTx, evs []hookbox.Event, fn hook
 			return spErr
 		})
 		o := fn(ctx, htx, &evs[i])
+		// The handler has returned: a goroutine that kept htx must not
+		// write into the next handler's savepoint, nor open one of its
+		// own, and rows it left open would make the release fail.
+		htx.End()
 		outs[i] = o
 		if spErr != nil {
 			return outs, i, fmt.Errorf("%w: open savepoint: %v", errBroken, spErr)
