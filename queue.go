@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -197,7 +199,11 @@ const (
 // A Tx is the handler's only while the handler runs. Once it returns, the
 // worker ends it (End): rows it left open are closed, and every later call
 // fails with ErrTxEnded, so that a goroutine that kept it cannot write into
-// the savepoint of the next handler in the same transaction.
+// the savepoint of the next handler in the same transaction. The store
+// commits or rolls back the transaction; a statement that would (COMMIT,
+// END, ROLLBACK without TO, BEGIN, START, ABORT) is refused with
+// ErrTxControl. A handler's own SAVEPOINT, RELEASE and ROLLBACK TO are
+// allowed.
 type Tx struct {
 	tx      *sql.Tx
 	Dialect Dialect
@@ -221,6 +227,10 @@ type Tx struct {
 // ErrTxEnded is returned by the methods of a Tx whose handler has
 // returned (see Tx).
 var ErrTxEnded = errors.New("hookbox: tx used after its handler returned (a goroutine kept it): the transaction belongs to the next handler or has ended")
+
+// ErrTxControl is returned for a statement through a Tx that would begin
+// or end the transaction (see Tx).
+var ErrTxControl = errors.New("hookbox: transaction control through a handler's tx refused: the store commits or rolls back the transaction with the event's outcome (return an error to roll back the handler's writes; SAVEPOINT, RELEASE and ROLLBACK TO are allowed)")
 
 // NewTx wraps tx for a handler. beforeFirst, if not nil, runs once before
 // the handler's first statement (a store opens its savepoint there).
@@ -257,10 +267,13 @@ func (t *Tx) End() {
 	t.rows, t.stmts = nil, nil
 }
 
-// use admits a statement: it refuses one after End, and runs beforeFirst
-// before the first. On success t.mu
+// use admits a statement: it refuses one after End or one that controls
+// the transaction, and runs beforeFirst before the first. On success t.mu
 // is held for reading until the caller calls done.
 func (t *Tx) use(ctx context.Context, query string) (done func(), err error) {
+	if kw := txControl(query); kw != "" {
+		return nil, fmt.Errorf("%w (%s)", ErrTxControl, kw)
+	}
 	t.mu.RLock()
 	if t.ended {
 		t.mu.RUnlock()
@@ -352,6 +365,82 @@ func (r refused) Err() error            { return refusedErr{r.err} }
 type refusedErr struct{ error }
 
 func (e refusedErr) Unwrap() []error { return []error{e.error, context.Canceled} }
+
+// txControl returns the keyword that makes query a transaction control
+// statement (one that begins, commits or rolls back the transaction
+// itself, not to a savepoint), or "". It looks at the first statement
+// only, past leading white space and comments: a guard against a
+// handler's mistake, not a parser.
+func txControl(query string) string {
+	words := leadingWords(query, 3)
+	if len(words) == 0 {
+		return ""
+	}
+	kw := strings.ToUpper(words[0])
+	switch kw {
+	case "COMMIT", "END", "BEGIN", "START", "ABORT":
+		return kw
+	case "ROLLBACK":
+		// ROLLBACK [TRANSACTION | WORK] TO [SAVEPOINT] name is a
+		// savepoint's, in both dialects.
+		rest := words[1:]
+		if len(rest) > 0 && (strings.EqualFold(rest[0], "TRANSACTION") || strings.EqualFold(rest[0], "WORK")) {
+			rest = rest[1:]
+		}
+		if len(rest) > 0 && strings.EqualFold(rest[0], "TO") {
+			return ""
+		}
+		return kw
+	}
+	return ""
+}
+
+// leadingWords returns up to n words (runs of ASCII letters) at the start
+// of query, each after white space and SQL comments (-- to the end of the
+// line, /* … */). It stops at anything else.
+func leadingWords(query string, n int) []string {
+	var words []string
+	i := 0
+	for len(words) < n {
+		i = skipSpace(query, i)
+		j := i
+		for j < len(query) && (query[j] >= 'a' && query[j] <= 'z' || query[j] >= 'A' && query[j] <= 'Z') {
+			j++
+		}
+		if j == i {
+			break
+		}
+		words = append(words, query[i:j])
+		i = j
+	}
+	return words
+}
+
+// skipSpace returns the index of the first byte of query at or after i
+// that is neither white space nor in a comment.
+func skipSpace(query string, i int) int {
+	for i < len(query) {
+		switch rest := query[i:]; {
+		case strings.IndexByte(" \t\n\r\f\v", rest[0]) >= 0:
+			i++
+		case strings.HasPrefix(rest, "--"):
+			end := strings.IndexByte(rest, '\n')
+			if end < 0 {
+				return len(query)
+			}
+			i += end + 1
+		case strings.HasPrefix(rest, "/*"):
+			end := strings.Index(rest[2:], "*/")
+			if end < 0 {
+				return len(query)
+			}
+			i += 2 + end + 2
+		default:
+			return i
+		}
+	}
+	return i
+}
 
 // Transactor runs application code in a write transaction on the store's
 // database: schema set-up for the tables a handler writes, or reads and

@@ -10,6 +10,45 @@ import (
 	_ "modernc.org/sqlite"
 )
 
+// TestTxControlStatementsRecognised: the statements that begin or end a
+// transaction are recognised whatever their case and whatever white space
+// and comments come before them, a rollback to a savepoint in any of its
+// spellings is not, nor is any other statement. A handler's COMMIT went
+// through its tx and committed other handlers' writes without their done.
+func TestTxControlStatementsRecognised(t *testing.T) {
+	for q, want := range map[string]string{
+		"COMMIT":                           "COMMIT",
+		"commit transaction":               "COMMIT",
+		"  \n\tEnd;":                       "END",
+		"-- finish\nCOMMIT":                "COMMIT",
+		"/* a */ /* b */ rollback":         "ROLLBACK",
+		"ROLLBACK WORK":                    "ROLLBACK",
+		"ROLLBACK TRANSACTION":             "ROLLBACK",
+		"ROLLBACK AND CHAIN":               "ROLLBACK",
+		"BEGIN IMMEDIATE":                  "BEGIN",
+		"START TRANSACTION":                "START",
+		"abort":                            "ABORT",
+		"ROLLBACK TO mine":                 "",
+		"rollback to savepoint mine":       "",
+		"ROLLBACK TRANSACTION TO mine":     "",
+		"ROLLBACK /* undo */ WORK TO mine": "",
+		"SAVEPOINT mine":                   "",
+		"RELEASE SAVEPOINT mine":           "",
+		"INSERT INTO t VALUES ('COMMIT')":  "",
+		"SELECT 1; COMMIT":                 "", // the first statement only
+		"-- COMMIT\nSELECT 1":              "",
+		"/* unclosed COMMIT":               "",
+		"UPDATE commits SET n = 1":         "",
+		"DO $$ BEGIN PERFORM 1; END $$":    "",
+		"CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; END": "",
+		"": "",
+	} {
+		if got := txControl(q); got != want {
+			t.Errorf("txControl(%q) = %q, want %q", q, got, want)
+		}
+	}
+}
+
 // TestTxEndedRefusesEveryCall: once End has run, every method of a Tx
 // fails with ErrTxEnded without reaching the database, QueryRowContext's
 // Scan included, and beforeFirst (the handler's savepoint) is not run;
@@ -35,6 +74,9 @@ func TestTxEndedRefusesEveryCall(t *testing.T) {
 	st, err := tx.PrepareContext(ctx, `SELECT 1`)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "COMMIT"); !errors.Is(err, ErrTxControl) {
+		t.Errorf("COMMIT: %v, want ErrTxControl", err)
 	}
 	tx.End()
 	if rows.Next() {

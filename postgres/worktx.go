@@ -160,12 +160,16 @@ func (w *workTx) Tx(beforeFirst func(context.Context) error) *hookbox.Tx {
 	return hookbox.NewTx(w.tx, hookbox.DialectPostgres, beforeFirst)
 }
 
-func (w *workTx) Savepoint(ctx context.Context) error { return w.exec(ctx, `SAVEPOINT work`) }
-func (w *workTx) Release(ctx context.Context) error   { return w.exec(ctx, `RELEASE SAVEPOINT work`) }
+// The handler's savepoint has a name a handler's own savepoints will not
+// take: one of theirs with the same name would hide it.
+func (w *workTx) Savepoint(ctx context.Context) error { return w.exec(ctx, `SAVEPOINT hookbox_work`) }
+func (w *workTx) Release(ctx context.Context) error {
+	return w.exec(ctx, `RELEASE SAVEPOINT hookbox_work`)
+}
 
 // RollbackTo also ends the aborted state a failed statement left.
 func (w *workTx) RollbackTo(ctx context.Context) error {
-	return w.exec(ctx, `ROLLBACK TO SAVEPOINT work; RELEASE SAVEPOINT work`)
+	return w.exec(ctx, `ROLLBACK TO SAVEPOINT hookbox_work; RELEASE SAVEPOINT hookbox_work`)
 }
 
 func (w *workTx) exec(ctx context.Context, q string) error {

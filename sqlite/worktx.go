@@ -104,10 +104,12 @@ func (w *workTx) Tx(beforeFirst func(context.Context) error) *hookbox.Tx {
 	return hookbox.NewTx(w.tx, hookbox.DialectSQLite, beforeFirst)
 }
 
-func (w *workTx) Savepoint(ctx context.Context) error { return w.exec(ctx, `SAVEPOINT work`) }
-func (w *workTx) Release(ctx context.Context) error   { return w.exec(ctx, `RELEASE work`) }
+// The handler's savepoint has a name a handler's own savepoints will not
+// take: one of theirs with the same name would hide it.
+func (w *workTx) Savepoint(ctx context.Context) error { return w.exec(ctx, `SAVEPOINT hookbox_work`) }
+func (w *workTx) Release(ctx context.Context) error   { return w.exec(ctx, `RELEASE hookbox_work`) }
 func (w *workTx) RollbackTo(ctx context.Context) error {
-	return w.exec(ctx, `ROLLBACK TO work; RELEASE work`)
+	return w.exec(ctx, `ROLLBACK TO hookbox_work; RELEASE hookbox_work`)
 }
 
 func (w *workTx) exec(ctx context.Context, q string) error {

@@ -190,3 +190,83 @@ func TestRowsLeftOpenAreClosed(t *testing.T) {
 		}
 	})
 }
+
+// TestHandlerCannotEndTheTransaction: a COMMIT through a handler's tx is
+// refused with hookbox.ErrTxControl, so a handler that ignores the error
+// and returns nil commits its writes with its done, and the handler that
+// ran before it in the same transaction is done once. The COMMIT used to
+// go through: it committed the earlier handler's write without its done
+// mark, the transaction's end failed, and that handler ran, and wrote,
+// again.
+func TestHandlerCannotEndTheTransaction(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		createEffects(t, s)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, TxBudget: 10 * time.Second})
+		p.SetPolicy("shop", fast)
+		var bRuns atomic.Int32
+		commitErr := make(chan error, 1)
+		p.Handle("shop", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			if ev.DeliveryID == "b" {
+				bRuns.Add(1)
+				_, err := tx.ExecContext(ctx, `INSERT INTO effects VALUES ('b', 'x')`)
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO effects VALUES ('a', 'x')`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, "  -- done here\n/* really */ COMMIT")
+			select {
+			case commitErr <- err:
+			default:
+			}
+			return nil
+		})
+		rs := ingest(t, s, storetest.Delivery("shop", "b"), storetest.Delivery("shop", "a"))
+		start(t, p)
+		for _, r := range rs {
+			if e := waitEnded(t, s, p, r.ID); e.Status != hookbox.StatusDone || e.Attempts != 1 {
+				t.Errorf("%s %s after %d attempts (last error %q), want done after 1", e.DeliveryID, e.Status, e.Attempts, e.LastError)
+			}
+		}
+		if err := <-commitErr; !errors.Is(err, hookbox.ErrTxControl) {
+			t.Errorf("COMMIT through tx: %v, want hookbox.ErrTxControl", err)
+		}
+		if n := bRuns.Load(); n != 1 {
+			t.Errorf("b's handler ran %d times, want 1", n)
+		}
+		for _, ev := range []string{"a", "b"} {
+			if n := effectCount(t, s, ev); n != 1 {
+				t.Errorf("%s: %d effects committed, want 1", ev, n)
+			}
+		}
+	})
+}
+
+// TestHandlersOwnSavepointNamedWork: a handler that fails with a
+// savepoint of its own left open, named work, has all its writes rolled
+// back. The pool's savepoint was named work too: the rollback stopped at
+// the handler's, and the write made before it committed with the failed
+// event.
+func TestHandlersOwnSavepointNamedWork(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		p.SetPolicy("shop", fast)
+		p.Handle("shop", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			if _, err := claimKey(ctx, tx, "before-work"); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `SAVEPOINT work`); err != nil {
+				return err
+			}
+			return worker.Permanent(errors.New("fails with its savepoint open"))
+		})
+		rs := ingest(t, s, storetest.Delivery("shop", "a"))
+		start(t, p)
+		waitStatus(t, s, p, rs[0].ID, hookbox.StatusDead)
+		if n := keyCount(t, s, p, "before-work"); n != 0 {
+			t.Errorf("the failed handler's write committed")
+		}
+	})
+}
