@@ -7,3 +7,7 @@ func WithApplyBatchTimeout(o Options, d time.Duration) Options {
 	o.applyBatchTimeout = d
 	return o
 }
+
+// Quiet waits until every goroutine p started to claim and run work has
+// returned, work that Stop abandoned included.
+func Quiet(p *Pool) { p.wg.Wait() }

@@ -20,7 +20,11 @@ type Policy struct {
 	// BackoffMax equals BackoffMin is there no room to spread them).
 	BackoffMin time.Duration
 	BackoffMax time.Duration
-	// Timeout bounds one attempt (default 30s).
+	// Timeout bounds one attempt (default 30s) through its context: the
+	// ctx of a handler, Prepare, Apply or target ends then. Work that
+	// ignores its ctx is not cut short: it runs on, an apply-only handler
+	// or an Apply holding its transaction open (on SQLite, the only write
+	// lock), until it returns, or until Stop abandons it.
 	Timeout time.Duration
 	// Strict runs the source's events one at a time in id order. A failed
 	// event waits for its retry while newer ones proceed, so retries can

@@ -25,7 +25,8 @@
 //     before any takes more (see claimLeased), so a target that hangs
 //     holds its share, not every slot.
 //   - Leases stay extended until the last running handler or target
-//     returns, also while Stop waits for it.
+//     returns, also while Stop waits for it (until Stop gives up on work
+//     that ignores its cancelled context: see Stop).
 //   - A pool never starts an event it is running, nor another of the same
 //     order key or strict source, whatever the lease says: a lease can end
 //     under a running event (extensions that could not reach the
@@ -71,6 +72,14 @@ import (
 // SQLite, holding the database's only write lock), several events to a
 // transaction: it must not wait on anything outside the database. A
 // handler that calls other services is registered with HandlePhases.
+//
+// tx is the handler's until it returns, and no longer: calls through it
+// after that (from a goroutine that kept it) fail with hookbox.ErrTxEnded,
+// and rows it left open are closed. The pool commits or rolls back the
+// transaction; a COMMIT or ROLLBACK through tx is refused
+// (hookbox.ErrTxControl). ctx ends at the source's Policy.Timeout, and at
+// shutdown (Stop): a handler that ignores it runs on, holding the
+// transaction.
 type Handler func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error
 
 // Phases is a Go handler in two phases, for work that calls other
@@ -83,7 +92,8 @@ type Phases struct {
 	Prepare func(ctx context.Context, ev *hookbox.Event) (any, error)
 	// Apply runs in the transaction that marks the event done, with what
 	// Prepare returned; it may only write to the database. nil marks the
-	// event done once Prepare succeeds.
+	// event done once Prepare succeeds. Its tx is used as a Handler's is:
+	// only until Apply returns, never to commit or roll back.
 	Apply func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, prepared any) error
 }
 
@@ -209,6 +219,13 @@ type Pool struct {
 	id         string
 	cancel     context.CancelFunc // stops claiming
 	abort      context.CancelFunc // cancels running work
+	// workCtx is what the store's statements for running work run on
+	// (shutdown does not cancel them, so cancelled attempts are still
+	// recorded); abandon ends it, and with it every transaction of Go
+	// handlers still open, when Stop gives up on work (see Stop).
+	workCtx    context.Context
+	abandon    context.CancelFunc
+	stopped    chan struct{}      // made by the first Stop, closed when it returns
 	stopExtend context.CancelFunc // stops extending leases, once no work runs
 	wg         sync.WaitGroup     // claim loops and the work they started
 	extendDone chan struct{}
@@ -436,10 +453,12 @@ func (p *Pool) Start(ctx context.Context) error {
 		return errors.New("worker: pool already started")
 	}
 	p.started = true
-	runCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	workCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	runCtx, abort := context.WithCancel(workCtx)
 	claimCtx, cancel := context.WithCancel(ctx)
 	extendCtx, stopExtend := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancel, p.abort, p.stopExtend = cancel, abort, stopExtend
+	p.workCtx, p.abandon = workCtx, abandon
 	// An outcome waits for those of the deliveries still running (their
 	// slots are freed before their outcomes are submitted), so that a
 	// busy target's outcomes share a transaction: a forward drain spent a
@@ -489,27 +508,70 @@ func (p *Pool) InFlight() int { return p.leases.count() }
 // cancels it; cancelled attempts release their events for a prompt retry,
 // without counting against their retry budgets.
 // Leases stay extended until the last running handler or target returns.
+//
+// Work that ignores its cancelled context (a handler, Prepare or target
+// that does not watch ctx) is waited for stopGrace more, then abandoned,
+// and Stop returns ctx.Err(). Abandoning rolls back every transaction of
+// Go handlers still open, from outside (a handler still running in one
+// gets sql.ErrTxDone, and on SQLite the write lock is free again), and
+// nothing the abandoned work does is recorded after that: a transaction of
+// Go handlers cannot commit, and the outcome of a target or Prepare that
+// returns later is dropped, not recorded nor released. Its events stay as they are, to be worked again: those
+// a transaction picked are due at once, leased ones once their leases,
+// no longer extended, end. The abandoned goroutines run on until their
+// work returns.
+//
+// A second call returns once the first has (or when its ctx ends).
 func (p *Pool) Stop(ctx context.Context) error {
 	p.mu.Lock()
-	started := p.started
-	p.mu.Unlock()
-	if !started {
+	if !p.started {
+		p.mu.Unlock()
 		return nil
 	}
+	stopped, first := p.stopped, p.stopped == nil
+	if first {
+		stopped = make(chan struct{})
+		p.stopped = stopped
+	}
+	p.mu.Unlock()
+	if !first {
+		select {
+		case <-stopped:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	defer close(stopped)
 	p.cancel()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	var err error
+	abandoned := false
 	select {
 	case <-done:
 	case <-ctx.Done():
 		p.abort()
-		<-done
 		err = ctx.Err()
+		grace := time.NewTimer(stopGrace)
+		select {
+		case <-done:
+		case <-grace.C:
+			abandoned = true
+			p.log.Warn("worker: stopped with work still running that ignores its cancelled context; abandoned: its transactions rolled back, its events left to be worked again (leased ones once their leases end)")
+			p.abandon()
+		}
+		grace.Stop()
 	}
 	p.abort()
 	p.warm.stop()
-	p.apply.Close()
+	if abandoned {
+		// An abandoned Apply holds its batch, and Close waits for it:
+		// close without waiting (Submit fails at once from now on).
+		go p.apply.Close()
+	} else {
+		p.apply.Close()
+	}
 	p.finish.Close()
 	p.stopExtend()
 	<-p.extendDone
@@ -530,8 +592,18 @@ func (p *Pool) Stop(ctx context.Context) error {
 		p.logErr("record the clean stop", ferr)
 	}
 	runningHere.Delete(p.id)
+	p.abandon() // nothing runs on workCtx any more, or it is abandoned
 	return err
 }
+
+// stopGrace is how long Stop waits, once its context has ended and running
+// work is cancelled, for that work to return and its outcomes to be
+// recorded, before it abandons what still runs.
+const stopGrace = time.Second
+
+// abandoned reports whether Stop has abandoned the work still running
+// (false before Start).
+func (p *Pool) abandoned() bool { return p.workCtx != nil && p.workCtx.Err() != nil }
 
 // runningHere holds the ids of the pools this process started and has not
 // stopped. A pool record of this machine with this process's pid is one
@@ -688,7 +760,8 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 }
 
 func (p *Pool) logErr(what string, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
+	// Once Stop has abandoned the work, the store refuses all of it.
+	if err != nil && !errors.Is(err, context.Canceled) && !p.abandoned() {
 		p.log.Error("worker: "+what, "err", err)
 	}
 }
@@ -797,9 +870,11 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	var deadline time.Time
 	ran := 0
 	// The store's statements run on dbCtx, which shutdown does not cancel,
-	// so outcomes of cancelled handlers are still written; handlers run on
-	// runCtx, which shutdown cancels after the grace period.
-	dbCtx := context.WithoutCancel(runCtx)
+	// so outcomes of cancelled handlers are still written (unless Stop
+	// abandons them: that ends dbCtx and rolls the transaction back);
+	// handlers run on runCtx, which shutdown cancels after the grace
+	// period.
+	dbCtx := p.workCtx
 	work := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if ran > 0 && time.Now().After(deadline) && !queue.Alone(ctx) {
 			return hookbox.Outcome{} // not run: left for the next transaction
@@ -1065,8 +1140,9 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 	// timeout, and a batch of slow Applies, in as many transactions as the
 	// store's cap makes, would otherwise hand its last ones a context
 	// already over, and their failures would send them round to Prepare
-	// again. Shutdown does not cancel Applies either way.
-	ctx = context.WithoutCancel(ctx)
+	// again. Shutdown does not cancel Applies either way, unless Stop
+	// abandons them.
+	ctx = p.workCtx
 	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		return p.runHandler(ctx, tx, ev, byID[ev.ID])
 	}
@@ -1333,12 +1409,18 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 		end(err)
 	}
 	cancel()
+	if p.abandoned() {
+		return hookbox.Outcome{}, false // left leased, see Stop
+	}
 	if r.target == nil && err == nil {
 		worked(nil, false)
-		res, err := p.apply.Submit(context.WithoutCancel(ctx), prepared{ev: *ev, value: value, start: start})
+		res, err := p.apply.Submit(p.workCtx, prepared{ev: *ev, value: value, start: start})
 		if err != nil {
+			if p.abandoned() {
+				return hookbox.Outcome{}, false // left leased, see Stop
+			}
 			p.log.Error("worker: apply", "event_id", ev.ID, "err", err)
-			p.release(context.WithoutCancel(ctx), []hookbox.Event{*ev}, err)
+			p.release(p.workCtx, []hookbox.Event{*ev}, err)
 			return hookbox.Outcome{}, false
 		}
 		p.report(ev, res.Outcome, res.Err)
@@ -1347,10 +1429,13 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 	refused := err != nil && IsPermanent(err)
 	o := p.released(ctx, ev, err, p.outcome(ev, r.policy, start, err))
 	worked(&o, refused)
-	ferr, err := p.finish.Submit(context.WithoutCancel(ctx), o)
+	ferr, err := p.finish.Submit(p.workCtx, o)
+	if err != nil && p.abandoned() {
+		return hookbox.Outcome{}, false // left leased, see Stop
+	}
 	if err != nil {
 		// The store failed under the outcome's batch: try it alone.
-		ferrs, ierr := p.finishAgain(context.WithoutCancel(ctx), []hookbox.Outcome{o})
+		ferrs, ierr := p.finishAgain(p.workCtx, []hookbox.Outcome{o})
 		if ierr == nil {
 			if len(ferrs) > 0 {
 				ferr = ferrs[0]
@@ -1365,7 +1450,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 		// again once its lease ended, and its last attempt, though it may
 		// have delivered, was charged as one whose worker died.
 		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)
-		p.release(context.WithoutCancel(ctx), []hookbox.Event{*ev}, err)
+		p.release(p.workCtx, []hookbox.Event{*ev}, err)
 		return hookbox.Outcome{}, false
 	}
 	p.report(ev, o, ferr)
