@@ -251,7 +251,9 @@ type Filter struct {
 	Until      time.Time // created before
 	BeforeID   int64     // only ids below this (paging newest first)
 	Parent     int64     // only the deliveries of this FanOut event
-	Limit      int       // 0 means DefaultListLimit
+	// Limit bounds a listing (0 means DefaultListLimit); a replay or a
+	// purge takes every match.
+	Limit int
 }
 
 // DefaultListLimit is the number of events a listing returns when the

@@ -346,8 +346,14 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.Since.IsZero() && f.Until.IsZero() {
-		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, since or until")
+	if q.Has("limit") {
+		// A limit would read as "replay N of them"; a replay takes every
+		// match, so it is refused rather than ignored.
+		writeError(w, http.StatusBadRequest, "bulk replay replays every matching event: limit does not apply; narrow the match with since, until or before_id (dry_run=true lists it)")
+		return
+	}
+	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.Since.IsZero() && f.Until.IsZero() && f.BeforeID == 0 {
+		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, delivery_id, since, until or before_id")
 		return
 	}
 	dry, err1 := boolParam(q, "dry_run")

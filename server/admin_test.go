@@ -298,6 +298,13 @@ func TestAdminReplay(t *testing.T) {
 		if code, _ := h.call("POST", "/admin/replay"); code != 400 {
 			t.Errorf("bulk replay without a filter = %d, want 400", code)
 		}
+		// A limit is refused, not ignored (every match was replayed).
+		if code, b := h.call("POST", "/admin/replay?status=dead&source=polar&limit=1"); code != 400 || !strings.Contains(string(b), "limit does not apply") {
+			t.Errorf("bulk replay with a limit = %d %s, want 400 saying limit does not apply", code, b)
+		}
+		if h.status(dead[1]) != hookbox.StatusDead {
+			t.Fatalf("a bulk replay refused for its limit replayed event %d", dead[1])
+		}
 		h.json("POST", "/admin/replay?status=dead&source=polar&dry_run=true", 200, &rep)
 		if !rep.DryRun || !slices.Equal(rep.Replayed, dead[1:]) || h.status(dead[1]) != hookbox.StatusDead {
 			t.Fatalf("dry bulk replay = %+v, status %s", rep, h.status(dead[1]))
