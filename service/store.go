@@ -22,9 +22,9 @@ type StoreOptions struct {
 	Existing bool
 }
 
-// OpenStore opens the store a database URL names: "sqlite:PATH" (or a path
-// ending in .db) for SQLite, "postgres://…" or "postgresql://…" for
-// PostgreSQL. Migrations are applied before it returns, unless
+// OpenStore opens the store a database URL names: "sqlite:PATH" for
+// SQLite (a bare path is refused, as config.CheckDB refuses it),
+// "postgres://…" or "postgresql://…" for PostgreSQL. Migrations are applied before it returns, unless
 // opts.Existing.
 func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Store, error) {
 	switch {

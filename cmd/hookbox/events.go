@@ -265,7 +265,9 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	if e.FanOut {
 		fmt.Fprintln(w, "\ndeliveries")
 		if len(d.Deliveries) == 0 {
-			fmt.Fprintln(w, "  none: no target's filter matched")
+			// Nothing to replay either: say so rather than hint at it.
+			fmt.Fprintln(w, "  none: no target takes this event (no target's filter matched it, or its source is store_only)")
+			return nil
 		}
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		for _, x := range d.Deliveries {

@@ -88,5 +88,19 @@ sources:
 		if out := mustCLI(t, "--db", dbURL, "events", "show", id); !strings.Contains(out, "deliveries") || !strings.Contains(out, "billing") {
 			t.Errorf("events show text: %q", out)
 		}
+
+		// An event no target takes (a store_only source's) has nothing to
+		// replay: events show said no filter matched and hinted at a
+		// replay, which then skipped it.
+		kept := storetest.Delivery("kept", "k-1")
+		kept.FanOut = true
+		rs, err = st.Ingest(context.Background(), []hookbox.Delivery{kept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := mustCLI(t, "--db", dbURL, "events", "show", strconv.FormatInt(rs[0].ID, 10))
+		if !strings.Contains(out, "store_only") || strings.Contains(out, "hookbox replay") {
+			t.Errorf("events show of an event no target takes: %q; want it to name store_only and no replay hint", out)
+		}
 	})
 }
