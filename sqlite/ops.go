@@ -8,6 +8,7 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -27,30 +28,18 @@ func replayable(includeDone bool) string {
 // replayBatch is how many events one replay transaction changes.
 const replayBatch = 1000
 
-// Replay sends events back to pending; see hookbox.Ops. A large replay is
-// applied in several transactions, in id order.
+// Replay sends events back to pending; see hookbox.Ops. It finds the
+// events on a reader, replayBatch at a time in id order, without the
+// write lock; each slice is then judged again and replayed in a short
+// write transaction that reads only the slice's rows, by id
+// (replayJudgeSQL). So a replay never holds up ingest for longer than one
+// slice takes, however many events it passes over to find its own.
 func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.ReplayResult, error) {
 	now := p.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	var where string
-	var args []any
-	if len(p.IDs) > 0 {
-		// A FanOut event named is replayed as its deliveries.
-		where = ` WHERE (id IN (` + placeholders(len(p.IDs)) + `) OR parent_id IN (` + placeholders(len(p.IDs)) + `))`
-		for range 2 {
-			for _, id := range p.IDs {
-				args = append(args, id)
-			}
-		}
-	} else {
-		where, args = filterSQL(p.Filter)
-		if where == "" {
-			where = " WHERE 1 = 1"
-		}
-	}
-	where += ` AND NOT fanout AND status IN ` + replayable(p.IncludeDone)
+	where, args := replayWhere(p)
 	var res hookbox.ReplayResult
 	if p.DryRun {
 		// A read: one snapshot on a reader connection, without the write
@@ -62,49 +51,33 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
 	}
-	// In id order, replayBatch events per transaction: the writer keeps
-	// statement journals in memory (temp_store), so one statement over a
-	// million events would hold a copy of every page it changes.
-	for last := int64(0); !p.DryRun; {
-		var ids []int64
-		err := s.inTx(ctx, func(tx *sql.Tx) error {
-			var err error
-			ids, err = queryIDs(ctx, tx, `SELECT id FROM events`+where+` AND payload IS NOT NULL AND id > ? ORDER BY id LIMIT ?`,
-				slices.Concat(args, []any{last, replayBatch})...)
-			if err != nil || len(ids) == 0 {
-				return err
-			}
-			in, idArgs := ` WHERE id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)
-			// A first attempt that succeeded is read from the event's row
-			// (hookbox.AttemptStored), which the replay rewrites: write
-			// it down first. Then mark the replay in each event's history.
-			if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
-                SELECT id, 1, '', '`+hookbox.AttemptDone+`', updated_at, updated_at FROM events`+in+` AND `+impliedFirstAttempt,
-				idArgs...); err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
-                SELECT id, attempts, 'operator', '`+hookbox.AttemptReplay+`', ?, ? FROM events`+in,
-				append([]any{millis(now), millis(now)}, idArgs...)...)
-			if err != nil {
-				return err
-			}
-			_, err = tx.ExecContext(ctx, `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ?,
-                    lease_owner = NULL, last_error = NULL, updated_at = ?`+in,
-				append([]any{millis(now), millis(now)}, idArgs...)...)
-			return err
-		})
+	// Each read starts after the last id the one before it returned, so
+	// the rows the filter passes over are read once a replay. replayBatch
+	// events per write transaction: the writer keeps statement journals in
+	// memory (temp_store), so one statement over a million events would
+	// hold a copy of every page it changes.
+	n := len(args)
+	pick := `SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > ? ORDER BY id LIMIT ?`
+	for after := int64(0); !p.DryRun; {
+		picked, err := queryIDs(ctx, s.reader, pick, append(args[:n:n], after, replayBatch)...)
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
-		res.Replayed = append(res.Replayed, ids...)
+		if len(picked) > 0 {
+			replayed, err := s.replaySlice(ctx, where, args, picked, now)
+			if err != nil {
+				// The slices before this one have committed.
+				return res, fmt.Errorf("sqlite: replay: %w", err)
+			}
+			res.Replayed = append(res.Replayed, replayed...)
+		}
 		if p.Progress != nil {
 			p.Progress(len(res.Replayed))
 		}
-		if len(ids) < replayBatch {
+		if len(picked) < replayBatch {
 			break
 		}
-		last = slices.Max(ids)
+		after = picked[len(picked)-1]
 	}
 	if !p.DryRun {
 		// Events without a payload are never replayed, so they are still
@@ -127,6 +100,83 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	}
 	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload, parents))
 	return res, nil
+}
+
+// replayWhere is the WHERE clause (with a leading space) and its args
+// that select the events p replays, whatever their payload. A FanOut event
+// is never replayed itself (NOT fanout), so the status an operator reads
+// (statusSummary) is the status column here: the filter compares the
+// column, which lets a replay of dead events read events_dead instead of
+// every row.
+func replayWhere(p hookbox.ReplayParams) (string, []any) {
+	var conds []string
+	var args []any
+	if len(p.IDs) > 0 {
+		// A FanOut event named is replayed as its deliveries.
+		conds = append(conds, `(id IN (`+placeholders(len(p.IDs))+`) OR parent_id IN (`+placeholders(len(p.IDs))+`))`)
+		for range 2 {
+			args = append(args, int64sAny(p.IDs)...)
+		}
+	} else {
+		f := p.Filter
+		status := f.Status
+		f.Status = ""
+		where, fargs := filterSQL(f)
+		if where != "" {
+			conds, args = append(conds, strings.TrimPrefix(where, " WHERE ")), fargs
+		}
+		if status != "" {
+			conds, args = append(conds, `status = ?`), append(args, string(status))
+		}
+	}
+	conds = append(conds, `NOT fanout AND status IN `+replayable(p.IncludeDone))
+	return ` WHERE ` + strings.Join(conds, ` AND `), args
+}
+
+// replaySlice replays, in one write transaction, the events among picked
+// (ids a read on a reader found) that still match where (replayWhere's,
+// over args) and still hold their payload, and returns their ids. An
+// event claimed, finished, replayed or cleared since the read is judged
+// on what it is now.
+func (s *Store) replaySlice(ctx context.Context, where string, args []any, picked []int64, now time.Time) ([]int64, error) {
+	var replayed []int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		ids, err := queryIDs(ctx, tx, replayJudgeSQL(where, len(picked)), slices.Concat(args, int64sAny(picked))...)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		in, idArgs := ` WHERE id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)
+		// A first attempt that succeeded is read from the event's row
+		// (hookbox.AttemptStored), which the replay rewrites: write it
+		// down first. Then mark the replay in each event's history.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+                SELECT id, 1, '', '`+hookbox.AttemptDone+`', updated_at, updated_at FROM events`+in+` AND `+impliedFirstAttempt,
+			idArgs...); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
+                SELECT id, attempts, 'operator', '`+hookbox.AttemptReplay+`', ?, ? FROM events`+in,
+			append([]any{millis(now), millis(now)}, idArgs...)...); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ?,
+                    lease_owner = NULL, last_error = NULL, updated_at = ?`+in,
+			append([]any{millis(now), millis(now)}, idArgs...)...); err != nil {
+			return err
+		}
+		replayed = ids
+		return nil
+	})
+	return replayed, err
+}
+
+// replayJudgeSQL selects which of n ids (the last n arguments, after
+// where's) still match where and hold their payload. NOT INDEXED: the
+// rows are read by id only, never along an index the filter's terms
+// could pick (the source's range of events_due, say), so the work under
+// the write lock is bounded by the slice.
+func replayJudgeSQL(where string, n int) string {
+	return `SELECT id FROM events NOT INDEXED` + where + ` AND payload IS NOT NULL AND id IN (` + placeholders(n) + `)`
 }
 
 // Purge deletes finished events in batches; see hookbox.Ops.
