@@ -150,3 +150,35 @@ func TestServerProbesIdleClients(t *testing.T) {
 		t.Errorf("server keepalive idle %s s, interval %s s, count %s; want 60, 10, 6", idle, interval, count)
 	}
 }
+
+// TestCloseBoundedInABlackHole: Close returns, with an error, while a
+// connection is still in use and the network to the server drops every
+// packet; it waited for that connection for as long as the outage lasted
+// (and, in a stop during one, 17 s for pgx's cancel request), which with
+// the worker's own waits took serve's stop past systemd's 60 s.
+func TestCloseBoundedInABlackHole(t *testing.T) {
+	t.Parallel()
+	proxy, viaProxy := faults.URLProxyFor(t, pgtest.URL(t))
+	s := open(t, viaProxy)
+	ctx := context.Background()
+	tx, err := s.BeginIngest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Add(ctx, []hookbox.Delivery{storetest.Delivery("s", "held")}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.BlackHole()
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err == nil {
+			t.Error("Close left a connection in use behind and said nothing")
+		}
+	case <-time.After(60 * time.Second):
+		t.Error("Close still waiting after a minute for a connection in use, in a black hole")
+	}
+	proxy.Restore()
+	tx.Rollback()
+}

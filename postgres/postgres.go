@@ -474,15 +474,33 @@ func lockID(schema string) int64 {
 	return int64(h.Sum64())
 }
 
-// Close closes the pool, waiting for connections in use to be returned. It
-// may be called more than once.
+// Close closes the pool, waiting for connections in use to be returned
+// and closed, for closeWait at most: then it returns an error, and the
+// connections close on their own when their users are done and the
+// server answers. It may be called more than once.
 func (s *Store) Close() error {
 	s.closeStore()
 	s.notifier.stop()
-	s.db.Close()
-	s.pool.Close()
-	return nil
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		s.db.Close()
+		s.pool.Close()
+	}()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-closed:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("postgres: close: the server did not answer within %s; the connections are left to close on their own (or at the process's exit)", closeWait)
+	}
 }
+
+// closeWait bounds Close: closing a connection the server no longer
+// answers on (a network that drops packets) waits for pgx's cancel
+// request to the server, 17 s in one stop during such an outage.
+const closeWait = 3 * time.Second
 
 // Ping reports whether the database answers; its error matches
 // hookbox.ErrUnavailable.

@@ -205,3 +205,96 @@ func TestStopNotHeldByTriesAgain(t *testing.T) {
 		t.Fatalf("Stop still waiting after a minute: the tries again each wait the store's hour (%d Finish calls)", store.calls.Load())
 	}
 }
+
+// stopRecordHangs is a store whose writes that record a pool's stop
+// (DropMark, WorkerStopped) wait until their context ends: a store that
+// stopped answering as the pool stops.
+type stopRecordHangs struct {
+	dbtest.Store
+	calls atomic.Int32
+}
+
+func (s *stopRecordHangs) DropMark(ctx context.Context, _ string) error {
+	s.calls.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s *stopRecordHangs) WorkerStopped(ctx context.Context, _ string) error {
+	s.calls.Add(1)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestStopNotHeldByItsRecord: when the store stops answering as the pool
+// stops, recording the stop (dropping each slot's mark, deleting the
+// pool's record) shares one budget and ends at the first failure. Each
+// write waited its own StoreTimeout (an hour here; 15 s each for serve,
+// so that a stop during a PostgreSQL outage passed systemd's 60 s).
+func TestStopNotHeldByItsRecord(t *testing.T) {
+	store := &stopRecordHangs{Store: dbtest.Open(t, dbtest.SQLiteURL(t))}
+	p := worker.New(store, worker.Options{PollInterval: 20 * time.Millisecond, StoreTimeout: time.Hour, Concurrency: 4})
+	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error { return nil }))
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		p.Stop(context.Background())
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("Stop still waiting after a minute: each write recording it waits the store's hour (%d so far)", store.calls.Load())
+	}
+	if n := store.calls.Load(); n != 1 {
+		t.Errorf("%d writes recording the stop were tried, want 1: after the first failed, the others wait in vain", n)
+	}
+}
+
+// TestStopNotHeldByAHangingOutcome: a store that stops answering while a
+// target's outcome is recorded holds Stop a second past its context, no
+// longer: the recording is abandoned with the work. The batch recording
+// outcomes ran on its own StoreTimeout (an hour here, 15 s for serve),
+// and Stop waited for it after it had abandoned the work.
+func TestStopNotHeldByAHangingOutcome(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	store := &finishGate{Store: s, refuse: func(ctx context.Context, _ int32, _ []hookbox.Outcome) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	ran := make(chan struct{})
+	p := worker.New(store, worker.Options{PollInterval: 20 * time.Millisecond, StoreTimeout: time.Hour})
+	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
+		close(ran)
+		return nil
+	}))
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ingest(t, s, storetest.Delivery("fw", "1"))
+	p.Notify()
+	select {
+	case <-ran:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the target never ran")
+	}
+	for deadline := time.Now().Add(20 * time.Second); store.calls.Load() < 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the outcome was not submitted within 20 s")
+		}
+	}
+	stopped := make(chan struct{})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		p.Stop(ctx)
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(60 * time.Second):
+		t.Fatal("Stop still waiting after a minute for an outcome the store never answers (its StoreTimeout is an hour)")
+	}
+}

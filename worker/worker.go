@@ -516,10 +516,14 @@ func (p *Pool) InFlight() int { return p.leases.count() }
 // gets sql.ErrTxDone, and on SQLite the write lock is free again), and
 // nothing the abandoned work does is recorded after that: a transaction of
 // Go handlers cannot commit, and the outcome of a target or Prepare that
-// returns later is dropped, not recorded nor released. Its events stay as they are, to be worked again: those
-// a transaction picked are due at once, leased ones once their leases,
-// no longer extended, end. The abandoned goroutines run on until their
-// work returns.
+// returns later is dropped, not recorded nor released. Its events stay as
+// they are, to be worked again: those a transaction picked are due at
+// once, leased ones once their leases, no longer extended, end. The
+// abandoned goroutines run on until their work returns.
+//
+// Then Stop records the pool's stop, within stopRecordBudget whatever
+// StoreTimeout is; if the store fails it, the next start takes the pool
+// for a dead one (see Options).
 //
 // A second call returns once the first has (or when its ctx ends).
 func (p *Pool) Stop(ctx context.Context) error {
@@ -577,24 +581,40 @@ func (p *Pool) Stop(ctx context.Context) error {
 	<-p.extendDone
 	// A mark left by a transaction that rolled back names events that are
 	// due again, not lost: drop this pool's marks before its record, or
-	// they would be charged as a dead pool's.
-	for slot := range len(p.extraWakes) + 1 {
-		sctx, cancel := p.storeCtx(context.WithoutCancel(ctx))
-		ferr := p.q.DropMark(sctx, p.markKey(slot))
-		cancel()
+	// they would be charged as a dead pool's. These writes share one
+	// budget, and the first that fails ends them: with the store gone,
+	// each would wait its own StoreTimeout and the stop with them (a
+	// stop during a PostgreSQL outage passed systemd's 60 s).
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopRecordBudget)
+	defer cancel()
+	recorded := func(what string, ferr error) bool {
 		if ferr != nil {
-			p.logErr("drop the pool's marks", ferr)
+			p.logErr(what+" (skipped what was left to record: the next start takes this pool for a dead one and charges an attempt to the events its marks name)", ferr)
+		}
+		return ferr == nil
+	}
+	ok := true
+	for slot := range len(p.extraWakes) + 1 {
+		sctx, cancel := p.storeCtx(rctx)
+		ok = recorded("drop the pool's marks", p.q.DropMark(sctx, p.markKey(slot)))
+		cancel()
+		if !ok {
+			break
 		}
 	}
-	sctx, cancel := p.storeCtx(context.WithoutCancel(ctx))
-	defer cancel()
-	if ferr := p.q.WorkerStopped(sctx, p.id); ferr != nil {
-		p.logErr("record the clean stop", ferr)
+	if ok {
+		sctx, cancel := p.storeCtx(rctx)
+		recorded("record the clean stop", p.q.WorkerStopped(sctx, p.id))
+		cancel()
 	}
 	runningHere.Delete(p.id)
 	p.abandon() // nothing runs on workCtx any more, or it is abandoned
 	return err
 }
+
+// stopRecordBudget bounds what Stop spends recording the pool's stop (its
+// marks dropped, its record deleted) once its work is over.
+const stopRecordBudget = 5 * time.Second
 
 // stopGrace is how long Stop waits, once its context has ended and running
 // work is cancelled, for that work to return and its outcomes to be
@@ -1459,6 +1479,11 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 
 // finishBatch writes outcomes of concurrent targets in one transaction.
 func (p *Pool) finishBatch(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
+	// Abandoned work records nothing (see Stop), and a batch still
+	// waiting on the store would hold Stop for its StoreTimeout.
+	ctx, cancel := context.WithCancel(ctx)
+	defer context.AfterFunc(p.workCtx, cancel)()
+	defer cancel()
 	return p.q.Finish(ctx, outs)
 }
 
