@@ -197,9 +197,13 @@ const (
 // that writes nothing costs no savepoint.
 //
 // A Tx is the handler's only while the handler runs. Once it returns, the
-// worker ends it (End): rows it left open are closed, and every later call
-// fails with ErrTxEnded, so that a goroutine that kept it cannot write into
-// the savepoint of the next handler in the same transaction. The store
+// worker ends it (End): rows of its QueryContext left open are closed, and
+// every later call fails with ErrTxEnded, so that a goroutine that kept it
+// cannot write into the savepoint of the next handler in the same
+// transaction. A *sql.Row or *sql.Stmt it handed out is database/sql's, out
+// of End's reach: scan the row, close a statement's rows, and use the
+// statement only while the handler runs (see QueryRowContext and
+// PrepareContext). The store
 // commits or rolls back the transaction; a statement that would (COMMIT,
 // END, ROLLBACK without TO, BEGIN, START, ABORT) is refused with
 // ErrTxControl. A handler's own SAVEPOINT, RELEASE and ROLLBACK TO are
@@ -221,7 +225,6 @@ type Tx struct {
 	beforeFirst func(context.Context) error // run once, before the first statement
 	used        bool
 	rows        []*sql.Rows // returned by QueryContext, closed by End
-	stmts       []*sql.Stmt // returned by PrepareContext, closed by End
 }
 
 // ErrTxEnded is returned by the methods of a Tx whose handler has
@@ -246,8 +249,8 @@ func (t *Tx) Used() bool {
 }
 
 // End ends t's use by its handler: it waits for statements running
-// through t, closes the rows and prepared statements t handed out that are
-// still open, and makes every later call fail with ErrTxEnded. It does not
+// through t, closes the rows of its QueryContext that are still open, and
+// makes every later call through t fail with ErrTxEnded. It does not
 // end the underlying transaction, and calling it again does nothing.
 func (t *Tx) End() {
 	t.mu.Lock()
@@ -261,10 +264,12 @@ func (t *Tx) End() {
 	for _, r := range t.rows {
 		r.Close()
 	}
-	for _, s := range t.stmts {
-		s.Close()
-	}
-	t.rows, t.stmts = nil, nil
+	// Statements prepared through t are left to database/sql, which closes
+	// them as the transaction ends, once their rows are closed: closed
+	// here, a statement whose rows were still open was finalized under
+	// them, and SQLite's driver then reset freed memory as the rows closed
+	// (the process died).
+	t.rows = nil
 }
 
 // use admits a statement: it refuses one after End or one that controls
@@ -321,7 +326,9 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 	return rows, err
 }
 
-// QueryRowContext runs a query that returns at most one row.
+// QueryRowContext runs a query that returns at most one row. Scan it
+// before the handler returns: until then its rows are open, and on
+// PostgreSQL the handler's turn then fails (the connection is busy).
 func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	done, err := t.use(ctx, query)
 	if err != nil {
@@ -333,21 +340,18 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 	return t.tx.QueryRowContext(ctx, query, args...)
 }
 
-// PrepareContext prepares a statement for use within the transaction. It
-// is closed when the handler returns.
+// PrepareContext prepares a statement for use within the transaction;
+// database/sql closes it when the transaction ends. Its calls do not go
+// through t: use it only while the handler runs (End cannot refuse it),
+// and close the rows of its queries before returning (on PostgreSQL, rows
+// left open make the handler's turn fail).
 func (t *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	done, err := t.use(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	st, err := t.tx.PrepareContext(ctx, query)
-	if err == nil {
-		t.state.Lock()
-		t.stmts = append(t.stmts, st)
-		t.state.Unlock()
-	}
-	return st, err
+	return t.tx.PrepareContext(ctx, query)
 }
 
 // refused is a context that has ended with err, which also matches

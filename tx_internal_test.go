@@ -52,7 +52,8 @@ func TestTxControlStatementsRecognised(t *testing.T) {
 // TestTxEndedRefusesEveryCall: once End has run, every method of a Tx
 // fails with ErrTxEnded without reaching the database, QueryRowContext's
 // Scan included, and beforeFirst (the handler's savepoint) is not run;
-// rows and statements the handler left open are closed.
+// rows the handler left open are closed (statements are left to the
+// transaction: see TestStatementRowsOpenAtEnd in package sqlite).
 func TestTxEndedRefusesEveryCall(t *testing.T) {
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "tx.db"))
@@ -71,19 +72,12 @@ func TestTxEndedRefusesEveryCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := tx.PrepareContext(ctx, `SELECT 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := tx.ExecContext(ctx, "COMMIT"); !errors.Is(err, ErrTxControl) {
 		t.Errorf("COMMIT: %v, want ErrTxControl", err)
 	}
 	tx.End()
 	if rows.Next() {
 		t.Errorf("rows left open by the handler still read after End")
-	}
-	if _, err := st.ExecContext(ctx); err == nil {
-		t.Errorf("a statement the handler prepared still runs after End")
 	}
 	if _, err := tx.ExecContext(ctx, `SELECT 1`); !errors.Is(err, ErrTxEnded) {
 		t.Errorf("ExecContext after End: %v, want ErrTxEnded", err)

@@ -75,7 +75,8 @@ import (
 //
 // tx is the handler's until it returns, and no longer: calls through it
 // after that (from a goroutine that kept it) fail with hookbox.ErrTxEnded,
-// and rows it left open are closed. The pool commits or rolls back the
+// and rows of its QueryContext left open are closed (see hookbox.Tx for
+// rows and statements it cannot close). The pool commits or rolls back the
 // transaction; a COMMIT or ROLLBACK through tx is refused
 // (hookbox.ErrTxControl). ctx ends at the source's Policy.Timeout, and at
 // shutdown (Stop): a handler that ignores it runs on, holding the
