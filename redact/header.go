@@ -58,10 +58,13 @@ func (r *Redactor) Header(h http.Header, extra ...string) http.Header {
 
 // HeaderSecrets returns the secrets a configured header value holds, to
 // be masked wherever a reply or an error may quote them: the value itself
-// (whatever its length), and, when it has the shape of an Authorization
-// value, "scheme credential" (Bearer X, Token X, Basic X), the credential
-// alone, as an app that refuses it tends to echo it ("invalid token X");
-// for Basic, also the "user:password" it encodes and the password alone.
+// (whatever its length), and, when it is "scheme credential" in one of the
+// authentication schemes credentialSchemes names (Bearer X, Token X,
+// Basic X), the credential alone, as an app that refuses it tends to echo
+// it ("invalid token X"); for Basic, also the "user:password" it encodes
+// and the password alone. Other two-word values ("platform engineering")
+// are masked whole only: their second word is no credential to mask in
+// every log line.
 // The parts are left out when shorter than MinLen, as masking a short one
 // everywhere would garble the text it is found in.
 func HeaderSecrets(value string) []string {
@@ -76,7 +79,7 @@ func HeaderSecrets(value string) []string {
 	}
 	scheme, cred, ok := strings.Cut(strings.TrimSpace(value), " ")
 	cred = strings.TrimSpace(cred)
-	if !ok || cred == "" || !isToken(scheme) {
+	if !ok || cred == "" || !credentialSchemes[strings.ToLower(scheme)] {
 		return out
 	}
 	add(cred)
@@ -95,13 +98,10 @@ func HeaderSecrets(value string) []string {
 	return out
 }
 
-// isToken reports whether s is an HTTP token (RFC 9110), such as an
-// authentication scheme's name.
-func isToken(s string) bool {
-	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c)) {
-			return false
-		}
-	}
-	return s != ""
+// credentialSchemes are the authentication schemes, in lower case, whose
+// credential HeaderSecrets masks on its own: the usual ones for API keys
+// and tokens in an Authorization header.
+var credentialSchemes = map[string]bool{
+	"bearer": true, "basic": true, "token": true, "bot": true, "apikey": true, "api-key": true,
+	"key": true, "ssws": true, "splunk": true, "oauth": true, "sso-key": true, "genie-key": true,
 }

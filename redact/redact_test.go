@@ -153,6 +153,8 @@ func TestHeaderSecretsFindsTheCredential(t *testing.T) {
 		"Token short":               {"Token short"},
 		"plain-shared-secret":       {"plain-shared-secret"},
 		"key=value with spaces":     {"key=value with spaces"},
+		"platform engineering":      {"platform engineering"}, // no scheme: masked whole only
+		"bearer lowercase-scheme-1": {"bearer lowercase-scheme-1", "lowercase-scheme-1"},
 		"":                          nil,
 	} {
 		if got := redact.HeaderSecrets(value); !slices.Equal(got, want) {
