@@ -14,3 +14,7 @@ var errUnsupported = errors.New("exec: the exec target needs a Unix system (proc
 func supported() error { return errUnsupported }
 
 func (e *Exec) run(context.Context, *hookbox.Event) error { return errUnsupported }
+
+// KillRunning does nothing where Exec runs no command; see the Unix
+// version.
+func KillRunning() {}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,27 @@ import (
 	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/worker"
 )
+
+// eachMode runs test twice: with commands run under a supervisor, as
+// hookbox's binary runs them on Linux (target.ExecSupervisor), and run
+// directly, as in a program that embeds hookbox. An attempt must behave
+// the same either way.
+func eachMode(t *testing.T, test func(t *testing.T)) {
+	for _, supervised := range []bool{true, false} {
+		name := "direct"
+		if supervised {
+			name = "supervised"
+		}
+		t.Run(name, func(t *testing.T) {
+			if supervised && !target.CanSupervise {
+				t.Skip("no supervisor on " + runtime.GOOS)
+			}
+			was := target.SetSupervised(supervised)
+			t.Cleanup(func() { target.SetSupervised(was) })
+			test(t)
+		})
+	}
+}
 
 // script writes an executable sh script into dir and returns its path.
 func script(t *testing.T, dir, name, body string) string {
@@ -43,7 +65,9 @@ func newExec(t *testing.T, opts target.ExecOptions) *target.Exec {
 
 // TestExecDone: exit 0 is done; the command read the exact payload on
 // stdin and saw the event's fields and the extra env.
-func TestExecDone(t *testing.T) {
+func TestExecDone(t *testing.T) { eachMode(t, testExecDone) }
+
+func testExecDone(t *testing.T) {
 	dir := t.TempDir()
 	sh := script(t, dir, "hook.sh", `cat > "$OUT/stdin.$HOOKBOX_EVENT_ID"
 env > "$OUT/env.$HOOKBOX_EVENT_ID"
@@ -122,7 +146,9 @@ func execEnv(t *testing.T, opts target.ExecOptions) map[string]string {
 // configured extras and the event's HOOKBOX_* fields, and nothing else of
 // hookbox's environment: not the secrets a config expands from it, nor
 // hookbox's own HOOKBOX_* settings.
-func TestExecMinimalEnvironment(t *testing.T) {
+func TestExecMinimalEnvironment(t *testing.T) { eachMode(t, testExecMinimalEnvironment) }
+
+func testExecMinimalEnvironment(t *testing.T) {
 	t.Setenv("HOOKBOX_ADMIN_TOKEN", "adm-secret-token-1")
 	t.Setenv("POLAR_WEBHOOK_SECRET", "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=")
 	t.Setenv("HOOKBOX_DB", "postgres://u:pw@db/hookbox")
@@ -154,6 +180,10 @@ func TestExecMinimalEnvironment(t *testing.T) {
 // TestExecMinimalEnvironmentDefaults: without PATH or HOME in hookbox's
 // environment the command still gets a usable PATH, and no HOME.
 func TestExecMinimalEnvironmentDefaults(t *testing.T) {
+	eachMode(t, testExecMinimalEnvironmentDefaults)
+}
+
+func testExecMinimalEnvironmentDefaults(t *testing.T) {
 	t.Setenv("HOME", "") // restored when the test ends
 	os.Unsetenv("HOME")
 	t.Setenv("PATH", "")
@@ -169,7 +199,9 @@ func TestExecMinimalEnvironmentDefaults(t *testing.T) {
 
 // TestExecInheritEnv: with InheritEnv the command gets hookbox's whole
 // environment, the extras and the event's fields, later ones winning.
-func TestExecInheritEnv(t *testing.T) {
+func TestExecInheritEnv(t *testing.T) { eachMode(t, testExecInheritEnv) }
+
+func testExecInheritEnv(t *testing.T) {
 	t.Setenv("HOOKBOX_TEST_PARENT_VAR", "from-parent")
 	t.Setenv("HOOKBOX_SOURCE", "stale")
 	env := execEnv(t, target.ExecOptions{InheritEnv: true, Env: []string{"X=1"}})
@@ -180,7 +212,9 @@ func TestExecInheritEnv(t *testing.T) {
 
 // TestExecOutputRedacted: a command that prints the environment it was
 // given, a secret and its encodings, leaves none of them in the error.
-func TestExecOutputRedacted(t *testing.T) {
+func TestExecOutputRedacted(t *testing.T) { eachMode(t, testExecOutputRedacted) }
+
+func testExecOutputRedacted(t *testing.T) {
 	const token = "adm-secret-token-1"
 	const whsec = "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="
 	dir := t.TempDir()
@@ -209,7 +243,9 @@ exit 1
 
 // TestExecOutputTailRedacted: the cut that keeps the output's tail never
 // leaves part of a secret showing.
-func TestExecOutputTailRedacted(t *testing.T) {
+func TestExecOutputTailRedacted(t *testing.T) { eachMode(t, testExecOutputTailRedacted) }
+
+func testExecOutputTailRedacted(t *testing.T) {
 	const token = "adm-secret-token-1"
 	r := redact.New(token)
 	dir := t.TempDir()
@@ -229,7 +265,9 @@ func TestExecOutputTailRedacted(t *testing.T) {
 
 // TestExecFailureRetried: a non-zero exit is retried, and the error gives
 // the exit code and the combined stdout and stderr.
-func TestExecFailureRetried(t *testing.T) {
+func TestExecFailureRetried(t *testing.T) { eachMode(t, testExecFailureRetried) }
+
+func testExecFailureRetried(t *testing.T) {
 	dir := t.TempDir()
 	flaky := script(t, dir, "flaky.sh", `if [ "$HOOKBOX_ATTEMPT" -lt 2 ]; then
   echo "to stdout"
@@ -264,7 +302,9 @@ exit 0
 }
 
 // TestExecOutputTail: only the last OutputLimit bytes of output are kept.
-func TestExecOutputTail(t *testing.T) {
+func TestExecOutputTail(t *testing.T) { eachMode(t, testExecOutputTail) }
+
+func testExecOutputTail(t *testing.T) {
 	dir := t.TempDir()
 	script(t, dir, "loud.sh", `i=0
 while [ $i -lt 2000 ]; do echo "line $i of noise"; i=$((i+1)); done
@@ -287,7 +327,9 @@ exit 1
 
 // TestExecTimeoutKillsGroup: when the attempt times out, the command and
 // the background process it started are both killed: no orphan is left.
-func TestExecTimeoutKillsGroup(t *testing.T) {
+func TestExecTimeoutKillsGroup(t *testing.T) { eachMode(t, testExecTimeoutKillsGroup) }
+
+func testExecTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "grandchild.pid")
 	sh := script(t, dir, "hang.sh", `sleep 300 &
@@ -296,7 +338,9 @@ wait
 `)
 	pol := quick
 	pol.MaxAttempts = 1
-	pol.Timeout = 500 * time.Millisecond
+	// Long enough for the script to start (under a supervisor too) and
+	// write its pid file on a loaded machine.
+	pol.Timeout = 2 * time.Second
 	rg := newRig(t, map[string]worker.Target{
 		"hang": newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"PIDFILE=" + pidfile}}),
 	}, pol)
@@ -315,7 +359,9 @@ wait
 // TestExecExitKillsLeftovers: a command that exits 0 but leaves a
 // background process holding its output finishes promptly, and the
 // leftover is killed with its group.
-func TestExecExitKillsLeftovers(t *testing.T) {
+func TestExecExitKillsLeftovers(t *testing.T) { eachMode(t, testExecExitKillsLeftovers) }
+
+func testExecExitKillsLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "leftover.pid")
 	sh := script(t, dir, "leave.sh", `sleep 300 &
@@ -336,7 +382,9 @@ exit 0
 
 // TestExecCancelled: cancelling the context (a shutdown) ends the attempt
 // at once with an error that matches context.Canceled.
-func TestExecCancelled(t *testing.T) {
+func TestExecCancelled(t *testing.T) { eachMode(t, testExecCancelled) }
+
+func testExecCancelled(t *testing.T) {
 	dir := t.TempDir()
 	sh := script(t, dir, "slow.sh", "exec sleep 300\n")
 	e := newExec(t, target.ExecOptions{Argv: []string{sh}})
@@ -354,7 +402,9 @@ func TestExecCancelled(t *testing.T) {
 
 // TestExecStartFailure: a missing command is an error to retry (it may be
 // deployed later), naming the command.
-func TestExecStartFailure(t *testing.T) {
+func TestExecStartFailure(t *testing.T) { eachMode(t, testExecStartFailure) }
+
+func testExecStartFailure(t *testing.T) {
 	e := newExec(t, target.ExecOptions{Argv: []string{"/nonexistent/hookbox-handler", "--token", "argv-secret"}})
 	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
 	if err == nil || worker.IsPermanent(err) || !strings.Contains(err.Error(), "hookbox-handler") {
@@ -410,7 +460,9 @@ func zombie(pid int) bool {
 
 // TestExecOutputLoggedAtDebug: the output of a successful attempt is
 // logged at debug level, with secrets masked, and not at all at info.
-func TestExecOutputLoggedAtDebug(t *testing.T) {
+func TestExecOutputLoggedAtDebug(t *testing.T) { eachMode(t, testExecOutputLoggedAtDebug) }
+
+func testExecOutputLoggedAtDebug(t *testing.T) {
 	dir := t.TempDir()
 	sh := script(t, dir, "talk.sh", `echo "deployed $HOOKBOX_DELIVERY_ID with secret-token-12345"`)
 	r := redact.New("secret-token-12345")
@@ -445,7 +497,9 @@ func TestExecOutputLoggedAtDebug(t *testing.T) {
 // says so, rather than only os/exec's "no such file or directory" that
 // reads as if the command were missing; it is retried, since the
 // directory may be created.
-func TestExecMissingDir(t *testing.T) {
+func TestExecMissingDir(t *testing.T) { eachMode(t, testExecMissingDir) }
+
+func testExecMissingDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "gone")
 	e := newExec(t, target.ExecOptions{Argv: []string{"/bin/cat"}, Dir: dir})
 	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})

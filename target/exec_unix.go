@@ -24,7 +24,9 @@ func supported() error { return nil }
 // (rather than ones os/exec copies through), so that the moment the command
 // itself exits the rest of its process group can be killed, and a
 // background process that still holds the output cannot hold up the
-// attempt.
+// attempt. When ExecSupervisor was called, the command runs under a
+// supervisor (see supervise_linux.go), which leads its process group in
+// its place and reports its exit status.
 func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -46,8 +48,24 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = execWaitDelay
+	report, started, err := supervisor(cmd)
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		outR.Close()
+		outW.Close()
+		return fmt.Errorf("exec: %s: report pipe: %w", e.name(), err)
+	}
+	if report != nil {
+		defer report.Close()
+	}
+	defer lockForParentDeath(cmd.SysProcAttr)()
 
-	if err := startChild(cmd); err != nil {
+	err = startChild(cmd)
+	if started != nil {
+		started()
+	}
+	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
 		outR.Close()
@@ -88,19 +106,39 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	outR.Close()
 	<-read
 
+	var status *syscall.WaitStatus // how the command ended, when it did
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		status = &ws
+	}
+	if report != nil {
+		// The supervisor has exited: its report says how the command
+		// ended. Without one (the supervisor was killed with its group
+		// when ctx ended, or by someone else) its own end is the
+		// command's.
+		st, startErr := supervisorResult(report)
+		switch {
+		case startErr != nil:
+			return fmt.Errorf("exec: %s: %w", e.name(), e.startError(startErr))
+		case st != nil:
+			status, waitErr = st, nil
+			if !st.Exited() || st.ExitStatus() != 0 {
+				waitErr = errors.New(waitText(*st))
+			}
+		}
+	}
+
 	if waitErr == nil {
 		e.logOutput(ctx, ev, out)
 		return nil
 	}
-	var ee *exec.ExitError
 	var what string
 	switch {
 	case ctx.Err() != nil:
 		what = fmt.Sprintf("%v; process group killed", ctx.Err())
-	case errors.As(waitErr, &ee) && ee.ExitCode() >= 0:
-		what = fmt.Sprintf("exit code %d", ee.ExitCode())
-	case errors.As(waitErr, &ee):
-		what = ee.ProcessState.String() // "signal: killed"
+	case status != nil:
+		what = waitText(*status)
 	default:
 		what = waitErr.Error()
 	}
@@ -131,6 +169,22 @@ func (e *Exec) startError(err error) error {
 		return fmt.Errorf("working directory %s (exec_dir) is not a directory: %w", e.dir, err)
 	}
 	return err
+}
+
+// waitText says how a command that ended with ws ended: "exit code 3",
+// or as os.ProcessState says it, "signal: killed".
+func waitText(ws syscall.WaitStatus) string {
+	switch {
+	case ws.Exited():
+		return fmt.Sprintf("exit code %d", ws.ExitStatus())
+	case ws.Signaled():
+		s := "signal: " + ws.Signal().String()
+		if ws.CoreDump() {
+			s += " (core dumped)"
+		}
+		return s
+	}
+	return fmt.Sprintf("wait status %#x", uint32(ws))
 }
 
 // killGroup sends SIGKILL to the process group pgid.

@@ -2,13 +2,23 @@ package target_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/worker"
 )
+
+// TestMain lets the test binary be an exec command's supervisor, as
+// hookbox's binary is (target.ExecSupervisor): tests run commands under
+// one unless they say otherwise (eachMode).
+func TestMain(m *testing.M) {
+	target.ExecSupervisor()
+	os.Exit(m.Run())
+}
 
 // quick retries fast, so that retry paths finish within a test.
 var quick = worker.Policy{MaxAttempts: 5, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Timeout: 5 * time.Second}

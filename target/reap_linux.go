@@ -6,11 +6,9 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 )
 
@@ -28,35 +26,7 @@ import (
 // finds zombie children in /proc and reaps each by its pid. Exec records
 // its child's pid under a read lock taken around cmd.Start, and the reaper
 // scans under the write lock, so it can never see a child of Exec's that
-// is not yet recorded.
-var (
-	// starting is read-locked while Exec starts a command and records it,
-	// write-locked while the reaper scans.
-	starting sync.RWMutex
-	// waiting holds the pids of the commands Exec is waiting for.
-	waiting   = map[int]bool{}
-	waitingMu sync.Mutex
-)
-
-// startChild starts cmd and records it as a child Exec will wait for.
-func startChild(cmd *exec.Cmd) error {
-	starting.RLock()
-	defer starting.RUnlock()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	waitingMu.Lock()
-	waiting[cmd.Process.Pid] = true
-	waitingMu.Unlock()
-	return nil
-}
-
-// childDone forgets pid once exec.Cmd.Wait has reaped it.
-func childDone(pid int) {
-	waitingMu.Lock()
-	delete(waiting, pid)
-	waitingMu.Unlock()
-}
+// is not yet recorded (starting and waiting, in children_unix.go).
 
 // ReapOrphans reaps, until ctx ends, every child process of hookbox that
 // has exited and that Exec is not itself waiting for: the orphans the

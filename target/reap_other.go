@@ -2,15 +2,8 @@
 
 package target
 
-import (
-	"context"
-	"os/exec"
-)
+import "context"
 
 // ReapOrphans does nothing but wait for ctx outside Linux, where hookbox
 // does not run as PID 1; see the Linux version.
 func ReapOrphans(ctx context.Context) { <-ctx.Done() }
-
-func startChild(cmd *exec.Cmd) error { return cmd.Start() }
-
-func childDone(int) {}

@@ -32,7 +32,15 @@
 //     combined output in the error. The command runs in its own process
 //     group, and the whole group is killed when the attempt ends (its
 //     timeout, a shutdown, or the command's own exit), so no process of an
-//     attempt outlives it. When hookbox is PID 1 (a container without an
+//     attempt outlives it. Nor does one outlive the program running Exec:
+//     on Linux, in a program that called ExecSupervisor (hookbox's binary
+//     does), each command runs under a supervisor that kills its group
+//     when the program dies, even by SIGKILL, so the next process never
+//     runs an event beside a command still running it. Without one (other
+//     systems, or a program that embeds hookbox and does not call it) only
+//     KillRunning, called before exiting, kills the commands; on Linux
+//     the command itself, but not what it started, is killed when the
+//     program dies. When hookbox is PID 1 (a container without an
 //     init), the killed processes are reparented to it; ReapOrphans reaps
 //     them without taking the exit status of a command Exec waits for, so
 //     none is left a zombie.

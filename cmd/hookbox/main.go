@@ -9,9 +9,14 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/hookbox/hookbox/target"
 )
 
 func main() {
+	// First: a process started as an exec command's supervisor runs it
+	// and exits here (see target.ExecSupervisor).
+	target.ExecSupervisor()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go exitOnSecondSignal(cancel)
@@ -32,11 +37,14 @@ const sameStop = 500 * time.Millisecond
 // (serve then stops in order, letting running work finish) and exits at
 // once at the second, sameStop or more after it. Nothing acknowledged is
 // lost by that: deliveries are answered only once committed, and work
-// that was running is leased, so it runs again when its lease ends.
+// that was running is leased, so it runs again when its lease ends. The
+// exec commands running are killed with their process groups first, so
+// that none runs on beside the next process's attempt at its event.
 func exitOnSecondSignal(cancel context.CancelFunc) {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	awaitSecondSignal(sigs, cancel, time.Now)
+	target.KillRunning()
 	fmt.Fprintln(os.Stderr, "hookbox: second signal: exiting now; work in flight runs again after its lease")
 	os.Exit(130)
 }

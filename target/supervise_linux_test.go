@@ -1,0 +1,333 @@
+package target_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/syncbuf"
+	"github.com/hookbox/hookbox/target"
+)
+
+// Environment of TestExecHelper, the process that plays hookbox in these
+// tests: the directory to work in, how to run commands, what to do.
+const (
+	execHelperDir  = "HOOKBOX_TEST_EXEC_HELPER_DIR"
+	execHelperMode = "HOOKBOX_TEST_EXEC_HELPER_MODE" // "supervised" or "direct"
+	execHelperDo   = "HOOKBOX_TEST_EXEC_HELPER_DO"   // "hang", "killrunning" or "signals"
+)
+
+// groupScript is a command that starts a background process and records
+// both pids ("leader child") in $DIR/pids, then waits. It ignores SIGTERM,
+// and so does its child, so only SIGKILL ends them.
+const groupScript = `trap '' TERM
+sleep 300 &
+echo $$ $! > "$DIR/pids.tmp"
+mv "$DIR/pids.tmp" "$DIR/pids"
+wait
+`
+
+// TestExecHelper is the process that runs Exec in the tests below; it is
+// skipped unless one of them starts it. "hang" runs groupScript until the
+// helper is killed. "killrunning" runs it, calls target.KillRunning once
+// the pids are written, and then checks that the attempt ended and that a
+// new one does not start its command.
+func TestExecHelper(t *testing.T) {
+	dir := os.Getenv(execHelperDir)
+	if dir == "" {
+		t.Skip("run by the tests that kill it")
+	}
+	target.SetSupervised(os.Getenv(execHelperMode) == "supervised")
+	sh := script(t, dir, "group.sh", groupScript)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"DIR=" + dir}})
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}
+	switch os.Getenv(execHelperDo) {
+	case "signals":
+		signalsHelper(t, dir)
+		return
+	case "hang":
+		t.Fatal(e.Deliver(context.Background(), ev)) // until killed
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Deliver(context.Background(), ev) }()
+	awaitFile(t, filepath.Join(dir, "pids"))
+	target.KillRunning()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "signal: killed") {
+			t.Fatalf("the attempt KillRunning cut short: %v, want signal: killed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the attempt did not end after KillRunning")
+	}
+	after := filepath.Join(dir, "after")
+	if err := os.Mkdir(after, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e = newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"DIR=" + after}})
+	err := e.Deliver(context.Background(), ev)
+	if err == nil || !strings.Contains(err.Error(), "the process is exiting") {
+		t.Fatalf("an attempt after KillRunning: %v, want it refused", err)
+	}
+	if _, err := os.Stat(filepath.Join(after, "pids")); err == nil {
+		t.Fatal("an attempt after KillRunning ran its command")
+	}
+}
+
+// startExecHelper starts TestExecHelper in mode doing do, and returns it
+// once its command has written the pids of its process group's two
+// processes, which it returns too.
+func startExecHelper(t *testing.T, mode, do string) (helper *exec.Cmd, out *syncbuf.Buffer, exited chan error, leader, child int) {
+	t.Helper()
+	dir := t.TempDir()
+	out = &syncbuf.Buffer{}
+	helper = exec.Command(os.Args[0], "-test.run=^TestExecHelper$", "-test.count=1", "-test.v")
+	helper.Env = append(os.Environ(), execHelperDir+"="+dir, execHelperMode+"="+mode, execHelperDo+"="+do)
+	helper.Stdout, helper.Stderr = out, out
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- helper.Wait() }()
+	t.Cleanup(func() { helper.Process.Kill() })
+	pids := filepath.Join(dir, "pids")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if b, err := os.ReadFile(pids); err == nil {
+			f := strings.Fields(string(b))
+			if len(f) == 2 {
+				leader, _ = strconv.Atoi(f[0])
+				child, _ = strconv.Atoi(f[1])
+			}
+			if leader <= 1 || child <= 1 {
+				t.Fatalf("pids file %q", b)
+			}
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the helper exited before its command started: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the helper's command did not start\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		// Do not leave them behind ourselves, whatever the test found.
+		syscall.Kill(leader, syscall.SIGKILL)
+		syscall.Kill(child, syscall.SIGKILL)
+	})
+	return helper, out, exited, leader, child
+}
+
+// awaitFile waits (bounded) until path exists.
+func awaitFile(t *testing.T, path string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+	}
+}
+
+// running reports whether pid runs (a zombie has exited).
+func running(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) && !zombie(pid)
+}
+
+// awaitEnd waits (bounded) until pid no longer runs, and fails the test
+// if it still does after a minute.
+func awaitEnd(t *testing.T, pid int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); running(pid); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (pid %d) still runs a minute after the process that started it was killed", what, pid)
+		}
+	}
+}
+
+// killHelper SIGKILLs the helper and waits for it to be gone.
+func killHelper(t *testing.T, helper *exec.Cmd, exited chan error) {
+	t.Helper()
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+}
+
+// TestExecSupervisedGroupDiesWithHookbox: when the process running Exec
+// is SIGKILLed (kill -9, the OOM killer) during an attempt, the supervisor
+// kills the command's whole process group: the command and the background
+// process it started are both gone, though they ignore SIGTERM. Before,
+// both ran on, reparented to init, with no timeout, and the next hookbox
+// ran their event again beside them once its lease ended.
+func TestExecSupervisedGroupDiesWithHookbox(t *testing.T) {
+	helper, _, exited, leader, child := startExecHelper(t, "supervised", "hang")
+	killHelper(t, helper, exited)
+	awaitEnd(t, leader, "the command")
+	awaitEnd(t, child, "the command's background process")
+}
+
+// TestExecDirectCommandDiesWithHookbox: without a supervisor (a program
+// that embeds hookbox and did not call ExecSupervisor), the command itself
+// is killed when the process running Exec is SIGKILLed (PR_SET_PDEATHSIG).
+// Before, it ran on. The background processes it started are not killed:
+// that is what the supervisor is for (see ExecSupervisor's doc).
+func TestExecDirectCommandDiesWithHookbox(t *testing.T) {
+	helper, _, exited, leader, _ := startExecHelper(t, "direct", "hang")
+	killHelper(t, helper, exited)
+	awaitEnd(t, leader, "the command")
+}
+
+// TestKillRunningKillsGroups: KillRunning, which hookbox calls before it
+// exits at a second signal, kills the process group of every running
+// command, with or without a supervisor, and no command starts after it.
+// Before, exiting at a second signal left the commands running.
+func TestKillRunningKillsGroups(t *testing.T) {
+	for _, mode := range []string{"supervised", "direct"} {
+		t.Run(mode, func(t *testing.T) {
+			_, out, exited, leader, child := startExecHelper(t, mode, "killrunning")
+			awaitEnd(t, leader, "the command")
+			awaitEnd(t, child, "the command's background process")
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("helper: %v\n%s", err, out.String())
+				}
+			case <-time.After(time.Minute):
+				t.Fatalf("the helper did not end\n%s", out.String())
+			}
+		})
+	}
+}
+
+// TestExecSignalledCommand: a command killed by a signal fails its
+// attempt with the signal's name, the same whether or not it runs under a
+// supervisor (which reports how it ended rather than ending that way
+// itself).
+func TestExecSignalledCommand(t *testing.T) { eachMode(t, testExecSignalledCommand) }
+
+func testExecSignalledCommand(t *testing.T) {
+	dir := t.TempDir()
+	for sig, want := range map[string]string{"KILL": "signal: killed", "SEGV": "signal: segmentation fault", "TERM": "signal: terminated"} {
+		sh := script(t, dir, sig+".sh", "ulimit -c 0\necho dying\nkill -"+sig+" $$\n")
+		e := newExec(t, target.ExecOptions{Argv: []string{sh}})
+		err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+		if w := "exec: " + sig + ".sh: " + want + "; output: dying"; err == nil || err.Error() != w {
+			t.Errorf("SIG%s: %v, want %s", sig, err, w)
+		}
+	}
+}
+
+// BenchmarkExecAttempt measures an attempt of /bin/true, run under a
+// supervisor (this test binary started again) and directly: the
+// difference is what the supervisor costs per attempt.
+func BenchmarkExecAttempt(b *testing.B) {
+	for _, supervised := range []bool{true, false} {
+		name := "direct"
+		if supervised {
+			name = "supervised"
+		}
+		b.Run(name, func(b *testing.B) {
+			was := target.SetSupervised(supervised)
+			defer target.SetSupervised(was)
+			e, err := target.NewExec(target.ExecOptions{Argv: []string{"/bin/true"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}
+			for b.Loop() {
+				if err := e.Deliver(context.Background(), ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestExecSupervisedErrorsAsDirect: an attempt fails with the same error
+// under a supervisor as without one, whether its command is missing, its
+// directory is, it is not executable, it exits non-zero or is killed by a
+// signal; and one that succeeds succeeds in both.
+func TestExecSupervisedErrorsAsDirect(t *testing.T) {
+	dir := t.TempDir()
+	noexec := filepath.Join(dir, "noexec.sh")
+	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]target.ExecOptions{
+		"missing command":  {Argv: []string{"/nonexistent/hookbox-handler", "--token", "argv-secret"}},
+		"missing in PATH":  {Argv: []string{"hookbox-handler-not-in-path"}},
+		"missing dir":      {Argv: []string{"/bin/cat"}, Dir: filepath.Join(dir, "gone")},
+		"not executable":   {Argv: []string{noexec}},
+		"relative in dir":  {Argv: []string{"./noexec.sh"}, Dir: dir},
+		"exit code":        {Argv: []string{script(t, dir, "exit.sh", "echo out; echo err >&2; exit 3\n")}},
+		"signal":           {Argv: []string{script(t, dir, "sig.sh", "kill -9 $$\n")}},
+		"success":          {Argv: []string{script(t, dir, "ok.sh", "cat >/dev/null\n")}},
+		"stdin not read":   {Argv: []string{script(t, dir, "noread.sh", "exec 0<&-; exit 4\n")}},
+		"output then fail": {Argv: []string{script(t, dir, "loud.sh", "seq 1 20000; exit 1\n")}, OutputLimit: 50},
+	}
+	big := bytes.Repeat([]byte("x"), 1<<20) // more than a pipe holds
+	for name, opts := range cases {
+		errs := map[bool]error{}
+		for _, sup := range []bool{true, false} {
+			was := target.SetSupervised(sup)
+			e := newExec(t, opts)
+			errs[sup] = e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: big})
+			target.SetSupervised(was)
+		}
+		s, d := errs[true], errs[false]
+		if fmt.Sprint(s) != fmt.Sprint(d) || errors.Is(s, fs.ErrNotExist) != errors.Is(d, fs.ErrNotExist) ||
+			errors.Is(s, fs.ErrPermission) != errors.Is(d, fs.ErrPermission) {
+			t.Errorf("%s: supervised %v, direct %v", name, s, d)
+		}
+	}
+}
+
+// signalsHelper runs a command that prints the signals it ignores and
+// blocks, under a supervisor and directly, and fails if they differ.
+func signalsHelper(t *testing.T, dir string) {
+	sh := script(t, dir, "signals.sh", "grep -E '^Sig(Ign|Blk):' /proc/self/status\nexit 1\n")
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}})
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}
+	got := map[bool]string{}
+	for _, sup := range []bool{true, false} {
+		target.SetSupervised(sup)
+		got[sup] = fmt.Sprint(e.Deliver(context.Background(), ev))
+	}
+	if got[true] != got[false] {
+		t.Fatalf("signals ignored and blocked by the command\nsupervised: %s\ndirect:     %s", got[true], got[false])
+	}
+	t.Logf("%s", got[true])
+}
+
+// TestExecSupervisedKeepsSignalDispositions: a command run under a
+// supervisor ignores and blocks the same signals as one run directly, also
+// when hookbox was started with SIGHUP and SIGINT ignored (nohup, a
+// background job of a script): a signal the supervisor catches would
+// otherwise reach the command with its default action.
+func TestExecSupervisedKeepsSignalDispositions(t *testing.T) {
+	dir := t.TempDir()
+	helper := exec.Command("/bin/sh", "-c", `trap '' HUP INT; exec "$0" -test.run='^TestExecHelper$' -test.count=1 -test.v`, os.Args[0])
+	helper.Env = append(os.Environ(), execHelperDir+"="+dir, execHelperMode+"=supervised", execHelperDo+"=signals")
+	out, err := helper.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestExecHelper") {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+}

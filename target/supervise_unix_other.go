@@ -1,0 +1,20 @@
+//go:build unix && !linux
+
+package target
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// supervisor returns nil: outside Linux commands run directly (no
+// parent-death signal to build a supervisor on).
+func supervisor(*exec.Cmd) (*os.File, func(), error) { return nil, nil, nil }
+
+// supervisorResult is never called outside Linux.
+func supervisorResult(*os.File) (*syscall.WaitStatus, error) { return nil, nil }
+
+// lockForParentDeath does nothing outside Linux, which has no parent-death
+// signal.
+func lockForParentDeath(*syscall.SysProcAttr) func() { return func() {} }
