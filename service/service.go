@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -77,6 +78,9 @@ type Service struct {
 	// connLog spaces out the lines about connections refused for their
 	// client's limit.
 	connLog lograte.Limiter
+	// libLog spaces out the lines net/http and OpenTelemetry write about
+	// their own failures (see libraryErrors).
+	libLog lograte.Limiter
 }
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
@@ -353,13 +357,18 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	// Other processes sharing a PostgreSQL database announce new events;
 	// wake this pool for them too.
 	go s.Store.Listen(ctx, s.Pool.Notify)
+	if tracing.On() {
+		tracing.OnError(func(err error) { s.libraryError("tracing", err.Error()) })
+	}
 	hs := HTTPServer(s.Server)
+	hs.ErrorLog = log.New(libraryErrors{s, "http server"}, "", 0)
 	hs.ConnState = server.NewClientLimit(s.Config.ClientConnections(), clientLimitExempt(s.Config), s.connectionRefused).ConnState
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
 	var as *http.Server
 	if aln != nil {
 		as = HTTPServer(s.Admin)
+		as.ErrorLog = hs.ErrorLog
 		as.ConnState = server.NewClientLimit(s.Config.ClientConnections(), clientLimitExempt(s.Config), s.connectionRefused).ConnState
 		go func() { errc <- as.Serve(aln) }()
 		s.log.Info("admin listening", "addr", aln.Addr().String(), "serves", "/admin/, /metrics, /ui/")
@@ -410,6 +419,27 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	err := errors.Join(serveErr, s.Close())
 	s.log.Info("stopped")
 	return err
+}
+
+// libraryError logs a failure a library reports on its own (an export of
+// traces that failed, a connection net/http gave up on) as the service's
+// line: in its format and through its redaction, where the library's
+// default wrote plain text to stderr, past a JSON log's parsers. At most
+// one line a minute per library, with a count of those held back.
+func (s *Service) libraryError(lib, msg string) {
+	s.libLog.Log(context.Background(), s.log, slog.LevelWarn, lib, lib+": "+strings.TrimSpace(msg), func() []slog.Attr { return nil })
+}
+
+// libraryErrors is a log.Logger's writer that hands each line to
+// libraryError.
+type libraryErrors struct {
+	s   *Service
+	lib string
+}
+
+func (w libraryErrors) Write(p []byte) (int, error) {
+	w.s.libraryError(w.lib, string(p))
+	return len(p), nil
 }
 
 // clientLimitExempt are the peers whose connections max_client_connections

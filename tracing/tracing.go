@@ -121,6 +121,11 @@ func Install(tp trace.TracerProvider) {
 	on.Store(true)
 }
 
+// OnError sends the errors OpenTelemetry reports on its own (an export
+// of spans that failed, say) to fn, instead of its default: a plain-text
+// line on stderr, outside the service's log and its redaction.
+func OnError(fn func(error)) { otel.SetErrorHandler(otel.ErrorHandlerFunc(fn)) }
+
 // On reports whether hookbox starts spans (Install was called).
 func On() bool { return on.Load() }
 
