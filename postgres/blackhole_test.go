@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -173,8 +174,8 @@ func TestCloseBoundedInABlackHole(t *testing.T) {
 	go func() { closed <- s.Close() }()
 	select {
 	case err := <-closed:
-		if err == nil {
-			t.Error("Close left a connection in use behind and said nothing")
+		if !errors.Is(err, postgres.ErrConnectionsLeft) {
+			t.Errorf("Close with a connection in use in a black hole: %v, want ErrConnectionsLeft", err)
 		}
 	case <-time.After(60 * time.Second):
 		t.Error("Close still waiting after a minute for a connection in use, in a black hole")

@@ -493,9 +493,14 @@ func (s *Store) Close() error {
 	case <-closed:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("postgres: close: the server did not answer within %s; the connections are left to close on their own (or at the process's exit)", closeWait)
+		return ErrConnectionsLeft
 	}
 }
+
+// ErrConnectionsLeft is what Close returns when the connections it closes
+// were not all closed within closeWait: a program about to exit may take
+// it for done, as the exit closes them.
+var ErrConnectionsLeft = fmt.Errorf("postgres: close: the server did not answer within %s; the connections are left to close on their own (or at the process's exit)", closeWait)
 
 // closeWait bounds Close: closing a connection the server no longer
 // answers on (a network that drops packets) waits for pgx's cancel

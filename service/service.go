@@ -416,7 +416,13 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	waitRetention()
 	stopSummary() // after the last request was answered: the final counts
 	waitSummary()
-	err := errors.Join(serveErr, s.Close())
+	cerr := s.Close()
+	if errors.Is(cerr, postgres.ErrConnectionsLeft) {
+		// The exit closes them: a stop as planned, not a failure.
+		s.log.Warn(cerr.Error())
+		cerr = nil
+	}
+	err := errors.Join(serveErr, cerr)
 	s.log.Info("stopped")
 	return err
 }
