@@ -160,16 +160,26 @@ func TestStoreFailureAgainWaitsItsBackoff(t *testing.T) {
 // timeout: each try had a store timeout of its own, and with an hour's
 // timeout Stop waited hours.
 func TestStopNotHeldByTriesAgain(t *testing.T) {
-	s := dbtest.Open(t, dbtest.SQLiteURL(t))
 	// The first Finish fails at once, the later ones hang until their
 	// context ends: a store that went away mid-outcome.
-	store := &finishGate{Store: s, refuse: func(ctx context.Context, call int32, _ []hookbox.Outcome) error {
+	store := &finishGate{Store: dbtest.Open(t, dbtest.SQLiteURL(t)), refuse: func(ctx context.Context, call int32, _ []hookbox.Outcome) error {
 		if call == 1 {
 			return errInjected
 		}
 		<-ctx.Done()
 		return ctx.Err()
 	}}
+	if !stopsWithinAMinute(t, store, 2) { // once the tries again have begun
+		t.Fatalf("Stop still waiting after a minute: the tries again each wait the store's hour (%d Finish calls)", store.calls.Load())
+	}
+}
+
+// stopsWithinAMinute runs one event of a target through a pool on store,
+// whose StoreTimeout is an hour, waits until store has had calls Finish
+// calls, stops the pool with a second's context, and reports whether
+// Stop returned within a minute.
+func stopsWithinAMinute(t *testing.T, store *finishGate, calls int32) bool {
+	t.Helper()
 	ran := make(chan struct{})
 	p := worker.New(store, worker.Options{PollInterval: 20 * time.Millisecond, StoreTimeout: time.Hour})
 	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
@@ -180,16 +190,16 @@ func TestStopNotHeldByTriesAgain(t *testing.T) {
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ingest(t, s, storetest.Delivery("fw", "1"))
+	ingest(t, store.Store, storetest.Delivery("fw", "1"))
 	p.Notify()
 	select {
 	case <-ran:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the target never ran")
 	}
-	for deadline := time.Now().Add(20 * time.Second); store.calls.Load() < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) { // the tries again have not begun
-			t.Fatalf("%d Finish calls after 20 s, want 2", store.calls.Load())
+	for deadline := time.Now().Add(20 * time.Second); store.calls.Load() < calls; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Finish calls after 20 s, want %d", store.calls.Load(), calls)
 		}
 	}
 	stopped := make(chan struct{})
@@ -201,8 +211,9 @@ func TestStopNotHeldByTriesAgain(t *testing.T) {
 	}()
 	select {
 	case <-stopped:
+		return true
 	case <-time.After(60 * time.Second):
-		t.Fatalf("Stop still waiting after a minute: the tries again each wait the store's hour (%d Finish calls)", store.calls.Load())
+		return false
 	}
 }
 
@@ -259,42 +270,11 @@ func TestStopNotHeldByItsRecord(t *testing.T) {
 // outcomes ran on its own StoreTimeout (an hour here, 15 s for serve),
 // and Stop waited for it after it had abandoned the work.
 func TestStopNotHeldByAHangingOutcome(t *testing.T) {
-	s := dbtest.Open(t, dbtest.SQLiteURL(t))
-	store := &finishGate{Store: s, refuse: func(ctx context.Context, _ int32, _ []hookbox.Outcome) error {
+	store := &finishGate{Store: dbtest.Open(t, dbtest.SQLiteURL(t)), refuse: func(ctx context.Context, _ int32, _ []hookbox.Outcome) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}}
-	ran := make(chan struct{})
-	p := worker.New(store, worker.Options{PollInterval: 20 * time.Millisecond, StoreTimeout: time.Hour})
-	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error {
-		close(ran)
-		return nil
-	}))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ingest(t, s, storetest.Delivery("fw", "1"))
-	p.Notify()
-	select {
-	case <-ran:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the target never ran")
-	}
-	for deadline := time.Now().Add(20 * time.Second); store.calls.Load() < 1; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the outcome was not submitted within 20 s")
-		}
-	}
-	stopped := make(chan struct{})
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		p.Stop(ctx)
-		close(stopped)
-	}()
-	select {
-	case <-stopped:
-	case <-time.After(60 * time.Second):
+	if !stopsWithinAMinute(t, store, 1) {
 		t.Fatal("Stop still waiting after a minute for an outcome the store never answers (its StoreTimeout is an hour)")
 	}
 }
