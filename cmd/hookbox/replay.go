@@ -80,7 +80,14 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 				if jsonOut {
 					return writeJSONOut(out, server.ReplayReply{ReplayResult: res, DryRun: dryRun})
 				}
-				return printReplay(cmd.Context(), out, st, res, dryRun, includeDone)
+				if err := printReplay(cmd.Context(), out, st, res, dryRun, includeDone); err != nil {
+					return err
+				}
+				if len(res.Replayed) == 0 && p.Filter.Status == hookbox.StatusDone && !includeDone {
+					// Without it a done event is never a match: say so.
+					fmt.Fprintln(out, "(done events are replayed only with --include-done: their work runs again)")
+				}
+				return nil
 			}
 			if err != nil {
 				// The batches before the failure have committed.

@@ -122,6 +122,12 @@ func TestReplayCommand(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 		}
+		// A bulk replay of done events without --include-done matches none,
+		// and says why (it said only "nothing to replay").
+		out = mustCLI(t, "replay", "--status", "done", "--source", "polar", "--db", dbURL)
+		if !strings.Contains(out, "nothing to replay") || !strings.Contains(out, "--include-done") {
+			t.Errorf("replay --status done without --include-done:\n%s\nwant it to name --include-done", out)
+		}
 		// A missing id fails the command, naming the id, with or without
 		// others beside it.
 		for _, args := range [][]string{{"424242"}, {fmt.Sprint(done[0]), "424242"}, {"424242", "--json"}} {
