@@ -24,9 +24,9 @@
 //     them: a sender holds nothing before its first byte, then at most
 //     16 KiB or about four times what it has sent, whichever is more
 //     (readBody). Its last buffer is exactly its declared length, or at
-//     most the source's limit. Once half the budget is held, a client (an address, an IPv6
-//     /64) holding more than an eighth of it is refused, so one client
-//     cannot take the rest from the others (byteBudget).
+//     most the source's limit. Once half the budget is held, a client (an
+//     address, an IPv6 /64) holding more than an eighth of it is refused,
+//     so one client cannot take the rest from the others (byteBudget).
 //   - A sender must keep sending: after Config.BodyGrace it must have sent
 //     Config.MinBodyRate bytes a second on average, and all of the body
 //     within Config.BodyTimeout; one that falls behind gets 408 and its

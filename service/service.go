@@ -433,7 +433,9 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 // default wrote plain text to stderr, past a JSON log's parsers. At most
 // one line a minute per library, with a count of those held back.
 func (s *Service) libraryError(lib, msg string) {
-	s.libLog.Log(context.Background(), s.log, slog.LevelWarn, lib, lib+": "+strings.TrimSpace(msg), func() []slog.Attr { return nil })
+	s.libLog.Log(context.Background(), s.log, slog.LevelWarn, lib, lib+" error", func() []slog.Attr {
+		return []slog.Attr{slog.String("err", strings.TrimSpace(msg))}
+	})
 }
 
 // libraryErrors is a log.Logger's writer that hands each line to
@@ -489,7 +491,7 @@ func (s *Service) startAttrs(addr string) []any {
 	if IsPostgres(dbURL) {
 		store = "postgres"
 	}
-	attrs = append(attrs, "store", store, "db", displayDB(dbURL))
+	attrs = append(attrs, "store", store, "db", config.DisplayDB(dbURL))
 	var sources []string
 	for _, src := range cfg.Sources {
 		scheme := src.WithPreset().Scheme
@@ -545,12 +547,6 @@ func days(n int) string {
 	}
 	return fmt.Sprintf("%d days", n)
 }
-
-// displayDB is the database URL without its secrets: a SQLite URL as is,
-// a PostgreSQL URL reduced to its user, hosts and database name (the
-// password and the query, which may hold one, are dropped; see
-// config.DisplayDB).
-func displayDB(dbURL string) string { return config.DisplayDB(dbURL) }
 
 // Close flushes the committers and the rejection log and closes the store.
 func (s *Service) Close() error {

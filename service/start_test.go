@@ -17,8 +17,8 @@ func TestDisplayDB(t *testing.T) {
 		"postgres://app:pw-secret-1@db.internal:5432/hooks?sslmode=disable&password=pw-secret-2": "postgres://app@db.internal:5432/hooks",
 		"postgresql://db.internal/hooks": "postgresql://db.internal/hooks",
 	} {
-		if got := displayDB(in); got != want {
-			t.Errorf("displayDB(%q) = %q, want %q", in, got, want)
+		if got := config.DisplayDB(in); got != want {
+			t.Errorf("config.DisplayDB(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -40,8 +40,8 @@ func TestDBPasswordWithHashMasked(t *testing.T) {
 		if got := Redactor(&config.Config{DB: c.db}).String("pq: something quoting " + c.pw); strings.Contains(got, c.pw) {
 			t.Errorf("the Redactor for db %q does not mask its password: %q", c.db, got)
 		}
-		if got := displayDB(c.db); got != "postgres://hook@127.0.0.1:5432/hb" {
-			t.Errorf("displayDB(%q) = %q, want postgres://hook@127.0.0.1:5432/hb", c.db, got)
+		if got := config.DisplayDB(c.db); got != "postgres://hook@127.0.0.1:5432/hb" {
+			t.Errorf("config.DisplayDB(%q) = %q, want postgres://hook@127.0.0.1:5432/hb", c.db, got)
 		}
 	}
 }

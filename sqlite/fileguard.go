@@ -18,9 +18,10 @@ import (
 // commit is acknowledged, and all of them are gone when hookbox next
 // starts on the path, which then holds another file or none. Likewise a
 // deleted -wal file holds the commits not yet copied back into the
-// database file. So before a commit is acknowledged (Store.settle) and at
-// each Ping, the guard stats both paths, and once either names another
-// file or none, it latches, as a failed fsync of the WAL does: every later
+// database file. So before a commit is acknowledged (Store.settle), at
+// each Ping, and when a write fails (Store.explain: a new file at the path
+// makes SQLite's writes fail before any commit), the guard stats both
+// paths, and once either names another file or none, it latches, as a failed fsync of the WAL does: every later
 // acknowledgement and Ping fails with hookbox.ErrUnavailable (a 503, and
 // /readyz not ready) until hookbox is restarted on a restored file.
 //

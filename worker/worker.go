@@ -524,7 +524,8 @@ func (p *Pool) InFlight() int { return p.leases.count() }
 //
 // Then Stop records the pool's stop, within stopRecordBudget whatever
 // StoreTimeout is; if the store fails it, the next start takes the pool
-// for a dead one (see Options).
+// for a dead one and charges an attempt to the events its marks name (see
+// Start).
 //
 // A second call returns once the first has (or when its ctx ends).
 func (p *Pool) Stop(ctx context.Context) error {
