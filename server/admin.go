@@ -92,6 +92,20 @@ func RegisterAdmin(s Mux, cfg AdminConfig) {
 		cfg.ShowHeader = redact.ShowHeader
 	}
 	a := &admin{cfg: cfg, tokenSum: sha256.Sum256([]byte(cfg.Token)), log: cfg.Logger}
+	routes := &methodRoutes{Mux: s}
+	a.register(routes)
+	s.Handle("/admin/", a.guard(func(w http.ResponseWriter, r *http.Request) {
+		if methods := routes.allowed(r); methods != "" {
+			w.Header().Set("Allow", methods)
+			writeError(w, http.StatusMethodNotAllowed, "use "+methods)
+			return
+		}
+		writeError(w, http.StatusNotFound, "no such admin endpoint")
+	}))
+}
+
+// register adds every admin route but the catch-all to s.
+func (a *admin) register(s Mux) {
 	s.Handle("GET /admin/events", a.guard(a.list))
 	s.Handle("GET /admin/events/{id}", a.guard(a.show))
 	s.Handle("POST /admin/events/{id}/replay", a.guard(a.replayOne))
@@ -101,10 +115,53 @@ func RegisterAdmin(s Mux, cfg AdminConfig) {
 	s.Handle("GET /admin/rejected", a.guard(a.listRejected))
 	s.Handle("GET /admin/rejected/{id}", a.guard(a.showRejected))
 	s.Handle("POST /admin/rejected/recheck", a.guard(a.recheck))
-	s.Handle("/admin/", a.guard(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such admin endpoint")
-	}))
 }
+
+// methodRoutes is a Mux that passes each route on and registers it again
+// on a mux of its own, so that the admin API's catch-all can answer a known
+// path asked with another method as net/http's mux would where no
+// catch-all covers the path: 405 with an Allow header.
+type methodRoutes struct {
+	Mux
+	probe http.ServeMux
+}
+
+// Handle registers pattern on the wrapped mux and on the probe.
+func (m *methodRoutes) Handle(pattern string, h http.Handler) {
+	m.Mux.Handle(pattern, h)
+	m.probe.Handle(pattern, http.NotFoundHandler())
+}
+
+// allowed returns the methods the routes take for r's path ("GET, HEAD,
+// POST"), or "" when no route has that path.
+func (m *methodRoutes) allowed(r *http.Request) string {
+	h, pattern := m.probe.Handler(r)
+	if pattern != "" {
+		return "" // a route takes r as it is: not a question of method
+	}
+	var rec allowRecorder
+	h.ServeHTTP(&rec, r)
+	if rec.code != http.StatusMethodNotAllowed {
+		return ""
+	}
+	return rec.header.Get("Allow")
+}
+
+// allowRecorder keeps what net/http's mux answers for a path no route
+// takes with the request's method: its status and its Allow header.
+type allowRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (w *allowRecorder) Header() http.Header {
+	if w.header == nil {
+		w.header = http.Header{}
+	}
+	return w.header
+}
+func (w *allowRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (w *allowRecorder) WriteHeader(code int)        { w.code = code }
 
 type admin struct {
 	cfg      AdminConfig

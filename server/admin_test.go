@@ -177,6 +177,52 @@ func TestAdminRequiresToken(t *testing.T) {
 	}
 }
 
+// TestAdminWrongMethodIs405 checks that a known admin path asked with a
+// method it does not take is a 405 naming the methods it does take, after
+// the token is checked, and that an unknown path stays a 404.
+func TestAdminWrongMethodIs405(t *testing.T) {
+	h := startAdmin(t, dbtest.SQLiteURL(t), adminToken)
+	for _, c := range []struct{ method, path, allow string }{
+		{"GET", "/admin/purge", "POST"},
+		{"DELETE", "/admin/events", "GET, HEAD"},
+		{"POST", "/admin/events/7", "GET, HEAD"},
+		{"GET", "/admin/events/7/replay", "POST"},
+		{"GET", "/admin/replay", "POST"},
+		{"PUT", "/admin/targets", "GET, HEAD"},
+		{"GET", "/admin/targets/src/pause", "POST"},
+		{"GET", "/admin/targets/src/tgt/resume", "POST"},
+		{"DELETE", "/admin/rejected/recheck", "GET, HEAD, POST"},
+		{"PATCH", "/admin/rejected/3", "GET, HEAD"},
+	} {
+		req, err := http.NewRequest(c.method, h.url+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s = %d Allow %q %s, want 405 Allow %q", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), b, c.allow)
+		}
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			t.Errorf("%s %s: 405 body is not a JSON error: %s", c.method, c.path, b)
+		}
+		if code, _ := h.callAuth(c.method, c.path, ""); code != http.StatusUnauthorized {
+			t.Errorf("%s %s without the token = %d, want 401 before any 405", c.method, c.path, code)
+		}
+	}
+	for _, p := range []string{"/admin/purge/now", "/admin/events/7/8", "/admin/targets/a/b/c/pause"} {
+		if code, b := h.call("GET", p); code != http.StatusNotFound {
+			t.Errorf("GET %s = %d %s, want 404", p, code, b)
+		}
+	}
+}
+
 func TestAdminListAndShow(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		h := startAdmin(t, dbURL, adminToken)
