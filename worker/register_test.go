@@ -105,3 +105,39 @@ func TestPoolsOfOtherContainers(t *testing.T) {
 		}
 	})
 }
+
+// TestPoolStartsOnce: a second Start, and a Start after Stop, fail with an
+// error that says what to do, and leave the pool's record as it was: a
+// stopped pool's record must not come back (every pool that starts later
+// would take it for a pool still running, or for a dead one, and go into
+// recovery).
+func TestPoolStartsOnce(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		p := worker.New(s, worker.Options{Name: "once"})
+		p.Handle("one", "", func(context.Context, *hookbox.Tx, *hookbox.Event) error { return nil })
+		start(t, p)
+		if err := p.Start(ctx); err == nil || !strings.Contains(err.Error(), "already started") {
+			t.Errorf("second Start: %v, want already started", err)
+		}
+		if err := p.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err := p.Start(ctx)
+		if err == nil || !strings.Contains(err.Error(), "cannot start again") || !strings.Contains(err.Error(), "worker.New") {
+			t.Errorf("Start after Stop: %v, want an error naming worker.New", err)
+		}
+		host, _ := os.Hostname()
+		others, err := s.WorkerStarted(ctx, hookbox.Worker{Name: "probe", Host: host, PID: os.Getpid()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.WorkerStopped(ctx, "probe")
+		for _, o := range others {
+			if strings.HasPrefix(o.Name, "once-") {
+				t.Errorf("the stopped pool's record %q is back after a refused Start", o.Name)
+			}
+		}
+	})
+}

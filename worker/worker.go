@@ -242,6 +242,7 @@ type Pool struct {
 	// outcome is being committed; see runTargets.
 	recording chan struct{}
 	warm      *warm // runs targets and Prepare phases; see runTargets
+	starting  bool  // Start was called: it registers the pool once only
 	started   bool
 
 	// recovering counts the claims for Go handlers still to be made one
@@ -428,6 +429,9 @@ func (p *Pool) Notify() {
 }
 
 // Start begins claiming. Handle and Route must not be called after it.
+// A pool starts once: a second Start fails, as does a Start after Stop
+// (make a new pool with New instead), and neither touches the pool's
+// record.
 //
 // A process that dies while a Go handler runs (os.Exit, a fatal runtime
 // error, the OOM killer) must still be charged the attempt, or the event
@@ -446,13 +450,21 @@ func (p *Pool) Start(ctx context.Context) error {
 	if err := p.checkOrdered(); err != nil {
 		return err
 	}
+	p.mu.Lock()
+	switch {
+	case p.stopped != nil:
+		p.mu.Unlock()
+		return errors.New("worker: pool stopped, and a stopped pool cannot start again: make a new one with worker.New")
+	case p.starting:
+		p.mu.Unlock()
+		return errors.New("worker: pool already started")
+	}
+	p.starting = true
+	p.mu.Unlock()
 	// Before the lock: charging a dead pool's events reads policies.
 	p.register(ctx)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.started {
-		return errors.New("worker: pool already started")
-	}
 	p.started = true
 	workCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
 	runCtx, abort := context.WithCancel(workCtx)
