@@ -16,8 +16,9 @@ const dbForms = "write sqlite:PATH (sqlite:hookbox.db) or a PostgreSQL URL, post
 // CheckDB reports why hookbox cannot open the database db names, or nil:
 // the rule service.OpenStore applies, so that a value serve would refuse
 // is refused when the file is loaded and by config check. "" (the
-// default, DefaultDB), "sqlite:PATH", "postgres://…" and
-// "postgresql://…" are accepted. The message never repeats db, which may
+// default, DefaultDB), "sqlite:PATH" (a "//" after "sqlite:" is dropped:
+// "sqlite://rel" is the relative path rel, "sqlite:///abs" the absolute
+// /abs), "postgres://…" and "postgresql://…" are accepted. The message never repeats db, which may
 // hold a password or come from the environment; it reads after the name
 // of where db came from ("db: …", "--db: …").
 func CheckDB(db string) error {
@@ -25,7 +26,7 @@ func CheckDB(db string) error {
 	case db == "", strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
 		return nil
 	case strings.HasPrefix(db, "sqlite:"):
-		path := strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//")
+		path := SQLitePath(db)
 		if path == "" {
 			return errors.New("sqlite: needs a file path: write sqlite:hookbox.db")
 		}
@@ -49,6 +50,12 @@ func CheckDB(db string) error {
 			"for PostgreSQL write postgres://USER:PASSWORD@HOST:5432/DBNAME")
 	}
 	return errors.New("names a database hookbox does not support: " + dbForms)
+}
+
+// SQLitePath is the file a "sqlite:" database URL names: what follows
+// "sqlite:", less a leading "//" (see CheckDB).
+func SQLitePath(db string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//")
 }
 
 // sqliteQuery matches what follows the "?" of a sqlite: path that is a

@@ -104,3 +104,21 @@ func TestMaskDBPasswordAsPgxReadsIt(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLitePath: the file a sqlite: URL names is what follows "sqlite:",
+// less a leading "//", as the README says; serve, migrate and CheckDB all
+// read it through SQLitePath.
+func TestSQLitePath(t *testing.T) {
+	for db, want := range map[string]string{
+		"sqlite:hookbox.db":          "hookbox.db",
+		"sqlite:data/hookbox.db":     "data/hookbox.db",
+		"sqlite://data/hookbox.db":   "data/hookbox.db",
+		"sqlite:///var/lib/h.db":     "/var/lib/h.db",
+		"sqlite:/var/lib/h.db":       "/var/lib/h.db",
+		"sqlite:////double/slash.db": "//double/slash.db",
+	} {
+		if got := SQLitePath(db); got != want {
+			t.Errorf("SQLitePath(%q) = %q, want %q", db, got, want)
+		}
+	}
+}

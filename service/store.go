@@ -35,7 +35,7 @@ func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Stor
 	case strings.HasPrefix(url, "sqlite:"):
 		o := opts.SQLite
 		o.Existing = o.Existing || opts.Existing
-		return sqlite.Open(ctx, strings.TrimPrefix(strings.TrimPrefix(url, "sqlite:"), "//"), o)
+		return sqlite.Open(ctx, config.SQLitePath(url), o)
 	default:
 		return nil, fmt.Errorf("database URL %q: want sqlite:PATH or postgres://…", config.MaskDB(url))
 	}

@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", to read the schema version
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/service"
 )
 
@@ -126,7 +127,7 @@ func appliedVersions(ctx context.Context, st hookbox.Store, dbURL string) ([]int
 func versionBefore(ctx context.Context, dbURL string) (v int64, known bool) {
 	driver, dsn := "pgx", dbURL
 	if !service.IsPostgres(dbURL) {
-		path := strings.TrimPrefix(strings.TrimPrefix(dbURL, "sqlite:"), "//")
+		path := config.SQLitePath(dbURL)
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 			return 0, true
 		}
