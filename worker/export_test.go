@@ -8,6 +8,13 @@ func WithApplyBatchTimeout(o Options, d time.Duration) Options {
 	return o
 }
 
+// WithRecordRefresh returns o with the pool's record refreshed at least
+// every d.
+func WithRecordRefresh(o Options, d time.Duration) Options {
+	o.recordRefresh = d
+	return o
+}
+
 // Quiet waits until every goroutine p started to claim and run work has
 // returned, work that Stop abandoned included.
 func Quiet(p *Pool) { p.wg.Wait() }

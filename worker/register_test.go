@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
@@ -137,6 +138,39 @@ func TestPoolStartsOnce(t *testing.T) {
 		for _, o := range others {
 			if strings.HasPrefix(o.Name, "once-") {
 				t.Errorf("the stopped pool's record %q is back after a refused Start", o.Name)
+			}
+		}
+	})
+}
+
+// TestLongLeasePoolNotTakenForDead: another process judges a pool's record
+// by its own staleness bound, which follows its own (short) leases. A pool
+// whose every source has a long timeout must still refresh its record
+// within that bound, or the other process takes it for dead, charges the
+// events it runs and goes into recovery at each of its refreshes. Here the
+// refresh is capped at 100 ms and the other side's bound is 1 s.
+func TestLongLeasePoolNotTakenForDead(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		p := worker.New(s, worker.WithRecordRefresh(worker.Options{Name: "slow"}, 100*time.Millisecond))
+		p.SetPolicy("slow", worker.Policy{MaxAttempts: 3, Timeout: 5 * time.Minute})
+		p.Handle("slow", "", func(context.Context, *hookbox.Tx, *hookbox.Event) error { return nil })
+		start(t, p)
+		host, _ := os.Hostname()
+		if _, err := s.WorkerStarted(ctx, hookbox.Worker{Name: "judge", Host: host, PID: os.Getpid()}); err != nil {
+			t.Fatal(err)
+		}
+		defer s.WorkerStopped(ctx, "judge")
+		// Three times the other side's bound must pass for the question
+		// to be asked at all; the pool refreshes 30 times meanwhile.
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			dead, err := s.WorkerSeen(ctx, "judge", time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dead > 0 {
+				t.Fatalf("a pool with 5-minute timeouts was taken for dead by one that waits 1 s for a refresh")
 			}
 		}
 	})

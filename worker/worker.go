@@ -187,6 +187,9 @@ type Options struct {
 	// applyBatchTimeout bounds one batch of Applies, all its transactions
 	// (groupcommit's Timeout; zero: its default). Tests shorten it.
 	applyBatchTimeout time.Duration
+	// recordRefresh caps the interval between refreshes of the pool's
+	// record (zero: recordRefresh). Tests shorten it.
+	recordRefresh time.Duration
 }
 
 // route is what runs a source's events.
@@ -717,8 +720,16 @@ func (p *Pool) markKey(slot int) string { return fmt.Sprintf("%s/%d", p.id, slot
 func (p *Pool) recover() { p.recovering.Store(int64(p.opts.BatchSize * p.opts.TxWorkers)) }
 
 // staleAfter is how long a pool's record may go unrefreshed before others
-// take it for dead: well past the refresh interval of any pool.
+// take it for dead: well past the refresh interval of any pool, which
+// recordRefresh caps whatever its timeouts, since another process judges
+// this pool's record by its own staleAfter.
 func (p *Pool) staleAfter() time.Duration { return max(time.Minute, 3*p.shortestLease) }
+
+// recordRefresh is the longest a pool waits between refreshes of its
+// record: a quarter of the shortest staleAfter, so that a pool whose
+// leases are long (a source with a timeout of minutes) is not taken for
+// dead by one whose leases are short.
+const recordRefresh = 15 * time.Second
 
 func (p *Pool) owner() string { return fmt.Sprintf("%s-%d", p.id, p.seq.Add(1)) }
 
@@ -1550,7 +1561,7 @@ func (p *Pool) checkOrdered() error {
 
 // extendLoop keeps the pool's record fresh (finding pools that died, see
 // Start) and the leases of running work alive: every third of the
-// shortest lease, each claim's events are extended by that claim's own
+// shortest lease, or recordRefresh if that is sooner, each claim's events are extended by that claim's own
 // lease length, so a source with a long timeout does not stretch the
 // leases of the others (which a crash would then leave locked longer).
 //
@@ -1560,7 +1571,11 @@ func (p *Pool) checkOrdered() error {
 // shorter than a third of it, which matters where another process would
 // take the events whose leases ended.
 func (p *Pool) extendLoop(ctx context.Context) {
-	every := p.shortestLease / 3
+	refresh := p.opts.recordRefresh
+	if refresh <= 0 {
+		refresh = recordRefresh
+	}
+	every := min(p.shortestLease/3, refresh)
 	retry := extendRetry(every)
 	t := time.NewTimer(every)
 	defer t.Stop()
