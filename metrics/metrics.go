@@ -15,7 +15,8 @@
 //	    slowly), unknown_source,
 //	    forbidden (allow_ips), unavailable
 //	hookbox_ingest_seconds                    receipt to reply of stored deliveries
-//	hookbox_ingest_batch_size                 deliveries per group commit
+//	hookbox_ingest_batch_size                 deliveries per group commit that
+//	    committed
 //	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost,
 //	    released (cut short by shutdown and given back, not counted)
 //	hookbox_attempt_seconds{source}           how long an attempt's work ran
@@ -230,9 +231,16 @@ func (m *Metrics) RejectionUnlogged(source, why string) {
 // as many as it may (server.LimitClients).
 func (m *Metrics) ConnectionRefused() { m.connRefused.Inc() }
 
-// Batch records one group commit of size deliveries. It has the shape of
+// Batch records one group commit of size deliveries, when it committed
+// (err is nil). A failed one is left out: during an outage the committer
+// fails every request waiting at once as one "batch", most of which were
+// never in a transaction, and the panel of batch sizes would show large
+// commits exactly while nothing commits. It has the shape of
 // groupcommit.Options.OnBatch.
 func (m *Metrics) Batch(size int, took time.Duration, err error) {
+	if err != nil {
+		return
+	}
 	m.batchSize.Observe(float64(size))
 }
 

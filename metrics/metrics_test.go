@@ -101,6 +101,23 @@ func TestCountersAndLabels(t *testing.T) {
 	}
 }
 
+// TestFailedBatchNotObserved: hookbox_ingest_batch_size counts the
+// deliveries of group commits that committed. A failed one, which during
+// an outage holds every request the committer failed at once, most never
+// in a transaction, was observed: 300 "committed together" while nothing
+// committed.
+func TestFailedBatchNotObserved(t *testing.T) {
+	m := metrics.New([]string{"polar"})
+	m.Batch(300, time.Millisecond, errors.New("store unavailable"))
+	m.Batch(2, time.Millisecond, nil)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	got := scrape(t, srv.URL)
+	if n, sum := got["hookbox_ingest_batch_size_count"], got["hookbox_ingest_batch_size_sum"]; n != 1 || sum != 2 {
+		t.Errorf("after a failed batch of 300 and a committed one of 2: count %v, sum %v; want 1 and 2", n, sum)
+	}
+}
+
 func TestStatsCachedAtScrape(t *testing.T) {
 	m := metrics.New(nil)
 	var calls atomic.Int32
