@@ -26,7 +26,8 @@ type overviewRow struct {
 	// StoredHour and RejectedHour count the last hour, from the store.
 	StoredHour, RejectedHour int
 	// Received, Duplicates and Refused count this process's answers
-	// since it started.
+	// since it started; Received includes answered handshakes, which are
+	// neither stored nor refused.
 	Received, Duplicates, Refused int64
 	Pending, Processing, Dead     int
 	OldestDue                     time.Time
@@ -74,6 +75,10 @@ func (u *console) overview(w http.ResponseWriter, r *http.Request, s session) {
 				row.Received += n
 				row.Duplicates += n
 			case "unavailable":
+			case "handshake":
+				// A verified URL check (Slack's url_verification), answered
+				// 200 and not stored: received, not refused.
+				row.Received += n
 			default:
 				row.Received += n
 				row.Refused += n
