@@ -19,6 +19,11 @@
 //     unknown name's rows one more (hookbox.RejectionBounds), so a sender
 //     flooding the log, at its rate limit, evicts its own rows and not
 //     those of a source that was refused less.
+//   - A failing store makes one warning every ten seconds at most, each
+//     after the first saying how many it held back: while the store is
+//     down a batch fails every quarter of a second, at a rate the senders
+//     of bad deliveries set. Every rejection it drops is counted
+//     ("store_failed").
 //   - Memory is bounded: at most QueueSize rejections wait, each holding at
 //     most MaxBodyBytes of body, copied out of the request's buffer.
 //   - Text from the sender (the source name asked for, header names and
@@ -46,6 +51,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/redact"
 )
 
@@ -89,6 +95,10 @@ const (
 	writeEvery = 250 * time.Millisecond
 )
 
+// failLogEvery is how often the writer logs that the store fails, as the
+// receiving path does for deliveries it cannot store.
+const failLogEvery = 10 * time.Second
+
 // Options configure a Recorder. Zero fields take the defaults.
 type Options struct {
 	MaxCount     int           // rows kept at most
@@ -124,6 +134,9 @@ type Recorder struct {
 	mu      sync.Mutex
 	buckets map[string]*bucket
 
+	// failLog spaces out the warnings about batches the store failed.
+	failLog lograte.Limiter
+
 	written atomic.Int64
 }
 
@@ -152,7 +165,8 @@ func NewRecorder(st hookbox.RejectionStore, opts Options) *Recorder {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Recorder{st: st, opts: opts, log: opts.Logger, now: time.Now,
-		queue: make(chan hookbox.Rejection, opts.QueueSize), done: make(chan struct{}), buckets: map[string]*bucket{}}
+		queue: make(chan hookbox.Rejection, opts.QueueSize), done: make(chan struct{}), buckets: map[string]*bucket{},
+		failLog: lograte.Limiter{Every: failLogEvery}}
 	go r.writeLoop()
 	return r
 }
@@ -278,13 +292,17 @@ func (r *Recorder) writeLoop() {
 	}
 }
 
-// write stores one batch, counting it dropped if the store fails.
+// write stores one batch, counting it dropped if the store fails, and
+// saying so in a line every failLogEvery at most: during an outage a
+// batch fails every writeEvery while bad deliveries come.
 func (r *Recorder) write(batch []hookbox.Rejection) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := r.st.AddRejections(ctx, batch, r.Bounds())
 	if err != nil {
-		r.log.Warn("rejected deliveries not logged", "count", len(batch), "err", err)
+		r.failLog.Log(ctx, r.log, slog.LevelWarn, "store", "rejected deliveries not logged", func() []slog.Attr {
+			return []slog.Attr{slog.Int("count", len(batch)), slog.Any("err", err)}
+		})
 		for _, rj := range batch {
 			r.dropped(rj.Source, !rj.UnknownSource, "store_failed")
 		}

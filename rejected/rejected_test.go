@@ -3,6 +3,7 @@ package rejected_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/verify"
@@ -310,4 +312,42 @@ func TestCredentialListOutsideTheValueBound(t *testing.T) {
 				len(shown), shown.Get("X-Shared"), rejected.HeaderAltered(rs[0].Header))
 		}
 	})
+}
+
+// TestStoreFailureLoggedSpacedOut: while the store fails, the writer
+// fails a batch each quarter of a second that bad deliveries keep
+// coming, at a rate their senders set; it wrote a warning for each (16
+// lines in 5 s from one sender). It now writes one per ten seconds, as the
+// receiving path does for deliveries it cannot store, and counts every
+// rejection it drops.
+func TestStoreFailureLoggedSpacedOut(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		logs := &syncbuf.Buffer{}
+		d := &drops{}
+		rec := rejected.NewRecorder(st, rejected.Options{Dropped: d.add,
+			Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
+		defer rec.Close()
+		st.Close() // every write fails from now on
+		const batches = 5
+		for i := range batches {
+			rec.Record(rejection("polar", fmt.Sprint(i)))
+			awaitCond(t, fmt.Sprint("rejection ", i, " dropped"), func() bool { return d.get("store_failed") == i+1 })
+		}
+		if n := strings.Count(logs.String(), `msg="rejected deliveries not logged"`); n != 1 {
+			t.Errorf("%d failed batches wrote %d warnings, want 1:\n%s", batches, n, logs)
+		}
+	})
+}
+
+// awaitCond waits for cond, failing the test after 15 s.
+func awaitCond(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
