@@ -166,7 +166,7 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 		}
 	}
 	// The panels cover the signals the alerts watch.
-	for _, want := range []string{"hookbox_oldest_due_seconds", "hookbox_dead_total", "hookbox_deliveries_total", "hookbox_ingest_seconds_bucket", "hookbox_attempts_total"} {
+	for _, want := range []string{"hookbox_oldest_due_seconds", "hookbox_dead_total", "hookbox_deliveries_total", "hookbox_ingest_seconds_bucket", "hookbox_ingest_store_seconds_bucket", "hookbox_attempts_total"} {
 		if !slices.Contains(used, want) {
 			t.Errorf("no panel shows %s", want)
 		}

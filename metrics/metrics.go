@@ -14,7 +14,10 @@
 //	    415: a compressed body), too_large, too_slow (408: the body came too
 //	    slowly), unknown_source,
 //	    forbidden (allow_ips), unavailable
-//	hookbox_ingest_seconds                    receipt to reply of stored deliveries
+//	hookbox_ingest_seconds                    receipt to reply of stored deliveries,
+//	    the sender's upload of the body included
+//	hookbox_ingest_store_seconds              the database's share of it: the
+//	    wait for the commit, from after the body was read and verified
 //	hookbox_ingest_batch_size                 deliveries per group commit that
 //	    committed
 //	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost,
@@ -77,6 +80,9 @@ var deliveryOutcomes = []string{
 // attemptOutcomes are the values of hookbox_attempts_total's outcome label.
 var attemptOutcomes = []string{hookbox.AttemptDone, hookbox.AttemptRetry, hookbox.AttemptDead, hookbox.AttemptLost, hookbox.AttemptReleased}
 
+// ingestBuckets are the buckets of the ingest histograms, in seconds.
+var ingestBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
 // DefaultStatsCache is how long the result of one Stats query serves
 // scrapes.
 const DefaultStatsCache = 5 * time.Second
@@ -89,6 +95,7 @@ type Metrics struct {
 
 	deliveries     *prometheus.CounterVec
 	ingestSeconds  prometheus.Histogram
+	storeSeconds   prometheus.Histogram
 	batchSize      prometheus.Histogram
 	attempts       *prometheus.CounterVec
 	attemptSeconds *prometheus.HistogramVec
@@ -117,8 +124,13 @@ func New(sources []string) *Metrics {
 		}, []string{"source", "outcome"}),
 		ingestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookbox_ingest_seconds",
-			Help:    "Time from receiving a delivery to replying 202, for stored deliveries (new or duplicate).",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+			Help:    "Time from receiving a delivery's request to replying 202, for stored deliveries (new or duplicate). It includes the sender's upload of the body: hookbox_ingest_store_seconds is the database's share.",
+			Buckets: ingestBuckets,
+		}),
+		storeSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookbox_ingest_store_seconds",
+			Help:    "Time a stored delivery (new or duplicate) waited for the database to commit it, from after its body was read and verified: the database's share of hookbox_ingest_seconds.",
+			Buckets: ingestBuckets,
 		}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookbox_ingest_batch_size",
@@ -155,7 +167,7 @@ func New(sources []string) *Metrics {
 		seconds:       map[string]prometheus.Observer{},
 		deadChild:     map[string]prometheus.Counter{},
 	}
-	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit, m.unlogged, m.connRefused,
+	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.storeSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit, m.unlogged, m.connRefused,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -230,6 +242,12 @@ func (m *Metrics) RejectionUnlogged(source, why string) {
 // ConnectionRefused counts one connection closed because its client held
 // as many as it may (server.LimitClients).
 func (m *Metrics) ConnectionRefused() { m.connRefused.Inc() }
+
+// StoreWait records how long one stored delivery waited for its commit.
+// It has the shape of server.Config.ObserveStore.
+func (m *Metrics) StoreWait(took time.Duration) {
+	m.storeSeconds.Observe(took.Seconds())
+}
 
 // Batch records one group commit of size deliveries, when it committed
 // (err is nil). A failed one is left out: during an outage the committer

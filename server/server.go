@@ -155,8 +155,13 @@ type Config struct {
 	// "duplicate", "handshake" (a verified URL check, answered, not stored) or
 	// why it was refused ("bad_signature", "malformed", "too_large",
 	// "too_slow", "unknown_source", "forbidden", "unavailable"); source is
-	// "" when unknown; took runs from receipt to reply (0 for a refusal).
+	// "" when unknown; took runs from receipt to reply (0 for a refusal),
+	// and so includes the sender's upload of the body.
 	Observe func(source, outcome string, took time.Duration)
+	// ObserveStore, if set, is told how long each stored delivery (new or
+	// duplicate) waited for Ingest: the database's share of Observe's
+	// took, from the body read and verified to its commit.
+	ObserveStore func(took time.Duration)
 }
 
 // RejectionLog records refused deliveries for the operator (the rejected
@@ -394,8 +399,15 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	sctx, sspan := tracing.Start(ctx, "store")
 	sctx, cancel := context.WithTimeout(groupcommit.WithHold(sctx, hold), s.cfg.StoreWait)
+	var stored time.Time // read only when observed: a clock read costs 0.2 µs here
+	if s.cfg.ObserveStore != nil {
+		stored = time.Now()
+	}
 	rc, err := s.cfg.Ingest(sctx, d)
 	cancel()
+	if err == nil && s.cfg.ObserveStore != nil {
+		s.cfg.ObserveStore(time.Since(stored))
+	}
 	if err == nil && span.IsRecording() {
 		span.SetAttributes(tracing.AttrDeliveryID.String(logText(d.DeliveryID)), tracing.AttrEventID.Int64(rc.ID), tracing.AttrDuplicate.Bool(rc.Duplicate))
 	}

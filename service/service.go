@@ -255,8 +255,9 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 			m.Delivery(source, outcome, took)
 			counts.observe(source, outcome, took)
 		},
-		Rejections: recorder,
-		UseNonce:   nonces.Submit,
+		ObserveStore: m.StoreWait,
+		Rejections:   recorder,
+		UseNonce:     nonces.Submit,
 
 		MaxInflightBodyBytes: cfg.InflightBodyBytes(),
 		MinBodyRate:          cfg.BodyRate(),

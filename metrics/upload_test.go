@@ -1,0 +1,65 @@
+package metrics_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/e2e"
+)
+
+// TestSlowUploadIsNotASlowCommit: hookbox_ingest_seconds runs from the
+// request's start, so a sender's slow upload shows in it; the alert on
+// slow commits (HookboxIngestSlow, "a busy disk or database") read it, so
+// a slow link, or anyone slowly replaying a captured delivery, sent the
+// operator to look at the disk. hookbox_ingest_store_seconds, which the
+// alert now reads, is the database's share: from the body read and
+// verified to the commit. Over real HTTP to a real SQLite file.
+func TestSlowUploadIsNotASlowCommit(t *testing.T) {
+	srv := e2e.Start(t, `
+sources:
+  - name: open
+    scheme: none
+    id_header: X-Id
+    store_only: true
+`, dbtest.SQLiteURL(t), nil)
+	const stall = 2 * time.Second
+	body := []byte(`{"type":"slow.upload","n":12345}`)
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write(body[:10])
+		time.Sleep(stall) // the sender's slow link
+		pw.Write(body[10:])
+		pw.Close()
+	}()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/webhooks/open", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(body))
+	req.Header.Set("X-Id", "slow-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("slow upload: %s, want 202", resp.Status)
+	}
+	// A refusal waits for no commit and is not observed.
+	if r := srv.Post("open", nil, body); r.Status != http.StatusBadRequest {
+		t.Fatalf("delivery without its id header: %+v, want 400", r)
+	}
+
+	got := scrape(t, srv.URL+"/metrics")
+	if n, sum := got["hookbox_ingest_seconds_count"], got["hookbox_ingest_seconds_sum"]; n != 1 || sum < stall.Seconds() {
+		t.Errorf("hookbox_ingest_seconds: count %v, sum %.2f s; want 1 delivery of at least the %v upload", n, sum, stall)
+	}
+	// The ceiling is the alert's threshold: a commit on this machine takes
+	// milliseconds.
+	if n, sum := got["hookbox_ingest_store_seconds_count"], got["hookbox_ingest_store_seconds_sum"]; n != 1 || sum >= 1 {
+		t.Errorf("hookbox_ingest_store_seconds: count %v, sum %.2f s; want 1 delivery, well under the %v upload", n, sum, stall)
+	}
+}
