@@ -96,6 +96,11 @@ var errBroken = errors.New("the handler broke its transaction")
 // event (see Result) is leased to p.Owner, counted, before the commit.
 // p.Strict is not supported: a strict claim must be visible to other
 // processes while it runs, so use Claim and Work.
+//
+// When the shared transaction fails at its end, each event that ran in it
+// is worked again in a transaction of its own; if one of those fails (the
+// store, not a handler), ClaimWork returns the error with the results of
+// the events worked alone before it, which are committed.
 func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]Result, error) {
 	wt, err := r.Queue.BeginWork(ctx)
 	if err != nil {
@@ -193,13 +198,15 @@ var ErrProcessDied = errors.New("the process stopped while this event's batch of
 // handlers ran, between pick and commit), as an attempt that failed with
 // ErrProcessDied, then forgets the marks. An event that kills its process
 // is so charged for every death, including one in a shared transaction,
-// and goes dead after its last attempt. It returns how many it charged.
-func (r *Runner) Recover(ctx context.Context) (int, error) {
+// and goes dead after its last attempt. It returns what it charged (an
+// attempt to be retried has Outcome.Status processing, see below), also
+// when it fails part way: those charges are committed, to be reported.
+func (r *Runner) Recover(ctx context.Context) ([]Result, error) {
 	marks, err := r.Queue.OrphanMarks(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	var charged []Result
 	for _, m := range marks {
 		for _, ev := range m.Events {
 			claimed := ev
@@ -211,15 +218,15 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 			// shared transaction with others it might take down again.
 			res, err := r.chargePicked(ctx, ev, claimed, ErrProcessDied, hookbox.StatusProcessing)
 			if err != nil {
-				return n, err
+				return charged, err
 			}
-			n += len(res)
+			charged = append(charged, res...)
 		}
 		if err := r.Queue.DropMark(ctx, m.Key); err != nil {
-			return n, err
+			return charged, err
 		}
 	}
-	return n, nil
+	return charged, nil
 }
 
 // Work runs fn over events claimed earlier with a lease (Claim, or left
@@ -227,6 +234,12 @@ func (r *Runner) Recover(ctx context.Context) (int, error) {
 // lease was lost are skipped (Err is ErrLeaseLost), and one whose handler
 // breaks the transaction is left out of a new try at the rest, run again
 // alone, and charged if it fails again. Results are in the order of evs.
+//
+// Work may commit several transactions. When one fails (the store, not a
+// handler), Work returns the error with the results: those of the events
+// whose outcome was recorded before (Ran, or Err set) stand, and the
+// others, with an empty Outcome and no Err, are still leased, as after
+// ClaimWork.
 func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkFunc) ([]Result, error) {
 	res := make([]Result, len(evs))
 	for i := range evs {
@@ -240,7 +253,7 @@ func (r *Runner) Work(ctx context.Context, evs []hookbox.Event, fn hookbox.WorkF
 	for len(todo) > 0 {
 		next, err := r.workOnce(ctx, evs, todo, fn, res, failed)
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 		todo = next
 	}

@@ -592,8 +592,8 @@ func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
 		t.Fatal(err)
 	}
 	// While w1 has a record, its marks are its own business.
-	if n, err := r.Recover(ctx); err != nil || n != 0 {
-		t.Fatalf("Recover with w1 alive = %d, %v; want 0", n, err)
+	if res, err := r.Recover(ctx); err != nil || len(res) != 0 {
+		t.Fatalf("Recover with w1 alive = %d, %v; want 0", len(res), err)
 	}
 	// Event 1 is worked meanwhile by someone else (its attempt count moves).
 	claimed := claim(t, q, time.Now(), 1, "mk")
@@ -603,9 +603,9 @@ func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
 	if err := q.WorkerStopped(ctx, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	n, err := r.Recover(ctx)
-	if err != nil || n != 2 {
-		t.Fatalf("Recover after w1 died = %d, %v; want events 2 and 3 charged", n, err)
+	res, err = r.Recover(ctx)
+	if err != nil || len(res) != 2 {
+		t.Fatalf("Recover after w1 died = %d, %v; want events 2 and 3 charged", len(res), err)
 	}
 	for _, ev := range picked[1:] {
 		got, err := q.Event(ctx, ev.ID)

@@ -703,15 +703,36 @@ func machine() string {
 
 // chargeOrphans charges the events that were running in pools that died
 // (queue.Runner.Recover).
+//
+// Each charged attempt is reported as any other (Options.OnAttempt, and
+// "event dead" for an event it ends), after one line naming the events.
 func (p *Pool) chargeOrphans(ctx context.Context) {
 	ctx, cancel := p.storeCtx(ctx)
 	defer cancel()
-	n, err := p.runner.Recover(ctx)
+	charged, err := p.runner.Recover(ctx)
 	p.logErr("charge the events a dead pool was running", err)
-	if n > 0 {
-		p.log.Warn("worker: charged an attempt to each event a dead pool was running", "events", n)
+	if len(charged) == 0 {
+		return
+	}
+	var ids []int64
+	var sources []string
+	for _, r := range charged {
+		if len(ids) < maxLoggedIDs {
+			ids = append(ids, r.Event.ID)
+		}
+		if !slices.Contains(sources, r.Event.Source) {
+			sources = append(sources, r.Event.Source)
+		}
+	}
+	p.log.Warn("worker: charged an attempt to each event a dead pool was running", "events", len(charged),
+		"event_ids", ids, "sources", sources)
+	for i := range charged {
+		p.report(&charged[i].Event, charged[i].Outcome, charged[i].Err)
 	}
 }
+
+// maxLoggedIDs bounds the event ids one line lists.
+const maxLoggedIDs = 20
 
 // markKey names the mark of claiming loop slot (see hookbox.Mark).
 func (p *Pool) markKey(slot int) string { return fmt.Sprintf("%s/%d", p.id, slot) }
@@ -953,12 +974,15 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		defer p.leases.remove(evs)
 		res, err = p.runner.Work(dbCtx, evs, work)
 		if err != nil {
-			p.release(dbCtx, evs, err)
+			p.workFailed(dbCtx, res, err)
 			return false, err
 		}
 	} else {
 		res, err = p.runner.ClaimWork(dbCtx, params, work)
 		if err != nil {
+			// Events worked alone before the failure have their outcomes
+			// recorded (see queue.Runner.ClaimWork).
+			p.reportRun(res)
 			// The store failed, maybe under a handler's work, which was
 			// then not counted (it was to be counted in the transaction
 			// that failed): an event whose work breaks the store's
@@ -994,7 +1018,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
 		res, err := p.runner.Work(dbCtx, []hookbox.Event{ev}, work)
 		if err != nil {
-			p.release(dbCtx, []hookbox.Event{ev}, err)
+			p.workFailed(dbCtx, res, err)
 			return full, err
 		}
 		p.reportRun(res)
@@ -1003,8 +1027,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		deadline, ran = time.Now().Add(p.opts.TxBudget), 0
 		res, err := p.runner.Work(dbCtx, rest, work)
 		if err != nil {
-			// Nothing was applied: give the events back for a retry.
-			p.release(dbCtx, rest, err)
+			p.workFailed(dbCtx, res, err)
 			return full, err
 		}
 		p.Notify()
@@ -1023,7 +1046,11 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 // still uses up its attempts, and ends it dead, saying why, instead of
 // leaving its last attempt to be taken for a process that died of it.
 // An attempt that counts waits out its backoff, as any failed one does.
+// Each outcome recorded is reported (see report), as any other attempt's.
 func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
+	if len(evs) == 0 {
+		return
+	}
 	outs := make([]hookbox.Outcome, len(evs))
 	now := time.Now()
 	for i, ev := range evs {
@@ -1039,9 +1066,33 @@ func (p *Pool) release(ctx context.Context, evs []hookbox.Event, cause error) {
 		}
 		outs[i] = o
 	}
-	if _, err := p.finishAgain(ctx, outs); err != nil {
+	errs, err := p.finishAgain(ctx, outs)
+	if err != nil {
 		p.logErr("release events after a store failure", err)
+		return
 	}
+	for i := range evs {
+		var ferr error
+		if i < len(errs) {
+			ferr = errs[i]
+		}
+		p.report(&evs[i], outs[i], ferr)
+	}
+}
+
+// workFailed settles the events of a queue.Runner.Work that failed with
+// cause: it reports those whose outcomes were recorded before the failure,
+// and releases the others, still leased (see release).
+func (p *Pool) workFailed(ctx context.Context, res []queue.Result, cause error) {
+	var unrecorded []hookbox.Event
+	for i := range res {
+		if r := &res[i]; r.Ran() || r.Err != nil {
+			p.report(&r.Event, r.Outcome, r.Err)
+		} else {
+			unrecorded = append(unrecorded, r.Event)
+		}
+	}
+	p.release(ctx, unrecorded, cause)
 }
 
 // finishRetries are the waits between tries of finishAgain, and
@@ -1194,7 +1245,20 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 	for len(evs) > 0 {
 		res, err := p.runner.Work(ctx, evs, work)
 		if err != nil {
-			return nil, err
+			// Outcomes recorded before the failure stand; the others fail
+			// with err, and their Submits release them (deliver).
+			for _, r := range res {
+				if r.Ran() || r.Err != nil {
+					out[pos[r.Event.ID]] = r
+				}
+			}
+			failed := make(applyErrors, len(in))
+			for i, r := range out {
+				if !r.Ran() && r.Err == nil {
+					failed[i] = err
+				}
+			}
+			return out, failed
 		}
 		evs = evs[:0:0]
 		for _, r := range res {
@@ -1207,6 +1271,23 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 	}
 	return out, nil
 }
+
+// applyErrors are the errors of a batch of Applies whose store failed part
+// way (groupcommit.ItemErrors): nil for an event whose outcome was
+// recorded before that.
+type applyErrors []error
+
+func (e applyErrors) Error() string {
+	for _, err := range e {
+		if err != nil {
+			return err.Error()
+		}
+	}
+	return "no error"
+}
+
+// ItemError is the error of the i-th Apply of the batch.
+func (e applyErrors) ItemError(i int) error { return e[i] }
 
 // released turns the failed outcome of an attempt that shutdown cancelled
 // (ctx, the work's, has ended) into a release: the event is due again at
@@ -1464,7 +1545,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 			if p.abandoned() {
 				return hookbox.Outcome{}, false // left leased, see Stop
 			}
-			p.log.Error("worker: apply", "event_id", ev.ID, "err", err)
+			p.log.Error("worker: apply", "event_id", ev.ID, "source", ev.Source, "err", err)
 			p.release(p.workCtx, []hookbox.Event{*ev}, err)
 			return hookbox.Outcome{}, false
 		}
@@ -1494,7 +1575,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 		// when an Apply cannot commit. Left leased, the event was claimed
 		// again once its lease ended, and its last attempt, though it may
 		// have delivered, was charged as one whose worker died.
-		p.log.Error("worker: record outcome", "event_id", ev.ID, "err", err)
+		p.log.Error("worker: record outcome", "event_id", ev.ID, "source", ev.Source, "err", err)
 		p.release(p.workCtx, []hookbox.Event{*ev}, err)
 		return hookbox.Outcome{}, false
 	}
@@ -1519,6 +1600,10 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 		p.log.Warn("attempt refused: lease lost", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt)
 	case o.Status == hookbox.StatusDead:
 		p.log.Error("event dead", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error)
+	case o.AttemptOutcome() == hookbox.AttemptReleased && strings.HasPrefix(o.Error, storeFailedPrefix):
+		// The store failed to record the attempt (see release), which the
+		// line of that failure says: the event is due again in a second.
+		p.log.Info("released after a store failure", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error)
 	case o.AttemptOutcome() == hookbox.AttemptReleased:
 		// Shutdown cut the work short and gave the attempt back: nothing
 		// failed, and the event is due at once for the next process, so a
