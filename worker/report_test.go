@@ -251,3 +251,36 @@ func TestRecordedBeforeAStoreFailureIsReported(t *testing.T) {
 		}
 	})
 }
+
+// TestInFlightCountsHandlers: InFlight (the "stopping" line's in_flight)
+// counts an apply-only handler running in a transaction of events picked
+// without a lease; it counted leased events only, and said 0.
+func TestInFlightCountsHandlers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		running, release := make(chan struct{}), make(chan struct{})
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		p.Handle("app", "", func(context.Context, *hookbox.Tx, *hookbox.Event) error {
+			close(running)
+			<-release
+			return nil
+		})
+		start(t, p)
+		id := ingest(t, s, storetest.Delivery("app", "1"))[0].ID
+		p.Notify()
+		<-running
+		n := p.InFlight()
+		close(release)
+		if n != 1 {
+			t.Errorf("InFlight() = %d while one handler runs, want 1", n)
+		}
+		waitStatus(t, s, p, id, hookbox.StatusDone)
+		deadline := time.Now().Add(20 * time.Second)
+		for p.InFlight() != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("InFlight() = %d 20 s after the handler returned, want 0", p.InFlight())
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+}

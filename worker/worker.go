@@ -254,6 +254,10 @@ type Pool struct {
 
 	shortestLease time.Duration // extendLoop runs every third of it
 
+	// handling counts the apply-only handlers running now over events
+	// picked without a lease, which leases does not hold; see InFlight.
+	handling atomic.Int64
+
 	txClaim atomic.Int64 // events the next claim for Go handlers takes; see txLimit
 	txRuns  atomic.Int64 // whole claims run at txClaim since it last changed
 
@@ -517,8 +521,13 @@ func (p *Pool) Start(ctx context.Context) error {
 	return nil
 }
 
-// InFlight is the number of events this pool is working now.
-func (p *Pool) InFlight() int { return p.leases.count() }
+// InFlight is the number of events this pool is working now: those it
+// holds a lease on (their target, Prepare or Apply runs, or their outcome
+// is being recorded), and those whose apply-only handler (Handle) runs
+// now in a transaction of events picked without a lease. Events such a
+// transaction picked whose handlers have not started, or have returned,
+// are not counted: they wait only for the database.
+func (p *Pool) InFlight() int { return p.leases.count() + int(p.handling.Load()) }
 
 // Stop stops claiming, lets running work finish until ctx ends, then
 // cancels it; cancelled attempts release their events for a prompt retry,
@@ -941,11 +950,16 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	// handlers run on runCtx, which shutdown cancels after the grace
 	// period.
 	dbCtx := p.workCtx
+	picked := false // work runs events picked without a lease (ClaimWork)
 	work := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		if ran > 0 && time.Now().After(deadline) && !queue.Alone(ctx) {
 			return hookbox.Outcome{} // not run: left for the next transaction
 		}
 		ran++
+		if picked { // leased ones are counted in p.leases
+			p.handling.Add(1)
+			defer p.handling.Add(-1)
+		}
 		return p.runHandler(runCtx, tx, ev, nil)
 	}
 	deadline = time.Now().Add(p.opts.TxBudget)
@@ -978,7 +992,9 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 			return false, err
 		}
 	} else {
+		picked = true
 		res, err = p.runner.ClaimWork(dbCtx, params, work)
+		picked = false
 		if err != nil {
 			// Events worked alone before the failure have their outcomes
 			// recorded (see queue.Runner.ClaimWork).
