@@ -284,3 +284,46 @@ func TestInFlightCountsHandlers(t *testing.T) {
 		}
 	})
 }
+
+// claimsFail is the real store, but every claim fails, as in an outage:
+// those for targets (Claim) and those for Go handlers (BeginWork).
+type claimsFail struct {
+	dbtest.Store
+	claims, begins atomic.Int32
+}
+
+func (s *claimsFail) Claim(context.Context, hookbox.ClaimParams) ([]hookbox.Event, error) {
+	s.claims.Add(1)
+	return nil, errInjected
+}
+
+func (s *claimsFail) BeginWork(context.Context) (hookbox.WorkTx, error) {
+	s.begins.Add(1)
+	return nil, errInjected
+}
+
+// TestOutageLogsSpacedOut: while the store fails, each kind of failed call
+// is logged once every ten seconds (the ingest side's interval), not once
+// per poll of each claiming loop: about three ERROR lines a second, with
+// no traffic, 11,000 in an hour's outage.
+func TestOutageLogsSpacedOut(t *testing.T) {
+	s := &claimsFail{Store: dbtest.Open(t, dbtest.SQLiteURL(t))}
+	var logs syncbuf.Buffer
+	p := worker.New(s, worker.Options{PollInterval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	p.Handle("app", "", func(context.Context, *hookbox.Tx, *hookbox.Event) error { return nil })
+	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error { return nil }))
+	began := time.Now()
+	start(t, p)
+	// Once a claim for Go handlers failed, they are claimed as targets'
+	// events are, one at a time (the pool recovers): both loops then call
+	// Claim.
+	awaitCount(t, "failed claims", &s.claims, 100)
+	awaitCount(t, "failed transactions for Go handlers", &s.begins, 1)
+	out := logs.String()
+	most := 1 + int(time.Since(began)/(10*time.Second))
+	for _, msg := range []string{"worker: claim for targets", "worker: claim and run handlers"} {
+		if n := strings.Count(out, `level=ERROR msg="`+msg+`"`); n < 1 || n > most {
+			t.Errorf("%d lines %q after 100 failed claims, want 1 (%d if ten seconds passed):\n%s", n, msg, most, out)
+		}
+	}
+}

@@ -62,6 +62,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/groupcommit"
+	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/queue"
 )
 
@@ -258,6 +259,10 @@ type Pool struct {
 	// picked without a lease, which leases does not hold; see InFlight.
 	handling atomic.Int64
 
+	// errLog spaces out the lines of logErr: a store that is down fails
+	// every poll of every claiming loop.
+	errLog lograte.Limiter
+
 	txClaim atomic.Int64 // events the next claim for Go handlers takes; see txLimit
 	txRuns  atomic.Int64 // whole claims run at txClaim since it last changed
 
@@ -342,6 +347,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		slotsBy:   map[string]int{},
 		recording: make(chan struct{}, opts.Concurrency),
 		warm:      newWarm(),
+		errLog:    lograte.Limiter{Every: errLogEvery},
 	}
 	for range opts.TxWorkers - 1 {
 		p.extraWakes = append(p.extraWakes, make(chan struct{}, 1))
@@ -834,12 +840,22 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 	}
 }
 
+// logErr logs a failed call to the store, what naming it (a fixed
+// string): one line per what every errLogEvery, saying how many were held
+// back (lograte), the others at debug. During an outage every claiming
+// loop fails every poll: about three lines a second, with no traffic.
 func (p *Pool) logErr(what string, err error) {
 	// Once Stop has abandoned the work, the store refuses all of it.
 	if err != nil && !errors.Is(err, context.Canceled) && !p.abandoned() {
-		p.log.Error("worker: "+what, "err", err)
+		p.errLog.Log(context.Background(), p.log, slog.LevelError, what, "worker: "+what, func() []slog.Attr {
+			return []slog.Attr{slog.Any("err", err)}
+		})
 	}
 }
+
+// errLogEvery is how often logErr writes a line per kind of failure, as
+// the server does for a failing store.
+const errLogEvery = 10 * time.Second
 
 func (p *Pool) policy(source string) Policy {
 	p.mu.Lock()
