@@ -143,6 +143,8 @@ type Ops interface {
 
 	// Stats counts events by status and finds the oldest due event.
 	// The event of a FanOut source is not counted: its deliveries are.
+	// Deliveries nothing works any more count too (see RetireTarget):
+	// they are work that was never done.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
 
 	// PauseTarget pauses the queue name (a source worked as itself, or
@@ -153,6 +155,71 @@ type Ops interface {
 
 	// ResumeTarget lifts a pause and reports whether there was one.
 	ResumeTarget(ctx context.Context, name string) (bool, error)
+
+	// UnfinishedTargets lists, in order, the queue names that have
+	// pending or processing deliveries. It reads about one index entry
+	// per name, however many deliveries wait, so a process can compare
+	// them with what it works (see Backlog) at every start.
+	UnfinishedTargets(ctx context.Context) ([]string, error)
+
+	// TargetBacklog counts the unfinished deliveries of one queue name.
+	TargetBacklog(ctx context.Context, name string, now time.Time) (Backlog, error)
+
+	// RetireTarget ends the unfinished deliveries of a queue name that
+	// nothing works any more (a target or source removed from the
+	// config): each pending one, and each processing one whose lease
+	// has ended, becomes dead with p.Reason as its last error and an
+	// attempts row by the operator saying so. A delivery leased to a
+	// live worker is left alone and counted. The dead deliveries keep
+	// their payload: a replay sends them again, and a purge with dead
+	// events takes them (and so, at last, their FanOut event). Nothing
+	// calls it on its own: during a rolling deploy a process of the
+	// older config may still work the name.
+	RetireTarget(ctx context.Context, p RetireParams) (RetireResult, error)
+}
+
+// Backlog is the unfinished deliveries of one queue name.
+type Backlog struct {
+	Name       string `json:"name"`
+	Pending    int    `json:"pending"`
+	Processing int    `json:"processing"`
+	// OldestDue is when the longest-waiting due one became due; zero
+	// when none is due. Stats.OldestDue counts it too.
+	OldestDue time.Time `json:"oldest_due,omitzero"`
+}
+
+// Unfinished is how many deliveries the backlog holds.
+func (b Backlog) Unfinished() int { return b.Pending + b.Processing }
+
+// RetireParams say whose deliveries RetireTarget ends.
+type RetireParams struct {
+	// Name is the queue name: a source worked as itself, or
+	// "source/target".
+	Name string
+	// Reason is the last error the ended deliveries get; RetireReason
+	// says the usual one.
+	Reason string
+	// DryRun counts and changes nothing.
+	DryRun bool
+	// Progress, if set, is called with the number of deliveries ended so
+	// far each time a batch of them has committed.
+	Progress func(ended int)
+}
+
+// RetireResult says what RetireTarget did (or, dry, would do).
+type RetireResult struct {
+	// Ended counts the deliveries made dead.
+	Ended int `json:"ended"`
+	// InFlight counts those left alone: leased to a worker that is still
+	// working them, in a process that still has the name.
+	InFlight int `json:"in_flight"`
+}
+
+// RetireReason is the last error of a delivery RetireTarget ended, for
+// the queue name name.
+func RetireReason(name string) string {
+	return "ended by an operator (hookbox targets retire " + name + "): no process works " + name +
+		" (removed from the config); replay it if it comes back"
 }
 
 // Pause is a paused queue name (see Ops.PauseTarget).

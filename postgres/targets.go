@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hookbox/hookbox"
 )
@@ -42,4 +43,127 @@ func (s *Store) Paused(ctx context.Context) ([]hookbox.Pause, error) {
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// unfinishedNames walks queue_due from name to name: each step is one
+// index seek past the last name, so the walk reads about one entry per
+// name however many deliveries wait.
+const unfinishedNames = `WITH RECURSIVE names(name) AS (
+    (SELECT source FROM queue WHERE status IN ('pending', 'processing') ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT q.source FROM queue q WHERE q.status IN ('pending', 'processing') AND q.source > names.name
+            ORDER BY q.source LIMIT 1)
+    FROM names WHERE names.name IS NOT NULL
+)
+SELECT name FROM names WHERE name IS NOT NULL`
+
+// UnfinishedTargets lists the queue names with unfinished deliveries; see
+// hookbox.Ops.
+func (s *Store) UnfinishedTargets(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, unfinishedNames)
+	if err != nil {
+		return nil, opError(ctx, "unfinished targets", err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, opError(ctx, "unfinished targets", err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, opError(ctx, "unfinished targets", err)
+	}
+	return names, nil
+}
+
+// TargetBacklog counts a queue name's unfinished deliveries; see
+// hookbox.Ops. It reads the name's range of queue_due.
+func (s *Store) TargetBacklog(ctx context.Context, name string, now time.Time) (hookbox.Backlog, error) {
+	b := hookbox.Backlog{Name: name}
+	var oldest *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'processing'),
+            min(next_attempt_at) FILTER (WHERE next_attempt_at <= $2)
+        FROM queue WHERE source = $1 AND status IN ('pending', 'processing')`, name, now).Scan(&b.Pending, &b.Processing, &oldest)
+	if err != nil {
+		return b, opError(ctx, fmt.Sprintf("backlog of %q", name), err)
+	}
+	if oldest != nil {
+		b.OldestDue = oldest.UTC()
+	}
+	return b, nil
+}
+
+// retireBatch is how many deliveries one RetireTarget statement ends.
+const retireBatch = 1000
+
+// retirable selects, among a queue name's rows ($1), the unfinished ones
+// no live lease holds, on the database's clock (the one leases are
+// judged by): pending, or processing with their lease ended.
+const retirable = `source = $1 AND status IN ('pending', 'processing') AND (status = 'pending' OR next_attempt_at <= now())`
+
+// retireSlice ends up to $3 of a queue name's retirable deliveries with
+// the last error $2, and marks each in its history (an attempts row by
+// the operator, numbered as its last attempt). It follows queue_due and
+// skips the rows another transaction holds rather than waiting for them,
+// so it cannot deadlock with the queue's statements, which lock in id
+// order; a row it skipped is taken by the next slice if it is still
+// retirable then.
+const retireSlice = `WITH picked AS (
+    SELECT id FROM queue WHERE ` + retirable + `
+    ORDER BY next_attempt_at, id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED
+), ended AS (
+    UPDATE queue SET status = 'dead', lease_owner = NULL, last_error = $2, updated_at = now()
+    WHERE id IN (SELECT id FROM picked) AND ` + retirable + `
+    RETURNING id, attempts, updated_at
+), marked AS (
+    INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
+    SELECT id, attempts, 'operator', '` + hookbox.AttemptDead + `', $2, updated_at, updated_at FROM ended ORDER BY id
+)
+SELECT (SELECT count(*) FROM picked), (SELECT count(*) FROM ended)`
+
+// RetireTarget ends a queue name's unfinished deliveries; see hookbox.Ops.
+// It works in slices of retireBatch deliveries, each one statement in a
+// transaction of its own (retireSlice).
+func (s *Store) RetireTarget(ctx context.Context, p hookbox.RetireParams) (hookbox.RetireResult, error) {
+	var res hookbox.RetireResult
+	op := fmt.Sprintf("retire %q", p.Name)
+	if p.DryRun {
+		ended, inFlight, err := s.retireCount(ctx, p.Name)
+		if err != nil {
+			return res, opError(ctx, op, err)
+		}
+		return hookbox.RetireResult{Ended: ended, InFlight: inFlight}, nil
+	}
+	for {
+		var picked, ended int
+		if err := s.pool.QueryRow(ctx, retireSlice, p.Name, p.Reason, retireBatch).Scan(&picked, &ended); err != nil {
+			// The slices before this one have committed.
+			return res, opError(ctx, op, err)
+		}
+		res.Ended += ended
+		if p.Progress != nil {
+			p.Progress(res.Ended)
+		}
+		if picked < retireBatch {
+			break
+		}
+	}
+	_, inFlight, err := s.retireCount(ctx, p.Name)
+	if err != nil {
+		return res, opError(ctx, op, err)
+	}
+	res.InFlight = inFlight
+	return res, nil
+}
+
+// retireCount counts a queue name's deliveries RetireTarget would end now
+// and those a live lease holds.
+func (s *Store) retireCount(ctx context.Context, name string) (ended, inFlight int, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE `+retirable+`),
+            count(*) FILTER (WHERE status = 'processing' AND next_attempt_at > now())
+        FROM queue WHERE source = $1 AND status IN ('pending', 'processing')`, name).Scan(&ended, &inFlight)
+	return ended, inFlight, err
 }

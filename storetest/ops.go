@@ -18,7 +18,7 @@ type FullStore interface {
 }
 
 // RunOps runs the operator half of the suite: replay, purge, payload
-// retention and statistics.
+// retention, statistics and retiring a target.
 func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 	tests := map[string]func(*testing.T, FullStore){
 		"ReplayDeadEndsPending":        testReplayDead,
@@ -36,6 +36,8 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ClearPayloadsManyInSlices":    testClearPayloadsMany,
 		"StatsCountByStatus":           testStats,
 		"ProgressAfterEachBatch":       testProgress,
+		"RetireTargetEndsUnworked":     testRetireTarget,
+		"RetireManyInSlices":           testRetireManyInSlices,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
