@@ -38,6 +38,9 @@ type AdminConfig struct {
 	Targets TargetsFunc
 	// KnownTarget, if set, says whether a name may be paused.
 	KnownTarget func(name string) bool
+	// Works, if set, says whether this process works a queue name's
+	// deliveries; retire refuses such a name.
+	Works func(name string) bool
 	// ShowHeader makes headers fit to show (signature and credential
 	// values masked); default: redact.ShowHeader.
 	ShowHeader func(http.Header) http.Header
@@ -69,7 +72,7 @@ const MaxListLimit = 10000
 //	POST /admin/events/{id}/replay   ?include_done=true
 //	POST /admin/replay               bulk: the listing's filters, dry_run, include_done
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
-//	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume
+//	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume|retire
 //	GET  /admin/rejected             ?source=&status=&since=&limit=&before_id=
 //	GET  /admin/rejected/{id}        one rejected delivery with its kept body
 //	POST /admin/rejected/recheck     ?id=…&dry_run=true

@@ -127,6 +127,7 @@ var adminRoutes = []struct{ method, path string }{
 	{"POST", "/admin/events/1/replay"},
 	{"POST", "/admin/replay?status=dead"},
 	{"POST", "/admin/purge?days=1"},
+	{"POST", "/admin/targets/src/tgt/retire"},
 	{"GET", "/admin/anything"},
 }
 
@@ -191,6 +192,7 @@ func TestAdminWrongMethodIs405(t *testing.T) {
 		{"PUT", "/admin/targets", "GET, HEAD"},
 		{"GET", "/admin/targets/src/pause", "POST"},
 		{"GET", "/admin/targets/src/tgt/resume", "POST"},
+		{"GET", "/admin/targets/src/tgt/retire", "POST"},
 		{"DELETE", "/admin/rejected/recheck", "GET, HEAD, POST"},
 		{"PATCH", "/admin/rejected/3", "GET, HEAD"},
 	} {

@@ -29,12 +29,52 @@ type TargetStatus struct {
 //	POST /admin/targets/{source}/pause            a source's own forward or exec
 //	POST /admin/targets/{source}/{target}/pause   a named target
 //	POST /admin/targets/{source}/resume, …/{target}/resume
+//	POST /admin/targets/{source}[/{target}]/retire  ?dry_run=true
 func (a *admin) registerTargets(s Mux) {
 	s.Handle("GET /admin/targets", a.guard(a.targets))
 	for _, p := range []string{"/admin/targets/{source}", "/admin/targets/{source}/{target}"} {
 		s.Handle("POST "+p+"/pause", a.guard(a.pause(true)))
 		s.Handle("POST "+p+"/resume", a.guard(a.pause(false)))
+		s.Handle("POST "+p+"/retire", a.guard(a.retire))
 	}
+}
+
+// RetireReply is the body of a retire answer, and what `hookbox targets
+// retire --json` prints.
+type RetireReply struct {
+	Name string `json:"name"`
+	hookbox.RetireResult
+	DryRun bool `json:"dry_run"`
+}
+
+// retire ends the unfinished deliveries of a queue name this process does
+// not work (hookbox.Ops.RetireTarget). A name it works is refused: its
+// deliveries are being worked, and would be ended under the workers.
+func (a *admin) retire(w http.ResponseWriter, r *http.Request) {
+	name := hookbox.QueueName(r.PathValue("source"), r.PathValue("target"))
+	if err := CheckFilterText("target", name); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	dry, err := boolParam(r.URL.Query(), "dry_run")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if a.cfg.Works != nil && a.cfg.Works(name) {
+		writeError(w, http.StatusConflict, name+" is worked by this process: retire ends the deliveries of a target no process has any more; "+
+			"remove it from the config and restart every process first, or pause it")
+		return
+	}
+	res, err := a.cfg.Store.RetireTarget(r.Context(), hookbox.RetireParams{Name: name, Reason: hookbox.RetireReason(name), DryRun: dry})
+	if err != nil {
+		a.internal(w, "retire", err)
+		return
+	}
+	if !dry {
+		a.log.Info("admin retire: deliveries ended as dead", "target", name, "ended", res.Ended, "in_flight", res.InFlight)
+	}
+	writeJSON(w, http.StatusOK, RetireReply{Name: name, RetireResult: res, DryRun: dry})
 }
 
 func (a *admin) targets(w http.ResponseWriter, r *http.Request) {

@@ -375,6 +375,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Info("admin listening", "addr", aln.Addr().String(), "serves", "/admin/, /metrics, /ui/")
 	}
 	s.warnClockOffset(ctx)
+	s.warnUnworked(ctx)
 	s.log.Info("listening", s.startAttrs(ln.Addr().String())...)
 
 	var serveErr error

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
@@ -163,3 +164,49 @@ func (s *Service) knownTarget(name string) bool {
 	}
 	return false
 }
+
+// warnUnworked logs, once, a warning for each queue name with unfinished
+// deliveries that nothing in this process works (worker.Pool.Works): a
+// target or source removed from the config (or renamed, or turned
+// store_only) leaves its deliveries pending, and nothing else would ever
+// say so. They are left as they are: during a
+// rolling deploy, a process still running the older config works them.
+// The warning names the way out (hookbox targets retire) and the alert
+// they keep firing: hookbox_oldest_due_seconds counts them, as the
+// undelivered work they are.
+func (s *Service) warnUnworked(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	names, err := s.Store.UnfinishedTargets(ctx)
+	if err != nil {
+		s.log.Warn("could not look for deliveries that nothing in this process works", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, name := range names {
+		if s.Pool.Works(name) {
+			continue
+		}
+		b, err := s.Store.TargetBacklog(ctx, name, now)
+		if err != nil {
+			s.log.Warn("could not count the deliveries that nothing in this process works", "target", name, "err", err)
+			continue
+		}
+		if b.Unfinished() == 0 {
+			continue // finished since the list was read
+		}
+		attrs := []any{"target", name, "pending", b.Pending, "processing", b.Processing}
+		if !b.OldestDue.IsZero() {
+			attrs = append(attrs, "due_since", b.OldestDue.UTC().Format(time.RFC3339))
+		}
+		s.log.Warn(UnworkedWarning, append(attrs, "end_them_with", "hookbox targets retire "+name)...)
+	}
+}
+
+// UnworkedWarning is the message of the start warning about deliveries
+// that nothing in the process works; the line names the target, its
+// counts and the command that ends them.
+const UnworkedWarning = "deliveries of a target wait, and nothing in this process works it " +
+	"(a target or source removed or renamed in the config?): a process still running an older config works them until it stops; " +
+	"if the target is gone for good, `hookbox targets retire TARGET` ends them as dead (replayable; purge --include-dead deletes them), " +
+	"else put it back in the config. Until then hookbox_oldest_due_seconds counts them, and HookboxWorkStuck fires"

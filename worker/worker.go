@@ -420,6 +420,16 @@ func (r *route) handlerFor(eventType string) (ph Phases, phased bool, h Handler)
 	return Phases{}, false, r.handlers[""]
 }
 
+// Works reports whether something is registered to run the events of
+// source (a queue name, see hookbox.QueueName): a Target or Go handlers.
+// A policy alone does not work them.
+func (p *Pool) Works(source string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r, ok := p.routes[source]
+	return ok && r.hasWork()
+}
+
 // SetPolicy sets the retry policy of source; zero fields take defaults.
 func (p *Pool) SetPolicy(source string, pol Policy) {
 	p.mu.Lock()
