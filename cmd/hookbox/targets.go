@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/server"
 )
 
 // targetInfo is one row of `hookbox targets list`.
@@ -22,6 +26,9 @@ type targetInfo struct {
 	Paused   bool      `json:"paused"`
 	PausedAt time.Time `json:"paused_at,omitzero"`
 	Reason   string    `json:"reason,omitempty"`
+	// Unworked counts, for a name the config does not work, the
+	// unfinished deliveries that wait for it (listed with --config).
+	Unworked int `json:"unworked,omitempty"`
 }
 
 func newTargetsCmd(g *globalFlags) *cobra.Command {
@@ -33,14 +40,19 @@ func newTargetsCmd(g *globalFlags) *cobra.Command {
 
 A paused target's deliveries wait in the queue: workers claim none of them
 until it is resumed, within a fraction of a second, in every hookbox process
-on the database. Ingest goes on. Pauses are kept in the database.`,
+on the database. Ingest goes on. Pauses are kept in the database.
+
+A target removed from the config (or renamed) leaves the deliveries it had not
+finished waiting: nothing works them. serve warns about them at start, and
+targets list --config shows them; once no process runs a config that has the
+target, targets retire ends them as dead.`,
 		// Without Args and RunE cobra accepts any argument and prints the
 		// help with exit 0, so a mistyped "targets pase x" looked like a
 		// pause that worked to a script.
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newTargetsListCmd(g), newTargetsPauseCmd(g, true), newTargetsPauseCmd(g, false))
+	cmd.AddCommand(newTargetsListCmd(g), newTargetsPauseCmd(g, true), newTargetsPauseCmd(g, false), newTargetsRetireCmd(g))
 	return cmd
 }
 
@@ -75,6 +87,11 @@ func newTargetsListCmd(g *globalFlags) *cobra.Command {
 				}
 				rows[i].Paused, rows[i].PausedAt, rows[i].Reason = true, p.PausedAt, p.Reason
 			}
+			if g.configPath != "" {
+				if rows, err = addUnworked(cmd.Context(), st, rows); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			if jsonOut {
 				if rows == nil {
@@ -98,7 +115,16 @@ func newTargetsListCmd(g *globalFlags) *cobra.Command {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, dash(r.Kind), dash(r.Filter), dash(r.Controls), state)
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, r := range rows {
+				if r.Unworked > 0 {
+					fmt.Fprintf(out, "%s is not a target of %s, and %s of it %s: %s\n", r.Name, printable(g.configPath),
+						count(r.Unworked, "unfinished delivery", "unfinished deliveries"), plural(r.Unworked, "waits", "wait"), retireHint(r.Name, r.Unworked))
+				}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print a JSON array")
@@ -192,7 +218,8 @@ NAME must be a configured target.`,
 				for _, r := range known {
 					names = append(names, r.Name)
 				}
-				return fmt.Errorf("no target %s in %s; the configured ones are: %s", name, g.configPath, strings.Join(names, ", "))
+				err := fmt.Errorf("no target %s in %s; the configured ones are: %s", name, g.configPath, strings.Join(names, ", "))
+				return withUnworkedHint(cmd.Context(), g, name, err)
 			}
 			st, err := openOps(cmd.Context(), g)
 			if err != nil {
@@ -222,4 +249,164 @@ NAME must be a configured target.`,
 		cmd.Flags().StringVar(&reason, "reason", "", "why, shown by targets list")
 	}
 	return cmd
+}
+
+// worksName reports whether cfg has a target that works the queue name:
+// a source's own forward or exec, or a named target (a go_handler one
+// included: the program that runs this config works it).
+func worksName(cfg *config.Config, name string) bool {
+	return slices.ContainsFunc(configuredTargets(cfg), func(r targetInfo) bool { return r.Name == name })
+}
+
+// addUnworked adds to rows (the config's targets) each queue name with
+// unfinished deliveries that no target of the config works, with their
+// count.
+func addUnworked(ctx context.Context, st hookbox.Store, rows []targetInfo) ([]targetInfo, error) {
+	names, err := st.UnfinishedTargets(ctx)
+	if err != nil {
+		return rows, err
+	}
+	now := time.Now()
+	for _, name := range names {
+		i := slices.IndexFunc(rows, func(r targetInfo) bool { return r.Name == name })
+		if i >= 0 && rows[i].Kind != "" {
+			continue // configured
+		}
+		b, err := st.TargetBacklog(ctx, name, now)
+		if err != nil {
+			return rows, err
+		}
+		if b.Unfinished() == 0 {
+			continue
+		}
+		if i < 0 {
+			rows = append(rows, targetInfo{Name: name})
+			i = len(rows) - 1
+		}
+		rows[i].Unworked = b.Unfinished()
+	}
+	return rows, nil
+}
+
+// retireHint says what to do about the n unfinished deliveries of a
+// target no longer in the config.
+func retireHint(name string, n int) string {
+	return "once no process runs a config that has it, `hookbox targets retire " + name + "` ends " +
+		plural(n, "it", "them") + " as dead"
+}
+
+// withUnworkedHint adds to err, about a name the config does not have,
+// how many unfinished deliveries of that name wait and how to end them,
+// when there are any: a target removed from the config leaves them.
+func withUnworkedHint(ctx context.Context, g *globalFlags, name string, err error) error {
+	st, oerr := openDB(ctx, g)
+	if oerr != nil {
+		return err
+	}
+	defer st.Close()
+	b, berr := st.TargetBacklog(ctx, name, time.Now())
+	if berr != nil || b.Unfinished() == 0 {
+		return err
+	}
+	n := b.Unfinished()
+	return fmt.Errorf("%w\n%s of %s %s, and no target of the config works %s: %s", err,
+		count(n, "unfinished delivery", "unfinished deliveries"), name, plural(n, "waits", "wait"), plural(n, "it", "them"), retireHint(name, n))
+}
+
+// count writes n with the word for n things.
+func count(n int, one, many string) string {
+	return strconv.Itoa(n) + " " + plural(n, one, many)
+}
+
+func newTargetsRetireCmd(g *globalFlags) *cobra.Command {
+	var dryRun, jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "retire NAME",
+		Short: "End the unfinished deliveries of a target removed from the config, as dead",
+		Long: `retire ends the deliveries of a target (or of a source worked as itself) that
+no process works any more: a target removed from the config, or renamed,
+leaves the deliveries it had not finished pending, and nothing claims them.
+serve warns about them at start, and targets list --config shows them.
+
+Each pending delivery of NAME, and each processing one whose lease has ended,
+becomes dead, with an error saying it was retired: its event can then finish,
+be purged (purge --include-dead) and stop counting in
+hookbox_oldest_due_seconds. Nothing is deleted: hookbox replay sends them
+again if the target comes back. A delivery a worker is running now is left
+alone and counted; run retire again once it ends.
+
+Nothing retires deliveries on its own: during a rolling deploy, a process of
+the older config still works them. Retire once every process runs the new
+config. With --config, a NAME the config still has is refused. --dry-run
+counts what would be ended and changes nothing.`,
+		Example: `  hookbox --config hookbox.yaml targets list
+  hookbox --config hookbox.yaml targets retire shop/billing --dry-run
+  hookbox --config hookbox.yaml targets retire shop/billing`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if err := server.CheckFilterText("NAME", name); err != nil || name == "" {
+				return fmt.Errorf("%q is not a target name: write SOURCE or SOURCE/TARGET", name)
+			}
+			cfg, err := g.loadConfig(false)
+			if err != nil {
+				return err
+			}
+			if g.configPath != "" && worksName(cfg, name) {
+				return fmt.Errorf("%s is a target of %s: its deliveries are worked; remove it from the config, and retire it once every process runs the new config (or pause it: hookbox targets pause %s)",
+					name, printable(g.configPath), name)
+			}
+			st, err := openOps(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			p := hookbox.RetireParams{Name: name, Reason: hookbox.RetireReason(name), DryRun: dryRun}
+			var bar *progress
+			if !dryRun {
+				bar = startProgress(cmd.ErrOrStderr(), "retiring")
+				p.Progress = func(n int) { bar.update("retiring: %d ended", n) }
+			}
+			res, err := st.RetireTarget(cmd.Context(), p)
+			bar.end()
+			out := cmd.OutOrStdout()
+			show := func() error {
+				if jsonOut {
+					return writeJSONOut(out, server.RetireReply{Name: name, RetireResult: res, DryRun: dryRun})
+				}
+				printRetire(out, name, res, dryRun)
+				return nil
+			}
+			if err != nil {
+				// The batches before the failure have committed.
+				return failedPart(out, err, !dryRun && res.Ended > 0, jsonOut, show)
+			}
+			return show()
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be ended; change nothing")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"name", "ended", "in_flight", "dry_run"}`)
+	return cmd
+}
+
+// printRetire writes what a retire of name did (or, dry, would do).
+func printRetire(w io.Writer, name string, res hookbox.RetireResult, dryRun bool) {
+	switch {
+	case res.Ended == 0 && res.InFlight == 0:
+		fmt.Fprintf(w, "nothing to retire: no unfinished deliveries of %s\n", name)
+		return
+	case dryRun:
+		fmt.Fprintf(w, "would end %s of %s as dead\n", count(res.Ended, "delivery", "deliveries"), name)
+	default:
+		them := plural(res.Ended, "it", "them")
+		fmt.Fprintf(w, "ended %s of %s as dead; `hookbox replay --status dead --source %s` sends %s again if %s comes back, "+
+			"`hookbox purge --include-dead` deletes %s\n", count(res.Ended, "delivery", "deliveries"), name, name, them, name, them)
+	}
+	if res.InFlight > 0 {
+		fmt.Fprintf(w, "left %s a worker is running now (a process that still has %s); run retire again once %s\n",
+			count(res.InFlight, "delivery", "deliveries"), name, plural(res.InFlight, "it ends", "they end"))
+	}
+	if dryRun {
+		fmt.Fprintln(w, "dry run: nothing was changed")
+	}
 }

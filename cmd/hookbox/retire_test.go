@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestTargetsRetire: after a config edit removed target s/a and source
+// old, serve names their waiting deliveries at start, targets list
+// shows them, targets pause s/a says how to end them, and targets
+// retire ends them as dead (refusing a target the config still has), so
+// that a purge of dead events takes the removed source's events.
+func TestTargetsRetire(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		d := storetest.Delivery("s", "1")
+		d.FanOut, d.Routes = true, []hookbox.Route{{Target: "a"}, {Target: "b"}}
+		if _, err := st.Ingest(context.Background(), []hookbox.Delivery{d, storetest.Delivery("old", "1")}); err != nil {
+			t.Fatal(err)
+		}
+		doc := `sources:
+  - name: s
+    scheme: none
+    allow_ips: ["127.0.0.1"]
+    targets:
+      - {name: b, forward: "http://127.0.0.1:9/b"}
+`
+		cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
+		if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		log := serveLog(t, doc, "--db", dbURL)
+		for _, name := range []string{"s/a", "old"} {
+			if logLine(log, "level=WARN", "target="+name+" ", "pending=1", `end_them_with="hookbox targets retire `+name+`"`) == "" {
+				t.Errorf("serve did not warn about %s; log:\n%s", name, log)
+			}
+		}
+		if line := logLine(log, "target=s/b "); line != "" {
+			t.Errorf("serve warned about s/b, which it works: %s", line)
+		}
+
+		base := []string{"--config", cfgPath, "--db", dbURL, "targets"}
+		var rows []targetInfo
+		if err := json.Unmarshal([]byte(mustCLI(t, append(base, "list", "--json")...)), &rows); err != nil {
+			t.Fatal(err)
+		}
+		unworked := map[string]int{}
+		for _, r := range rows {
+			unworked[r.Name] = r.Unworked
+		}
+		if len(rows) != 3 || unworked["s/a"] != 1 || unworked["old"] != 1 || unworked["s/b"] != 0 {
+			t.Errorf("targets list = %+v; want s/b, and s/a and old with 1 unworked delivery each", rows)
+		}
+		if out := mustCLI(t, append(base, "list")...); !strings.Contains(out, "s/a is not a target of") ||
+			!strings.Contains(out, "hookbox targets retire s/a") {
+			t.Errorf("targets list does not say what waits for s/a: %s", out)
+		}
+		if _, _, err := runCLI(t, append(base, "pause", "s/a")...); err == nil ||
+			!strings.Contains(err.Error(), "1 unfinished delivery of s/a waits") || !strings.Contains(err.Error(), "hookbox targets retire s/a") {
+			t.Errorf("pause of the removed target: %v", err)
+		}
+		if _, _, err := runCLI(t, append(base, "retire", "s/b")...); err == nil || !strings.Contains(err.Error(), "s/b is a target of") {
+			t.Errorf("retire of a configured target: %v", err)
+		}
+
+		var reply server.RetireReply
+		if err := json.Unmarshal([]byte(mustCLI(t, append(base, "retire", "s/a", "--dry-run", "--json")...)), &reply); err != nil ||
+			reply != (server.RetireReply{Name: "s/a", RetireResult: hookbox.RetireResult{Ended: 1}, DryRun: true}) {
+			t.Fatalf("dry retire: %+v, %v", reply, err)
+		}
+		if out := mustCLI(t, append(base, "retire", "s/a")...); !strings.Contains(out, "ended 1 delivery of s/a as dead") {
+			t.Errorf("retire said %q", out)
+		}
+		mustCLI(t, append(base, "retire", "old")...)
+		if out := mustCLI(t, append(base, "retire", "old")...); !strings.Contains(out, "nothing to retire") {
+			t.Errorf("a second retire said %q", out)
+		}
+		var evs []hookbox.Event
+		if err := json.Unmarshal([]byte(mustCLI(t, "--db", dbURL, "events", "list", "--status", "dead", "--json")), &evs); err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 2 || !strings.Contains(evs[0].LastError, "hookbox targets retire") {
+			t.Fatalf("dead events after the retires: %+v", evs)
+		}
+		// The retired event of old is purged with dead events once it is
+		// older than the cut-off: --days 0 is now.
+		for retired := time.Now(); !time.Now().After(retired.Add(2 * time.Millisecond)); {
+		}
+		if out := mustCLI(t, "--db", dbURL, "purge", "--days", "0", "--include-dead"); !strings.Contains(out, "1 dead events") {
+			t.Errorf("purge after the retire: %s", out)
+		}
+	})
+}
