@@ -357,13 +357,7 @@ func (r *rule) key(deliveryID string, h http.Header, doc *document) string {
 		}
 	}
 	if k == "" {
-		k = NoKeyPrefix + deliveryID
-		// A hashed id reads "(none):sha256:…": an id that starts so
-		// itself is hashed too, so it cannot take another's key.
-		if len(k) > MaxKeyLength || !storableKey(k) || strings.HasPrefix(deliveryID, hashPrefix) {
-			k = NoKeyPrefix + hashKey(deliveryID)
-		}
-		return k
+		return NoValueKey(deliveryID)
 	}
 	if len(k) > MaxKeyLength || !storableKey(k) || strings.HasPrefix(k, NoKeyPrefix) || strings.HasPrefix(k, hashPrefix) {
 		k = hashKey(k)
@@ -380,6 +374,21 @@ func keyText(body []byte, i int) string {
 		return ""
 	}
 	k, _ := text(body, i, len(body))
+	return k
+}
+
+// NoValueKey is the order key of the delivery deliveryID whose event
+// lacks its target's order_by value: NoKeyPrefix and the id (NoKeyPrefix
+// and the id's hashed form, when that is too long or not storable), a key
+// no other delivery of the target shares. The worker gives it too to a
+// delivery of an ordered target stored without a key (worker.Controls.ByKey).
+func NoValueKey(deliveryID string) string {
+	k := NoKeyPrefix + deliveryID
+	// A hashed id reads "(none):sha256:…": an id that starts so itself is
+	// hashed too, so it cannot take another's key.
+	if len(k) > MaxKeyLength || !storableKey(k) || strings.HasPrefix(deliveryID, hashPrefix) {
+		k = NoKeyPrefix + hashKey(deliveryID)
+	}
 	return k
 }
 
