@@ -42,8 +42,8 @@ type ClaimParams struct {
 	// delivery at a time, in id order as far as commits allow, also
 	// across processes, while different keys run in parallel. Only
 	// deliveries with an order key are claimed (routing gives every
-	// delivery of an ordered target one). Claim supports it; WorkTx.Pick
-	// does not.
+	// delivery of an ordered target one, and Queue.FillOrderKeys one to
+	// those stored without). Claim supports it; WorkTx.Pick does not.
 	ByKey bool
 	// SkipDead lets a dead delivery release its key (see ByKey).
 	SkipDead bool
@@ -530,6 +530,17 @@ type Queue interface {
 
 	// Paused lists the paused queue names (see Ops.PauseTarget).
 	Paused(ctx context.Context) ([]Pause, error)
+
+	// FillOrderKeys gives each unfinished (pending or processing) event
+	// of queue that has no order key the key key(its delivery id), and
+	// returns how many it gave. A claim by key (ClaimParams.ByKey) takes
+	// only events with a key, and finding the others costs a read of the
+	// queue's every unfinished event, too much for a claim: the worker
+	// calls this now and then for its ordered queues instead (their
+	// events stored before the target had order_by, or by a process
+	// whose config has none). An event that a statement holds meanwhile
+	// is left for the next call.
+	FillOrderKeys(ctx context.Context, queue string, key func(deliveryID string) string) (int, error)
 }
 
 // WorkTx is an open transaction in which Go handlers run and their events'

@@ -252,6 +252,63 @@ func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 	})
 }
 
+// unkeyed reads up to $2 unfinished deliveries of queue $1 without an
+// order key, with their delivery ids, first due first. It walks
+// queue_due: every unfinished delivery of the queue, which is why claims
+// by key leave this to FillOrderKeys.
+const unkeyed = `SELECT q.id, d.delivery_id FROM queue q JOIN event_data d ON d.id = q.id
+WHERE q.source = $1 AND q.order_key IS NULL AND q.status IN ('pending', 'processing')
+ORDER BY q.next_attempt_at, q.id LIMIT $2`
+
+// fillKeys gives the deliveries $1 the order keys $2, each only while it
+// has none. It locks in id order and skips rows another statement holds.
+const fillKeys = `WITH v(id, key) AS (SELECT * FROM unnest($1::bigint[], $2::text[])),
+free AS (SELECT q.id FROM queue q WHERE q.id IN (SELECT id FROM v) AND q.order_key IS NULL
+    ORDER BY q.id FOR NO KEY UPDATE SKIP LOCKED)
+UPDATE queue q SET order_key = v.key FROM v WHERE q.id = v.id AND q.id IN (SELECT id FROM free)`
+
+// fillBatch is how many deliveries one round of FillOrderKeys keys.
+const fillBatch = 1000
+
+// FillOrderKeys gives the unfinished deliveries of queue without an order
+// key one each; see hookbox.Queue.
+func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(deliveryID string) string) (int, error) {
+	total := 0
+	for {
+		rows, err := s.pool.Query(ctx, unkeyed, queue, fillBatch)
+		if err != nil {
+			return total, unavailable(ctx, "fill order keys", err)
+		}
+		var ids []int64
+		var keys []string
+		for rows.Next() {
+			var id int64
+			var deliveryID string
+			if err := rows.Scan(&id, &deliveryID); err != nil {
+				rows.Close()
+				return total, unavailable(ctx, "fill order keys", err)
+			}
+			ids, keys = append(ids, id), append(keys, key(deliveryID))
+		}
+		if err := rows.Err(); err != nil {
+			return total, unavailable(ctx, "fill order keys", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		tag, err := s.pool.Exec(ctx, fillKeys, ids, keys)
+		if err != nil {
+			return total, opError(ctx, "fill order keys", err)
+		}
+		total += int(tag.RowsAffected())
+		// A full batch may have more behind it; one whose rows were all
+		// held is left for the next call.
+		if len(ids) < fillBatch || tag.RowsAffected() == 0 {
+			return total, nil
+		}
+	}
+}
+
 func (s *Store) claimStrict(ctx context.Context, owner string, lease int64, now any, source string) ([]hookbox.Event, error) {
 	return s.claimSerial(ctx, source, claimStrict, owner, lease, now, source)
 }

@@ -199,6 +199,66 @@ func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 	})
 }
 
+// unkeyed reads up to a number of unfinished deliveries of a queue
+// without an order key, with their delivery ids, first due first. It
+// walks events_due: every unfinished delivery of the queue, which is why
+// claims by key leave this to FillOrderKeys.
+const unkeyed = `SELECT id, delivery_id FROM events INDEXED BY events_due
+        WHERE source = ? AND status IN ('pending', 'processing') AND order_key IS NULL
+        ORDER BY next_attempt_at, id LIMIT ?`
+
+// fillBatch is how many deliveries one round of FillOrderKeys keys.
+const fillBatch = 1000
+
+// FillOrderKeys gives the unfinished deliveries of queue without an order
+// key one each; see hookbox.Queue. It reads them on a reader and writes
+// each round's keys in one short write transaction.
+func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(deliveryID string) string) (int, error) {
+	total := 0
+	for {
+		rows, err := s.reader.QueryContext(ctx, unkeyed, queue, fillBatch)
+		if err != nil {
+			return total, fmt.Errorf("sqlite: fill order keys: %w", err)
+		}
+		var ids []int64
+		var keys []string
+		for rows.Next() {
+			var id int64
+			var deliveryID string
+			if err := rows.Scan(&id, &deliveryID); err != nil {
+				rows.Close()
+				return total, fmt.Errorf("sqlite: fill order keys: %w", err)
+			}
+			ids, keys = append(ids, id), append(keys, key(deliveryID))
+		}
+		if err := rows.Err(); err != nil {
+			return total, fmt.Errorf("sqlite: fill order keys: %w", err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		n := 0
+		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			for i, id := range ids {
+				res, err := tx.ExecContext(ctx, `UPDATE events SET order_key = ? WHERE id = ? AND order_key IS NULL`, keys[i], id)
+				if err != nil {
+					return err
+				}
+				m, _ := res.RowsAffected()
+				n += int(m)
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("sqlite: fill order keys: %w", err)
+		}
+		total += n
+		if len(ids) < fillBatch || n == 0 {
+			return total, nil
+		}
+	}
+}
+
 // byKeyPick picks, for a claim by order key (hookbox.ClaimParams.ByKey),
 // the first delivery of each order key of p.Sources[0] after p.AfterKey,
 // in key order, that is due and not held by an earlier one: it walks the

@@ -46,6 +46,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimByKeyWhileOneRuns":     testClaimByKeyWhileOneRuns,
 		"ClaimByKeyWalksOn":          testClaimByKeyWalksOn,
 		"ClaimByKeyRunning":          testClaimByKeyRunning,
+		"FillOrderKeys":              testFillOrderKeys,
 		"ClaimSkipsRunning":          testClaimSkipsRunning,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -207,6 +208,88 @@ func testClaimByKey(t *testing.T, q QueueStore) {
 	}
 	if got := byKey(true); !slices.Equal(got, []string{"2"}) {
 		t.Fatalf("skipping dead deliveries: claimed %v, want 2", got)
+	}
+}
+
+// testFillOrderKeys: deliveries of an ordered queue stored without an
+// order key (before the target had order_by) are never claimed by key;
+// FillOrderKeys gives each unfinished one the key it is asked to (a
+// pending one, one waiting for its retry, a dead one once replayed, not
+// a finished one), after which claims by key take them beside the keyed
+// deliveries, which still run one per key.
+func testFillOrderKeys(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	own := func(deliveryID string) string { return "own:" + deliveryID }
+	fill := func(want int) {
+		t.Helper()
+		n, err := q.FillOrderKeys(ctx, "fk/t", own)
+		if err != nil || n != want {
+			t.Fatalf("FillOrderKeys = %d, %v; want %d", n, err, want)
+		}
+	}
+	ids := func(evs []hookbox.Event) (out []string) {
+		for _, e := range evs {
+			out = append(out, e.DeliveryID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	byKey := func() []string {
+		t.Helper()
+		return ids(claimByKey(t, q, hookbox.ClaimParams{Limit: 10, Sources: []string{"fk/t"}}))
+	}
+
+	// Stored and worked while the target had no order_by.
+	ingest(t, q, fanOut("fk", "retry", "t"), fanOut("fk", "dead", "t"), fanOut("fk", "done", "t"))
+	now := time.Now()
+	for _, e := range claim(t, q, now, 10, "fk/t") {
+		o := outcome(e, hookbox.StatusDone, now)
+		switch e.DeliveryID {
+		case "retry":
+			o.Status, o.RetryAt = hookbox.StatusPending, now.Add(time.Hour)
+		case "dead":
+			o.Status = hookbox.StatusDead
+		}
+		finish(t, q, o)
+	}
+	ingest(t, q, fanOut("fk", "old", "t"))
+	// Stored once it had.
+	ingest(t, q, Keyed("fk", "t", "k1a", "k1"), Keyed("fk", "t", "k1b", "k1"), Keyed("fk", "t", "k2", "k2"))
+
+	fill(2)
+	keys := map[string]string{}
+	evs, err := q.Events(ctx, hookbox.Filter{Source: "fk/t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		keys[e.DeliveryID] = e.OrderKey
+	}
+	want := map[string]string{"old": "own:old", "retry": "own:retry", "dead": "", "done": "",
+		"k1a": "k1", "k1b": "k1", "k2": "k2"}
+	if !maps.Equal(keys, want) {
+		t.Fatalf("order keys after FillOrderKeys = %v, want %v", keys, want)
+	}
+	fill(0)
+	if got := byKey(); !slices.Equal(got, []string{"k1a", "k2", "old"}) {
+		t.Fatalf("claim by key = %v, want old beside the head of each key (k1a, k2)", got)
+	}
+
+	var dead hookbox.Event
+	for _, e := range evs {
+		if e.DeliveryID == "dead" {
+			dead = e
+		}
+	}
+	if res, err := q.Replay(ctx, hookbox.ReplayParams{IDs: []int64{dead.ID}}); err != nil || len(res.Replayed) != 1 {
+		t.Fatalf("replay of the dead delivery: %+v, %v", res, err)
+	}
+	if got := byKey(); len(got) != 0 {
+		t.Fatalf("claim by key = %v before the replayed delivery has a key, want none (k1b waits for k1a)", got)
+	}
+	fill(1)
+	if got := byKey(); !slices.Equal(got, []string{"dead"}) {
+		t.Fatalf("claim by key after the replayed delivery got its key = %v, want it alone", got)
 	}
 }
 
