@@ -32,6 +32,11 @@
 //     under a running event (extensions that could not reach the
 //     database), and the pool knows better. Across processes the lease is
 //     the only guard, as it must be for a dead process's events.
+//   - A delivery of an ordered route (Controls.ByKey) stored without an
+//     order key (before the target had order_by, or by a process whose
+//     config has none) is worked all the same, as one whose event lacks
+//     the value: the pool gives it a key of its own (fillKeys), so it
+//     waits for no other and no other waits for it.
 //
 // Apply-only Go handlers (Handle) run inside a store transaction, several
 // events to a transaction, each under its own savepoint: one commit (one
@@ -64,6 +69,7 @@ import (
 	"github.com/hookbox/hookbox/groupcommit"
 	"github.com/hookbox/hookbox/internal/lograte"
 	"github.com/hookbox/hookbox/queue"
+	"github.com/hookbox/hookbox/routing"
 )
 
 // Handler is a Go handler that only writes to the database. Writes it makes
@@ -191,6 +197,10 @@ type Options struct {
 	// recordRefresh caps the interval between refreshes of the pool's
 	// record (zero: recordRefresh). Tests shorten it.
 	recordRefresh time.Duration
+	// fillKeysEvery, when set, is the time between two rounds of
+	// fillKeys, however long they take (zero: see fillKeysEvery). Tests
+	// shorten it.
+	fillKeysEvery time.Duration
 }
 
 // route is what runs a source's events.
@@ -504,7 +514,7 @@ func (p *Pool) Start(ctx context.Context) error {
 		MaxWait: max(p.opts.FinishWait, 0), MoreComing: func() bool { return len(p.slots) > 0 }})
 	p.apply = groupcommit.New(p.applyBatch, groupcommit.Options{MaxBatch: p.opts.BatchSize, Timeout: p.opts.applyBatchTimeout})
 
-	var txSources, leasedSources, strict []string
+	var txSources, leasedSources, strict, ordered []string
 	p.shortestLease = 0
 	for name, r := range p.routes {
 		if l := p.lease(r.policy); p.shortestLease == 0 || l < p.shortestLease {
@@ -517,6 +527,9 @@ func (p *Pool) Start(ctx context.Context) error {
 			strict = append(strict, name)
 		case r.leased():
 			leasedSources = append(leasedSources, name)
+			if _, ctls := p.controlled([]string{name}); len(ctls) > 0 && ctls[0].ByKey {
+				ordered = append(ordered, name)
+			}
 		default:
 			txSources = append(txSources, name)
 		}
@@ -532,6 +545,11 @@ func (p *Pool) Start(ctx context.Context) error {
 	}
 	p.wg.Add(1)
 	go func() { defer p.wg.Done(); p.claimLoop(claimCtx, runCtx, txSources, leasedSources, strict) }()
+	if len(ordered) > 0 {
+		slices.Sort(ordered)
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); p.fillKeysLoop(claimCtx, ordered) }()
+	}
 	p.extendDone = make(chan struct{})
 	go func() { defer close(p.extendDone); p.extendLoop(extendCtx) }()
 	return nil
@@ -1659,6 +1677,60 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	}
 	if p.opts.OnAttempt != nil {
 		p.opts.OnAttempt(ev, o, err)
+	}
+}
+
+// fillKeysEvery is the least time between two rounds of fillKeys. A round
+// also waits a hundred times as long as the last one took: it reads every
+// unfinished delivery of the ordered queues, and on a queue of millions
+// that read must stay a small part of the database's time.
+const fillKeysEvery = 10 * time.Second
+
+// fillKeysLoop runs fillKeys over the ordered queues at Start and then
+// every fillKeysEvery or more, until ctx ends.
+func (p *Pool) fillKeysLoop(ctx context.Context, queues []string) {
+	wait := func(took time.Duration) time.Duration { return max(fillKeysEvery, 100*took) }
+	if every := p.opts.fillKeysEvery; every > 0 {
+		wait = func(time.Duration) time.Duration { return every }
+	}
+	next := time.NewTimer(0)
+	defer next.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-next.C:
+		}
+		start := time.Now()
+		for _, q := range queues {
+			p.fillKeys(ctx, q)
+		}
+		next.Reset(wait(time.Since(start)))
+	}
+}
+
+// fillKeys gives the unfinished deliveries of the ordered queue q that
+// have no order key the key routing gives a delivery without the value
+// (routing.NoValueKey): a claim by key takes only deliveries with a key,
+// and these would wait, pending, for ever. Such a delivery was stored
+// before its target had order_by (a retry waiting, one dead and replayed
+// since), or by a process that runs an older config (a rolling deploy);
+// no order was promised for it, so it waits for no other and holds up
+// none. (Giving it the key its payload would give it now could make the
+// target's newer deliveries of that key, already under way, wait behind
+// an old one's retries, or behind it dead.) A claim cannot find them
+// itself: no index holds them apart from the keyless deliveries of
+// every unordered queue, and reading the queue's unfinished deliveries
+// on every claim would make each claim cost the queue's length.
+func (p *Pool) fillKeys(ctx context.Context, q string) {
+	sctx, cancel := p.storeCtx(ctx)
+	n, err := p.q.FillOrderKeys(sctx, q, routing.NoValueKey)
+	cancel()
+	p.logErr("give order keys to deliveries stored without one", err)
+	if n > 0 {
+		p.log.Warn("worker: deliveries of an ordered target had no order key (stored before it had order_by, or by a process whose config has none); each got a key of its own, and they run without waiting for others",
+			"queue", q, "deliveries", n)
+		p.Notify()
 	}
 }
 
