@@ -799,7 +799,12 @@ func (p *Pool) owner() string { return fmt.Sprintf("%s-%d", p.id, p.seq.Add(1)) 
 
 // lease is how long claimed events stay ours without extension: twice the
 // attempt timeout, extended every third of the shortest lease while the work
-// runs, so a crashed process's events are free again soon after.
+// runs, so a crashed process's events are free again soon after. It ends
+// well after the attempt's deadline (about a timeout after it): an exec
+// command's supervisor kills the command at that deadline by itself, so
+// while this process is stopped (SIGSTOP, a debugger) and extends nothing,
+// the command is dead before another process can claim its event (see
+// target.ExecSupervisor).
 func (p *Pool) lease(pol Policy) time.Duration { return max(2*pol.Timeout, time.Second) }
 
 // claimLoop claims and dispatches until claimCtx ends.

@@ -229,6 +229,51 @@ func TestCrashedLeaseIsWorkedAgain(t *testing.T) {
 	})
 }
 
+// TestLeaseOutlastsTheAttempt: a target's attempt has its deadline well
+// before its event's lease ends (half a timeout before, at least; the
+// lease is twice the timeout), on a plain and on a strict source. An exec
+// command's supervisor kills the command at that deadline by itself, so
+// when the pool's process is stopped and extends nothing, the command is
+// dead before another process can claim the event.
+func TestLeaseOutlastsTheAttempt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		const timeout = 10 * time.Second
+		deadlines := make(chan time.Time, 2)
+		release := make(chan struct{})
+		defer close(release)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		for _, src := range []string{"plain", "strict"} {
+			p.Route(src, worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+				d, _ := ctx.Deadline()
+				deadlines <- d
+				<-release
+				return nil
+			}))
+			p.SetPolicy(src, worker.Policy{Timeout: timeout, Strict: src == "strict"})
+		}
+		start(t, p)
+		for _, src := range []string{"plain", "strict"} {
+			id := ingest(t, s, storetest.Delivery(src, "x"))[0].ID
+			p.Notify()
+			var deadline time.Time
+			select {
+			case deadline = <-deadlines:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s: the delivery did not start within 20 s", src)
+			}
+			e, err := s.Event(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Status != hookbox.StatusProcessing || deadline.IsZero() || e.NextAttemptAt.Sub(deadline) < timeout/2 {
+				t.Errorf("%s: the attempt's deadline is %v, its event %s with its lease ending %v later; want it to end at least %v after the deadline",
+					src, deadline, e.Status, e.NextAttemptAt.Sub(deadline), timeout/2)
+			}
+		}
+	})
+}
+
 func TestTargetOutsideTransaction(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
