@@ -48,7 +48,8 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = execWaitDelay
-	report, started, err := supervisor(cmd)
+	deadline, _ := ctx.Deadline()
+	report, started, err := supervisor(cmd, deadline)
 	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
@@ -107,6 +108,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	<-read
 
 	var status *syscall.WaitStatus // how the command ended, when it did
+	timedOut := false              // the supervisor killed it at the deadline
 	var ee *exec.ExitError
 	if errors.As(waitErr, &ee) {
 		ws, _ := ee.Sys().(syscall.WaitStatus)
@@ -117,10 +119,12 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		// ended. Without one (the supervisor was killed with its group
 		// when ctx ended, or by someone else) its own end is the
 		// command's.
-		st, startErr := supervisorResult(report)
+		st, late, startErr := supervisorResult(report)
 		switch {
 		case startErr != nil:
 			return fmt.Errorf("exec: %s: %w", e.name(), e.startError(startErr))
+		case late:
+			timedOut = true
 		case st != nil:
 			status, waitErr = st, nil
 			if !st.Exited() || st.ExitStatus() != 0 {
@@ -133,10 +137,15 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		e.logOutput(ctx, ev, out)
 		return nil
 	}
+	ctxErr := ctx.Err()
+	if ctxErr == nil && timedOut {
+		// The supervisor's timer fired before ctx's own: the same end.
+		ctxErr = context.DeadlineExceeded
+	}
 	var what string
 	switch {
-	case ctx.Err() != nil:
-		what = fmt.Sprintf("%v; process group killed", ctx.Err())
+	case ctxErr != nil:
+		what = fmt.Sprintf("%v; process group killed", ctxErr)
 	case status != nil:
 		what = waitText(*status)
 	default:
@@ -147,7 +156,7 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		text = "(no output)"
 	}
 	err = fmt.Errorf("exec: %s: %s; output: %s", e.name(), what, text)
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	if ctxErr != nil {
 		return &wrapped{text: err.Error(), err: ctxErr}
 	}
 	return err

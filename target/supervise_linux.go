@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -14,6 +15,9 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Supervising exec commands, so that none outlives hookbox.
@@ -36,6 +40,14 @@ import (
 // included. If hookbox has died, it kills the group at once. Exec still
 // kills the group itself when the attempt's context ends, as it does
 // without a supervisor.
+//
+// The supervisor also gets the attempt's deadline, and kills the group
+// itself when it passes (SIGKILL, as Exec's own timeout kill), reporting
+// a timeout. So the timeout holds while hookbox is stopped rather than
+// dead (SIGSTOP, a debugger) and runs none of its own code. The event's
+// lease, which hookbox no longer extends then, ends about a timeout after
+// the deadline (it is twice the timeout, see worker), so no other process
+// runs the event beside a command still running it.
 
 // superviseArg, as the first argument, makes ExecSupervisor run the
 // supervisor. It is no cobra command: it is never listed, and the
@@ -56,7 +68,9 @@ var supervised atomic.Bool
 // on each Exec attempt starts its command through a supervisor: a copy of
 // this program that leads the command's process group and kills the whole
 // group when this process dies, even by SIGKILL, so that no process of an
-// attempt outlives the program. It costs one start of the program per
+// attempt outlives the program, and when the attempt's deadline passes,
+// even while this process is stopped (SIGSTOP, a debugger), so that no
+// command runs past its timeout. It costs one start of the program per
 // attempt.
 //
 // A program that does not call it (a Go program that embeds hookbox's
@@ -82,6 +96,9 @@ func ExecSupervisor() {
 type report struct {
 	Started bool `json:"started"`
 	Status  int  `json:"status"` // a syscall.WaitStatus
+	// TimedOut: the attempt's deadline passed and the supervisor killed
+	// the group (Status is then unset).
+	TimedOut bool `json:"timed_out,omitempty"`
 	// When the command did not start: os/exec's *os.PathError, in parts
 	// when it is one (Errno 0 when its cause is no errno), else its text.
 	Op    string `json:"op,omitempty"`
@@ -103,12 +120,12 @@ func (r *report) startError() error {
 }
 
 // supervisor prepares cmd, set up to run the command directly, to run it
-// through a supervisor instead, and returns the read end of the report
-// pipe (closed by the caller), with a func to call once cmd has started or
-// failed to. It returns nil, and leaves cmd as it was, when commands are
-// not supervised or cmd cannot start anyway (cmd.Err: its Start returns
-// that error).
-func supervisor(cmd *exec.Cmd) (r *os.File, started func(), err error) {
+// through a supervisor instead, which kills it at deadline (none when
+// zero), and returns the read end of the report pipe (closed by the
+// caller), with a func to call once cmd has started or failed to. It
+// returns nil, and leaves cmd as it was, when commands are not supervised
+// or cmd cannot start anyway (cmd.Err: its Start returns that error).
+func supervisor(cmd *exec.Cmd, deadline time.Time) (r *os.File, started func(), err error) {
 	if !supervised.Load() || cmd.Err != nil {
 		return nil, nil, nil
 	}
@@ -116,7 +133,17 @@ func supervisor(cmd *exec.Cmd) (r *os.File, started func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cmd.Args = append([]string{os.Args[0], superviseArg, strconv.Itoa(os.Getpid()), cmd.Dir, cmd.Path}, cmd.Args...)
+	at := int64(0) // no deadline
+	if !deadline.IsZero() {
+		// Read after the time left, so never before the deadline: the
+		// supervisor kills no sooner than Exec's own timer would.
+		left := int64(time.Until(deadline))
+		now := monotonic()
+		if left <= math.MaxInt64-now { // else past the clock's range: never
+			at = max(now+left, 1)
+		}
+	}
+	cmd.Args = append([]string{os.Args[0], superviseArg, strconv.Itoa(os.Getpid()), strconv.FormatInt(at, 10), cmd.Dir, cmd.Path}, cmd.Args...)
 	cmd.Path = selfExe
 	cmd.Dir = "" // the supervisor changes to it for the command
 	cmd.ExtraFiles = []*os.File{w}
@@ -125,22 +152,37 @@ func supervisor(cmd *exec.Cmd) (r *os.File, started func(), err error) {
 }
 
 // supervisorResult reads the report of the supervisor, which has exited.
-// It returns the command's wait status, or why it did not start; both
-// nil when there is no report (the supervisor was killed first).
-func supervisorResult(r *os.File) (*syscall.WaitStatus, error) {
+// It returns the command's wait status, or that the supervisor killed it
+// at the deadline, or why it did not start; nothing when there is no
+// report (the supervisor was killed first).
+func supervisorResult(r *os.File) (status *syscall.WaitStatus, timedOut bool, err error) {
 	b, err := io.ReadAll(io.LimitReader(r, 1<<20))
 	if err != nil || len(b) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	var rep report
 	if err := json.Unmarshal(b, &rep); err != nil {
-		return nil, fmt.Errorf("supervisor's report: %w", err)
+		return nil, false, fmt.Errorf("supervisor's report: %w", err)
 	}
-	if !rep.Started {
-		return nil, rep.startError()
+	switch {
+	case !rep.Started:
+		return nil, false, rep.startError()
+	case rep.TimedOut:
+		return nil, true, nil
 	}
 	ws := syscall.WaitStatus(rep.Status)
-	return &ws, nil
+	return &ws, false, nil
+}
+
+// monotonic reads CLOCK_MONOTONIC, in nanoseconds: the clock of Go's
+// timers, one for every process of the system, so a deadline read on it
+// means the same in the supervisor as in hookbox.
+func monotonic() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("hookbox: CLOCK_MONOTONIC: " + err.Error()) // Linux always has it
+	}
+	return ts.Nano()
 }
 
 // lockForParentDeath makes the child about to start get its parent-death
@@ -159,10 +201,11 @@ func lockForParentDeath(attr *syscall.SysProcAttr) (unlock func()) {
 }
 
 // supervise is the supervisor's main: args are hookbox's pid, the
-// command's directory, its path and its argv. It returns an exit status
-// only when it could not run; otherwise it ends killed, with its group.
+// attempt's deadline (a monotonic reading, 0 for none), the command's
+// directory, its path and its argv. It returns an exit status only when it
+// could not run; otherwise it ends killed, with its group.
 func supervise(args []string) int {
-	if len(args) < 4 {
+	if len(args) < 5 {
 		fmt.Fprintln(os.Stderr, "hookbox: "+superviseArg+" is started by hookbox for its exec targets, not by hand")
 		return 2
 	}
@@ -171,6 +214,12 @@ func supervise(args []string) int {
 		fmt.Fprintln(os.Stderr, "hookbox: "+superviseArg+": bad parent pid")
 		return 2
 	}
+	at, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hookbox: "+superviseArg+": bad deadline")
+		return 2
+	}
+	args = args[1:]
 	if syscall.Getpgrp() != os.Getpid() {
 		// It ends by killing its process group: only ever its own.
 		fmt.Fprintln(os.Stderr, "hookbox: "+superviseArg+": not the leader of its process group")
@@ -232,12 +281,25 @@ func supervise(args []string) int {
 		cmd.Wait()
 		close(done)
 	}()
+	var deadline <-chan time.Time
+	if at != 0 {
+		deadline = time.After(time.Duration(at - monotonic()))
+	}
 	for {
 		select {
 		case <-sigs:
 			if os.Getppid() != parent {
 				killOwnGroup() // hookbox died
 			}
+		case <-deadline:
+			select {
+			case <-done:
+				deadline = nil // it ended first: report how
+				continue
+			default:
+			}
+			writeReport(out, report{Started: true, TimedOut: true})
+			killOwnGroup()
 		case <-done:
 			var ws syscall.WaitStatus
 			ok := cmd.ProcessState != nil

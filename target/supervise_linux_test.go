@@ -25,8 +25,13 @@ import (
 const (
 	execHelperDir  = "HOOKBOX_TEST_EXEC_HELPER_DIR"
 	execHelperMode = "HOOKBOX_TEST_EXEC_HELPER_MODE" // "supervised" or "direct"
-	execHelperDo   = "HOOKBOX_TEST_EXEC_HELPER_DO"   // "hang", "killrunning" or "signals"
+	execHelperDo   = "HOOKBOX_TEST_EXEC_HELPER_DO"   // "hang", "killrunning", "timeout" or "signals"
 )
+
+// helperTimeout is the attempt's timeout in the helper's "timeout" mode:
+// long enough for the test to stop the helper before it passes, on a
+// loaded machine too.
+const helperTimeout = 3 * time.Second
 
 // groupScript is a command that starts a background process and records
 // both pids ("leader child") in $DIR/pids, then waits. It ignores SIGTERM,
@@ -40,9 +45,11 @@ wait
 
 // TestExecHelper is the process that runs Exec in the tests below; it is
 // skipped unless one of them starts it. "hang" runs groupScript until the
-// helper is killed. "killrunning" runs it, calls target.KillRunning once
-// the pids are written, and then checks that the attempt ended and that a
-// new one does not start its command.
+// helper is killed. "timeout" runs it with helperTimeout, having written
+// the attempt's deadline (Unix nanoseconds) to $DIR/deadline, and checks
+// that the attempt failed as timed out. "killrunning" runs it, calls
+// target.KillRunning once the pids are written, and then checks that the
+// attempt ended and that a new one does not start its command.
 func TestExecHelper(t *testing.T) {
 	dir := os.Getenv(execHelperDir)
 	if dir == "" {
@@ -58,6 +65,22 @@ func TestExecHelper(t *testing.T) {
 		return
 	case "hang":
 		t.Fatal(e.Deliver(context.Background(), ev)) // until killed
+	case "timeout":
+		deadline := time.Now().Add(helperTimeout)
+		tmp := filepath.Join(dir, "deadline.tmp")
+		if err := os.WriteFile(tmp, []byte(strconv.FormatInt(deadline.UnixNano(), 10)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "deadline")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		err := e.Deliver(ctx, ev)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "context deadline exceeded; process group killed") {
+			t.Fatalf("the attempt past its deadline: %v, want it timed out", err)
+		}
+		return
 	}
 	done := make(chan error, 1)
 	go func() { done <- e.Deliver(context.Background(), ev) }()
@@ -157,9 +180,25 @@ func awaitEnd(t *testing.T, pid int, what string) {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); running(pid); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s (pid %d) still runs a minute after the process that started it was killed", what, pid)
+			t.Fatalf("%s (pid %d) still runs a minute later", what, pid)
 		}
 	}
+}
+
+// procState is the state letter of pid in /proc ("T" when stopped).
+func procState(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		t.Fatalf("/proc/%d/stat: %q", pid, s)
+	}
+	return s[i+2 : i+3]
 }
 
 // killHelper SIGKILLs the helper and waits for it to be gone.
@@ -182,6 +221,109 @@ func TestExecSupervisedGroupDiesWithHookbox(t *testing.T) {
 	killHelper(t, helper, exited)
 	awaitEnd(t, leader, "the command")
 	awaitEnd(t, child, "the command's background process")
+}
+
+// TestExecSupervisedTimeoutWhileHookboxStopped: when the process running
+// Exec is stopped (SIGSTOP, a debugger) during an attempt, the supervisor
+// kills the command's whole process group itself once the attempt's
+// deadline passes, though nothing of that process runs; the attempt then
+// fails as timed out. Before, the command ran on past its timeout, the
+// event's lease (no longer extended) ended, and another process ran the
+// event beside it, a strict source's too.
+func TestExecSupervisedTimeoutWhileHookboxStopped(t *testing.T) {
+	helper, out, exited, leader, child := startExecHelper(t, "supervised", "timeout")
+	pid := helper.Process.Pid
+	supervisor, err := syscall.Getpgid(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	for end := time.Now().Add(time.Minute); procState(t, pid) != "T"; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the helper did not stop")
+		}
+	}
+	var dir string
+	for _, kv := range helper.Env {
+		if v, ok := strings.CutPrefix(kv, execHelperDir+"="); ok {
+			dir = v
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "deadline"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Unix(0, ns)
+	if !time.Now().Before(deadline) {
+		// Its own timer may then have killed the command.
+		t.Fatalf("the helper stopped only %v after its attempt's deadline: too late to test anything", time.Since(deadline))
+	}
+	t.Logf("the helper stopped %v before its attempt's deadline", time.Until(deadline).Round(time.Millisecond))
+	awaitEnd(t, leader, "the command, past its deadline while hookbox is stopped,")
+	awaitEnd(t, child, "the command's background process, past its deadline while hookbox is stopped,")
+	awaitEnd(t, supervisor, "the supervisor")
+	if s := procState(t, pid); s != "T" {
+		t.Fatalf("the helper's state is %s: it no longer stopped, so it may have killed the command itself", s)
+	}
+	// Let it go on: its attempt failed as timed out.
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("helper: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the helper did not end\n%s", out.String())
+	}
+}
+
+// lateContext has a deadline that its Done ignores: it ends only later.
+// An attempt under it ends at the deadline only if something other than
+// Exec's own timer kills the command there.
+type lateContext struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestExecSupervisorKillsAtTheDeadline: the supervisor kills the command
+// at the attempt's deadline by itself, and the attempt then fails with the
+// same error as when Exec kills it, as it does without a supervisor: a
+// timeout, matching context.DeadlineExceeded.
+func TestExecSupervisorKillsAtTheDeadline(t *testing.T) {
+	dir := t.TempDir()
+	sh := script(t, dir, "hang.sh", "sleep 300 &\nwait\n")
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}})
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}
+
+	was := target.SetSupervised(false)
+	defer target.SetSupervised(was)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	direct := e.Deliver(ctx, ev)
+
+	target.SetSupervised(true)
+	deadline := time.Now().Add(300 * time.Millisecond)
+	ends, cancel := context.WithDeadline(context.Background(), deadline.Add(30*time.Second))
+	defer cancel()
+	late := lateContext{Context: ends, deadline: deadline}
+	supervised := e.Deliver(late, ev)
+	if late.Err() != nil {
+		t.Fatalf("the attempt ended only when its context did, 30 s after its deadline: %v", supervised)
+	}
+	if fmt.Sprint(supervised) != fmt.Sprint(direct) || !errors.Is(supervised, context.DeadlineExceeded) || !errors.Is(direct, context.DeadlineExceeded) {
+		t.Errorf("killed at the deadline by the supervisor: %v; by Exec, directly: %v; want the same timeout", supervised, direct)
+	}
 }
 
 // TestExecDirectCommandDiesWithHookbox: without a supervisor (a program

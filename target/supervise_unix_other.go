@@ -6,14 +6,15 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // supervisor returns nil: outside Linux commands run directly (no
 // parent-death signal to build a supervisor on).
-func supervisor(*exec.Cmd) (*os.File, func(), error) { return nil, nil, nil }
+func supervisor(*exec.Cmd, time.Time) (*os.File, func(), error) { return nil, nil, nil }
 
 // supervisorResult is never called outside Linux.
-func supervisorResult(*os.File) (*syscall.WaitStatus, error) { return nil, nil }
+func supervisorResult(*os.File) (*syscall.WaitStatus, bool, error) { return nil, false, nil }
 
 // lockForParentDeath does nothing outside Linux, which has no parent-death
 // signal.

@@ -36,9 +36,12 @@
 //     on Linux, in a program that called ExecSupervisor (hookbox's binary
 //     does), each command runs under a supervisor that kills its group
 //     when the program dies, even by SIGKILL, so the next process never
-//     runs an event beside a command still running it. Without one (other
-//     systems, or a program that embeds hookbox and does not call it) only
-//     KillRunning, called before exiting, kills the commands; on Linux
+//     runs an event beside a command still running it. The supervisor
+//     also kills the group at the attempt's deadline itself, so the
+//     timeout holds while the program is stopped (SIGSTOP, a debugger)
+//     and extends no lease. Without one (other systems, or a program that
+//     embeds hookbox and does not call it) only KillRunning, called
+//     before exiting, kills the commands; on Linux
 //     the command itself, but not what it started, is killed when the
 //     program dies. When hookbox is PID 1 (a container without an
 //     init), the killed processes are reparented to it; ReapOrphans reaps
