@@ -601,6 +601,11 @@ var routingHeaders = map[string]bool{
 	"X-Original-Method": true, "X-Http-Method": true,
 	// The body is sent as stored, whatever the sender said of it.
 	"Content-Encoding": true,
+	// What the sender accepts in hookbox's reply, not what hookbox
+	// accepts in the app's: forwarded, it would stop the client from
+	// asking for gzip itself and decompressing the reply, and a
+	// compressed error reply would be recorded as binary noise.
+	"Accept-Encoding": true,
 	// Credentials meant for hookbox, not for the app (ingest does not store
 	// them either).
 	"Authorization": true, "Cookie": true,
@@ -640,9 +645,10 @@ func dropped(key string) bool {
 // X-Original-Forwarded-For, X-Host, X-Original-Host, X-Scheme,
 // X-Url-Scheme, Front-End-Https, Cf-Connecting-Ip, Fastly-Client-Ip,
 // X-Envoy-*, X-Original-Url, X-Original-Uri, X-Rewrite-Url,
-// X-Original-Method, X-Http-Method, X-*-Method-Override); Content-Encoding;
-// Authorization and Cookie; and the Hookbox-* and Idempotency-Key headers
-// Forward sets itself. Keys come out canonical; values are copied.
+// X-Original-Method, X-Http-Method, X-*-Method-Override); Content-Encoding
+// and Accept-Encoding; Authorization and Cookie; and the Hookbox-* and
+// Idempotency-Key headers Forward sets itself. Keys come out canonical;
+// values are copied.
 func ForwardHeader(stored http.Header) http.Header {
 	named := connectionNamed(stored)
 	out := make(http.Header, len(stored)+6)

@@ -10,7 +10,9 @@
 //     headers (signature headers included), so the app behind hookbox can
 //     verify the provider's signature itself. It leaves out the headers that
 //     describe a connection rather than the message (hop-by-hop ones and
-//     those a Connection header names) and the routing headers an app may
+//     those a Connection header names), Accept-Encoding (the client asks
+//     for its own encodings and decompresses the reply) and the routing
+//     headers an app may
 //     trust from its own proxy (Forwarded, X-Forwarded-*, X-Real-Ip, Via,
 //     X-Original-Url, X-*-Method-Override, Content-Encoding and the like;
 //     ForwardHeader has the list), so a sender cannot pose as a local
