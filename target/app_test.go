@@ -45,3 +45,30 @@ func TestForwardErrorReplyDecompressed(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardHeaderDropsEveryProxyHeader: every Proxy-* header, in any
+// case, and the bare Proxy header (httpoxy) are left out, as README
+// says; only three Proxy-* names were. Names that merely contain
+// "Proxy" are kept.
+func TestForwardHeaderDropsEveryProxyHeader(t *testing.T) {
+	stored := http.Header{
+		"Proxy-Status":              {"x"},
+		"Proxy-Authentication-Info": {"x"},
+		"Proxy-Authorization":       {"x"},
+		"Proxy-Connection":          {"x"},
+		"proxy-foo":                 {"x"},
+		"PROXY-BAR":                 {"x"},
+		"Proxy":                     {"http://evil.example:8080"},
+		"X-Proxy-Id":                {"kept"},
+		"Proxyish":                  {"kept"},
+	}
+	out := target.ForwardHeader(stored)
+	for name := range out {
+		if out.Get(name) != "kept" {
+			t.Errorf("%s forwarded to the app", name)
+		}
+	}
+	if len(out) != 2 {
+		t.Errorf("forwarded %v, want X-Proxy-Id and Proxyish", out)
+	}
+}

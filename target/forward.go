@@ -563,7 +563,9 @@ func (e *transportError) Error() string { return "forward: " + e.text }
 func (e *transportError) Unwrap() error { return e.err }
 
 // hopByHop are the headers that describe one connection, not the message
-// (RFC 9110 §7.6.1), plus those the client computes itself.
+// (RFC 9110 §7.6.1), plus those the client computes itself. dropped also
+// leaves out every other Proxy-* header (a proxy's, never the sender's
+// message; see proxyHeader).
 var hopByHop = map[string]bool{
 	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true,
 	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true,
@@ -623,9 +625,18 @@ var routingPrefixes = func() []string {
 	return out
 }()
 
+// proxyHeader reports whether key names a header of a proxy's: Proxy,
+// or any name that starts with Proxy- in any case (Proxy-Authorization,
+// Proxy-Status, …). The bare Proxy header is how httpoxy sets the proxy
+// of a CGI or FastCGI app (HTTP_PROXY).
+func proxyHeader(key string) bool {
+	const p = "Proxy-"
+	return strings.EqualFold(key, "Proxy") || (len(key) >= len(p) && strings.EqualFold(key[:len(p)], p))
+}
+
 // dropped reports whether Forward leaves out the header with canonical key.
 func dropped(key string) bool {
-	if hopByHop[key] || routingHeaders[key] || reservedHeader(key) {
+	if hopByHop[key] || routingHeaders[key] || reservedHeader(key) || proxyHeader(key) {
 		return true
 	}
 	for _, p := range routingPrefixes {
@@ -639,16 +650,16 @@ func dropped(key string) bool {
 // ForwardHeader returns the copy of a stored event's headers that Forward
 // sends (before adding its own): every header but the hop-by-hop ones
 // (Connection, Keep-Alive, Transfer-Encoding, TE, Trailer, Upgrade,
-// Proxy-*, Host, Content-Length, Expect) and those a Connection header
-// names; the routing ones (Forwarded, X-Forwarded, X-Forwarded-*, Via,
-// X-Real-Ip, X-Client-Ip, True-Client-Ip, X-Cluster-Client-Ip,
-// X-Original-Forwarded-For, X-Host, X-Original-Host, X-Scheme,
-// X-Url-Scheme, Front-End-Https, Cf-Connecting-Ip, Fastly-Client-Ip,
-// X-Envoy-*, X-Original-Url, X-Original-Uri, X-Rewrite-Url,
-// X-Original-Method, X-Http-Method, X-*-Method-Override); Content-Encoding
-// and Accept-Encoding; Authorization and Cookie; and the Hookbox-* and
-// Idempotency-Key headers Forward sets itself. Keys come out canonical;
-// values are copied.
+// Proxy and every Proxy-*, Host, Content-Length, Expect) and those a
+// Connection header names; the routing ones (Forwarded, X-Forwarded,
+// X-Forwarded-*, Via, X-Real-Ip, X-Client-Ip, True-Client-Ip,
+// X-Cluster-Client-Ip, X-Original-Forwarded-For, X-Host, X-Original-Host,
+// X-Scheme, X-Url-Scheme, Front-End-Https, Cf-Connecting-Ip,
+// Fastly-Client-Ip, X-Envoy-*, X-Original-Url, X-Original-Uri,
+// X-Rewrite-Url, X-Original-Method, X-Http-Method, X-*-Method-Override);
+// Content-Encoding and Accept-Encoding; Authorization and Cookie; and the
+// Hookbox-* and Idempotency-Key headers Forward sets itself. Keys come out
+// canonical; values are copied.
 func ForwardHeader(stored http.Header) http.Header {
 	named := connectionNamed(stored)
 	out := make(http.Header, len(stored)+6)

@@ -9,8 +9,8 @@
 //   - Forward sends the stored body byte for byte with the sender's original
 //     headers (signature headers included), so the app behind hookbox can
 //     verify the provider's signature itself. It leaves out the headers that
-//     describe a connection rather than the message (hop-by-hop ones and
-//     those a Connection header names), Accept-Encoding (the client asks
+//     describe a connection rather than the message (hop-by-hop ones, every
+//     Proxy-*, and those a Connection header names), Accept-Encoding (the client asks
 //     for its own encodings and decompresses the reply) and the routing
 //     headers an app may
 //     trust from its own proxy (Forwarded, X-Forwarded-*, X-Real-Ip, Via,
