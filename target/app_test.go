@@ -4,11 +4,18 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/target"
 )
 
@@ -71,4 +78,61 @@ func TestForwardHeaderDropsEveryProxyHeader(t *testing.T) {
 	if len(out) != 2 {
 		t.Errorf("forwarded %v, want X-Proxy-Id and Proxyish", out)
 	}
+}
+
+// TestTargetEventID: a named target's forward and exec get the event's id
+// (the 202 reply's), as Hookbox-Event-Id and HOOKBOX_EVENT_ID, not their
+// delivery's row id; with the target's name they tell the deliveries of
+// one event apart. They got the delivery's row id, a different one for
+// each target and none the sender was answered. A source's own forward
+// gets its event's id as before.
+func TestTargetEventID(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		app := newSink(t, status(http.StatusNoContent, ""))
+		dir := t.TempDir()
+		script := filepath.Join(dir, "hook.sh")
+		if err := os.WriteFile(script, []byte("#!/bin/sh\nprintf '%s' \"$HOOKBOX_EVENT_ID $HOOKBOX_TARGET\" > \"$0.out\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		srv := e2e.Start(t, fmt.Sprintf(`
+sources:
+  - name: shop
+    scheme: none
+    id_header: X-Id
+    targets:
+      - {name: billing, forward: %q}
+      - {name: audit, forward: %q}
+      - {name: deploy, exec: [%q]}
+  - name: plain
+    scheme: none
+    id_header: X-Id
+    forward: %q
+`, app.srv.URL, app.srv.URL, script, app.srv.URL), dbURL, nil)
+		// Another event first, so that row ids and event ids differ.
+		plain := srv.Post("plain", http.Header{"X-Id": {"p1"}}, []byte(`{}`))
+		shop := srv.Post("shop", http.Header{"X-Id": {"s1"}}, []byte(`{}`))
+		if plain.Status != http.StatusAccepted || shop.Status != http.StatusAccepted {
+			t.Fatalf("replies %+v, %+v", plain, shop)
+		}
+		srv.WaitIdle(30 * time.Second)
+		got := map[string]string{}
+		for _, r := range app.requests() {
+			got[r.header.Get(target.HeaderSource)+"/"+r.header.Get(target.HeaderTarget)] = r.header.Get(target.HeaderEventID)
+		}
+		want := map[string]string{
+			"shop/billing": strconv.FormatInt(shop.ID, 10),
+			"shop/audit":   strconv.FormatInt(shop.ID, 10),
+			"plain/":       strconv.FormatInt(plain.ID, 10),
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Hookbox-Event-Id by source/target: %v, want %v", got, want)
+		}
+		ran, err := os.ReadFile(script + ".out")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fmt.Sprint(shop.ID, " deploy"); string(ran) != want {
+			t.Errorf("exec got HOOKBOX_EVENT_ID and HOOKBOX_TARGET %q, want %q", ran, want)
+		}
+	})
 }

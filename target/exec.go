@@ -28,7 +28,7 @@ const execWaitDelay = 2 * time.Second
 const (
 	EnvSource         = "HOOKBOX_SOURCE"
 	EnvDeliveryID     = "HOOKBOX_DELIVERY_ID"
-	EnvEventID        = "HOOKBOX_EVENT_ID"
+	EnvEventID        = "HOOKBOX_EVENT_ID" // the event's row id, for a named target's delivery too (see eventID)
 	EnvEventType      = "HOOKBOX_EVENT_TYPE"
 	EnvAttempt        = "HOOKBOX_ATTEMPT"
 	EnvIdempotencyKey = "HOOKBOX_IDEMPOTENCY_KEY"
@@ -170,7 +170,7 @@ func (e *Exec) environ(parent []string, ev *hookbox.Event) []string {
 		EnvSource+"="+ev.SourceName(),
 		EnvTarget+"="+ev.Target,
 		EnvDeliveryID+"="+ev.DeliveryID,
-		EnvEventID+"="+strconv.FormatInt(ev.ID, 10),
+		EnvEventID+"="+strconv.FormatInt(eventID(ev), 10),
 		EnvEventType+"="+ev.EventType,
 		EnvAttempt+"="+strconv.Itoa(ev.Attempts),
 		EnvIdempotencyKey+"="+effect.IdempotencyKey(ev),

@@ -29,7 +29,7 @@ import (
 // cannot override them.
 const (
 	HeaderIdempotencyKey = "Idempotency-Key"  // "<source>:<delivery id>", see effect.IdempotencyKey and ForwardKey
-	HeaderEventID        = "Hookbox-Event-Id" // the event's row id
+	HeaderEventID        = "Hookbox-Event-Id" // the event's row id, the 202 reply's id, for a named target's delivery too (see eventID)
 	HeaderAttempt        = "Hookbox-Attempt"  // 1 for the first attempt
 	HeaderSource         = "Hookbox-Source"   // the configured source name
 	HeaderTarget         = "Hookbox-Target"   // the target's name, for a delivery of a named target
@@ -263,7 +263,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		req.Host = f.host
 	}
 	req.Header.Set(HeaderIdempotencyKey, key)
-	req.Header.Set(HeaderEventID, strconv.FormatInt(ev.ID, 10))
+	req.Header.Set(HeaderEventID, strconv.FormatInt(eventID(ev), 10))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(ev.Attempts))
 	req.Header.Set(HeaderSource, ev.SourceName())
 	if ev.Target != "" {

@@ -19,7 +19,8 @@
 //     client or rewrite the method or URL the app sees. It
 //     adds an Idempotency-Key of "<source>:<delivery id>" that is the same on
 //     every attempt and every redelivery, so the app can make its effect safe
-//     to repeat.
+//     to repeat, and the event's id (the sender's 202 reply's, for every
+//     target of the event alike) as Hookbox-Event-Id.
 //   - Forward treats only a 2xx reply as done. 408, 429, 5xx, other 4xx,
 //     redirects (never followed), connection errors and timeouts are retried;
 //     a Retry-After reply header (seconds or an HTTP date) delays the retry at
@@ -115,6 +116,19 @@ func build(t config.Target, red *redact.Redactor, log *slog.Logger) (worker.Targ
 		return NewForward(opts)
 	}
 	return NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red, Logger: log})
+}
+
+// eventID returns the id of ev's event: the id the sender's 202 reply
+// carried, that events show and replay take. For a named target's
+// delivery that is its Parent, not its own row id: each target of an
+// event has a delivery row of its own, which the event id and the
+// target's name (Hookbox-Target, HOOKBOX_TARGET) name together, as its
+// Idempotency-Key does.
+func eventID(ev *hookbox.Event) int64 {
+	if ev.Parent != 0 {
+		return ev.Parent
+	}
+	return ev.ID
 }
 
 // errPayloadCleared is why an event whose payload was cleared is not
