@@ -239,6 +239,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		return errors.New("forward: cannot build the request") // the URL was validated; never quote it
 	}
 	req.Header = ForwardHeader(ev.Header)
+	tracing.DropSenderContext(ctx, req.Header) // InjectHeader writes hookbox's own
 	if f.dropSender {
 		for k := range req.Header {
 			if SenderSignatureHeader(k) {
@@ -269,7 +270,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	if ev.Target != "" {
 		req.Header.Set(HeaderTarget, ev.Target)
 	}
-	tracing.InjectHeader(ctx, req.Header) // the attempt's span, over a sender's traceparent
+	tracing.InjectHeader(ctx, req.Header) // the attempt's span
 	if _, ok := req.Header["User-Agent"]; !ok {
 		req.Header.Set("User-Agent", "hookbox")
 	}

@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -60,7 +61,9 @@ func TestEnabled(t *testing.T) {
 // kind, the reply's status) with verify and store spans under it; each
 // attempt of a forward and an exec target has an attempt span, whose
 // context reaches the app as a traceparent header (replacing the
-// sender's) and the command as TRACEPARENT. A sender's traceparent is
+// sender's, whose tracestate and baggage are dropped with it: they used
+// to reach the app beside hookbox's traceparent) and the command as
+// TRACEPARENT. A sender's traceparent is
 // only a link of the receive span: its sampled flag and tracestate are
 // not trusted.
 func TestSpans(t *testing.T) {
@@ -71,9 +74,15 @@ func TestSpans(t *testing.T) {
 
 	var mu sync.Mutex
 	var forwarded []string
+	var senderContext []string // the sender's tracestate and baggage, when forwarded
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		forwarded = append(forwarded, r.Header.Get("Traceparent"))
+		for _, k := range []string{"Tracestate", "Baggage"} {
+			if v, ok := r.Header[k]; ok {
+				senderContext = append(senderContext, fmt.Sprintf("%s: %q", k, v))
+			}
+		}
 		mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -97,7 +106,8 @@ sources:
 
 	const senderTrace = "0af7651916cd43dd8448eb211c80319c"
 	senderParent := "00-" + senderTrace + "-b7ad6b7169203331-01"
-	rep := srv.Post("fwd", http.Header{"X-Id": {"d1"}, "Traceparent": {senderParent}, "Tracestate": {"sender=" + strings.Repeat("x", 200)}}, []byte(`{"a":1}`))
+	rep := srv.Post("fwd", http.Header{"X-Id": {"d1"}, "Traceparent": {senderParent}, "Tracestate": {"sender=" + strings.Repeat("x", 200)},
+		"Baggage": {"user.id=victim,tenant=other"}}, []byte(`{"a":1}`))
 	if rep.Status != http.StatusAccepted {
 		t.Fatalf("fwd: %+v", rep)
 	}
@@ -154,6 +164,11 @@ sources:
 	}
 	mu.Lock()
 	got := append([]string(nil), forwarded...)
+	// The app joins hookbox's trace only: the sender's tracestate and
+	// baggage, which went along with hookbox's traceparent, are dropped.
+	if len(senderContext) > 0 {
+		t.Errorf("app got the sender's trace context beside hookbox's traceparent: %v", senderContext)
+	}
 	mu.Unlock()
 	ran, err := os.ReadFile(script + ".out")
 	if err != nil {
