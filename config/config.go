@@ -529,6 +529,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	c.Warnings = append(c.Warnings, c.openSourceWarnings()...)
 	c.Warnings = append(c.Warnings, c.trustedProxyWarnings()...)
 	c.Warnings = append(c.Warnings, c.oddKeyWarnings()...)
+	c.Warnings = append(c.Warnings, c.signWarnings()...)
 	return &c, d, nil
 }
 

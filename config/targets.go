@@ -77,8 +77,32 @@ type Target struct {
 type Sign struct {
 	// Secret is a Standard Webhooks secret (whsec_ and base64).
 	Secret string `yaml:"secret"`
-	// DropSenderHeaders leaves out the sender's own signature headers.
+	// DropSenderHeaders leaves out the sender's own signature headers. A
+	// standard-webhooks sender's are replaced by hookbox's in any case
+	// (same names; see signWarnings).
 	DropSenderHeaders bool `yaml:"drop_sender_headers"`
+}
+
+// signWarnings names each signed forward target (sign) of a
+// standard-webhooks source that keeps the sender's headers (no
+// drop_sender_headers): hookbox's signature uses the sender's header
+// names, webhook-id, webhook-timestamp and webhook-signature, so it
+// replaces the sender's, and an app that verifies the provider's
+// signature fails on every forward.
+func (c *Config) signWarnings() []string {
+	var ws []string
+	for i, s := range c.Sources {
+		if s.Scheme != verify.SchemeStandardWebhooks {
+			continue
+		}
+		for j, t := range s.Targets {
+			if t.Sign == nil || t.Sign.DropSenderHeaders || t.Forward == "" {
+				continue
+			}
+			ws = append(ws, fmt.Sprintf("source %s, target %s: sign replaces the sender's webhook-id, webhook-timestamp and webhook-signature with hookbox's (a standard-webhooks sender uses the same names), so the app cannot verify the sender's signature; verify hookbox's in the app (with sign.secret) and set drop_sender_headers: true, or remove sign to forward the sender's", c.sourceLabel(i), c.targetLabel(i, j)))
+		}
+	}
+	return ws
 }
 
 // DefaultCircuitAfter is how many failed attempts in a row open a

@@ -91,6 +91,43 @@ func TestTargetsErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+// TestSignWarnsOverStandardWebhooksSender: a signed forward of a
+// standard-webhooks source replaces the sender's webhook-* headers with
+// hookbox's (the same names), so the app cannot verify the sender's
+// signature even without drop_sender_headers: Parse warns, naming the
+// source and target. With drop_sender_headers, or for a sender whose
+// headers have other names, it does not.
+func TestSignWarnsOverStandardWebhooksSender(t *testing.T) {
+	c, err := Parse([]byte(`
+sources:
+  - name: polar
+    scheme: standard-webhooks
+    secrets: ["whsec_c2hvcC1zZWNyZXQtZm9yLXRoZS10ZXN0"]
+    targets:
+      - {name: kept, forward: "http://127.0.0.1:9/a", sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM="}}
+      - {name: dropped, forward: "http://127.0.0.1:9/b", sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM=", drop_sender_headers: true}}
+      - {name: plain, forward: "http://127.0.0.1:9/c"}
+  - name: gh
+    scheme: github
+    secrets: ["github-secret-for-the-test"]
+    targets:
+      - {name: kept, forward: "http://127.0.0.1:9/d", sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM="}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []string
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "sign") {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) != 1 || !strings.Contains(ws[0], "source polar, target kept: sign replaces the sender's webhook-id, webhook-timestamp and webhook-signature") ||
+		!strings.Contains(ws[0], "drop_sender_headers: true") {
+		t.Errorf("warnings about sign: %q, want one naming source polar, target kept", ws)
+	}
+}
+
 func TestSignSecretIsASecret(t *testing.T) {
 	if !secretKey.MatchString("sources[0].targets[2].sign.secret") || !secretKey.MatchString("sources[1].targets[0].forward_headers.X-Token") {
 		t.Error("a target's sign secret or forward header is not treated as a secret")

@@ -102,7 +102,10 @@ type ForwardOptions struct {
 // at the original delivery and goes stale after a few minutes of retries.
 // Each attempt carries webhook-id (the Idempotency-Key, see ForwardKey: the
 // same on every attempt), webhook-timestamp (the attempt's time) and webhook-signature
-// (v1, HMAC-SHA256 over id.timestamp.body).
+// (v1, HMAC-SHA256 over id.timestamp.body). These replace a sender's
+// headers of the same names, whatever DropSenderHeaders says: a Standard
+// Webhooks sender's own webhook-id, webhook-timestamp and
+// webhook-signature never reach the app of a signed forward.
 type SignOptions struct {
 	// Secret is the Standard Webhooks secret ("whsec_" and base64) the
 	// app verifies with.

@@ -8,19 +8,21 @@
 //
 //   - Forward sends the stored body byte for byte with the sender's original
 //     headers (signature headers included), so the app behind hookbox can
-//     verify the provider's signature itself. It leaves out the headers that
+//     verify the provider's signature itself (a signed forward replaces a
+//     Standard Webhooks sender's webhook-* headers with its own, of the
+//     same names: see SignOptions). It leaves out the headers that
 //     describe a connection rather than the message (hop-by-hop ones, every
-//     Proxy-*, and those a Connection header names), Accept-Encoding (the client asks
-//     for its own encodings and decompresses the reply) and the routing
-//     headers an app may
-//     trust from its own proxy (Forwarded, X-Forwarded-*, X-Real-Ip, Via,
-//     X-Original-Url, X-*-Method-Override, Content-Encoding and the like;
-//     ForwardHeader has the list), so a sender cannot pose as a local
-//     client or rewrite the method or URL the app sees. It
-//     adds an Idempotency-Key of "<source>:<delivery id>" that is the same on
-//     every attempt and every redelivery, so the app can make its effect safe
-//     to repeat, and the event's id (the sender's 202 reply's, for every
-//     target of the event alike) as Hookbox-Event-Id.
+//     Proxy-*, and those a Connection header names), Accept-Encoding (the
+//     client asks for its own encodings and decompresses the reply) and
+//     the routing headers an app may trust from its own proxy (Forwarded,
+//     X-Forwarded-*, X-Real-Ip, Via, X-Original-Url, X-*-Method-Override,
+//     Content-Encoding and the like; ForwardHeader has the list), so a
+//     sender cannot pose as a local client or rewrite the method or URL
+//     the app sees. It adds an Idempotency-Key of "<source>:<delivery id>"
+//     that is the same on every attempt and every redelivery, so the app
+//     can make its effect safe to repeat, and the event's id (the sender's
+//     202 reply's, for every target of the event alike) as
+//     Hookbox-Event-Id.
 //   - Forward treats only a 2xx reply as done. 408, 429, 5xx, other 4xx,
 //     redirects (never followed), connection errors and timeouts are retried;
 //     a Retry-After reply header (seconds or an HTTP date) delays the retry at
