@@ -77,9 +77,10 @@ type Target struct {
 type Sign struct {
 	// Secret is a Standard Webhooks secret (whsec_ and base64).
 	Secret string `yaml:"secret"`
-	// DropSenderHeaders leaves out the sender's own signature headers. A
-	// standard-webhooks sender's are replaced by hookbox's in any case
-	// (same names; see signWarnings).
+	// DropSenderHeaders leaves out the sender's own signature headers:
+	// those target.SenderSignatureHeader knows, and an hmac source's
+	// header and timestamp_header. A standard-webhooks sender's are
+	// replaced by hookbox's in any case (same names; see signWarnings).
 	DropSenderHeaders bool `yaml:"drop_sender_headers"`
 }
 

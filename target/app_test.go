@@ -136,3 +136,45 @@ sources:
 		}
 	})
 }
+
+// TestSignDropsConfiguredSenderHeaders: drop_sender_headers leaves out an
+// hmac source's own signature and timestamp headers, whatever their names
+// (X-Foo-Hmac, X-Foo-Time), besides the ones hookbox knows; they were
+// forwarded, since neither name holds "signature". Without
+// drop_sender_headers they are forwarded.
+func TestSignDropsConfiguredSenderHeaders(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		app := newSink(t, status(http.StatusNoContent, ""))
+		srv := e2e.Start(t, fmt.Sprintf(`
+sources:
+  - name: foo
+    scheme: hmac
+    secrets: ["foo-signing-secret-0123456789"]
+    header: x-foo-hmac
+    signed: "{timestamp}.{body}"
+    timestamp_header: X-Foo-Time
+    id_header: X-Foo-Id
+    targets:
+      - {name: dropped, forward: %q, sign: {secret: %q, drop_sender_headers: true}}
+      - {name: kept, forward: %q, sign: {secret: %q}}
+`, app.srv.URL, swSecret, app.srv.URL, swSecret), dbURL, nil)
+		srv.Send("foo", "f1", []byte(`{"n":1}`))
+		srv.WaitIdle(30 * time.Second)
+		reqs := app.requests()
+		if len(reqs) != 2 {
+			t.Fatalf("app got %d requests, want 2", len(reqs))
+		}
+		for _, r := range reqs {
+			name := r.header.Get(target.HeaderTarget)
+			drop := name == "dropped"
+			for _, h := range []string{"X-Foo-Hmac", "X-Foo-Time"} {
+				if _, got := r.header[h]; got == drop {
+					t.Errorf("target %s: %s forwarded: %v, want %v", name, h, got, !drop)
+				}
+			}
+			if r.header.Get("X-Foo-Id") != "f1" || r.header.Get("Webhook-Signature") == "" {
+				t.Errorf("target %s: the id or hookbox's signature is missing: %v", name, r.header)
+			}
+		}
+	})
+}

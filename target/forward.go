@@ -111,8 +111,14 @@ type SignOptions struct {
 	// app verifies with.
 	Secret string
 	// DropSenderHeaders leaves out the sender's signature headers (see
-	// SenderSignatureHeader), so the app sees hookbox's signature only.
+	// SenderSignatureHeader, and SenderHeaders), so the app sees
+	// hookbox's signature only.
 	DropSenderHeaders bool
+	// SenderHeaders are more names of the sender's signature headers,
+	// left out with DropSenderHeaders: those a source configures, which
+	// SenderSignatureHeader cannot know (an hmac source's header and
+	// timestamp_header, X-Foo-Hmac say). Names ignore case.
+	SenderHeaders []string
 }
 
 // SenderSignatureHeader reports whether a stored header carries the
@@ -140,8 +146,8 @@ type Forward struct {
 	red        *redact.Redactor
 	permanent  map[int]bool
 	client     *http.Client
-	sign       *verify.Config // hookbox's own signature, when set
-	dropSender bool
+	sign       *verify.Config  // hookbox's own signature, when set
+	dropSender map[string]bool // with DropSenderHeaders (else nil): SenderHeaders' canonical names
 }
 
 // NewForward validates opts and returns the target. Errors name the option
@@ -157,7 +163,13 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		if _, err := verify.New(cfg); err != nil || !strings.HasPrefix(opts.Sign.Secret, "whsec_") {
 			return nil, errors.New("forward: sign: the secret must be whsec_ followed by base64")
 		}
-		f.sign, f.dropSender = &cfg, opts.Sign.DropSenderHeaders
+		f.sign = &cfg
+		if opts.Sign.DropSenderHeaders {
+			f.dropSender = map[string]bool{}
+			for _, name := range opts.Sign.SenderHeaders {
+				f.dropSender[http.CanonicalHeaderKey(name)] = true
+			}
+		}
 		f.secrets = append(f.secrets, opts.Sign.Secret)
 	}
 	given := map[string]string{} // canonical name → the name as configured
@@ -243,9 +255,9 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	}
 	req.Header = ForwardHeader(ev.Header)
 	tracing.DropSenderContext(ctx, req.Header) // InjectHeader writes hookbox's own
-	if f.dropSender {
+	if f.dropSender != nil {
 		for k := range req.Header {
-			if SenderSignatureHeader(k) {
+			if SenderSignatureHeader(k) || f.dropSender[k] {
 				delete(req.Header, k)
 			}
 		}

@@ -73,6 +73,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
 )
 
@@ -88,7 +89,7 @@ func FromConfig(src config.Source, red *redact.Redactor, log *slog.Logger) (work
 	t, err := build(config.Target{
 		Forward: src.Forward, ForwardHeaders: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses,
 		Exec: src.Exec, ExecDir: src.ExecDir, ExecEnv: src.ExecEnv, ExecInheritEnv: src.ExecInheritEnv,
-	}, red, log)
+	}, nil, red, log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
 	}
@@ -98,22 +99,41 @@ func FromConfig(src config.Source, red *redact.Redactor, log *slog.Logger) (work
 // FromTarget returns the forward or exec of the named target t of source
 // src (see config.Target); red and log as for FromConfig.
 func FromTarget(src config.Source, t config.Target, red *redact.Redactor, log *slog.Logger) (worker.Target, error) {
-	tg, err := build(t, red, log)
+	tg, err := build(t, senderHeaders(src), red, log)
 	if err != nil {
 		return nil, fmt.Errorf("target %s: %w", hookbox.QueueName(src.Name, t.Name), err)
 	}
 	return tg, nil
 }
 
-// build makes the Forward or Exec that t configures.
-func build(t config.Target, red *redact.Redactor, log *slog.Logger) (worker.Target, error) {
+// senderHeaders returns the names of the signature headers src
+// configures (an hmac source's header and timestamp_header), which a
+// signed forward with drop_sender_headers leaves out with the ones
+// SenderSignatureHeader knows.
+func senderHeaders(src config.Source) []string {
+	cfg := src.Verify() // with the provider's preset applied
+	if cfg.Scheme != verify.SchemeHMAC {
+		return nil
+	}
+	var names []string
+	for _, name := range []string{cfg.Header, cfg.TimestampHeader} {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// build makes the Forward or Exec that t configures; sender names the
+// source's own signature headers (see SignOptions.SenderHeaders).
+func build(t config.Target, sender []string, red *redact.Redactor, log *slog.Logger) (worker.Target, error) {
 	switch {
 	case t.Forward != "" && len(t.Exec) > 0:
 		return nil, errors.New("forward and exec are exclusive; choose one target")
 	case t.Forward != "":
 		opts := ForwardOptions{URL: t.Forward, Headers: t.ForwardHeaders, PermanentStatuses: t.PermanentStatuses, Redactor: red}
 		if t.Sign != nil {
-			opts.Sign = &SignOptions{Secret: t.Sign.Secret, DropSenderHeaders: t.Sign.DropSenderHeaders}
+			opts.Sign = &SignOptions{Secret: t.Sign.Secret, DropSenderHeaders: t.Sign.DropSenderHeaders, SenderHeaders: sender}
 		}
 		return NewForward(opts)
 	}
