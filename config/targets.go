@@ -106,6 +106,25 @@ func (c *Config) signWarnings() []string {
 	return ws
 }
 
+// PermanentStatusAllowed reports whether status may be listed in
+// permanent_statuses: a final reply that a forward counts as a failure,
+// 300 to 599 (redirects are not followed). A 2xx is done, and a 1xx is
+// never a final reply: the client waits past the others, and a 101
+// Switching Protocols is always retried.
+func PermanentStatusAllowed(status int) bool { return status >= 300 && status <= 599 }
+
+// permanentStatusErrors checks the permanent_statuses of a source or
+// target (named key in messages).
+func permanentStatusErrors(key string, statuses []int) []error {
+	var errs []error
+	for i, s := range statuses {
+		if !PermanentStatusAllowed(s) {
+			errs = append(errs, fmt.Errorf("%s.permanent_statuses[%d]: %d is not a reply a forward fails with, so it would never make an event dead; list 3xx, 4xx or 5xx statuses (2xx is done, and 1xx is never final: a 101 is always retried)", key, i, s))
+		}
+	}
+	return errs
+}
+
 // DefaultCircuitAfter is how many failed attempts in a row open a
 // target's circuit unless circuit_after says otherwise.
 const DefaultCircuitAfter = 5
@@ -207,6 +226,7 @@ func validateTargets(key string, s Source) []error {
 				bad(k+".forward", "%s", problem)
 			}
 		}
+		errs = append(errs, permanentStatusErrors(k, t.PermanentStatuses)...)
 		if t.Sign != nil {
 			if t.Forward == "" {
 				bad(k+".sign", "applies to a forward only")

@@ -78,6 +78,7 @@ func TestTargetsErrorsNameTheKey(t *testing.T) {
 		{`[{name: a, forward: "http://x/", types: ["["]}]`, `targets[0]: types: "[" is not a valid glob`},
 		{`[{name: a, forward: "http://x/", order_by: "a..b"}]`, "order_by"},
 		{`[{name: a, forward: "http://x/", max_concurency: 2}]`, "max_concurrency"},
+		{`[{name: a, forward: "http://x/", permanent_statuses: [410, 101]}]`, "targets[0].permanent_statuses[1]: 101 is not a reply a forward fails with"},
 	}
 	for _, c := range cases {
 		_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    targets: " + c.targets + "\n"))
@@ -88,6 +89,30 @@ func TestTargetsErrorsNameTheKey(t *testing.T) {
 	_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    forward: http://x/\n    targets: [{name: a, forward: \"http://y/\"}]\n"))
 	if err == nil || !strings.Contains(err.Error(), "has targets and a forward or exec of its own") {
 		t.Errorf("targets and a forward: %v", err)
+	}
+}
+
+// TestPermanentStatusesAForwardFailsWith: permanent_statuses lists the
+// final replies a forward counts as failures, 300 to 599; a status it
+// never fails with (a 2xx is done, a 1xx is never final: a 101 is
+// retried before the list is read) is refused at load, naming the key,
+// where a 101 used to be accepted and never applied.
+func TestPermanentStatusesAForwardFailsWith(t *testing.T) {
+	for _, c := range []struct{ statuses, want string }{
+		{"[101]", "sources[0] (s).permanent_statuses[0]: 101 is not a reply a forward fails with"},
+		{"[410, 100]", "sources[0] (s).permanent_statuses[1]: 100"},
+		{"[204]", "sources[0] (s).permanent_statuses[0]: 204"},
+		{"[600]", "sources[0] (s).permanent_statuses[0]: 600"},
+		{"[301, 410, 422, 599]", ""},
+		{"[]", ""},
+	} {
+		_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    forward: http://x/\n    permanent_statuses: " + c.statuses + "\n"))
+		if c.want == "" && err != nil {
+			t.Errorf("permanent_statuses %s: %v", c.statuses, err)
+		}
+		if c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("permanent_statuses %s: error %v, want one containing %q", c.statuses, err, c.want)
+		}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/tracing"
@@ -79,8 +80,10 @@ type ForwardOptions struct {
 	// to echo; see redact.HeaderSecrets). "Host" sets the request's Host.
 	Headers map[string]string
 	// PermanentStatuses are the reply statuses that make the event dead at
-	// once instead of retried. nil means DefaultPermanentStatuses ([410]);
-	// an empty, non-nil slice means none.
+	// once instead of retried: 300 to 599, the final replies Deliver
+	// counts as failures (a 2xx is done, and a 1xx is never final: a 101
+	// is always retried). nil means DefaultPermanentStatuses ([410]); an
+	// empty, non-nil slice means none.
 	PermanentStatuses []int
 	// Client sends the requests. nil means a client with a connection pool
 	// sized for concurrent deliveries, proxy settings from the environment,
@@ -205,8 +208,8 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		statuses = DefaultPermanentStatuses
 	}
 	for _, s := range statuses {
-		if s < 100 || s > 599 || (s >= 200 && s < 300) {
-			return nil, fmt.Errorf("forward: permanent statuses: %d is not a non-2xx HTTP status", s)
+		if !config.PermanentStatusAllowed(s) {
+			return nil, fmt.Errorf("forward: permanent statuses: %d is not a reply a forward fails with; list 3xx, 4xx or 5xx statuses", s)
 		}
 		f.permanent[s] = true
 	}

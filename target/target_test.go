@@ -132,7 +132,9 @@ func TestNewForwardValidates(t *testing.T) {
 		{"reserved", ForwardOptions{URL: "http://x", Headers: map[string]string{"idempotency-key": secret}}, "Idempotency-Key is set by hookbox"},
 		{"hop", ForwardOptions{URL: "http://x", Headers: map[string]string{"Transfer-Encoding": "chunked"}}, "connection header"},
 		{"same header twice", ForwardOptions{URL: "http://x", Headers: map[string]string{"Authorization": secret, "authorization": secret + "2"}}, `"Authorization" and "authorization" name the same header`},
-		{"2xx permanent", ForwardOptions{URL: "http://x", PermanentStatuses: []int{204}}, "204 is not a non-2xx"},
+		{"2xx permanent", ForwardOptions{URL: "http://x", PermanentStatuses: []int{204}}, "204 is not a reply a forward fails with"},
+		// Deliver retries a 101 without looking at the permanent ones.
+		{"1xx permanent", ForwardOptions{URL: "http://x", PermanentStatuses: []int{101}}, "101 is not a reply a forward fails with"},
 		{"bogus status", ForwardOptions{URL: "http://x", PermanentStatuses: []int{1000}}, "1000"},
 	}
 	for _, c := range cases {
