@@ -34,7 +34,8 @@ const (
 // left unset, as hookbox runs it: body limits, batch sizes, the shutdown
 // timeout, log format and level, SQLite durability, the bounds of the
 // log of refused deliveries, and each source's
-// tolerance, retry policy and permanent statuses. Listen is left as it is:
+// tolerance, retry policy, permanent statuses and circuit breaking (of
+// its forward or exec, and of each target). Listen is left as it is:
 // the command line decides it. The copy shares no slice or map with c.
 func (c *Config) Effective() *Config {
 	e := c.clone()
@@ -105,6 +106,13 @@ func (c *Config) Effective() *Config {
 		if s.Forward != "" && s.PermanentStatuses == nil {
 			s.PermanentStatuses = []int{410}
 		}
+		if s.Forward != "" || len(s.Exec) > 0 {
+			after, cooldown := s.Circuit()
+			if after == 0 {
+				after = -1
+			}
+			s.CircuitAfter, s.CircuitCooldown = after, Duration(cooldown)
+		}
 		for j := range s.Targets {
 			t := &s.Targets[j]
 			p := t.Policy(*s)
@@ -112,7 +120,7 @@ func (c *Config) Effective() *Config {
 			if t.Forward != "" && t.PermanentStatuses == nil {
 				t.PermanentStatuses = []int{410}
 			}
-			after, cooldown := t.Circuit()
+			after, cooldown := t.Circuit(*s)
 			if after == 0 {
 				after = -1
 			}

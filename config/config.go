@@ -253,6 +253,11 @@ type Source struct {
 	Timeout     Duration `yaml:"timeout"` // per attempt
 	// Strict runs this source's events one at a time in id order.
 	Strict bool `yaml:"strict"`
+	// CircuitAfter and CircuitCooldown are the circuit breaking of the
+	// source's own forward or exec, as a target's (see Target; defaults 5
+	// and 10s, -1 turns it off), and the default of its targets.
+	CircuitAfter    int      `yaml:"circuit_after"`
+	CircuitCooldown Duration `yaml:"circuit_cooldown"`
 	// StoreOnly says that nothing works the source's events, on purpose:
 	// they are verified, deduplicated and stored, and read as "stored",
 	// never as due work. Without it, hookbox serve warns at start about a
@@ -305,6 +310,12 @@ func (s Source) Policy() worker.Policy {
 		Timeout:     time.Duration(s.Timeout),
 		Strict:      s.Strict,
 	}
+}
+
+// Circuit returns after how many failed attempts in a row the circuit of
+// s's own forward or exec opens (0: never) and its first cool-down.
+func (s Source) Circuit() (after int, cooldown time.Duration) {
+	return circuit(s.CircuitAfter, s.CircuitCooldown)
 }
 
 // Verify returns the verify.Config for s, its provider's preset applied.
@@ -658,8 +669,9 @@ const (
 
 // oddKeyWarnings names keys that are set but do nothing, or work against
 // another key: a tolerance so tight that clock skew refuses good
-// deliveries, and exec_env, exec_dir or exec_inherit_env on a source or
-// target that has no exec command.
+// deliveries, exec_env, exec_dir or exec_inherit_env on a source or
+// target that has no exec command, and circuit_after or circuit_cooldown
+// on a source with no forward, exec or targets.
 func (c *Config) oddKeyWarnings() []string {
 	var ws []string
 	execOnly := func(what string, exec []string, env []string, dir string, inherit bool) {
@@ -686,6 +698,9 @@ func (c *Config) oddKeyWarnings() []string {
 			ws = append(ws, fmt.Sprintf("%s has a tolerance of %s: senders' clocks and hookbox's commonly differ by seconds, and a delivery takes time to arrive, so good deliveries will be refused as too old now and then; set 5m (the default) unless the sender asks for less", label, time.Duration(s.Tolerance)))
 		}
 		execOnly(label, s.Exec, s.ExecEnv, s.ExecDir, s.ExecInheritEnv)
+		if (s.CircuitAfter != 0 || s.CircuitCooldown != 0) && s.Forward == "" && len(s.Exec) == 0 && len(s.Targets) == 0 {
+			ws = append(ws, fmt.Sprintf("%s sets circuit_after or circuit_cooldown but has no forward, exec or targets, so nothing reads it (a Go program's handlers take no circuit from the file); remove it", label))
+		}
 		for j, t := range s.Targets {
 			execOnly(fmt.Sprintf("%s, target %s", label, c.targetLabel(i, j)), t.Exec, t.ExecEnv, t.ExecDir, t.ExecInheritEnv)
 		}
@@ -996,8 +1011,11 @@ func (c *Config) validate() error {
 		if s.MaxAttempts < 0 {
 			bad(key+".max_attempts", "must be positive")
 		}
-		if s.BackoffMin < 0 || s.BackoffMax < 0 || s.Timeout < 0 {
-			bad(key, "backoff_min, backoff_max and timeout must not be negative")
+		if s.BackoffMin < 0 || s.BackoffMax < 0 || s.Timeout < 0 || s.CircuitCooldown < 0 {
+			bad(key, "backoff_min, backoff_max, timeout and circuit_cooldown must not be negative")
+		}
+		if s.CircuitAfter < -1 {
+			bad(key+".circuit_after", "must be a count of failures, or -1 for no circuit breaking")
 		}
 		if s.BackoffMax > 0 && s.BackoffMin > s.BackoffMax {
 			bad(key+".backoff_min", "is larger than backoff_max")

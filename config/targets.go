@@ -60,10 +60,12 @@ type Target struct {
 	// default: later deliveries wait until it is replayed) or "skip".
 	OnDead string `yaml:"on_dead"`
 	// CircuitAfter is how many failed attempts in a row pause the target
-	// for a cool-down (default 5; -1 turns circuit breaking off).
+	// for a cool-down (default: the source's circuit_after, else 5; -1
+	// turns circuit breaking off).
 	CircuitAfter int `yaml:"circuit_after"`
-	// CircuitCooldown is the first cool-down (default 10s); it doubles
-	// each time the trial delivery fails, up to 10 minutes.
+	// CircuitCooldown is the first cool-down (default: the source's
+	// circuit_cooldown, else 10s); it doubles each time the trial delivery
+	// fails, up to 10 minutes (worker.MaxCooldown).
 	CircuitCooldown Duration `yaml:"circuit_cooldown"`
 
 	// Retries, overriding the source's.
@@ -125,9 +127,14 @@ func permanentStatusErrors(key string, statuses []int) []error {
 	return errs
 }
 
-// DefaultCircuitAfter is how many failed attempts in a row open a
-// target's circuit unless circuit_after says otherwise.
+// DefaultCircuitAfter is how many failed attempts in a row open the
+// circuit of a target, or of a source's own forward or exec, unless
+// circuit_after says otherwise.
 const DefaultCircuitAfter = 5
+
+// DefaultCircuitCooldown is the first cool-down of an open circuit unless
+// circuit_cooldown says otherwise.
+const DefaultCircuitCooldown = 10 * time.Second
 
 // Kind names what runs t's deliveries: forward, exec, or go (go_handler:
 // a Go program's handlers).
@@ -179,19 +186,31 @@ func (t Target) Policy(s Source) worker.Policy {
 }
 
 // Circuit returns after how many failures in a row t's circuit opens (0:
-// never) and its first cool-down.
-func (t Target) Circuit() (after int, cooldown time.Duration) {
+// never) and its first cool-down: its own keys, else its source's.
+func (t Target) Circuit(s Source) (after int, cooldown time.Duration) {
 	after, cooldown = t.CircuitAfter, time.Duration(t.CircuitCooldown)
 	if after == 0 {
-		after = DefaultCircuitAfter
+		after = s.CircuitAfter
 	}
-	if after < 0 {
+	if cooldown <= 0 {
+		cooldown = time.Duration(s.CircuitCooldown)
+	}
+	return circuit(after, Duration(cooldown))
+}
+
+// circuit fills the defaults of circuit_after and circuit_cooldown: after
+// is 0 when circuit breaking is off (-1).
+func circuit(after int, cooldown Duration) (int, time.Duration) {
+	switch {
+	case after == 0:
+		after = DefaultCircuitAfter
+	case after < 0:
 		after = 0
 	}
 	if cooldown <= 0 {
-		cooldown = 10 * time.Second
+		cooldown = Duration(DefaultCircuitCooldown)
 	}
-	return after, cooldown
+	return after, time.Duration(cooldown)
 }
 
 // validateTargets checks the targets of source s (named key in messages).

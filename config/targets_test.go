@@ -53,14 +53,78 @@ func TestTargetsParse(t *testing.T) {
 	if p := ts[0].Policy(c.Sources[0]); p.MaxAttempts != 7 {
 		t.Errorf("source max_attempts inherited: %d", p.MaxAttempts)
 	}
-	if after, cool := ts[0].Circuit(); after != DefaultCircuitAfter || cool != 10*time.Second {
+	if after, cool := ts[0].Circuit(c.Sources[0]); after != DefaultCircuitAfter || cool != 10*time.Second {
 		t.Errorf("default circuit: %d %v", after, cool)
 	}
-	if after, _ := ts[1].Circuit(); after != 0 {
+	if after, _ := ts[1].Circuit(c.Sources[0]); after != 0 {
 		t.Errorf("circuit_after -1 is off: %d", after)
 	}
 	if ws := c.NoTargetWarnings(); len(ws) != 0 {
 		t.Errorf("a source with targets is warned about: %v", ws)
+	}
+}
+
+// TestSourceCircuitKeys: a source takes circuit_after and circuit_cooldown
+// for its own forward or exec, with a target's defaults (5, 10s) and
+// validation, and its targets inherit them unless they set their own;
+// config check shows the values serve runs.
+func TestSourceCircuitKeys(t *testing.T) {
+	c, err := Parse([]byte(`
+sources:
+  - name: plain
+    scheme: none
+    forward: http://127.0.0.1:9/h
+  - name: off
+    scheme: none
+    exec: [/bin/true]
+    circuit_after: -1
+  - name: shop
+    scheme: none
+    circuit_after: 3
+    circuit_cooldown: 1m
+    targets:
+      - {name: a, forward: http://127.0.0.1:9/a}
+      - {name: b, forward: http://127.0.0.1:9/b, circuit_after: 7, circuit_cooldown: 2s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sources
+	if after, cool := s[0].Circuit(); after != DefaultCircuitAfter || cool != DefaultCircuitCooldown {
+		t.Errorf("source default circuit: %d %v, want %d %v", after, cool, DefaultCircuitAfter, DefaultCircuitCooldown)
+	}
+	if after, _ := s[1].Circuit(); after != 0 {
+		t.Errorf("source circuit_after -1 is off: %d", after)
+	}
+	if after, cool := s[2].Targets[0].Circuit(s[2]); after != 3 || cool != time.Minute {
+		t.Errorf("target inherits the source's circuit: %d %v, want 3 1m", after, cool)
+	}
+	if after, cool := s[2].Targets[1].Circuit(s[2]); after != 7 || cool != 2*time.Second {
+		t.Errorf("target's own circuit: %d %v, want 7 2s", after, cool)
+	}
+	e := c.Effective().Sources
+	if e[0].CircuitAfter != DefaultCircuitAfter || time.Duration(e[0].CircuitCooldown) != DefaultCircuitCooldown || e[1].CircuitAfter != -1 {
+		t.Errorf("config check: plain %d %v, off %d", e[0].CircuitAfter, e[0].CircuitCooldown, e[1].CircuitAfter)
+	}
+	if e[2].Targets[0].CircuitAfter != 3 || time.Duration(e[2].Targets[0].CircuitCooldown) != time.Minute {
+		t.Errorf("config check: inherited %d %v", e[2].Targets[0].CircuitAfter, e[2].Targets[0].CircuitCooldown)
+	}
+	if ws := strings.Join(c.Warnings, "\n"); strings.Contains(ws, "circuit") {
+		t.Errorf("warnings: %v", ws)
+	}
+	u, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    store_only: true\n    circuit_after: 2\n"))
+	if err != nil || len(u.Warnings) == 0 || !strings.Contains(strings.Join(u.Warnings, "\n"), "circuit_after or circuit_cooldown but has no forward, exec or targets") {
+		t.Errorf("circuit_after on a source nothing works: warnings %v, err %v", u.Warnings, err)
+	}
+	for _, bad := range []struct{ keys, want string }{
+		{"circuit_after: -2", ".circuit_after: must be a count of failures, or -1"},
+		{"circuit_cooldown: -1s", "backoff_min, backoff_max, timeout and circuit_cooldown must not be negative"},
+		{"circuit_after: x", "circuit_after"},
+	} {
+		_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    forward: http://127.0.0.1:9/h\n    " + bad.keys + "\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: error %v, want one containing %q", bad.keys, err, bad.want)
+		}
 	}
 }
 

@@ -188,6 +188,8 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 		if t != nil {
 			pool.Route(src.Name, tracing.Attempts(t))
+			after, cooldown := src.Circuit()
+			pool.SetControls(src.Name, worker.Controls{CircuitAfter: after, CircuitCooldown: cooldown})
 		}
 	}
 	if err := routeTargets(cfg, pool, red, log); err != nil {

@@ -34,7 +34,7 @@ func routeTargets(cfg *config.Config, pool *worker.Pool, red *redact.Redactor, l
 				}
 				pool.Route(name, tracing.Attempts(tg))
 			}
-			after, cooldown := t.Circuit()
+			after, cooldown := t.Circuit(src)
 			pool.SetControls(name, worker.Controls{
 				MaxConcurrency:  t.MaxConcurrency,
 				Rate:            t.Rate,

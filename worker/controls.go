@@ -195,6 +195,24 @@ func (p *Pool) allowance(c *control, limit int, now time.Time) (int, time.Durati
 	return max(limit, 0), 0
 }
 
+// control returns the Controls of source, or nil.
+func (p *Pool) control(source string) *control {
+	p.ctlMu.Lock()
+	defer p.ctlMu.Unlock()
+	return p.controls[source]
+}
+
+// allows reports whether c allows a claim of one event now (a strict
+// source's); when it does not, it lowers *wait to when it may, if that is
+// known and sooner.
+func (p *Pool) allows(c *control, wait *time.Duration) bool {
+	n, d := p.allowance(c, 1, time.Now())
+	if n == 0 && d > 0 && (*wait == 0 || d < *wait) {
+		*wait = d
+	}
+	return n > 0
+}
+
 // afterKey is where c's next claim by key starts.
 func (p *Pool) afterKey(c *control) string {
 	p.ctlMu.Lock()

@@ -824,12 +824,16 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		// Strict sources first: each runs one event at a time, and a slot
 		// free now must not go to another queue's backlog (claimLeased
 		// gives whoever has events due what is left).
+		var strictWait time.Duration // until an open circuit allows a trial
 		for _, src := range p.active(strict) {
 			p.mu.Lock()
 			leased := p.routes[src].leased()
 			p.mu.Unlock()
+			ctl := p.control(src)
 			var err error
 			switch {
+			case leased && ctl != nil && !p.allows(ctl, &strictWait):
+				// Its circuit is open: no claim until the trial's turn.
 			case leased && p.leases.runs(src):
 				// Its one event runs here, whatever its lease says; the
 				// claim comes when it ends (Notify).
@@ -838,7 +842,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 				// loop (and the Go handlers it runs) until one frees. The
 				// claim comes then (Notify).
 			case leased:
-				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1, nil)
+				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1, ctl)
 			default:
 				_, err = p.runTx(claimCtx, runCtx, []string{src}, true, 0)
 			}
@@ -846,6 +850,9 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		}
 		plain, ctls := p.controlled(p.active(leasedSources))
 		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls)
+		if strictWait > 0 && (wait == 0 || strictWait < wait) {
+			wait = strictWait
+		}
 		busy = busy || more
 		p.logErr("claim for targets", err)
 		if busy {
