@@ -41,7 +41,7 @@ sources:
 	if got := dump(m); strings.Contains(got, "secret") {
 		t.Errorf("masked copy shows a secret: %s", got)
 	}
-	if c.Sources[0].MaxAttempts != 0 || m.Sources[0].MaxAttempts != 10 || time.Duration(m.ShutdownTimeout) != DefaultShutdownTimeout {
+	if c.Sources[0].MaxAttempts != 0 || m.Sources[0].MaxAttempts != 20 || time.Duration(m.ShutdownTimeout) != DefaultShutdownTimeout {
 		t.Errorf("defaults: original %d, effective %d, shutdown %v", c.Sources[0].MaxAttempts, m.Sources[0].MaxAttempts, m.ShutdownTimeout)
 	}
 }

@@ -91,7 +91,7 @@ sources:
 		t.Errorf("secrets not shown masked:\n%s", out)
 	}
 	// Defaults are filled in, as serve runs them.
-	for _, want := range []string{"max_attempts: 10", "circuit_after: 5", "backoff_max: 1h\n", "tolerance: 5m\n", "concurrency: 32", "synchronous: FULL", "listen: :8080",
+	for _, want := range []string{"max_attempts: 20", "circuit_after: 5", "backoff_max: 1h\n", "tolerance: 5m\n", "concurrency: 32", "synchronous: FULL", "listen: :8080",
 		"db: postgres://app:[REDACTED]@db.example/hookbox?[REDACTED]", "- 410"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
