@@ -26,8 +26,9 @@
 //   - Forward treats only a 2xx reply as done. 408, 429, 5xx, other 4xx,
 //     redirects (never followed), connection errors and timeouts are retried;
 //     a Retry-After reply header (seconds or an HTTP date) delays the retry at
-//     least that long. Only the statuses listed as permanent (410 Gone by
-//     default) make the event dead at once.
+//     least that long, up to an hour (worker.MaxRetryAfter) or the policy's
+//     BackoffMax if that is longer. Only the statuses listed as permanent
+//     (410 Gone by default) make the event dead at once.
 //   - Exec runs the command without a shell, with the body on stdin and the
 //     event's fields in HOOKBOX_* environment variables. Its environment is
 //     minimal unless InheritEnv is set: PATH, HOME, the configured extras

@@ -113,8 +113,15 @@ type retryAfterError struct {
 func (e retryAfterError) Error() string { return e.err.Error() }
 func (e retryAfterError) Unwrap() error { return e.err }
 
+// MaxRetryAfter is the longest wait a Retry-After is honoured for when the
+// policy's BackoffMax is shorter (see RetryAfter).
+const MaxRetryAfter = time.Hour
+
 // RetryAfter wraps err with the earliest time to retry, as a Retry-After
-// header asks. The wait is still capped by the policy's BackoffMax.
+// header asks. The retry waits that long, or its backoff if longer, but
+// never more than MaxRetryAfter or the policy's BackoffMax, whichever is
+// longer: an app that asks for more is tried again then (and a wrong or
+// hostile value cannot park an event for years).
 func RetryAfter(err error, after time.Duration) error {
 	if err == nil {
 		return nil
@@ -122,12 +129,14 @@ func RetryAfter(err error, after time.Duration) error {
 	return retryAfterError{err: err, after: after}
 }
 
-// retryDelay returns the wait before retrying after attempt n failed with err.
+// retryDelay returns the wait before retrying after attempt n failed with
+// err: its backoff, or the Retry-After err carries if longer, up to
+// max(MaxRetryAfter, BackoffMax).
 func (p Policy) retryDelay(n int, err error) time.Duration {
 	d := p.Backoff(n)
 	var ra retryAfterError
 	if errors.As(err, &ra) && ra.after > d {
-		d = min(ra.after, p.withDefaults().BackoffMax)
+		d = min(ra.after, max(MaxRetryAfter, p.withDefaults().BackoffMax))
 	}
 	return d
 }

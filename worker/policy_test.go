@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,6 +67,40 @@ func TestFirstRetryJittered(t *testing.T) {
 	if d := flat.Backoff(1); d != time.Second {
 		t.Errorf("Backoff(1) = %v with BackoffMin = BackoffMax = 1s", d)
 	}
+}
+
+// TestRetryAfterPastBackoffMax: a Retry-After longer than the policy's
+// BackoffMax is honoured (here 1 s against a BackoffMax of 10 ms); it was
+// cut to BackoffMax, so a rate-limited app was called again early, each
+// early call using up an attempt.
+func TestRetryAfterPastBackoffMax(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 5 * time.Millisecond})
+		var mu sync.Mutex
+		var at []time.Time
+		p.Route("limited", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Now())
+			if len(at) == 1 {
+				return worker.RetryAfter(errors.New("429 Too Many Requests"), time.Second)
+			}
+			return nil
+		}))
+		p.SetPolicy("limited", worker.Policy{MaxAttempts: 5, BackoffMin: time.Millisecond, BackoffMax: 10 * time.Millisecond, Timeout: 5 * time.Second})
+		start(t, p)
+		rs := ingest(t, s, storetest.Delivery("limited", "1"))
+		waitStatus(t, s, p, rs[0].ID, hookbox.StatusDone)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(at) != 2 {
+			t.Fatalf("%d attempts, want 2", len(at))
+		}
+		if gap := at[1].Sub(at[0]); gap < time.Second-10*time.Millisecond {
+			t.Errorf("the retry came %v after a Retry-After of 1s (BackoffMax 10ms)", gap)
+		}
+	})
 }
 
 // TestDefaultPolicyOutlivesAnOutage: with the default policy and a
