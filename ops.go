@@ -133,6 +133,10 @@ type Ops interface {
 	// older than p.Before, in batches. Pending and processing events are never
 	// deleted. A redelivery of a purged id is stored and worked again.
 	// A p.Before later than now is refused with an error (CheckCutoff).
+	// A store may keep the newest event (the one holding the largest id,
+	// or whose delivery holds it) whatever its age, where that row is what
+	// keeps ids from being handed out twice (SQLite); event ids are never
+	// handed out again, purged or not.
 	Purge(ctx context.Context, p PurgeParams) (PurgeResult, error)
 
 	// ClearPayloads drops the payload of done events finished before

@@ -111,6 +111,10 @@ func testMigrateSendKeys(t *testing.T, dbURL string) {
 		if errs, err := st2.Finish(ctx, []hookbox.Outcome{{ID: evs[0].ID, Owner: "w", Attempt: 1, Status: hookbox.StatusDone, StartedAt: now, FinishedAt: now}}); err != nil || errs[0] != nil {
 			t.Fatal(err, errs)
 		}
+		// A newer event: SQLite's purge keeps the newest.
+		if _, err := st2.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("ms", "newer")}); err != nil {
+			t.Fatal(err)
+		}
 		for {
 			res, err := st2.Purge(ctx, hookbox.PurgeParams{Before: time.Now()})
 			if err != nil {

@@ -189,7 +189,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 	if p.IncludeDead {
 		states = `('done', 'dead')`
 	}
-	cond, before := purgeable(states), millis(p.Before)
+	cond, before := purgeable(states)+` AND `+keepsNewest, millis(p.Before)
 	if p.DryRun {
 		rows, err := s.reader.QueryContext(ctx, `SELECT `+purgedStatus+`, count(*) FROM events
             WHERE `+finished+` AND (`+cond+`) GROUP BY 1`, before)
@@ -334,6 +334,19 @@ func purgeable(states string) string {
         AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
             AND (c.status NOT IN ` + states + ` OR c.updated_at >= ?1)))`
 }
+
+// keepsNewest leaves out of a purge the event that holds the largest id
+// of events, or whose delivery holds it (deliveries go with their
+// event). events.id is an INTEGER PRIMARY KEY without AUTOINCREMENT, so
+// SQLite gives a new row the largest id in the table plus one: once a
+// purge deleted the newest rows, their ids went to the next events, and
+// an id (Hookbox-Event-Id, log lines, tail's cursor, replay ID) named two
+// events. Keeping that one row costs a purge one lookup by the primary
+// key, and ingest and upgrades nothing (AUTOINCREMENT would mean
+// rebuilding the table, every row of it, and writing sqlite_sequence at
+// every insert). The row is the newest, so a purge keeps it only when
+// nothing newer came since the cutoff, and deletes it once one has.
+const keepsNewest = `id <> (SELECT coalesce(parent_id, id) FROM events WHERE id = (SELECT max(id) FROM events))`
 
 // clearable selects, among the finished rows, those whose payload
 // ClearPayloads drops: a fan-out event keeps its payload while a delivery

@@ -82,7 +82,11 @@ func purgePageReads(t *testing.T, kept, done, batch int, ahead bool) (writer []i
 		if _, err := tx.ExecContext(ctx, insert, 1, "pending", hookbox.StatusPending, keptAt, false, parent); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, insert, done, "done", hookbox.StatusDone, doneAt, false, nil)
+		if _, err := tx.ExecContext(ctx, insert, done, "done", hookbox.StatusDone, doneAt, false, nil); err != nil {
+			return err
+		}
+		// A newer event: a purge keeps the newest (keepsNewest).
+		_, err := tx.ExecContext(ctx, insert, 1, "newer", hookbox.StatusPending, millis(now), false, nil)
 		return err
 	})
 	if err != nil {
@@ -106,7 +110,7 @@ func purgePageReads(t *testing.T, kept, done, batch int, ahead bool) (writer []i
 	if err := s.reader.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE source = 'done') FROM events`).Scan(&left, &leftDone); err != nil {
 		t.Fatal(err)
 	}
-	if want := kept + 2; left != want || leftDone != 0 {
+	if want := kept + 3; left != want || leftDone != 0 {
 		t.Errorf("after the purge %d events are left (%d of them done events to purge), want the %d kept", left, leftDone, want)
 	}
 	return writer, reader

@@ -31,6 +31,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"EmptyPayloadIsNotCleared":     testEmptyPayloadIsNotCleared,
 		"PurgeOnlyOldFinished":         testPurgeOnlyOldFinished,
 		"PurgeDryRunChangesNothing":    testPurgeDryRun,
+		"PurgeNeverHandsOutIDsAgain":   testPurgeNeverHandsOutIDsAgain,
 		"RetentionRefusesFutureCutoff": testRetentionRefusesFutureCutoff,
 		"ClearPayloadsKeepsTheRecord":  testClearPayloads,
 		"ClearPayloadsManyInSlices":    testClearPayloadsMany,
@@ -227,6 +228,7 @@ func testPurgeDryRun(t *testing.T, s FullStore) {
 	old := time.Now().Add(-48 * time.Hour)
 	ids := finishAs(t, s, "pd", hookbox.StatusDone, old, "1", "2")
 	finishAs(t, s, "pd", hookbox.StatusDead, old, "3")
+	ingestNewer(t, s)
 	res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: time.Now(), IncludeDead: true, DryRun: true})
 	if err != nil || res.Done != 2 || res.Dead != 1 {
 		t.Fatalf("dry purge = %+v, %v", res, err)
@@ -235,6 +237,58 @@ func testPurgeDryRun(t *testing.T, s FullStore) {
 		if _, err := s.Event(context.Background(), id); err != nil {
 			t.Fatalf("dry run deleted event %d", id)
 		}
+	}
+}
+
+// testPurgeNeverHandsOutIDsAgain: an event id names one event for good
+// (Hookbox-Event-Id, HOOKBOX_EVENT_ID, log lines, tail's cursor, replay
+// ID), so once a purge deleted every event, the newest and a fan-out
+// event's deliveries included, the next event still gets an id larger
+// than every id handed out before. SQLite gave the purged ids out again.
+func testPurgeNeverHandsOutIDsAgain(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	handedOut := finishAs(t, s, "ids", hookbox.StatusDone, time.Now().Add(-48*time.Hour), "1", "2", "3")
+	// A fan-out event last: its deliveries hold the largest ids.
+	fo := ingest(t, s, fanOut("ids-fo", "4", "a", "b"))
+	now := time.Now()
+	for _, target := range []string{"ids-fo/a", "ids-fo/b"} {
+		ds := claim(t, s, now, 10, target)
+		if len(ds) != 1 {
+			t.Fatalf("claimed %d deliveries of %s, want 1", len(ds), target)
+		}
+		finish(t, s, outcome(ds[0], hookbox.StatusDone, now))
+		handedOut = append(handedOut, ds[0].ID)
+	}
+	handedOut = append(handedOut, fo[0].ID)
+	time.Sleep(2 * time.Millisecond) // a cut-off strictly after the last finish
+	if _, err := s.Purge(ctx, hookbox.PurgeParams{Before: time.Now(), IncludeDead: true}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func() []int64 {
+		t.Helper()
+		evs, err := s.Events(ctx, hookbox.Filter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, ev := range evs {
+			ids = append(ids, ev.ID)
+		}
+		return ids
+	}
+	kept := ids() // a store may keep the newest
+	ingest(t, s, Delivery("ids", "5"), fanOut("ids-fo", "6", "a"))
+	var fresh []int64
+	for _, id := range ids() {
+		if !slices.Contains(kept, id) {
+			fresh = append(fresh, id)
+		}
+	}
+	if len(fresh) != 3 {
+		t.Fatalf("new rows %v after the purge, want 3: two events and a delivery", fresh)
+	}
+	if slices.Min(fresh) <= slices.Max(handedOut) {
+		t.Errorf("after a purge, new rows got ids %v, not all above %v, the ids handed out before", fresh, handedOut)
 	}
 }
 
@@ -490,6 +544,7 @@ func testEmptyPayloadIsNotCleared(t *testing.T, s FullStore) {
 func testProgress(t *testing.T, s FullStore) {
 	old := time.Now().Add(-48 * time.Hour)
 	finishAs(t, s, "prog", hookbox.StatusDone, old, "1", "2", "3", "4", "5")
+	ingestNewer(t, s)
 	var purged []hookbox.PurgeResult
 	res, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: time.Now(), BatchSize: 2,
 		Progress: func(r hookbox.PurgeResult) { purged = append(purged, r) }})

@@ -85,6 +85,14 @@ func ingest(t *testing.T, s hookbox.Store, ds ...hookbox.Delivery) []hookbox.Rec
 	return rs
 }
 
+// ingestNewer stores one pending event, newer than every event before it.
+// A store may keep the newest event from a purge (hookbox.Ops.Purge), so
+// a test that wants every finished event purged stores one after them.
+func ingestNewer(t *testing.T, s hookbox.Store) {
+	t.Helper()
+	ingest(t, s, Delivery("newer", "newer"))
+}
+
 func count(t *testing.T, s hookbox.Store, f hookbox.Filter) int {
 	t.Helper()
 	f.Limit = 1 << 30

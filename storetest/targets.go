@@ -106,6 +106,7 @@ func testFanOut(t *testing.T, q QueueStore) {
 		t.Fatalf("replayed delivery claimed as %+v", b)
 	}
 	finish(t, q, outcome(b[0], hookbox.StatusDone, time.Now()))
+	ingestNewer(t, q)
 	time.Sleep(2 * time.Millisecond) // a cut-off strictly after the last finish
 	if res, err := q.Purge(ctx, hookbox.PurgeParams{Before: time.Now()}); err != nil || res.Done != 1 || res.Stored != 0 {
 		t.Errorf("purge once all deliveries are done: %+v, %v; want the event, counted as done", res, err)
@@ -132,6 +133,7 @@ func testFanOutPurgedAsDead(t *testing.T, q QueueStore) {
 		t.Fatalf("claimed %d and %d deliveries, want 1 each", len(a), len(b))
 	}
 	finish(t, q, outcome(a[0], hookbox.StatusDone, now), outcome(b[0], hookbox.StatusDead, now))
+	ingestNewer(t, q)
 	time.Sleep(2 * time.Millisecond) // a cut-off strictly after the last finish
 	want := hookbox.PurgeResult{Dead: 1}
 	for _, dry := range []bool{true, false} {

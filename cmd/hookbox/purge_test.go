@@ -140,6 +140,7 @@ func TestPurgeNamesStoredEvents(t *testing.T) {
 		if e, err := st.Event(context.Background(), rs[0].ID); err != nil || e.Status != hookbox.StatusStored {
 			t.Fatalf("seeded event: %+v, %v; want it stored", e, err)
 		}
+		cliSeed(t, st, "a", "t", hookbox.StatusPending, time.Now(), "newer") // SQLite keeps the newest event
 
 		out := mustCLI(t, "purge", "--days", "30", "--dry-run", "--include-dead", "--json", "--db", dbURL)
 		var r server.PurgeReply
