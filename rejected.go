@@ -76,6 +76,7 @@ type RejectionBounds struct {
 type RejectionStore interface {
 	// AddRejections stores rs (their ID fields are ignored) and trims the
 	// log to b, in one transaction. It returns how many rows it trimmed.
+	// With no rs it only trims.
 	AddRejections(ctx context.Context, rs []Rejection, b RejectionBounds) (trimmed int, err error)
 
 	// Rejection returns one rejection with its body, or an error that

@@ -14,7 +14,8 @@
 //     counted, not stored.
 //   - The log never holds more than Options.MaxCount rows nor rows older
 //     than Options.MaxAge once a write commits: each write trims it in the
-//     same transaction. Past MaxCount it gives up the oldest rows of its
+//     same transaction. While nothing is written, Trim trims it (serve
+//     calls it hourly), so a row outlives MaxAge by an hour at most. Past MaxCount it gives up the oldest rows of its
 //     largest group, each configured source's rows being a group and every
 //     unknown name's rows one more (hookbox.RejectionBounds), so a sender
 //     flooding the log, at its rate limit, evicts its own rows and not
@@ -177,6 +178,13 @@ func (r *Recorder) MaxBodyBytes() int { return r.opts.MaxBodyBytes }
 // Bounds returns the bounds the log is trimmed to now.
 func (r *Recorder) Bounds() hookbox.RejectionBounds {
 	return hookbox.RejectionBounds{MaxCount: r.opts.MaxCount, Since: r.now().Add(-r.opts.MaxAge)}
+}
+
+// Trim trims the log to Bounds now, as each write does, and returns how
+// many rows it deleted: rows past MaxAge go even while no refusal comes
+// to be written.
+func (r *Recorder) Trim(ctx context.Context) (int, error) {
+	return r.st.AddRejections(ctx, nil, r.Bounds())
 }
 
 // Allow takes one token from the bucket of source (or the one shared by

@@ -15,8 +15,8 @@ import (
 	"github.com/hookbox/hookbox/ui"
 )
 
-// RetentionInterval is how often serve applies retention_days and
-// payload_retention_days (and once when it starts).
+// RetentionInterval is how often serve applies retention_days,
+// payload_retention_days and rejected.max_age (and once when it starts).
 const RetentionInterval = time.Hour
 
 // sourceNames lists the configured sources, the only values a metric's
@@ -98,19 +98,25 @@ func (s *Service) startRetention(ctx context.Context) (wait func()) {
 // RetentionInterval, until ctx ends: retention_days purges finished (done)
 // events older than that many days, payload_retention_days drops the
 // payloads of older done events and keeps their rows (the dedupe memory).
-// Dead events are never purged here: their work never succeeded.
+// Dead events are never purged here: their work never succeeded. The log
+// of refused deliveries is trimmed to rejected.max_age and max_count too,
+// whatever the two say: each refusal written trims it, and without this
+// a burst of them stayed past max_age until the next.
 func (s *Service) runRetention(ctx context.Context) {
 	s.retentionLoop(ctx, RetentionInterval, time.Now)
 }
 
 func (s *Service) retentionLoop(ctx context.Context, every time.Duration, now func() time.Time) {
 	cfg := s.Config
-	if cfg.RetentionDays <= 0 && cfg.PayloadRetentionDays <= 0 {
+	retain := cfg.RetentionDays > 0 || cfg.PayloadRetentionDays > 0
+	if !retain && s.Rejections == nil {
 		return
 	}
 	ops := s.Store
-	s.log.Info("retention on", "retention_days", cfg.RetentionDays, "payload_retention_days", cfg.PayloadRetentionDays,
-		"every", every)
+	if retain {
+		s.log.Info("retention on", "retention_days", cfg.RetentionDays, "payload_retention_days", cfg.PayloadRetentionDays,
+			"every", every)
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -123,10 +129,15 @@ func (s *Service) retentionLoop(ctx context.Context, every time.Duration, now fu
 	}
 }
 
-// retainOnce applies both retention windows as of now. A window past
-// hookbox.MaxDays (a count meant as "forever") is refused with an error in
-// the log and applies nothing.
+// retainOnce trims the log of refused deliveries and applies both
+// retention windows as of now. A window past hookbox.MaxDays (a count
+// meant as "forever") is refused with an error in the log and applies
+// nothing.
 func (s *Service) retainOnce(ctx context.Context, ops hookbox.Ops, now time.Time) {
+	s.trimRejected(ctx)
+	if ctx.Err() != nil {
+		return
+	}
 	if days := s.Config.RetentionDays; days > 0 {
 		s.purgeOld(ctx, ops, now, days)
 	}
@@ -135,6 +146,21 @@ func (s *Service) retainOnce(ctx context.Context, ops hookbox.Ops, now time.Time
 	}
 	if days := s.Config.PayloadRetentionDays; days > 0 {
 		s.clearOldPayloads(ctx, ops, now, days)
+	}
+}
+
+// trimRejected trims the log of refused deliveries to its bounds (the
+// Recorder's clock, not now: the bounds are the ones its writes apply).
+func (s *Service) trimRejected(ctx context.Context) {
+	if s.Rejections == nil {
+		return
+	}
+	n, err := s.Rejections.Trim(ctx)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.log.Error("rejected deliveries trim", "err", err)
+	case n > 0:
+		s.log.Debug("rejected deliveries trimmed", "deleted", n)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/syncbuf"
+	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/verify"
@@ -581,6 +582,57 @@ func TestRetentionOff(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("runRetention kept running with retention off")
 	}
+}
+
+// TestRetentionTrimsRejectedLog: rejected.max_age holds while nothing is
+// refused: the retention loop trims the log of refused deliveries on each
+// tick, with retention_days and payload_retention_days off. The log was
+// trimmed only when a refusal was written, so the rows of a burst (headers,
+// bodies) stayed past max_age until the next one.
+func TestRetentionTrimsRejectedLog(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		now := time.Now()
+		if _, err := st.AddRejections(ctx, []hookbox.Rejection{
+			{Source: "gh", ReceivedAt: now.Add(-2 * time.Hour), Status: 401, Reason: "old", BodySize: 2, Body: []byte("{}"), BodyComplete: true},
+			{Source: "gh", ReceivedAt: now, Status: 401, Reason: "new", BodySize: -1},
+		}, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		rec := rejected.NewRecorder(st, rejected.Options{MaxAge: time.Hour})
+		defer rec.Close()
+		svc := &Service{Config: &config.Config{}, Store: st, Rejections: rec, log: slog.New(slog.DiscardHandler)}
+		stopped := make(chan struct{})
+		go func() {
+			svc.retentionLoop(ctx, 10*time.Millisecond, time.Now)
+			close(stopped)
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			rs, err := st.Rejections(ctx, hookbox.RejectionFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) == 1 {
+				if rs[0].Reason != "new" {
+					t.Errorf("the trim kept %+v, want the new rejection", rs[0])
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the rejection older than max_age is still listed: %+v", rs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			t.Fatal("retention loop did not stop with its context")
+		}
+	})
 }
 
 // TestRetentionHugeDays: retention_days and payload_retention_days past the
