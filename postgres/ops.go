@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookbox/hookbox"
@@ -215,10 +216,11 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 	return rowscan.IDs(rows)
 }
 
-// purgeBatch deletes the purgeable events among ids ($2, $3]: their queue
-// rows first (the rows every other statement locks), then their data. The
-// condition is one CASE on purpose: the planner cannot match it to a
-// partial index, so it walks the primary key over the slice. Written
+// purgeBatch deletes the purgeable events among the ids $2 (a slice
+// purgeWalk read): their queue rows first (the rows every other statement
+// locks), then their data. The condition is one CASE on purpose: the
+// planner cannot match it to a partial index, so it reads the slice's rows
+// by primary key. Written
 // plainly, a plan made from statistics that lag a bulk change (they said no
 // row was done) drove the batch from the index of finished rows through
 // every purgeable row: 0.7 to 1.3 s a batch at 300k to 1M rows, against
@@ -256,7 +258,7 @@ func (s *Store) clearedIDs(ctx context.Context, where string, args []any) ([]int
 // transaction is retried and finds the key claimed.
 const purgeBatch = `WITH gone AS (
     DELETE FROM queue q USING event_data d
-    WHERE d.id = q.id AND q.id > $2 AND q.id <= $3 AND CASE WHEN %s THEN true ELSE false END
+    WHERE d.id = q.id AND q.id = ANY ($2) AND CASE WHEN %s THEN true ELSE false END
     RETURNING q.id, q.status, q.fanout),
 kids AS (
     DELETE FROM queue WHERE id = ANY (ARRAY(SELECT id FROM event_data
@@ -273,7 +275,7 @@ SELECT g.id, %s FROM gone g
 UNION ALL SELECT id, NULL FROM kids`
 
 // purgeLock locks, in id order, the finished deliveries (in the states
-// listed, before $1) of the FanOut events among ids ($2, $3], before
+// listed, before $1) of the FanOut events among the ids $2, before
 // purgeBatch runs in the same transaction. Without it a replay of a
 // delivery under way (replayLock holds its row, replaySet has made it
 // pending, not yet committed) was lost: purgeBatch's snapshot still saw the
@@ -294,7 +296,7 @@ UNION ALL SELECT id, NULL FROM kids`
 const purgeLock = `SELECT q.id FROM queue q
 WHERE q.id = ANY (ARRAY(SELECT d.id FROM event_data d
     WHERE d.parent_id IS NOT NULL AND d.parent_id = ANY (ARRAY(SELECT f.id FROM queue f
-        WHERE f.id > $2 AND f.id <= $3 AND f.fanout))))
+        WHERE f.id = ANY ($2) AND f.fanout))))
   AND CASE WHEN q.status IN %s AND q.updated_at < $1 THEN true ELSE false END
 ORDER BY q.id FOR UPDATE`
 
@@ -366,34 +368,114 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		batch = 1000
 	}
 	q := purgeQueries{lock: fmt.Sprintf(purgeLock, states), batch: fmt.Sprintf(purgeBatch, purgeable(states), purgedStatus("g"))}
-	// Each batch takes the purgeable rows of one slice of batch ids, from
-	// the first id to the last at the start (a row that can be purged
-	// finished before the cutoff, so it is there already): a batch's work
-	// is bounded by its slice, and no batch steps over the index entries
-	// of rows deleted before it (they stay until vacuum; a walk from the
-	// start grew slower with every batch).
-	var first, last int64
-	if err := s.pool.QueryRow(ctx, `SELECT coalesce(min(id), 0), coalesce(max(id), 0) FROM queue`).Scan(&first, &last); err != nil {
-		return res, opError(ctx, "purge", err)
-	}
-	for after := first - 1; after < last; after += int64(batch) {
-		start := time.Now()
-		n, err := s.purgeOnce(ctx, q, p.Before, after, after+int64(batch), &res)
+	// The candidates are read a slice at a time (purgeWalk), outside the
+	// batches' transactions, along the index of finished rows from the
+	// oldest to the cutoff: the rows a purge keeps (dead events, and
+	// fan-out events with a delivery still to work) are passed over by
+	// that read, and a run costs the finished rows before the cutoff, not
+	// the ids handed out since the oldest row kept. A batch then judges
+	// its slice again, by id, so its work is bounded by the slice. Before,
+	// the batches walked every id from min(id) to max(id), 1000 at a time,
+	// each in a transaction: one dead event kept from a year ago made each
+	// hourly purge walk a year of ids (3 s for 3M ids).
+	walk, group := fmt.Sprintf(purgeWalk, purgeable(states)), fmt.Sprintf(purgeWalkTime, purgeable(states))
+	var after time.Time
+	for {
+		ids, last, full, err := s.purgeCandidates(ctx, walk, group, p.Before, after, batch)
 		if err != nil {
 			// The batches before this one have committed.
 			return res, opError(ctx, "purge", err)
 		}
-		if n == 0 {
-			continue
+		after = last
+		for len(ids) > 0 {
+			slice := ids[:min(batch, len(ids))]
+			ids = ids[len(slice):]
+			start := time.Now()
+			n, err := s.purgeOnce(ctx, q, p.Before, slice, &res)
+			if err != nil {
+				return res, opError(ctx, "purge", err)
+			}
+			if n == 0 {
+				continue
+			}
+			if p.Progress != nil {
+				p.Progress(res)
+			}
+			if !full && len(ids) == 0 {
+				break // the last slice: no pause after it
+			}
+			if err := hookbox.Yield(ctx, time.Since(start)); err != nil {
+				return res, opError(ctx, "purge", err)
+			}
 		}
-		if p.Progress != nil {
-			p.Progress(res)
-		}
-		if err := hookbox.Yield(ctx, time.Since(start)); err != nil {
-			return res, opError(ctx, "purge", err)
+		if !full {
+			return res, nil
 		}
 	}
-	return res, nil
+}
+
+// purgeWalk reads the next candidates of a purge: up to $3 events a purge
+// of its states may delete (purgeable), last changed before $1 and after
+// $2, in queue_finished's order. It is a statement of its own, outside the
+// batches' transactions, and each read starts past the time of the last
+// (never on the index entries of rows the batches deleted, which stay
+// until vacuum). The judgement is a CASE over an EXISTS on purpose: it
+// stays a lookup by primary key for each row the index yields, never a
+// join the planner could drive from event_data.
+const purgeWalk = `SELECT q.id, q.updated_at FROM queue q
+WHERE q.status IN ('done', 'dead') AND q.updated_at < $1 AND q.updated_at > $2
+  AND CASE WHEN EXISTS (SELECT 1 FROM event_data d WHERE d.id = q.id AND %s) THEN true ELSE false END
+ORDER BY q.updated_at LIMIT $3`
+
+// purgeWalkTime reads every candidate last changed at $2 (before $1), as
+// purgeWalk judges them: the rest of the time a full read of purgeWalk
+// ended in. The index keeps no order among the rows of one time, so no
+// cursor can stop inside it (one by id would sort all its rows at each
+// read: a bulk load or a bulk update gives a million rows one time).
+const purgeWalkTime = `SELECT q.id FROM queue q
+WHERE q.status IN ('done', 'dead') AND q.updated_at < $1 AND q.updated_at = $2
+  AND CASE WHEN EXISTS (SELECT 1 FROM event_data d WHERE d.id = q.id AND %s) THEN true ELSE false END`
+
+// purgeCandidates reads the next candidates of a purge after the time
+// after, with walk (a purgeWalk) and, when that read is full, the rest of
+// its last time with group (a purgeWalkTime). It returns their ids, the
+// time the next read starts after, and whether there may be more.
+func (s *Store) purgeCandidates(ctx context.Context, walk, group string, before, after time.Time, limit int) (ids []int64, last time.Time, full bool, err error) {
+	rows, err := s.pool.Query(ctx, walk, before, after, limit)
+	if err != nil {
+		return nil, after, false, err
+	}
+	type candidate struct {
+		id int64
+		at time.Time
+	}
+	cs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		err := row.Scan(&c.id, &c.at)
+		return c, err
+	})
+	if err != nil || len(cs) == 0 {
+		return nil, after, false, err
+	}
+	last = cs[len(cs)-1].at
+	for _, c := range cs {
+		if c.at.Before(last) || len(cs) < limit {
+			ids = append(ids, c.id)
+		}
+	}
+	if len(cs) < limit {
+		return ids, last, false, nil
+	}
+	rows, err = s.pool.Query(ctx, group, before, last)
+	if err != nil {
+		return nil, after, false, err
+	}
+	rest, err := rowscan.IDs(rows)
+	rows.Close()
+	if err != nil {
+		return nil, after, false, err
+	}
+	return append(ids, rest...), last, true, nil
 }
 
 // purgeQueries are the statements of a purge's batches, for its states.
@@ -405,8 +487,8 @@ type purgeQueries struct {
 // maxPurgeAttempts bounds how often purgeOnce runs one batch.
 const maxPurgeAttempts = 3
 
-// purgeOnce deletes, in one transaction, the purgeable events with ids in
-// (from, to], their deliveries and the attempts of both (purgeLock, then
+// purgeOnce deletes, in one transaction, the purgeable events among ids,
+// their deliveries and the attempts of both (purgeLock, then
 // purgeBatch and purgeAttempts), counts the events into res and returns
 // how many. A transaction the server rolled back because of another
 // (a deadlock with a replay, see purgeLock) is run again: it changed
@@ -414,9 +496,9 @@ const maxPurgeAttempts = 3
 // (purgeRetryPause, longer each time), so that the transaction it
 // deadlocked with can go on to its commit: run again at once, the batch
 // could take the same locks first and deadlock with it again.
-func (s *Store) purgeOnce(ctx context.Context, q purgeQueries, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
+func (s *Store) purgeOnce(ctx context.Context, q purgeQueries, before time.Time, ids []int64, res *hookbox.PurgeResult) (int, error) {
 	for attempt := 1; ; attempt++ {
-		n, err := s.purgeTx(ctx, q, before, from, to, res)
+		n, err := s.purgeTx(ctx, q, before, ids, res)
 		if err == nil || attempt == maxPurgeAttempts || !retryable(err) || ctx.Err() != nil {
 			return n, err
 		}
@@ -433,20 +515,20 @@ func (s *Store) purgeOnce(ctx context.Context, q purgeQueries, before time.Time,
 const purgeRetryPause = 100 * time.Millisecond
 
 // purgeTx is one attempt of purgeOnce.
-func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, from, to int64, res *hookbox.PurgeResult) (int, error) {
+func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, ids []int64, res *hookbox.PurgeResult) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, q.lock, before, from, to); err != nil {
+	if _, err := tx.Exec(ctx, q.lock, before, ids); err != nil {
 		return 0, err
 	}
-	rows, err := tx.Query(ctx, q.batch, before, from, to)
+	rows, err := tx.Query(ctx, q.batch, before, ids)
 	if err != nil {
 		return 0, err
 	}
-	var ids []int64
+	var deleted []int64
 	var counted hookbox.PurgeResult
 	n := 0
 	for rows.Next() {
@@ -456,7 +538,7 @@ func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, f
 			rows.Close()
 			return 0, err
 		}
-		ids = append(ids, id)
+		deleted = append(deleted, id)
 		if st != nil { // an event, not one of its deliveries
 			counted.Add(hookbox.Status(*st), 1)
 			n++
@@ -466,10 +548,10 @@ func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, f
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	if len(ids) == 0 {
+	if len(deleted) == 0 {
 		return 0, nil
 	}
-	if _, err := tx.Exec(ctx, purgeAttempts, ids); err != nil {
+	if _, err := tx.Exec(ctx, purgeAttempts, deleted); err != nil {
 		return 0, err
 	}
 	if err := tx.Commit(ctx); err != nil {
