@@ -54,8 +54,11 @@ sources:
 	}
 
 	got := scrape(t, srv.URL+"/metrics")
-	if n, sum := got["hookbox_ingest_seconds_count"], got["hookbox_ingest_seconds_sum"]; n != 1 || sum < stall.Seconds() {
-		t.Errorf("hookbox_ingest_seconds: count %v, sum %.2f s; want 1 delivery of at least the %v upload", n, sum, stall)
+	// Less a margin: the stall's clock starts when the pipe's first bytes
+	// are taken, which may come before the server has read the headers and
+	// started its own.
+	if n, sum := got["hookbox_ingest_seconds_count"], got["hookbox_ingest_seconds_sum"]; n != 1 || sum < (stall-500*time.Millisecond).Seconds() {
+		t.Errorf("hookbox_ingest_seconds: count %v, sum %.2f s; want 1 delivery that took about the %v upload", n, sum, stall)
 	}
 	// The ceiling is the alert's threshold: a commit on this machine takes
 	// milliseconds.
