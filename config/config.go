@@ -1034,7 +1034,9 @@ func (c *Config) validate() error {
 		if s.Tolerance > 0 && s.Tolerance < Duration(MinTolerance) {
 			bad(key+".tolerance", "is under a second, and signed timestamps count whole seconds: nearly every delivery would be refused as too old; set it to a few minutes (5m, the default, if unsure), or leave it out")
 		}
-		errs = append(errs, permanentStatusErrors(key, s.PermanentStatuses)...)
+		if s.Forward != "" { // exec reads no statuses: the key does nothing there
+			errs = append(errs, permanentStatusErrors(key, s.PermanentStatuses)...)
+		}
 		errs = append(errs, validateTargets(key, s)...)
 	}
 	return errors.Join(errs...)

@@ -95,18 +95,23 @@ type Sign struct {
 func (c *Config) signWarnings() []string {
 	var ws []string
 	for i, s := range c.Sources {
-		if s.Scheme != verify.SchemeStandardWebhooks {
+		if s.Scheme != verify.SchemeStandardWebhooks || svixNamesOnly[s.Provider] {
 			continue
 		}
 		for j, t := range s.Targets {
 			if t.Sign == nil || t.Sign.DropSenderHeaders || t.Forward == "" {
 				continue
 			}
-			ws = append(ws, fmt.Sprintf("source %s, target %s: sign replaces the sender's webhook-id, webhook-timestamp and webhook-signature with hookbox's (a standard-webhooks sender uses the same names), so the app cannot verify the sender's signature; verify hookbox's in the app (with sign.secret) and set drop_sender_headers: true, or remove sign to forward the sender's", c.sourceLabel(i), c.targetLabel(i, j)))
+			ws = append(ws, fmt.Sprintf("source %s, target %s: sign replaces the sender's webhook-id, webhook-timestamp and webhook-signature with hookbox's (a standard-webhooks sender that signs with these names, rather than svix-*, loses its own), so the app cannot verify the sender's signature; verify hookbox's in the app (with sign.secret) and set drop_sender_headers: true, or remove sign to forward the sender's", c.sourceLabel(i), c.targetLabel(i, j)))
 		}
 	}
 	return ws
 }
+
+// svixNamesOnly holds the presets whose senders sign with svix-id,
+// svix-timestamp and svix-signature only, which a signed forward's
+// webhook-* headers do not replace (Svix itself may send either).
+var svixNamesOnly = map[string]bool{"clerk": true, "resend": true}
 
 // PermanentStatusAllowed reports whether status may be listed in
 // permanent_statuses: a final reply that a forward counts as a failure,
@@ -245,7 +250,9 @@ func validateTargets(key string, s Source) []error {
 				bad(k+".forward", "%s", problem)
 			}
 		}
-		errs = append(errs, permanentStatusErrors(k, t.PermanentStatuses)...)
+		if t.Forward != "" {
+			errs = append(errs, permanentStatusErrors(k, t.PermanentStatuses)...)
+		}
 		if t.Sign != nil {
 			if t.Forward == "" {
 				bad(k+".sign", "applies to a forward only")

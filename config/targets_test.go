@@ -201,6 +201,16 @@ sources:
     secrets: ["github-secret-for-the-test"]
     targets:
       - {name: kept, forward: "http://127.0.0.1:9/d", sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM="}}
+  - name: clerk
+    provider: clerk
+    secrets: ["whsec_c2hvcC1zZWNyZXQtZm9yLXRoZS10ZXN0"]
+    targets:
+      - {name: kept, forward: "http://127.0.0.1:9/e", sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM="}}
+  - name: resend
+    provider: resend
+    secrets: ["whsec_c2hvcC1zZWNyZXQtZm9yLXRoZS10ZXN0"]
+    targets:
+      - {name: kept, forward: "http://127.0.0.1:9/f", sign: {secret: "whsec_aG9va2JveC1zaWducy1pdHMtZm9yd2FyZHM="}}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +223,27 @@ sources:
 	}
 	if len(ws) != 1 || !strings.Contains(ws[0], "source polar, target kept: sign replaces the sender's webhook-id, webhook-timestamp and webhook-signature") ||
 		!strings.Contains(ws[0], "drop_sender_headers: true") {
-		t.Errorf("warnings about sign: %q, want one naming source polar, target kept", ws)
+		t.Errorf("warnings about sign: %q, want one naming source polar, target kept (Clerk and Resend sign with svix-* names, which sign leaves alone)", ws)
+	}
+}
+
+// TestPermanentStatusesOnlyWhereAForwardReadsThem: exec reads no reply
+// status, so permanent_statuses on an exec source or target does nothing,
+// and a config that has them loads, as it did before they were checked.
+func TestPermanentStatusesOnlyWhereAForwardReadsThem(t *testing.T) {
+	_, err := Parse([]byte(`
+sources:
+  - name: e
+    scheme: none
+    exec: ["true"]
+    permanent_statuses: [101, 200]
+  - name: t
+    scheme: none
+    targets:
+      - {name: x, exec: ["true"], permanent_statuses: [204]}
+`))
+	if err != nil {
+		t.Errorf("permanent_statuses on exec: %v, want it loaded", err)
 	}
 }
 
