@@ -18,7 +18,9 @@ type Policy struct {
 	// and 2·BackoffMin, never above BackoffMax: exponential, with full
 	// jitter above the floor from the first retry on, so that the events of
 	// a burst that failed together do not retry together (only when
-	// BackoffMax equals BackoffMin is there no room to spread them).
+	// BackoffMax equals BackoffMin is there no room to spread them). A
+	// Retry-After from a target may lengthen the wait past BackoffMax, up
+	// to MaxRetryAfter (see RetryAfter).
 	BackoffMin time.Duration
 	BackoffMax time.Duration
 	// Timeout bounds one attempt (default 30s) through its context: the
