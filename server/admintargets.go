@@ -62,7 +62,7 @@ func (a *admin) retire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.cfg.Works != nil && a.cfg.Works(name) {
-		writeError(w, http.StatusConflict, name+" is worked by this process: retire ends the deliveries of a target no process has any more; "+
+		writeError(w, http.StatusConflict, name+" is worked by this process (or, a go_handler target, by the Go program that registers it): retire ends the deliveries of a target no process has any more; "+
 			"remove it from the config and restart every process first, or pause it")
 		return
 	}

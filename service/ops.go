@@ -55,7 +55,7 @@ func (s *Service) registerOps() {
 
 		Targets:     s.targets,
 		KnownTarget: s.knownTarget,
-		Works:       s.Pool.Works,
+		Works:       s.works,
 	})
 	ui.Register(mux, ui.Config{
 		Token:      s.Config.AdminToken,

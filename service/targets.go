@@ -165,8 +165,30 @@ func (s *Service) knownTarget(name string) bool {
 	return false
 }
 
+// works reports whether name's deliveries have a worker: this process's
+// pool (worker.Pool.Works), or, for a go_handler target of the config,
+// the Go program that registers its handlers (serve never does, and the
+// target is no less in the config for that).
+func (s *Service) works(name string) bool {
+	if s.Pool.Works(name) {
+		return true
+	}
+	src, tgt := hookbox.SplitQueueName(name)
+	for _, c := range s.Config.Sources {
+		if c.Name != src {
+			continue
+		}
+		for _, t := range c.Targets {
+			if t.Name == tgt && t.GoHandler {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // warnUnworked logs, once, a warning for each queue name with unfinished
-// deliveries that nothing in this process works (worker.Pool.Works): a
+// deliveries that nothing in this process works (see works): a
 // target or source removed from the config (or renamed, or turned
 // store_only) leaves its deliveries pending, and nothing else would ever
 // say so. They are left as they are: during a
@@ -184,7 +206,7 @@ func (s *Service) warnUnworked(ctx context.Context) {
 	}
 	now := time.Now()
 	for _, name := range names {
-		if s.Pool.Works(name) {
+		if s.works(name) {
 			continue
 		}
 		b, err := s.Store.TargetBacklog(ctx, name, now)
@@ -208,5 +230,5 @@ func (s *Service) warnUnworked(ctx context.Context) {
 // counts and the command that ends them.
 const UnworkedWarning = "deliveries of a target wait, and nothing in this process works it " +
 	"(a target or source removed or renamed in the config?): a process still running an older config works them until it stops; " +
-	"if the target is gone for good, `hookbox targets retire TARGET` ends them as dead (replayable; purge --include-dead deletes them), " +
+	"if the target is gone for good, `hookbox targets retire TARGET` ends them as dead (replayable; purge --days N --include-dead deletes them), " +
 	"else put it back in the config. Until then hookbox_oldest_due_seconds counts them, and HookboxWorkStuck fires"

@@ -96,3 +96,44 @@ sources:
 		}
 	})
 }
+
+// TestGoHandlerTargetIsNotUnworked: a go_handler target the config still
+// has is worked by the Go program that registers its handlers, never by
+// serve; it was taken for a removed one: serve told the operator to
+// retire it at every start, and the admin API retired it, while `hookbox
+// targets retire --config` refused. Now neither warns nor retires it.
+func TestGoHandlerTargetIsNotUnworked(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		d := storetest.Delivery("shop", "1")
+		d.FanOut, d.Routes = true, []hookbox.Route{{Target: "ledger"}}
+		if _, err := st.Ingest(context.Background(), []hookbox.Delivery{d}); err != nil {
+			t.Fatal(err)
+		}
+		h := startOps(t, dbURL, `
+admin_token: "`+opsAdminToken+`"
+sources:
+  - name: shop
+    scheme: none
+    targets:
+      - {name: ledger, go_handler: true}
+`, nil)
+		// The warning comes before the "listening" line.
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(h.logs.String(), `"msg":"listening"`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no listening line:\n%s", h.logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if strings.Contains(h.logs.String(), UnworkedWarning) {
+			t.Errorf("serve tells the operator to retire shop/ledger, a go_handler target of its config")
+		}
+		if code := h.admin("POST", "/admin/targets/shop/ledger/retire", opsAdminToken, nil); code != http.StatusConflict {
+			t.Errorf("admin retire of the go_handler target shop/ledger = %d, want 409", code)
+		}
+		if b, err := st.TargetBacklog(context.Background(), "shop/ledger", time.Now()); err != nil || b.Pending != 1 {
+			t.Errorf("shop/ledger's backlog after the refused retire: %+v, %v; want its 1 pending delivery", b, err)
+		}
+	})
+}

@@ -1772,9 +1772,10 @@ func (p *Pool) checkOrdered() error {
 
 // extendLoop keeps the pool's record fresh (finding pools that died, see
 // Start) and the leases of running work alive: every third of the
-// shortest lease, or recordRefresh if that is sooner, each claim's events are extended by that claim's own
-// lease length, so a source with a long timeout does not stretch the
-// leases of the others (which a crash would then leave locked longer).
+// shortest lease, or recordRefresh if that is sooner, each claim's events
+// are extended by that claim's own lease length, so a source with a long
+// timeout does not stretch the leases of the others (which a crash would
+// then leave locked longer).
 //
 // A round in which a call failed (the database unreachable) is tried
 // again after extendRetry instead of a third of a lease: a lease then

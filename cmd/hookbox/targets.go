@@ -34,7 +34,7 @@ type targetInfo struct {
 func newTargetsCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "targets",
-		Short: "List, pause and resume targets",
+		Short: "List, pause, resume and retire targets",
 		Long: `A target is what works a source's events: the source's own forward or exec
 (named like the source), or one of its named targets (named source/target).
 
@@ -330,7 +330,7 @@ serve warns about them at start, and targets list --config shows them.
 
 Each pending delivery of NAME, and each processing one whose lease has ended,
 becomes dead, with an error saying it was retired: its event can then finish,
-be purged (purge --include-dead) and stop counting in
+be purged (purge --days N --include-dead) and stop counting in
 hookbox_oldest_due_seconds. Nothing is deleted: hookbox replay sends them
 again if the target comes back. A delivery a worker is running now is left
 alone and counted; run retire again once it ends.
@@ -400,7 +400,7 @@ func printRetire(w io.Writer, name string, res hookbox.RetireResult, dryRun bool
 	default:
 		them := plural(res.Ended, "it", "them")
 		fmt.Fprintf(w, "ended %s of %s as dead; `hookbox replay --status dead --source %s` sends %s again if %s comes back, "+
-			"`hookbox purge --include-dead` deletes %s\n", count(res.Ended, "delivery", "deliveries"), name, name, them, name, them)
+			"`hookbox purge --days N --include-dead` deletes %s\n", count(res.Ended, "delivery", "deliveries"), name, name, them, name, them)
 	}
 	if res.InFlight > 0 {
 		fmt.Fprintf(w, "left %s a worker is running now (a process that still has %s); run retire again once %s\n",
