@@ -150,6 +150,19 @@ func (e *Event) SourceName() string {
 	return src
 }
 
+// EventID is the id of the event e belongs to: Parent for a target's
+// delivery, else e's own ID. It is the id the sender's 202 carried and
+// the one forwards and exec commands are given (Hookbox-Event-Id,
+// HOOKBOX_EVENT_ID) and attempt spans carry (hookbox.event_id). A
+// delivery's own row is named by that id with its target's name, as its
+// Idempotency-Key does.
+func (e *Event) EventID() int64 {
+	if e.Parent != 0 {
+		return e.Parent
+	}
+	return e.ID
+}
+
 // SummaryStatus is the status of a FanOut event whose deliveries have the
 // given states: processing or pending while any is, else dead if any is,
 // else done; stored when it has none. The stores compute the same in SQL.

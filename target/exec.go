@@ -170,7 +170,7 @@ func (e *Exec) environ(parent []string, ev *hookbox.Event) []string {
 		EnvSource+"="+ev.SourceName(),
 		EnvTarget+"="+ev.Target,
 		EnvDeliveryID+"="+ev.DeliveryID,
-		EnvEventID+"="+strconv.FormatInt(eventID(ev), 10),
+		EnvEventID+"="+strconv.FormatInt(ev.EventID(), 10),
 		EnvEventType+"="+ev.EventType,
 		EnvAttempt+"="+strconv.Itoa(ev.Attempts),
 		EnvIdempotencyKey+"="+effect.IdempotencyKey(ev),

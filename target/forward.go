@@ -282,7 +282,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		req.Host = f.host
 	}
 	req.Header.Set(HeaderIdempotencyKey, key)
-	req.Header.Set(HeaderEventID, strconv.FormatInt(eventID(ev), 10))
+	req.Header.Set(HeaderEventID, strconv.FormatInt(ev.EventID(), 10))
 	req.Header.Set(HeaderAttempt, strconv.Itoa(ev.Attempts))
 	req.Header.Set(HeaderSource, ev.SourceName())
 	if ev.Target != "" {

@@ -141,19 +141,6 @@ func build(t config.Target, sender []string, red *redact.Redactor, log *slog.Log
 	return NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red, Logger: log})
 }
 
-// eventID returns the id of ev's event: the id the sender's 202 reply
-// carried, that events show and replay take. For a named target's
-// delivery that is its Parent, not its own row id: each target of an
-// event has a delivery row of its own, which the event id and the
-// target's name (Hookbox-Target, HOOKBOX_TARGET) name together, as its
-// Idempotency-Key does.
-func eventID(ev *hookbox.Event) int64 {
-	if ev.Parent != 0 {
-		return ev.Parent
-	}
-	return ev.ID
-}
-
 // errPayloadCleared is why an event whose payload was cleared is not
 // delivered: sending an empty body (with the sender's signature headers)
 // would make the app fail to verify it, or worse act on nothing, and

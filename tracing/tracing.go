@@ -246,7 +246,7 @@ func Handler(red func(string) string) func(ctx context.Context, phase string, ev
 			return ctx, func(error) {}
 		}
 		ctx, span := Tracer().Start(ctx, phase, trace.WithAttributes(
-			AttrSource.String(ev.Source), AttrEventID.Int64(ev.ID), AttrDeliveryID.String(ev.DeliveryID),
+			AttrSource.String(ev.Source), AttrEventID.Int64(ev.EventID()), AttrDeliveryID.String(ev.DeliveryID),
 			AttrEventType.String(ev.EventType), AttrAttempt.Int(ev.Attempts)))
 		return ctx, func(err error) {
 			if err != nil && red != nil {
@@ -267,7 +267,7 @@ func Attempts(t worker.Target) worker.Target {
 			return t.Deliver(ctx, ev)
 		}
 		ctx, span := Tracer().Start(ctx, "attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-			AttrSource.String(ev.Source), AttrEventID.Int64(ev.ID), AttrDeliveryID.String(ev.DeliveryID),
+			AttrSource.String(ev.Source), AttrEventID.Int64(ev.EventID()), AttrDeliveryID.String(ev.DeliveryID),
 			AttrEventType.String(ev.EventType), AttrAttempt.Int(ev.Attempts)))
 		err := t.Deliver(ctx, ev)
 		EndSpan(span, err)

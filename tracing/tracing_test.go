@@ -21,6 +21,7 @@ import (
 	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/tracing"
+	"github.com/hookbox/hookbox/worker"
 )
 
 // TestEnabled: tracing is off by default and on for an OTLP exporter or
@@ -256,5 +257,35 @@ sources:
 	if handle != 1 || attempt != 1 || !inSpan.Load() {
 		t.Errorf("handle spans %d, target attempt spans %d, handler saw its span: %v; want 1, 1, true (spans: %v)",
 			handle, attempt, inSpan.Load(), names(exp.GetSpans()))
+	}
+}
+
+// TestAttemptSpanCarriesTheEventsID: the attempt span of a named target's
+// delivery carries the id of its event (the sender's 202, the receive
+// span's hookbox.event_id), as Hookbox-Event-Id does, not the delivery's
+// own row id, which no other span or reply names; a source's own event
+// carries its id.
+func TestAttemptSpanCarriesTheEventsID(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tracing.Install(tp)
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	noop := tracing.Attempts(worker.TargetFunc(func(context.Context, *hookbox.Event) error { return nil }))
+	for _, ev := range []*hookbox.Event{
+		{ID: 9, Parent: 4, Source: "shop/billing", Target: "billing", DeliveryID: "d1", Attempts: 1},
+		{ID: 5, Source: "shop", DeliveryID: "d2", Attempts: 1},
+	} {
+		if err := noop.Deliver(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	for i, want := range []string{"4", "5"} {
+		if got := attr(spans[i], "hookbox.event_id"); got != want {
+			t.Errorf("attempt span of %s: hookbox.event_id %s, want %s", attr(spans[i], "hookbox.source"), got, want)
+		}
 	}
 }
