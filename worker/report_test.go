@@ -327,3 +327,39 @@ func TestOutageLogsSpacedOut(t *testing.T) {
 		}
 	}
 }
+
+// TestEventStoreFailuresSpacedOut: while the store refuses every outcome,
+// each event's "worker: record outcome" line is spaced out like the
+// claims' (one every ten seconds, the rest at debug): with traffic, an
+// outage wrote one ERROR line per event per attempt.
+func TestEventStoreFailuresSpacedOut(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	var refused atomic.Int32
+	gate := &finishGate{Store: s, refuse: func(_ context.Context, _ int32, outs []hookbox.Outcome) error {
+		for _, o := range outs {
+			if !strings.HasPrefix(o.Error, "store failed: ") {
+				refused.Add(1)
+				return errInjected
+			}
+		}
+		return nil
+	}}
+	var logs syncbuf.Buffer
+	p := worker.New(gate, worker.Options{PollInterval: 10 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error { return nil }))
+	p.SetPolicy("fw", worker.Policy{MaxAttempts: 1000, Timeout: 10 * time.Second})
+	began := time.Now()
+	start(t, p)
+	var ds []hookbox.Delivery
+	for i := range 20 {
+		ds = append(ds, storetest.Delivery("fw", fmt.Sprint(i)))
+	}
+	ingest(t, s, ds...)
+	p.Notify()
+	awaitCount(t, "refused outcomes", &refused, 100)
+	out := logs.String()
+	most := 1 + int(time.Since(began)/(10*time.Second))
+	if n := strings.Count(out, `level=ERROR msg="worker: record outcome"`); n < 1 || n > most {
+		t.Errorf("%d ERROR lines \"worker: record outcome\" after 100 refused outcomes, want 1 (%d if ten seconds passed)", n, most)
+	}
+}

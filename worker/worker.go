@@ -893,6 +893,16 @@ func (p *Pool) logErr(what string, err error) {
 	}
 }
 
+// logEventErr logs that the store failed what for ev, spaced out as
+// logErr's lines are (one per kind every errLogEvery, the others at debug):
+// during an outage with traffic every event fails so, and its release
+// that follows is reported on its own line anyway.
+func (p *Pool) logEventErr(what string, ev *hookbox.Event, err error) {
+	p.errLog.Log(context.Background(), p.log, slog.LevelError, what, "worker: "+what, func() []slog.Attr {
+		return []slog.Attr{slog.Int64("event_id", ev.ID), slog.String("source", ev.Source), slog.Any("err", err)}
+	})
+}
+
 // errLogEvery is how often logErr writes a line per kind of failure, as
 // the server does for a failing store.
 const errLogEvery = 10 * time.Second
@@ -1617,7 +1627,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 			if p.abandoned() {
 				return hookbox.Outcome{}, false // left leased, see Stop
 			}
-			p.log.Error("worker: apply", "event_id", ev.ID, "source", ev.Source, "err", err)
+			p.logEventErr("apply", ev, err)
 			p.release(p.workCtx, []hookbox.Event{*ev}, err)
 			return hookbox.Outcome{}, false
 		}
@@ -1647,7 +1657,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 		// when an Apply cannot commit. Left leased, the event was claimed
 		// again once its lease ended, and its last attempt, though it may
 		// have delivered, was charged as one whose worker died.
-		p.log.Error("worker: record outcome", "event_id", ev.ID, "source", ev.Source, "err", err)
+		p.logEventErr("record outcome", ev, err)
 		p.release(p.workCtx, []hookbox.Event{*ev}, err)
 		return hookbox.Outcome{}, false
 	}
