@@ -146,23 +146,31 @@ func (s *Service) targets(ctx context.Context) ([]server.TargetStatus, error) {
 	return out, nil
 }
 
-// knownTarget reports whether name is a configured source or target.
-func (s *Service) knownTarget(name string) bool {
+// configured finds the queue name name in the config: known is true for
+// a configured source or target, and t is the target when name is one.
+func (s *Service) configured(name string) (known bool, t *config.Target) {
 	src, tgt := hookbox.SplitQueueName(name)
-	for _, c := range s.Config.Sources {
+	for i := range s.Config.Sources {
+		c := &s.Config.Sources[i]
 		if c.Name != src {
 			continue
 		}
 		if tgt == "" {
-			return true
+			return true, nil
 		}
-		for _, t := range c.Targets {
-			if t.Name == tgt {
-				return true
+		for j := range c.Targets {
+			if c.Targets[j].Name == tgt {
+				return true, &c.Targets[j]
 			}
 		}
 	}
-	return false
+	return false, nil
+}
+
+// knownTarget reports whether name is a configured source or target.
+func (s *Service) knownTarget(name string) bool {
+	known, _ := s.configured(name)
+	return known
 }
 
 // works reports whether name's deliveries have a worker: this process's
@@ -173,18 +181,8 @@ func (s *Service) works(name string) bool {
 	if s.Pool.Works(name) {
 		return true
 	}
-	src, tgt := hookbox.SplitQueueName(name)
-	for _, c := range s.Config.Sources {
-		if c.Name != src {
-			continue
-		}
-		for _, t := range c.Targets {
-			if t.Name == tgt && t.GoHandler {
-				return true
-			}
-		}
-	}
-	return false
+	_, t := s.configured(name)
+	return t != nil && t.GoHandler
 }
 
 // warnUnworked logs, once, a warning for each queue name with unfinished

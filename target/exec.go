@@ -28,7 +28,7 @@ const execWaitDelay = 2 * time.Second
 const (
 	EnvSource         = "HOOKBOX_SOURCE"
 	EnvDeliveryID     = "HOOKBOX_DELIVERY_ID"
-	EnvEventID        = "HOOKBOX_EVENT_ID" // the event's row id, for a named target's delivery too (see eventID)
+	EnvEventID        = "HOOKBOX_EVENT_ID" // the event's id, for a named target's delivery too (hookbox.Event.EventID)
 	EnvEventType      = "HOOKBOX_EVENT_TYPE"
 	EnvAttempt        = "HOOKBOX_ATTEMPT"
 	EnvIdempotencyKey = "HOOKBOX_IDEMPOTENCY_KEY"

@@ -30,7 +30,7 @@ import (
 // cannot override them.
 const (
 	HeaderIdempotencyKey = "Idempotency-Key"  // "<source>:<delivery id>", see effect.IdempotencyKey and ForwardKey
-	HeaderEventID        = "Hookbox-Event-Id" // the event's row id, the 202 reply's id, for a named target's delivery too (see eventID)
+	HeaderEventID        = "Hookbox-Event-Id" // the event's id, the 202 reply's, for a named target's delivery too (hookbox.Event.EventID)
 	HeaderAttempt        = "Hookbox-Attempt"  // 1 for the first attempt
 	HeaderSource         = "Hookbox-Source"   // the configured source name
 	HeaderTarget         = "Hookbox-Target"   // the target's name, for a delivery of a named target

@@ -263,7 +263,7 @@ type Pool struct {
 	// event at a time with a committed lease; see Start.
 	recovering atomic.Int64
 
-	shortestLease time.Duration // extendLoop runs every third of it
+	shortestLease time.Duration // extendLoop runs every third of it, or every recordRefresh if sooner
 
 	// handling counts the apply-only handlers running now over events
 	// picked without a lease, which leases does not hold; see InFlight.
