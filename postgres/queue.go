@@ -256,8 +256,12 @@ func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 // order key, with their delivery ids, first due first. It walks
 // queue_due: every unfinished delivery of the queue, which is why claims
 // by key leave this to FillOrderKeys.
-const unkeyed = `SELECT q.id, d.delivery_id FROM queue q JOIN event_data d ON d.id = q.id
-WHERE q.source = $1 AND q.order_key IS NULL AND q.status IN ('pending', 'processing')
+// Each round starts after the last row the one before read (the cursor
+// $3, $4), so a pass reads the queue's index once
+// rather than once per round past the rows it has already keyed.
+const unkeyed = `SELECT q.id, d.delivery_id, q.next_attempt_at FROM queue q JOIN event_data d ON d.id = q.id
+WHERE q.source = $1 AND (q.next_attempt_at, q.id) > ($3, $4)
+  AND q.order_key IS NULL AND q.status IN ('pending', 'processing')
 ORDER BY q.next_attempt_at, q.id LIMIT $2`
 
 // fillKeys gives the deliveries $1 the order keys $2, each only while it
@@ -274,8 +278,10 @@ const fillBatch = 1000
 // key one each; see hookbox.Queue.
 func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(deliveryID string) string) (int, error) {
 	total := 0
+	var afterDue time.Time // year 1: before every row
+	var afterID int64
 	for {
-		rows, err := s.pool.Query(ctx, unkeyed, queue, fillBatch)
+		rows, err := s.pool.Query(ctx, unkeyed, queue, fillBatch, afterDue, afterID)
 		if err != nil {
 			return total, unavailable(ctx, "fill order keys", err)
 		}
@@ -284,11 +290,13 @@ func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(delive
 		for rows.Next() {
 			var id int64
 			var deliveryID string
-			if err := rows.Scan(&id, &deliveryID); err != nil {
+			var due time.Time
+			if err := rows.Scan(&id, &deliveryID, &due); err != nil {
 				rows.Close()
 				return total, unavailable(ctx, "fill order keys", err)
 			}
 			ids, keys = append(ids, id), append(keys, key(deliveryID))
+			afterDue, afterID = due, id
 		}
 		if err := rows.Err(); err != nil {
 			return total, unavailable(ctx, "fill order keys", err)
@@ -301,9 +309,9 @@ func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(delive
 			return total, opError(ctx, "fill order keys", err)
 		}
 		total += int(tag.RowsAffected())
-		// A full batch may have more behind it; one whose rows were all
-		// held is left for the next call.
-		if len(ids) < fillBatch || tag.RowsAffected() == 0 {
+		// A full batch may have more behind it. Rows another statement
+		// held are left for the next call; the cursor moves past them.
+		if len(ids) < fillBatch {
 			return total, nil
 		}
 	}

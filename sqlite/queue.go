@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -203,9 +204,13 @@ func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 // without an order key, with their delivery ids, first due first. It
 // walks events_due: every unfinished delivery of the queue, which is why
 // claims by key leave this to FillOrderKeys.
-const unkeyed = `SELECT id, delivery_id FROM events INDEXED BY events_due
-        WHERE source = ? AND status IN ('pending', 'processing') AND order_key IS NULL
-        ORDER BY next_attempt_at, id LIMIT ?`
+// Each round starts after the last row the one before read (the cursor
+// ?3, ?4), so a pass reads the queue's index once rather than once per
+// round past the rows it has already keyed.
+const unkeyed = `SELECT id, delivery_id, next_attempt_at FROM events INDEXED BY events_due
+        WHERE source = ?1 AND (next_attempt_at, id) > (?3, ?4)
+          AND status IN ('pending', 'processing') AND order_key IS NULL
+        ORDER BY next_attempt_at, id LIMIT ?2`
 
 // fillBatch is how many deliveries one round of FillOrderKeys keys.
 const fillBatch = 1000
@@ -215,8 +220,9 @@ const fillBatch = 1000
 // each round's keys in one short write transaction.
 func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(deliveryID string) string) (int, error) {
 	total := 0
+	afterDue, afterID := int64(math.MinInt64), int64(0)
 	for {
-		rows, err := s.reader.QueryContext(ctx, unkeyed, queue, fillBatch)
+		rows, err := s.reader.QueryContext(ctx, unkeyed, queue, fillBatch, afterDue, afterID)
 		if err != nil {
 			return total, fmt.Errorf("sqlite: fill order keys: %w", err)
 		}
@@ -225,11 +231,11 @@ func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(delive
 		for rows.Next() {
 			var id int64
 			var deliveryID string
-			if err := rows.Scan(&id, &deliveryID); err != nil {
+			if err := rows.Scan(&id, &deliveryID, &afterDue); err != nil {
 				rows.Close()
 				return total, fmt.Errorf("sqlite: fill order keys: %w", err)
 			}
-			ids, keys = append(ids, id), append(keys, key(deliveryID))
+			ids, keys, afterID = append(ids, id), append(keys, key(deliveryID)), id
 		}
 		if err := rows.Err(); err != nil {
 			return total, fmt.Errorf("sqlite: fill order keys: %w", err)
@@ -253,7 +259,9 @@ func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(delive
 			return total, fmt.Errorf("sqlite: fill order keys: %w", err)
 		}
 		total += n
-		if len(ids) < fillBatch || n == 0 {
+		// A round whose rows another writer keyed first still moves the
+		// cursor on, so the pass ends.
+		if len(ids) < fillBatch {
 			return total, nil
 		}
 	}

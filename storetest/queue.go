@@ -47,6 +47,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimByKeyWalksOn":          testClaimByKeyWalksOn,
 		"ClaimByKeyRunning":          testClaimByKeyRunning,
 		"FillOrderKeys":              testFillOrderKeys,
+		"FillOrderKeysRounds":        testFillOrderKeysRounds,
 		"ClaimSkipsRunning":          testClaimSkipsRunning,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,6 +293,43 @@ func testFillOrderKeys(t *testing.T, q QueueStore) {
 	fill(1)
 	if got := byKey(); !slices.Equal(got, []string{"dead"}) {
 		t.Fatalf("claim by key after the replayed delivery got its key = %v, want it alone", got)
+	}
+}
+
+// testFillOrderKeysRounds: one FillOrderKeys call keys every keyless
+// delivery of the queue however many rounds that takes, with keyed
+// deliveries due before and among them and due times shared by many rows
+// (each round carries on after the last row the one before read).
+func testFillOrderKeysRounds(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	var ds []hookbox.Delivery
+	for i := range 1500 {
+		ds = append(ds, Keyed("fr", "t", fmt.Sprint("keyed-", i), fmt.Sprint("k", i%7)))
+	}
+	for i := range 2500 {
+		ds = append(ds, fanOut("fr", fmt.Sprint("old-", i), "t"))
+		if i%3 == 0 {
+			ds = append(ds, Keyed("fr", "t", fmt.Sprint("among-", i), "k1"))
+		}
+	}
+	for c := range slices.Chunk(ds, 250) {
+		ingest(t, q, c...)
+	}
+	n, err := q.FillOrderKeys(ctx, "fr/t", func(id string) string { return "own:" + id })
+	if err != nil || n != 2500 {
+		t.Fatalf("FillOrderKeys = %d, %v; want 2500 in one call", n, err)
+	}
+	evs, err := q.Events(ctx, hookbox.Filter{Source: "fr/t", Limit: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if strings.HasPrefix(e.DeliveryID, "old-") && e.OrderKey != "own:"+e.DeliveryID {
+			t.Fatalf("%s has order key %q after FillOrderKeys", e.DeliveryID, e.OrderKey)
+		}
+	}
+	if n, err := q.FillOrderKeys(ctx, "fr/t", func(id string) string { return "own:" + id }); err != nil || n != 0 {
+		t.Fatalf("second FillOrderKeys = %d, %v; want 0", n, err)
 	}
 }
 
