@@ -434,6 +434,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.unavailable(w, name, "cannot store the delivery right now; retry later")
 		return
 	}
+	s.failLog.LogCleared(r.Context(), s.log, "store", "store delivery: the store answers again")
 	// At debug only: a line per delivery costs about 11 µs of CPU, 5 to
 	// 15% of storing it; serve logs a summary a minute at info instead.
 	s.log.LogAttrs(r.Context(), slog.LevelDebug, "delivery", slog.String("source", name),
@@ -472,6 +473,7 @@ func (s *Server) useNonce(ctx context.Context, w http.ResponseWriter, r *http.Re
 		s.reject(w, r, start, source, http.StatusUnauthorized, hookbox.ReplayReason, body)
 		return false
 	}
+	s.failLog.LogCleared(r.Context(), s.log, "nonce", "remember the signed token: the store answers again")
 	return true
 }
 
@@ -600,6 +602,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusServiceUnavailable, msg)
 			return
 		}
+		s.failLog.LogCleared(r.Context(), s.log, "readyz", "ready again")
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

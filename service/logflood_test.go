@@ -18,8 +18,9 @@ import (
 )
 
 // holdWriteLock takes SQLite's write lock on the database at dbURL from
-// another connection, as another process would, until the test ends.
-func holdWriteLock(t *testing.T, dbURL string) {
+// another connection, as another process would, until the test ends or
+// the returned func is called.
+func holdWriteLock(t *testing.T, dbURL string) (release func()) {
 	t.Helper()
 	other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(100)")
 	if err != nil {
@@ -32,11 +33,16 @@ func holdWriteLock(t *testing.T, dbURL string) {
 	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.ExecContext(context.Background(), "ROLLBACK")
-		conn.Close()
-		other.Close()
-	})
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			conn.ExecContext(context.Background(), "ROLLBACK")
+			conn.Close()
+			other.Close()
+		})
+	}
+	t.Cleanup(release)
+	return release
 }
 
 // infoLogged starts hookbox with config doc on a new SQLite file, logging
@@ -96,6 +102,58 @@ sources:
 	}
 	if lines := strings.Count(logs.String(), `msg="not ready"`); lines < 1 || lines > 2 {
 		t.Errorf("500 /readyz wrote %d lines, want 1 (2 if ten seconds passed)", lines)
+	}
+}
+
+// TestStoreBackLogged: once the store commits again, the first delivery
+// stored and the first /readyz answered 200 each write one info line
+// saying so, with the number of failures: after an outage's spaced-out
+// lines, silence alone could not tell a recovered store from a dead one.
+func TestStoreBackLogged(t *testing.T) {
+	t.Parallel()
+	srv, logs, dbURL := infoLogged(t, `
+sources:
+  - name: open
+    scheme: none
+    id_header: X-Id
+    store_only: true
+`)
+	release := holdWriteLock(t, dbURL)
+	for i := range 3 {
+		if r := srv.Post("open", http.Header{"X-Id": {fmt.Sprint("down-", i)}}, []byte(`{}`)); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("delivery %d with the write lock held elsewhere: %+v, want 503", i, r)
+		}
+	}
+	resp, err := http.Get(srv.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if strings.Contains(logs.String(), "answers again") {
+		t.Fatalf("a line says the store answers again while it fails:\n%s", logs)
+	}
+	release()
+	for i := range 3 {
+		if r := srv.Post("open", http.Header{"X-Id": {fmt.Sprint("up-", i)}}, []byte(`{}`)); r.Status != http.StatusAccepted {
+			t.Fatalf("delivery %d after the lock was released: %+v, want 202", i, r)
+		}
+	}
+	out := logs.String()
+	if n := strings.Count(out, `msg="store delivery: the store answers again" failures=3`); n != 1 {
+		t.Errorf("%d lines say the store answers again with failures=3, want 1:\n%s", n, out)
+	}
+	// /readyz answers from its last failed check for a second.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `msg="ready again"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"ready again\" line once /readyz answered 200 again:\n%s", logs)
+		}
+		resp, err := http.Get(srv.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

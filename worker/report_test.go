@@ -328,6 +328,52 @@ func TestOutageLogsSpacedOut(t *testing.T) {
 	}
 }
 
+// claimsFailFor is a store whose claims fail until up is set.
+type claimsFailFor struct {
+	dbtest.Store
+	up     atomic.Bool
+	failed atomic.Int32
+}
+
+func (s *claimsFailFor) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
+	if !s.up.Load() {
+		s.failed.Add(1)
+		return nil, errInjected
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+// TestStoreBackLogged: once claims succeed again after failing, one info
+// line says so, with how many failed; a loop that never failed, and later
+// successes, write none. After an outage's spaced-out ERROR lines, silence
+// could not tell a store that answers again from one still down.
+func TestStoreBackLogged(t *testing.T) {
+	s := &claimsFailFor{Store: dbtest.Open(t, dbtest.SQLiteURL(t))}
+	var logs syncbuf.Buffer
+	p := worker.New(s, worker.Options{PollInterval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var done atomic.Int32
+	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error { done.Add(1); return nil }))
+	start(t, p)
+	awaitCount(t, "failed claims", &s.failed, 20)
+	if strings.Contains(logs.String(), "answers again") {
+		t.Fatalf("a line says the store answers again while claims fail:\n%s", logs.String())
+	}
+	s.up.Store(true)
+	ingest(t, s, storetest.Delivery("fw", "1"))
+	p.Notify()
+	awaitCount(t, "events worked", &done, 1)
+	ingest(t, s, storetest.Delivery("fw", "2"))
+	p.Notify()
+	awaitCount(t, "events worked", &done, 2)
+	out := logs.String()
+	if n := strings.Count(out, `level=INFO msg="worker: claim for targets: the store answers again" failures=`); n != 1 {
+		t.Errorf("%d lines say claims for targets work again, want 1:\n%s", n, out)
+	}
+	if n := strings.Count(out, "answers again"); n != 1 {
+		t.Errorf("%d lines say the store answers again, want 1:\n%s", n, out)
+	}
+}
+
 // TestEventStoreFailuresSpacedOut: while the store refuses every outcome,
 // each event's "worker: record outcome" line is spaced out like the
 // claims' (one every ten seconds, the rest at debug): with traffic, an

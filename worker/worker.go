@@ -884,9 +884,18 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 // string): one line per what every errLogEvery, saying how many were held
 // back (lograte), the others at debug. During an outage every claiming
 // loop fails every poll: about three lines a second, with no traffic.
+// Called with a nil err, it ends what's run of failures, if any, with an
+// info line.
 func (p *Pool) logErr(what string, err error) {
+	if err == nil {
+		// A call that failed before works again: one info line says so,
+		// with how many failed, so the silence after an outage's lines
+		// is not taken for more of it.
+		p.errLog.LogCleared(context.Background(), p.log, what, "worker: "+what+": the store answers again")
+		return
+	}
 	// Once Stop has abandoned the work, the store refuses all of it.
-	if err != nil && !errors.Is(err, context.Canceled) && !p.abandoned() {
+	if !errors.Is(err, context.Canceled) && !p.abandoned() {
 		p.errLog.Log(context.Background(), p.log, slog.LevelError, what, "worker: "+what, func() []slog.Attr {
 			return []slog.Attr{slog.Any("err", err)}
 		})

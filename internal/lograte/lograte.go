@@ -14,6 +14,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,14 @@ type Limiter struct {
 	mu   sync.Mutex
 	last map[string]time.Time
 	skip map[string]int // lines sent to debug since the last admitted
+	runs map[string]run // lines asked for since the last Cleared, per key
+	open atomic.Int32   // len(runs), read without the lock by Cleared
+}
+
+// run is a key's lines since its last Cleared: how many, from when.
+type run struct {
+	n     int
+	first time.Time
 }
 
 // Allow reports whether a line for key may be written now at the level
@@ -41,8 +50,15 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.last == nil {
-		l.last, l.skip = map[string]time.Time{}, map[string]int{}
+		l.last, l.skip, l.runs = map[string]time.Time{}, map[string]int{}, map[string]run{}
 	}
+	r, ok := l.runs[key]
+	if !ok {
+		r.first = now
+		l.open.Add(1)
+	}
+	r.n++
+	l.runs[key] = r
 	if t, ok := l.last[key]; ok && now.Sub(t) < every {
 		l.skip[key]++
 		return false, 0
@@ -68,5 +84,35 @@ func (l *Limiter) Log(ctx context.Context, lg *slog.Logger, level slog.Level, ke
 	}
 	if lg.Enabled(ctx, slog.LevelDebug) {
 		lg.LogAttrs(ctx, slog.LevelDebug, msg, attrs()...)
+	}
+}
+
+// Cleared ends key's run of lines, for a caller whose lines report
+// failures and which has just succeeded: it reports how many lines were
+// asked for key since the last Cleared (written or held back) and when
+// the first was, or ok false when there were none. It takes no lock when
+// no key has a run, so a success path can call it every time.
+func (l *Limiter) Cleared(key string) (n int, since time.Time, ok bool) {
+	if l.open.Load() == 0 {
+		return 0, time.Time{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.runs[key]
+	if !ok {
+		return 0, time.Time{}, false
+	}
+	delete(l.runs, key)
+	l.open.Add(-1)
+	return r.n, r.first, true
+}
+
+// LogCleared writes msg to lg at info when key had a run of lines (see
+// Cleared), with their number (failures) and how long the run lasted
+// (for): the line that says a failure reported before is over.
+func (l *Limiter) LogCleared(ctx context.Context, lg *slog.Logger, key, msg string) {
+	if n, since, ok := l.Cleared(key); ok {
+		lg.LogAttrs(ctx, slog.LevelInfo, msg, slog.Int("failures", n),
+			slog.Duration("for", time.Since(since).Round(time.Millisecond)))
 	}
 }

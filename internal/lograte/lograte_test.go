@@ -48,3 +48,27 @@ func TestLogWritesOneLinePerInterval(t *testing.T) {
 		t.Errorf("%d lines written, attributes built %d times; want 1 and 1:\n%s", n, built, buf.String())
 	}
 }
+
+// TestLogCleared: after a run of failure lines (written or held back), the
+// first success writes one info line with their number; later successes,
+// and successes of a key that never failed, write none.
+func TestLogCleared(t *testing.T) {
+	var buf bytes.Buffer
+	lg := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var l Limiter
+	ctx := context.Background()
+	l.LogCleared(ctx, lg, "store", "store works again")
+	for range 7 {
+		l.Log(ctx, lg, slog.LevelError, "store", "store failed", func() []slog.Attr { return nil })
+	}
+	l.Log(ctx, lg, slog.LevelError, "other", "other failed", func() []slog.Attr { return nil })
+	l.LogCleared(ctx, lg, "store", "store works again")
+	l.LogCleared(ctx, lg, "store", "store works again")
+	out := buf.String()
+	if n := strings.Count(out, "store works again"); n != 1 || !strings.Contains(out, "failures=7") {
+		t.Fatalf("want one line with failures=7 after the run, none before or after it:\n%s", out)
+	}
+	if _, _, ok := l.Cleared("other"); !ok {
+		t.Fatal("another key's run was cleared with store's")
+	}
+}
