@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -273,6 +274,60 @@ func FuzzParseUnix(f *testing.F) {
 			if want, err := strconv.ParseInt(s, 10, 64); err != nil || want != n {
 				t.Fatalf("parseUnix(%q) = %d, strconv says %d, %v", s, n, want, err)
 			}
+		}
+	})
+}
+
+// FuzzHMACTimestampUnit: an hmac source's signed timestamp is judged in
+// its unit, seconds or milliseconds, against integer bounds; a refused one
+// is said to be in the other unit exactly when it is past 10^11 read as
+// seconds, or short of it read as milliseconds.
+func FuzzHMACTimestampUnit(f *testing.F) {
+	for _, s := range []string{"1700000000", "1700000000000", "1699999700", "1699999699", "1700000300000", "1700000300001",
+		"100000000000", "100000000001", "99999999999", "0", "", "-1", "17000000001234567", "999999999999999999"} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	cfg := Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Sig", TimestampHeader: "X-Ts", Signed: "{timestamp}:{body}"}
+	vS := mustNew(f, cfg)
+	cfg.TimestampUnit = TimestampMillis
+	vMS := mustNew(f, cfg)
+	sig := hex.EncodeToString(mac256([]byte(hmacSecretB), fuzzBody))
+	nowS := testNow.Unix() // testNow is a whole second
+	tolS := int64(DefaultTolerance / time.Second)
+	f.Fuzz(func(t *testing.T, ts string, ms bool) {
+		v, now, tol := vS, nowS, tolS
+		if ms {
+			v, now, tol = vMS, nowS*1000, tolS*1000
+		}
+		h := hdr("X-Sig", sig)
+		h["X-Ts"] = []string{ts}
+		err := v.CheckHeader(Request{Header: h, Now: testNow})
+		checkErr(t, err, hmacSecretA, sig)
+		text := strings.TrimSpace(ts)
+		n, perr := strconv.ParseInt(text, 10, 64)
+		digits := text != "" && len(text) <= 18 && strings.Trim(text, "0123456789") == "" && perr == nil
+		var want string
+		switch {
+		case text == "":
+			want = "hmac: missing X-Ts header"
+		case !digits:
+			want = "hmac: malformed X-Ts header"
+		case n >= now-tol && n <= now+tol:
+			want = ""
+		case ms && n < unitBound:
+			want = "hmac: timestamp is in seconds, not milliseconds; set timestamp_unit: s (or leave it out)"
+		case !ms && n > unitBound:
+			want = "hmac: timestamp is in milliseconds; set timestamp_unit: ms"
+		default:
+			want = "hmac: timestamp outside tolerance"
+		}
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Fatalf("timestamp %q (ms=%v): CheckHeader = %q, want %q", ts, ms, got, want)
 		}
 	})
 }

@@ -37,9 +37,11 @@ const maxDERSignature = 72
 // Prefix + encode(signature), hex or base64, where the signature is an
 // HMAC (sha256, sha1, sha512) or a public-key signature (ed25519,
 // ecdsa-p256) over the Signed template: literal text, the timestamp from
-// TimestampHeader, the PublicURL, then the body. It covers Shopify, Linear,
+// TimestampHeader (unix seconds, or milliseconds with TimestampMillis),
+// the PublicURL, then the body. It covers Shopify, Linear,
 // Lemon Squeezy, Slack and Zoom (v0), Square ({url}{body}), Discord
-// (ed25519) and SendGrid (ECDSA), Bitbucket, Meta and the like.
+// (ed25519) and SendGrid (ECDSA), Webflow ({timestamp}:{body}, in
+// milliseconds), Bitbucket, Meta and the like.
 type hmacVerifier struct {
 	header  string // canonical signature header key
 	prefix  string
@@ -50,6 +52,7 @@ type hmacVerifier struct {
 	ecKeys  []*ecdsa.PublicKey
 	signed  []templatePart // what precedes the body
 	ts      string         // canonical timestamp header key, "" when none is signed
+	ms      bool           // the timestamp is in milliseconds (TimestampMillis)
 	tol     time.Duration
 	url     string
 	ids     idSpec
@@ -58,6 +61,7 @@ type hmacVerifier struct {
 
 	errMiss, errBad, errMatch  error
 	errNoTS, errBadTS, errTolr error
+	errUnit                    error // outside tolerance, and clearly in the other unit
 }
 
 func newHMAC(cfg Config) (*hmacVerifier, error) {
@@ -134,6 +138,16 @@ func newHMAC(cfg Config) (*hmacVerifier, error) {
 	if usesTS {
 		v.ts = http.CanonicalHeaderKey(cfg.TimestampHeader)
 	}
+	switch cfg.TimestampUnit {
+	case "", TimestampSeconds:
+	case TimestampMillis:
+		v.ms = true
+	default:
+		return nil, errors.New("timestamp_unit: must be s (unix seconds, 10 digits today; the default) or ms (unix milliseconds, 13 digits today, as Webflow sends)")
+	}
+	if cfg.TimestampUnit != "" && !usesTS {
+		return nil, errors.New("timestamp_unit: only used with timestamp_header and {timestamp} in signed; remove it, or set those")
+	}
 	switch {
 	case usesURL:
 		if err := checkPublicURL(cfg.PublicURL); err != nil {
@@ -152,6 +166,11 @@ func newHMAC(cfg Config) (*hmacVerifier, error) {
 	v.errNoTS = unauthorized("hmac: missing " + cfg.TimestampHeader + " header")
 	v.errBadTS = unauthorized("hmac: malformed " + cfg.TimestampHeader + " header")
 	v.errTolr = unauthorized("hmac: timestamp outside tolerance")
+	if v.ms {
+		v.errUnit = unauthorized("hmac: timestamp is in seconds, not milliseconds; set timestamp_unit: s (or leave it out)")
+	} else {
+		v.errUnit = unauthorized("hmac: timestamp is in milliseconds; set timestamp_unit: ms")
+	}
 	return v, nil
 }
 
@@ -194,10 +213,25 @@ func (v *hmacVerifier) parseHeader(r Request, s *hmacSigned) error {
 	if s.ts, ok = parseUnix(tsText); !ok {
 		return v.errBadTS
 	}
-	if !withinTolerance(s.ts, nowOr(r.Now), v.tol) {
+	if !timeWithin(v.signedAt(s.ts), nowOr(r.Now), v.tol) {
+		// A timestamp in the other unit is decades or millennia off:
+		// say which unit it is in, not only that it is out of time.
+		if v.ms && s.ts < unitBound || !v.ms && s.ts > unitBound {
+			return v.errUnit
+		}
 		return v.errTolr
 	}
 	return nil
+}
+
+// signedAt is the time a signed timestamp stands for, in the source's
+// unit. {timestamp} signs the header's number unconverted, whatever its
+// unit.
+func (v *hmacVerifier) signedAt(ts int64) time.Time {
+	if v.ms {
+		return time.UnixMilli(ts)
+	}
+	return time.Unix(ts, 0)
 }
 
 // CheckHeader implements Verifier.
@@ -323,6 +357,9 @@ func (v *hmacVerifier) sign(body []byte, deliveryID string, now time.Time) (http
 		return nil, err
 	}
 	ts := now.Unix()
+	if v.ms {
+		ts = now.UnixMilli()
+	}
 	if v.ts != "" {
 		h.Set(v.ts, strconv.FormatInt(ts, 10))
 	}

@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"hash"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +127,75 @@ func TestHMACSignRoundTrip(t *testing.T) {
 	}
 	if _, err := Sign(Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Sig", IDHeader: "X-Id"}, body, "", time.Time{}); err == nil {
 		t.Fatal("Sign with id_header and no delivery id succeeded")
+	}
+}
+
+// TestHMACTimestampUnit: a sender that signs a timestamp in milliseconds
+// (Webflow: X-Webflow-Timestamp, "{timestamp}:{body}", hex HMAC-SHA256)
+// is verified with timestamp_unit: ms, its tolerance judged in
+// milliseconds; with seconds, the default, its genuine deliveries are
+// refused saying the timestamp is in milliseconds, not that it is out of
+// tolerance, and a seconds timestamp sent to an ms source says so too.
+func TestHMACTimestampUnit(t *testing.T) {
+	body := []byte(`{"triggerType":"form_submission","payload":{"id":"6321ca84df3949bfc6752327"}}`)
+	webflow := func(ts int64) http.Header {
+		text := strconv.FormatInt(ts, 10)
+		return hdr("X-Webflow-Timestamp", text,
+			"X-Webflow-Signature", hex.EncodeToString(macWith(sha256.New, hmacSecretA, []byte(text+":"+string(body)))))
+	}
+	ms := Config{Scheme: SchemeHMAC, Secrets: []string{hmacSecretA}, Header: "X-Webflow-Signature",
+		TimestampHeader: "X-Webflow-Timestamp", Signed: "{timestamp}:{body}", TimestampUnit: TimestampMillis}
+	secs := ms
+	secs.TimestampUnit = ""
+	explicitSecs := ms
+	explicitSecs.TimestampUnit = TimestampSeconds
+	now := testNow.Add(733 * time.Millisecond)
+	hash := bodyHash(body)
+	ok := Result{DeliveryID: hash, IDIsHash: true}
+	const inMillis = "hmac: timestamp is in milliseconds; set timestamp_unit: ms"
+	runCases(t, ms, []verifyCase{
+		{name: "ms: now", header: webflow(now.UnixMilli()), body: body, now: now, want: ok},
+		{name: "ms: at the edge of the tolerance", header: webflow(now.Add(-DefaultTolerance).UnixMilli()), body: body, now: now, want: ok},
+		{name: "ms: a millisecond past it", header: webflow(now.Add(-DefaultTolerance - time.Millisecond).UnixMilli()), body: body, now: now,
+			wantErr: ErrUnauthorized, errText: "hmac: timestamp outside tolerance"},
+		{name: "ms: future", header: webflow(now.Add(DefaultTolerance + time.Second).UnixMilli()), body: body, now: now,
+			wantErr: ErrUnauthorized, errText: "hmac: timestamp outside tolerance"},
+		{name: "ms: tampered", header: webflow(now.UnixMilli()), body: []byte(string(body) + " "), now: now,
+			wantErr: ErrUnauthorized, errText: "does not match"},
+		{name: "ms: sent in seconds", header: webflow(now.Unix()), body: body, now: now,
+			wantErr: ErrUnauthorized, errText: "hmac: timestamp is in seconds, not milliseconds; set timestamp_unit: s (or leave it out)"},
+		{name: "s: a genuine ms delivery", cfg: secs, header: webflow(now.UnixMilli()), body: body, now: now,
+			wantErr: ErrUnauthorized, errText: inMillis},
+		{name: "explicit s: a genuine ms delivery", cfg: explicitSecs, header: webflow(now.UnixMilli()), body: body, now: now,
+			wantErr: ErrUnauthorized, errText: inMillis},
+		{name: "s: seconds", cfg: secs, header: webflow(now.Unix()), body: body, now: now, want: ok},
+		{name: "s: seconds out of tolerance", cfg: secs, header: webflow(now.Add(-time.Hour).Unix()), body: body, now: now,
+			wantErr: ErrUnauthorized, errText: "hmac: timestamp outside tolerance"},
+		{name: "s: the year 5138 is still seconds", cfg: secs, header: webflow(unitBound), body: body, now: now,
+			wantErr: ErrUnauthorized, errText: "hmac: timestamp outside tolerance"},
+	})
+	// The refusal names no secret and no signature, and CheckHeader gives it.
+	h := webflow(now.UnixMilli())
+	_, err := mustNew(t, secs).Verify(Request{Header: h, Body: body, Now: now})
+	if err == nil || err.Error() != inMillis || strings.Contains(err.Error(), hmacSecretA) || strings.Contains(err.Error(), h.Get("X-Webflow-Signature")) {
+		t.Fatalf("Verify = %v, want exactly %q", err, inMillis)
+	}
+	// Sign (hookbox send) signs in the source's unit: 13 digits, over
+	// "{timestamp}:{body}", as the test above signs by hand.
+	signed, err := Sign(ms, body, "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := signed.Get("X-Webflow-Timestamp"), strconv.FormatInt(now.UnixMilli(), 10); got != want || len(got) != 13 {
+		t.Fatalf("Sign's timestamp %q, want %q", got, want)
+	}
+	if got, want := signed.Get("X-Webflow-Signature"), webflow(now.UnixMilli()).Get("X-Webflow-Signature"); got != want {
+		t.Fatalf("Sign's signature %q, want %q", got, want)
+	}
+	if _, err := mustNew(t, ms).Verify(Request{Header: signed, Body: body, Now: now}); err != nil {
+		t.Fatalf("Verify(Sign) = %v", err)
+	}
+	if signed, err = Sign(secs, body, "", now); err != nil || len(signed.Get("X-Webflow-Timestamp")) != 10 {
+		t.Fatalf("Sign in seconds: %v, timestamp %q", err, signed.Get("X-Webflow-Timestamp"))
 	}
 }

@@ -81,6 +81,19 @@ var Schemes = []string{
 	SchemeTwilio, SchemeMailgun, SchemeToken, SchemeBasic, SchemeNone,
 }
 
+// Units of the hmac scheme's signed timestamp (Config.TimestampUnit).
+const (
+	TimestampSeconds = "s"  // unix seconds, 10 digits today (the default)
+	TimestampMillis  = "ms" // unix milliseconds, 13 digits today (Webflow)
+)
+
+// unitBound is where a signed timestamp read in one unit is taken for
+// the other in a refusal's reason: 10^11 seconds is after the year 5138,
+// and 10^11 milliseconds is before March 1973, so a value past it read as
+// seconds, or short of it read as milliseconds, is in the other unit.
+// It only names the reason: such a timestamp is outside any tolerance.
+const unitBound = 100_000_000_000
+
 // DefaultTolerance is the signed-timestamp window used when
 // Config.Tolerance is zero.
 const DefaultTolerance = 5 * time.Minute
@@ -210,6 +223,11 @@ type Config struct {
 	Signed string
 	// TimestampHeader holds the signed unix timestamp ({timestamp}).
 	TimestampHeader string
+	// TimestampUnit is the unit of TimestampHeader's value:
+	// TimestampSeconds ("s", the default) or TimestampMillis ("ms", as
+	// Webflow sends). {timestamp} is the header's number in that unit,
+	// unconverted.
+	TimestampUnit string
 
 	// PublicURL is the URL the sender posts to, as the sender sees it: the
 	// hmac scheme's {url}, and what the twilio scheme signs.
@@ -399,6 +417,7 @@ func checkKeysUsed(cfg Config) error {
 		{"algorithm", cfg.Algorithm, "hmac scheme", hmacOnly},
 		{"signed", cfg.Signed, "hmac scheme", hmacOnly},
 		{"timestamp_header", cfg.TimestampHeader, "hmac scheme", hmacOnly},
+		{"timestamp_unit", cfg.TimestampUnit, "hmac scheme", hmacOnly},
 		{"public_url", cfg.PublicURL, "hmac and twilio schemes", hmacOnly || cfg.Scheme == SchemeTwilio},
 		{"id_header", cfg.IDHeader, "schemes whose id is not fixed (not standard-webhooks, stripe or github)", !fixedID(cfg.Scheme)},
 		{"id_field", cfg.IDField, "schemes whose id is not fixed (not standard-webhooks, stripe or github)", !fixedID(cfg.Scheme)},
@@ -588,11 +607,17 @@ func parseUnix(s string) (int64, bool) {
 	return n, true
 }
 
-// withinTolerance reports whether the unix time ts lies within tol of now,
-// in either direction. time.Time.Sub saturates, so distant timestamps
-// cannot overflow into the window.
+// withinTolerance reports whether the unix time ts (seconds) lies within
+// tol of now, in either direction.
 func withinTolerance(ts int64, now time.Time, tol time.Duration) bool {
-	d := now.Sub(time.Unix(ts, 0))
+	return timeWithin(time.Unix(ts, 0), now, tol)
+}
+
+// timeWithin reports whether t lies within tol of now, in either
+// direction. time.Time.Sub saturates, so distant timestamps cannot
+// overflow into the window.
+func timeWithin(t, now time.Time, tol time.Duration) bool {
+	d := now.Sub(t)
 	return d <= tol && d >= -tol
 }
 

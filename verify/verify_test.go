@@ -67,6 +67,12 @@ func TestNewValidation(t *testing.T) {
 		{"none with handshake", Config{Scheme: "none", Handshake: "slack"}, "handshake: only used by"},
 		{"unknown handshake", Config{Scheme: "github", Secrets: []string{"s"}, Handshake: "teams"}, "handshake: must be slack, zoom or discord"},
 		{"zoom handshake on github", Config{Scheme: "github", Secrets: []string{"s"}, Handshake: "zoom"}, "handshake: zoom needs the hmac scheme"},
+		{"hmac timestamp in ms", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", Signed: "{timestamp}:{body}", TimestampHeader: "X-Ts", TimestampUnit: "ms"}, ""},
+		{"hmac timestamp in s", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", Signed: "{timestamp}:{body}", TimestampHeader: "X-Ts", TimestampUnit: "s"}, ""},
+		{"hmac timestamp unit unknown", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", Signed: "{timestamp}:{body}", TimestampHeader: "X-Ts", TimestampUnit: "millis"},
+			"timestamp_unit: must be s (unix seconds, 10 digits today; the default) or ms (unix milliseconds, 13 digits today"},
+		{"hmac timestamp unit without timestamp", Config{Scheme: "hmac", Secrets: []string{"s"}, Header: "X-Sig", TimestampUnit: "ms"}, "timestamp_unit: only used with timestamp_header and {timestamp} in signed"},
+		{"stripe with timestamp unit", Config{Scheme: "stripe", Secrets: []string{"s"}, TimestampUnit: "ms"}, "timestamp_unit: only used by the hmac scheme"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
