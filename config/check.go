@@ -33,10 +33,11 @@ const (
 // Effective returns a copy of c with the defaults filled in for every key
 // left unset, as hookbox runs it: body limits, batch sizes, the shutdown
 // timeout, log format and level, SQLite durability, the bounds of the
-// log of refused deliveries, and each source's
-// tolerance, retry policy, permanent statuses and circuit breaking (of
-// its forward or exec, and of each target). Listen is left as it is:
-// the command line decides it. The copy shares no slice or map with c.
+// log of refused deliveries, and each source's tolerance, the unit of
+// an hmac source's signed timestamp, retry policy, permanent statuses and
+// circuit breaking (of its forward or exec, and of each target). Listen
+// is left as it is: the command line decides it. The copy shares no slice
+// or map with c.
 func (c *Config) Effective() *Config {
 	e := c.clone()
 	if e.DB == "" {
@@ -90,6 +91,9 @@ func (c *Config) Effective() *Config {
 		s.MaxBodyBytes = c.bodyLimit(*s)
 		if s.Tolerance == 0 && (s.Scheme == verify.SchemeStandardWebhooks || s.Scheme == verify.SchemeStripe) {
 			s.Tolerance = Duration(verify.DefaultTolerance)
+		}
+		if s.Scheme == verify.SchemeHMAC && s.TimestampHeader != "" && s.TimestampUnit == "" {
+			s.TimestampUnit = verify.TimestampSeconds
 		}
 		if s.MaxAttempts == 0 {
 			s.MaxAttempts = worker.DefaultPolicy.MaxAttempts

@@ -232,6 +232,9 @@ type Source struct {
 	TimestampHeader string `yaml:"timestamp_header"`
 	PublicURL       string `yaml:"public_url"`
 	Handshake       string `yaml:"handshake"`
+	// TimestampUnit is the unit of timestamp_header's value: s (unix
+	// seconds, the default) or ms (milliseconds, as Webflow sends).
+	TimestampUnit string `yaml:"timestamp_unit"`
 
 	// Targets and retries.
 	Forward string `yaml:"forward"`
@@ -331,6 +334,7 @@ func (s Source) Verify() verify.Config {
 		Algorithm:       s.Algorithm,
 		Signed:          s.Signed,
 		TimestampHeader: s.TimestampHeader,
+		TimestampUnit:   s.TimestampUnit,
 		PublicURL:       s.PublicURL,
 		IDHeader:        s.IDHeader,
 		IDField:         s.IDField,

@@ -267,3 +267,53 @@ func TestMalformedReferencesRefused(t *testing.T) {
 		t.Errorf("$$ escape: %v", err)
 	}
 }
+
+// TestTimestampUnitKey: timestamp_unit on an hmac source is s or ms;
+// config load (and so config check and serve) refuses any other value,
+// or the key where no signed timestamp uses it, saying what to write and
+// never repeating the value; the effective config shows the default.
+func TestTimestampUnitKey(t *testing.T) {
+	t.Setenv("HB_TS_UNIT", "unit-from-env-4f2a")
+	const webflow = "sources:\n  - name: wf\n    scheme: hmac\n    header: X-Webflow-Signature\n    secrets: [s3cr3t-value]\n    store_only: true\n"
+	const signedTS = "    timestamp_header: X-Webflow-Timestamp\n    signed: \"{timestamp}:{body}\"\n"
+	for _, c := range []struct{ doc, want string }{
+		{webflow + signedTS + "    timestamp_unit: millis\n",
+			"sources[0] (wf): timestamp_unit: must be s (unix seconds, 10 digits today; the default) or ms (unix milliseconds, 13 digits today, as Webflow sends)"},
+		{webflow + signedTS + "    timestamp_unit: ${HB_TS_UNIT}\n", "sources[0] (wf): timestamp_unit: must be s"},
+		{webflow + "    timestamp_unit: ms\n", "sources[0] (wf): timestamp_unit: only used with timestamp_header and {timestamp} in signed; remove it, or set those"},
+		{"sources:\n  - {name: gh, scheme: github, secrets: [s3cr3t-value], timestamp_unit: ms, store_only: true}\n", "sources[0] (gh): timestamp_unit: only used by the hmac scheme"},
+	} {
+		_, err := Parse([]byte(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.doc, err, c.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cr3t-value") || strings.Contains(err.Error(), "unit-from-env-4f2a") || strings.Contains(err.Error(), "millis\"") {
+			t.Errorf("%q: error repeats a value: %v", c.doc, err)
+		}
+	}
+	for unit, want := range map[string]string{"": "s", "s": "s", "ms": "ms"} {
+		doc := webflow + signedTS
+		if unit != "" {
+			doc += "    timestamp_unit: " + unit + "\n"
+		}
+		c, err := Parse([]byte(doc))
+		if err != nil {
+			t.Fatalf("timestamp_unit %q: %v", unit, err)
+		}
+		if got := c.Sources[0].Verify().TimestampUnit; got != unit {
+			t.Errorf("timestamp_unit %q reaches verify as %q", unit, got)
+		}
+		if got := c.Effective().Sources[0].TimestampUnit; got != want {
+			t.Errorf("timestamp_unit %q: effective %q, want %q", unit, got, want)
+		}
+	}
+	// No signed timestamp, no unit shown.
+	c, err := Parse([]byte(webflow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Effective().Sources[0].TimestampUnit; got != "" {
+		t.Errorf("effective timestamp_unit %q for a source that signs no timestamp", got)
+	}
+}

@@ -150,6 +150,7 @@ func (s Source) WithPreset() Source {
 	fill(&s.Algorithm, keys.Algorithm)
 	fill(&s.Signed, keys.Signed)
 	fill(&s.TimestampHeader, keys.TimestampHeader)
+	fill(&s.TimestampUnit, keys.TimestampUnit)
 	fill(&s.Handshake, keys.Handshake)
 	if s.IDHeader == "" && s.IDField == "" {
 		s.IDHeader, s.IDField = keys.IDHeader, keys.IDField

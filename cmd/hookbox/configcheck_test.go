@@ -373,3 +373,27 @@ func TestConfigCheckOutputLoads(t *testing.T) {
 		t.Errorf("forward_headers read back as %v, want the name X-$Tag", again.Sources[1].ForwardHeaders)
 	}
 }
+
+// TestConfigCheckTimestampUnit: config check refuses a timestamp_unit
+// other than s or ms, saying what to write, and shows the unit an hmac
+// source's signed timestamp is read in, s when the file leaves it out.
+func TestConfigCheckTimestampUnit(t *testing.T) {
+	const source = `sources:
+  - name: webflow
+    scheme: hmac
+    header: X-Webflow-Signature
+    timestamp_header: X-Webflow-Timestamp
+    signed: "{timestamp}:{body}"
+    secrets: ["wf-check-secret"]
+    store_only: true
+`
+	out, _, err := runCLI(t, "config", "check", "--config", writeConfig(t, source+"    timestamp_unit: milliseconds\n"))
+	if err == nil || !strings.Contains(err.Error(), "sources[0] (webflow): timestamp_unit: must be s (unix seconds, 10 digits today; the default) or ms (unix milliseconds") {
+		t.Fatalf("config check of timestamp_unit: milliseconds: %v\n%s", err, out)
+	}
+	for unit, want := range map[string]string{"": "timestamp_unit: s\n", "    timestamp_unit: ms\n": "timestamp_unit: ms\n"} {
+		if out := mustCLI(t, "config", "check", "--config", writeConfig(t, source+unit)); !strings.Contains(out, want) {
+			t.Errorf("config check with %q does not show %q:\n%s", unit, want, out)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type sendFlags struct {
 	provider    string
 	signed      string
 	tsHeader    string
+	tsUnit      string
 	publicURL   string
 	signingKey  string
 	secrets     []string
@@ -97,7 +98,9 @@ not a 2xx.`,
   hookbox send --provider slack --secret "$SLACK_SIGNING_SECRET"
   HOOKBOX_SIGNING_KEY=whsk_… hookbox send --config hookbox.yaml --source acme
   hookbox send --scheme hmac --secret s3cret --header X-Shopify-Hmac-Sha256 --encoding base64 \
-      --id-header X-Shopify-Webhook-Id --source shopify --json`,
+      --id-header X-Shopify-Webhook-Id --source shopify --json
+  hookbox send --scheme hmac --secret s3cret --header X-Webflow-Signature --signed '{timestamp}:{body}' \
+      --timestamp-header X-Webflow-Timestamp --timestamp-unit ms --source webflow`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runSend(cmd, g, f) },
 	}
@@ -107,6 +110,7 @@ not a 2xx.`,
 	fl.StringVar(&f.provider, "provider", "", "provider preset: "+strings.Join(config.PresetNames(), ", ")+" (instead of a configured source)")
 	fl.StringVar(&f.signed, "signed", "", "hmac: what is signed, e.g. v0:{timestamp}:{body} (default {body})")
 	fl.StringVar(&f.tsHeader, "timestamp-header", "", "hmac: header carrying the signed timestamp")
+	fl.StringVar(&f.tsUnit, "timestamp-unit", "", "hmac: unit of the signed timestamp, s (default) or ms")
 	fl.StringVar(&f.publicURL, "public-url", "", "twilio, hmac with {url}: the public URL the provider signs")
 	fl.StringVar(&f.signingKey, "signing-key", "", "private key for public-key schemes (whsk_…, ed25519 or ECDSA P-256); default $HOOKBOX_SIGNING_KEY")
 	fl.StringArrayVar(&f.secrets, "secret", nil, "signing secret for --scheme (repeatable; the first signs)")
@@ -317,7 +321,7 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 			Provider: f.provider, Scheme: f.scheme, Secrets: f.secrets,
 			Header: f.header, Prefix: f.prefix, Encoding: f.encoding, Algorithm: f.algorithm,
 			IDHeader: f.idHeader, IDField: f.idField, TypeHeader: f.typeHeader, TypeField: f.typeField,
-			Signed: f.signed, TimestampHeader: f.tsHeader, PublicURL: f.publicURL,
+			Signed: f.signed, TimestampHeader: f.tsHeader, TimestampUnit: f.tsUnit, PublicURL: f.publicURL,
 		}
 		flag, name := "--scheme", f.scheme
 		if f.provider != "" {
@@ -336,7 +340,7 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 		}
 		return vc, source, cfg, nil
 	}
-	for _, name := range []string{"secret", "header", "prefix", "encoding", "algorithm", "id-header", "id-field", "type-header", "type-field", "signed", "timestamp-header", "public-url"} {
+	for _, name := range []string{"secret", "header", "prefix", "encoding", "algorithm", "id-header", "id-field", "type-header", "type-field", "signed", "timestamp-header", "timestamp-unit", "public-url"} {
 		if cmd.Flags().Changed(name) {
 			return verify.Config{}, "", nil, fmt.Errorf("--%s needs --scheme or --provider (a configured --source brings its own)", name)
 		}

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -449,5 +453,75 @@ func TestServeAndSendShareListen(t *testing.T) {
 	}
 	if got := defaultSendURL(":8080", "polar"); got != "http://127.0.0.1:8080/webhooks/polar" {
 		t.Errorf("defaultSendURL(:8080) = %q", got)
+	}
+}
+
+// TestSendTimestampUnit: hookbox send signs an hmac source's timestamp in
+// its timestamp_unit, from flags (--timestamp-unit) and from --config, as
+// a Webflow-style sender does: 13 digits, an HMAC-SHA256 in hex over
+// "{timestamp}:{body}", checked here by hand.
+func TestSendTimestampUnit(t *testing.T) {
+	const secret = "wf-send-secret"
+	rc := newReceiver(t, map[string]verify.Config{"webflow": {Scheme: "hmac", Secrets: []string{secret}, Header: "X-Webflow-Signature",
+		TimestampHeader: "X-Webflow-Timestamp", Signed: "{timestamp}:{body}", TimestampUnit: "ms"}})
+	flags := []string{"--scheme", "hmac", "--secret", secret, "--header", "X-Webflow-Signature", "--signed", "{timestamp}:{body}",
+		"--timestamp-header", "X-Webflow-Timestamp", "--url", rc.srv.URL + "/webhooks/webflow"}
+	before := time.Now()
+	if out, errOut, err := runSendCmd(t, "", append([]string{"send", "--timestamp-unit", "ms"}, flags...)...); err != nil {
+		t.Fatalf("send --timestamp-unit ms: %v\n%s%s", err, out, errOut)
+	}
+	ds := rc.deliveries()
+	if len(ds) != 1 {
+		t.Fatalf("receiver got %+v", ds)
+	}
+	ts := ds[0].header.Get("X-Webflow-Timestamp")
+	ms, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || len(ts) != 13 || ms < before.UnixMilli() || ms > time.Now().UnixMilli() {
+		t.Fatalf("X-Webflow-Timestamp %q, want the send's time in milliseconds", ts)
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + ":" + string(ds[0].body)))
+	if got, want := ds[0].header.Get("X-Webflow-Signature"), hex.EncodeToString(m.Sum(nil)); got != want {
+		t.Fatalf("X-Webflow-Signature %q, want %q", got, want)
+	}
+
+	// From the config, the source's timestamp_unit.
+	cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
+	doc := fmt.Sprintf(`listen: %q
+sources:
+  - name: webflow
+    scheme: hmac
+    header: X-Webflow-Signature
+    timestamp_header: X-Webflow-Timestamp
+    timestamp_unit: ms
+    signed: "{timestamp}:{body}"
+    secrets: [%q]
+    store_only: true
+`, strings.TrimPrefix(rc.srv.URL, "http://"), secret)
+	if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, err := runSendCmd(t, "", "--config", cfgPath, "send", "--source", "webflow"); err != nil {
+		t.Fatalf("send --source webflow: %v\n%s%s", err, out, errOut)
+	}
+	if ds := rc.deliveries(); len(ds) != 2 || len(ds[1].header.Get("X-Webflow-Timestamp")) != 13 {
+		t.Fatalf("receiver got %+v", ds)
+	}
+
+	// Signed in seconds, the receiver in ms says which unit it got.
+	out, _, err := runSendCmd(t, "", append([]string{"send"}, flags...)...)
+	if err == nil || !strings.Contains(out, "401 Unauthorized") || !strings.Contains(out, "timestamp is in seconds, not milliseconds") {
+		t.Fatalf("send in seconds to an ms receiver: %v, %q", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "--source", "x", "--timestamp-unit", "ms"}, "--timestamp-unit needs --scheme or --provider"},
+		{append([]string{"send", "--timestamp-unit", "sec"}, flags...), "--scheme hmac: timestamp_unit: must be s (unix seconds"},
+	} {
+		if _, _, err := runSendCmd(t, "", c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want it to mention %q", c.args, err, c.want)
+		}
 	}
 }
