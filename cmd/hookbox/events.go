@@ -75,17 +75,17 @@ func (f *filterFlags) empty() bool {
 func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
 	out := hookbox.Filter{Source: f.source, EventType: f.eventType, Status: hookbox.Status(f.status)}
 	if err := errors.Join(server.CheckFilterText("--source", f.source), server.CheckFilterText("--type", f.eventType)); err != nil {
-		return out, err
+		return out, asUsage(err)
 	}
 	if out.Status != "" && !out.Status.Valid() {
-		return out, fmt.Errorf("--status: want pending, processing, done, dead or stored, not %q", f.status)
+		return out, usagef("--status: want pending, processing, done, dead or stored, not %q", f.status)
 	}
 	var err error
 	if out.Since, err = server.ParseTime(f.since, now); err != nil {
-		return out, fmt.Errorf("--since: %w", err)
+		return out, usagef("--since: %w", err)
 	}
 	if out.Until, err = server.ParseTime(f.until, now); err != nil {
-		return out, fmt.Errorf("--until: %w", err)
+		return out, usagef("--until: %w", err)
 	}
 	return out, nil
 }
@@ -128,7 +128,7 @@ not listed; see "hookbox events show ID --payload".`,
 				return err
 			}
 			if limit <= 0 || limit > server.MaxListLimit {
-				return fmt.Errorf("--limit: want 1 to %d", server.MaxListLimit)
+				return usagef("--limit: want 1 to %d", server.MaxListLimit)
 			}
 			filter.Limit, filter.BeforeID = limit, beforeID
 			show, st, err := openShowing(cmd, g)
@@ -190,10 +190,10 @@ received (pipe it to a file or jq). --json prints {"event": â€¦, "attempts": [â€
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || id <= 0 {
-				return fmt.Errorf("event id %q: want a positive whole number", args[0])
+				return usagef("event id %q: want a positive whole number", args[0])
 			}
 			if payload && jsonOut {
-				return errors.New("--payload and --json are exclusive")
+				return usagef("--payload and --json are exclusive")
 			}
 			show, st, err := openShowing(cmd, g)
 			if err != nil {

@@ -20,10 +20,9 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go exitOnSecondSignal(cancel)
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		// Errors may quote input (flags, a server's reply): escaped.
-		fmt.Fprintln(os.Stderr, "hookbox:", printableLines(err.Error()))
-		os.Exit(1)
+	if code := run(ctx, os.Args[1:], os.Stdout, os.Stderr); code != exitOK {
+		cancel()
+		os.Exit(code)
 	}
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -41,11 +40,11 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("days") {
-				return errors.New("--days is required: finished events older than this many days are deleted")
+				return usagef("--days is required: finished events older than this many days are deleted")
 			}
 			before, err := hookbox.DaysAgo(time.Now(), days)
 			if err != nil {
-				return fmt.Errorf("--days: %w", err)
+				return usagef("--days: %w", err)
 			}
 			st, err := openOps(cmd.Context(), g)
 			if err != nil {

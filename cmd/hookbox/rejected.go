@@ -48,12 +48,12 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if limit <= 0 || limit > server.MaxListLimit {
-				return fmt.Errorf("--limit: want 1 to %d", server.MaxListLimit)
+				return usagef("--limit: want 1 to %d", server.MaxListLimit)
 			}
 			f := hookbox.RejectionFilter{Source: source, Status: status, Limit: limit, BeforeID: beforeID}
 			var err error
 			if f.Since, err = server.ParseTime(since, time.Now()); err != nil {
-				return fmt.Errorf("--since: %w", err)
+				return usagef("--since: %w", err)
 			}
 			show, st, err := openShowing(cmd, g)
 			if err != nil {
@@ -113,10 +113,10 @@ only the kept body, byte for byte; --json prints it all, the body in base64.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil || id <= 0 {
-				return fmt.Errorf("rejected delivery id %q: want a positive whole number", args[0])
+				return usagef("rejected delivery id %q: want a positive whole number", args[0])
 			}
 			if jsonOut && body {
-				return errors.New("--body and --json are exclusive")
+				return usagef("--body and --json are exclusive")
 			}
 			show, st, err := openShowing(cmd, g)
 			if err != nil {

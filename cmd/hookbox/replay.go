@@ -43,17 +43,17 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			p := hookbox.ReplayParams{IncludeDone: includeDone, DryRun: dryRun}
 			switch {
 			case len(args) > 0 && !f.empty():
-				return errors.New("name event ids or give filters, not both")
+				return usagef("name event ids or give filters, not both")
 			case len(args) > 0:
 				for _, a := range args {
 					id, err := strconv.ParseInt(a, 10, 64)
 					if err != nil || id <= 0 {
-						return fmt.Errorf("event id %q: want a positive whole number", a)
+						return usagef("event id %q: want a positive whole number", a)
 					}
 					p.IDs = append(p.IDs, id)
 				}
 			case f.empty():
-				return errors.New("name event ids, or select events with --status, --source, --type, --since or --until")
+				return usagef("name event ids, or select events with --status, --source, --type, --since or --until")
 			default:
 				var err error
 				if p.Filter, err = f.filter(time.Now()); err != nil {

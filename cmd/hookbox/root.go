@@ -27,14 +27,22 @@ sender's stable id, answers 202 only after the row is committed, and drains a
 durable queue so the work behind each event runs to completion.
 
 The database is chosen by URL: --db, else HOOKBOX_DB, else the config file's
-db, else sqlite:hookbox.db. postgres://… selects PostgreSQL.`,
+db, else sqlite:hookbox.db. postgres://… selects PostgreSQL.
+
+Exit codes: 0 done, 1 the command failed, 2 the command line is wrong (an
+unknown command or flag, a bad flag value, a missing or stray argument) and
+nothing was done. health exits 0 or 1 only.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, so that an unknown command reaches the Args check
+		// markUsageErrors sets (a usage error, exit 2).
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	root.PersistentFlags().StringVar(&g.configPath, "config", "", "YAML config file")
 	root.PersistentFlags().StringVar(&g.db, "db", "", "database URL (sqlite:PATH or postgres://…); default $HOOKBOX_DB, then the config's db, then "+config.DefaultDB)
 	root.AddCommand(newServeCmd(g), newMigrateCmd(g), newSendCmd(g), newTailCmd(g), newBenchCmd(), newVersionCmd(), newConfigCmd(g), newHealthCmd(g))
 	root.AddCommand(newEventsCmd(g), newReplayCmd(g), newPurgeCmd(g), newTargetsCmd(g), newRejectedCmd(g))
+	markUsageErrors(root)
 	return root
 }
 

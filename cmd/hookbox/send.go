@@ -165,7 +165,7 @@ func notRunning(target string, found bool) error {
 
 func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 	if f.copies < 1 {
-		return errors.New("--copies: must be 1 or more")
+		return usagef("--copies: must be 1 or more")
 	}
 	vc, source, cfg, err := sendSigning(cmd, g, f)
 	if err != nil {
@@ -175,9 +175,9 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 	if target == "" {
 		target = defaultSendURL(listenAddr(f.listen, cfg), source)
 	} else if f.listen != "" {
-		return errors.New("--url and --listen: give one")
+		return usagef("--url and --listen: give one")
 	} else if u, err := url.Parse(target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("--url: must be an absolute http:// or https:// URL")
+		return usagef("--url: must be an absolute http:// or https:// URL")
 	}
 
 	id := f.deliveryID
@@ -327,7 +327,7 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 		if f.provider != "" {
 			flag, name = "--provider", f.provider
 			if _, ok := config.FindPreset(f.provider); !ok {
-				return verify.Config{}, "", nil, fmt.Errorf("--provider: unknown provider; known: %s", strings.Join(config.PresetNames(), ", "))
+				return verify.Config{}, "", nil, usagef("--provider: unknown provider; known: %s", strings.Join(config.PresetNames(), ", "))
 			}
 		}
 		vc := src.Verify()
@@ -342,7 +342,7 @@ func sendSigning(cmd *cobra.Command, g *globalFlags, f *sendFlags) (verify.Confi
 	}
 	for _, name := range []string{"secret", "header", "prefix", "encoding", "algorithm", "id-header", "id-field", "type-header", "type-field", "signed", "timestamp-header", "timestamp-unit", "public-url"} {
 		if cmd.Flags().Changed(name) {
-			return verify.Config{}, "", nil, fmt.Errorf("--%s needs --scheme or --provider (a configured --source brings its own)", name)
+			return verify.Config{}, "", nil, usagef("--%s needs --scheme or --provider (a configured --source brings its own)", name)
 		}
 	}
 	if f.source == "" {

@@ -58,13 +58,13 @@ hookbox events list --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := errors.Join(server.CheckFilterText("--source", source), server.CheckFilterText("--type", typ)); err != nil {
-				return err
+				return asUsage(err)
 			}
 			if lines < 0 || lines > server.MaxListLimit {
-				return fmt.Errorf("--lines: want 0 to %d", server.MaxListLimit)
+				return usagef("--lines: want 0 to %d", server.MaxListLimit)
 			}
 			if interval <= 0 {
-				return errors.New("--interval: want a positive duration, like 1s")
+				return usagef("--interval: want a positive duration, like 1s")
 			}
 			st, err := openDB(cmd.Context(), g)
 			if err != nil {

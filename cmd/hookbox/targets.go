@@ -206,7 +206,7 @@ NAME must be a configured target.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if !hookbox.ValidQueueName(name) {
-				return fmt.Errorf("%q is not a target name: write SOURCE or SOURCE/TARGET", name)
+				return usagef("%q is not a target name: write SOURCE or SOURCE/TARGET", name)
 			}
 			cfg, err := g.loadConfig(false)
 			if err != nil {
@@ -346,7 +346,7 @@ counts what would be ended and changes nothing.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if err := server.CheckFilterText("NAME", name); err != nil || name == "" {
-				return fmt.Errorf("%q is not a target name: write SOURCE or SOURCE/TARGET", name)
+				return usagef("%q is not a target name: write SOURCE or SOURCE/TARGET", name)
 			}
 			cfg, err := g.loadConfig(false)
 			if err != nil {
