@@ -89,6 +89,9 @@ const (
 	ReasonNotWhole      = "the body was not kept whole, so the delivery cannot be verified again"
 	ReasonNoSource      = "no source of this name is configured"
 	ReasonAlreadyStored = "already admitted"
+	// ReasonNotFound: a delivery named by id is not in the log (never
+	// logged, or trimmed from it).
+	ReasonNotFound = "no such rejected delivery (trimmed from the log?)"
 	// ReasonAddressRefused: the source has allow_ips and the delivery came
 	// from an address outside them.
 	ReasonAddressRefused = "the delivery came from an address this source does not accept (allow_ips)"
@@ -194,7 +197,7 @@ func Recheck(ctx context.Context, st RecheckStore, sources map[string]Source, p 
 		rj, err := st.Rejection(ctx, id)
 		switch {
 		case errors.Is(err, hookbox.ErrNotFound):
-			res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: "no such rejected delivery (trimmed from the log?)"})
+			res.Refused = append(res.Refused, Refusal{RejectionID: id, Reason: ReasonNotFound})
 		case err != nil:
 			return res, err
 		case rj.AdmittedEventID != 0:

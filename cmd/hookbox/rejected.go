@@ -251,7 +251,21 @@ once.`,
 				// The pages before the failure were stored.
 				return failedPart(out, err, !dry && len(res.Admitted) > 0, jsonOut, show)
 			}
-			return show()
+			if err := show(); err != nil {
+				return err
+			}
+			// A named id that is not in the log fails the command, as
+			// rejected show of it does, after the others are reported.
+			var missing []int64
+			for _, r := range res.Refused {
+				if r.Reason == rejected.ReasonNotFound {
+					missing = append(missing, r.RejectionID)
+				}
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("no rejected %s %s (the log keeps a bounded number)", plural(len(missing), "delivery", "deliveries"), idList(missing, 50))
+			}
+			return nil
 		},
 	}
 	cmd.Flags().Int64SliceVar(&ids, "id", nil, "re-check only this rejected delivery (repeatable)")
