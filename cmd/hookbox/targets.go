@@ -200,7 +200,11 @@ func newTargetsPauseCmd(g *globalFlags, pause bool) *cobra.Command {
 		Long: short + `.
 
 NAME is a source (its own forward or exec) or source/target. With --config,
-NAME must be a configured target.`,
+NAME must be a configured target. Pausing a paused target keeps its first
+pause and reason (resume, then pause, to change the reason); resuming one
+that is not paused says so and exits 0. A NAME that neither --config nor
+the database knows (no delivery of it is stored) is paused or resumed all
+the same, with a warning: it is most likely a typo.`,
 		Example: "  hookbox --config hookbox.yaml targets " + strings.Fields(use)[0] + " shop/billing",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -228,10 +232,20 @@ NAME must be a configured target.`,
 			defer st.Close()
 			out := cmd.OutOrStdout()
 			if pause {
+				paused, err := st.Paused(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if i := slices.IndexFunc(paused, func(p hookbox.Pause) bool { return p.Name == name }); i >= 0 {
+					// The store keeps a name's first pause and its reason.
+					printAlreadyPaused(out, paused[i], reason, cmd.Flags().Changed("reason"))
+					return nil
+				}
 				if err := st.PauseTarget(cmd.Context(), name, reason); err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "paused %s: its deliveries wait until `hookbox targets resume %s`\n", name, name)
+				warnUnknownName(cmd, g, st, cfg, name)
 				return nil
 			}
 			ok, err := st.ResumeTarget(cmd.Context(), name)
@@ -239,7 +253,11 @@ NAME must be a configured target.`,
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("%s was not paused", name)
+				// Resume is idempotent: a script that makes sure a target
+				// runs can tell this (exit 0) from a failure (exit 1).
+				fmt.Fprintf(out, "%s was not paused: nothing to resume\n", name)
+				warnUnknownName(cmd, g, st, cfg, name)
+				return nil
 			}
 			fmt.Fprintf(out, "resumed %s\n", name)
 			return nil
@@ -249,6 +267,54 @@ NAME must be a configured target.`,
 		cmd.Flags().StringVar(&reason, "reason", "", "why, shown by targets list")
 	}
 	return cmd
+}
+
+// printAlreadyPaused says that p's target was already paused, and that a
+// new reason (given, when set) was not recorded.
+func printAlreadyPaused(w io.Writer, p hookbox.Pause, reason string, set bool) {
+	since := p.PausedAt.UTC().Format(time.RFC3339)
+	was := ""
+	if p.Reason != "" {
+		was = fmt.Sprintf(" (%s)", printable(p.Reason))
+	}
+	fmt.Fprintf(w, "%s was already paused, since %s%s: left as it was\n", p.Name, since, was)
+	if set && reason != p.Reason {
+		fmt.Fprintf(w, "the reason was not changed: a pause keeps its first reason; to record the new one, run `hookbox targets resume %s` and pause it again\n", p.Name)
+	}
+}
+
+// warnUnknownName warns on stderr when neither cfg nor the database
+// knows the queue name: no target of cfg works it and no event or
+// delivery of it is stored. That is most likely a typo (shop/biling for
+// shop/billing), which paused or resumed nothing the operator meant. It
+// is a warning, not an error: a name can be paused ahead of its first
+// delivery (a target about to be deployed), and a real target whose
+// deliveries have all been purged looks the same.
+// unknownNameLook bounds warnUnknownName's look for a stored delivery.
+const unknownNameLook = 3 * time.Second
+
+func warnUnknownName(cmd *cobra.Command, g *globalFlags, st opsStore, cfg *config.Config, name string) {
+	if worksName(cfg, name) {
+		return
+	}
+	if names, err := st.UnfinishedTargets(cmd.Context()); err != nil || slices.Contains(names, name) {
+		return
+	}
+	// The look is bounded: on a large table a name no row has may take
+	// PostgreSQL a while to rule out, and the warning is only a help.
+	ctx, cancel := context.WithTimeout(cmd.Context(), unknownNameLook)
+	defer cancel()
+	evs, err := st.Events(ctx, hookbox.Filter{Source: name, Limit: 1})
+	if err != nil || len(evs) > 0 {
+		return
+	}
+	what := "the database holds no event or delivery of it"
+	hint := "`hookbox targets list --config FILE` lists the configured targets"
+	if g.configPath != "" {
+		what = "it is not a target of " + printable(g.configPath) + " and " + what
+		hint = "`hookbox targets list --config " + printable(g.configPath) + "` lists them"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "warning: nothing has the name %s: %s; a typo? (%s)\n", name, what, hint)
 }
 
 // worksName reports whether cfg has a target that works the queue name:
@@ -319,7 +385,7 @@ func count(n int, one, many string) string {
 }
 
 func newTargetsRetireCmd(g *globalFlags) *cobra.Command {
-	var dryRun, jsonOut bool
+	var dryRun, jsonOut, yes bool
 	cmd := &cobra.Command{
 		Use:   "retire NAME",
 		Short: "End the unfinished deliveries of a target removed from the config, as dead",
@@ -337,11 +403,15 @@ alone and counted; run retire again once it ends.
 
 Nothing retires deliveries on its own: during a rolling deploy, a process of
 the older config still works them. Retire once every process runs the new
-config. With --config, a NAME the config still has is refused. --dry-run
-counts what would be ended and changes nothing.`,
+config. With --config, a NAME the config still has is refused. Without it,
+nothing can check that: retire then says what it would end and exits 2,
+unless --yes says you know that no running config has NAME. --dry-run
+counts what would be ended and changes nothing. A NAME with no unfinished
+delivery is refused (exit 1): there is nothing to retire, or it is a typo.`,
 		Example: `  hookbox --config hookbox.yaml targets list
   hookbox --config hookbox.yaml targets retire shop/billing --dry-run
-  hookbox --config hookbox.yaml targets retire shop/billing`,
+  hookbox --config hookbox.yaml targets retire shop/billing
+  hookbox targets retire shop/billing --yes`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -361,6 +431,28 @@ counts what would be ended and changes nothing.`,
 				return err
 			}
 			defer st.Close()
+			out := cmd.OutOrStdout()
+			if g.configPath == "" && !dryRun && !yes {
+				// Nothing here can tell whether a running process works
+				// NAME: a paused target's deliveries have no lease, so
+				// none would even count as in flight.
+				res, err := st.RetireTarget(cmd.Context(), hookbox.RetireParams{Name: name, Reason: hookbox.RetireReason(name), DryRun: true})
+				if err != nil {
+					return err
+				}
+				if res.Ended == 0 && res.InFlight == 0 {
+					return nothingToRetire(cmd.Context(), st, name)
+				}
+				if jsonOut {
+					if err := writeJSONOut(out, server.RetireReply{Name: name, RetireResult: res, DryRun: true}); err != nil {
+						return err
+					}
+				} else {
+					printRetire(out, name, res, true)
+				}
+				return usagef("without --config, hookbox cannot tell whether a running process still works %s, and retire ends its deliveries as dead all the same: "+
+					"pass --config with the config every process runs, to have that checked; or, once you know none has %s, run again with --yes", name, name)
+			}
 			p := hookbox.RetireParams{Name: name, Reason: hookbox.RetireReason(name), DryRun: dryRun}
 			var bar *progress
 			if !dryRun {
@@ -369,7 +461,6 @@ counts what would be ended and changes nothing.`,
 			}
 			res, err := st.RetireTarget(cmd.Context(), p)
 			bar.end()
-			out := cmd.OutOrStdout()
 			show := func() error {
 				if jsonOut {
 					return writeJSONOut(out, server.RetireReply{Name: name, RetireResult: res, DryRun: dryRun})
@@ -381,12 +472,32 @@ counts what would be ended and changes nothing.`,
 				// The batches before the failure have committed.
 				return failedPart(out, err, !dryRun && res.Ended > 0, jsonOut, show)
 			}
+			if res.Ended == 0 && res.InFlight == 0 {
+				if jsonOut {
+					if err := show(); err != nil {
+						return err
+					}
+				}
+				return nothingToRetire(cmd.Context(), st, name)
+			}
 			return show()
 		},
 	}
+	cmd.Flags().BoolVar(&yes, "yes", false, "without --config: retire although nothing can check that no running process works NAME")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be ended; change nothing")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"name", "ended", "in_flight", "dry_run"}`)
 	return cmd
+}
+
+// nothingToRetire is retire's error for a name with no unfinished
+// delivery; it says whether any delivery of the name is stored at all.
+func nothingToRetire(ctx context.Context, st hookbox.Store, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, unknownNameLook)
+	defer cancel()
+	if evs, err := st.Events(ctx, hookbox.Filter{Source: name, Limit: 1}); err == nil && len(evs) == 0 {
+		return fmt.Errorf("nothing to retire: the database holds no delivery of %s; a typo? (`hookbox targets list --config FILE` lists the names with unfinished deliveries)", name)
+	}
+	return fmt.Errorf("nothing to retire: no unfinished deliveries of %s", name)
 }
 
 // printRetire writes what a retire of name did (or, dry, would do).
