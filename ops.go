@@ -67,8 +67,9 @@ type ReplayParams struct {
 type ReplayResult struct {
 	Replayed []int64 `json:"replayed"` // back to pending with a fresh attempt budget
 	// Skipped are named events left alone: in flight, or done without
-	// IncludeDone, or missing.
-	Skipped []int64 `json:"skipped,omitempty"`
+	// IncludeDone, or missing. Always in the JSON (server.NewReplayReply
+	// makes a nil list []), so a script can rely on the key.
+	Skipped []int64 `json:"skipped"`
 	// NoPayload are events left alone because payload retention cleared
 	// their payload: replaying one would send an empty body under the
 	// original signature headers. Named events and, in a replay by

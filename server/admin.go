@@ -341,10 +341,35 @@ func (d *EventDetail) Show(show func(http.Header) http.Header) {
 	ShowHeaders(d.Deliveries, show)
 }
 
-// ReplayReply is the body of a replay answer.
+// ReplayReply is the body of a replay answer. Its replayed and skipped
+// lists and skipped_reasons are always present, empty when there is
+// nothing in them (see NewReplayReply).
 type ReplayReply struct {
 	hookbox.ReplayResult
-	DryRun bool `json:"dry_run"`
+	// SkippedReasons says, by event id (a JSON object's keys are text),
+	// why each event of Skipped was left alone: what the CLI prints
+	// beside it ("no such event", "it is done; pass --include-done …").
+	SkippedReasons map[string]string `json:"skipped_reasons"`
+	DryRun         bool              `json:"dry_run"`
+}
+
+// NewReplayReply is the reply for res; reason says why a skipped event
+// was left alone (nil: no reasons, as for a replay by filter, which
+// skips none).
+func NewReplayReply(res hookbox.ReplayResult, dryRun bool, reason func(id int64) string) ReplayReply {
+	if res.Replayed == nil {
+		res.Replayed = []int64{}
+	}
+	if res.Skipped == nil {
+		res.Skipped = []int64{}
+	}
+	r := ReplayReply{ReplayResult: res, SkippedReasons: map[string]string{}, DryRun: dryRun}
+	if reason != nil {
+		for _, id := range res.Skipped {
+			r.SkippedReasons[strconv.FormatInt(id, 10)] = reason(id)
+		}
+	}
+	return r
 }
 
 func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
@@ -380,7 +405,8 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 	}
 	a.log.Info("admin replay", "event_ids", res.Replayed)
 	a.notify()
-	writeJSON(w, http.StatusOK, ReplayReply{ReplayResult: res})
+	// One id, replayed: nothing was skipped.
+	writeJSON(w, http.StatusOK, NewReplayReply(res, false, nil))
 }
 
 // NoPayloadReason says why an event whose payload was cleared is never
@@ -428,16 +454,14 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, "replay", err)
 		return
 	}
-	if res.Replayed == nil {
-		res.Replayed = []int64{}
-	}
 	if !dry {
 		a.log.Info("admin bulk replay", "replayed", len(res.Replayed))
 		if len(res.Replayed) > 0 {
 			a.notify()
 		}
 	}
-	writeJSON(w, http.StatusOK, ReplayReply{ReplayResult: res, DryRun: dry})
+	// A replay by filter names no event, so it skips none.
+	writeJSON(w, http.StatusOK, NewReplayReply(res, dry, nil))
 }
 
 // PurgeReply is the body of a purge answer.

@@ -78,7 +78,9 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			out := cmd.OutOrStdout()
 			show := func() error {
 				if jsonOut {
-					return writeJSONOut(out, server.ReplayReply{ReplayResult: res, DryRun: dryRun})
+					return writeJSONOut(out, server.NewReplayReply(res, dryRun, func(id int64) string {
+						return skipReason(cmd.Context(), st, id, includeDone)
+					}))
 				}
 				if err := printReplay(cmd.Context(), out, st, res, dryRun, includeDone); err != nil {
 					return err
@@ -109,7 +111,7 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&includeDone, "include-done", false, "replay done events too (their work runs again)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be replayed; change nothing")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "dry_run": bool}`)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "skipped_reasons": {"ID": "why", ...}, "dry_run": bool}, and "no_payload": [...] when an event's payload was cleared`)
 	return cmd
 }
 
