@@ -283,7 +283,8 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 		if err := enc.Encode(replies); err != nil {
 			return err
 		}
-	} else {
+	} else if refused < f.copies {
+		// When every copy was refused, the error below says it once.
 		for _, r := range replies {
 			prefix := ""
 			if f.copies > 1 {
