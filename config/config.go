@@ -982,9 +982,11 @@ func (c *Config) validate() error {
 	errs = append(errs, c.nameErrors()...)
 	for i, s := range c.Sources {
 		key := c.sourceKey(i)
+		emptySecret := false
 		for j, sec := range s.Secrets {
 			if sec == "" {
-				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "is empty")
+				emptySecret = true
+				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "is empty%s", c.emptyBecause(i, j))
 			} else if problem := edgeSpace(sec); problem != "" {
 				bad(fmt.Sprintf("%s.secrets[%d]", key, j), "%s", problem)
 			}
@@ -997,7 +999,7 @@ func (c *Config) validate() error {
 			bad(key+".provider", "or scheme is required: a provider (%s), or a scheme (%s)", strings.Join(PresetNames(), ", "), strings.Join(schemes, ", "))
 		} else if !slices.Contains(schemes, s.Scheme) && s.Scheme != "" {
 			bad(key+".scheme", "must be %s", strings.Join(schemes, ", "))
-		} else if _, err := verify.New(s.Verify()); err != nil {
+		} else if err := checkVerifier(s, emptySecret); err != nil {
 			bad(key, "%v", err)
 		}
 		if s.MaxBodyBytes < 0 {
@@ -1044,6 +1046,36 @@ func (c *Config) validate() error {
 		errs = append(errs, validateTargets(key, s)...)
 	}
 	return errors.Join(errs...)
+}
+
+// checkVerifier checks the signature settings of s as verify.New does.
+// An empty secret has been reported already (emptySecret): it is left out
+// here, so that one mistake is not reported twice, and when no secret is
+// left the rest waits for a secret to be set.
+func checkVerifier(s Source, emptySecret bool) error {
+	vc := s.Verify()
+	if emptySecret {
+		vc.Secrets = slices.DeleteFunc(slices.Clone(vc.Secrets), func(sec string) bool { return sec == "" })
+		if len(vc.Secrets) == 0 {
+			return nil
+		}
+	}
+	_, err := verify.New(vc)
+	return err
+}
+
+// emptyBecause says why secret j of source i is empty when the config
+// knows: its ${NAME} names a variable that is set to nothing. It names
+// the variable, never a value.
+func (c *Config) emptyBecause(i, j int) string {
+	vars := c.origins[secretPath(i, j)].emptyVars
+	switch len(vars) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(": the variable %s is set but empty; set it to the secret", vars[0])
+	}
+	return fmt.Sprintf(": the variables %s are set but empty; set them", strings.Join(vars, ", "))
 }
 
 // edgeSpace says what is wrong with a secret that starts or ends with

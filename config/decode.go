@@ -73,8 +73,9 @@ func decodeYAMLWith(raw []byte, c *Config, lookup func(string) (string, bool), s
 	if body == nil {
 		return d, nil
 	}
-	// Anchors may sit under keys the config does not use (a common place
-	// for shared defaults), so collect them all before decoding.
+	// Anchors may sit under top-level keys starting with "x-", which the
+	// decoder skips (the usual place for shared defaults, as in docker
+	// compose files), or anywhere else; collect them all before decoding.
 	ast.Walk(anchorCollector(d.anchors), body)
 	d.decode(body, reflect.ValueOf(c).Elem(), "", 0)
 	return d, errors.Join(d.errs...)
@@ -96,10 +97,16 @@ func (a anchorCollector) Visit(n ast.Node) ast.Visitor {
 func syntaxError(err error) error {
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
-			return fmt.Errorf("line %d column %d: not valid YAML: %s", tk.Position.Line, tk.Position.Column, ye.GetMessage())
+		msg := ye.GetMessage()
+		if strings.ContainsRune(msg, '\t') || strings.Contains(msg, "tab character") {
+			// The parser's message shows the tab itself, which no one
+			// can see on a terminal.
+			msg = "a tab character: YAML indents with spaces; replace the tab with spaces"
 		}
-		return fmt.Errorf("not valid YAML: %s", ye.GetMessage())
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			return fmt.Errorf("line %d column %d: not valid YAML: %s", tk.Position.Line, tk.Position.Column, msg)
+		}
+		return fmt.Errorf("not valid YAML: %s", msg)
 	}
 	return errors.New("not valid YAML")
 }
@@ -425,9 +432,16 @@ func fieldsOf(t reflect.Type) []structField {
 	return fs
 }
 
+// extensionPrefix starts the top-level keys the config ignores: x-defaults:
+// &defaults {...} holds values that sources take with <<: *defaults. No
+// key of the config starts with it (they use "_"), so no typo of one is
+// taken for such a key.
+const extensionPrefix = "x-"
+
 // decodeStruct fills a struct from a mapping. Merge keys (<<: *anchor) are
 // applied first, so keys written in the mapping win. Every unknown key is
-// reported, with the known key it most resembles.
+// reported, with the known key it most resembles, but the top level's
+// x-… keys (extensionPrefix), which are skipped.
 func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, depth int) {
 	if !d.step(path, n) {
 		return
@@ -466,6 +480,9 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, depth i
 			continue
 		}
 		seen[k] = line(mv.Key)
+		if path == "" && strings.HasPrefix(k, extensionPrefix) {
+			continue // a place for anchors of shared values; read where aliased
+		}
 		f, ok := findField(fields, k)
 		if !ok {
 			if near := nearest(k, fields); near != "" {
