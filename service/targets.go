@@ -219,7 +219,7 @@ func (s *Service) warnUnworked(ctx context.Context) {
 		if !b.OldestDue.IsZero() {
 			attrs = append(attrs, "due_since", b.OldestDue.UTC().Format(time.RFC3339))
 		}
-		s.log.Warn(UnworkedWarning, append(attrs, "end_them_with", "hookbox targets retire "+name)...)
+		s.log.Warn(UnworkedWarning, append(attrs, "end_them_with", "hookbox --config FILE targets retire "+name)...)
 	}
 }
 
@@ -228,5 +228,5 @@ func (s *Service) warnUnworked(ctx context.Context) {
 // counts and the command that ends them.
 const UnworkedWarning = "deliveries of a target wait, and nothing in this process works it " +
 	"(a target or source removed or renamed in the config?): a process still running an older config works them until it stops; " +
-	"if the target is gone for good, `hookbox targets retire TARGET` ends them as dead (replayable; purge --days N --include-dead deletes them), " +
+	"if the target is gone for good, `hookbox --config FILE targets retire TARGET` ends them as dead (replayable; purge --days N --include-dead deletes them), " +
 	"else put it back in the config. Until then hookbox_oldest_due_seconds counts them, and HookboxWorkStuck fires"

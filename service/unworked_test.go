@@ -65,10 +65,10 @@ sources:
 			t.Fatalf("warned about %v, want s/a and old: %s", warned, h.logs.String())
 		}
 		if w := warned["old"]; w["level"] != "WARN" || w["pending"] != 2.0 || w["processing"] != 0.0 ||
-			w["end_them_with"] != "hookbox targets retire old" || w["due_since"] == nil {
+			w["end_them_with"] != "hookbox --config FILE targets retire old" || w["due_since"] == nil {
 			t.Errorf("warning about old: %v", w)
 		}
-		if w := warned["s/a"]; w["pending"] != 1.0 || w["end_them_with"] != "hookbox targets retire s/a" {
+		if w := warned["s/a"]; w["pending"] != 1.0 || w["end_them_with"] != "hookbox --config FILE targets retire s/a" {
 			t.Errorf("warning about s/a: %v", w)
 		}
 

@@ -41,7 +41,7 @@ func TestTargetsRetire(t *testing.T) {
 		}
 		log := serveLog(t, doc, "--db", dbURL)
 		for _, name := range []string{"s/a", "old"} {
-			if logLine(log, "level=WARN", "target="+name+" ", "pending=1", `end_them_with="hookbox targets retire `+name+`"`) == "" {
+			if logLine(log, "level=WARN", "target="+name+" ", "pending=1", `end_them_with="hookbox --config FILE targets retire `+name+`"`) == "" {
 				t.Errorf("serve did not warn about %s; log:\n%s", name, log)
 			}
 		}
@@ -62,11 +62,11 @@ func TestTargetsRetire(t *testing.T) {
 			t.Errorf("targets list = %+v; want s/b, and s/a and old with 1 unworked delivery each", rows)
 		}
 		if out := mustCLI(t, append(base, "list")...); !strings.Contains(out, "s/a is not a target of") ||
-			!strings.Contains(out, "hookbox targets retire s/a") {
+			!strings.Contains(out, "hookbox --config FILE targets retire s/a") {
 			t.Errorf("targets list does not say what waits for s/a: %s", out)
 		}
 		if _, _, err := runCLI(t, append(base, "pause", "s/a")...); err == nil ||
-			!strings.Contains(err.Error(), "1 unfinished delivery of s/a waits") || !strings.Contains(err.Error(), "hookbox targets retire s/a") {
+			!strings.Contains(err.Error(), "1 unfinished delivery of s/a waits") || !strings.Contains(err.Error(), "hookbox --config FILE targets retire s/a") {
 			t.Errorf("pause of the removed target: %v", err)
 		}
 		if _, _, err := runCLI(t, append(base, "retire", "s/b")...); err == nil || !strings.Contains(err.Error(), "s/b is a target of") {

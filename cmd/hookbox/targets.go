@@ -357,7 +357,7 @@ func addUnworked(ctx context.Context, st hookbox.Store, rows []targetInfo) ([]ta
 // retireHint says what to do about the n unfinished deliveries of a
 // target no longer in the config.
 func retireHint(name string, n int) string {
-	return "once no process runs a config that has it, `hookbox targets retire " + name + "` ends " +
+	return "once no process runs a config that has it, `hookbox --config FILE targets retire " + name + "` ends " +
 		plural(n, "it", "them") + " as dead"
 }
 
