@@ -28,3 +28,54 @@ func TestAttemptTook(t *testing.T) {
 		}
 	}
 }
+
+// TestWithUnknown: each attempt number without a row is listed as
+// unknown, before the first row of a later attempt and before the mark of
+// a replay that followed it; the running attempt of a processing event
+// is not; a row written late (a lost finish) still counts.
+func TestWithUnknown(t *testing.T) {
+	a := func(n int, outcome string) hookbox.Attempt { return hookbox.Attempt{Attempt: n, Outcome: outcome} }
+	const (
+		u    = hookbox.AttemptUnknown
+		done = hookbox.AttemptDone
+		rt   = hookbox.AttemptRetry
+		rp   = hookbox.AttemptReplay
+		lost = hookbox.AttemptLost
+	)
+	for _, c := range []struct {
+		name     string
+		rows     []hookbox.Attempt
+		attempts int
+		status   hookbox.Status
+		want     []hookbox.Attempt
+	}{
+		{"none", nil, 0, hookbox.StatusPending, nil},
+		{"every attempt has a row", []hookbox.Attempt{a(1, rt), a(2, done)}, 2, hookbox.StatusDone, []hookbox.Attempt{a(1, rt), a(2, done)}},
+		{"first died", []hookbox.Attempt{a(2, done)}, 2, hookbox.StatusDone, []hookbox.Attempt{a(1, u), a(2, done)}},
+		{"running attempt left out", nil, 2, hookbox.StatusProcessing, []hookbox.Attempt{a(1, u)}},
+		{"last died, then dead", []hookbox.Attempt{a(1, rt), a(3, hookbox.AttemptDead)}, 3, hookbox.StatusDead,
+			[]hookbox.Attempt{a(1, rt), a(2, u), a(3, hookbox.AttemptDead)}},
+		{"died before a replay", []hookbox.Attempt{a(1, rt), a(2, rp), a(3, done)}, 3, hookbox.StatusDone,
+			[]hookbox.Attempt{a(1, rt), a(2, u), a(2, rp), a(3, done)}},
+		{"died after a replay", []hookbox.Attempt{a(1, rt), a(1, rp), a(3, done)}, 3, hookbox.StatusDone,
+			[]hookbox.Attempt{a(1, rt), a(1, rp), a(2, u), a(3, done)}},
+		{"lost finish written late", []hookbox.Attempt{a(2, done), a(1, lost)}, 2, hookbox.StatusDone,
+			[]hookbox.Attempt{a(2, done), a(1, lost)}},
+		{"pending after one that died", []hookbox.Attempt{a(2, rt)}, 2, hookbox.StatusPending, []hookbox.Attempt{a(1, u), a(2, rt)}},
+	} {
+		got := hookbox.WithUnknown(c.rows, c.attempts, c.status)
+		if len(got) != len(c.want) {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i].Attempt != c.want[i].Attempt || got[i].Outcome != c.want[i].Outcome {
+				t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+				break
+			}
+			if got[i].Outcome == u && got[i].Error != hookbox.UnknownAttemptError {
+				t.Errorf("%s: unknown attempt's error %q", c.name, got[i].Error)
+			}
+		}
+	}
+}

@@ -502,7 +502,9 @@ type Queue interface {
 	BeginWork(ctx context.Context) (WorkTx, error)
 
 	// Attempts lists the attempts at one event, oldest first: the rows
-	// recorded, and the first attempt when it succeeded (see AttemptStored).
+	// recorded, the first attempt when it succeeded on it (see
+	// AttemptStored), and an AttemptUnknown entry for each attempt that
+	// left no row (see WithUnknown).
 	Attempts(ctx context.Context, eventID int64) ([]Attempt, error)
 
 	// WorkerStarted records that the worker pool w runs from now on. It
@@ -608,12 +610,14 @@ type WorkTx interface {
 
 // Attempt is one try at an event.
 type Attempt struct {
-	Attempt    int       `json:"attempt"`
-	Owner      string    `json:"owner"`
-	Outcome    string    `json:"outcome"` // AttemptDone, AttemptRetry, AttemptReleased, AttemptDead, AttemptLost or AttemptReplay
-	Error      string    `json:"error,omitempty"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	Attempt int    `json:"attempt"`
+	Owner   string `json:"owner"`
+	Outcome string `json:"outcome"` // AttemptDone, AttemptRetry, AttemptReleased, AttemptDead, AttemptLost, AttemptReplay or AttemptUnknown
+	Error   string `json:"error,omitempty"`
+	// StartedAt and FinishedAt are zero, and left out of JSON, for an
+	// AttemptUnknown attempt.
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
 // Took returns how long the attempt ran, and false when that is not known:
@@ -639,7 +643,58 @@ const (
 	// AttemptReplay marks where an operator replayed the event; its number
 	// is that of the last attempt before the replay.
 	AttemptReplay = "replay"
+	// AttemptUnknown is an attempt that left no row (see WithUnknown):
+	// it was counted when its event was claimed, and nothing recorded
+	// how it ended. It is never stored.
+	AttemptUnknown = "unknown"
 )
+
+// UnknownAttemptError is the Error of an AttemptUnknown attempt.
+const UnknownAttemptError = "no outcome was recorded: the process running it stopped during it " +
+	"(killed, crashed or its host lost) or could not record it, and the event was claimed again; " +
+	"whether its work took effect is not known"
+
+// WithUnknown returns as, the attempts rows of an event (and its first
+// attempt when it succeeded, see AttemptStored) in the order they were
+// written, with an AttemptUnknown entry for each attempt number that has
+// none: an attempt is counted when its event is claimed, and one whose
+// process died during it (SIGKILL, the OOM killer, a host lost) records
+// nothing before the next claim counts the next. Numbers go up to
+// attempts, the event's count, or one below it while the event is
+// processing (status): its last attempt may still be running. Each
+// unknown entry comes before the first row of a later attempt, and
+// before the mark of a replay that followed it.
+func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
+	last := attempts
+	if status == StatusProcessing {
+		last--
+	}
+	have := make(map[int]bool, len(as))
+	for _, a := range as {
+		if a.Outcome != AttemptReplay {
+			have[a.Attempt] = true
+		}
+	}
+	var out []Attempt
+	n := 1 // the next number to look at
+	upTo := func(k int) {
+		for ; n <= k; n++ {
+			if !have[n] {
+				out = append(out, Attempt{Attempt: n, Outcome: AttemptUnknown, Error: UnknownAttemptError})
+			}
+		}
+	}
+	for _, a := range as {
+		if a.Outcome == AttemptReplay {
+			upTo(min(a.Attempt, last))
+		} else {
+			upTo(min(a.Attempt-1, last))
+		}
+		out = append(out, a)
+	}
+	upTo(last)
+	return out
+}
 
 // AttemptStored reports whether an attempt that ended with outcome (one of
 // the Attempt… names) gets a row of its own in the attempts table. Every

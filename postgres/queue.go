@@ -596,21 +596,32 @@ const leasePicked = `UPDATE queue SET status = 'processing', attempts = attempts
     lease_owner = $1, next_attempt_at = $2, updated_at = $4
 WHERE id = ANY($3::bigint[])`
 
-// attemptsSQL lists an event's ($1) attempts: its first when it
-// succeeded, which has no row (hookbox.AttemptStored) and is read from the
-// event, then its rows in the order they were written.
-const attemptsSQL = `SELECT attempt, owner, outcome, error, started_at, finished_at FROM (
-    SELECT 0 AS k, 0::bigint AS id, 1 AS attempt, '' AS owner, '` + hookbox.AttemptDone + `' AS outcome,
+// attemptsSQL lists an event's ($1) attempts, each with its kind (k):
+// first the event's row itself (k -1: its attempt count as attempt, its
+// status as outcome, for hookbox.WithUnknown), then its first attempt
+// when it succeeded on it, which has no row (hookbox.AttemptStored) and
+// is read from the event, then its rows in the order they were written.
+// One statement, so all of it is read from one snapshot.
+const attemptsSQL = `SELECT k, attempt, owner, outcome, error, started_at, finished_at FROM (
+    SELECT -1 AS k, 0::bigint AS id, attempts AS attempt, '' AS owner, status AS outcome,
         NULL::text AS error, updated_at AS started_at, updated_at AS finished_at
+    FROM events WHERE id = $1
+    UNION ALL
+    SELECT 0, 0::bigint, 1, '', '` + hookbox.AttemptDone + `', NULL::text, updated_at, updated_at
     FROM events WHERE id = $1 AND ` + impliedFirstAttempt + `
     UNION ALL
     SELECT 1, id, attempt, owner, outcome, error, started_at, finished_at FROM attempts WHERE event_id = $1) a
 ORDER BY k, id`
 
 // impliedFirstAttempt holds for an event row whose first attempt
-// succeeded and has no attempts row (hookbox.AttemptStored). Rows stored
-// before that rule have one, and are not matched.
-const impliedFirstAttempt = `events.status = 'done' AND events.attempts >= 1
+// succeeded and has no attempts row (hookbox.AttemptStored): one done
+// after that one attempt. Attempt numbers go on across replays, and a
+// replay writes this row down first, so only attempt 1 is ever implied.
+// An event done after more attempts whose first left no row is not
+// matched: that attempt died with its process, and is listed as unknown
+// (hookbox.WithUnknown), never as done. Rows stored before that rule
+// have one, and are not matched.
+const impliedFirstAttempt = `events.status = 'done' AND events.attempts = 1
     AND NOT EXISTS (SELECT 1 FROM attempts f WHERE f.event_id = events.id AND f.attempt = 1)`
 
 // Attempts lists the attempts at one event, oldest first; see
@@ -622,11 +633,18 @@ func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt,
 	}
 	defer rows.Close()
 	var out []hookbox.Attempt
+	var count int
+	var status hookbox.Status
 	for rows.Next() {
 		var a hookbox.Attempt
+		var k int
 		var msg *string
-		if err := rows.Scan(&a.Attempt, &a.Owner, &a.Outcome, &msg, &a.StartedAt, &a.FinishedAt); err != nil {
+		if err := rows.Scan(&k, &a.Attempt, &a.Owner, &a.Outcome, &msg, &a.StartedAt, &a.FinishedAt); err != nil {
 			return nil, queryError("attempts", err)
+		}
+		if k < 0 { // the event's own row: its count and status
+			count, status = a.Attempt, hookbox.Status(a.Outcome)
+			continue
 		}
 		if msg != nil {
 			a.Error = *msg
@@ -637,7 +655,7 @@ func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt,
 	if err := rows.Err(); err != nil {
 		return nil, queryError("attempts", err)
 	}
-	return out, nil
+	return hookbox.WithUnknown(out, count, status), nil
 }
 
 // unavailable reports a failure of a queue statement or of its commit as

@@ -603,34 +603,55 @@ func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt,
 	}
 	defer rows.Close()
 	var out []hookbox.Attempt
+	var count int
+	var status hookbox.Status
 	for rows.Next() {
 		var a hookbox.Attempt
+		var k int
 		var msg sql.NullString
 		var started, finished int64
-		if err := rows.Scan(&a.Attempt, &a.Owner, &a.Outcome, &msg, &started, &finished); err != nil {
+		if err := rows.Scan(&k, &a.Attempt, &a.Owner, &a.Outcome, &msg, &started, &finished); err != nil {
 			return nil, fmt.Errorf("sqlite: attempts: %w", err)
+		}
+		if k < 0 { // the event's own row: its count and status
+			count, status = a.Attempt, hookbox.Status(a.Outcome)
+			continue
 		}
 		a.Error, a.StartedAt, a.FinishedAt = msg.String, fromMillis(started), fromMillis(finished)
 		out = append(out, a)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: attempts: %w", err)
+	}
+	return hookbox.WithUnknown(out, count, status), nil
 }
 
-// attemptsSQL lists an event's (?1) attempts: its first when it succeeded,
-// which has no row (hookbox.AttemptStored) and is read from the event,
-// then its rows in the order they were written.
-const attemptsSQL = `SELECT attempt, owner, outcome, error, started_at, finished_at FROM (
-    SELECT 0 AS k, 0 AS id, 1 AS attempt, '' AS owner, '` + hookbox.AttemptDone + `' AS outcome, NULL AS error,
-        updated_at AS started_at, updated_at AS finished_at
+// attemptsSQL lists an event's (?1) attempts, each with its kind (k):
+// first the event's row itself (k -1: its attempt count as attempt, its
+// status as outcome, for hookbox.WithUnknown), then its first attempt
+// when it succeeded on it, which has no row (hookbox.AttemptStored) and
+// is read from the event, then its rows in the order they were written.
+// One statement, so all of it is read from one snapshot.
+const attemptsSQL = `SELECT k, attempt, owner, outcome, error, started_at, finished_at FROM (
+    SELECT -1 AS k, 0 AS id, attempts AS attempt, '' AS owner, status AS outcome, NULL AS error,
+        0 AS started_at, 0 AS finished_at
+    FROM events WHERE id = ?1
+    UNION ALL
+    SELECT 0, 0, 1, '', '` + hookbox.AttemptDone + `', NULL, updated_at, updated_at
     FROM events WHERE id = ?1 AND ` + impliedFirstAttempt + `
     UNION ALL
     SELECT 1, id, attempt, owner, outcome, error, started_at, finished_at FROM attempts WHERE event_id = ?1)
 ORDER BY k, id`
 
 // impliedFirstAttempt holds for an event row whose first attempt
-// succeeded and has no attempts row (hookbox.AttemptStored). Rows stored
-// before that rule have one, and are not matched.
-const impliedFirstAttempt = `status = 'done' AND attempts >= 1
+// succeeded and has no attempts row (hookbox.AttemptStored): one done
+// after that one attempt. Attempt numbers go on across replays, and a
+// replay writes this row down first, so only attempt 1 is ever implied.
+// An event done after more attempts whose first left no row is not
+// matched: that attempt died with its process, and is listed as unknown
+// (hookbox.WithUnknown), never as done. Rows stored before that rule
+// have one, and are not matched.
+const impliedFirstAttempt = `status = 'done' AND attempts = 1
     AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = events.id AND a.attempt = 1)`
 
 var _ hookbox.Transactor = (*Store)(nil)

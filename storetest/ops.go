@@ -39,6 +39,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ProgressAfterEachBatch":       testProgress,
 		"RetireTargetEndsUnworked":     testRetireTarget,
 		"RetireManyInSlices":           testRetireManyInSlices,
+		"DiedAttemptIsNotDone":         testDiedAttemptIsNotDone,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -595,5 +596,59 @@ func OlderFirstAttemptRow(t *testing.T, s FullStore, write func(eventID int64, a
 	replay(t, s, hookbox.ReplayParams{IDs: []int64{ev.ID}, IncludeDone: true})
 	if got := outcomes(); !slices.Equal(got, []string{"1 older done", "1 operator replay"}) {
 		t.Errorf("after a replay: attempts %q, want the older row and the replay", got)
+	}
+}
+
+// testDiedAttemptIsNotDone: a first attempt whose process died during it
+// leaves no row; once the second succeeds, the history lists the first as
+// unknown (hookbox.AttemptUnknown), never as a success read from the
+// event, and a replay does not write such a success down either. The
+// second of two attempts that left no row, on an event still processing
+// with its lease run out, is not listed: the event is not worked again yet.
+func testDiedAttemptIsNotDone(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	ingest(t, s, Delivery("died", "1"))
+	now := time.Now().Truncate(time.Millisecond)
+	claim(t, s, now, 1, "died") // attempt 1: its process dies, nothing is recorded
+	ev := claim(t, s, now.Add(2*time.Minute), 1, "died")[0]
+	finish(t, s, outcome(ev, hookbox.StatusDone, now.Add(3*time.Minute)))
+	check := func(when string, want ...hookbox.Attempt) {
+		t.Helper()
+		as, err := s.Attempts(ctx, ev.ID)
+		if err != nil {
+			t.Fatalf("%s: attempts: %v", when, err)
+		}
+		for _, a := range as {
+			if a.Attempt == 1 && a.Outcome == hookbox.AttemptDone {
+				t.Fatalf("%s: attempt 1, which died with its process, is listed as done: %+v", when, as)
+			}
+		}
+		if len(as) != len(want) {
+			t.Fatalf("%s: attempts %+v; want %d", when, as, len(want))
+		}
+		if u := as[0]; u.Outcome == hookbox.AttemptUnknown && (u.Error != hookbox.UnknownAttemptError || !u.StartedAt.IsZero()) {
+			t.Errorf("%s: the unknown attempt reads %+v", when, u)
+		}
+		for i, w := range want {
+			if a := as[i]; a.Attempt != w.Attempt || a.Outcome != w.Outcome {
+				t.Errorf("%s: attempt %d is #%d %s, want #%d %s (all: %+v)", when, i, a.Attempt, a.Outcome, w.Attempt, w.Outcome, as)
+			}
+		}
+	}
+	unknown1 := hookbox.Attempt{Attempt: 1, Outcome: hookbox.AttemptUnknown}
+	done2 := hookbox.Attempt{Attempt: 2, Outcome: hookbox.AttemptDone}
+	check("done on attempt 2", unknown1, done2)
+	replay(t, s, hookbox.ReplayParams{IDs: []int64{ev.ID}, IncludeDone: true})
+	check("after a replay", unknown1, done2, hookbox.Attempt{Attempt: 2, Outcome: hookbox.AttemptReplay})
+
+	// Two attempts die in a row, on an event processing under a lease
+	// that has run out: the first is unknown, the second is the event's
+	// current attempt as far as the store knows, and not listed.
+	ingest(t, s, Delivery("died2", "1"))
+	now = time.Now()
+	claim(t, s, now, 1, "died2")
+	ev2 := claim(t, s, now.Add(2*time.Minute), 1, "died2")[0]
+	if as, err := s.Attempts(ctx, ev2.ID); err != nil || len(as) != 1 || as[0].Outcome != hookbox.AttemptUnknown {
+		t.Fatalf("processing after a died attempt: attempts %+v, %v", as, err)
 	}
 }

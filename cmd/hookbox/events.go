@@ -180,7 +180,9 @@ func newEventsShowCmd(g *globalFlags) *cobra.Command {
 		Use:   "show ID",
 		Short: "Show one event with its attempts, or its payload as received",
 		Long: `show prints one event: its fields, the headers kept with it and every
-recorded attempt. --payload prints only the payload, byte for byte as it was
+recorded attempt. An attempt that recorded no outcome (its process was killed
+or crashed during it, and the event was run again) is listed as "unknown":
+whether its work took effect is not known. --payload prints only the payload, byte for byte as it was
 received (pipe it to a file or jq). --json prints {"event": …, "attempts": […],
 "payload": base64}, as GET /admin/events/{id} returns it.`,
 		Example: `  hookbox events show 42
