@@ -181,6 +181,70 @@ type Ops interface {
 	// calls it on its own: during a rolling deploy a process of the
 	// older config may still work the name.
 	RetireTarget(ctx context.Context, p RetireParams) (RetireResult, error)
+
+	// RaiseIDFloor makes every event stored from now on get an id above
+	// max(p.After, known+p.Gap), known being the largest id the database
+	// has handed out as far as it knows; it never moves ids back. A
+	// database restored from a backup knows only the ids handed out up
+	// to the backup, and would hand out the later ones again, to other
+	// deliveries (hookbox restore-ids runs this after a restore).
+	// PostgreSQL sets the events' id sequence. SQLite, which gives a new
+	// row the largest id in the table plus one, stores a placeholder
+	// event above the floor (IDFloorSource: a finished event of no
+	// source, worked by nothing and counted by no Stats), deleted by the
+	// first ingest that stores an event above it.
+	RaiseIDFloor(ctx context.Context, p IDFloorParams) (IDFloor, error)
+}
+
+// IDFloorParams say how far RaiseIDFloor moves event ids forward.
+type IDFloorParams struct {
+	// After is an id known to have been handed out, as a log line or a
+	// sender's reply shows it: the next ids are above it. 0 for none.
+	After int64
+	// Gap puts the next ids more than Gap past the largest id the
+	// database knows of: room for those handed out between a backup and
+	// its restore. DefaultIDGap is the usual one.
+	Gap int64
+}
+
+// DefaultIDGap is the gap hookbox restore-ids leaves without --after: more
+// ids than most deployments hand out between a backup and a restore.
+const DefaultIDGap = 1_000_000
+
+// IDFloorSource is the source of the placeholder event that holds the id
+// floor on SQLite (see Ops.RaiseIDFloor). No configured source can have
+// the name: it holds a space.
+const IDFloorSource = "hookbox restore-ids"
+
+// IDFloor says what RaiseIDFloor did.
+type IDFloor struct {
+	// Known is the largest id the database had handed out as far as it
+	// knew (SQLite: its largest row; PostgreSQL: the id sequence, or a
+	// larger stored id).
+	Known int64 `json:"known"`
+	// Floor is the id every event stored from now on is above.
+	Floor int64 `json:"floor"`
+	// Moved is false when Known already reached the floor asked for:
+	// nothing changed, and Floor is Known.
+	Moved bool `json:"moved"`
+}
+
+// MaxIDFloor bounds the floor RaiseIDFloor accepts, far below the
+// largest id (2⁶³-1): SQLite picks ids at random once a table holds that
+// one, and no deployment hands out 2⁶² ids.
+const MaxIDFloor = 1 << 62
+
+// Target is the floor p asks for over known, the largest id the database
+// knows of; an error for a negative After or Gap, or a floor past
+// MaxIDFloor.
+func (p IDFloorParams) Target(known int64) (int64, error) {
+	if p.After < 0 || p.Gap < 0 {
+		return 0, fmt.Errorf("id floor: want an id and a gap of 0 or more, not %d and %d", p.After, p.Gap)
+	}
+	if p.After > MaxIDFloor || p.Gap > MaxIDFloor-known {
+		return 0, fmt.Errorf("id floor: at most %d, far past any id handed out", int64(MaxIDFloor))
+	}
+	return max(p.After, known+p.Gap), nil
 }
 
 // Backlog is the unfinished deliveries of one queue name.

@@ -62,6 +62,8 @@ type ingestTx struct {
 	s    *Store
 	tx   *sql.Tx
 	args []any
+	// stored is set once the transaction has stored an event.
+	stored bool
 }
 
 // Add inserts ds in the open transaction; see hookbox.IngestTx. A
@@ -143,6 +145,7 @@ func (t *ingestTx) insertEvents(ctx context.Context, ds []hookbox.Delivery, idx 
 		}
 		rest = rest[n:]
 	}
+	t.stored = t.stored || len(inserted) > 0
 	clear(t.args) // drop references to payloads
 	if err := t.addDeliveries(ctx, ds, idx, inserted); err != nil {
 		return err
@@ -212,9 +215,22 @@ func payloadArg(p []byte) []byte {
 // went into the file the database path names and, under the FULL promise,
 // waits until it is on disk (see Store.settle); the writer connection is
 // free for the next transaction while the disk flushes.
+//
+// The first transaction that stored an event above a placeholder of
+// RaiseIDFloor deletes it first: the event holds the floor from then on.
+// That costs every other transaction one atomic load. A failure to
+// delete it fails no delivery; the next transaction tries again.
 func (t *ingestTx) Commit(ctx context.Context) error {
+	dropped := false
+	if t.stored && t.s.idFloor.Load() {
+		_, err := t.tx.ExecContext(ctx, dropIDFloorSQL, hookbox.IDFloorSource)
+		dropped = err == nil
+	}
 	if err := t.tx.Commit(); err != nil {
 		return t.s.explain(fmt.Errorf("sqlite: ingest: %w: commit: %v", hookbox.ErrUnavailable, err))
+	}
+	if dropped {
+		t.s.idFloor.Store(false)
 	}
 	if err := t.s.settle(); err != nil {
 		return fmt.Errorf("sqlite: ingest: %w", err)

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -88,6 +89,9 @@ type Store struct {
 	claims   stmtCache  // claim statements by text
 	durable  *walSyncer // nil unless Synchronous is FULL
 	file     *fileGuard // the file Open opened, checked before acknowledging
+	// idFloor is set while the database may hold a placeholder of
+	// RaiseIDFloor, which the next ingest that stores an event deletes.
+	idFloor atomic.Bool
 
 	checkpointer    *sql.DB       // one connection, for background checkpoints
 	maxWAL          int64         // WAL size past which a checkpoint truncates it
@@ -211,6 +215,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	if err := s.prepare(ctx); err != nil {
+		writer.Close()
+		return nil, err
+	}
+	if err := s.loadIDFloor(ctx); err != nil {
 		writer.Close()
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"RetireTargetEndsUnworked":     testRetireTarget,
 		"RetireManyInSlices":           testRetireManyInSlices,
 		"DiedAttemptIsNotDone":         testDiedAttemptIsNotDone,
+		"RaiseIDFloor":                 testRaiseIDFloor,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -650,5 +652,86 @@ func testDiedAttemptIsNotDone(t *testing.T, s FullStore) {
 	ev2 := claim(t, s, now.Add(2*time.Minute), 1, "died2")[0]
 	if as, err := s.Attempts(ctx, ev2.ID); err != nil || len(as) != 1 || as[0].Outcome != hookbox.AttemptUnknown {
 		t.Fatalf("processing after a died attempt: attempts %+v, %v", as, err)
+	}
+}
+
+// testRaiseIDFloor: after RaiseIDFloor, the next events get ids above the
+// floor asked for (an id, or a gap past the largest id known), never
+// below an id handed out before; a floor already passed changes nothing.
+// What holds the floor is no event: Stats count the same before and
+// after, and once the next event is stored, the list holds the events
+// stored and nothing else.
+func testRaiseIDFloor(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	raise := func(p hookbox.IDFloorParams) hookbox.IDFloor {
+		t.Helper()
+		f, err := s.RaiseIDFloor(ctx, p)
+		if err != nil {
+			t.Fatalf("RaiseIDFloor(%+v): %v", p, err)
+		}
+		return f
+	}
+	ids := func(rs []hookbox.Receipt) []int64 {
+		var out []int64
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	stored := ids(ingest(t, s, Delivery("floor", "1"), Delivery("floor", "2")))
+	last := stored[1]
+	statsBefore, err := s.Stats(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f := raise(hookbox.IDFloorParams{After: last + 500})
+	if !f.Moved || f.Known < last || f.Floor != last+500 {
+		t.Fatalf("floor after %d: %+v", last+500, f)
+	}
+	statsAfter, err := s.Stats(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(statsBefore.ByStatus, statsAfter.ByStatus) {
+		t.Errorf("Stats changed with the floor: %v, then %v", statsBefore.ByStatus, statsAfter.ByStatus)
+	}
+	next := ingest(t, s, Delivery("floor", "3"))[0].ID
+	if next <= last+500 {
+		t.Fatalf("the next id is %d, not above the floor %d", next, last+500)
+	}
+	stored = append(stored, next)
+	evs, err := s.Events(ctx, hookbox.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []int64
+	for _, e := range evs {
+		listed = append(listed, e.ID)
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, stored) {
+		t.Errorf("listed %v after the next event, want the events stored, %v", listed, stored)
+	}
+
+	f = raise(hookbox.IDFloorParams{Gap: 1000})
+	if !f.Moved || f.Known < next || f.Floor != f.Known+1000 {
+		t.Fatalf("floor with a gap of 1000 past %d: %+v", next, f)
+	}
+	if id := ingest(t, s, Delivery("floor", "4"))[0].ID; id <= f.Floor {
+		t.Fatalf("the next id is %d, not above the floor %d", id, f.Floor)
+	} else {
+		next = id
+	}
+
+	f = raise(hookbox.IDFloorParams{After: 1})
+	if f.Moved || f.Floor != f.Known || f.Known < next {
+		t.Fatalf("a floor below the ids known: %+v", f)
+	}
+	if id := ingest(t, s, Delivery("floor", "5"))[0].ID; id <= next {
+		t.Fatalf("after a floor below the ids known, the next id is %d, not above %d", id, next)
+	}
+	if _, err := s.RaiseIDFloor(ctx, hookbox.IDFloorParams{Gap: -1}); err == nil {
+		t.Error("a negative gap was taken")
 	}
 }

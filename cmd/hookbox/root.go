@@ -42,7 +42,7 @@ nothing was done. health exits 0 or 1 only.`,
 	root.PersistentFlags().StringVar(&g.db, "db", "", "database URL (sqlite:PATH or postgres://…); default $HOOKBOX_DB, then the config's db, then "+config.DefaultDB)
 	root.AddCommand(newServeCmd(g), newMigrateCmd(g), newSendCmd(g), newTailCmd(g), newBenchCmd(), newVersionCmd(), newConfigCmd(g), newHealthCmd(g))
 	root.AddCommand(newEventsCmd(g), newReplayCmd(g), newPurgeCmd(g), newTargetsCmd(g), newRejectedCmd(g))
-	root.AddCommand(newBackupCmd(g))
+	root.AddCommand(newBackupCmd(g), newRestoreIDsCmd(g))
 	markUsageErrors(root)
 	return root
 }
