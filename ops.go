@@ -131,7 +131,11 @@ type Ops interface {
 	Replay(ctx context.Context, p ReplayParams) (ReplayResult, error)
 
 	// Purge deletes finished events (done and stored, and dead if asked)
-	// older than p.Before, in batches. Pending and processing events are never
+	// older than p.Before, in batches. A store on a server with a clock of
+	// its own (PostgreSQL) judges the window on that clock: p.Before is
+	// taken as how long before the caller's now the window starts, so a
+	// caller whose clock is ahead deletes nothing younger than the window
+	// by the server's. Pending and processing events are never
 	// deleted. A redelivery of a purged id is stored and worked again.
 	// A p.Before later than now is refused with an error (CheckCutoff).
 	// A store may keep the newest event (the one holding the largest id,
@@ -143,7 +147,7 @@ type Ops interface {
 	// ClearPayloads drops the payload of done events finished before
 	// before, keeping id, status, headers and timestamps (the dedupe
 	// memory). It returns how many payloads it cleared. A before later
-	// than now is refused, as in Purge.
+	// than now is refused, and the window judged, as in Purge.
 	ClearPayloads(ctx context.Context, before time.Time) (int, error)
 
 	// Stats counts events by status and finds the oldest due event.

@@ -64,7 +64,10 @@ type RejectionFilter struct {
 // then to MaxCount rows by deleting the oldest rows of the largest group
 // (each configured source's rows are a group, and the rows of every
 // unknown source name together are one): one noisy sender gives up its own
-// rows first, and a group smaller than the others keeps its rows.
+// rows first, and a group smaller than the others keeps its rows. A store
+// on a server with a clock of its own (PostgreSQL) takes Since as a
+// distance before the caller's now and judges it on the server's clock,
+// so a caller whose clock is ahead trims no younger rows than max_age.
 type RejectionBounds struct {
 	MaxCount int
 	Since    time.Time // zero: no age bound

@@ -31,7 +31,10 @@ type Session struct {
 type SessionStore interface {
 	// StartSession remembers s until s.Expires, and forgets a few
 	// sessions that expired before s.Now, so the store holds about the
-	// live ones.
+	// live ones. A store on a server with a clock of its own
+	// (PostgreSQL) judges that on the server's clock, s.Now taken as the
+	// caller's now, so a caller whose clock is ahead forgets no session
+	// that is live for the others.
 	StartSession(ctx context.Context, s Session) error
 	// SessionLive reports whether the session with this id is
 	// remembered and unexpired at now. An error means the store could not

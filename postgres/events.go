@@ -39,12 +39,17 @@ import (
 // not at received_at: that is the receiving host's clock, which may be
 // ahead of the database's (by minutes), and its events would wait that
 // long. received_at stays what it is, the host's receipt time, shown and
-// filtered on.
-const insertEvents = `WITH d AS (
+// filtered on. The queue row's updated_at is that receipt on the
+// database's clock ($10, received_at as fromNow), the clock a purge
+// judges it by: a FanOut event (a store_only source's among them) is
+// finished as it is stored, and stamped by a host whose clock was behind
+// it looked old to every purge.
+var insertEvents = `WITH d AS (
     SELECT nextval('events_id_seq') AS id, d.*
     FROM unnest($1::text[], $2::text[], $3::boolean[], $4::text[], $5::jsonb[], $6::bytea[], $7::timestamptz[], $8::bytea[],
-                $9::boolean[])
-        WITH ORDINALITY AS d(source, delivery_id, id_is_hash, event_type, headers, payload, received_at, body_sha256, fanout, n)
+                $9::boolean[], $10::bigint[])
+        WITH ORDINALITY AS d(source, delivery_id, id_is_hash, event_type, headers, payload, received_at, body_sha256, fanout,
+            received_in, n)
     ORDER BY n
 ), stored AS (
     INSERT INTO event_data (id, source, delivery_id, id_is_hash, event_type, headers, payload, created_at, body_sha256)
@@ -55,7 +60,7 @@ const insertEvents = `WITH d AS (
     RETURNING id, source, delivery_id
 ), queued AS (
     INSERT INTO queue (id, source, status, next_attempt_at, updated_at, fanout)
-    SELECT d.id, d.source, CASE WHEN d.fanout THEN 'done' ELSE 'pending' END, now(), d.received_at, d.fanout
+    SELECT d.id, d.source, CASE WHEN d.fanout THEN 'done' ELSE 'pending' END, now(), ` + dbNow("d.received_in") + `, d.fanout
     FROM stored JOIN d ON d.id = stored.id
     ORDER BY d.id
 )
@@ -637,6 +642,8 @@ func insertArgs(ds []hookbox.Delivery, idx []int) []any {
 		times      = make([]time.Time, n)
 		sums       = make([][]byte, n)
 		fanout     = make([]bool, n)
+		receivedIn = make([]int64, n)
+		now        = time.Now() // one for the batch, as in newFinishBatch
 	)
 	for j, i := range idx {
 		d := &ds[i]
@@ -651,11 +658,11 @@ func insertArgs(ds []hookbox.Delivery, idx []int) []any {
 		if payloads[j] == nil {
 			payloads[j] = []byte{}
 		}
-		times[j] = d.ReceivedAt
-		sums[j] = d.BodySHA256 // nil is NULL
+		times[j], receivedIn[j] = d.ReceivedAt, d.ReceivedAt.Sub(now).Microseconds() // fromNow
+		sums[j] = d.BodySHA256                                                       // nil is NULL
 		fanout[j] = d.FanOut
 	}
-	return []any{sources, ids, isHash, eventTypes, headers, payloads, times, sums, fanout}
+	return []any{sources, ids, isHash, eventTypes, headers, payloads, times, sums, fanout, receivedIn}
 }
 
 const eventColumns = `id, source, delivery_id, id_is_hash, event_type, status, attempts, attempt_base,

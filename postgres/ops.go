@@ -334,12 +334,34 @@ func purgeable(states string) string {
           AND (c.status NOT IN ` + states + ` OR c.updated_at >= $1)))`
 }
 
+// dbCutoff turns before, a retention window's start on the caller's
+// clock, into the same distance before the database's clock now (one
+// round trip). Finished rows are stamped on the database's clock
+// (finishedAt, and a claim's, replay's or retire's now()), by every
+// process, whatever its own clock reads; judged against before itself, a
+// purge or payload retention run by a host whose clock is ahead by more
+// than the window deleted every host's rows as they finished. The time
+// returned is one value a whole run compares with, so its statements
+// keep their plans (the walk along queue_finished among them).
+func (s *Store) dbCutoff(ctx context.Context, before time.Time) (time.Time, error) {
+	var at time.Time
+	err := s.pool.QueryRow(ctx, `SELECT `+dbNow("$1::bigint"), fromNow(before)).Scan(&at)
+	return at, err
+}
+
 // Purge deletes finished events in batches; see hookbox.Ops. Each batch is
-// its own transaction (purgeOnce), so no purge holds locks for long.
+// its own transaction (purgeOnce), so no purge holds locks for long. The
+// window is judged on the database's clock (dbCutoff): p.Before, on the
+// caller's clock, is taken as how long before the caller's now the window
+// starts.
 func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.PurgeResult, error) {
 	var res hookbox.PurgeResult
 	if err := hookbox.CheckCutoff(p.Before, time.Now()); err != nil {
 		return res, fmt.Errorf("postgres: purge: %w", err)
+	}
+	var err error
+	if p.Before, err = s.dbCutoff(ctx, p.Before); err != nil {
+		return res, opError(ctx, "purge", err)
 	}
 	states := `('done')`
 	if p.IncludeDead {
@@ -584,10 +606,15 @@ SELECT id, updated_at FROM picked`
 
 // ClearPayloads drops payloads of old done events; see hookbox.Ops. Each
 // batch of 1000 is one statement, its own transaction; a cursor carries
-// the run past what it cleared, so no batch rescans it.
+// the run past what it cleared, so no batch rescans it. As in Purge, the
+// window is judged on the database's clock (dbCutoff).
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
 	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
 		return 0, fmt.Errorf("postgres: clear payloads: %w", err)
+	}
+	before, err := s.dbCutoff(ctx, before)
+	if err != nil {
+		return 0, opError(ctx, "clear payloads", err)
 	}
 	total := 0
 	afterAt, afterID := time.Time{}, int64(0)

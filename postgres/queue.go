@@ -385,6 +385,21 @@ func dbClock(param string) string {
 	return `clock_timestamp() + ` + param + ` * interval '1 microsecond'`
 }
 
+// dbNow is dbClock from the start of the statement (statement_timestamp)
+// rather than the write: one value for the whole statement, stable, so an
+// index can serve a comparison with it; and the statement's, not its
+// transaction's (now()), which a work transaction began before its
+// handlers ran. It is how a time the caller passes as "now", as a cut-off
+// (a retention window's start, the time that decides what is due) or as
+// a stamp (when an attempt ended, when an event was received) is judged
+// and written: the distance the caller meant from its own clock, on the
+// database's, the clock every process shares (fromNow). A host whose
+// clock is off then judges rows that other hosts and the server stamped
+// as a host whose clock is right would, and stamps its own as they do.
+func dbNow(param string) string {
+	return `(statement_timestamp() + ` + param + ` * interval '1 microsecond')`
+}
+
 // extendLeases locks the rows in id order before updating them, as every
 // statement here that may wait does. As a claim's, the new end counts
 // from the write, on the database's clock: $1 is the lease left, fromNow.
@@ -414,13 +429,25 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 // adds to attempt_base. next_in is the event's next due time as fromNow;
 // nextAt writes it on the database's clock. started and finished stay
 // the worker's own stamps: they are what its attempt's record shows.
+// finished_in is finished as fromNow (how long ago the attempt ended, by
+// the worker's clock): finishedAt writes the event's updated_at from it
+// on the database's clock.
 const outcomeRows = `
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::integer[], $4::text[], $5::text[],
-        $6::bigint[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::boolean[], $11::integer[])
-        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_in, error, started, finished, stored, given, n)`
+        $6::bigint[], $7::text[], $8::timestamptz[], $9::timestamptz[], $10::boolean[], $11::integer[], $12::bigint[])
+        WITH ORDINALITY AS o(id, owner, attempt, status, outcome, next_in, error, started, finished, stored, given, finished_in, n)`
 
 // nextAt is the next_attempt_at an outcome row o sets.
 var nextAt = dbClock("o.next_in")
+
+// finishedAt is the updated_at an outcome row o sets: when the attempt
+// ended, on the database's clock, as every other write of updated_at is
+// (a claim's, a replay's, a retire's). A purge and payload retention
+// judge finished rows by it against a cut-off on that clock too: stamped
+// with the finishing worker's own clock, as it was, a host ahead of the
+// others pushed its rows out of the window late, and one behind made
+// them look old to every purge.
+var finishedAt = dbNow("o.finished_in")
 
 // finishOutcomes applies a batch of outcomes and records their attempts in
 // one statement. It returns the ordinals (1-based positions in the arrays)
@@ -438,7 +465,7 @@ var finishOutcomes = `WITH o AS (` + outcomeRows + `
     SELECT id FROM queue WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
 ), applied AS (
     UPDATE queue e SET status = o.status, attempt_base = e.attempt_base + o.given, lease_owner = NULL,
-        next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = o.finished
+        next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = ` + finishedAt + `
     FROM o
     WHERE e.id = o.id AND e.lease_owner = o.owner AND e.attempts = o.attempt
       AND e.status = 'processing' AND e.id IN (SELECT id FROM held)
@@ -479,7 +506,11 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		starteds, finisheds = make([]time.Time, n), make([]time.Time, n)
 		stored              = make([]bool, n)
 		given               = make([]int32, n)
+		finishedIn          = make([]int64, n)
 	)
+	// One now for the batch: outcomes that finished at one time keep one
+	// updated_at (a purge reads the rows of one time together).
+	now := time.Now()
 	for k, i := range idx {
 		o := &outs[i]
 		next := o.FinishedAt
@@ -489,12 +520,13 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 		ids[k], owners[k], attempts[k] = o.ID, o.Owner, int32(o.Attempt)
 		statuses[k], outcomes[k] = string(o.Status), o.AttemptOutcome()
 		nexts[k], msgs[k], starteds[k], finisheds[k] = fromNow(next), storableText(o.Error), o.StartedAt, o.FinishedAt
+		finishedIn[k] = o.FinishedAt.Sub(now).Microseconds() // fromNow, from the batch's now
 		stored[k] = hookbox.AttemptStored(o.Attempt, outcomes[k])
 		if outcomes[k] == hookbox.AttemptReleased {
 			given[k] = 1
 		}
 	}
-	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds, stored, given}}
+	return finishBatch{index: idx, args: []any{ids, owners, attempts, statuses, outcomes, nexts, msgs, starteds, finisheds, stored, given, finishedIn}}
 }
 
 // result sets errs[i] to ErrLeaseLost for every outcome of the batch that
@@ -579,7 +611,7 @@ func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, f
 var finishPicked = `WITH o AS (` + outcomeRows + `
 ), applied AS (
     UPDATE queue e SET status = o.status, attempts = e.attempts + 1, attempt_base = e.attempt_base + o.given,
-        lease_owner = NULL, next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = o.finished
+        lease_owner = NULL, next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = ` + finishedAt + `
     FROM o
     WHERE e.id = o.id
     RETURNING o.n

@@ -18,7 +18,8 @@ var _ hookbox.RejectionStore = (*Store)(nil)
 
 // AddRejections stores rs and trims the log to b in one transaction: the
 // rows and the trim by age sent as one batch, then the trim by count
-// (trimGroups); see hookbox.RejectionStore.
+// (trimGroups); see hookbox.RejectionStore. The trim by age is judged on
+// the database's clock (trimByAge).
 func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hookbox.RejectionBounds) (int, error) {
 	var trimmed int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -31,7 +32,7 @@ func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hoo
 				string(hookbox.EncodeHeader(r.Header)), r.BodySize, r.Body, r.BodyComplete)
 		}
 		if !b.Since.IsZero() {
-			batch.Queue(`DELETE FROM rejected_deliveries WHERE received_at < $1`, b.Since).Exec(func(ct pgconn.CommandTag) error {
+			batch.Queue(trimByAge, fromNow(b.Since)).Exec(func(ct pgconn.CommandTag) error {
 				trimmed += int(ct.RowsAffected())
 				return nil
 			})
@@ -51,6 +52,12 @@ func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hoo
 	}
 	return trimmed, nil
 }
+
+// trimByAge deletes the rows received before $1, the start of the log's
+// window on the caller's clock sent as fromNow, judged on the database's
+// clock: by the trimming host's own, one whose clock was ahead by more
+// than max_age deleted the refusals every other host had just logged.
+var trimByAge = `DELETE FROM rejected_deliveries WHERE received_at < ` + dbNow("$1::bigint")
 
 // trimGroups deletes the rows beyond maxCount: the oldest of the largest
 // groups first (rejtrim.Cuts), each configured source's rows a group and

@@ -75,13 +75,19 @@ func replay(t *testing.T, s FullStore, p hookbox.ReplayParams) hookbox.ReplayRes
 
 // testFirstAttemptDone: a first attempt that succeeds gets no attempts row
 // (hookbox.AttemptStored) and is still listed, finished when its event
-// was; a replay writes it down before rewriting the event, so the history
-// reads the same after it; later attempts have rows.
+// was (its updated_at: the worker's finish time, on the store's clock,
+// which for PostgreSQL is the server's, so within a round trip of the
+// worker's); a replay writes it down before rewriting the event, so the
+// history reads the same after it; later attempts have rows.
 func testFirstAttemptDone(t *testing.T, s FullStore) {
 	ingest(t, s, Delivery("fd", "1"))
-	first := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	worker := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	ev := claim(t, s, time.Now(), 1, "fd")[0]
-	finish(t, s, outcome(ev, hookbox.StatusDone, first))
+	finish(t, s, outcome(ev, hookbox.StatusDone, worker))
+	first := status(t, s, ev.ID).UpdatedAt
+	if d := first.Sub(worker); d < -10*time.Second || d > 10*time.Second {
+		t.Fatalf("the event finished at %v has updated_at %v", worker, first)
+	}
 	check := func(when string, want []hookbox.Attempt) {
 		t.Helper()
 		as, err := s.Attempts(context.Background(), ev.ID)

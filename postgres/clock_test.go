@@ -1,0 +1,217 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// The tests here move the database's clock (pgtest.ClockURL): this
+// process is a host whose clock is off the server's, and rows a host whose
+// clock is right would stamp are written with the server's own clock.
+// A database clock behind is this host ahead, and the other way round.
+
+const day = 24 * time.Hour
+
+// skews are the two hosts of the tests: ahead of the database's clock by
+// ahead (negative: behind it).
+var skews = []struct {
+	name  string
+	ahead time.Duration
+}{{"host ahead", 31 * day}, {"host behind", -31 * day}}
+
+// sql runs a statement on one of the store's connections.
+func sql(t *testing.T, s *postgres.Store, q string, args ...any) {
+	t.Helper()
+	conn, err := s.AcquireConn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(context.Background(), q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// dbAge reads how long before the database's clock now a time column of
+// a row was stamped (negative: after it).
+func dbAge(t *testing.T, s *postgres.Store, q string, args ...any) time.Duration {
+	t.Helper()
+	conn, err := s.AcquireConn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var us int64
+	if err := conn.QueryRow(context.Background(), `SELECT (extract(epoch FROM now() - (`+q+`)) * 1000000)::bigint`, args...).Scan(&us); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// TestRetentionByDatabaseClock: hosts whose clocks disagree share the
+// database, and retention is on (30 days). Done events finished a second
+// ago by the hosts whose clocks are right (a second before the database's
+// clock) are neither purged nor cleared by a host 31 days ahead: its
+// retention tick purged and cleared every one of them as they finished,
+// the dedupe memory and the payloads of the whole cluster. Events
+// finished 40 days ago by the database's clock go, as they should, also
+// when the host running retention is 31 days behind (it kept them).
+func TestRetentionByDatabaseClock(t *testing.T) {
+	for _, sk := range skews {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, pgtest.ClockURL(t, -sk.ahead))
+			ctx := context.Background()
+			var fresh, old []hookbox.Delivery
+			for i := range 5 {
+				fresh = append(fresh, storetest.Delivery("fresh", fmt.Sprint("f", i)))
+				old = append(old, storetest.Delivery("old", fmt.Sprint("o", i)))
+			}
+			freshIDs := storetest.Seed(t, s, hookbox.StatusDone, time.Now(), "", fresh...)
+			oldIDs := storetest.Seed(t, s, hookbox.StatusDone, time.Now(), "", old...)
+			// As the hosts whose clocks are right finished them.
+			sql(t, s, `UPDATE queue SET updated_at = now() - interval '1 second' WHERE id = ANY ($1)`, freshIDs)
+			sql(t, s, `UPDATE queue SET updated_at = now() - interval '40 days' WHERE id = ANY ($1)`, oldIDs)
+
+			// What serve's retention tick runs, with retention_days and
+			// payload_retention_days 30.
+			before, err := hookbox.DaysAgo(time.Now(), 30)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res, err := s.Purge(ctx, hookbox.PurgeParams{Before: before, DryRun: true}); err != nil || res != (hookbox.PurgeResult{Done: 5}) {
+				t.Errorf("dry purge: %+v, %v; want the 5 events finished 40 days ago", res, err)
+			}
+			if n, err := s.ClearPayloads(ctx, before); err != nil || n != 5 {
+				t.Errorf("ClearPayloads: %d, %v; want the 5 payloads of the events finished 40 days ago", n, err)
+			}
+			for _, id := range freshIDs {
+				if e, err := s.Event(ctx, id); err != nil || e.PayloadCleared {
+					t.Errorf("event %d, finished a second ago: payload cleared %v, %v", id, e.PayloadCleared, err)
+				}
+			}
+			res, err := s.Purge(ctx, hookbox.PurgeParams{Before: before, BatchSize: 2})
+			if err != nil || res != (hookbox.PurgeResult{Done: 5}) {
+				t.Errorf("purge: %+v, %v; want the 5 events finished 40 days ago", res, err)
+			}
+			for _, id := range freshIDs {
+				if _, err := s.Event(ctx, id); err != nil {
+					t.Errorf("event %d, finished a second ago, was purged: %v", id, err)
+				}
+			}
+			for _, id := range oldIDs {
+				if _, err := s.Event(ctx, id); err == nil {
+					t.Errorf("event %d, finished 40 days ago, outlived the purge", id)
+				}
+			}
+		})
+	}
+}
+
+// TestFinishedRowsStampedByDatabaseClock: updated_at, which retention
+// judges finished rows by, is written on the database's clock whoever
+// writes it: a worker's finish (it wrote its host's clock, so a host
+// behind made its rows look old to every other host's purge, and a host
+// ahead kept its own past the window), and an event finished as it is
+// stored (a store_only source's, stamped with the receiving host's
+// clock). The attempt's own record keeps the worker's times.
+func TestFinishedRowsStampedByDatabaseClock(t *testing.T) {
+	for _, sk := range skews {
+		t.Run(sk.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, pgtest.ClockURL(t, -sk.ahead))
+			ctx := context.Background()
+			finished := time.Now().Add(-time.Minute) // a minute ago, by this host's clock
+			done := storetest.Seed(t, s, hookbox.StatusDone, finished, "", storetest.Delivery("d", "1"))[0]
+			dead := storetest.Seed(t, s, hookbox.StatusDead, finished, "failed", storetest.Delivery("x", "1"))[0]
+			stored := storetest.Delivery("so", "1")
+			stored.FanOut = true // no route: finished as it is stored
+			rs, err := s.Ingest(ctx, []hookbox.Delivery{stored})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, row := range []struct {
+				id   int64
+				what string
+				want time.Duration
+			}{{done, "done a minute ago", time.Minute}, {dead, "dead a minute ago", time.Minute}, {rs[0].ID, "stored now", 0}} {
+				age := dbAge(t, s, `SELECT updated_at FROM queue WHERE id = $1`, row.id)
+				if d := age - row.want; d < -10*time.Second || d > 10*time.Second {
+					t.Errorf("event %s: updated_at %v before the database's clock, want about %v", row.what, age, row.want)
+				}
+			}
+			as, err := s.Attempts(ctx, dead)
+			if err != nil || len(as) != 1 || !as[0].FinishedAt.Equal(finished.Truncate(time.Microsecond)) {
+				t.Errorf("attempts of the dead event: %+v, %v; want one finished at %v, the worker's time", as, err, finished)
+			}
+		})
+	}
+}
+
+// TestRejectedTrimByDatabaseClock: the rejected log keeps a day
+// (max_age); a host two days ahead trimming it deleted the refusals the
+// other hosts logged a second before, and no longer does. A refusal
+// logged 25 hours ago by the database's clock goes.
+func TestRejectedTrimByDatabaseClock(t *testing.T) {
+	t.Parallel()
+	const ahead = 2 * day
+	s := open(t, pgtest.ClockURL(t, -ahead))
+	ctx := context.Background()
+	rej := func(at time.Time) hookbox.Rejection {
+		return hookbox.Rejection{Source: "r", ReceivedAt: at, RemoteAddr: "192.0.2.1", Status: 401, Reason: "bad signature"}
+	}
+	dbNow := time.Now().Add(-ahead) // the other hosts' clock
+	if _, err := s.AddRejections(ctx, []hookbox.Rejection{rej(dbNow.Add(-time.Second)), rej(dbNow.Add(-25 * time.Hour))}, hookbox.RejectionBounds{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.AddRejections(ctx, nil, hookbox.RejectionBounds{Since: time.Now().Add(-day)})
+	if err != nil || n != 1 {
+		t.Errorf("trim by a host two days ahead deleted %d, %v; want the refusal logged 25 hours ago", n, err)
+	}
+	if rs, err := s.Rejections(ctx, hookbox.RejectionFilter{}); err != nil || len(rs) != 1 || !rs[0].ReceivedAt.Equal(dbNow.Add(-time.Second).Truncate(time.Microsecond)) {
+		t.Errorf("rejections left: %+v, %v; want the one logged a second ago", rs, err)
+	}
+}
+
+// TestSessionSweepByDatabaseClock: console sessions last 12 hours. A
+// login at a host 13 hours ahead swept the session another host had just
+// started, logging its operator out at every process; the sweep now
+// judges expiries on the database's clock. It still forgets a session
+// expired by that clock.
+func TestSessionSweepByDatabaseClock(t *testing.T) {
+	const skew = 13 * time.Hour
+	ctx := context.Background()
+	s := open(t, pgtest.ClockURL(t, -skew))
+	// Another host, whose clock is right, started one a moment ago; one
+	// ended a minute ago.
+	sql(t, s, `INSERT INTO sessions (id_sha256, expires_at) VALUES ($1, now() + interval '12 hours'), ($2, now() - interval '1 minute')`,
+		hookbox.SessionKey("other"), hookbox.SessionKey("ended"))
+	now := time.Now()
+	if err := s.StartSession(ctx, hookbox.Session{ID: "mine", Expires: now.Add(12 * time.Hour), Now: now}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.AcquireConn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for id, want := range map[string]bool{"other": true, "ended": false, "mine": true} {
+		var kept bool
+		if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id_sha256 = $1)`, hookbox.SessionKey(id)).Scan(&kept); err != nil {
+			t.Fatal(err)
+		}
+		if kept != want {
+			t.Errorf("after a login at a host 13 hours ahead, session %q kept %v, want %v", id, kept, want)
+		}
+	}
+	if live, err := s.SessionLive(ctx, "other", now.Add(-skew)); err != nil || !live {
+		t.Errorf("the other host's session, read by that host: live %v, %v", live, err)
+	}
+}
