@@ -117,8 +117,27 @@ func (r PurgeResult) Total() int { return r.Done + r.Dead + r.Stored }
 type Stats struct {
 	ByStatus map[Status]int `json:"by_status"`
 	// OldestDue is when the longest-waiting due pending event became due;
-	// zero when none is due.
+	// zero when none is due. It is on the clock the store judges due
+	// times by: the database server's, on PostgreSQL, which may differ
+	// from the caller's.
 	OldestDue time.Time `json:"oldest_due"`
+	// OldestDueAge is how long that event has been due at the now Stats
+	// was given, both read on the store's clock (DueAge); zero when none
+	// is due. It is what hookbox_oldest_due_seconds reports: now minus
+	// OldestDue would mix the caller's clock with the store's. In JSON,
+	// nanoseconds.
+	OldestDueAge time.Duration `json:"oldest_due_age"`
+}
+
+// DueAge is how long an event due since oldest has waited at now, both
+// on one clock: zero for a zero oldest (none is due) and for one later
+// than now. A store whose times are all on the caller's clock (SQLite)
+// gives it for the OldestDueAge fields.
+func DueAge(oldest, now time.Time) time.Duration {
+	if oldest.IsZero() {
+		return 0
+	}
+	return max(0, now.Sub(oldest))
 }
 
 // Ops is the operator side of a store: replay, retention and statistics.
@@ -153,7 +172,11 @@ type Ops interface {
 	// Stats counts events by status and finds the oldest due event.
 	// The event of a FanOut source is not counted: its deliveries are.
 	// Deliveries nothing works any more count too (see RetireTarget):
-	// they are work that was never done.
+	// they are work that was never done. An event is due when it is due
+	// by now; a store on a server with a clock of its own (PostgreSQL)
+	// takes now as a distance from the caller's clock and judges it on
+	// the server's, the clock claims use, so a caller whose clock is off
+	// reads the queue as claims see it.
 	Stats(ctx context.Context, now time.Time) (Stats, error)
 
 	// PauseTarget pauses the queue name (a source worked as itself, or
@@ -171,7 +194,8 @@ type Ops interface {
 	// them with what it works (see Backlog) at every start.
 	UnfinishedTargets(ctx context.Context) ([]string, error)
 
-	// TargetBacklog counts the unfinished deliveries of one queue name.
+	// TargetBacklog counts the unfinished deliveries of one queue name;
+	// what is due by now is judged as in Stats.
 	TargetBacklog(ctx context.Context, name string, now time.Time) (Backlog, error)
 
 	// RetireTarget ends the unfinished deliveries of a queue name that
@@ -259,6 +283,9 @@ type Backlog struct {
 	// OldestDue is when the longest-waiting due one became due; zero
 	// when none is due. Stats.OldestDue counts it too.
 	OldestDue time.Time `json:"oldest_due,omitzero"`
+	// OldestDueAge is how long it has been due, as Stats.OldestDueAge
+	// (in JSON, nanoseconds).
+	OldestDueAge time.Duration `json:"oldest_due_age,omitzero"`
 }
 
 // Unfinished is how many deliveries the backlog holds.

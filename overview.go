@@ -16,8 +16,12 @@ type SourceOverview struct {
 	Source   string
 	ByStatus map[Status]int
 	// OldestDue is when the longest-waiting due event of the source became
-	// due; zero when none is due.
+	// due; zero when none is due. As Stats.OldestDue, it is on the store's
+	// clock.
 	OldestDue time.Time
+	// OldestDueAge is how long that event has been due, as
+	// Stats.OldestDueAge: what the console shows.
+	OldestDueAge time.Duration
 	// Stored and Rejected count, per minute over the last
 	// OverviewMinutes (oldest first, the current minute last), the events
 	// stored and the deliveries the rejection log kept. Unknown source
@@ -121,8 +125,12 @@ func (b *OverviewBuilder) source(name string) *SourceOverview {
 // Count adds n events of source in status st.
 func (b *OverviewBuilder) Count(source string, st Status, n int) { b.source(source).ByStatus[st] += n }
 
-// Due records the oldest due time of source's events.
-func (b *OverviewBuilder) Due(source string, at time.Time) { b.source(source).OldestDue = at.UTC() }
+// Due records the oldest due time of source's events, and how long it has
+// been due (see Stats.OldestDueAge).
+func (b *OverviewBuilder) Due(source string, at time.Time, age time.Duration) {
+	o := b.source(source)
+	o.OldestDue, o.OldestDueAge = at.UTC(), age
+}
 
 // Stored adds n events of source stored in the minute of at.
 func (b *OverviewBuilder) Stored(source string, at time.Time, n int) {

@@ -29,7 +29,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	t.Helper()
 	m := metrics.New([]string{"a"})
 	m.WatchStats(func(ctx context.Context, now time.Time) (hookbox.Stats, error) {
-		return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: 1}, OldestDue: now.Add(-time.Second)}, nil
+		return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: 1}, OldestDue: now.Add(-time.Second), OldestDueAge: time.Second}, nil
 	}, 0, nil)
 	m.Delivery("a", metrics.OutcomeNew, time.Millisecond)
 	m.Batch(1, time.Millisecond, nil)

@@ -368,7 +368,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 			c.log.Warn("metrics: queue stats", "err", err)
 		}
 	}
-	st, ok := c.last, c.ok
+	st, ok, fetched := c.last, c.ok, c.fetched
 	c.mu.Unlock()
 	if !ok {
 		return
@@ -376,9 +376,13 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range allStatuses {
 		ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.GaugeValue, float64(st.ByStatus[s]), string(s))
 	}
+	// The store's age, read on the clock it judges due times by (the
+	// database server's, on PostgreSQL), plus how long the figures were
+	// kept: now minus OldestDue would count the difference between this
+	// host's clock and the server's as waiting, or hide due work.
 	age := 0.0
 	if !st.OldestDue.IsZero() {
-		age = max(0, now.Sub(st.OldestDue).Seconds())
+		age = (st.OldestDueAge + max(0, now.Sub(fetched))).Seconds()
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDueDesc, prometheus.GaugeValue, age)
 }

@@ -128,7 +128,8 @@ func TestStatsCachedAtScrape(t *testing.T) {
 		if fail.Load() {
 			return hookbox.Stats{}, errors.New("db down")
 		}
-		return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: 3, hookbox.StatusDead: 2}, OldestDue: oldest}, nil
+		return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: 3, hookbox.StatusDead: 2}, OldestDue: oldest,
+			OldestDueAge: hookbox.DueAge(oldest, now)}, nil
 	}, 0, nil)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()

@@ -10,10 +10,14 @@ import (
 // clock_timestamp() with the middle of the round trip that read it, the
 // shortest of three, so it is off by at most half that round trip.
 //
-// Queue times (lease ends, due times) and the nonce sweep are on the
-// server's clock whatever this host's reads; what is still stamped by the
-// host (received_at, attempt times) and judged by it (signed timestamps
-// against a source's tolerance) is off by the difference.
+// Queue times (lease ends, due times, updated_at), what is due and for
+// how long (Stats, Overview, TargetBacklog), the retention windows (Purge,
+// ClearPayloads, the rejected log's max_age), the session and nonce
+// sweeps are on the server's clock whatever this host's reads: a time the
+// host passes is taken as a distance from its own now (fromNow). What is
+// still stamped by the host (received_at, attempt times, a session's
+// expiry) and judged by it (signed timestamps against a source's
+// tolerance, a session cookie's expiry) is off by the difference.
 func (s *Store) ClockOffset(ctx context.Context) (time.Duration, error) {
 	var best, offset time.Duration
 	for i := range 3 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/metrics"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/storetest"
@@ -214,4 +215,119 @@ func TestSessionSweepByDatabaseClock(t *testing.T) {
 	if live, err := s.SessionLive(ctx, "other", now.Add(-skew)); err != nil || !live {
 		t.Errorf("the other host's session, read by that host: live %v, %v", live, err)
 	}
+}
+
+// TestOldestDueByDatabaseClock: what is due, and for how long, is read on
+// the database's clock, the one claims judge by, in Stats (and so
+// hookbox_oldest_due_seconds), the console's overview and a target's
+// backlog. A host 10 minutes ahead read a fresh event as waiting 10
+// minutes (HookboxBacklog fires past 5) and a retry due in 5 minutes as
+// due; a host 10 minutes behind did not see an event due for 2 minutes,
+// which claims were taking.
+func TestOldestDueByDatabaseClock(t *testing.T) {
+	const skew = 10 * time.Minute
+	ctx := context.Background()
+	// read says how long source's oldest due event has waited, by each
+	// read-out, and whether it is due.
+	type reading struct {
+		stats, overview, backlog time.Duration
+		due                      bool
+	}
+	read := func(t *testing.T, s *postgres.Store, source string) reading {
+		t.Helper()
+		now := time.Now()
+		b, err := s.TargetBacklog(ctx, source, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ov, err := s.Overview(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o hookbox.SourceOverview
+		for _, x := range ov {
+			if x.Source == source {
+				o = x
+			}
+		}
+		st, err := s.Stats(ctx, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.OldestDue.IsZero() != !b.OldestDue.IsZero() || !o.OldestDue.IsZero() != !b.OldestDue.IsZero() {
+			t.Fatalf("read-outs disagree on whether %s has a due event: stats %+v, overview %+v, backlog %+v", source, st, o, b)
+		}
+		return reading{st.OldestDueAge, o.OldestDueAge, b.OldestDueAge, !b.OldestDue.IsZero()}
+	}
+	metric := func(t *testing.T, s *postgres.Store) float64 {
+		t.Helper()
+		m := metrics.New(nil)
+		m.WatchStats(s.Stats, 0, nil)
+		families, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "hookbox_oldest_due_seconds" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no hookbox_oldest_due_seconds")
+		return 0
+	}
+	// retry leaves an event of source pending, due at `at` by this host's
+	// clock, as a worker's failed attempt would.
+	retry := func(t *testing.T, s *postgres.Store, source string, at time.Time) {
+		t.Helper()
+		if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery(source, "1")}); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute, Sources: []string{source}})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("claim of %s: %v, %v", source, evs, err)
+		}
+		e := evs[0]
+		errs, err := s.Finish(ctx, []hookbox.Outcome{{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts,
+			Status: hookbox.StatusPending, RetryAt: at, StartedAt: time.Now(), FinishedAt: time.Now()}})
+		if err != nil || errs[0] != nil {
+			t.Fatalf("finish: %v, %v", errs, err)
+		}
+	}
+	near := func(d, want time.Duration) bool { return d >= want-20*time.Second && d <= want+20*time.Second }
+
+	t.Run("host ahead", func(t *testing.T) {
+		t.Parallel()
+		s := open(t, pgtest.ClockURL(t, -skew))
+		retry(t, s, "later", time.Now().Add(5*time.Minute))
+		if r := read(t, s, "later"); r.due {
+			t.Errorf("a retry due in 5 minutes by the database's clock reads as due: %+v", r)
+		}
+		if age := metric(t, s); age != 0 {
+			t.Errorf("hookbox_oldest_due_seconds = %v with nothing due, want 0", age)
+		}
+		if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("fresh", "1")}); err != nil {
+			t.Fatal(err)
+		}
+		if r := read(t, s, "fresh"); !r.due || !near(r.stats, 0) || !near(r.overview, 0) || !near(r.backlog, 0) {
+			t.Errorf("an event stored a moment ago: %+v, want due for about 0 s", r)
+		}
+		if age := metric(t, s); age > 20 {
+			t.Errorf("hookbox_oldest_due_seconds = %v for an event stored a moment ago, want about 0", age)
+		}
+	})
+	t.Run("host behind", func(t *testing.T) {
+		t.Parallel()
+		s := open(t, pgtest.ClockURL(t, skew))
+		retry(t, s, "waiting", time.Now().Add(-2*time.Minute))
+		if r := read(t, s, "waiting"); !r.due || !near(r.stats, 2*time.Minute) || !near(r.overview, 2*time.Minute) || !near(r.backlog, 2*time.Minute) {
+			t.Errorf("an event due 2 minutes ago by the database's clock: %+v, want due for about 2 minutes", r)
+		}
+		if age := metric(t, s); age < 100 || age > 140 {
+			t.Errorf("hookbox_oldest_due_seconds = %v, want about 120", age)
+		}
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 10, Lease: time.Minute, Sources: []string{"waiting"}})
+		if err != nil || len(evs) != 1 {
+			t.Errorf("a claim took %d events, %v; want the due one", len(evs), err)
+		}
+	})
 }

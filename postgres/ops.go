@@ -666,14 +666,33 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 		return st, opError(ctx, "stats", err)
 	}
 	var oldest *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM queue
-        WHERE status IN ('pending', 'processing') AND next_attempt_at <= $1`, now).Scan(&oldest); err != nil {
+	var at time.Time
+	if err := s.pool.QueryRow(ctx, statsDue, fromNow(now)).Scan(&oldest, &at); err != nil {
 		return st, opError(ctx, "stats", err)
 	}
-	if oldest != nil {
-		st.OldestDue = oldest.UTC()
-	}
+	st.OldestDue, st.OldestDueAge = dueSince(oldest, at)
 	return st, nil
+}
+
+// statsDue finds the oldest due event, due by the time $1 (the caller's
+// now, as fromNow) on the database's clock, the one claims judge by and
+// next_attempt_at is written on, and returns that time with it. Judged by
+// the caller's clock, as it was, an event read as due (and waiting) as
+// long as its host's clock was ahead of the server's, and a host behind
+// it did not see due events that claims were taking.
+var statsDue = `SELECT min(next_attempt_at), ` + dbNow("$1::bigint") + ` FROM queue
+        WHERE status IN ('pending', 'processing') AND next_attempt_at <= ` + dbNow("$1::bigint")
+
+// dueSince returns the oldest due time a statement found (nil: none) and
+// how long it has been due at at, the statement's now on the same clock
+// (the database's): the age hookbox_oldest_due_seconds, the console and
+// serve's warning about unworked targets show, never the difference with
+// the caller's own clock.
+func dueSince(oldest *time.Time, at time.Time) (time.Time, time.Duration) {
+	if oldest == nil {
+		return time.Time{}, 0
+	}
+	return oldest.UTC(), max(0, at.Sub(*oldest))
 }
 
 // opError reports a failed operator statement: a value the server refuses

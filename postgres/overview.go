@@ -32,35 +32,42 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 	if err := rows.Err(); err != nil {
 		return nil, opError(ctx, "overview", err)
 	}
-	timed := []struct {
-		q   string
-		arg time.Time
-		add func(source string, at time.Time, n int)
-	}{
-		{`SELECT source, min(next_attempt_at), 0 FROM queue WHERE status IN ('pending', 'processing') AND next_attempt_at <= $1
-            GROUP BY source`, now, func(src string, at time.Time, _ int) { b.Due(src, at) }},
-		{`SELECT CASE WHEN unknown_source THEN '' ELSE source END, date_trunc('minute', received_at), count(*)
-            FROM rejected_deliveries WHERE received_at >= $1 GROUP BY 1, 2`, since, b.Rejected},
+	rows, err = s.pool.Query(ctx, overviewDue, fromNow(now))
+	if err != nil {
+		return nil, opError(ctx, "overview", err)
 	}
-	for _, qu := range timed {
-		rows, err := s.pool.Query(ctx, qu.q, qu.arg)
-		if err != nil {
+	for rows.Next() {
+		var src string
+		var oldest, at time.Time
+		if err := rows.Scan(&src, &oldest, &at); err != nil {
+			rows.Close()
 			return nil, opError(ctx, "overview", err)
 		}
-		for rows.Next() {
-			var src string
-			var at time.Time
-			var n int64
-			if err := rows.Scan(&src, &at, &n); err != nil {
-				rows.Close()
-				return nil, opError(ctx, "overview", err)
-			}
-			qu.add(src, at, int(n))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		due, age := dueSince(&oldest, at)
+		b.Due(src, due, age)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, opError(ctx, "overview", err)
+	}
+	rows, err = s.pool.Query(ctx, `SELECT CASE WHEN unknown_source THEN '' ELSE source END, date_trunc('minute', received_at), count(*)
+            FROM rejected_deliveries WHERE received_at >= $1 GROUP BY 1, 2`, since)
+	if err != nil {
+		return nil, opError(ctx, "overview", err)
+	}
+	for rows.Next() {
+		var src string
+		var at time.Time
+		var n int64
+		if err := rows.Scan(&src, &at, &n); err != nil {
+			rows.Close()
 			return nil, opError(ctx, "overview", err)
 		}
+		b.Rejected(src, at, int(n))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, opError(ctx, "overview", err)
 	}
 	err = b.WalkStored(func(before int64, n int) ([]hookbox.StoredRow, error) {
 		rows, err := s.pool.Query(ctx, overviewStored, before, n)
@@ -83,6 +90,12 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 	}
 	return b.Result(), nil
 }
+
+// overviewDue finds each source's oldest due event, due by $1 (the
+// caller's now, as fromNow) on the database's clock, as statsDue does.
+var overviewDue = `SELECT source, min(next_attempt_at), ` + dbNow("$1::bigint") + ` FROM queue
+    WHERE status IN ('pending', 'processing') AND next_attempt_at <= ` + dbNow("$1::bigint") + `
+    GROUP BY source`
 
 // overviewStored is WalkStored's page: events below an id ($1), newest
 // first, at most $2, along event_data's primary key (it has no index on

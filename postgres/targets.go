@@ -84,17 +84,21 @@ func (s *Store) UnfinishedTargets(ctx context.Context) ([]string, error) {
 func (s *Store) TargetBacklog(ctx context.Context, name string, now time.Time) (hookbox.Backlog, error) {
 	b := hookbox.Backlog{Name: name}
 	var oldest *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'processing'),
-            min(next_attempt_at) FILTER (WHERE next_attempt_at <= $2)
-        FROM queue WHERE source = $1 AND status IN ('pending', 'processing')`, name, now).Scan(&b.Pending, &b.Processing, &oldest)
+	var at time.Time
+	err := s.pool.QueryRow(ctx, targetBacklog, name, fromNow(now)).Scan(&b.Pending, &b.Processing, &oldest, &at)
 	if err != nil {
 		return b, opError(ctx, fmt.Sprintf("backlog of %q", name), err)
 	}
-	if oldest != nil {
-		b.OldestDue = oldest.UTC()
-	}
+	b.OldestDue, b.OldestDueAge = dueSince(oldest, at)
 	return b, nil
 }
+
+// targetBacklog counts a queue name's ($1) unfinished deliveries and
+// finds the oldest due one, due by $2 (the caller's now, as fromNow) on
+// the database's clock, as statsDue does.
+var targetBacklog = `SELECT count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'processing'),
+            min(next_attempt_at) FILTER (WHERE next_attempt_at <= ` + dbNow("$2::bigint") + `), ` + dbNow("$2::bigint") + `
+        FROM queue WHERE source = $1 AND status IN ('pending', 'processing')`
 
 // retireBatch is how many deliveries one RetireTarget statement ends.
 const retireBatch = 1000

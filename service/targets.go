@@ -217,7 +217,9 @@ func (s *Service) warnUnworked(ctx context.Context) {
 		}
 		attrs := []any{"target", name, "pending", b.Pending, "processing", b.Processing}
 		if !b.OldestDue.IsZero() {
-			attrs = append(attrs, "due_since", b.OldestDue.UTC().Format(time.RFC3339))
+			// due_since is on the store's clock; waited is read on it too.
+			attrs = append(attrs, "due_since", b.OldestDue.UTC().Format(time.RFC3339),
+				"waited", b.OldestDueAge.Round(time.Second).String())
 		}
 		s.log.Warn(UnworkedWarning, append(attrs, "end_them_with", "hookbox --config FILE targets retire "+name)...)
 	}

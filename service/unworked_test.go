@@ -65,7 +65,7 @@ sources:
 			t.Fatalf("warned about %v, want s/a and old: %s", warned, h.logs.String())
 		}
 		if w := warned["old"]; w["level"] != "WARN" || w["pending"] != 2.0 || w["processing"] != 0.0 ||
-			w["end_them_with"] != "hookbox --config FILE targets retire old" || w["due_since"] == nil {
+			w["end_them_with"] != "hookbox --config FILE targets retire old" || w["due_since"] == nil || w["waited"] == nil {
 			t.Errorf("warning about old: %v", w)
 		}
 		if w := warned["s/a"]; w["pending"] != 1.0 || w["end_them_with"] != "hookbox --config FILE targets retire s/a" {

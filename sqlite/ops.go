@@ -512,6 +512,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 	st.ByStatus[hookbox.StatusDead] = dead
 	st.ByStatus[hookbox.StatusDone] = all - fanout - dead - st.ByStatus[hookbox.StatusPending] - st.ByStatus[hookbox.StatusProcessing]
 	st.OldestDue = fromNullMillis(oldest)
+	st.OldestDueAge = hookbox.DueAge(st.OldestDue, now)
 	return st, nil
 }
 

@@ -49,7 +49,10 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 		}},
 		{overviewDead, nil, func(src string, _, n int64) { b.Count(src, hookbox.StatusDead, int(n)); notDone[src] += n }},
 		{`SELECT source, min(next_attempt_at), 0 FROM events WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?
-            GROUP BY source`, []any{millis(now)}, func(src string, v, _ int64) { b.Due(src, fromMillis(v)) }},
+            GROUP BY source`, []any{millis(now)}, func(src string, v, _ int64) {
+			at := fromMillis(v)
+			b.Due(src, at, hookbox.DueAge(at, now))
+		}},
 		{`SELECT CASE WHEN unknown_source THEN '' ELSE source END, received_at / 60000, count(*) FROM rejected_deliveries
             WHERE received_at >= ? GROUP BY 1, 2`, []any{since},
 			func(src string, v, n int64) { b.Rejected(src, fromMillis(v*60000), int(n)) }},

@@ -106,6 +106,7 @@ func (s *Store) TargetBacklog(ctx context.Context, name string, now time.Time) (
 		return b, fmt.Errorf("sqlite: backlog of %q: %w", name, err)
 	}
 	b.OldestDue = fromNullMillis(oldest)
+	b.OldestDueAge = hookbox.DueAge(b.OldestDue, now)
 	return b, nil
 }
 

@@ -1,14 +1,17 @@
 package ui_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
+	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -58,5 +61,45 @@ sources:
 	// Stored 1h, Rejected 1h, Received*, Dupes*, Refused*, Pending, …
 	if len(nums) < 5 || nums[2] != "4" || nums[3] != "0" || nums[4] != "1" {
 		t.Errorf("slack row after 3 handshakes and 1 bad signature: %v; want received 4, dupes 0, refused 1", nums)
+	}
+}
+
+// TestOverviewOldestDueOnDatabaseClock: the overview's "Oldest due" is
+// how long the event has waited by the database's clock, the one claims
+// judge by. At a host 10 minutes ahead of the PostgreSQL server an event
+// stored a moment ago read as due for 10 minutes (now minus its due time,
+// by two clocks).
+func TestOverviewOldestDueOnDatabaseClock(t *testing.T) {
+	srv := e2e.Start(t, `
+admin_token: "`+token+`"
+admin_listen: "127.0.0.1:0"
+sources:
+  - name: kept
+    scheme: none
+    store_only: true
+`, pgtest.ClockURL(t, -10*time.Minute), nil)
+	// Nothing in this process works "stray": its event stays pending.
+	d := hookbox.Delivery{Source: "stray", DeliveryID: "1", Payload: []byte(`{}`), ReceivedAt: time.Now()}
+	if _, err := srv.Svc.Store.Ingest(context.Background(), []hookbox.Delivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	a := &app{t: t, admin: srv.Admin}
+	st, page, _ := a.get("/ui/")
+	if st != http.StatusOK {
+		t.Fatalf("overview: %d", st)
+	}
+	i := strings.Index(page, `source=stray">stray</a>`)
+	if i < 0 {
+		t.Fatalf("no stray row on the overview:\n%s", page)
+	}
+	row := page[i:]
+	row = row[:strings.Index(row, "</tr>")]
+	cells := regexp.MustCompile(`<td>([^<]*)</td>`).FindAllStringSubmatch(row, -1)
+	if len(cells) == 0 {
+		t.Fatalf("no oldest due cell in the stray row: %s", row)
+	}
+	waited, err := time.ParseDuration(cells[len(cells)-1][1])
+	if err != nil || waited > 20*time.Second {
+		t.Errorf("oldest due of an event stored a moment ago: %q, want about 0s", cells[len(cells)-1][1])
 	}
 }

@@ -30,13 +30,16 @@ type overviewRow struct {
 	// neither stored nor refused.
 	Received, Duplicates, Refused int64
 	Pending, Processing, Dead     int
-	OldestDue                     time.Time
-	Chart                         chart
+	// OldestDue is when the source's longest-waiting due event became
+	// due, on the store's clock, and OldestDueAge how long it has waited
+	// (hookbox.SourceOverview).
+	OldestDue    time.Time
+	OldestDueAge time.Duration
+	Chart        chart
 }
 
 type overviewData struct {
 	Rows      []overviewRow
-	Now       time.Time
 	SinceNote bool // the process counts are shown
 }
 
@@ -59,13 +62,13 @@ func (u *console) overview(w http.ResponseWriter, r *http.Request, s session) {
 	if u.cfg.Deliveries != nil {
 		counts = u.cfg.Deliveries()
 	}
-	data := overviewData{Now: now, SinceNote: counts != nil}
+	data := overviewData{SinceNote: counts != nil}
 	row := func(name string, unknown bool) overviewRow {
 		o := bySource[name]
 		row := overviewRow{
 			Source: name, Unknown: unknown, StoredHour: sum(o.Stored[:]), RejectedHour: sum(o.Rejected[:]),
 			Pending: o.ByStatus[hookbox.StatusPending], Processing: o.ByStatus[hookbox.StatusProcessing],
-			Dead: o.ByStatus[hookbox.StatusDead], OldestDue: o.OldestDue, Chart: newChart(o.Stored, o.Rejected),
+			Dead: o.ByStatus[hookbox.StatusDead], OldestDue: o.OldestDue, OldestDueAge: o.OldestDueAge, Chart: newChart(o.Stored, o.Rejected),
 		}
 		for outcome, n := range counts[name] {
 			switch outcome {

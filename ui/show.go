@@ -179,11 +179,14 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	"ago": func(t, now time.Time) string {
+	// waited shows how long an event due since t has waited: age, which
+	// the store read on the clock it keeps due times on (the database
+	// server's, on PostgreSQL), not this host's now minus t.
+	"waited": func(t time.Time, age time.Duration) string {
 		if t.IsZero() {
 			return "–"
 		}
-		return now.Sub(t).Round(time.Second).String()
+		return age.Round(time.Second).String()
 	},
 	"took": func(a hookbox.Attempt) string {
 		d, ok := a.Took()
