@@ -331,3 +331,44 @@ func TestOldestDueByDatabaseClock(t *testing.T) {
 		}
 	})
 }
+
+// TestLeasePickedByDatabaseClock: a work transaction that leases an
+// event it picked but did not run (a rescued event, run alone next) writes
+// the lease's end as a distance on the server's clock, as claims do. From
+// a host 90 s behind the server, a 12 s lease was written 78 s in the
+// server's past: over at once, so another process could claim the event
+// while it ran.
+func TestLeasePickedByDatabaseClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t, pgtest.ClockURL(t, 90*time.Second))
+	rc, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("lp", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.BeginWork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Rollback()
+	now := time.Now()
+	if err := w.LeasePicked(ctx, []int64{rc[0].ID}, "rescuer", now.Add(12*time.Second), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := -dbAge(t, s, `SELECT next_attempt_at FROM queue WHERE id = $1`, rc[0].ID); left < 10*time.Second || left > 13*time.Second {
+		t.Errorf("the lease ends %v after the server's now, want about 12 s", left)
+	}
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "other", Limit: 10, Lease: time.Minute, Sources: []string{"lp"}, Now: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 0 {
+		t.Errorf("another process claimed the event leased 12 s before: %+v", evs)
+	}
+	if age := dbAge(t, s, `SELECT updated_at FROM queue WHERE id = $1`, rc[0].ID); age < 0 || age > 5*time.Second {
+		t.Errorf("updated_at is %v before the server's now, want within a few seconds", age)
+	}
+}

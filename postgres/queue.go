@@ -623,9 +623,11 @@ var finishPicked = `WITH o AS (` + outcomeRows + `
 SELECT n FROM applied`
 
 // leasePicked leases the events $3 picked by this transaction that were
-// left unrun, as claimDue would have: owner $1, lease end $2.
-const leasePicked = `UPDATE queue SET status = 'processing', attempts = attempts + 1,
-    lease_owner = $1, next_attempt_at = $2, updated_at = $4
+// left unrun, as claimDue would have: owner $1, the lease ending $2
+// microseconds from now and updated $4 microseconds from now (negative:
+// before), both on the server's clock, as every queue time is.
+var leasePicked = `UPDATE queue SET status = 'processing', attempts = attempts + 1,
+    lease_owner = $1, next_attempt_at = ` + dbClock("$2::bigint") + `, updated_at = ` + dbClock("$4::bigint") + `
 WHERE id = ANY($3::bigint[])`
 
 // attemptsSQL lists an event's ($1) attempts, each with its kind (k):

@@ -209,7 +209,7 @@ func (w *workTx) LeasePicked(ctx context.Context, ids []int64, owner string, unt
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := w.tx.ExecContext(ctx, leasePicked, owner, until, ids, at)
+	_, err := w.tx.ExecContext(ctx, leasePicked, owner, fromNow(until), ids, fromNow(at))
 	return err
 }
 
