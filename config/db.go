@@ -22,6 +22,9 @@ const dbForms = "write sqlite:PATH (sqlite:hookbox.db) or a PostgreSQL URL, post
 // hold a password or come from the environment; it reads after the name
 // of where db came from ("db: …", "--db: …").
 func CheckDB(db string) error {
+	if err := checkDBWrapping(db); err != nil {
+		return err
+	}
 	switch {
 	case db == "", strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
 		return nil
@@ -40,6 +43,9 @@ func CheckDB(db string) error {
 		return errors.New("the scheme must be written in lower case: " + dbForms)
 	case isPrefixFold(db, "postgres:"), isPrefixFold(db, "postgresql:"):
 		return errors.New("a PostgreSQL URL starts with postgres:// (two slashes): " + dbForms)
+	case isPrefixFold(db, "postgres") && !strings.HasPrefix(strings.ToLower(db), "postgres="):
+		// postgres//…, postgres;//…: the colon is missing or mistyped.
+		return errors.New("a PostgreSQL URL starts with postgres:// (a colon, then two slashes): " + dbForms)
 	}
 	if _, ok := parseConninfo(db); ok {
 		return errors.New("is a PostgreSQL key=value connection string, which hookbox does not read: " +
@@ -51,6 +57,29 @@ func CheckDB(db string) error {
 	}
 	return errors.New("names a database hookbox does not support: " + dbForms)
 }
+
+// checkDBWrapping reports a database value that holds a URL with
+// something around it that is no part of it: spaces, the quotes an
+// env file kept (docker and podman --env-file keep them as part of the
+// value), or the variable's own name (HOOKBOX_DB=… pasted as the value).
+// Its messages never repeat db either.
+func checkDBWrapping(db string) error {
+	if strings.TrimSpace(db) != db {
+		return errors.New("has spaces or line breaks before or after it: write the URL alone (an env file or a quoted shell value may have kept them); " + dbForms)
+	}
+	if db != "" && strings.ContainsAny(db[:1], `"'`+"`") {
+		return errors.New("is in quotes, which are taken as part of it: write it without them (docker and podman --env-file keep quotes: HOOKBOX_DB=postgres://…, not HOOKBOX_DB=\"postgres://…\"); " + dbForms)
+	}
+	if name, rest, ok := strings.Cut(db, "="); ok && envName.MatchString(name) &&
+		(strings.EqualFold(name, "HOOKBOX_DB") || isPrefixFold(rest, "postgres:") || isPrefixFold(rest, "postgresql:") || isPrefixFold(rest, "sqlite:")) {
+		return errors.New("starts with a variable's name and '=' (" + name + "=): set the variable to the URL alone, without its name; " + dbForms)
+	}
+	return nil
+}
+
+// envName matches an environment variable's name, or a key of a
+// key=value connection string.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // SQLitePath is the file a "sqlite:" database URL names: what follows
 // "sqlite:", less a leading "//" (see CheckDB).
@@ -71,9 +100,19 @@ func isPrefixFold(s, prefix string) bool {
 // string, with its secrets replaced by redact.Mask: a URL's password (or
 // whatever may hold it, see splitURL) and query; the values of password
 // and sslpassword (and any key holding "password"), quoted ('a b') or
-// not, in a key=value string. A key=value string that does not parse is
-// masked whole; other text is returned as it is.
+// not, in a key=value string. A URL with text before it (quotes, spaces,
+// HOOKBOX_DB=) is masked as a URL, the text kept; a key=value value that
+// holds '@' (a URL's credentials) is masked; a key=value string that does
+// not parse is masked whole. Other text that holds '@' keeps only what
+// comes before its first ':' and after its last '@' (the query masked),
+// and other text that holds ':' only what comes before the first: a value
+// nothing can parse may still be a URL written wrong (postgres:/u:pw@h,
+// postgres//u:pw@h), with a password in it. Text with neither, a path,
+// is returned as it is.
 func MaskDB(db string) string {
+	if strings.HasPrefix(db, "sqlite:") {
+		return db // a file's path
+	}
 	if u, ok := splitURL(db); ok {
 		var b strings.Builder
 		b.WriteString(u.scheme)
@@ -93,28 +132,78 @@ func MaskDB(db string) string {
 		}
 		return b.String()
 	}
-	if u, err := url.Parse(db); err == nil && u.Scheme != "" {
-		return maskURL(db)
+	if at := embeddedURL(db); at > 0 {
+		return db[:at] + MaskDB(db[at:])
 	}
 	params, ok := parseConninfo(db)
-	if !ok {
-		if strings.Contains(db, "=") {
-			return mask.Mask
+	if ok {
+		var b strings.Builder
+		last := 0
+		for _, p := range params {
+			if strings.Contains(strings.ToLower(p.key), "password") || strings.Contains(db[p.start:p.end], "@") {
+				b.WriteString(db[last:p.start])
+				b.WriteString(mask.Mask)
+				last = p.end
+			}
 		}
-		return db
+		b.WriteString(db[last:])
+		return b.String()
 	}
-	var b strings.Builder
-	last := 0
-	for _, p := range params {
-		if strings.Contains(strings.ToLower(p.key), "password") {
-			b.WriteString(db[last:p.start])
-			b.WriteString(mask.Mask)
-			last = p.end
+	if strings.Contains(db, "=") && !strings.ContainsAny(db, "@:") {
+		return mask.Mask // a key=value string that does not parse
+	}
+	if at := strings.LastIndexByte(db, '@'); at >= 0 {
+		head := db[:at]
+		if colon := strings.IndexByte(head, ':'); colon >= 0 {
+			head = head[:colon+1]
+		} else {
+			head = ""
 		}
+		rest, _, hasQuery := strings.Cut(db[at+1:], "?")
+		if hasQuery {
+			rest += "?" + mask.Mask
+		}
+		return head + mask.Mask + "@" + rest
 	}
-	b.WriteString(db[last:])
-	return b.String()
+	if u, err := url.Parse(db); err == nil && u.Scheme != "" && u.Opaque == "" {
+		return maskURL(db) // sqlite:PATH, postgres:/HOST/DB
+	}
+	if colon := strings.IndexByte(db, ':'); colon >= 0 {
+		return db[:colon+1] + mask.Mask
+	}
+	if strings.Contains(db, "=") {
+		return mask.Mask
+	}
+	return db
 }
+
+// embeddedURL returns where a URL with "://" starts in db after other
+// text (a quote, a space, NAME=), or 0 when db holds none or starts with
+// it.
+func embeddedURL(db string) int {
+	i := strings.Index(db, "://")
+	if i < 0 {
+		return 0
+	}
+	start := i
+	for start > 0 && isSchemeByte(db[start-1]) {
+		start--
+	}
+	for start < i && !isLetter(db[start]) {
+		start++
+	}
+	if start == i || start == 0 {
+		return 0
+	}
+	return start
+}
+
+// isSchemeByte reports whether c may be part of a URL scheme.
+func isSchemeByte(c byte) bool {
+	return isLetter(c) || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // DisplayDB returns db as the start line shows it: a URL reduced to its
 // scheme, user, hosts and path (its password and query, which may hold
@@ -270,10 +359,11 @@ type conninfoParam struct {
 }
 
 // parseConninfo splits a PostgreSQL key=value connection string as libpq
-// does (conninfo_parse): keys and values separated by spaces, spaces
-// allowed around '=', a value in single quotes may hold spaces, and a
-// backslash escapes the next character, quoted or not. ok is false when
-// s is not such a string (a key without '=', an unterminated quote).
+// does (conninfo_parse): keys (words: letters, digits, '_') and values
+// separated by spaces, spaces allowed around '=', a value in single
+// quotes may hold spaces, and a backslash escapes the next character,
+// quoted or not. ok is false when s is not such a string (a key without
+// '=', a key that is no word, an unterminated quote).
 func parseConninfo(s string) (params []conninfoParam, ok bool) {
 	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
 	i := 0
@@ -290,8 +380,8 @@ func parseConninfo(s string) (params []conninfoParam, ok bool) {
 		for i < len(s) && isSpace(s[i]) {
 			i++
 		}
-		if i == len(s) || s[i] != '=' || key == "" {
-			return nil, false
+		if i == len(s) || s[i] != '=' || !envName.MatchString(key) {
+			return nil, false // libpq's keys are words: no URL written wrong
 		}
 		i++
 		for i < len(s) && isSpace(s[i]) {

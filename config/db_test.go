@@ -122,3 +122,63 @@ func TestSQLitePath(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckDBWrappedURL: a URL with something around it that is no part
+// of it (quotes an env file kept, spaces, the variable's name pasted in)
+// or a scheme missing its colon is refused with what is wrong, never with
+// the value; a key=value string that names a database "postgres" is still
+// read as one.
+func TestCheckDBWrappedURL(t *testing.T) {
+	for db, want := range map[string]string{
+		`"postgres://hook:S3cretXYZ@127.0.0.1:5432/hb"`: "is in quotes",
+		`'postgres://hook:S3cretXYZ@127.0.0.1:5432/hb'`: "is in quotes",
+		" postgres://u:S3cretXYZ@127.0.0.1:5999/db":     "spaces",
+		"postgres://u:S3cretXYZ@127.0.0.1:5999/db\n":    "spaces",
+		"HOOKBOX_DB=postgres://u:S3cretXYZ@h/db":        "starts with a variable's name and '=' (HOOKBOX_DB=)",
+		"DATABASE_URL=postgresql://u:S3cretXYZ@h/db":    "(DATABASE_URL=)",
+		"postgres//u:S3cretXYZ@h/db":                    "a colon, then two slashes",
+		"postgres;//u:S3cretXYZ@h/db":                   "a colon, then two slashes",
+		"postgres:/u:S3cretXYZ@h/db":                    "two slashes",
+		"dbname=postgres host=h password=S3cretXYZ":     "key=value connection string",
+	} {
+		err := CheckDB(db)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckDB(%q) = %v, want %q", db, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "S3cret") {
+			t.Errorf("CheckDB(%q) shows the password: %v", db, err)
+		}
+	}
+}
+
+// TestMaskDBMalformed: MaskDB hides the password of a database value that
+// is no URL it can split, in every form an operator may write by mistake
+// (it returned them as they were, password included): a URL in quotes,
+// after a space or NAME=, with one slash or none, without its colon, or
+// text with credentials of no known form. What cannot hold a password
+// stays readable.
+func TestMaskDBMalformed(t *testing.T) {
+	for db, want := range map[string]string{
+		`"postgres://hook:S3cretXYZ@127.0.0.1:5432/hb"`:   `"postgres://hook:` + mask.Mask + `@127.0.0.1:5432/hb"`,
+		`'postgres://hook:S3cretXYZ@127.0.0.1:5432/hb'`:   `'postgres://hook:` + mask.Mask + `@127.0.0.1:5432/hb'`,
+		" postgres://u:S3cretXYZ@127.0.0.1:5999/db":       " postgres://u:" + mask.Mask + "@127.0.0.1:5999/db",
+		"HOOKBOX_DB=postgres://u:S3cretXYZ@h/db?x=1":      "HOOKBOX_DB=postgres://u:" + mask.Mask + "@h/db?" + mask.Mask,
+		"HOOKBOX_DB='postgres:/u:S3cretXYZ@h/db'":         "HOOKBOX_DB=" + mask.Mask,
+		"postgres:/u:S3cretXYZ@h/db":                      "postgres:" + mask.Mask + "@h/db",
+		"postgres:u:S3cretXYZ@h/db":                       "postgres:" + mask.Mask + "@h/db",
+		"postgres//u:S3cretXYZ@h/db":                      "postgres//u:" + mask.Mask + "@h/db",
+		"postgres;//u:S3cretXYZ@h/db?sslpassword=S3cretX": "postgres;//u:" + mask.Mask + "@h/db?" + mask.Mask,
+		"u:S3cretXYZ@h":          "u:" + mask.Mask + "@h",
+		"S3cretXYZ@h":            mask.Mask + "@h",
+		"postgres:u:S3cretXYZ":   "postgres:" + mask.Mask,
+		"sqlite:data/hookbox.db": "sqlite:data/hookbox.db",
+		"hookbox.db":             "hookbox.db",
+	} {
+		if got := MaskDB(db); got != want {
+			t.Errorf("MaskDB(%q) = %q, want %q", db, got, want)
+		}
+		if got := (&Config{DB: db}).Masked().DB; strings.Contains(got, "S3cret") {
+			t.Errorf("Masked().DB of %q = %q: the password is shown", db, got)
+		}
+	}
+}

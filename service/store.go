@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,7 +26,8 @@ type StoreOptions struct {
 // OpenStore opens the store a database URL names: "sqlite:PATH" for
 // SQLite (a bare path is refused, as config.CheckDB refuses it),
 // "postgres://…" or "postgresql://…" for PostgreSQL. Migrations are applied before it returns, unless
-// opts.Existing.
+// opts.Existing. Any other value is refused with config.CheckDB's reason,
+// which never repeats the value (it may hold a password).
 func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Store, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
@@ -37,7 +39,13 @@ func OpenStore(ctx context.Context, url string, opts StoreOptions) (hookbox.Stor
 		o.Existing = o.Existing || opts.Existing
 		return sqlite.Open(ctx, config.SQLitePath(url), o)
 	default:
-		return nil, fmt.Errorf("database URL %q: want sqlite:PATH or postgres://…", config.MaskDB(url))
+		// The value is not repeated, even masked: it may be a URL
+		// written wrong, whose password no mask can be sure to find.
+		err := config.CheckDB(url)
+		if err == nil {
+			err = errors.New("want sqlite:PATH or postgres://…")
+		}
+		return nil, fmt.Errorf("database URL: %w", err)
 	}
 }
 

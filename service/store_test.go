@@ -129,3 +129,26 @@ func rollBackOneMigration(t *testing.T, dbURL string) error {
 	_, err = conn.Exec(ctx, q)
 	return err
 }
+
+// TestOpenStoreMalformedURLHidesPassword: OpenStore refuses a database
+// URL written slightly wrong with config.CheckDB's reason and never with
+// the value: it quoted the value, masked by MaskDB, which returned such
+// text whole, password included.
+func TestOpenStoreMalformedURLHidesPassword(t *testing.T) {
+	for db, want := range map[string]string{
+		`"postgres://hook:QuotedPwXYZ@127.0.0.1:5432/hb"`: "is in quotes",
+		" postgres://u:SpacePwXYZ@127.0.0.1:5999/db":      "spaces",
+		"postgres:/u:SlashPwXYZ@h/db":                     "two slashes",
+		"postgres//u:ColonPwXYZ@h/db":                     "a colon, then two slashes",
+		"HOOKBOX_DB=postgres://u:TwicePwXYZ@h/db":         "variable's name",
+		"host=h password=KvPwXYZ":                         "key=value connection string",
+	} {
+		_, err := service.OpenStore(context.Background(), db, service.StoreOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("OpenStore(%q): %v, want %q", db, err, want)
+		}
+		if err != nil && strings.Contains(err.Error(), "PwXYZ") {
+			t.Errorf("OpenStore(%q) shows the password: %v", db, err)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/service"
 )
@@ -24,13 +25,29 @@ import (
 // config's db, the default), for commands that read or change events. It
 // opens an existing hookbox database only: a mistyped path or a database
 // hookbox never migrated is an error saying to run hookbox migrate, not a
-// new empty database that matches no events.
+// new empty database that matches no events. A value hookbox cannot open
+// is refused as serve refuses it (checkDBURL).
 func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
 	cfg, err := g.loadConfig(false)
 	if err != nil {
 		return nil, err
 	}
-	return service.OpenStore(ctx, g.dbURL(cfg), service.StoreOptions{Existing: true})
+	dbURL, err := checkDBURL(g, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
+}
+
+// checkDBURL returns the database URL the global flags name, or
+// config.CheckDB's reason why hookbox cannot open it, as serve gives it:
+// never the value, which may hold a password.
+func checkDBURL(g *globalFlags, cfg *config.Config) (string, error) {
+	dbURL := g.dbURL(cfg)
+	if err := config.CheckDB(dbURL); err != nil {
+		return "", fmt.Errorf("database (--db, HOOKBOX_DB or db:): %w", err)
+	}
+	return dbURL, nil
 }
 
 // opsStore is a store with its operator side (replay, purge).

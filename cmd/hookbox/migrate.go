@@ -33,7 +33,11 @@ already at this hookbox's version it says so and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			return migrate(cmd.Context(), cmd.OutOrStdout(), g.dbURL(cfg))
+			dbURL, err := checkDBURL(g, cfg)
+			if err != nil {
+				return err
+			}
+			return migrate(cmd.Context(), cmd.OutOrStdout(), dbURL)
 		},
 	}
 }
