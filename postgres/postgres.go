@@ -167,6 +167,22 @@ type Options struct {
 	// Logger receives the store's own lines (that the database is
 	// read-only, say). Nil means slog.Default().
 	Logger *slog.Logger
+	// StatementTimeout, when positive, bounds each statement of the
+	// store's sessions, for one-shot commands (hookbox's CLI; serve
+	// bounds its steps itself and sets none): the server ends a
+	// statement that runs longer (statement_timeout, SQLSTATE 57014) or
+	// waits for a lock for most of it (lock_timeout, 55P03, a tenth
+	// less, unless LockTimeout is set), and the client gives up on one the server has not
+	// answered answerGrace after that (a stalled server, network or
+	// pooler), as it does on a ping of an idle connection. They set
+	// the session's own timeouts, over any the URL, the role or the
+	// database sets. TimedOut recognizes the errors.
+	StatementTimeout time.Duration
+	// LockTimeout, when positive, is the sessions' lock_timeout (by
+	// default StatementTimeout): for a migration, whose statements may
+	// run long but must not wait long for locks held elsewhere, queuing
+	// every other session's statements behind them.
+	LockTimeout time.Duration
 }
 
 // DefaultIngestBytes is Options.IngestBytes's default: 64 MiB.
@@ -204,6 +220,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.MaxConns = opts.MaxConns
 	case opts.MaxConns < 0:
 		return nil, fmt.Errorf("postgres: MaxConns must not be negative, got %d", opts.MaxConns)
+	case opts.StatementTimeout < 0 || opts.LockTimeout < 0:
+		return nil, errors.New("postgres: StatementTimeout and LockTimeout must not be negative")
 	case !strings.Contains(url, "pool_max_conns"):
 		cfg.MaxConns = DefaultMaxConns
 	}
@@ -259,7 +277,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// parameters: a connection pooler such as PgBouncer refuses a startup
 	// parameter it does not know (jit, synchronous_commit) unless told to
 	// ignore it, and hookbox must connect through one as it is.
-	settings := sessionSettings(cfg.ConnConfig.RuntimeParams)
+	settings := sessionSettings(cfg.ConnConfig.RuntimeParams) + timeoutSettings(opts)
+	if opts.StatementTimeout > 0 {
+		cfg.ConnConfig.Tracer = answerBound{opts.StatementTimeout + answerGrace}
+		cfg.PingTimeout = opts.StatementTimeout + answerGrace
+	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, settings)
 		return err
@@ -370,7 +392,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	// other.
 	var schema *string
 	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return fmt.Errorf("postgres: migrate: %w: %v", hookbox.ErrUnavailable, err)
+		return fmt.Errorf("postgres: migrate: %w: %w", hookbox.ErrUnavailable, err)
 	}
 	if schema == nil {
 		return errors.New("postgres: migrate: no schema on the search_path exists; create it first")
@@ -410,7 +432,7 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	err := s.pool.QueryRow(ctx, `SELECT current_schema(), (SELECT count(*) FROM pg_class
         WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND relname IN ('events', 'goose_db_version'))`).Scan(&schema, &n)
 	if err != nil {
-		return fmt.Errorf("postgres: open: %w: %v", hookbox.ErrUnavailable, err)
+		return fmt.Errorf("postgres: open: %w: %w", hookbox.ErrUnavailable, err)
 	}
 	if schema == nil {
 		return noSchema("postgres: no hookbox database: no schema on the search_path exists; create it, then run `hookbox migrate`")
@@ -562,5 +584,5 @@ func queryError(op string, err error) error {
 	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, classDataException) {
 		return fmt.Errorf("postgres: %s: invalid value: %v", op, err)
 	}
-	return fmt.Errorf("postgres: %s: %w: %v", op, hookbox.ErrUnavailable, err)
+	return fmt.Errorf("postgres: %s: %w: %w", op, hookbox.ErrUnavailable, err)
 }

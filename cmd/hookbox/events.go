@@ -26,7 +26,8 @@ import (
 // opens an existing hookbox database only: a mistyped path or a database
 // hookbox never migrated is an error saying to run hookbox migrate, not a
 // new empty database that matches no events. A value hookbox cannot open
-// is refused as serve refuses it (checkDBURL).
+// is refused as serve refuses it (checkDBURL); on PostgreSQL, each
+// statement is bounded by --db-timeout (cliStoreOptions).
 func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
 	cfg, err := g.loadConfig(false)
 	if err != nil {
@@ -36,7 +37,11 @@ func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
+	opts, err := cliStoreOptions(g)
+	if err != nil {
+		return nil, err
+	}
+	return service.OpenStore(ctx, dbURL, opts)
 }
 
 // checkDBURL returns the database URL the global flags name, or

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to read the schema version
 	"github.com/pressly/goose/v3/database"
@@ -37,7 +38,11 @@ already at this hookbox's version it says so and changes nothing.`,
 			if err != nil {
 				return err
 			}
-			return migrate(cmd.Context(), cmd.OutOrStdout(), dbURL)
+			opts, err := cliStoreOptions(g)
+			if err != nil {
+				return err
+			}
+			return migrate(cmd.Context(), cmd.OutOrStdout(), dbURL, opts)
 		},
 	}
 }
@@ -50,9 +55,14 @@ const versionTable = "goose_db_version"
 // version and tells w what it did. The stores migrate inside Open and do
 // not report what they applied, so migrate compares the version before and
 // after: a database that opens as an existing one (Existing) is up to
-// date; otherwise the version it was at is read first.
-func migrate(ctx context.Context, w io.Writer, dbURL string) error {
-	st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
+// date; otherwise the version it was at is read first. opts are the CLI's
+// (cliStoreOptions): its looks are bounded by their statement timeout;
+// applying the migrations, whose statements may run long on a large
+// database, only by its lock timeout, so that a migration waiting for a
+// lock held elsewhere gives up instead of holding up every session
+// queued behind it.
+func migrate(ctx context.Context, w io.Writer, dbURL string, opts service.StoreOptions) error {
+	st, err := service.OpenStore(ctx, dbURL, opts)
 	if err == nil {
 		defer st.Close()
 		versions, err := appliedVersions(ctx, st, dbURL)
@@ -67,8 +77,11 @@ func migrate(ctx context.Context, w io.Writer, dbURL string) error {
 	}
 	// A failure to read the old version only makes the report vaguer:
 	// opening the store below reports any real problem with the database.
-	before, known := versionBefore(ctx, dbURL)
-	st, err = service.OpenStore(ctx, dbURL, service.StoreOptions{})
+	before, known := versionBefore(ctx, dbURL, opts.Postgres.StatementTimeout)
+	apply := opts
+	apply.Existing = false
+	apply.Postgres.LockTimeout, apply.Postgres.StatementTimeout = opts.Postgres.StatementTimeout, 0
+	st, err = service.OpenStore(ctx, dbURL, apply)
 	if err != nil {
 		return err
 	}
@@ -127,8 +140,13 @@ func appliedVersions(ctx context.Context, st hookbox.Store, dbURL string) ([]int
 
 // versionBefore reads the schema version of the database at dbURL, changing
 // nothing: 0 for a new database (no file, or no version table). known is
-// false when it could not be read.
-func versionBefore(ctx context.Context, dbURL string) (v int64, known bool) {
+// false when it could not be read, or not within timeout (when positive).
+func versionBefore(ctx context.Context, dbURL string, timeout time.Duration) (v int64, known bool) {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	driver, dsn := "pgx", dbURL
 	if !service.IsPostgres(dbURL) {
 		path := config.SQLitePath(dbURL)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +16,10 @@ import (
 type globalFlags struct {
 	configPath string
 	db         string
+	// dbTimeout is --db-timeout as written; dbTimeoutUsed the timeout
+	// the command's store was opened with (see cliStoreOptions).
+	dbTimeout     string
+	dbTimeoutUsed time.Duration
 }
 
 func newRootCmd() *cobra.Command {
@@ -43,6 +48,8 @@ nothing was done. health exits 0 or 1 only.`,
 	root.AddCommand(newServeCmd(g), newMigrateCmd(g), newSendCmd(g), newTailCmd(g), newBenchCmd(), newVersionCmd(), newConfigCmd(g), newHealthCmd(g))
 	root.AddCommand(newEventsCmd(g), newReplayCmd(g), newPurgeCmd(g), newTargetsCmd(g), newRejectedCmd(g))
 	root.AddCommand(newBackupCmd(g), newRestoreIDsCmd(g))
+	root.PersistentFlags().StringVar(&g.dbTimeout, "db-timeout", "", dbTimeoutUsage)
+	explainDBErrors(root, g)
 	markUsageErrors(root)
 	return root
 }

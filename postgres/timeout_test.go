@@ -1,0 +1,117 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/faults"
+	"github.com/hookbox/hookbox/postgres"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+)
+
+// holdLock takes LOCK TABLE table IN ACCESS EXCLUSIVE MODE in a
+// transaction of its own on dbURL, held until the test ends.
+func holdLock(t *testing.T, dbURL, table string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStatementTimeoutHeldLock: a store opened with a StatementTimeout
+// (hookbox's commands other than serve) gives up on a read that waits for
+// a lock another session holds (a migration, VACUUM FULL), at its
+// lock_timeout, with an error TimedOut names as a lock wait; without one,
+// the read waited until the lock was released, however long.
+func TestStatementTimeoutHeldLock(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	open(t, dbURL) // migrates
+	s, err := postgres.Open(context.Background(), dbURL, postgres.Options{Existing: true, StatementTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	holdLock(t, dbURL, "events")
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Events(context.Background(), hookbox.Filter{Limit: 1})
+		done <- err
+	}()
+	const ceiling = 30 * time.Second // the bound is 0.9 s
+	select {
+	case err := <-done:
+		if lock, ok := postgres.TimedOut(err); !ok || !lock {
+			t.Errorf("Events under a held lock: %v; TimedOut = (lock %v, %v), want a lock wait", err, lock, ok)
+		}
+		if !errors.Is(err, hookbox.ErrUnavailable) {
+			t.Errorf("Events under a held lock: %v, want it to match ErrUnavailable too", err)
+		}
+	case <-time.After(ceiling):
+		t.Fatalf("Events still waiting for the lock after %v", ceiling)
+	}
+}
+
+// TestStatementTimeoutStalledConnection: a store opened with a
+// StatementTimeout gives up on a statement whose connection stops
+// carrying bytes after the login (a hung server, a network or pooler
+// that holds the connection open and passes nothing): the server's
+// statement_timeout cannot help there, the client's own bound does.
+// Without it, the read waited for as long as the stall lasted.
+func TestStatementTimeoutStalledConnection(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	open(t, dbURL)
+	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
+	s, err := postgres.Open(context.Background(), viaProxy, postgres.Options{Existing: true, StatementTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Events(context.Background(), hookbox.Filter{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.BlackHole()
+	t.Cleanup(proxy.Restore)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Events(context.Background(), hookbox.Filter{Limit: 1})
+		done <- err
+	}()
+	const ceiling = 40 * time.Second // the bound is 1 s + 5 s + 2 s for the cancel request
+	select {
+	case err := <-done:
+		if lock, ok := postgres.TimedOut(err); !ok || lock {
+			t.Errorf("Events on a stalled connection: %v; TimedOut = (lock %v, %v), want no answer", err, lock, ok)
+		}
+	case <-time.After(ceiling):
+		t.Fatalf("Events still waiting on the stalled connection after %v", ceiling)
+	}
+}
+
+// TestTimedOutLeavesOtherErrors: a failure to connect, which the connect
+// timeout bounds, is no statement timeout.
+func TestTimedOutLeavesOtherErrors(t *testing.T) {
+	t.Parallel()
+	_, err := postgres.Open(context.Background(), "postgres://u@127.0.0.1:1/db?sslmode=disable", postgres.Options{StatementTimeout: time.Second})
+	if _, ok := postgres.TimedOut(err); err == nil || ok {
+		t.Errorf("Open on a closed port: %v, TimedOut %v", err, ok)
+	}
+}
