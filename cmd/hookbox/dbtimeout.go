@@ -143,4 +143,14 @@ func (e *dbTimeoutError) sqlstate() string {
 	return ""
 }
 
+// lookError is the text of err, a failed look of tail, which looks again
+// on its own: a timeout says only what timed out.
+func lookError(ctx context.Context, err error, timeout time.Duration) string {
+	var te *dbTimeoutError
+	if err = explainDBError(ctx, err, timeout); errors.As(err, &te) {
+		return te.cause() + te.sqlstate()
+	}
+	return err.Error()
+}
+
 func (e *dbTimeoutError) Unwrap() error { return e.err }

@@ -76,7 +76,8 @@ hookbox events list --json.`,
 				return err
 			}
 			t := &tailer{st: st, filter: hookbox.Filter{Source: source, EventType: typ}, out: cmd.OutOrStdout(), json: jsonOut,
-				rejections: typ == "" && !eventsOnly, show: service.HeaderShower(cfg)}
+				rejections: typ == "" && !eventsOnly, show: service.HeaderShower(cfg),
+				errOut: cmd.ErrOrStderr(), lookTimeout: g.dbTimeoutUsed}
 			return t.run(cmd.Context(), lines, interval)
 		},
 	}
@@ -106,22 +107,38 @@ type tailer struct {
 	// show masks the headers of every event and refusal printed, as
 	// events list, the admin API and the UI do.
 	show func(http.Header) http.Header
+	// errOut receives the warning that looks fail, and the line saying
+	// they work again (nil: nowhere).
+	errOut io.Writer
+	// lookTimeout, when positive, bounds each look (--db-timeout): a
+	// connection that stalls fails the look instead of stopping tail
+	// without a word.
+	lookTimeout time.Duration
+	// failedAt is when the looks started failing, zero while they read;
+	// pause is how long after the last failed one the next look waits,
+	// until next.
+	failedAt, next time.Time
+	pause          time.Duration
 }
 
-// run prints the newest lines events, then new events until ctx ends.
+// tailRetryMax is the longest tail waits between two looks while they
+// fail: it starts at --interval and doubles after each failed look.
+const tailRetryMax = 30 * time.Second
+
+// lookContext is ctx bounded by t.lookTimeout.
+func (t *tailer) lookContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if t.lookTimeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, t.lookTimeout)
+}
+
+// run prints the newest lines events, then new events until ctx ends. A
+// failure to read the database at the start ends it; later, a failed look
+// does not: run warns once on errOut, looks again after a pause that
+// grows from interval to tailRetryMax, and says when a look works again.
 func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) error {
-	// Everything already stored is old news: mark it seen before reading
-	// the newest, so that an event stored in between is either among the
-	// newest printed or found by the next look, never lost.
-	if _, err := t.fresh(ctx, true); err != nil {
-		return err
-	}
-	if _, err := t.freshRejected(ctx, true); err != nil {
-		return err
-	}
-	f := t.filter
-	f.Limit = max(lines, 1)
-	newest, err := t.st.Events(ctx, f)
+	newest, err := t.start(ctx, lines)
 	if err != nil {
 		return err
 	}
@@ -147,24 +164,86 @@ func (t *tailer) run(ctx context.Context, lines int, interval time.Duration) err
 		case <-tick.C:
 		case <-wake:
 		}
-		evs, err := t.fresh(ctx, false)
-		var rjs []hookbox.Rejection
-		if err == nil {
-			rjs, err = t.freshRejected(ctx, false)
+		if !t.failedAt.IsZero() && time.Now().Before(t.next) {
+			continue
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if err := t.print(evs); err != nil {
-			return err
-		}
-		if err := t.printRejected(rjs); err != nil {
-			return err
+		dbErr, outErr := t.look(ctx)
+		switch {
+		case outErr != nil:
+			return outErr
+		case ctx.Err() != nil:
+			return nil
+		case dbErr != nil:
+			t.failed(ctx, dbErr, interval)
 		}
 	}
+}
+
+// failed notes a failed look: the first of a run of them is reported on
+// errOut; each one puts the next look off longer, from interval up to
+// tailRetryMax.
+func (t *tailer) failed(ctx context.Context, err error, interval time.Duration) {
+	if t.errOut == nil {
+		t.errOut = io.Discard
+	}
+	if t.failedAt.IsZero() {
+		t.failedAt, t.pause = time.Now(), interval
+		fmt.Fprintf(t.errOut, "hookbox tail: cannot read the database; looking again, at pauses growing to %s, until it answers: %s\n",
+			tailRetryMax, printableLines(lookError(ctx, err, t.lookTimeout)))
+	} else {
+		t.pause = min(2*t.pause, tailRetryMax)
+	}
+	t.next = time.Now().Add(t.pause)
+}
+
+// read notes a look that read the database: after failed ones, it says
+// so on errOut.
+func (t *tailer) read() {
+	if t.failedAt.IsZero() || t.errOut == nil {
+		return
+	}
+	fmt.Fprintf(t.errOut, "hookbox tail: reading the database again (its looks failed for %s)\n",
+		time.Since(t.failedAt).Round(100*time.Millisecond))
+	t.failedAt = time.Time{}
+}
+
+// start marks what is stored as seen and returns the newest lines events.
+// Everything already stored is old news: it is marked seen before the
+// newest are read, so that an event stored in between is either among
+// the newest printed or found by the next look, never lost.
+func (t *tailer) start(ctx context.Context, lines int) ([]hookbox.Event, error) {
+	ctx, cancel := t.lookContext(ctx)
+	defer cancel()
+	if _, err := t.fresh(ctx, true); err != nil {
+		return nil, err
+	}
+	if _, err := t.freshRejected(ctx, true); err != nil {
+		return nil, err
+	}
+	f := t.filter
+	f.Limit = max(lines, 1)
+	return t.st.Events(ctx, f)
+}
+
+// look prints the events, then the refused deliveries, not seen before.
+// dbErr is a failure to read them (what was not printed is looked for
+// again next time); outErr a failure to print them.
+func (t *tailer) look(ctx context.Context) (dbErr, outErr error) {
+	ctx, cancel := t.lookContext(ctx)
+	defer cancel()
+	evs, err := t.fresh(ctx, false)
+	if err != nil {
+		return err, nil
+	}
+	t.read()
+	if err := t.print(evs); err != nil {
+		return nil, err
+	}
+	rjs, err := t.freshRejected(ctx, false)
+	if err != nil {
+		return err, nil
+	}
+	return nil, t.printRejected(rjs)
 }
 
 // freshRejected is fresh for refused deliveries (none unless t follows
@@ -231,7 +310,7 @@ type idMark struct {
 
 // freshIn reads rows newest first, a page at a time (page lists those
 // below an id, 0 for the newest), and returns those above f's floor not
-// in f's seen, oldest first, marking them seen; it stops at a page it has
+// in f's seen, oldest first, marking them seen (none, when a page fails); it stops at a page it has
 // seen all of, or one that reaches the floor. The first look marks what
 // is stored as seen, reading back until a row received tailWindow before
 // now (by key's time: only where to stop, not what to show) or the
@@ -246,6 +325,12 @@ func freshIn[T any](f *follow, first bool, page func(before int64) ([]T, error),
 	for {
 		rows, err := page(before)
 		if err != nil {
+			// What this look marked seen was not shown: the next
+			// look finds it again.
+			for _, r := range out {
+				id, _ := key(r)
+				delete(f.seen, id)
+			}
 			return nil, err
 		}
 		unseen, floored := 0, false

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,9 +12,11 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/faults"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/internal/syncbuf"
+	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -295,4 +298,75 @@ func TestTailShowsEventsOfHostBehind(t *testing.T) {
 			t.Errorf("tail printed %q: the event received by a host whose clock is 45 s behind is not shown", got)
 		}
 	})
+}
+
+// TestTailLookFailingMidwayLosesNothing: a look that reads a full page of
+// new events and then fails on the next page marks none of them seen:
+// the next look shows them all. The failed look used to mark the first
+// page's events seen without showing them, which was harmless while a
+// failed look ended tail, not once tail looks again.
+func TestTailLookFailingMidwayLosesNothing(t *testing.T) {
+	type row struct{ id int64 }
+	key := func(r row) (int64, time.Time) { return r.id, time.Now() }
+	var f follow
+	if _, err := freshIn(&f, true, func(int64) ([]row, error) { return nil, nil }, key); err != nil {
+		t.Fatal(err)
+	}
+	// Ids tailPage+1 … 1, newest first, a page at a time.
+	page := func(before int64) []row {
+		if before == 0 {
+			before = tailPage + 2
+		}
+		var rows []row
+		for id := before - 1; id > 0 && len(rows) < tailPage; id-- {
+			rows = append(rows, row{id})
+		}
+		return rows
+	}
+	_, err := freshIn(&f, false, func(before int64) ([]row, error) {
+		if before != 0 {
+			return nil, errors.New("the connection dropped")
+		}
+		return page(before), nil
+	}, key)
+	if err == nil {
+		t.Fatal("the failing look did not fail")
+	}
+	got, err := freshIn(&f, false, func(before int64) ([]row, error) { return page(before), nil }, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != tailPage+1 {
+		t.Errorf("the look after the failed one shows %d events, want all %d", len(got), tailPage+1)
+	}
+}
+
+// TestTailKeepsLooking: tail on PostgreSQL outlives the database going
+// away and a connection that stalls: it warns once on stderr, looks again
+// with pauses, says when it reads again, and prints what was stored
+// meanwhile. It ended at the first failed look (exit 1), and a stalled
+// connection left it waiting without a word.
+func TestTailKeepsLooking(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	st := dbtest.Open(t, dbURL)
+	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
+	out, interrupt := startTail(t, "--db", viaProxy, "--db-timeout", "1s", "--events-only")
+	cliSeed(t, st, "a", "t", hookbox.StatusDone, time.Now(), "before")
+	await(t, "tail showing the first event", func() bool { return strings.Contains(out.String(), "before") })
+
+	proxy.BlackHole() // stalled: each look must end at its deadline
+	await(t, "tail warning that it cannot read", func() bool { return strings.Contains(out.String(), "cannot read the database") })
+	proxy.Cut() // refused: looks fail at once
+	cliSeed(t, st, "a", "t", hookbox.StatusDone, time.Now(), "during")
+	proxy.Restore()
+	await(t, "tail reading again", func() bool { return strings.Contains(out.String(), "reading the database again") })
+	await(t, "tail showing the event stored meanwhile", func() bool { return strings.Contains(out.String(), "during") })
+	if err := interrupt(); err != nil {
+		t.Errorf("tail: %v", err)
+	}
+	if s := out.String(); strings.Count(s, "cannot read the database") != 1 || strings.Contains(s, "tail ended early") {
+		t.Errorf("tail's output: want one warning, and no early end:\n%s", s)
+	} else {
+		t.Logf("tail's output:\n%s", s)
+	}
 }
