@@ -472,20 +472,38 @@ func noSchema(format string, args ...any) error {
 // parseError reports a malformed connection string without quoting it: the
 // driver's own message repeats the string and can only mask a password on a
 // best-effort basis.
+//
+// The reason pgx gives (an invalid port, pool_max_conns too small) is
+// kept: ParseConfigError's text is "cannot parse `STRING`: REASON
+// (CAUSE)", which parseError reads with the string left empty.
 func parseError(err error) error {
 	var pe *pgconn.ParseConfigError
 	if !errors.As(err, &pe) {
 		return errors.New("postgres: cannot parse the database URL")
 	}
 	cause := pe.Unwrap()
+	bare := *pe
+	bare.ConnString = ""
+	reason := strings.TrimPrefix(bare.Error(), "cannot parse ``: ")
+	if cause != nil {
+		reason = strings.TrimSuffix(reason, " ("+cause.Error()+")")
+	}
+	if reason == bare.Error() {
+		reason = "" // not the text expected: it might hold anything
+	}
 	var ue *neturl.Error
 	if errors.As(cause, &ue) {
 		cause = ue.Err // url.Error repeats the URL
 	}
-	if cause == nil {
-		return errors.New("postgres: cannot parse the database URL")
+	switch {
+	case reason != "" && cause != nil:
+		return fmt.Errorf("postgres: cannot parse the database URL: %s: %v", reason, cause)
+	case reason != "":
+		return fmt.Errorf("postgres: cannot parse the database URL: %s", reason)
+	case cause != nil:
+		return fmt.Errorf("postgres: cannot parse the database URL: %v", cause)
 	}
-	return fmt.Errorf("postgres: cannot parse the database URL: %v", cause)
+	return errors.New("postgres: cannot parse the database URL")
 }
 
 // lockID derives the advisory lock id for migrating schema.

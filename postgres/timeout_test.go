@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,26 @@ func TestTimedOutLeavesOtherErrors(t *testing.T) {
 	_, err := postgres.Open(context.Background(), "postgres://u@127.0.0.1:1/db?sslmode=disable", postgres.Options{StatementTimeout: time.Second})
 	if _, ok := postgres.TimedOut(err); err == nil || ok {
 		t.Errorf("Open on a closed port: %v, TimedOut %v", err, ok)
+	}
+}
+
+// TestBadURLSaysWhy: a URL pgx cannot parse is refused with pgx's reason
+// (it was "cannot parse the database URL" and nothing else when pgx gave
+// no wrapped cause), never with the URL or its password.
+func TestBadURLSaysWhy(t *testing.T) {
+	t.Parallel()
+	for u, want := range map[string]string{
+		"postgres://user:s3cret@127.0.0.1:99999/db":                   "invalid port",
+		"postgres://user:s3cret@127.0.0.1:5432/db?pool_max_conns=0":   "pool_max_conns too small",
+		"postgres://user:s3cret@127.0.0.1:5432/db?pool_max_conns=x":   "cannot parse pool_max_conns",
+		"postgres://user:s3cret@127.0.0.1:5432/db?connect_timeout=xs": "invalid connect_timeout",
+	} {
+		_, err := postgres.Open(context.Background(), u, postgres.Options{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%q): %v, want the reason %q", u, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "user")) {
+			t.Errorf("Open(%q): the error shows the URL: %v", u, err)
+		}
 	}
 }
