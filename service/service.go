@@ -160,7 +160,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 			byBody[src.Name] = v
 		}
 	}
-	m := metrics.New(queueNames(cfg))
+	m := metrics.NewQueues(metricNames(cfg))
 	txWorkers := 1 // SQLite: one write transaction at a time anyway
 	var storeTimeout time.Duration
 	if concurrentWriters {

@@ -95,17 +95,26 @@ func router(cfg *config.Config) func(*hookbox.Delivery) {
 	}
 }
 
-// queueNames are the configured sources and their targets' queue names:
-// the values a metrics label may take.
-func queueNames(cfg *config.Config) []string {
-	var names []string
+// metricNames are the label values of the metrics (metrics.NewQueues):
+// sources, every configured source, which receive deliveries; and worked,
+// the queue names whose events are worked: each named target's
+// "source/target", and each source with neither targets nor store_only,
+// worked by its own forward or exec, or by the Go handlers a program
+// registers on Pool after New (so a source with none in the config
+// counts). A source with targets or store_only stores its events as
+// fan-outs (see router), never worked themselves: only its targets'
+// deliveries are.
+func metricNames(cfg *config.Config) (sources, worked []string) {
 	for _, src := range cfg.Sources {
-		names = append(names, src.Name)
+		sources = append(sources, src.Name)
+		if len(src.Targets) == 0 && !src.StoreOnly {
+			worked = append(worked, src.Name)
+		}
 		for _, t := range src.Targets {
-			names = append(names, hookbox.QueueName(src.Name, t.Name))
+			worked = append(worked, hookbox.QueueName(src.Name, t.Name))
 		}
 	}
-	return names
+	return sources, worked
 }
 
 // targets lists what works each source's events: its own forward or
