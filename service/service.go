@@ -476,11 +476,17 @@ func (s *Service) connectionRefused(client netip.Addr) {
 // shutdown timeout bounds it too.
 const httpDrain = 15 * time.Second
 
+// startSourcesShown bounds the sources the start line names: at 200
+// sources one attribute listing them all was 5.4 KB, unreadable in a log
+// viewer. config check lists them all.
+const startSourcesShown = 20
+
 // startAttrs is the start log line's attributes: the address first
 // (tools read addr from the "listening" line), then what this process
-// runs: its version, the store (never the database password), each source
-// with its scheme and target, whether the admin API and console are on
-// (and on which address, with admin_listen), and retention.
+// runs: its version, the store (never the database password), the number
+// of sources and the first startSourcesShown with their scheme and
+// target, whether the admin API and console are on (and on which
+// address, with admin_listen), and retention.
 func (s *Service) startAttrs(addr string) []any {
 	cfg := s.Config
 	attrs := []any{"addr", addr}
@@ -511,7 +517,10 @@ func (s *Service) startAttrs(addr string) []any {
 	if cfg.AdminListen != "" {
 		attrs = append(attrs, "admin_listen", cfg.AdminListen)
 	}
-	return append(attrs, "sources", strings.Join(sources, "; "), "admin", admin,
+	if n := len(sources) - startSourcesShown; n > 0 {
+		sources = append(sources[:startSourcesShown:startSourcesShown], fmt.Sprintf("… and %d more; see hookbox config check", n))
+	}
+	return append(attrs, "source_count", len(cfg.Sources), "sources", strings.Join(sources, "; "), "admin", admin,
 		"retention", days(cfg.RetentionDays), "payload_retention", days(cfg.PayloadRetentionDays))
 }
 
