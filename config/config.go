@@ -545,6 +545,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	c.Warnings = append(c.Warnings, c.trustedProxyWarnings()...)
 	c.Warnings = append(c.Warnings, c.oddKeyWarnings()...)
 	c.Warnings = append(c.Warnings, c.signWarnings()...)
+	c.Warnings = append(c.Warnings, c.caseWarnings()...)
 	return &c, d, nil
 }
 
