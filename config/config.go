@@ -245,6 +245,10 @@ type Source struct {
 	// at once (default [410]).
 	PermanentStatuses []int    `yaml:"permanent_statuses"`
 	Exec              []string `yaml:"exec"`
+	// PermanentExitCodes are exec exit codes that make the event dead at
+	// once (default none): the command's way of refusing an event for
+	// good, as a forward's permanent_statuses are the app's.
+	PermanentExitCodes []int `yaml:"permanent_exit_codes"`
 	// ExecDir is the exec command's working directory. It must exist when
 	// the config is loaded; a relative one is taken from the directory
 	// hookbox runs in, not the config file's.
@@ -674,14 +678,18 @@ const (
 
 // oddKeyWarnings names keys that are set but do nothing, or work against
 // another key: a tolerance so tight that clock skew refuses good
-// deliveries, exec_env, exec_dir or exec_inherit_env on a source or
-// target that has no exec command, and circuit_after or circuit_cooldown
-// on a source with no forward, exec or targets.
+// deliveries, exec_env, exec_dir, exec_inherit_env or
+// permanent_exit_codes on a source or target that has no exec command, and
+// circuit_after or circuit_cooldown on a source with no forward, exec or
+// targets.
 func (c *Config) oddKeyWarnings() []string {
 	var ws []string
-	execOnly := func(what string, exec []string, env []string, dir string, inherit bool) {
+	execOnly := func(what string, exec []string, env []string, dir string, inherit bool, codes []int) {
 		if len(exec) > 0 {
 			return
+		}
+		if len(codes) > 0 {
+			ws = append(ws, fmt.Sprintf("%s sets permanent_exit_codes but has no exec command, so nothing reads it; remove it (a forward's refusals for good are its permanent_statuses)", what))
 		}
 		var keys []string
 		if len(env) > 0 {
@@ -702,12 +710,12 @@ func (c *Config) oddKeyWarnings() []string {
 		if s.Tolerance >= Duration(MinTolerance) && s.Tolerance < Duration(LowTolerance) {
 			ws = append(ws, fmt.Sprintf("%s has a tolerance of %s: senders' clocks and hookbox's commonly differ by seconds, and a delivery takes time to arrive, so good deliveries will be refused as too old now and then; set 5m (the default) unless the sender asks for less", label, time.Duration(s.Tolerance)))
 		}
-		execOnly(label, s.Exec, s.ExecEnv, s.ExecDir, s.ExecInheritEnv)
+		execOnly(label, s.Exec, s.ExecEnv, s.ExecDir, s.ExecInheritEnv, s.PermanentExitCodes)
 		if (s.CircuitAfter != 0 || s.CircuitCooldown != 0) && s.Forward == "" && len(s.Exec) == 0 && len(s.Targets) == 0 {
 			ws = append(ws, fmt.Sprintf("%s sets circuit_after or circuit_cooldown but has no forward, exec or targets, so nothing reads it (a Go program's handlers take no circuit from the file); remove it", label))
 		}
 		for j, t := range s.Targets {
-			execOnly(fmt.Sprintf("%s, target %s", label, c.targetLabel(i, j)), t.Exec, t.ExecEnv, t.ExecDir, t.ExecInheritEnv)
+			execOnly(fmt.Sprintf("%s, target %s", label, c.targetLabel(i, j)), t.Exec, t.ExecEnv, t.ExecDir, t.ExecInheritEnv, t.PermanentExitCodes)
 		}
 	}
 	return ws
@@ -1043,6 +1051,9 @@ func (c *Config) validate() error {
 		}
 		if s.Forward != "" { // exec reads no statuses: the key does nothing there
 			errs = append(errs, permanentStatusErrors(key, s.PermanentStatuses)...)
+		}
+		if len(s.Exec) > 0 { // nor a forward exit codes (a warning, see oddKeyWarnings)
+			errs = append(errs, permanentExitCodeErrors(key, s.PermanentExitCodes)...)
 		}
 		errs = append(errs, validateTargets(key, s)...)
 	}

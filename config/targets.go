@@ -31,6 +31,9 @@ type Target struct {
 	ExecDir           string            `yaml:"exec_dir"`
 	ExecEnv           []string          `yaml:"exec_env"`
 	ExecInheritEnv    bool              `yaml:"exec_inherit_env"`
+	// PermanentExitCodes, on an exec, are the exit codes that make the
+	// delivery dead at once (see Source).
+	PermanentExitCodes []int `yaml:"permanent_exit_codes"`
 	// Sign, on a forward, signs each attempt with hookbox's own Standard
 	// Webhooks secret and a fresh timestamp.
 	Sign *Sign `yaml:"sign"`
@@ -127,6 +130,24 @@ func permanentStatusErrors(key string, statuses []int) []error {
 	for i, s := range statuses {
 		if !PermanentStatusAllowed(s) {
 			errs = append(errs, fmt.Errorf("%s.permanent_statuses[%d]: %d is not a reply a forward fails with, so it would never make an event dead; list 3xx, 4xx or 5xx statuses (2xx is done, and 1xx is never final: a 101 is always retried)", key, i, s))
+		}
+	}
+	return errs
+}
+
+// PermanentExitCodeAllowed reports whether code may be listed in
+// permanent_exit_codes: an exit code a failed command can end with, 1 to
+// 255. Exit 0 is done, and a command killed by a signal (a timeout, the
+// OOM killer) has no exit code: it is always retried.
+func PermanentExitCodeAllowed(code int) bool { return code >= 1 && code <= 255 }
+
+// permanentExitCodeErrors checks the permanent_exit_codes of a source or
+// target (named key in messages).
+func permanentExitCodeErrors(key string, codes []int) []error {
+	var errs []error
+	for i, c := range codes {
+		if !PermanentExitCodeAllowed(c) {
+			errs = append(errs, fmt.Errorf("%s.permanent_exit_codes[%d]: %d is not an exit code a failed command ends with, so it would never make an event dead; list codes from 1 to 255 (0 is done, and a command killed by a signal has no exit code: it is always retried)", key, i, c))
 		}
 	}
 	return errs
@@ -252,6 +273,9 @@ func validateTargets(key string, s Source) []error {
 		}
 		if t.Forward != "" {
 			errs = append(errs, permanentStatusErrors(k, t.PermanentStatuses)...)
+		}
+		if len(t.Exec) > 0 {
+			errs = append(errs, permanentExitCodeErrors(k, t.PermanentExitCodes)...)
 		}
 		if t.Sign != nil {
 			if t.Forward == "" {

@@ -338,3 +338,55 @@ func TestTargetPathsThatNeverMatch(t *testing.T) {
 		}
 	}
 }
+
+// TestPermanentExitCodesACommandEndsWith: permanent_exit_codes, on an
+// exec source or target, lists exit codes from 1 to 255; any other
+// (0 is done, and a command killed by a signal has no exit code) is
+// refused at load, naming the key. On a source or target with no exec,
+// nothing reads them: a warning says so.
+func TestPermanentExitCodesACommandEndsWith(t *testing.T) {
+	for _, c := range []struct{ codes, want string }{
+		{"[0]", "sources[0] (s).permanent_exit_codes[0]: 0 is not an exit code a failed command ends with"},
+		{"[65, 256]", "sources[0] (s).permanent_exit_codes[1]: 256"},
+		{"[-1]", "sources[0] (s).permanent_exit_codes[0]: -1"},
+		{"[1, 65, 78, 255]", ""},
+		{"[]", ""},
+	} {
+		_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    exec: [\"true\"]\n    permanent_exit_codes: " + c.codes + "\n"))
+		if c.want == "" && err != nil {
+			t.Errorf("permanent_exit_codes %s: %v", c.codes, err)
+		}
+		if c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("permanent_exit_codes %s: error %v, want one containing %q", c.codes, err, c.want)
+		}
+	}
+	_, err := Parse([]byte("sources:\n  - name: s\n    scheme: none\n    targets: [{name: a, exec: [\"true\"], permanent_exit_codes: [65, 300]}]\n"))
+	if err == nil || !strings.Contains(err.Error(), "targets[0].permanent_exit_codes[1]: 300 is not an exit code") {
+		t.Errorf("a target's permanent_exit_codes [65, 300]: %v", err)
+	}
+	c, err := Parse([]byte(`
+sources:
+  - name: f
+    scheme: none
+    forward: http://127.0.0.1:9/
+    permanent_exit_codes: [65]
+  - name: t
+    scheme: none
+    targets:
+      - {name: x, forward: "http://127.0.0.1:9/", permanent_exit_codes: [65]}
+      - {name: y, exec: ["true"], permanent_exit_codes: [65]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []string
+	for _, w := range c.Warnings {
+		if strings.Contains(w, "permanent_exit_codes") {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) != 2 || !strings.Contains(ws[0], "source f sets permanent_exit_codes but has no exec command") ||
+		!strings.Contains(ws[1], "source t, target x sets permanent_exit_codes") {
+		t.Errorf("warnings about permanent_exit_codes: %q, want one for source f and one for target t/x", ws)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/effect"
 	"github.com/hookbox/hookbox/redact"
 )
@@ -62,6 +63,12 @@ type ExecOptions struct {
 	// for the error of a failed attempt: the last ones (default
 	// DefaultOutputLimit).
 	OutputLimit int
+	// PermanentExitCodes are the exit codes, 1 to 255, with which the
+	// command refuses its event for good (a payload it can never accept):
+	// the attempt is then a worker.Permanent error, so the event is dead
+	// at once, not retried, and not counted by the target's circuit. nil
+	// means none: every exit code but 0 is retried.
+	PermanentExitCodes []int
 	// Logger, when it is enabled at debug level, gets the output tail of
 	// each successful attempt (secrets masked, as in errors): a failed
 	// attempt's output is in its error, a successful one's is otherwise
@@ -79,6 +86,8 @@ type Exec struct {
 	red     *redact.Redactor
 	limit   int
 	log     *slog.Logger
+	// permanent holds PermanentExitCodes.
+	permanent map[int]bool
 }
 
 // NewExec validates opts and returns the target. Errors never quote Env
@@ -98,6 +107,13 @@ func NewExec(opts ExecOptions) (*Exec, error) {
 			return nil, fmt.Errorf("exec: env[%d]: want NAME=value", i)
 		}
 	}
+	permanent := map[int]bool{}
+	for _, c := range opts.PermanentExitCodes {
+		if !config.PermanentExitCodeAllowed(c) {
+			return nil, fmt.Errorf("exec: permanent exit codes: %d is not an exit code a failed command ends with; list codes from 1 to 255", c)
+		}
+		permanent[c] = true
+	}
 	if opts.OutputLimit < 0 {
 		return nil, errors.New("exec: output limit must not be negative")
 	}
@@ -108,19 +124,21 @@ func NewExec(opts ExecOptions) (*Exec, error) {
 		return nil, err
 	}
 	return &Exec{
-		argv:    append([]string(nil), opts.Argv...),
-		dir:     opts.Dir,
-		env:     append([]string(nil), opts.Env...),
-		inherit: opts.InheritEnv,
-		red:     opts.Redactor,
-		limit:   opts.OutputLimit,
-		log:     opts.Logger,
+		argv:      append([]string(nil), opts.Argv...),
+		dir:       opts.Dir,
+		env:       append([]string(nil), opts.Env...),
+		inherit:   opts.InheritEnv,
+		red:       opts.Redactor,
+		limit:     opts.OutputLimit,
+		log:       opts.Logger,
+		permanent: permanent,
 	}, nil
 }
 
 // Deliver runs the command for ev and waits for it. Exit status 0 is nil;
-// anything else is an error to retry that gives the exit code (or signal)
-// and the tail of the output, with the Redactor's secrets masked. When ctx
+// an exit code listed in PermanentExitCodes is a worker.Permanent error;
+// anything else is an error to retry. Either gives the exit code (or
+// signal) and the tail of the output, with the Redactor's secrets masked. When ctx
 // ends first, the command's whole process group is killed and the error
 // says so. An event whose payload was cleared is a worker.Permanent error,
 // and the command is not run.

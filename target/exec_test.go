@@ -507,3 +507,35 @@ func testExecMissingDir(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestExecPermanentExitCodes: an exit code listed in PermanentExitCodes
+// is the command's refusal of its event for good, a worker.Permanent
+// error that says so; any other exit code is retried, and so is a
+// command killed by a signal, even when the shell would report that
+// signal as an exit code that is listed (128+9).
+func TestExecPermanentExitCodes(t *testing.T) { eachMode(t, testExecPermanentExitCodes) }
+
+func testExecPermanentExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	sh := script(t, dir, "judge.sh", `echo "judging $HOOKBOX_DELIVERY_ID"
+case "$HOOKBOX_DELIVERY_ID" in
+bad) exit 65 ;;
+killed) kill -KILL $$ ;;
+esac
+exit 3
+`)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, PermanentExitCodes: []int{65, 137}})
+	for _, c := range []struct {
+		id, text  string
+		permanent bool
+	}{
+		{"bad", "exec: judge.sh: exit code 65 (in permanent_exit_codes: not retried); output: judging bad", true},
+		{"other", "exec: judge.sh: exit code 3; output: judging other", false},
+		{"killed", "exec: judge.sh: signal: killed; output: judging killed", false},
+	} {
+		err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: c.id, Attempts: 1, Payload: []byte(`{}`)})
+		if err == nil || err.Error() != c.text || worker.IsPermanent(err) != c.permanent {
+			t.Errorf("%s: err = %v (permanent %v), want %q (permanent %v)", c.id, err, worker.IsPermanent(err), c.text, c.permanent)
+		}
+	}
+}

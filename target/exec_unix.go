@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/tracing"
+	"github.com/hookbox/hookbox/worker"
 )
 
 func supported() error { return nil }
@@ -143,11 +144,15 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		ctxErr = context.DeadlineExceeded
 	}
 	var what string
+	permanent := false // the command refused the event for good
 	switch {
 	case ctxErr != nil:
 		what = fmt.Sprintf("%v; process group killed", ctxErr)
 	case status != nil:
 		what = waitText(*status)
+		if permanent = status.Exited() && e.permanent[status.ExitStatus()]; permanent {
+			what += " (in permanent_exit_codes: not retried)"
+		}
 	default:
 		what = waitErr.Error()
 	}
@@ -156,8 +161,11 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		text = "(no output)"
 	}
 	err = fmt.Errorf("exec: %s: %s; output: %s", e.name(), what, text)
-	if ctxErr != nil {
+	switch {
+	case ctxErr != nil:
 		return &wrapped{text: err.Error(), err: ctxErr}
+	case permanent:
+		return worker.Permanent(err)
 	}
 	return err
 }

@@ -34,8 +34,10 @@
 //     minimal unless InheritEnv is set: PATH, HOME, the configured extras
 //     and those HOOKBOX_* fields, so that the secrets in hookbox's own
 //     environment never reach the command or its output. Exit status 0 is
-//     done; anything else is retried, with the exit code and the tail of the
-//     combined output in the error. The command runs in its own process
+//     done; an exit code listed in PermanentExitCodes (none by default) is
+//     a worker.Permanent error, the command's refusal of its event for
+//     good; anything else is retried. The error gives the exit code and
+//     the tail of the combined output. The command runs in its own process
 //     group, and the whole group is killed when the attempt ends (its
 //     timeout, a shutdown, or the command's own exit), so no process of an
 //     attempt outlives it. Nor does one outlive the program running Exec:
@@ -90,6 +92,7 @@ func FromConfig(src config.Source, red *redact.Redactor, log *slog.Logger) (work
 	t, err := build(config.Target{
 		Forward: src.Forward, ForwardHeaders: src.ForwardHeaders, PermanentStatuses: src.PermanentStatuses,
 		Exec: src.Exec, ExecDir: src.ExecDir, ExecEnv: src.ExecEnv, ExecInheritEnv: src.ExecInheritEnv,
+		PermanentExitCodes: src.PermanentExitCodes,
 	}, nil, red, log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", src.Name, err)
@@ -138,7 +141,8 @@ func build(t config.Target, sender []string, red *redact.Redactor, log *slog.Log
 		}
 		return NewForward(opts)
 	}
-	return NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv, Redactor: red, Logger: log})
+	return NewExec(ExecOptions{Argv: t.Exec, Dir: t.ExecDir, Env: t.ExecEnv, InheritEnv: t.ExecInheritEnv,
+		PermanentExitCodes: t.PermanentExitCodes, Redactor: red, Logger: log})
 }
 
 // errPayloadCleared is why an event whose payload was cleared is not

@@ -172,6 +172,8 @@ func TestNewExecValidates(t *testing.T) {
 		"env":      {Argv: []string{"x"}, Env: []string{"NOEQUALS"}},
 		"env name": {Argv: []string{"x"}, Env: []string{"=v"}},
 		"limit":    {Argv: []string{"x"}, OutputLimit: -1},
+		"code 0":   {Argv: []string{"x"}, PermanentExitCodes: []int{65, 0}},
+		"code 256": {Argv: []string{"x"}, PermanentExitCodes: []int{256}},
 	} {
 		if _, err := NewExec(opts); err == nil {
 			t.Errorf("%s: no error", name)
