@@ -118,9 +118,9 @@ type Config struct {
 	// warnSource maps each warning in Warnings that is about one source
 	// to how it names that source (see WarningSource).
 	warnSource map[string]string
-	// envValues are the environment values substituted anywhere in the
-	// file; see EnvValues.
-	envValues []string
+	// envUses are the environment values substituted anywhere in the
+	// file, each with its key path; see EnvValues.
+	envUses []envUse
 	// MaxInflightBodyBytes bounds the request body bytes held in memory at
 	// once across all deliveries; one that would pass it is answered 503
 	// with Retry-After, as is one from a client holding more than an
@@ -535,7 +535,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 	if err != nil {
 		return nil, d, err
 	}
-	c.origins, c.envValues = d.origins, d.envValues
+	c.origins, c.envUses = d.origins, d.envUses
 	if err := c.validate(); err != nil {
 		return nil, d, err
 	}

@@ -26,8 +26,10 @@ type decoder struct {
 	// origins records, by key path ("sources[0].secrets[1]"), where each
 	// string value that held a ${...} reference or literal text came from.
 	origins map[string]origin
-	// envValues are all environment values substituted anywhere.
+	// envValues are all environment values substituted anywhere, and
+	// envUses each with the key path it was substituted at.
 	envValues []string
+	envUses   []envUse
 	// steps counts values decoded, aliases included.
 	steps int
 	// strict, set by LoadPartial, makes an unset variable expand as if
@@ -372,6 +374,9 @@ func (d *decoder) scalar(n ast.Node, path string) (string, bool) {
 	}
 	d.origins[path] = x.origin
 	d.envValues = append(d.envValues, x.envValues...)
+	for _, v := range x.envValues {
+		d.envUses = append(d.envUses, envUse{path: path, value: v})
+	}
 	return x.value, true
 }
 

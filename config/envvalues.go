@@ -1,12 +1,25 @@
 package config
 
 import (
+	"fmt"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// envUse is one environment value substituted by a ${NAME} reference, and
+// the key path of the value it was substituted into.
+type envUse struct {
+	path, value string
+}
+
+// plainKey matches the key paths whose values are plainly no secret: an
+// exec command's working directory. A value from the environment used
+// only there is left out of EnvValues.
+var plainKey = regexp.MustCompile(`^sources\[\d+\]\.(targets\[\d+\]\.)?exec_dir$`)
 
 // EnvValues returns the values that ${NAME} references took from the
 // environment, for a caller that must keep them out of its logs and
@@ -15,10 +28,12 @@ import (
 // the credential), so it hides all that can be one. Left out, because
 // logs show them on purpose and masking them wherever their text appears
 // would garble every line: values found inside the listen or admin_listen
-// address or a source's or target's name ("${ENV}-stripe"), and values
-// that read as a number, a duration, a boolean or an IP address or prefix
-// (a body limit's digits, an allow_ips entry), which are no secrets. The
-// result is a copy, without duplicates; empty values are never in it.
+// address or a source's or target's name ("${ENV}-stripe"), values used
+// only as an exec_dir (a directory, which a failed command's output
+// names), and values that read as a number, a duration, a boolean or an
+// IP address or prefix (a body limit's digits, an allow_ips entry), which
+// are no secrets. The result is a copy, without duplicates; empty values
+// are never in it.
 func (c *Config) EnvValues() []string {
 	shown := []string{c.Listen, c.AdminListen}
 	for _, s := range c.Sources {
@@ -27,13 +42,67 @@ func (c *Config) EnvValues() []string {
 			shown = append(shown, t.Name)
 		}
 	}
+	// secretUse: the value is substituted into a key that may hold a
+	// secret at least once.
+	secretUse := map[string]bool{}
+	for _, u := range c.envUses {
+		if !plainKey.MatchString(u.path) {
+			secretUse[u.value] = true
+		}
+	}
 	var out []string
-	for _, v := range c.envValues {
-		if v == "" || slices.Contains(out, v) || plainValue(v) ||
+	for _, u := range c.envUses {
+		v := u.value
+		if v == "" || !secretUse[v] || slices.Contains(out, v) || plainValue(v) ||
 			slices.ContainsFunc(shown, func(s string) bool { return strings.Contains(s, v) }) {
 			continue
 		}
 		out = append(out, v)
+	}
+	return out
+}
+
+// secretName matches the names of environment variables that usually
+// hold a secret, or text with one in it (a URL or connection string with
+// its password), in upper case.
+var secretName = regexp.MustCompile(`KEY|TOKEN|SECRET|PASS|PWD|CRED|AUTH|PRIVATE|SIGN|HMAC|SALT|DSN|CONN|URL|URI|WEBHOOK|COOKIE|SESSION`)
+
+// SecretEnvName reports whether an environment variable called name
+// usually holds a secret, as its name says (case aside): it contains KEY,
+// TOKEN, SECRET, PASS (PASSWORD, PASSWD), PWD, CRED (CREDENTIALS), AUTH,
+// PRIVATE, SIGN (SIGNING), HMAC, SALT, DSN, CONN (a connection string),
+// URL, URI, WEBHOOK, COOKIE or SESSION.
+func SecretEnvName(name string) bool { return secretName.MatchString(strings.ToUpper(name)) }
+
+// ExecEnvSecrets returns the values of the exec_env entries, of the
+// sources and of their targets, that are masked as secrets
+// (service.Redactor): those whose variable's name says it holds a secret
+// (SecretEnvName), those written with a ${NAME} reference (whatever the
+// variable is called: a secret kept in the environment is why one writes
+// a reference), and those that hold a URL ("://"), whose user info, query
+// or path may be a credential. The others, literal settings such as
+// APP_ENV=production, are not secrets: masked, their text would be
+// masked in every log line and error, in delivery ids and command output
+// alike.
+func (c *Config) ExecEnvSecrets() []string {
+	var out []string
+	add := func(path string, env []string) {
+		for i, kv := range env {
+			name, v, ok := strings.Cut(kv, "=")
+			if !ok || v == "" {
+				continue
+			}
+			item := fmt.Sprintf("%s[%d]", path, i)
+			if SecretEnvName(name) || c.origins[item].fromEnv || c.origins[path].fromEnv || strings.Contains(v, "://") {
+				out = append(out, v)
+			}
+		}
+	}
+	for i, s := range c.Sources {
+		add(fmt.Sprintf("sources[%d].exec_env", i), s.ExecEnv)
+		for j, t := range s.Targets {
+			add(fmt.Sprintf("sources[%d].targets[%d].exec_env", i, j), t.ExecEnv)
+		}
 	}
 	return out
 }

@@ -40,3 +40,71 @@ sources:
 		t.Errorf("EnvValues = %q, want only the token, once", got)
 	}
 }
+
+// TestEnvValuesOfExecDirShown: a value from the environment used only as
+// an exec_dir, a directory that a failed command's output names, is not
+// listed for masking: it was, and "/srv/releases/current" read
+// "[REDACTED]" in every error. The same value used also where a secret
+// may go (an exec argument) is listed.
+func TestEnvValuesOfExecDirShown(t *testing.T) {
+	t.Setenv("HOOKBOX_TEST_EV_DIR", "/srv/releases/current")
+	t.Setenv("HOOKBOX_TEST_EV_BOTH", "/srv/releases/and-an-argument")
+	cfg, err := config.Parse([]byte(`
+sources:
+  - name: a
+    scheme: none
+    exec: ["true"]
+    exec_dir: "${HOOKBOX_TEST_EV_DIR}"
+  - name: b
+    scheme: none
+    targets:
+      - name: t
+        exec: ["true", "${HOOKBOX_TEST_EV_BOTH}"]
+        exec_dir: "${HOOKBOX_TEST_EV_BOTH}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.EnvValues(); !slices.Equal(got, []string{"/srv/releases/and-an-argument"}) {
+		t.Errorf("EnvValues = %q, want only the value also used in an argument", got)
+	}
+}
+
+// TestExecEnvSecrets: an exec_env value is a secret when its name says
+// so, when it came from the environment, or when it holds a URL; a
+// literal setting under a plain name (APP_ENV=production) is not.
+func TestExecEnvSecrets(t *testing.T) {
+	t.Setenv("HOOKBOX_TEST_EV_STAGE", "staging-eu-west")
+	cfg, err := config.Parse([]byte(`
+sources:
+  - name: a
+    scheme: none
+    exec: ["true"]
+    exec_env:
+      - APP_ENV=production
+      - API_TOKEN=literal-token-value
+      - stripe_api_key=sk_test_lowercase_name
+      - DEPLOY_STAGE=${HOOKBOX_TEST_EV_STAGE}
+      - UPSTREAM=https://user:pw@example.com/hook
+      - DB_PASSWORD=
+  - name: b
+    scheme: none
+    targets:
+      - name: t
+        exec: ["true"]
+        exec_env: ["REGION=eu-west-1", "SIGNING_SECRET=target-literal-secret"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"literal-token-value", "sk_test_lowercase_name", "staging-eu-west", "https://user:pw@example.com/hook", "target-literal-secret"}
+	if got := cfg.ExecEnvSecrets(); !slices.Equal(got, want) {
+		t.Errorf("ExecEnvSecrets = %q, want %q", got, want)
+	}
+	for name, secret := range map[string]bool{"API_KEY": true, "GITHUB_TOKEN": true, "PGPASSWORD": true, "DATABASE_URL": true, "SENTRY_DSN": true,
+		"AWS_SECRET_ACCESS_KEY": true, "oauth_client": true, "APP_ENV": false, "REGION": false, "LOG_LEVEL": false, "RELEASE_DIR": false} {
+		if config.SecretEnvName(name) != secret {
+			t.Errorf("SecretEnvName(%q) = %v, want %v", name, !secret, secret)
+		}
+	}
+}

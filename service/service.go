@@ -85,30 +85,28 @@ type Service struct {
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
 // secrets, forward header values (and the credential they carry, see
-// redact.HeaderSecrets) and exec_env values (a command that prints its
-// environment, or fails quoting it, puts them in its output), the admin
-// token, the database URL's password as pgx reads it (config.DBSecrets),
-// and every value taken from the environment (config.Config.EnvValues:
-// `config check` masks them all, as a secret may be kept in any of them, a
-// token in an exec argument or a forward URL above all). It is nil when
-// there is nothing (long enough) to mask.
+// redact.HeaderSecrets), the exec_env values that hold a secret (a command
+// that prints its environment, or fails quoting it, puts them in its
+// output): those whose name says so, those taken from the environment and
+// those that hold a URL (config.Config.ExecEnvSecrets; a literal setting
+// such as APP_ENV=production is shown), the admin token, the database
+// URL's password as pgx reads it (config.DBSecrets), and the values taken
+// from the environment (config.Config.EnvValues: a secret may be kept in
+// any of them, a token in an exec argument or a forward URL above all;
+// those used only where no secret goes, a name or an exec_dir, are
+// shown). It is nil when there is nothing (long enough) to mask.
 func Redactor(cfg *config.Config) *redact.Redactor {
 	secrets := append([]string{cfg.AdminToken}, cfg.EnvValues()...)
-	work := func(headers map[string]string, env []string) {
-		for _, v := range headers {
-			secrets = append(secrets, redact.HeaderSecrets(v)...)
-		}
-		for _, kv := range env {
-			if _, v, ok := strings.Cut(kv, "="); ok {
-				secrets = append(secrets, v)
-			}
-		}
-	}
+	secrets = append(secrets, cfg.ExecEnvSecrets()...)
 	for _, src := range cfg.Sources {
 		secrets = append(secrets, src.Secrets...)
-		work(src.ForwardHeaders, src.ExecEnv)
+		for _, v := range src.ForwardHeaders {
+			secrets = append(secrets, redact.HeaderSecrets(v)...)
+		}
 		for _, t := range src.Targets {
-			work(t.ForwardHeaders, t.ExecEnv)
+			for _, v := range t.ForwardHeaders {
+				secrets = append(secrets, redact.HeaderSecrets(v)...)
+			}
 			if t.Sign != nil {
 				secrets = append(secrets, t.Sign.Secret)
 			}
