@@ -50,22 +50,27 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = execWaitDelay
 	deadline, _ := ctx.Deadline()
-	report, started, err := supervisor(cmd, deadline)
+	sup, err := supervisor(cmd, deadline)
 	if err != nil {
 		stdinR.Close()
 		stdinW.Close()
 		outR.Close()
 		outW.Close()
-		return fmt.Errorf("exec: %s: report pipe: %w", e.name(), err)
+		return fmt.Errorf("exec: %s: supervisor's pipes: %w", e.name(), err)
 	}
-	if report != nil {
-		defer report.Close()
+	if sup != nil {
+		defer sup.report.Close()
+		defer sup.end()
 	}
 	defer lockForParentDeath(cmd.SysProcAttr)()
 
-	err = startChild(cmd)
-	if started != nil {
-		started()
+	var stop func()
+	if sup != nil {
+		stop = sup.end
+	}
+	err = startChild(cmd, stop)
+	if sup != nil {
+		sup.started()
 	}
 	if err != nil {
 		stdinR.Close()
@@ -115,12 +120,12 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		ws, _ := ee.Sys().(syscall.WaitStatus)
 		status = &ws
 	}
-	if report != nil {
+	if sup != nil {
 		// The supervisor has exited: its report says how the command
-		// ended. Without one (the supervisor was killed with its group
-		// when ctx ended, or by someone else) its own end is the
+		// ended. Without one (the supervisor killed its group when ctx
+		// ended, or was killed by someone else) its own end is the
 		// command's.
-		st, late, startErr := supervisorResult(report)
+		st, late, startErr := supervisorResult(sup.report)
 		switch {
 		case startErr != nil:
 			return fmt.Errorf("exec: %s: %w", e.name(), e.startError(startErr))
@@ -168,6 +173,20 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 		return worker.Permanent(err)
 	}
 	return err
+}
+
+// supervision is a command's supervisor, from Exec's side (see
+// supervise_linux.go).
+type supervision struct {
+	// report is the read end of the pipe the supervisor reports on.
+	report *os.File
+	// started closes this process's copies of the supervisor's ends of
+	// the pipes, once it has started or failed to.
+	started func()
+	// end closes the stop pipe, asking the supervisor to kill the
+	// command and all it started, if cmd.Cancel or KillRunning did not;
+	// once the attempt is over, it only releases the pipe.
+	end func()
 }
 
 // startError explains err, a failure to start the command. The child

@@ -29,7 +29,7 @@ func awaitZombie(t *testing.T, pid int) {
 // child nobody waits for is reaped.
 func TestReaperLeavesExecChildren(t *testing.T) {
 	mine := exec.Command("/bin/sh", "-c", "exit 7")
-	if err := startChild(mine); err != nil {
+	if err := startChild(mine, nil); err != nil {
 		t.Fatal(err)
 	}
 	orphan := exec.Command("/bin/sh", "-c", "exit 0")

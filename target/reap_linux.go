@@ -37,8 +37,8 @@ import (
 // its own Wait, which would then fail.
 //
 // It is not needed otherwise: a real init reaps the orphans. hookbox does
-// not make itself a subreaper, which would make it the reaper of every
-// daemon its commands start on purpose.
+// not make itself a subreaper; each command's supervisor is one, and
+// kills and reaps what the command leaves (see killDescendants).
 func ReapOrphans(ctx context.Context) {
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, syscall.SIGCHLD)
@@ -61,7 +61,7 @@ func reapZombies() {
 	defer starting.Unlock()
 	for _, pid := range zombieChildren() {
 		waitingMu.Lock()
-		mine := waiting[pid]
+		mine := waiting[pid] != nil
 		waitingMu.Unlock()
 		if mine {
 			continue // exec.Cmd.Wait reaps it and reads its status

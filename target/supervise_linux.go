@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -41,6 +44,17 @@ import (
 // kills the group itself when the attempt's context ends, as it does
 // without a supervisor.
 //
+// A process can leave the group: a descendant of the command that calls
+// setsid (start-stop-daemon --background, a daemon library, setsid
+// itself) is in a group of its own, which killing the command's group
+// does not reach. So the supervisor is a child subreaper
+// (PR_SET_CHILD_SUBREAPER): every descendant of the command whose parent
+// exits is handed to the supervisor rather than to init, so that each
+// one, in the group or out of it, stays its descendant. Before it kills
+// its group, the supervisor kills its descendants, its children first,
+// then the ones handed to it as each of those dies, until it has none
+// left (killDescendants).
+//
 // The supervisor also gets the attempt's deadline, and kills the group
 // itself when it passes (SIGKILL, as Exec's own timeout kill), reporting
 // a timeout. So the timeout holds while hookbox is stopped rather than
@@ -67,21 +81,25 @@ var supervised atomic.Bool
 // command and exits, never returning. Otherwise it returns, and from then
 // on each Exec attempt starts its command through a supervisor: a copy of
 // this program that leads the command's process group and kills the whole
-// group when this process dies, even by SIGKILL, so that no process of an
-// attempt outlives the program, and when the attempt's deadline passes,
-// even while this process is stopped (SIGSTOP, a debugger), so that no
-// command runs past its timeout. It costs one start of the program per
-// attempt.
+// group, and every process of the command that left it (setsid), when the
+// attempt ends, when this process dies, even by SIGKILL, so that no
+// process of an attempt outlives it or the program, and when the
+// attempt's deadline passes, even while this process is stopped (SIGSTOP,
+// a debugger), so that no command runs past its timeout. It costs one
+// start of the program per attempt.
 //
 // A program that does not call it (a Go program that embeds hookbox's
 // packages) runs each command directly: when the program dies without
 // ending its attempts, the kernel kills each command (the process it
 // started, PR_SET_PDEATHSIG), but not the processes that command started
-// in the background. Call KillRunning before os.Exit, and run the program
-// where its processes are killed with it (a systemd unit, a container).
+// in the background, and a process that leaves the command's group
+// (setsid) is not killed with it when the attempt ends either. Call
+// KillRunning before os.Exit, and run the program where its processes
+// are killed with it (a systemd unit, a container).
 //
 // Outside Linux it does nothing: commands run directly, and are not
-// killed when the program dies (KillRunning still kills them).
+// killed when the program dies (KillRunning still kills them), nor are
+// the processes that leave their groups.
 func ExecSupervisor() {
 	if len(os.Args) > 1 && os.Args[1] == superviseArg {
 		os.Exit(supervise(os.Args[2:]))
@@ -121,17 +139,26 @@ func (r *report) startError() error {
 
 // supervisor prepares cmd, set up to run the command directly, to run it
 // through a supervisor instead, which kills it at deadline (none when
-// zero), and returns the read end of the report pipe (closed by the
-// caller), with a func to call once cmd has started or failed to. It
-// returns nil, and leaves cmd as it was, when commands are not supervised
-// or cmd cannot start anyway (cmd.Err: its Start returns that error).
-func supervisor(cmd *exec.Cmd, deadline time.Time) (r *os.File, started func(), err error) {
+// zero). cmd.Cancel, called when the attempt's context ends, then asks the
+// supervisor to kill the command and all it started (closing the stop
+// pipe, the supervisor's fd 4) rather than killing the group at once,
+// which would kill the supervisor before it could kill the processes
+// that left the group (see killDescendants). It returns nil, and leaves
+// cmd as it was, when commands are not supervised or cmd cannot start
+// anyway (cmd.Err: its Start returns that error).
+func supervisor(cmd *exec.Cmd, deadline time.Time) (*supervision, error) {
 	if !supervised.Load() || cmd.Err != nil {
-		return nil, nil, nil
+		return nil, nil
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	stopR, stopW, err := os.Pipe()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, err
 	}
 	at := int64(0) // no deadline
 	if !deadline.IsZero() {
@@ -146,9 +173,21 @@ func supervisor(cmd *exec.Cmd, deadline time.Time) (r *os.File, started func(), 
 	cmd.Args = append([]string{os.Args[0], superviseArg, strconv.Itoa(os.Getpid()), strconv.FormatInt(at, 10), cmd.Dir, cmd.Path}, cmd.Args...)
 	cmd.Path = selfExe
 	cmd.Dir = "" // the supervisor changes to it for the command
-	cmd.ExtraFiles = []*os.File{w}
+	cmd.ExtraFiles = []*os.File{w, stopR}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
-	return r, func() { w.Close() }, nil
+	var once sync.Once
+	stop := func() { once.Do(func() { stopW.Close() }) }
+	// Should the supervisor not exit, exec.Cmd kills it after WaitDelay,
+	// and Exec then kills its group.
+	cmd.Cancel = func() error {
+		stop()
+		return nil
+	}
+	return &supervision{
+		report:  r,
+		started: func() { w.Close(); stopR.Close() },
+		end:     stop,
+	}, nil
 }
 
 // supervisorResult reads the report of the supervisor, which has exited.
@@ -225,12 +264,20 @@ func supervise(args []string) int {
 		fmt.Fprintln(os.Stderr, "hookbox: "+superviseArg+": not the leader of its process group")
 		return 2
 	}
-	out := os.NewFile(3, "report")
-	if out == nil {
-		fmt.Fprintln(os.Stderr, "hookbox: "+superviseArg+": no report pipe")
-		return 2
+	out, stop := os.NewFile(3, "report"), os.NewFile(4, "stop")
+	for _, f := range []*os.File{out, stop} {
+		if info, err := f.Stat(); err != nil || info.Mode()&fs.ModeNamedPipe == 0 {
+			fmt.Fprintln(os.Stderr, "hookbox: "+superviseArg+": no report or stop pipe")
+			return 2
+		}
 	}
 	syscall.CloseOnExec(3) // never the command's
+	syscall.CloseOnExec(4)
+	// Orphaned descendants of the command come to the supervisor, which
+	// kills them with the rest (see killDescendants). On a kernel without
+	// it (before 3.4) they go to init, out of reach, as without a
+	// supervisor.
+	unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	// The command's parent-death signal follows this thread (see
 	// lockForParentDeath); the supervisor never unlocks it.
 	runtime.LockOSThread()
@@ -281,12 +328,21 @@ func supervise(args []string) int {
 		cmd.Wait()
 		close(done)
 	}()
+	// Exec closes the stop pipe when the attempt's context ends (a
+	// timeout, a shutdown), and the kernel does when hookbox dies.
+	stopped := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stop)
+		close(stopped)
+	}()
 	var deadline <-chan time.Time
 	if at != 0 {
 		deadline = time.After(time.Duration(at - monotonic()))
 	}
 	for {
 		select {
+		case <-stopped:
+			killOwnGroup()
 		case <-sigs:
 			if os.Getppid() != parent {
 				killOwnGroup() // hookbox died
@@ -325,9 +381,103 @@ func writeReport(w *os.File, rep report) {
 	w.Close()
 }
 
-// killOwnGroup sends SIGKILL to the caller's process group: the
-// supervisor and every process of the command.
+// killOwnGroup kills every descendant of the supervisor (see
+// killDescendants) and then sends SIGKILL to its process group: the
+// supervisor and every process of the command left there.
 func killOwnGroup() {
+	killDescendants(descendantsWait)
 	syscall.Kill(0, syscall.SIGKILL)
 	os.Exit(137) // not reached
+}
+
+// descendantsWait bounds how long killDescendants waits for killed
+// processes to exit: one stuck in the kernel (an NFS server that does not
+// answer) dies only when that ends, and the attempt does not wait for it.
+const descendantsWait = time.Second
+
+// killDescendants kills every descendant of the supervisor, a child
+// subreaper: the command, if it still runs, and whatever it started, in
+// its process group or out of it (setsid). It sends SIGKILL to each
+// child and reaps those that exited; a killed child's own children are
+// handed to the supervisor before its exit can be reaped, so the next
+// round finds and kills them. It returns when no child is left (ECHILD),
+// or after wait, the rest killed but not reaped.
+//
+// A pid it kills is always its own child's: a child's pid is not reused
+// before the supervisor reaps it, and only the supervisor reaps its
+// children (the command's exec.Cmd.Wait, if it still waits, gets the
+// error).
+func killDescendants(wait time.Duration) {
+	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
+	for {
+		// Reap what has exited; with no child at all (the common case
+		// once the command has been waited for), there is nothing to
+		// kill.
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				return // ECHILD: none left
+			}
+			if pid <= 0 {
+				break // children left, none exited
+			}
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+		for _, pid := range ownChildren() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// ownChildren returns the pids of the calling process's children: those
+// /proc/self/task/*/children lists, or, on a kernel without those files,
+// the processes whose parent /proc/PID/stat says it is.
+func ownChildren() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/children")
+		if errors.Is(err, fs.ErrNotExist) && len(pids) == 0 {
+			return childrenByStat()
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// childrenByStat returns the pids of the processes whose parent is the
+// calling process, by reading every /proc/PID/stat.
+func childrenByStat() []int {
+	names, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, name := range names {
+		pid, err := strconv.Atoi(name.Name())
+		if err != nil {
+			continue
+		}
+		if _, ppid, ok := procStat(pid); ok && ppid == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

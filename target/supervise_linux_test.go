@@ -63,6 +63,9 @@ func TestExecHelper(t *testing.T) {
 	case "signals":
 		signalsHelper(t, dir)
 		return
+	case "escape":
+		escapeHelper(t, dir)
+		return
 	case "hang":
 		t.Fatal(e.Deliver(context.Background(), ev)) // until killed
 	case "timeout":
@@ -472,4 +475,151 @@ func TestExecSupervisedKeepsSignalDispositions(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestExecHelper") {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
+}
+
+// TestExecKillsWhatLeftTheGroup: a process the command starts that leaves
+// its process group (setsid, as start-stop-daemon --background and daemon
+// libraries do), and the process that one starts in turn, are killed with
+// the command under a supervisor (a child subreaper): when the command
+// exits, when the attempt's context is cancelled (a shutdown), and when
+// the supervisor kills the command at the deadline, and when KillRunning
+// (a second signal to hookbox) kills it. Before, only the
+// group was killed: the escaped processes ran on after the attempt
+// (found here by a marker in their arguments), and one still doing the
+// event's work would run beside its retry.
+func TestExecKillsWhatLeftTheGroup(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid command")
+	}
+	was := target.SetSupervised(true)
+	t.Cleanup(func() { target.SetSupervised(was) })
+	for i, end := range []string{"exits", "cancelled", "deadline", "killrunning"} {
+		t.Run(end, func(t *testing.T) {
+			dir := t.TempDir()
+			// A sleep of 300 s and a fraction no other process uses.
+			mark := fmt.Sprintf("300.%d%d", os.Getpid(), i)
+			t.Cleanup(func() {
+				for _, pid := range processesWithArg(t, mark) {
+					syscall.Kill(pid, syscall.SIGKILL) // do not leave them behind ourselves
+				}
+			})
+			if end == "killrunning" {
+				// KillRunning ends the process that calls it for good:
+				// the helper calls it.
+				helper := exec.Command(os.Args[0], "-test.run=^TestExecHelper$", "-test.count=1", "-test.v")
+				helper.Env = append(os.Environ(), execHelperDir+"="+dir, execHelperMode+"=supervised", execHelperDo+"=escape", execHelperMark+"="+mark)
+				if out, err := helper.CombinedOutput(); err != nil {
+					t.Fatalf("helper: %v\n%s", err, out)
+				}
+				return
+			}
+			sh := script(t, dir, "escape.sh", escapeScript)
+			e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"DIR=" + dir, "MARK=" + mark, "END=" + end}})
+			ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}
+			var err error
+			switch end {
+			case "exits":
+				err = e.Deliver(context.Background(), ev)
+			case "cancelled":
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() {
+					defer cancel()
+					// Until the command has escaped, or ended: at most
+					// its attempt.
+					for ctx.Err() == nil {
+						if _, err := os.Stat(filepath.Join(dir, "escaped.pid")); err == nil {
+							return
+						}
+						time.Sleep(5 * time.Millisecond)
+					}
+				}()
+				err = e.Deliver(ctx, ev)
+				cancel()
+			case "deadline":
+				// The supervisor's own timer ends it: the context ends
+				// much later (see lateContext).
+				deadline := time.Now().Add(5 * time.Second)
+				ends, cancel := context.WithDeadline(context.Background(), deadline.Add(30*time.Second))
+				err = e.Deliver(lateContext{Context: ends, deadline: deadline}, ev)
+				cancel()
+			}
+			escaped := readPID(t, filepath.Join(dir, "escaped.pid"))
+			if want := map[string]error{"cancelled": context.Canceled, "deadline": context.DeadlineExceeded}[end]; !errors.Is(err, want) {
+				t.Errorf("the attempt: %v, want %v", err, want)
+			}
+			if pids := processesWithArg(t, mark); len(pids) > 0 {
+				t.Errorf("after the attempt, the process that left the group (pid %d) left %v running with argument %s", escaped, pids, mark)
+			}
+		})
+	}
+}
+
+// escapeScript starts a process that leaves its process group (setsid)
+// and starts a sleep of $MARK seconds, writes the sleep's pid to
+// $DIR/escaped.pid, and then exits, or, unless $END is "exits", sleeps.
+// $MARK is an argument of each process that leaves the group from the
+// start (the sleep's, before it runs sleep, is a copy of its parent's).
+const escapeScript = `mkfifo "$DIR/ready"
+setsid sh -c 'sleep "$1" & echo $! > "$DIR/ready"; wait' escaped "$MARK" &
+read pid < "$DIR/ready"
+echo "$pid" > "$DIR/escaped.pid"
+if [ "$END" != exits ]; then exec sleep 300; fi
+`
+
+// execHelperMark is the argument of escapeScript's sleep in the helper's
+// "escape" mode.
+const execHelperMark = "HOOKBOX_TEST_EXEC_HELPER_MARK"
+
+// escapeHelper runs escapeScript, calls KillRunning once its sleep has
+// left the command's group, and checks that the sleep is gone as soon
+// as KillRunning returns, and that the attempt failed as killed.
+func escapeHelper(t *testing.T, dir string) {
+	mark := os.Getenv(execHelperMark)
+	sh := script(t, dir, "escape.sh", escapeScript)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"DIR=" + dir, "MARK=" + mark, "END=hang"}})
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	}()
+	awaitFile(t, filepath.Join(dir, "escaped.pid"))
+	target.KillRunning()
+	if pids := processesWithArg(t, mark); len(pids) > 0 {
+		t.Errorf("KillRunning returned, and the process that left the group still runs: %v", pids)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "signal: killed") {
+			t.Fatalf("the attempt KillRunning cut short: %v, want signal: killed", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the attempt did not end after KillRunning")
+	}
+}
+
+// processesWithArg returns the pids of the processes that have arg among
+// their arguments, as /proc/PID/cmdline shows them.
+func processesWithArg(t *testing.T, arg string) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		for _, a := range strings.Split(string(b), "\x00") {
+			if a == arg && !zombie(pid) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
 }

@@ -11,7 +11,7 @@ import (
 
 // supervisor returns nil: outside Linux commands run directly (no
 // parent-death signal to build a supervisor on).
-func supervisor(*exec.Cmd, time.Time) (*os.File, func(), error) { return nil, nil, nil }
+func supervisor(*exec.Cmd, time.Time) (*supervision, error) { return nil, nil }
 
 // supervisorResult is never called outside Linux.
 func supervisorResult(*os.File) (*syscall.WaitStatus, bool, error) { return nil, false, nil }

@@ -39,17 +39,21 @@
 //     good; anything else is retried. The error gives the exit code and
 //     the tail of the combined output. The command runs in its own process
 //     group, and the whole group is killed when the attempt ends (its
-//     timeout, a shutdown, or the command's own exit), so no process of an
-//     attempt outlives it. Nor does one outlive the program running Exec:
-//     on Linux, in a program that called ExecSupervisor (hookbox's binary
-//     does), each command runs under a supervisor that kills its group
+//     timeout, a shutdown, or the command's own exit). On Linux, in a
+//     program that called ExecSupervisor (hookbox's binary does), each
+//     command runs under a supervisor, a child subreaper, that also kills
+//     the processes that left the group (setsid, a daemon's
+//     double fork), so no process of an attempt outlives it. Nor does one
+//     outlive the program running Exec: the supervisor kills them all
 //     when the program dies, even by SIGKILL, so the next process never
 //     runs an event beside a command still running it. The supervisor
-//     also kills the group at the attempt's deadline itself, so the
+//     also kills them at the attempt's deadline itself, so the
 //     timeout holds while the program is stopped (SIGSTOP, a debugger)
 //     and extends no lease. Without one (other systems, or a program that
-//     embeds hookbox and does not call it) only KillRunning, called
-//     before exiting, kills the commands; on Linux
+//     embeds hookbox and does not call it) a process that leaves the
+//     group is not killed (a service manager that kills its unit's
+//     processes, as systemd does at stop, gets it then), and only
+//     KillRunning, called before exiting, kills the commands; on Linux
 //     the command itself, but not what it started, is killed when the
 //     program dies. When hookbox is PID 1 (a container without an
 //     init), the killed processes are reparented to it; ReapOrphans reaps
