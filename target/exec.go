@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
@@ -19,6 +20,10 @@ import (
 // DefaultOutputLimit is how much of a command's combined output Exec keeps
 // (the tail) when ExecOptions.OutputLimit is zero.
 const DefaultOutputLimit = 64 << 10
+
+// errorSlack is room left in a failed attempt's error, beyond its output,
+// for what masking secrets may add to its first part (the command's name).
+const errorSlack = 32
 
 // execWaitDelay bounds how long Exec waits, once the attempt is over, for a
 // killed process to exit and for its output pipe to close.
@@ -59,9 +64,13 @@ type ExecOptions struct {
 	// Redactor masks secrets in the errors Deliver returns (the output
 	// tail above all); nil masks nothing.
 	Redactor *redact.Redactor
-	// OutputLimit is how many bytes of combined stdout and stderr are kept
-	// for the error of a failed attempt: the last ones (default
-	// DefaultOutputLimit).
+	// OutputLimit is how many bytes of combined stdout and stderr are
+	// kept: the last ones (default DefaultOutputLimit). A successful
+	// attempt logs them at debug level (see Logger); a failed attempt's
+	// error carries as many of the last ones as fit, with the rest of the
+	// error, in worker.MaxErrorText (about 2 KiB), so that the worker
+	// stores them whole, in one piece: the end of the output, cut only at
+	// its front (marked "…").
 	OutputLimit int
 	// PermanentExitCodes are the exit codes, 1 to 255, with which the
 	// command refuses its event for good (a payload it can never accept):
@@ -220,24 +229,38 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// String returns the kept tail with secrets masked, made safe to store
-// (valid UTF-8, no NUL or other controls but newline and tab), prefixed by
-// "…" when output was cut. A secret the cut would split is shown masked, so
-// the tail may then run a little over limit.
-func (t *tailBuffer) String() string {
+// String returns the kept tail, as Last(limit) does.
+func (t *tailBuffer) String() string { return t.Last(t.limit) }
+
+// Last returns the last n bytes of output (n at most limit) with secrets
+// masked, made safe to store (valid UTF-8, no NUL or other controls but
+// newline and tab), and cut again at the front to n bytes when masking or
+// making it valid lengthened it, prefixed by "…" when output was cut. A
+// secret the cut would split is masked whole, though the mask may then be
+// cut in turn.
+func (t *tailBuffer) Last(n int) string {
+	n = min(n, t.limit)
 	b := t.buf
-	if keep := t.keep(); len(b) > keep {
+	if keep := n + t.red.Longest(); len(b) > keep {
 		b = b[len(b)-keep:]
 	}
-	tail := t.red.Tail(string(b), t.limit)
+	tail := t.red.Tail(string(b), n)
 	s := strings.Map(func(r rune) rune {
 		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
 			return -1
 		}
 		return r
 	}, strings.ToValidUTF8(tail, "\uFFFD"))
+	cut := t.total > int64(n)
+	if len(s) > n {
+		start := len(s) - n
+		for start < len(s) && !utf8.RuneStart(s[start]) {
+			start++
+		}
+		s, cut = s[start:], true
+	}
 	s = strings.TrimSpace(s)
-	if t.total > int64(t.limit) {
+	if cut {
 		s = "…" + s
 	}
 	return s

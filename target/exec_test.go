@@ -539,3 +539,41 @@ exit 3
 		}
 	}
 }
+
+// TestExecStoredErrorIsTheOutputsEnd: the stored error of a failed
+// attempt holds the end of the command's output in one piece, as much of
+// it as worker.MaxErrorText leaves room for, cut only at its front
+// (marked "…"). It held a piece from 64 KiB before the end, " … ", and
+// the last kilobyte, which read as consecutive output.
+func TestExecStoredErrorIsTheOutputsEnd(t *testing.T) {
+	eachMode(t, testExecStoredErrorIsTheOutputsEnd)
+}
+
+func testExecStoredErrorIsTheOutputsEnd(t *testing.T) {
+	dir := t.TempDir()
+	sh := script(t, dir, "lines.sh", `i=1
+while [ $i -le 20000 ]; do echo "line $i"; i=$((i+1)); done
+exit 1
+`)
+	pol := quick
+	pol.MaxAttempts = 1
+	rg := newRig(t, map[string]worker.Target{"lines": newExec(t, target.ExecOptions{Argv: []string{sh}})}, pol)
+	ids := rg.ingest(hookbox.Delivery{Source: "lines", DeliveryID: "l1", Payload: []byte(`{}`)})
+	stored := rg.want(ids[0], hookbox.StatusDead, 1).LastError
+	const head = "exec: lines.sh: exit code 1; output: …"
+	if !strings.HasPrefix(stored, head) || len(stored) > worker.MaxErrorText {
+		t.Fatalf("stored error of %d bytes: %q, want %q and the output's end, at most %d bytes", len(stored), stored, head, worker.MaxErrorText)
+	}
+	out := stored[len(head):]
+	if len(out) < worker.MaxErrorText-len(head)-64 {
+		t.Errorf("the stored error holds %d bytes of output, want about %d", len(out), worker.MaxErrorText-len(head))
+	}
+	// The first line may be cut; every whole one follows the one before,
+	// up to the last.
+	lines := strings.Split(out, "\n")[1:]
+	for i, line := range lines {
+		if want := fmt.Sprintf("line %d", 20000-len(lines)+1+i); line != want {
+			t.Fatalf("stored output line %d of %d is %q, want %q: not the output's end in one piece:\n%s", i+1, len(lines), line, want, stored)
+		}
+	}
+}

@@ -161,11 +161,14 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 	default:
 		what = waitErr.Error()
 	}
-	text := out.String()
+	// The end of the output, as much as the stored error holds: cut at
+	// the front only, never by the worker in its middle.
+	head := fmt.Sprintf("exec: %s: %s; output: ", e.name(), what)
+	text := out.Last(max(worker.MaxErrorText-len(head)-len("…")-errorSlack, 0))
 	if text == "" {
 		text = "(no output)"
 	}
-	err = fmt.Errorf("exec: %s: %s; output: %s", e.name(), what, text)
+	err = errors.New(head + text)
 	switch {
 	case ctxErr != nil:
 		return &wrapped{text: err.Error(), err: ctxErr}

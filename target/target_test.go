@@ -260,4 +260,17 @@ func TestTailBuffer(t *testing.T) {
 	if got := b.String(); got != "ok \uFFFD" {
 		t.Errorf("cleaned = %q", got)
 	}
+	// Made valid, 6 bytes (3 that are not UTF-8) take 12: cut again at
+	// the front, on a rune's start, to the bytes asked for.
+	b = &tailBuffer{limit: 10}
+	b.Write([]byte("\xffa\xffb\xffc"))
+	if got := b.Last(8); got != "…\uFFFDb\uFFFDc" {
+		t.Errorf("Last(8) of invalid bytes = %q", got)
+	}
+	// Last never gives more than the buffer keeps.
+	b = &tailBuffer{limit: 4}
+	b.Write([]byte("0123456789"))
+	if got := b.Last(8); got != "…6789" {
+		t.Errorf("Last(8) over a limit of 4 = %q", got)
+	}
 }

@@ -1441,8 +1441,11 @@ func call(fn func() error) (err error) {
 	return fn()
 }
 
-// maxErrorText bounds the error text stored per attempt.
-const maxErrorText = 2048
+// MaxErrorText bounds the error text stored per attempt, in bytes: a
+// longer one keeps its start and its end. A Target whose errors carry the
+// end of a longer text (an exec command's output) keeps them within it, so
+// that what is stored is one contiguous piece.
+const MaxErrorText = 2048
 
 // outcome turns an attempt's result into the transition to record.
 func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error) hookbox.Outcome {
@@ -1464,12 +1467,12 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 }
 
 // errorText is the error text stored with an attempt: secrets masked
-// (Options.Redact), then cut to maxErrorText.
+// (Options.Redact), then cut to MaxErrorText.
 func (p *Pool) errorText(s string) string {
 	if p.opts.Redact != nil {
 		s = p.opts.Redact(s)
 	}
-	return truncate(strings.ToValidUTF8(s, "\uFFFD"), maxErrorText)
+	return truncate(strings.ToValidUTF8(s, "\uFFFD"), MaxErrorText)
 }
 
 // truncate keeps at most n bytes of s: its start and its end (where a
