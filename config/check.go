@@ -160,16 +160,22 @@ func (c *Config) Masked() *Config {
 		m.AdminToken = mask.Mask
 	}
 	m.DB = MaskDB(m.DB)
+	// exec_env values are masked as serve masks them (ExecEnvSecrets), so
+	// what check shows is what the logs will show.
+	secret := map[string]bool{}
+	for _, v := range c.ExecEnvSecrets() {
+		secret[v] = true
+	}
 	for i := range m.Sources {
 		s := &m.Sources[i]
 		for j := range s.Secrets {
 			s.Secrets[j] = mask.Mask
 		}
-		maskWork(s.ForwardHeaders, s.ExecEnv, &s.Forward)
+		maskWork(s.ForwardHeaders, s.ExecEnv, &s.Forward, secret)
 		s.PublicURL = maskURL(s.PublicURL) // Twilio's may hold user:password
 		for j := range s.Targets {
 			t := &s.Targets[j]
-			maskWork(t.ForwardHeaders, t.ExecEnv, &t.Forward)
+			maskWork(t.ForwardHeaders, t.ExecEnv, &t.Forward, secret)
 			if t.Sign != nil {
 				t.Sign.Secret = mask.Mask
 			}
@@ -246,13 +252,15 @@ func maskFromEnv(v reflect.Value, path string, origins map[string]origin) {
 
 // maskWork masks the secrets of a forward or exec: header values, exec_env
 // values, and the password and query of the forward URL.
-func maskWork(headers map[string]string, env []string, forward *string) {
+func maskWork(headers map[string]string, env []string, forward *string, secret map[string]bool) {
 	for k := range headers {
 		headers[k] = mask.Mask
 	}
 	for j, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		env[j] = name + "=" + mask.Mask
+		name, v, _ := strings.Cut(kv, "=")
+		if secret[v] || v == mask.Mask {
+			env[j] = name + "=" + mask.Mask
+		}
 	}
 	*forward = maskURL(*forward)
 }

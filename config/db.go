@@ -149,8 +149,8 @@ func MaskDB(db string) string {
 		b.WriteString(db[last:])
 		return b.String()
 	}
-	if strings.Contains(db, "=") && !strings.ContainsAny(db, "@:") {
-		return mask.Mask // a key=value string that does not parse
+	if strings.Contains(db, "=") {
+		return mask.Mask // a key=value string that does not parse: any part may be its password
 	}
 	if at := strings.LastIndexByte(db, '@'); at >= 0 {
 		head := db[:at]

@@ -167,12 +167,16 @@ func TestMaskDBMalformed(t *testing.T) {
 		"postgres:/u:S3cretXYZ@h/db":                      "postgres:" + mask.Mask + "@h/db",
 		"postgres:u:S3cretXYZ@h/db":                       "postgres:" + mask.Mask + "@h/db",
 		"postgres//u:S3cretXYZ@h/db":                      "postgres//u:" + mask.Mask + "@h/db",
-		"postgres;//u:S3cretXYZ@h/db?sslpassword=S3cretX": "postgres;//u:" + mask.Mask + "@h/db?" + mask.Mask,
-		"u:S3cretXYZ@h":          "u:" + mask.Mask + "@h",
-		"S3cretXYZ@h":            mask.Mask + "@h",
-		"postgres:u:S3cretXYZ":   "postgres:" + mask.Mask,
-		"sqlite:data/hookbox.db": "sqlite:data/hookbox.db",
-		"hookbox.db":             "hookbox.db",
+		"postgres;//u:S3cretXYZ@h/db?sslpassword=S3cretX": mask.Mask,
+		"u:S3cretXYZ@h":        "u:" + mask.Mask + "@h",
+		"S3cretXYZ@h":          mask.Mask + "@h",
+		"postgres:u:S3cretXYZ": "postgres:" + mask.Mask,
+		// key=value text that does not parse is masked whole: any part
+		// of it may be the password (a first version showed s3cr3t).
+		"host=db password='S3cretXYZ:pw":        mask.Mask,
+		"host=db user=u password=S3cret@ss:w x": mask.Mask,
+		"sqlite:data/hookbox.db":                "sqlite:data/hookbox.db",
+		"hookbox.db":                            "hookbox.db",
 	} {
 		if got := MaskDB(db); got != want {
 			t.Errorf("MaskDB(%q) = %q, want %q", db, got, want)

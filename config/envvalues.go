@@ -74,16 +74,35 @@ var secretName = regexp.MustCompile(`KEY|TOKEN|SECRET|PASS|PWD|CRED|AUTH|PRIVATE
 // URL, URI, WEBHOOK, COOKIE or SESSION.
 func SecretEnvName(name string) bool { return secretName.MatchString(strings.ToUpper(name)) }
 
+// settingName matches, in upper case, the names of environment variables
+// that hold a plain setting, never a credential: an environment or mode
+// (APP_ENV, NODE_ENV, MODE), a directory or path, a level, a port, a
+// host, a region, a name, a time zone or locale.
+var settingName = regexp.MustCompile(`^(PATH|HOME|LANG|TZ|USER|SHELL|TERM|DEBUG|VERBOSE|MODE|ENV|ENVIRONMENT|STAGE|REGION|LOG_LEVEL|LOGLEVEL)$|_(ENV|ENVIRONMENT|MODE|DIR|PATH|HOME|LEVEL|PORT|HOST|REGION|STAGE|NAME|TZ|LANG)$|^LC_`)
+
+// SettingEnvName reports whether an environment variable called name
+// plainly holds a setting, not a secret (case aside): its name is one of
+// PATH, HOME, LANG, TZ, USER, SHELL, TERM, DEBUG, VERBOSE, MODE, ENV,
+// ENVIRONMENT, STAGE, REGION, LOG_LEVEL, begins with LC_, or ends with
+// _ENV, _ENVIRONMENT, _MODE, _DIR, _PATH, _HOME, _LEVEL, _PORT, _HOST,
+// _REGION, _STAGE, _NAME, _TZ or _LANG; and it says nothing of a secret
+// (SecretEnvName: AUTH_MODE is a secret's name).
+func SettingEnvName(name string) bool {
+	up := strings.ToUpper(name)
+	return settingName.MatchString(up) && !secretName.MatchString(up)
+}
+
 // ExecEnvSecrets returns the values of the exec_env entries, of the
 // sources and of their targets, that are masked as secrets
-// (service.Redactor): those whose variable's name says it holds a secret
-// (SecretEnvName), those written with a ${NAME} reference (whatever the
-// variable is called: a secret kept in the environment is why one writes
-// a reference), and those that hold a URL ("://"), whose user info, query
-// or path may be a credential. The others, literal settings such as
-// APP_ENV=production, are not secrets: masked, their text would be
-// masked in every log line and error, in delivery ids and command output
-// alike.
+// (service.Redactor): every value but a literal setting under a name
+// that plainly holds one (SettingEnvName: APP_ENV=production,
+// RELEASE_DIR=/srv/app), or a number, duration, boolean or IP address.
+// Masked, such settings would be masked in every log line and error, in
+// delivery ids and command output alike. A value written with a ${NAME}
+// reference is masked whatever its name (a secret kept in the
+// environment is why one writes a reference), and so is one that holds
+// a URL ("://"), whose user info, query or path may be a credential.
+// Any other name (GITHUB_PAT, STRIPE_SK, JWT) is taken for a secret's.
 func (c *Config) ExecEnvSecrets() []string {
 	var out []string
 	add := func(path string, env []string) {
@@ -93,7 +112,8 @@ func (c *Config) ExecEnvSecrets() []string {
 				continue
 			}
 			item := fmt.Sprintf("%s[%d]", path, i)
-			if SecretEnvName(name) || c.origins[item].fromEnv || c.origins[path].fromEnv || strings.Contains(v, "://") {
+			fromEnv := c.origins[item].fromEnv || c.origins[path].fromEnv
+			if fromEnv || strings.Contains(v, "://") || !(SettingEnvName(name) || plainValue(v)) {
 				out = append(out, v)
 			}
 		}

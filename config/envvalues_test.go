@@ -70,9 +70,12 @@ sources:
 	}
 }
 
-// TestExecEnvSecrets: an exec_env value is a secret when its name says
-// so, when it came from the environment, or when it holds a URL; a
-// literal setting under a plain name (APP_ENV=production) is not.
+// TestExecEnvSecrets: an exec_env value is a secret unless it is a
+// literal setting under a name that plainly holds one (APP_ENV, REGION)
+// or a plain number; one from the environment, or holding a URL, is a
+// secret whatever its name, and so is a literal under any other name
+// (GITHUB_PAT, STRIPE_SK, JWT: a first version masked only names that
+// said "secret", and showed these).
 func TestExecEnvSecrets(t *testing.T) {
 	t.Setenv("HOOKBOX_TEST_EV_STAGE", "staging-eu-west")
 	cfg, err := config.Parse([]byte(`
@@ -87,6 +90,11 @@ sources:
       - DEPLOY_STAGE=${HOOKBOX_TEST_EV_STAGE}
       - UPSTREAM=https://user:pw@example.com/hook
       - DB_PASSWORD=
+      - GITHUB_PAT=ghp_abcdefghijklmnop
+      - STRIPE_SK=sk_live_abcdefghijk
+      - JWT=eyJhbGciOiJIUzI1NiJ9
+      - WORKERS=16
+      - AUTH_MODE=bearer-only-mode
   - name: b
     scheme: none
     targets:
@@ -97,9 +105,22 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"literal-token-value", "sk_test_lowercase_name", "staging-eu-west", "https://user:pw@example.com/hook", "target-literal-secret"}
+	want := []string{"literal-token-value", "sk_test_lowercase_name", "staging-eu-west", "https://user:pw@example.com/hook",
+		"ghp_abcdefghijklmnop", "sk_live_abcdefghijk", "eyJhbGciOiJIUzI1NiJ9", "bearer-only-mode", "target-literal-secret"}
 	if got := cfg.ExecEnvSecrets(); !slices.Equal(got, want) {
 		t.Errorf("ExecEnvSecrets = %q, want %q", got, want)
+	}
+	// config check shows what serve's logs will: the settings, not the
+	// secrets (it masked every value, settings too).
+	env := cfg.Masked().Sources[0].ExecEnv
+	if !slices.Contains(env, "APP_ENV=production") || !slices.Contains(env, "GITHUB_PAT=[REDACTED]") || slices.Contains(env, "JWT=eyJhbGciOiJIUzI1NiJ9") {
+		t.Errorf("Masked exec_env = %q, want APP_ENV shown and GITHUB_PAT and JWT masked", env)
+	}
+	for name, setting := range map[string]bool{"APP_ENV": true, "node_env": true, "RELEASE_DIR": true, "REGION": true, "LOG_LEVEL": true,
+		"DB_HOST": true, "LC_ALL": true, "AUTH_MODE": false, "GITHUB_PAT": false, "API": false, "SECRET_DIR": false, "STRIPE_SK": false} {
+		if config.SettingEnvName(name) != setting {
+			t.Errorf("SettingEnvName(%q) = %v, want %v", name, !setting, setting)
+		}
 	}
 	for name, secret := range map[string]bool{"API_KEY": true, "GITHUB_TOKEN": true, "PGPASSWORD": true, "DATABASE_URL": true, "SENTRY_DSN": true,
 		"AWS_SECRET_ACCESS_KEY": true, "oauth_client": true, "APP_ENV": false, "REGION": false, "LOG_LEVEL": false, "RELEASE_DIR": false} {

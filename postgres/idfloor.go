@@ -32,9 +32,11 @@ func (s *Store) RaiseIDFloor(ctx context.Context, p hookbox.IDFloorParams) (hook
 		return res, nil
 	}
 	// An instance still running may have drawn ids past the floor since
-	// it was read: the sequence is then left where it is, past it.
+	// it was read: the sequence is then left where it is, past it. A
+	// sequence never drawn from (is_called false) hands out last_value
+	// itself next, so one standing at the floor is moved too.
 	_, err = s.pool.Exec(ctx, `SELECT setval('events_id_seq', $1::bigint, true)
-        FROM events_id_seq WHERE last_value < $1::bigint`, floor)
+        FROM events_id_seq WHERE last_value < $1::bigint OR (last_value = $1::bigint AND NOT is_called)`, floor)
 	if err != nil {
 		return res, opError(ctx, "raise the id floor", err)
 	}

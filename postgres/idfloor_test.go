@@ -78,3 +78,24 @@ func TestRestoredIDsNotHandedOutAgain(t *testing.T) {
 		t.Fatalf("after the step the next id is %d, handed out before the restore (up to %d)", id, handedOut)
 	}
 }
+
+// TestFloorOnAFreshSequence: on a database no event was ever stored in,
+// the sequence hands out its value itself next (is_called false), so a
+// floor equal to it must still move it: --after 1 reported the floor
+// moved and the next event got id 1.
+func TestFloorOnAFreshSequence(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t))
+	res, err := s.RaiseIDFloor(ctx, hookbox.IDFloorParams{After: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("fresh", "1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].ID <= 1 {
+		t.Errorf("after RaiseIDFloor(After: 1) = %+v, the next event got id %d, want above 1", res, rs[0].ID)
+	}
+}

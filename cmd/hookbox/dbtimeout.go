@@ -42,7 +42,7 @@ func (g *globalFlags) dbTimeoutValue() (time.Duration, error) {
 		d, err = 0, nil
 	}
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s: want a duration such as 30s or 5m (0 for no limit)", name)
+		return 0, usagef("%s: want a duration such as 30s or 5m (0 for no limit)", name)
 	}
 	return d, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -44,7 +43,7 @@ first event stored after it deletes it. Until then it shows in events list.`,
 				p.Gap = 0
 			}
 			if p.Gap < 0 || p.After < 0 {
-				return errors.New("--gap and --after take a number of 0 or more")
+				return usagef("--gap and --after take a number of 0 or more")
 			}
 			cfg, err := g.loadConfig(false)
 			if err != nil {

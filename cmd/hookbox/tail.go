@@ -235,7 +235,6 @@ func (t *tailer) look(ctx context.Context) (dbErr, outErr error) {
 	if err != nil {
 		return err, nil
 	}
-	t.read()
 	if err := t.print(evs); err != nil {
 		return nil, err
 	}
@@ -243,6 +242,10 @@ func (t *tailer) look(ctx context.Context) (dbErr, outErr error) {
 	if err != nil {
 		return err, nil
 	}
+	// Only a look whose every read worked ends a run of failed ones: one
+	// that reads events but not refused deliveries (a role without
+	// SELECT on rejected) would otherwise say both, every look.
+	t.read()
 	return nil, t.printRejected(rjs)
 }
 

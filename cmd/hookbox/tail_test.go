@@ -370,3 +370,37 @@ func TestTailKeepsLooking(t *testing.T) {
 		t.Logf("tail's output:\n%s", s)
 	}
 }
+
+// rejectionsFail is a store whose refused deliveries cannot be read after
+// the first look (a role without SELECT on rejected), its events can.
+type rejectionsFail struct {
+	dbtest.Store
+	calls int
+}
+
+func (s *rejectionsFail) Rejections(ctx context.Context, f hookbox.RejectionFilter) ([]hookbox.Rejection, error) {
+	s.calls++
+	if s.calls > 1 {
+		return nil, errors.New("permission denied for table rejected")
+	}
+	return s.Store.Rejections(ctx, f)
+}
+
+// TestTailHalfFailingLooksWarnOnce: when events can be read and refused
+// deliveries cannot, tail warns once and backs off; each look wrote both
+// "reading the database again" and "cannot read the database" and reset
+// its pause, two lines per interval for good.
+func TestTailHalfFailingLooksWarnOnce(t *testing.T) {
+	s := &rejectionsFail{Store: dbtest.Open(t, dbtest.SQLiteURL(t))}
+	errOut := &syncbuf.Buffer{}
+	tl := &tailer{st: s, out: &syncbuf.Buffer{}, rejections: true, errOut: errOut, show: func(h http.Header) http.Header { return h }}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	if err := tl.run(ctx, 0, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	got := errOut.String()
+	if strings.Count(got, "cannot read the database") != 1 || strings.Contains(got, "reading the database again") {
+		t.Errorf("looks whose refused deliveries fail: want one warning and no recovery line, got:\n%s", got)
+	}
+}

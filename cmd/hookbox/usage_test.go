@@ -46,6 +46,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"purge", "30", "--db", db}, 2, "takes no arguments"},
 		{[]string{"events", "list", "--limit", "x", "--db", db}, 2, `invalid argument "x" for "--limit"`},
 		{[]string{"events", "list", "--status", "bogus", "--db", db}, 2, "--status: want"},
+		{[]string{"events", "list", "--db-timeout", "x", "--db", db}, 2, "--db-timeout: want a duration"},
+		{[]string{"restore-ids", "--gap", "-1", "--db", db}, 2, "--gap and --after take a number"},
 		{[]string{"events", "list", "--since", "yesterday", "--db", db}, 2, "--since"},
 		{[]string{"events", "show", "--db", db}, 2, "accepts 1 arg(s), received 0"},
 		{[]string{"events", "show", "x", "--db", db}, 2, `event id "x"`},

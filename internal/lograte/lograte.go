@@ -34,10 +34,12 @@ type Limiter struct {
 	open atomic.Int32   // len(runs), read without the lock by Cleared
 }
 
-// run is a key's lines since its last Cleared: how many, from when.
+// run is a key's lines since its last Cleared: how many, from when, and
+// whether one of them was written (not held back).
 type run struct {
-	n     int
-	first time.Time
+	n       int
+	first   time.Time
+	written bool
 }
 
 // Allow reports whether a line for key may be written now at the level
@@ -63,6 +65,8 @@ func (l *Limiter) Allow(key string, now time.Time) (bool, int) {
 		l.skip[key]++
 		return false, 0
 	}
+	r.written = true
+	l.runs[key] = r
 	held := l.skip[key]
 	l.last[key], l.skip[key] = now, 0
 	return true, held
@@ -90,8 +94,11 @@ func (l *Limiter) Log(ctx context.Context, lg *slog.Logger, level slog.Level, ke
 // Cleared ends key's run of lines, for a caller whose lines report
 // failures and which has just succeeded: it reports how many lines were
 // asked for key since the last Cleared (written or held back) and when
-// the first was, or ok false when there were none. It takes no lock when
-// no key has a run, so a success path can call it every time.
+// the first was, or ok false when there were none or all were held back
+// (a run none of whose lines was written needs no line saying it ended,
+// so the end of a run is said at most once per interval, as its lines
+// are). It takes no lock when no key has a run, so a success path can
+// call it every time.
 func (l *Limiter) Cleared(key string) (n int, since time.Time, ok bool) {
 	if l.open.Load() == 0 {
 		return 0, time.Time{}, false
@@ -104,7 +111,7 @@ func (l *Limiter) Cleared(key string) (n int, since time.Time, ok bool) {
 	}
 	delete(l.runs, key)
 	l.open.Add(-1)
-	return r.n, r.first, true
+	return r.n, r.first, r.written
 }
 
 // LogCleared writes msg to lg at info when key had a run of lines (see

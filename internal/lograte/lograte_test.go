@@ -72,3 +72,22 @@ func TestLogCleared(t *testing.T) {
 		t.Fatal("another key's run was cleared with store's")
 	}
 }
+
+// TestLogClearedSpacedOut: a key that fails and succeeds in turn writes
+// its failure line once per interval, and the line saying the failures
+// ended only after a run with a written line: not one per switch (the
+// first version wrote 36 in 2 s of claims failing half the time).
+func TestLogClearedSpacedOut(t *testing.T) {
+	var buf bytes.Buffer
+	lg := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	var l Limiter
+	ctx := context.Background()
+	for range 100 {
+		l.Log(ctx, lg, slog.LevelError, "claim", "claim failed", func() []slog.Attr { return nil })
+		l.LogCleared(ctx, lg, "claim", "claim works again")
+	}
+	out := buf.String()
+	if f, c := strings.Count(out, "claim failed"), strings.Count(out, "claim works again"); f != 1 || c != 1 {
+		t.Fatalf("100 failures each followed by a success wrote %d failure and %d recovery lines, want 1 and 1:\n%s", f, c, out)
+	}
+}
