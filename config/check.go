@@ -139,7 +139,8 @@ func (c *Config) Effective() *Config {
 
 // Masked returns a copy of c with every secret replaced by redact.Mask:
 // the admin token, each source's secrets, forward header values, the
-// values of exec_env entries, the password and query of the database URL
+// exec_env values serve masks (ExecEnvSecrets: a setting under a plain
+// name is shown, as in serve's logs), the password and query of the database URL
 // (or the password of a key=value connection string, see MaskDB), and
 // the password and query of forward URLs and of public_url. It is what
 // `hookbox config check` prints.
@@ -186,7 +187,7 @@ func (c *Config) Masked() *Config {
 
 // shownFromEnv matches the key paths whose values Masked shows even when
 // they came from the environment: see Masked. exec_env entries are
-// masked after the name, as every entry is.
+// masked by maskWork, after their name, as serve masks them.
 var shownFromEnv = regexp.MustCompile(`^(listen|admin_listen|db|sources\[\d+\]\.(targets\[\d+\]\.)?exec_env\[\d+\])$`)
 
 // maskFromEnv replaces with redact.Mask every string in v, the value at
@@ -250,15 +251,16 @@ func maskFromEnv(v reflect.Value, path string, origins map[string]origin) {
 	}
 }
 
-// maskWork masks the secrets of a forward or exec: header values, exec_env
-// values, and the password and query of the forward URL.
+// maskWork masks the secrets of a forward or exec: header values, the
+// exec_env values in secret (ExecEnvSecrets), and the password and query
+// of the forward URL.
 func maskWork(headers map[string]string, env []string, forward *string, secret map[string]bool) {
 	for k := range headers {
 		headers[k] = mask.Mask
 	}
 	for j, kv := range env {
 		name, v, _ := strings.Cut(kv, "=")
-		if secret[v] || v == mask.Mask {
+		if secret[v] {
 			env[j] = name + "=" + mask.Mask
 		}
 	}

@@ -172,14 +172,14 @@ type Options struct {
 	// bounds its steps itself and sets none): the server ends a
 	// statement that runs longer (statement_timeout, SQLSTATE 57014) or
 	// waits for a lock for most of it (lock_timeout, 55P03, a tenth
-	// less, unless LockTimeout is set), and the client gives up on one the server has not
-	// answered answerGrace after that (a stalled server, network or
-	// pooler), as it does on a ping of an idle connection. They set
-	// the session's own timeouts, over any the URL, the role or the
-	// database sets. TimedOut recognizes the errors.
+	// less, unless LockTimeout is set), and the client gives up on one
+	// the server has not answered answerGrace after that (a stalled
+	// server, network or pooler), as it does on a ping of an idle
+	// connection. They set the session's own timeouts, over any the URL,
+	// the role or the database sets. TimedOut recognizes the errors.
 	StatementTimeout time.Duration
 	// LockTimeout, when positive, is the sessions' lock_timeout (by
-	// default StatementTimeout): for a migration, whose statements may
+	// default a tenth less than StatementTimeout): for a migration, whose statements may
 	// run long but must not wait long for locks held elsewhere, queuing
 	// every other session's statements behind them.
 	LockTimeout time.Duration

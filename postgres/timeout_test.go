@@ -7,33 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/faults"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 )
-
-// holdLock takes LOCK TABLE table IN ACCESS EXCLUSIVE MODE in a
-// transaction of its own on dbURL, held until the test ends.
-func holdLock(t *testing.T, dbURL, table string) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Rollback(context.Background()) })
-	if _, err := tx.Exec(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestStatementTimeoutHeldLock: a store opened with a StatementTimeout
 // (hookbox's commands other than serve) gives up on a read that waits for
@@ -49,7 +27,7 @@ func TestStatementTimeoutHeldLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	holdLock(t, dbURL, "events")
+	pgtest.HoldLock(t, dbURL, "events")
 
 	done := make(chan error, 1)
 	go func() {

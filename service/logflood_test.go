@@ -54,6 +54,15 @@ func infoLogged(t *testing.T, doc string) (*e2e.Server, *syncbuf.Buffer, string)
 	return e2e.StartLogged(t, doc, dbURL, log, nil), logs, dbURL
 }
 
+// openStoreOnly is a config of one unsigned store_only source, open.
+const openStoreOnly = `
+sources:
+  - name: open
+    scheme: none
+    id_header: X-Id
+    store_only: true
+`
+
 // TestStoreOutageLogsSpacedOut: while the store cannot commit, the
 // deliveries answered 503 and the /readyz probes answered 503 write a
 // line each ten seconds, not one each: their number is the senders' and
@@ -63,13 +72,7 @@ func infoLogged(t *testing.T, doc string) (*e2e.Server, *syncbuf.Buffer, string)
 // last check for a second.
 func TestStoreOutageLogsSpacedOut(t *testing.T) {
 	t.Parallel()
-	srv, logs, dbURL := infoLogged(t, `
-sources:
-  - name: open
-    scheme: none
-    id_header: X-Id
-    store_only: true
-`)
+	srv, logs, dbURL := infoLogged(t, openStoreOnly)
 	holdWriteLock(t, dbURL)
 	const n = 10
 	var wg sync.WaitGroup
@@ -111,13 +114,7 @@ sources:
 // lines, silence alone could not tell a recovered store from a dead one.
 func TestStoreBackLogged(t *testing.T) {
 	t.Parallel()
-	srv, logs, dbURL := infoLogged(t, `
-sources:
-  - name: open
-    scheme: none
-    id_header: X-Id
-    store_only: true
-`)
+	srv, logs, dbURL := infoLogged(t, openStoreOnly)
 	release := holdWriteLock(t, dbURL)
 	for i := range 3 {
 		if r := srv.Post("open", http.Header{"X-Id": {fmt.Sprint("down-", i)}}, []byte(`{}`)); r.Status != http.StatusServiceUnavailable {

@@ -85,11 +85,10 @@ type Service struct {
 
 // Redactor returns the Redactor for cfg's secrets: every source's signing
 // secrets, forward header values (and the credential they carry, see
-// redact.HeaderSecrets), the exec_env values that hold a secret (a command
-// that prints its environment, or fails quoting it, puts them in its
-// output): those whose name says so, those taken from the environment and
-// those that hold a URL (config.Config.ExecEnvSecrets; a literal setting
-// such as APP_ENV=production is shown), the admin token, the database
+// redact.HeaderSecrets), the exec_env values (a command that prints its
+// environment, or fails quoting it, puts them in its output) but the
+// literal settings under a plain name such as APP_ENV=production
+// (config.Config.ExecEnvSecrets), the admin token, the database
 // URL's password as pgx reads it (config.DBSecrets), and the values taken
 // from the environment (config.Config.EnvValues: a secret may be kept in
 // any of them, a token in an exec argument or a forward URL above all;

@@ -14,36 +14,6 @@ import (
 	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
-// lockAll takes LOCK TABLE … IN ACCESS EXCLUSIVE MODE on every table of
-// dbURL's schema, as a migration or VACUUM FULL would on one, in a
-// transaction held until the test ends.
-func lockAll(t *testing.T, dbURL string) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(context.Background()) })
-	tx, err := c.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tx.Rollback(context.Background()) })
-	var tables []string
-	rows, err := tx.Query(ctx, `SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema()`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tables, err = pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil || len(tables) == 0 {
-		t.Fatalf("tables: %v %v", tables, err)
-	}
-	if _, err := tx.Exec(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestCommandsGiveUpOnAHeldLock: while another session holds an ACCESS
 // EXCLUSIVE lock on hookbox's tables (a migration, VACUUM FULL, a
 // forgotten LOCK TABLE), every command that reads or changes the database
@@ -54,7 +24,7 @@ func lockAll(t *testing.T, dbURL string) {
 func TestCommandsGiveUpOnAHeldLock(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	mustCLI(t, "migrate", "--db", dbURL)
-	lockAll(t, dbURL)
+	pgtest.HoldLock(t, dbURL)
 
 	const ceiling = 60 * time.Second // each gives up after 0.9 s
 	check := func(args []string, err error, took time.Duration) {

@@ -171,3 +171,33 @@ func redact(u string) string {
 	}
 	return parsed.Redacted()
 }
+
+// HoldLock takes LOCK TABLE … IN ACCESS EXCLUSIVE MODE on tables (none:
+// every table of dbURL's schema) in a transaction of its own, as a
+// migration or VACUUM FULL would, held until the test ends.
+func HoldLock(t testing.TB, dbURL string, tables ...string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(context.Background()) })
+	if len(tables) == 0 {
+		rows, err := tx.Query(ctx, `SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = current_schema()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tables, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil || len(tables) == 0 {
+			t.Fatalf("the schema's tables: %v %v", tables, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+}
