@@ -43,3 +43,6 @@ func (s *Store) ConnLifetime() (lifetime, jitter time.Duration) {
 	c := s.pool.Config()
 	return c.MaxConnLifetime, c.MaxConnLifetimeJitter
 }
+
+// DueQueuesSQL is the statement behind DueQueues.
+const DueQueuesSQL = dueQueues

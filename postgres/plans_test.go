@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
@@ -76,6 +79,11 @@ func TestPlansFollowTheQueue(t *testing.T) {
 	if len(claims) != 3 {
 		t.Fatalf("%d claim statements prepared on the connection, want 3 (plain, plain skipping what runs, by key): %v", len(claims), claims)
 	}
+	// The walk of DueQueues (a read before every round of claims) seeks
+	// from one queue name to the next in queue_due.
+	if text := explain(t, conn, postgres.DueQueuesSQL); strings.Contains(text, "Seq Scan on queue") || !strings.Contains(text, "queue_due") {
+		t.Errorf("DueQueues does not walk queue_due:\n%s", text)
+	}
 	for name, stmt := range claims {
 		var plan []string
 		args := `('t', 60000000, NULL, '{s/a}', 1)` // claimDue's
@@ -103,4 +111,18 @@ func TestPlansFollowTheQueue(t *testing.T) {
 			t.Errorf("a claim scans the whole queue of 20,000 deliveries:\n%s\n%s", stmt, text)
 		}
 	}
+}
+
+// explain returns the plan of q on conn.
+func explain(t *testing.T, conn *pgxpool.Conn, q string) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `EXPLAIN `+q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }

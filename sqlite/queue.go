@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,10 +26,43 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
 	}
+	var out []hookbox.Event
+	var err error
+	if parts := splitSources(p); len(parts) > 1 {
+		out, err = s.claimParts(ctx, parts)
+	} else {
+		out, err = s.claimOne(ctx, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	if len(out) > 0 {
+		// No event is handed to a worker before its claim is on disk (see
+		// walSyncer), in the file the database path names (fileGuard).
+		// When that fails, the events stay leased to nobody until their
+		// leases end: working them would be the very thing this wait is
+		// for.
+		if err := s.settle(); err != nil {
+			return nil, fmt.Errorf("sqlite: claim: %w", err)
+		}
+	}
+	if p.ByKey && p.KeyCursor != nil && len(out) < p.Limit {
+		// After the commit, on a reader: the one writer does not wait
+		// for this walk.
+		if err := s.keyCursor(ctx, p); err != nil {
+			return out, fmt.Errorf("sqlite: claim: key cursor: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// claimOne leases the events of the claim p in one transaction, with one
+// statement (two for a claim by key that wraps around its keys).
+func (s *Store) claimOne(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
 	q, args := claimSQL(p)
 	st, err := s.claims.get(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim: %w: %w", hookbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
 	}
 	var out []hookbox.Event
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
@@ -60,27 +94,67 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		sortByID(out)
 		return err
 	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	return out, err
+}
+
+// maxUnion is how many sources one claim statement walks. Each is a part
+// of a compound SELECT, and SQLite refuses a compound of more than 500
+// (SQLITE_MAX_COMPOUND_SELECT).
+const maxUnion = 400
+
+// splitSources splits a plain claim of more than maxUnion sources into
+// claims of at most maxUnion each, in order; any other claim is one part.
+func splitSources(p hookbox.ClaimParams) []hookbox.ClaimParams {
+	if p.Strict || p.ByKey || len(p.Sources) <= maxUnion {
+		return []hookbox.ClaimParams{p}
 	}
-	if len(out) > 0 {
-		// No event is handed to a worker before its claim is on disk (see
-		// walSyncer), in the file the database path names (fileGuard).
-		// When that fails, the events stay leased to nobody until their
-		// leases end: working them would be the very thing this wait is
-		// for.
-		if err := s.settle(); err != nil {
-			return nil, fmt.Errorf("sqlite: claim: %w", err)
+	var parts []hookbox.ClaimParams
+	for c := range slices.Chunk(p.Sources, maxUnion) {
+		part := p
+		part.Sources = c
+		parts = append(parts, part)
+	}
+	return parts
+}
+
+// claimParts leases the events of a claim split by splitSources, part
+// after part in one transaction, each taking what the ones before it left
+// of the limit: the events due first in each part, not across all (a
+// claim over hundreds of sources with more due than its limit). All leases
+// start at one time, taken once the writer is ours.
+func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]hookbox.Event, error) {
+	stmts := make([]*sql.Stmt, len(parts))
+	for i, part := range parts {
+		q, _ := claimSQL(part)
+		st, err := s.claims.get(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
 		}
+		stmts[i] = st
 	}
-	if p.ByKey && p.KeyCursor != nil && len(out) < p.Limit {
-		// After the commit, on a reader: the one writer does not wait
-		// for this walk.
-		if err := s.keyCursor(ctx, p); err != nil {
-			return out, fmt.Errorf("sqlite: claim: key cursor: %w", err)
+	var out []hookbox.Event
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		now := parts[0].Now
+		if now.IsZero() {
+			now = time.Now()
 		}
-	}
-	return out, nil
+		for i, part := range parts {
+			part.Now, part.Limit = now, part.Limit-len(out)
+			if part.Limit <= 0 {
+				break
+			}
+			q, args := claimSQL(part)
+			evs, err := claimTx(ctx, tx, stmts[i], q, args)
+			if err != nil {
+				return err
+			}
+			out = append(out, evs...)
+		}
+		sortByID(out)
+		return nil
+	})
+	return out, err
 }
 
 // leaseIDs leases the events whose ids follow, up to a closing

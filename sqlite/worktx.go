@@ -45,19 +45,31 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if p.Strict {
 		return nil, time.Time{}, errors.New("sqlite: pick: strict claims must lease")
 	}
-	pick, args, nowMS, _ := claimPick(p)
-	q := `SELECT ` + queuedColumns + ` FROM events WHERE id IN (` + pick + `)`
-	// The writer is this transaction's: a statement cannot be prepared on
-	// it now, so a new one runs unprepared this once.
-	st := w.s.claims.lookup(q)
-	if st == nil {
-		w.uncached = q
+	if p.Now.IsZero() {
+		p.Now = time.Now()
 	}
-	evs, err := claimTx(ctx, w.tx, st, q, args)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("sqlite: pick: %w", err)
+	// Over more than maxUnion sources, part after part (see claimParts).
+	var out []hookbox.Event
+	for _, part := range splitSources(p) {
+		if part.Limit -= len(out); part.Limit <= 0 {
+			break
+		}
+		pick, args, _, _ := claimPick(part)
+		q := `SELECT ` + queuedColumns + ` FROM events WHERE id IN (` + pick + `)`
+		// The writer is this transaction's: a statement cannot be prepared
+		// on it now, so a new one runs unprepared this once.
+		st := w.s.claims.lookup(q)
+		if st == nil {
+			w.uncached = q
+		}
+		evs, err := claimTx(ctx, w.tx, st, q, args)
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("sqlite: pick: %w", err)
+		}
+		out = append(out, evs...)
 	}
-	return evs, fromMillis(nowMS), nil
+	sortByID(out)
+	return out, fromMillis(millis(p.Now)), nil
 }
 
 // Repick checks, event by event, that each is still due and unworked.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -52,6 +53,8 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 		"ReleasedAttemptIsGivenBack": testReleasedAttemptIsGivenBack,
+		"DueQueues":                  testDueQueues,
+		"ClaimManySources":           testClaimManySources,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -647,5 +650,76 @@ func testFinishAnyErrorText(t *testing.T, q QueueStore) {
 	e := status(t, q, evs[0].ID)
 	if e.Status != hookbox.StatusPending || !strings.Contains(e.LastError, "end") {
 		t.Fatalf("after finish: %s, last error %q", e.Status, e.LastError)
+	}
+}
+
+// testDueQueues: DueQueues lists exactly the queues with an event due on
+// the store's clock: pending and due, or processing with a lease that has
+// ended; not one whose events are leased, waiting for a retry, or done.
+func testDueQueues(t *testing.T, q QueueStore) {
+	due := func(want ...string) {
+		t.Helper()
+		got, err := q.DueQueues(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("due queues %q, want %q", got, want)
+		}
+	}
+	due()
+	ingest(t, q, Delivery("dq-a", "1"), Delivery("dq-a", "2"), Delivery("dq-b", "1"), Delivery("dq-c", "1"))
+	due("dq-a", "dq-b", "dq-c")
+	now := time.Now()
+	ev := claim(t, q, now, 1, "dq-c")[0]
+	finish(t, q, outcome(ev, hookbox.StatusDone, now))
+	ev = claim(t, q, now, 1, "dq-b")[0]
+	due("dq-a")
+	finish(t, q, outcome(ev, hookbox.StatusPending, now.Add(time.Hour)))
+	due("dq-a")
+	// Leased for a millisecond: once it has passed, both leases ended.
+	evs, err := q.Claim(context.Background(), hookbox.ClaimParams{
+		Owner: "short", Limit: 2, Lease: time.Millisecond, Sources: []string{"dq-a"}, Now: now})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("claimed %d events of dq-a, %v; want 2", len(evs), err)
+	}
+	time.Sleep(time.Until(now.Add(10 * time.Millisecond)))
+	due("dq-a")
+	if evs := claim(t, q, time.Now(), 2, "dq-a"); len(evs) != 2 {
+		t.Fatalf("claimed %d events of dq-a again, want 2", len(evs))
+	}
+	due()
+}
+
+// testClaimManySources: a claim or a pick over more sources than one
+// SQLite statement may join (500 parts of a compound SELECT) takes what
+// is due in all of them.
+func testClaimManySources(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	var ds []hookbox.Delivery
+	var sources []string
+	for i := range 1100 {
+		src := fmt.Sprint("many-", i)
+		sources = append(sources, src)
+		ds = append(ds, Delivery(src, "1"))
+	}
+	ingest(t, q, ds...)
+	w, err := q.BeginWork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	picked, _, err := w.Pick(ctx, hookbox.ClaimParams{Limit: 2000, Sources: sources})
+	if rerr := w.Rollback(); rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err != nil || len(picked) != 1100 {
+		t.Fatalf("picked %d events of 1,100 sources, %v; want 1,100", len(picked), err)
+	}
+	if evs := claim(t, q, time.Now(), 700, sources...); len(evs) != 700 {
+		t.Fatalf("claimed %d events of 1,100 sources with limit 700, want 700", len(evs))
+	}
+	if evs := claim(t, q, time.Now(), 2000, sources...); len(evs) != 400 {
+		t.Fatalf("claimed %d events, want the 400 left", len(evs))
 	}
 }

@@ -824,8 +824,9 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		// Strict sources first: each runs one event at a time, and a slot
 		// free now must not go to another queue's backlog (claimLeased
 		// gives whoever has events due what is left).
+		strictNow, leasedNow := p.dueOnly(claimCtx, p.active(strict), p.active(leasedSources))
 		var strictWait time.Duration // until an open circuit allows a trial
-		for _, src := range p.active(strict) {
+		for _, src := range strictNow {
 			p.mu.Lock()
 			leased := p.routes[src].leased()
 			p.mu.Unlock()
@@ -848,7 +849,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			}
 			p.logErr("strict claim", err)
 		}
-		plain, ctls := p.controlled(p.active(leasedSources))
+		plain, ctls := p.controlled(leasedNow)
 		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls)
 		if strictWait > 0 && (wait == 0 || strictWait < wait) {
 			wait = strictWait
@@ -879,6 +880,43 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		}
 	}
 }
+
+// dueOnly keeps, of the strict and the other queues a round of claimLoop
+// is about to claim, those with an event due (hookbox.Queue.DueQueues):
+// each claim is a write transaction, and with hundreds of targets most
+// have nothing due most of the time, so one read per round costs less
+// than a claim per queue. Below dueProbeMin queues the read is skipped, as
+// it is when it fails (the round claims every queue, as without it).
+func (p *Pool) dueOnly(ctx context.Context, strict, leased []string) ([]string, []string) {
+	if len(strict)+len(leased) < dueProbeMin {
+		return strict, leased
+	}
+	sctx, cancel := p.storeCtx(ctx)
+	names, err := p.q.DueQueues(sctx)
+	cancel()
+	p.logErr("list the queues with events due", err)
+	if err != nil {
+		return strict, leased
+	}
+	due := make(map[string]bool, len(names))
+	for _, n := range names {
+		due[n] = true
+	}
+	keep := func(list []string) []string {
+		out := make([]string, 0, len(list))
+		for _, s := range list {
+			if due[s] {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return keep(strict), keep(leased)
+}
+
+// dueProbeMin is how many queues a round must have to claim before it
+// asks which have events due: for one, the claim itself asks as cheaply.
+const dueProbeMin = 2
 
 // logErr logs a failed call to the store, what naming it (a fixed
 // string): one line per what every errLogEvery, saying how many were held
