@@ -83,3 +83,24 @@ func (s *Store) loadIDFloor(ctx context.Context) error {
 	s.idFloor.Store(n > 0)
 	return nil
 }
+
+// lookForIDFloor notes a placeholder of RaiseIDFloor that another process
+// stored (hookbox restore-ids run while hookbox serves), so that this
+// process's ingest deletes it too; loadIDFloor sees only those stored
+// before Open. It is a seek in the (source, delivery_id) index, made by
+// checkpointLoop every idFloorLookEvery ticks on the checkpointer's
+// connection.
+func (s *Store) lookForIDFloor() {
+	if s.idFloor.Load() {
+		return
+	}
+	var found bool
+	err := s.checkpointer.QueryRow(`SELECT EXISTS (SELECT 1 FROM events WHERE source = ?)`, hookbox.IDFloorSource).Scan(&found)
+	if err == nil && found {
+		s.idFloor.Store(true)
+	}
+}
+
+// idFloorLookEvery is how many of checkpointLoop's ticks (checkpointInterval)
+// pass between two looks for a placeholder another process stored: 1 s.
+const idFloorLookEvery = int(time.Second / checkpointInterval)

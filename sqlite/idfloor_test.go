@@ -108,3 +108,56 @@ func TestRestoredIDsNotHandedOutAgain(t *testing.T) {
 		t.Fatalf("the second event after the step got id %d", next)
 	}
 }
+
+// TestPlaceholderOfAnotherProcessDeleted: a placeholder stored by another
+// process while a store serves (hookbox restore-ids run beside hookbox
+// serve) is deleted by the serving store's ingest, as one it stored
+// itself. The serving store noted only the placeholders there at its Open,
+// so this one stayed in lists until a restart.
+func TestPlaceholderOfAnotherProcessDeleted(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	serving, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer serving.Close()
+	other, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := other.RaiseIDFloor(ctx, hookbox.IDFloorParams{Gap: 1000})
+	if err != nil || !f.Moved {
+		t.Fatalf("RaiseIDFloor: %+v, %v", f, err)
+	}
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
+	placeholders := func() int {
+		t.Helper()
+		evs, err := serving.Events(ctx, hookbox.Filter{Source: hookbox.IDFloorSource})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+	if n := placeholders(); n != 1 {
+		t.Fatalf("%d placeholders after RaiseIDFloor, want 1", n)
+	}
+	// The serving store looks for one every second: ingest until it is
+	// gone, every id above the floor.
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; placeholders() > 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("the placeholder is still listed after %d deliveries stored by the serving store", i)
+		}
+		rs, err := serving.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("live", fmt.Sprint("d", i))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs[0].ID <= f.Floor {
+			t.Fatalf("event id %d at or below the floor %d", rs[0].ID, f.Floor)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -343,11 +343,14 @@ func (s *Store) checkpointLoop() {
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
 	var nextTruncate time.Time
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-s.stopCheckpoints:
 			return
 		case <-t.C:
+			if tick%idFloorLookEvery == 0 {
+				s.lookForIDFloor()
+			}
 			if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > s.maxWAL && !time.Now().Before(nextTruncate) {
 				if !s.truncateWAL() {
 					// A reader held on: ingest must not wait on it
