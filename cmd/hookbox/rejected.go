@@ -50,6 +50,9 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
 			if limit <= 0 || limit > server.MaxListLimit {
 				return usagef("--limit: want 1 to %d", server.MaxListLimit)
 			}
+			if status != 0 && (status < 100 || status > 599) {
+				return usagef("--status: want an HTTP status such as 401")
+			}
 			f := hookbox.RejectionFilter{Source: source, Status: status, Limit: limit, BeforeID: beforeID}
 			var err error
 			if f.Since, err = server.ParseTime(since, time.Now()); err != nil {

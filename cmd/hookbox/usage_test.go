@@ -49,6 +49,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"events", "list", "--db-timeout", "x", "--db", db}, 2, "--db-timeout: want a duration"},
 		{[]string{"restore-ids", "--gap", "-1", "--db", db}, 2, "--gap and --after take a number"},
 		{[]string{"events", "list", "--since", "yesterday", "--db", db}, 2, "--since"},
+		{[]string{"rejected", "list", "--status", "999", "--db", db}, 2, "--status: want an HTTP status"},
 		{[]string{"events", "show", "--db", db}, 2, "accepts 1 arg(s), received 0"},
 		{[]string{"events", "show", "x", "--db", db}, 2, `event id "x"`},
 		{[]string{"replay", "--db", db}, 2, "name event ids"},
