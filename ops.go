@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -61,14 +62,56 @@ type ReplayParams struct {
 	// far each time a batch of them has committed (a store that replays in
 	// one statement calls it once, at the end).
 	Progress func(replayed int)
+	// Expect makes the replay of a named event (a key of IDs) conditional
+	// on what the operator saw: the event is replayed only while its
+	// attempts are still the number given (ReplayAttempts: a FanOut
+	// event's is the sum over its deliveries). Every attempt started
+	// since, such as the run of an earlier replay, changes the number, so
+	// two replays that expect the same number run the event once between
+	// them, not twice (a double click, a stale page, two operators). The
+	// store checks it in the statement that replays, with the state. An
+	// event left alone for it is in Skipped, with its new number
+	// (ChangedSince says so). Ids of Expect not in IDs are ignored.
+	Expect map[int64]int
+}
+
+// ReplayAttempts is the number ReplayParams.Expect compares for e: its
+// attempts, or for a FanOut event the sum of its deliveries' (the row of a
+// FanOut event is never worked itself, so its own count never moves).
+func ReplayAttempts(e Event, deliveries []Event) int {
+	if !e.FanOut {
+		return e.Attempts
+	}
+	n := 0
+	for _, d := range deliveries {
+		n += d.Attempts
+	}
+	return n
+}
+
+// ChangedSince reports whether a replay with Expect left e alone because
+// its attempts moved on: have (ReplayAttempts of e and its deliveries) is
+// not the number Expect held for it. False when Expect says nothing of e.
+func ChangedSince(expect map[int64]int, e Event, deliveries []Event) (have int, changed bool) {
+	want, ok := expect[e.ID]
+	if !ok {
+		return 0, false
+	}
+	have = ReplayAttempts(e, deliveries)
+	return have, have != want
 }
 
 // ReplayResult says what a replay did (or, dry, would do).
 type ReplayResult struct {
 	Replayed []int64 `json:"replayed"` // back to pending with a fresh attempt budget
 	// Skipped are named events left alone: in flight, or done without
-	// IncludeDone, or missing. Always in the JSON (server.NewReplayReply
-	// makes a nil list []), so a script can rely on the key.
+	// IncludeDone, or changed since the operator looked (Expect), or
+	// missing. A named FanOut event is replayed as its deliveries: each of
+	// them left alone (and not in NoPayload) is listed here too, by its own
+	// id, after the named ids, even when others were replayed; the event
+	// itself is listed only when none was. Always in the JSON
+	// (server.NewReplayReply makes a nil list []), so a script can rely on
+	// the key.
 	Skipped []int64 `json:"skipped"`
 	// NoPayload are events left alone because payload retention cleared
 	// their payload: replaying one would send an empty body under the
@@ -354,6 +397,18 @@ func Missing(want, got []int64) []int64 {
 		}
 	}
 	return out
+}
+
+// ReplaySkipped is a replay's Skipped list (see ReplayResult): the named
+// ids neither replayed, nor in noPayload, nor a FanOut event of which a
+// delivery was replayed (parents); then, in id order, the deliveries of
+// the named FanOut events (deliveries) neither replayed nor in noPayload,
+// less those already listed.
+func ReplaySkipped(named, replayed, noPayload, parents, deliveries []int64) []int64 {
+	skipped := Missing(named, slices.Concat(replayed, noPayload, parents))
+	handled := slices.Concat(replayed, noPayload, skipped)
+	slices.Sort(deliveries)
+	return append(skipped, Missing(slices.Compact(deliveries), handled)...)
 }
 
 // NoSchemaError returns an error that matches ErrNoSchema and reads msg

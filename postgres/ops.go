@@ -46,6 +46,10 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	if len(p.IDs) > 0 {
 		// A FanOut event named is replayed as its deliveries.
 		where, args = ` WHERE (id = ANY($1::bigint[]) OR parent_id = ANY($1::bigint[]))`, []any{p.IDs}
+		if expIDs, expN := expected(p); len(expIDs) > 0 {
+			where += ` AND ` + expectEvents
+			args = append(args, expIDs, expN)
+		}
 	} else {
 		where, args = filterSQL(p.Filter)
 	}
@@ -70,9 +74,12 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		n := len(args)
 		pick := `SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > $` + strconv.Itoa(n+1) +
 			` ORDER BY id LIMIT $` + strconv.Itoa(n+2)
-		set := replaySet(replayable(p.IncludeDone))
+		set, setArgs := replaySet(replayable(p.IncludeDone), false), []any{now}
+		if expIDs, expN := expected(p); len(expIDs) > 0 {
+			set, setArgs = replaySet(replayable(p.IncludeDone), true), []any{now, expIDs, expN}
+		}
 		for after := int64(0); ; {
-			picked, err := s.replaySlice(ctx, pick, append(args[:n:n], after, replayBatch), set, now, &res)
+			picked, err := s.replaySlice(ctx, pick, append(args[:n:n], after, replayBatch), set, setArgs, &res)
 			if err != nil {
 				// The slices before this one have committed.
 				return res, opError(ctx, "replay", err)
@@ -95,7 +102,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		}
 	}
 	slices.Sort(res.Replayed)
-	var parents []int64
+	var parents, deliveries []int64
 	if len(p.IDs) > 0 && len(res.Replayed) > 0 {
 		rows, err := s.pool.Query(ctx, `SELECT DISTINCT parent_id FROM events
             WHERE parent_id IS NOT NULL AND id = ANY($1::bigint[])`, res.Replayed)
@@ -106,9 +113,46 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 			return res, opError(ctx, "replay", err)
 		}
 	}
-	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload, parents))
+	if len(p.IDs) > 0 {
+		// Every delivery of a named FanOut event: those the replay left
+		// alone (in flight, done, changed) are reported by their own id.
+		rows, err := s.pool.Query(ctx, `SELECT id FROM event_data
+            WHERE parent_id IS NOT NULL AND parent_id = ANY($1::bigint[]) ORDER BY id`, p.IDs)
+		if err == nil {
+			deliveries, err = rowscan.IDs(rows)
+		}
+		if err != nil {
+			return res, opError(ctx, "replay", err)
+		}
+	}
+	res.Skipped = hookbox.ReplaySkipped(p.IDs, res.Replayed, res.NoPayload, parents, deliveries)
 	return res, nil
 }
+
+// expected lists p.Expect for the named ids: the ids and, in the same
+// order, the attempts expected of each (see expectEvents).
+func expected(p hookbox.ReplayParams) (ids, attempts []int64) {
+	seen := map[int64]bool{}
+	for _, id := range p.IDs {
+		if n, ok := p.Expect[id]; ok && !seen[id] {
+			seen[id] = true
+			ids, attempts = append(ids, id), append(attempts, int64(n))
+		}
+	}
+	return ids, attempts
+}
+
+// expectEvents is the condition hookbox.ReplayParams.Expect puts on the
+// rows of a replay of named events, over the events view, with the
+// expected ids as $2 and their attempts as $3 (expected): a named event
+// only while its attempts are the number expected, a delivery of a named
+// FanOut event only while the sum of its event's deliveries' attempts is
+// (hookbox.ReplayAttempts). replaySet checks the same on the locked rows,
+// in the statement that replays them.
+const expectEvents = `NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $3::bigint[]) x(id, n)
+    WHERE (x.id = events.id AND events.attempts <> x.n)
+       OR (x.id = events.parent_id AND (SELECT coalesce(sum(c.attempts), 0) FROM events c
+            WHERE c.parent_id = x.id) <> x.n))`
 
 // replayBatch is how many events one replay transaction changes.
 const replayBatch = 1000
@@ -150,12 +194,26 @@ const replayLock = `SELECT id FROM queue WHERE id = ANY($1::bigint[]) ORDER BY i
 // as the last attempt before it), after the row of a first attempt that
 // succeeded, which had none (hookbox.AttemptStored) and is read from the
 // snapshot the update rewrites.
-func replaySet(states string) string {
+//
+// With expect, it also checks hookbox.ReplayParams.Expect, with the
+// expected ids as $3 and their attempts as $4 (expected), in the same
+// statement as the states: the rows it changes are locked, and the sum
+// over a FanOut event's deliveries is read once every lock is held.
+func replaySet(states string, expect bool) string {
+	cond := ``
+	if expect {
+		cond = `
+  AND NOT EXISTS (SELECT 1 FROM unnest($3::bigint[], $4::bigint[]) x(id, n)
+    WHERE (x.id = queue.id AND queue.attempts <> x.n)
+       OR (x.id = (SELECT d.parent_id FROM event_data d WHERE d.id = queue.id)
+           AND (SELECT coalesce(sum(c.attempts), 0) FROM queue c
+                WHERE c.id = ANY (ARRAY(SELECT e.id FROM event_data e WHERE e.parent_id = x.id))) <> x.n))`
+	}
 	return `WITH replayed AS (
 UPDATE queue SET status = 'pending', attempt_base = attempts, next_attempt_at = COALESCE($2::timestamptz, now()),
     lease_owner = NULL, last_error = NULL, updated_at = COALESCE($2::timestamptz, now())
 WHERE id = ANY($1::bigint[]) AND NOT fanout AND status IN ` + states + `
-  AND EXISTS (SELECT 1 FROM event_data d WHERE d.id = queue.id AND d.payload IS NOT NULL)
+  AND EXISTS (SELECT 1 FROM event_data d WHERE d.id = queue.id AND d.payload IS NOT NULL)` + cond + `
 RETURNING id, attempts, updated_at
 ), marked AS (
 INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
@@ -172,9 +230,40 @@ SELECT id FROM replayed`
 
 // replaySlice replays, in one transaction, the events pick (a query over
 // args) lists: it locks their queue rows (replayLock), then replays those
-// still replayable (set, a replaySet). It adds the replayed ids to res and
-// returns the ids picked.
-func (s *Store) replaySlice(ctx context.Context, pick string, args []any, set string, now any, res *hookbox.ReplayResult) ([]int64, error) {
+// still replayable (set, a replaySet, over the ids picked and setArgs). It
+// adds the replayed ids to res and returns the ids picked.
+//
+// A slice that loses a deadlock (with a purge batch, whose locks are not
+// all in id order: see purgeLock) changed nothing and is run again, picked
+// and judged afresh, up to maxReplayAttempts times in all, after a pause
+// (purgeRetryPause, longer each time) that lets the winner commit. Without
+// it a replay failed part way, after the slices before had committed.
+func (s *Store) replaySlice(ctx context.Context, pick string, args []any, set string, setArgs []any, res *hookbox.ReplayResult) ([]int64, error) {
+	for attempt := 1; ; attempt++ {
+		picked, err := s.replaySliceTx(ctx, pick, args, set, setArgs, res)
+		if err == nil || attempt == maxReplayAttempts || !isDeadlock(err) || ctx.Err() != nil {
+			return picked, err
+		}
+		select {
+		case <-ctx.Done():
+			return picked, err
+		case <-time.After(time.Duration(attempt) * purgeRetryPause):
+		}
+	}
+}
+
+// maxReplayAttempts bounds how often replaySlice runs one slice.
+const maxReplayAttempts = 3
+
+// isDeadlock reports whether the server ended a transaction as the victim
+// of a deadlock (SQLSTATE 40P01): it was rolled back and may be run again.
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeDeadlockDetected
+}
+
+// replaySliceTx is one attempt of replaySlice.
+func (s *Store) replaySliceTx(ctx context.Context, pick string, args []any, set string, setArgs []any, res *hookbox.ReplayResult) ([]int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -191,7 +280,7 @@ func (s *Store) replaySlice(ctx context.Context, pick string, args []any, set st
 	if _, err := tx.Exec(ctx, replayLock, picked); err != nil {
 		return nil, err
 	}
-	if rows, err = tx.Query(ctx, set, picked, now); err != nil {
+	if rows, err = tx.Query(ctx, set, append([]any{picked}, setArgs...)...); err != nil {
 		return nil, err
 	}
 	replayed, err := rowscan.IDs(rows)

@@ -89,7 +89,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		}
 	}
 	slices.Sort(res.Replayed)
-	var parents []int64
+	var parents, deliveries []int64
 	if len(p.IDs) > 0 && len(res.Replayed) > 0 {
 		var err error
 		parents, err = queryIDs(ctx, s.reader, `SELECT DISTINCT parent_id FROM events
@@ -98,7 +98,17 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
 	}
-	res.Skipped = hookbox.Missing(p.IDs, slices.Concat(res.Replayed, res.NoPayload, parents))
+	if len(p.IDs) > 0 {
+		// Every delivery of a named FanOut event: those the replay left
+		// alone (in flight, done, changed) are reported by their own id.
+		var err error
+		deliveries, err = queryIDs(ctx, s.reader, `SELECT id FROM events
+            WHERE parent_id IN (`+placeholders(len(p.IDs))+`) ORDER BY id`, int64sAny(p.IDs)...)
+		if err != nil {
+			return res, fmt.Errorf("sqlite: replay: %w", err)
+		}
+	}
+	res.Skipped = hookbox.ReplaySkipped(p.IDs, res.Replayed, res.NoPayload, parents, deliveries)
 	return res, nil
 }
 
@@ -117,6 +127,9 @@ func replayWhere(p hookbox.ReplayParams) (string, []any) {
 		for range 2 {
 			args = append(args, int64sAny(p.IDs)...)
 		}
+		if cond, cargs := expectSQL(p); cond != "" {
+			conds, args = append(conds, cond), append(args, cargs...)
+		}
 	} else {
 		f := p.Filter
 		status := f.Status
@@ -131,6 +144,32 @@ func replayWhere(p hookbox.ReplayParams) (string, []any) {
 	}
 	conds = append(conds, `NOT fanout AND status IN `+replayable(p.IncludeDone))
 	return ` WHERE ` + strings.Join(conds, ` AND `), args
+}
+
+// expectSQL is the condition (and its args) that p.Expect puts on the
+// rows of a replay of named events: a named event only while its attempts
+// are the number expected, a delivery of a named FanOut event only while
+// the sum of its event's deliveries' attempts is (hookbox.ReplayAttempts).
+// Empty when p expects nothing of a named id. It is part of replayWhere,
+// so replaySlice checks it again under the write lock, in the transaction
+// that replays.
+func expectSQL(p hookbox.ReplayParams) (string, []any) {
+	var rows []string
+	var args []any
+	seen := map[int64]bool{}
+	for _, id := range p.IDs {
+		if n, ok := p.Expect[id]; ok && !seen[id] {
+			seen[id] = true
+			rows, args = append(rows, `(?, ?)`), append(args, id, n)
+		}
+	}
+	if len(rows) == 0 {
+		return "", nil
+	}
+	return `NOT EXISTS (SELECT 1 FROM (VALUES ` + strings.Join(rows, `, `) + `) x
+        WHERE (x.column1 = events.id AND events.attempts <> x.column2)
+           OR (x.column1 = events.parent_id AND (SELECT coalesce(sum(c.attempts), 0) FROM events c
+                WHERE c.parent_id = x.column1) <> x.column2))`, args
 }
 
 // replaySlice replays, in one write transaction, the events among picked
