@@ -378,13 +378,15 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	includeDone, err := boolParam(q, "include_done")
-	if err != nil {
+	includeDone, err1 := boolParam(q, "include_done")
+	expect, err2 := ExpectFrom(q, id)
+	if err := errors.Join(err1, err2); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ops := a.cfg.Store
-	res, err := ops.Replay(r.Context(), hookbox.ReplayParams{IDs: []int64{id}, IncludeDone: includeDone})
+	p := hookbox.ReplayParams{IDs: []int64{id}, IncludeDone: includeDone, Expect: expect}
+	res, err := ops.Replay(r.Context(), p)
 	if err != nil {
 		a.internal(w, "replay", err)
 		return
@@ -399,14 +401,20 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 		case ev.PayloadCleared || len(res.NoPayload) > 0:
 			writeError(w, http.StatusConflict, NoPayloadReason)
 		default:
-			writeError(w, http.StatusConflict, SkipReason(ev.Status, includeDone))
+			// In flight, done without include_done, changed since the
+			// caller looked (if_attempts), or, for a FanOut event, each
+			// of its deliveries for one of those.
+			writeError(w, http.StatusConflict, NotReplayed(r.Context(), a.cfg.Store, p, res, ev))
 		}
 		return
 	}
-	a.log.Info("admin replay", "event_ids", res.Replayed)
+	a.log.Info("admin replay", "event_ids", res.Replayed, "skipped", res.Skipped)
 	a.notify()
-	// One id, replayed: nothing was skipped.
-	writeJSON(w, http.StatusOK, NewReplayReply(res, false, nil))
+	// Some of a FanOut event's deliveries may have been left alone (in
+	// flight, done): they are in skipped, with why.
+	writeJSON(w, http.StatusOK, NewReplayReply(res, false, func(id int64) string {
+		return ReplaySkipReason(r.Context(), a.cfg.Store, p, id)
+	}))
 }
 
 // NoPayloadReason says why an event whose payload was cleared is never

@@ -168,6 +168,11 @@ type eventData struct {
 	// Deliveries are an event's deliveries to its named targets, each
 	// with its own status and replay.
 	Deliveries []hookbox.Event
+	// ReplayAttempts is the event's attempts as the page shows them
+	// (hookbox.ReplayAttempts), which its replay form carries as
+	// if_attempts; -1 (no condition) when the page could not read every
+	// delivery of a FanOut event.
+	ReplayAttempts int
 }
 
 func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
@@ -185,7 +190,10 @@ func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	data := eventData{Event: d.Event, Headers: headerLines(u.cfg.ShowHeader(d.Event.Header)), Attempts: d.Attempts,
-		Deliveries: d.Deliveries}
+		Deliveries: d.Deliveries, ReplayAttempts: hookbox.ReplayAttempts(d.Event, d.Deliveries)}
+	if len(d.Deliveries) >= server.MaxListLimit {
+		data.ReplayAttempts = -1
+	}
 	if !d.Event.PayloadCleared {
 		data.Payload = showBody(d.Payload, true)
 	}
@@ -198,7 +206,16 @@ func (u *console) replayOne(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	includeDone := r.PostForm.Get("include_done") == "1"
-	res, err := u.cfg.Store.Replay(r.Context(), hookbox.ReplayParams{IDs: []int64{id}, IncludeDone: includeDone})
+	// The page's form carries the attempts it showed (if_attempts), so a
+	// second submission of it (a double click, a page left open while the
+	// event was replayed and run) replays nothing.
+	expect, err := server.ExpectFrom(r.PostForm, id)
+	if err != nil {
+		u.fail(w, r, s, http.StatusBadRequest, err.Error())
+		return
+	}
+	p := hookbox.ReplayParams{IDs: []int64{id}, IncludeDone: includeDone, Expect: expect}
+	res, err := u.cfg.Store.Replay(r.Context(), p)
 	if err != nil {
 		u.internal(w, r, s, "replay", err)
 		return
@@ -213,13 +230,43 @@ func (u *console) replayOne(w http.ResponseWriter, r *http.Request, s session) {
 		case ev.PayloadCleared || len(res.NoPayload) > 0:
 			u.fail(w, r, s, http.StatusConflict, server.NoPayloadReason)
 		default:
-			u.fail(w, r, s, http.StatusConflict, server.SkipReason(ev.Status, includeDone))
+			u.fail(w, r, s, http.StatusConflict, consoleWords(server.NotReplayed(r.Context(), u.cfg.Store, p, res, ev)))
 		}
 		return
 	}
-	u.log.Info("ui replay", "event_ids", res.Replayed)
+	u.log.Info("ui replay", "event_ids", res.Replayed, "skipped", res.Skipped)
 	u.notify()
+	if len(res.Skipped) > 0 {
+		// Some deliveries of a FanOut event were left alone: say which,
+		// and why, on a page of its own rather than a flash.
+		data := replayedData{Event: id, Replayed: res.Replayed}
+		for _, sk := range res.Skipped {
+			data.Skipped = append(data.Skipped, consoleWords(server.ReplaySkipReason(r.Context(), u.cfg.Store, p, sk)))
+		}
+		u.render(w, r, s, http.StatusOK, "replayed", "Event "+strconv.FormatInt(id, 10)+" replayed in part", data)
+		return
+	}
 	http.Redirect(w, r, "/ui/events/"+strconv.FormatInt(id, 10)+"?done=replayed", http.StatusSeeOther)
+}
+
+// replayedData is the page of a replay of one event that left some of
+// its deliveries alone.
+type replayedData struct {
+	Event    int64
+	Replayed []int64
+	Skipped  []string // why each delivery left alone was
+}
+
+// consoleWords makes a reason of server's (ReplaySkipReason, NotReplayed:
+// the admin API's words, in lower case) a sentence for the console, where
+// a done event is replayed from its own page rather than with
+// include_done.
+func consoleWords(s string) string {
+	s = strings.ReplaceAll(s, server.DoneHint, "replay it from its own page to run it again")
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 // deadFilter names the query parameters of the dead events page's filter:

@@ -22,6 +22,7 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		includeDone bool
 		dryRun      bool
 		jsonOut     bool
+		ifAttempts  int
 	)
 	cmd := &cobra.Command{
 		Use:   "replay [ID…]",
@@ -34,11 +35,22 @@ Name events by id, or select them with filters (--status, --source, --type,
 --since, --until); at least one is required for a bulk replay. Dead and
 pending events are replayed; done events only with --include-done (their work
 runs again, so make sure it is safe to repeat). Events being worked right now
-are never touched. --dry-run shows what would be replayed and changes nothing.`,
+are never touched. --dry-run shows what would be replayed and changes nothing.
+
+An event that fans out to several targets is replayed as its deliveries;
+each one left alone (being worked right now, or done without
+--include-done) is listed as skipped, by its own id, with its target.
+
+--if-attempts N (one id) replays the event only while its attempts are still
+N, as "events show" printed them (for an event with several targets, the sum
+over its deliveries): a replay repeated after the first one ran, or after
+someone else's, is then skipped as changed since you looked, and the command
+exits 1.`,
 		Example: `  hookbox replay 42 43
   hookbox replay --status dead --source polar --since 24h --dry-run
   hookbox replay --status dead --source polar --since 24h
-  hookbox replay 17 --include-done --json`,
+  hookbox replay 17 --include-done --json
+  hookbox replay 17 --include-done --if-attempts 1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := hookbox.ReplayParams{IncludeDone: includeDone, DryRun: dryRun}
 			switch {
@@ -55,10 +67,19 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			case f.empty():
 				return usagef("name event ids, or select events with --status, --source, --type, --since or --until")
 			default:
+				if cmd.Flags().Changed("if-attempts") {
+					return usagef("--if-attempts applies to one event named by id, not to a filter")
+				}
 				var err error
 				if p.Filter, err = f.filter(time.Now()); err != nil {
 					return err
 				}
+			}
+			if cmd.Flags().Changed("if-attempts") {
+				if len(p.IDs) != 1 || ifAttempts < 0 {
+					return usagef("--if-attempts takes a whole number from 0 and one event id")
+				}
+				p.Expect = map[int64]int{p.IDs[0]: ifAttempts}
 			}
 			st, err := openOps(cmd.Context(), g)
 			if err != nil {
@@ -79,10 +100,10 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			show := func() error {
 				if jsonOut {
 					return writeJSONOut(out, server.NewReplayReply(res, dryRun, func(id int64) string {
-						return skipReason(cmd.Context(), st, id, includeDone)
+						return skipReason(cmd.Context(), st, p, id)
 					}))
 				}
-				if err := printReplay(cmd.Context(), out, st, res, dryRun, includeDone); err != nil {
+				if err := printReplay(cmd.Context(), out, st, res, p); err != nil {
 					return err
 				}
 				if len(res.Replayed) == 0 && p.Filter.Status == hookbox.StatusDone && !includeDone {
@@ -105,17 +126,22 @@ are never touched. --dry-run shows what would be replayed and changes nothing.`,
 			if ids := withoutPayload(cmd.Context(), st, res); len(ids) > 0 {
 				errs = append(errs, fmt.Errorf("not replayed: %s: the payload was cleared by payload retention", idList(ids, 50)))
 			}
+			if ids := changed(cmd.Context(), st, p, res); len(ids) > 0 {
+				errs = append(errs, fmt.Errorf("not replayed: %s: changed since you looked (--if-attempts)", idList(ids, 50)))
+			}
 			return errors.Join(errs...)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&includeDone, "include-done", false, "replay done events too (their work runs again)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be replayed; change nothing")
+	cmd.Flags().IntVar(&ifAttempts, "if-attempts", 0, "replay the one event named only while its attempts are still N, as you saw them (else it is skipped, exit 1)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "skipped_reasons": {"ID": "why", ...}, "dry_run": bool}, and "no_payload": [...] when an event's payload was cleared`)
 	return cmd
 }
 
-func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox.ReplayResult, dryRun, includeDone bool) error {
+func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox.ReplayResult, p hookbox.ReplayParams) error {
+	dryRun := p.DryRun
 	verb := "replayed"
 	if dryRun {
 		verb = "would replay"
@@ -133,7 +159,7 @@ func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox
 			n, plural(n, "event", "events"), idList(res.NoPayload, 50))
 	}
 	for _, id := range res.Skipped {
-		fmt.Fprintf(w, "skipped %d: %s\n", id, printable(skipReason(ctx, st, id, includeDone)))
+		fmt.Fprintf(w, "skipped %d: %s\n", id, printable(skipReason(ctx, st, p, id)))
 	}
 	if dryRun && len(res.Replayed) > 0 {
 		fmt.Fprintln(w, "dry run: nothing was changed")
@@ -167,22 +193,47 @@ func missing(ctx context.Context, st hookbox.Store, res hookbox.ReplayResult) []
 	return ids
 }
 
-// skipReason says why a named event was not replayed.
-func skipReason(ctx context.Context, st hookbox.Store, id int64, includeDone bool) string {
-	e, err := st.Event(ctx, id)
-	switch {
-	case errors.Is(err, hookbox.ErrNotFound):
-		return "no such event"
-	case err != nil:
-		return "could not read it: " + err.Error()
-	case e.PayloadCleared:
-		return "its payload was cleared by payload retention; a replay would send an empty body"
-	case e.Status == hookbox.StatusProcessing:
-		return "it is being worked right now"
-	case e.Status == hookbox.StatusDone && !includeDone:
-		return "it is done; pass --include-done to run it again"
+// changed lists the events of res.Skipped that the replay p left alone
+// because they changed since the operator looked (--if-attempts).
+func changed(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, res hookbox.ReplayResult) []int64 {
+	var ids []int64
+	for _, id := range res.Skipped {
+		if e, err := st.Event(ctx, id); err == nil && e.Status != hookbox.StatusProcessing && !e.PayloadCleared {
+			if _, ok := server.ChangedReason(ctx, st, p, e); ok {
+				ids = append(ids, id)
+			}
+		}
 	}
-	return "it is " + string(e.Status)
+	return ids
+}
+
+// skipReason says why the replay p left an event it skipped alone: a
+// named one, or a delivery of a named FanOut event (said with its event
+// and target).
+func skipReason(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, id int64) string {
+	e, err := st.Event(ctx, id)
+	if errors.Is(err, hookbox.ErrNotFound) {
+		return "no such event"
+	} else if err != nil {
+		return "could not read it: " + err.Error()
+	}
+	of := ""
+	if e.Parent != 0 {
+		of = fmt.Sprintf("delivery of event %d to target %s: ", e.Parent, e.Target)
+	}
+	switch {
+	case e.PayloadCleared:
+		return of + "its payload was cleared by payload retention; a replay would send an empty body"
+	case e.Status == hookbox.StatusProcessing:
+		return of + "it is being worked right now"
+	}
+	if why, ok := server.ChangedReason(ctx, st, p, e); ok {
+		return of + "it " + why
+	}
+	if e.Status == hookbox.StatusDone && !p.IncludeDone {
+		return of + "it is done; pass --include-done to run it again"
+	}
+	return of + "it is " + string(e.Status)
 }
 
 // idList joins ids, eliding after max.

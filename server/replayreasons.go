@@ -1,0 +1,130 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/hookbox/hookbox"
+)
+
+// EventReader reads events, as the replay reasons need: an event, and the
+// deliveries of a FanOut event.
+type EventReader interface {
+	Event(ctx context.Context, id int64) (hookbox.Event, error)
+	Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, error)
+}
+
+// ExpectFrom reads if_attempts from v (the admin API's query, the
+// console's form) for a replay of the event id: the attempts the caller saw
+// (hookbox.ReplayAttempts), as a hookbox.ReplayParams.Expect. Nil when it
+// is absent; an error for a value that is not a whole number from 0.
+func ExpectFrom(v url.Values, id int64) (map[int64]int, error) {
+	s := v.Get("if_attempts")
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("if_attempts: want a whole number from 0 (the event's attempts as you saw them)")
+	}
+	return map[int64]int{id: n}, nil
+}
+
+// DeliveryLabel names the delivery e of a FanOut event with its event and
+// target ("delivery 7 of event 6 (target billing)"), and any other event
+// by its id ("event 7").
+func DeliveryLabel(e hookbox.Event) string {
+	if e.Parent == 0 {
+		return "event " + strconv.FormatInt(e.ID, 10)
+	}
+	return fmt.Sprintf("delivery %d of event %d (target %s)", e.ID, e.Parent, e.Target)
+}
+
+// ChangedReason says, for an event e that the replay p left alone, whether
+// it was for p.Expect: the attempts of the event named (e, or the FanOut
+// event e is a delivery of) are no longer those expected. It returns the
+// words ("changed since you looked …") and true then.
+func ChangedReason(ctx context.Context, st EventReader, p hookbox.ReplayParams, e hookbox.Event) (string, bool) {
+	named := e
+	if _, ok := p.Expect[e.ID]; !ok {
+		if _, ok := p.Expect[e.Parent]; e.Parent == 0 || !ok {
+			return "", false
+		}
+		var err error
+		if named, err = st.Event(ctx, e.Parent); err != nil {
+			return "", false
+		}
+	}
+	var ds []hookbox.Event
+	if named.FanOut {
+		var err error
+		if ds, err = st.Events(ctx, hookbox.Filter{Parent: named.ID, Limit: MaxListLimit}); err != nil {
+			return "", false
+		}
+	}
+	have, changed := hookbox.ChangedSince(p.Expect, named, ds)
+	if !changed {
+		return "", false
+	}
+	why := fmt.Sprintf("changed since you looked (%d attempts now, %d when you looked: it was replayed or worked meanwhile); look again before replaying",
+		have, p.Expect[named.ID])
+	if named.ID != e.ID {
+		why = "was not replayed: event " + strconv.FormatInt(named.ID, 10) + " " + why
+	}
+	return why, true
+}
+
+// DoneHint ends ReplaySkipReason's words for an event left alone because
+// it is done: what to pass to the admin API to run it again.
+const DoneHint = "pass include_done to run it again"
+
+// ReplaySkipReason says, in the admin API's and the console's words, why
+// the replay p left id (one of its Skipped) alone: missing, its payload
+// cleared, in flight, changed since the operator looked (p.Expect), or
+// done without include_done. A delivery of a FanOut event is named with its
+// event and target (DeliveryLabel).
+func ReplaySkipReason(ctx context.Context, st EventReader, p hookbox.ReplayParams, id int64) string {
+	e, err := st.Event(ctx, id)
+	switch {
+	case errors.Is(err, hookbox.ErrNotFound):
+		return "no event " + strconv.FormatInt(id, 10)
+	case err != nil:
+		return "event " + strconv.FormatInt(id, 10) + ": could not read it: " + err.Error()
+	}
+	what := DeliveryLabel(e)
+	switch {
+	case e.PayloadCleared:
+		return what + ": " + NoPayloadReason
+	case e.Status == hookbox.StatusProcessing:
+		return what + " is being worked right now; replay it after it finishes"
+	}
+	if why, ok := ChangedReason(ctx, st, p, e); ok {
+		return what + " " + why
+	}
+	if e.Status == hookbox.StatusDone && !p.IncludeDone {
+		return what + " is done; " + DoneHint
+	}
+	return what + " is " + string(e.Status) + " and was not replayed"
+}
+
+// NotReplayed is the message of a replay of the one event ev (named in p)
+// that replayed nothing, res its result: for a FanOut event, why each of
+// its deliveries was left alone; else why ev was.
+func NotReplayed(ctx context.Context, st EventReader, p hookbox.ReplayParams, res hookbox.ReplayResult, ev hookbox.Event) string {
+	if ev.FanOut {
+		var why []string
+		for _, id := range res.Skipped {
+			if id != ev.ID {
+				why = append(why, ReplaySkipReason(ctx, st, p, id))
+			}
+		}
+		if len(why) > 0 {
+			return "no delivery of event " + strconv.FormatInt(ev.ID, 10) + " was replayed: " + strings.Join(why, "; ")
+		}
+	}
+	return ReplaySkipReason(ctx, st, p, ev.ID)
+}
