@@ -422,17 +422,6 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 const NoPayloadReason = "the event's payload was cleared by payload retention (payload_retention_days); " +
 	"replaying it would send an empty body under the original signature headers, so it is not replayed"
 
-// SkipReason says why a replay left an event in status st alone.
-func SkipReason(st hookbox.Status, includeDone bool) string {
-	switch {
-	case st == hookbox.StatusProcessing:
-		return "event is being worked right now; replay it after it finishes"
-	case st == hookbox.StatusDone && !includeDone:
-		return "event is done; pass include_done to run it again"
-	}
-	return "event is " + string(st) + " and was not replayed"
-}
-
 func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f, err := FilterFromQuery(q, a.cfg.Now())
