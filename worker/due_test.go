@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -129,5 +130,39 @@ func TestBusyTargetAmongIdle(t *testing.T) {
 			t.Errorf("claimed queues %v, want [o/t7]", got)
 		}
 		g.check(t)
+	})
+}
+
+// TestCircuitTrialAmongIdle: a circuit opened by a failure whose retry
+// comes due during its cooldown sends its trial when the cooldown ends,
+// with the pool polling once an hour. The round that followed the failure
+// found nothing due (the retry came due later) and left the queue out, so
+// nothing read how long the circuit had left: the trial waited for the
+// next poll.
+func TestCircuitTrialAmongIdle(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		q := &claimLog{Queue: s}
+		p := worker.New(q, worker.Options{PollInterval: time.Hour})
+		idleTargets(p, newGate(), 3)
+		var attempts atomic.Int32
+		tried := make(chan struct{})
+		p.SetPolicy("o/x", worker.Policy{Timeout: time.Second, BackoffMin: 50 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
+		p.Route("o/x", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			if attempts.Add(1) == 1 {
+				return errors.New("down")
+			}
+			close(tried)
+			return nil
+		}))
+		p.SetControls("o/x", worker.Controls{CircuitAfter: 1, CircuitCooldown: 300 * time.Millisecond})
+		start(t, p)
+		ingest(t, s, storetest.Keyed("o", "x", "1", ""))
+		p.Notify()
+		select {
+		case <-tried:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no trial 20 s after the failure (cooldown 300 ms, retry due after 50 ms): %d attempts", attempts.Load())
+		}
 	})
 }

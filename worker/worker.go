@@ -882,7 +882,8 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 }
 
 // dueOnly keeps, of the strict and the other queues a round of claimLoop
-// is about to claim, those with an event due (hookbox.Queue.DueQueues):
+// is about to claim, those with an event due (hookbox.Queue.DueQueues) or
+// a circuit waiting to try again:
 // each claim is a write transaction, and with hundreds of targets most
 // have nothing due most of the time, so one read per round costs less
 // than a claim per queue. Below dueProbeMin queues the read is skipped, as
@@ -902,10 +903,17 @@ func (p *Pool) dueOnly(ctx context.Context, strict, leased []string) ([]string, 
 	for _, n := range names {
 		due[n] = true
 	}
+	// A queue whose circuit is open stays too, due or not: claimLeased
+	// makes no claim for it, but reads how long until its trial may go,
+	// and the loop sleeps no longer than that. Without it, a retry that
+	// came due during the cooldown would wait for the next poll.
+	now := time.Now()
 	keep := func(list []string) []string {
 		out := make([]string, 0, len(list))
+		p.ctlMu.Lock()
+		defer p.ctlMu.Unlock()
 		for _, s := range list {
-			if due[s] {
+			if c := p.controls[s]; due[s] || c != nil && c.open && now.Before(c.until) {
 				out = append(out, s)
 			}
 		}
