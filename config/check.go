@@ -89,7 +89,7 @@ func (c *Config) Effective() *Config {
 	for i := range e.Sources {
 		s := &e.Sources[i]
 		s.MaxBodyBytes = c.bodyLimit(*s)
-		if s.Tolerance == 0 && (s.Scheme == verify.SchemeStandardWebhooks || s.Scheme == verify.SchemeStripe) {
+		if s.Tolerance == 0 && verify.ChecksTimestamp(s.Scheme, s.TimestampHeader) {
 			s.Tolerance = Duration(verify.DefaultTolerance)
 		}
 		if s.Scheme == verify.SchemeHMAC && s.TimestampHeader != "" && s.TimestampUnit == "" {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	mask "github.com/hookbox/hookbox/redact"
+	"github.com/hookbox/hookbox/verify"
 )
 
 // TestMaskedLeavesTheConfigAlone: Effective and Masked work on copies:
@@ -222,5 +223,45 @@ func TestMaskedHidesPublicURLSecrets(t *testing.T) {
 	}
 	if c.Sources[0].PublicURL == got {
 		t.Error("Masked changed the original")
+	}
+}
+
+// TestEffectiveFillsToleranceOfTimestampedSchemes: config check's
+// effective config shows the default tolerance of every source that
+// checks a signed timestamp (it showed one for standard-webhooks and
+// stripe only, not for paddle, mailgun, or an hmac source with a
+// timestamp_header such as a Slack preset), and none for a source that
+// checks no timestamp.
+func TestEffectiveFillsToleranceOfTimestampedSchemes(t *testing.T) {
+	c, err := Parse([]byte(`sources:
+  - {name: sw, scheme: standard-webhooks, secrets: ["whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="], store_only: true}
+  - {name: stripe, scheme: stripe, secrets: ["whsec_long-enough-secret"], store_only: true}
+  - {name: paddle, scheme: paddle, secrets: ["pdl_long-enough-secret"], store_only: true}
+  - {name: mailgun, scheme: mailgun, secrets: ["long-enough-secret"], store_only: true}
+  - {name: slack, provider: slack, secrets: ["long-enough-secret"], store_only: true}
+  - name: webflow
+    scheme: hmac
+    header: X-Webflow-Signature
+    timestamp_header: X-Webflow-Timestamp
+    signed: "{timestamp}:{body}"
+    id_field: id
+    secrets: ["long-enough-secret"]
+    store_only: true
+  - {name: shopify, scheme: hmac, header: X-Shopify-Hmac-Sha256, encoding: base64, secrets: ["long-enough-secret"], store_only: true}
+  - {name: github, scheme: github, secrets: ["long-enough-secret"], store_only: true}
+  - {name: kept, scheme: stripe, tolerance: 2m, secrets: ["whsec_long-enough-secret"], store_only: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{
+		"sw": verify.DefaultTolerance, "stripe": verify.DefaultTolerance, "paddle": verify.DefaultTolerance,
+		"mailgun": verify.DefaultTolerance, "slack": verify.DefaultTolerance, "webflow": verify.DefaultTolerance,
+		"shopify": 0, "github": 0, "kept": 2 * time.Minute,
+	}
+	for _, s := range c.Effective().Sources {
+		if got := time.Duration(s.Tolerance); got != want[s.Name] {
+			t.Errorf("source %s (%s): effective tolerance %v, want %v", s.Name, s.Scheme, got, want[s.Name])
+		}
 	}
 }

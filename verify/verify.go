@@ -397,6 +397,19 @@ func fixedID(scheme string) bool {
 	return scheme == SchemeStandardWebhooks || scheme == SchemeStripe || scheme == SchemeGitHub
 }
 
+// ChecksTimestamp reports whether a source of scheme checks a signed
+// timestamp against its tolerance: standard-webhooks, stripe, paddle and
+// mailgun always, hmac when it names a timestamp_header.
+func ChecksTimestamp(scheme, timestampHeader string) bool {
+	switch scheme {
+	case SchemeStandardWebhooks, SchemeStripe, SchemePaddle, SchemeMailgun:
+		return true
+	case SchemeHMAC:
+		return timestampHeader != ""
+	}
+	return false
+}
+
 // checkKeysUsed refuses keys the chosen scheme does not use, so that a
 // mistyped scheme or a key meant for another one is caught at start.
 func checkKeysUsed(cfg Config) error {
