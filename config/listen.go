@@ -1,10 +1,12 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"time"
 )
 
 // CheckListenAddress reports what is wrong with addr as an address for
@@ -41,7 +43,10 @@ func checkListenAddress(addr, examplePort string) error {
 // could not start: the same port, other than 0 (each gets a free one), on
 // the same host or on every interface. Go listens on every interface for
 // an empty host, "0.0.0.0" and "::" alike, which takes the port on every
-// address. Host names are not resolved.
+// address. Two different hosts are resolved (a name to its addresses,
+// within a few seconds): they clash when they share an address, as
+// "localhost" and "127.0.0.1" do. A name that does not resolve clashes
+// with nothing; serve then fails to listen on it, naming it.
 func SameListenAddress(a, b string) bool {
 	hostA, portA, errA := net.SplitHostPort(a)
 	hostB, portB, errB := net.SplitHostPort(b)
@@ -53,7 +58,40 @@ func SameListenAddress(a, b string) bool {
 	if errA != nil || errB != nil || pa != pb || pa == 0 {
 		return false
 	}
-	return strings.EqualFold(hostA, hostB) || everyInterface(hostA) || everyInterface(hostB)
+	if strings.EqualFold(hostA, hostB) || everyInterface(hostA) || everyInterface(hostB) {
+		return true
+	}
+	ipsA, ipsB := hostAddrs(hostA), hostAddrs(hostB)
+	for _, x := range ipsA {
+		for _, y := range ipsB {
+			if x.Equal(y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resolveWait bounds the look-up of a listen host name.
+const resolveWait = 3 * time.Second
+
+// hostAddrs is the addresses of a listen host: an IP address itself, a
+// name resolved; none when the name does not resolve in resolveWait.
+func hostAddrs(host string) []net.IP {
+	if ip := net.ParseIP(host); ip != nil {
+		return []net.IP{ip}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveWait)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil {
+		return nil
+	}
+	ips := make([]net.IP, len(addrs))
+	for i, a := range addrs {
+		ips[i] = a.IP
+	}
+	return ips
 }
 
 // everyInterface reports whether a listen host means every interface.

@@ -95,3 +95,28 @@ func TestTrustedProxiesEveryAddressRefused(t *testing.T) {
 		t.Errorf("warnings %q, want one for each of the two broad prefixes", c.Warnings)
 	}
 }
+
+// TestSameListenAddressResolvesNames: a host name and an address it
+// resolves to take the same address (listen 127.0.0.1:8094 and
+// admin_listen localhost:8094 passed config check, and serve failed to
+// bind the second); other ports, a name that does not resolve, and
+// distinct addresses do not clash.
+func TestSameListenAddressResolvesNames(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"127.0.0.1:8094", "localhost:8094", true},
+		{"localhost:8094", "127.0.0.1:8094", true},
+		{"LOCALHOST:8094", "localhost:8094", true},
+		{":8094", "localhost:8094", true},
+		{"127.0.0.1:8094", "localhost:8095", false},
+		{"127.0.0.1:8094", "127.0.0.2:8094", false},
+		{"127.0.0.1:8094", "no-such-host.invalid:8094", false},
+		{"localhost:0", "127.0.0.1:0", false},
+	} {
+		if got := SameListenAddress(c.a, c.b); got != c.want {
+			t.Errorf("SameListenAddress(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -234,7 +234,8 @@ sources:
 
 // TestConfigCheckListen: config check refuses listen addresses serve
 // could not listen on, and an admin_listen on the webhook address, be it
-// the file's listen, --listen or the default; an admin_listen without
+// the file's listen, --listen or the default, written as an address or as
+// a host name that resolves to it; an admin_listen without
 // admin_token is a warning.
 func TestConfigCheckListen(t *testing.T) {
 	const sources = "sources:\n  - name: a\n    scheme: none\n    store_only: true\n"
@@ -250,6 +251,7 @@ func TestConfigCheckListen(t *testing.T) {
 		{`admin_listen: "127.0.0.1:9000"`, []string{"--listen", ":9000"}, "admin_listen: takes :9000, the address webhooks arrive on (--listen)"},
 		{`admin_listen: ":8080"`, nil, "admin_listen: takes :8080, the address webhooks arrive on (the default"},
 		{`admin_listen: "127.0.0.1:9090"`, []string{"--listen", "9000"}, "--listen: has no port"},
+		{"listen: \"127.0.0.1:9091\"\nadmin_listen: \"localhost:9091\"", nil, "admin_listen: takes 127.0.0.1:9091, the address webhooks arrive on (the config's listen)"},
 	} {
 		path := writeConfig(t, c.doc+"\n"+sources)
 		out, _, err := runCLI(t, append([]string{"config", "check", "--config", path}, c.args...)...)
