@@ -211,7 +211,9 @@ func TestConfigCheckBuildsTargets(t *testing.T) {
 
 // TestConfigCheckWarnsWhenTheFileDBIsOverridden: a db: in the file that
 // HOOKBOX_DB overrides (the container image and the systemd unit set it)
-// is named in a warning, its password masked; it lost without a word.
+// is named in a warning, its password masked, which says to remove db:
+// from the file; it lost without a word, and then the advice was only to
+// unset HOOKBOX_DB, which the unit and the image set on purpose.
 func TestConfigCheckWarnsWhenTheFileDBIsOverridden(t *testing.T) {
 	t.Setenv("HOOKBOX_DB", "sqlite:"+filepath.Join(t.TempDir(), "local.db"))
 	path := writeConfig(t, `db: "postgres://hookbox:db-password-1@db.example:5432/hookbox"
@@ -226,6 +228,11 @@ sources:
 	}
 	if !strings.Contains(out, "the config file's db (postgres://hookbox:") || !strings.Contains(out, "is not used: HOOKBOX_DB overrides it") {
 		t.Errorf("no warning about the overridden db:\n%s", out)
+	}
+	// The unit and the image set HOOKBOX_DB on purpose: the advice is to
+	// drop db: from the file, not (only) to unset the variable.
+	if !strings.Contains(out, "remove db: from the config file where HOOKBOX_DB names the database") {
+		t.Errorf("the warning does not say to remove db: from the config file:\n%s", out)
 	}
 	if strings.Contains(out, "db-password-1") {
 		t.Errorf("the output shows the database password:\n%s", out)

@@ -84,14 +84,15 @@ func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
 	fileDB := cfg.DB
 	cfg.DB = g.dbURL(cfg)
 	if fileDB != "" && fileDB != cfg.DB {
-		by := "HOOKBOX_DB"
+		by, fix := "HOOKBOX_DB", "remove db: from the config file where HOOKBOX_DB names the database "+
+			"(the systemd unit and the container image set it), or unset HOOKBOX_DB or set it to the database you mean"
 		if g.db != "" {
-			by = "--db"
+			by, fix = "--db", "remove db: from the config file, or drop --db or set it to the database you mean"
 		}
 		// The container image and the systemd unit set HOOKBOX_DB: a db:
 		// written in the file would otherwise lose to it without a word.
-		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("the config file's db (%s) is not used: %s overrides it with %s; "+
-			"unset %s, or set it to the database you mean", config.MaskDB(fileDB), by, config.MaskDB(cfg.DB), by))
+		cfg.Warnings = append(cfg.Warnings, fmt.Sprintf("the config file's db (%s) is not used: %s overrides it with %s; %s",
+			config.MaskDB(fileDB), by, config.MaskDB(cfg.DB), fix))
 	}
 	if err := config.CheckDB(cfg.DB); err != nil {
 		return nil, fmt.Errorf("database (--db, HOOKBOX_DB or db:): %w", err)
