@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 	"slices"
 
 	"modernc.org/sqlite"
@@ -26,4 +28,21 @@ func sortByID(es []hookbox.Event) {
 		}
 		return 0
 	})
+}
+
+// openError is the error of opening the database at path. When SQLite
+// could not write the file, its -wal or -shm companions, or the directory
+// that holds them, it adds what to do: every command, even one that only
+// reads, writes the -shm file, so an account that may read the database
+// but not write its directory got only "attempt to write a readonly
+// database (1544)".
+func openError(path string, err error) error {
+	var e *sqlite.Error
+	if errors.As(err, &e) && (e.Code()&0xff == sqlite3.SQLITE_READONLY || e.Code()&0xff == sqlite3.SQLITE_CANTOPEN) {
+		dir := filepath.Dir(path)
+		return fmt.Errorf("sqlite: open %s: %w; every hookbox command on a SQLite database, even one that only reads, "+
+			"needs to write the file and its directory %s (for the -wal and -shm files beside it): run it as the user "+
+			"that owns them (ls -ln %s) or as root, or work on a copy made with hookbox backup", path, err, dir, dir)
+	}
+	return fmt.Errorf("sqlite: open %s: %w", path, err)
 }

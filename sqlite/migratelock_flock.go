@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -35,7 +36,7 @@ func lockMigrations(ctx context.Context, path string) (unlock func(), err error)
 	name := path + "-migrate.lock"
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: migration lock: %w", err)
+		return nil, lockOpenError(name, err)
 	}
 	var t *time.Timer
 	for {
@@ -65,4 +66,23 @@ func lockMigrations(ctx context.Context, path string) (unlock func(), err error)
 	}
 	// Closing the file releases the lock.
 	return func() { f.Close() }, nil
+}
+
+// lockOpenError is the error of opening the migration lock file name.
+// When this user may not open it (it belongs to another user: a
+// `hookbox migrate` run as root made it), it names the file's owner and
+// this process's user, and the chown that fixes it.
+func lockOpenError(name string, err error) error {
+	fi, serr := os.Stat(name)
+	if !errors.Is(err, fs.ErrPermission) || serr != nil {
+		return fmt.Errorf("sqlite: migration lock: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("sqlite: migration lock: %w", err)
+	}
+	return fmt.Errorf("sqlite: migration lock: %w; the file belongs to uid %d (gid %d, mode %04o) and hookbox runs as uid %d: "+
+		"it must belong to the user that owns the database, as the database file and its directory do; "+
+		"while no hookbox runs on the database, run chown %d:%d %s && chmod 0600 %s",
+		err, st.Uid, st.Gid, fi.Mode().Perm(), os.Geteuid(), os.Geteuid(), os.Getegid(), name, name)
 }

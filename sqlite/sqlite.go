@@ -434,7 +434,7 @@ func (s *Store) migrate(ctx context.Context) error {
 func (s *Store) writable(ctx context.Context) error {
 	conn, err := s.writer.Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+		return openError(s.path, err)
 	}
 	defer conn.Close()
 	readOnly := false
@@ -447,7 +447,7 @@ func (s *Store) writable(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
+		return openError(s.path, err)
 	}
 	if readOnly {
 		return fmt.Errorf("sqlite: the database file %s is not writable by this user (uid %d), so SQLite opened it read-only; "+
@@ -477,7 +477,7 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	err = db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master
         WHERE type = 'table' AND name IN ('events', 'goose_db_version')`).Scan(&n)
 	if err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", path, err)
+		return openError(path, err)
 	}
 	if n < 2 {
 		return noSchema("sqlite: no hookbox database at %s (the file has no hookbox tables); run `hookbox migrate` or `hookbox serve` first", path)
