@@ -34,8 +34,9 @@ place, run hookbox restore-ids, start hookbox.
 
 On PostgreSQL, backup prints the pg_dump command that copies the database
 and exits with an error: it copies nothing itself.`,
-		Example: `  hookbox backup /backup/hookbox-$(date +%F).db --db sqlite:/var/lib/hookbox/hookbox.db`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  hookbox backup /backup/hookbox-$(date +%F).db --db sqlite:/var/lib/hookbox/hookbox.db
+  hookbox backup /backup/hookbox-$(date +%F).dump --db "$HOOKBOX_DB"   # PostgreSQL: prints the pg_dump command`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := g.loadConfig(false)
 			if err != nil {

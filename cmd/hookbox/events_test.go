@@ -231,6 +231,16 @@ func TestOpsCommandsHaveHelp(t *testing.T) {
 			}
 		}
 	}
+	// The commands of the backup and restore procedure show the lines
+	// docs/deploy.md gives, under a heading that is not empty.
+	for _, c := range []struct{ cmd, want string }{
+		{"backup", "  hookbox backup /backup/hookbox-$(date +%F).db --db sqlite:/var/lib/hookbox/hookbox.db\n"},
+		{"restore-ids", "  hookbox restore-ids --db sqlite:/var/lib/hookbox/hookbox.db\n"},
+	} {
+		if out := mustCLI(t, c.cmd, "--help"); !strings.Contains(out, "Examples:\n"+c.want) {
+			t.Errorf("%s --help: no example %q under Examples:\n%s", c.cmd, c.want, out)
+		}
+	}
 	for _, args := range [][]string{{"events", "list", "--help"}, {"replay", "--help"}, {"purge", "--help"}} {
 		if out := mustCLI(t, args...); !strings.Contains(out, "--json") {
 			t.Errorf("%v has no --json", args)
