@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,19 +23,32 @@ var _ hookbox.Queue = (*Store)(nil)
 // database path names the file the claim went into (see fileGuard); if
 // that cannot be known, it returns none and an error wrapping
 // hookbox.ErrUnavailable.
+//
+// The write transaction picks the events, leases them (leaseTx) and reads
+// the payloads of at most inTxPayload bytes; larger ones are read after
+// the commit, on a reader (readLarge): the events are leased to this
+// claim by then, and the one writer is not held while megabytes are
+// copied. An event whose payload cannot be read there is not returned,
+// and stays leased, to nobody, until its lease ends; the others are
+// returned with the error.
 func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
 	}
 	var out []hookbox.Event
+	var large []int64
 	var err error
 	if parts := splitSources(p); len(parts) > 1 {
-		out, err = s.claimParts(ctx, parts)
+		out, large, err = s.claimParts(ctx, parts)
 	} else {
-		out, err = s.claimOne(ctx, p)
+		out, large, err = s.claimOne(ctx, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
+	}
+	var lerr error
+	if len(large) > 0 {
+		out, lerr = s.readLarge(ctx, out, large)
 	}
 	if len(out) > 0 {
 		// No event is handed to a worker before its claim is on disk (see
@@ -46,6 +60,9 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 			return nil, fmt.Errorf("sqlite: claim: %w", err)
 		}
 	}
+	if lerr != nil {
+		return out, fmt.Errorf("sqlite: claim: %w", lerr)
+	}
 	if p.ByKey && p.KeyCursor != nil && len(out) < p.Limit {
 		// After the commit, on a reader: the one writer does not wait
 		// for this walk.
@@ -56,15 +73,17 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	return out, nil
 }
 
-// claimOne leases the events of the claim p in one transaction, with one
-// statement (two for a claim by key that wraps around its keys).
-func (s *Store) claimOne(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
+// claimOne leases the events of the claim p in one transaction (leaseTx;
+// twice for a claim by key that wraps around its keys). It returns them,
+// and the ids of those whose payloads are left for readLarge.
+func (s *Store) claimOne(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, []int64, error) {
 	q, args := claimSQL(p)
 	st, err := s.claims.get(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
 	}
 	var out []hookbox.Event
+	var large []int64
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		// The leases start, and the claim is dated, once the writer is
 		// ours: a claim that waited for it (behind a work transaction
@@ -74,14 +93,14 @@ func (s *Store) claimOne(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.
 		// that came due during the wait is the next claim's.)
 		if p.Now.IsZero() {
 			p.Now = time.Now()
-			copy(args, leaseArgs(p))
 		}
 		var err error
-		out, err = claimTx(ctx, tx, st, q, args)
+		out, large, err = s.leaseTx(ctx, tx, st, q, args, leaseArgs(p))
 		if err != nil || !p.ByKey || p.AfterKey == "" || len(out) >= p.Limit {
 			return err
 		}
-		// Wrap around: the keys up to AfterKey, for what is left.
+		// Wrap around: the keys up to AfterKey, for what is left. The
+		// first lease is written: its events are not picked again.
 		wrap := p
 		wrap.AfterKey, wrap.Limit = "", p.Limit-len(out)
 		q2, args2 := claimSQL(wrap)
@@ -89,12 +108,12 @@ func (s *Store) claimOne(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.
 		if err != nil {
 			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 		}
-		more, err := claimTx(ctx, tx, st2, q2, args2)
-		out = append(out, more...)
+		more, moreLarge, err := s.leaseTx(ctx, tx, st2, q2, args2, leaseArgs(p))
+		out, large = append(out, more...), append(large, moreLarge...)
 		sortByID(out)
 		return err
 	})
-	return out, err
+	return out, large, err
 }
 
 // maxUnion is how many sources one claim statement walks. Each is a part
@@ -121,20 +140,22 @@ func splitSources(p hookbox.ClaimParams) []hookbox.ClaimParams {
 // after part in one transaction, each taking what the ones before it left
 // of the limit: the events due first in each part, not across all (a
 // claim over hundreds of sources with more due than its limit). All leases
-// start at one time, taken once the writer is ours.
-func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]hookbox.Event, error) {
+// start at one time, taken once the writer is ours. It returns what
+// claimOne does.
+func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]hookbox.Event, []int64, error) {
 	stmts := make([]*sql.Stmt, len(parts))
 	for i, part := range parts {
 		q, _ := claimSQL(part)
 		st, err := s.claims.get(ctx, q)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
+			return nil, nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
 		}
 		stmts[i] = st
 	}
 	var out []hookbox.Event
+	var large []int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
+		out, large = out[:0], large[:0]
 		now := parts[0].Now
 		if now.IsZero() {
 			now = time.Now()
@@ -145,33 +166,189 @@ func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]
 				break
 			}
 			q, args := claimSQL(part)
-			evs, err := claimTx(ctx, tx, stmts[i], q, args)
+			evs, big, err := s.leaseTx(ctx, tx, stmts[i], q, args, leaseArgs(part))
 			if err != nil {
 				return err
 			}
-			out = append(out, evs...)
+			out, large = append(out, evs...), append(large, big...)
 		}
 		sortByID(out)
 		return nil
 	})
-	return out, err
+	return out, large, err
 }
 
 // leaseIDs leases the events whose ids follow, up to a closing
 // parenthesis, to an owner (argument 1) until a time (2), at a time (3),
 // counting an attempt.
-const leaseIDs = `UPDATE events SET status = 'processing', attempts = attempts + 1,
+//
+// OR FAIL, not SQLite's default ABORT: a statement that changes several
+// rows and may stop part-way on a constraint (ABORT) first copies every
+// page it changes into a statement journal, to undo itself alone. A row
+// leased is written again whole, its payload with it, so that journal
+// (in memory, temp_store) held a copy of every payload leased. No
+// constraint can stop this statement (each column it sets gets a value
+// that is not NULL, and a status the CHECK allows), and any other error
+// (I/O, a full disk, an interrupt) fails the transaction, which the
+// caller rolls back, as SQLite itself does on most of them: a lease
+// statement is applied whole or not at all, journal or none.
+const leaseIDs = `UPDATE OR FAIL events SET status = 'processing', attempts = attempts + 1,
             lease_owner = ?, next_attempt_at = ?, updated_at = ?
         WHERE id IN (`
 
-// claimSQL builds the claim statement for p and its arguments, the first
-// of which are leaseArgs.
+// claimSQL builds the statement that picks the events of the claim p, and
+// its arguments. It reads, for each event picked, its id, the length of
+// its payload (NULL: cleared) and the payload itself when it is at most
+// inTxPayload bytes: length() reads the size from the row's header,
+// without the payload's pages.
 func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	if p.Now.IsZero() {
 		p.Now = time.Now()
 	}
 	pick, args, _, _ := claimPick(p)
-	return leaseIDs + pick + `) RETURNING ` + queuedColumns, append(leaseArgs(p), args...)
+	return `SELECT id, length(payload), CASE WHEN length(payload) <= ` + strconv.Itoa(inTxPayload) + ` THEN payload END
+        FROM events WHERE id IN (` + pick + `)`, args
+}
+
+// inTxPayload is the largest payload a claim reads in its write
+// transaction; larger ones are read after the commit (readLarge).
+const inTxPayload = 64 << 10
+
+// leaseSQL leases the events whose ids are in a JSON array (argument 4),
+// as leaseIDs does, and returns them as leasedColumns.
+//
+// A claim picks the ids first (claimSQL) and leases them by id: the one
+// statement that leased the events of its pick (the pick a subquery of
+// this UPDATE) held a copy of each row it changed, payload included, until
+// it ended (34 MiB of SQLite memory at its peak for 16 payloads of 2 MiB,
+// against 6 MiB leased by id: the row being written, one at a time).
+var leaseSQL = leaseIDs + `SELECT value FROM json_each(?)) RETURNING ` + leasedColumns
+
+// leasedColumns are queuedColumns without the payload: NULL in its place,
+// and 0 for "cleared", which leaseTx and readLarge then set. A RETURNING
+// clause that names the payload keeps a copy of every payload the
+// statement changed until its last row is read.
+var leasedColumns = strings.TrimSuffix(eventColumns, ", payload") + `, NULL, 0`
+
+// leaseTx runs in tx the pick statement st (q, args: claimSQL) and leases
+// what it picked (leaseSQL, lease: leaseArgs). It returns the events in
+// id order, with their payloads of at most inTxPayload bytes, and the ids
+// of those whose payloads are larger, left for readLarge (their Payload
+// nil). The pick reads the payloads before the lease writes the rows: the
+// transaction holds the write lock, nothing changes them in between.
+func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args, lease []any) ([]hookbox.Event, []int64, error) {
+	rows, err := query(ctx, tx, st, q, args...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	type picked struct {
+		n       sql.NullInt64
+		payload []byte
+	}
+	pick := map[int64]picked{}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		var p picked
+		if err := rows.Scan(&id, &p.n, &p.payload); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		pick[id], ids = p, append(ids, id)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	leased, err := tx.StmtContext(ctx, s.lease).QueryContext(ctx, append(lease, jsonArray(ids))...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	evs, err := scanQueuedEvents(leased)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	var large []int64
+	for i := range evs {
+		e, p := &evs[i], pick[evs[i].ID]
+		switch {
+		case !p.n.Valid:
+			e.Payload, e.PayloadCleared = nil, true
+		case p.n.Int64 > inTxPayload:
+			e.Payload = nil // not an empty body: read after the commit
+			large = append(large, e.ID)
+		case p.payload == nil:
+			e.Payload = []byte{} // the driver reads an empty blob as nil
+		default:
+			e.Payload = p.payload
+		}
+	}
+	return evs, large, nil
+}
+
+// largeSQL reads the payloads of the events whose ids are in a JSON array,
+// with their lengths (NULL: cleared).
+const largeSQL = `SELECT id, length(payload), payload FROM events WHERE id IN (SELECT value FROM json_each(?))`
+
+// readLarge sets the payloads of the events of evs whose ids are in
+// large, reading them on a reader after the claim's commit: the events are
+// leased to the claim, and a payload changes only once its event is done
+// (ClearPayloads). It returns evs less those whose payload it could not
+// read: a purged event, or all it had not read when a read failed, with
+// the error. The claim is committed, so the read is not cut short when
+// ctx ends: its events would stay leased to nobody.
+func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int64) ([]hookbox.Event, error) {
+	at := make(map[int64]int, len(large))
+	for i, e := range evs {
+		if slices.Contains(large, e.ID) {
+			at[e.ID] = i
+		}
+	}
+	read := make(map[int64]bool, len(large))
+	err := func() error {
+		rows, err := s.reader.QueryContext(context.WithoutCancel(ctx), largeSQL, jsonArray(large))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var n sql.NullInt64
+			var payload []byte
+			if err := rows.Scan(&id, &n, &payload); err != nil {
+				return err
+			}
+			i, ok := at[id]
+			if !ok {
+				continue
+			}
+			if !n.Valid {
+				evs[i].Payload, evs[i].PayloadCleared = nil, true
+			} else {
+				evs[i].Payload = payload
+			}
+			read[id] = true
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		err = fmt.Errorf("%w: payloads: %v", hookbox.ErrUnavailable, err)
+	}
+	if len(read) == len(at) {
+		return evs, err
+	}
+	out := evs[:0]
+	for _, e := range evs {
+		if _, ok := at[e.ID]; !ok || read[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out, err
 }
 
 // leaseArgs are leaseIDs' arguments for a claim made at p.Now.
@@ -391,9 +568,11 @@ func jsonArray[T int64 | string](vs []T) string {
 	return string(b)
 }
 
-// queuedColumns are the columns a claim reads: eventColumns and whether
-// the payload was cleared (the driver reads an empty blob as nil too).
-const queuedColumns = eventColumns + `, payload IS NULL`
+// queuedColumns are the columns a pick reads (workTx.Pick): eventColumns
+// and whether the payload was cleared (the driver reads an empty blob as
+// nil too). That is asked of length(payload), which SQLite reads from the
+// row's header: "payload IS NULL" would read the payload a second time.
+const queuedColumns = eventColumns + `, length(payload) IS NULL`
 
 // scanQueuedEvent reads one row selected with queuedColumns.
 func scanQueuedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
@@ -404,9 +583,9 @@ func scanQueuedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error)
 	return e, err
 }
 
-// claimTx runs a claim statement built by claimSQL and returns the claimed
-// events in id order.
-func claimTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any) ([]hookbox.Event, error) {
+// pickTx runs a pick statement (see workTx.Pick), which selects
+// queuedColumns, and returns the events in id order.
+func pickTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any) ([]hookbox.Event, error) {
 	rows, err := query(ctx, tx, st, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
@@ -483,6 +662,16 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 //
 // A released attempt (hookbox.Outcome.Released) moves attempt_base up with
 // attempts, giving the attempt back to the retry budget.
+//
+// Every UPDATE here is OR FAIL, as leaseIDs is and for its reason: under
+// ABORT, a statement over several rows copies each page it changes, a
+// finished event's payload among them, into a statement journal. None can
+// stop part-way on a constraint: the status is one the CHECK allows (the
+// one-row statements run with the outcome's, and an error there changes
+// nothing, the statement having one row), the times are never NULL. Any
+// other error fails the call, and its transaction is rolled back whole
+// (Finish, and the callers of hookbox.WorkTx, which must Rollback after
+// an error).
 func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome, claimed bool) ([]error, error) {
 	errs := make([]error, len(outs))
 	applied := make([]bool, len(outs))
@@ -498,7 +687,7 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 		}
 		if upd == nil {
 			// ?8 is 1 for a released attempt, else 0.
-			q := `UPDATE events
+			q := `UPDATE OR FAIL events
                 SET status = ?1, attempt_base = attempt_base + ?8, lease_owner = NULL, next_attempt_at = ?2,
                     last_error = ?3, updated_at = ?4
                 WHERE id = ?5 AND lease_owner = ?6 AND attempts = ?7 AND status = 'processing'`
@@ -506,7 +695,7 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 				// Same arguments; the owner and attempt (?6, ?7) guard
 				// nothing here, the write lock having been held since
 				// the pick.
-				q = `UPDATE events
+				q = `UPDATE OR FAIL events
                 SET status = ?1, attempts = attempts + 1, attempt_base = attempt_base + ?8, lease_owner = NULL,
                     next_attempt_at = ?2, last_error = ?3, updated_at = ?4
                 WHERE id = ?5 AND ?6 IS NOT NULL AND ?7 IS NOT NULL`
@@ -553,7 +742,7 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 // finishDoneSQL marks n events done if their claim's owner still holds
 // them, and reports which it marked.
 func finishDoneSQL(n int) string {
-	return `UPDATE events
+	return `UPDATE OR FAIL events
             SET status = 'done', lease_owner = NULL, next_attempt_at = ?1, last_error = NULL, updated_at = ?1
             WHERE lease_owner = ?2 AND status = 'processing' AND id IN (` + placeholders(n) + `)
             RETURNING id`
@@ -563,7 +752,7 @@ func finishDoneSQL(n int) string {
 // the same transaction (see ClaimWork), counting the attempt. It takes
 // finishDoneSQL's arguments; the owner (?2) guards nothing here.
 func finishPickedSQL(n int) string {
-	return `UPDATE events
+	return `UPDATE OR FAIL events
             SET status = 'done', attempts = attempts + 1, lease_owner = NULL, next_attempt_at = ?1,
                 last_error = NULL, updated_at = ?1
             WHERE ?2 IS NOT NULL AND id IN (` + placeholders(n) + `)

@@ -86,6 +86,7 @@ type Store struct {
 	finishes chunked    // mark a claim's events done
 	picked   chunked    // mark events ClaimWork picked done
 	attempts chunked    // multi-row INSERT of attempts
+	lease    *sql.Stmt  // a claim's lease of the events it picked (leaseSQL)
 	claims   stmtCache  // claim statements by text
 	durable  *walSyncer // nil unless Synchronous is FULL
 	file     *fileGuard // the file Open opened, checked before acknowledging
@@ -631,6 +632,9 @@ func (s *Store) prepare(ctx context.Context) error {
 	}
 	if s.attempts, err = prepareChunked(ctx, s.writer, insertAttemptsSQL); err != nil {
 		return err
+	}
+	if s.lease, err = s.writer.PrepareContext(ctx, leaseSQL); err != nil {
+		return fmt.Errorf("sqlite: prepare statement: %w", err)
 	}
 	s.claims.db = s.writer
 	return nil

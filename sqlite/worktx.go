@@ -37,7 +37,10 @@ func (s *Store) BeginWork(ctx context.Context) (hookbox.WorkTx, error) {
 }
 
 // Pick reads the events a claim would lease; the write lock keeps them
-// ours until the transaction ends.
+// ours until the transaction ends. Their payloads are read here, whatever
+// their size: the events are not leased, so only this transaction may
+// read them as picked. A SELECT copies no row it reads; the payload is
+// read once per event (see queuedColumns).
 func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, time.Time, error) {
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, time.Time{}, nil
@@ -62,7 +65,7 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		if st == nil {
 			w.uncached = q
 		}
-		evs, err := claimTx(ctx, w.tx, st, q, args)
+		evs, err := pickTx(ctx, w.tx, st, q, args)
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("sqlite: pick: %w", err)
 		}

@@ -55,6 +55,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ReleasedAttemptIsGivenBack": testReleasedAttemptIsGivenBack,
 		"DueQueues":                  testDueQueues,
 		"ClaimManySources":           testClaimManySources,
+		"ClaimReturnsEveryPayload":   testClaimReturnsEveryPayload,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
