@@ -118,7 +118,10 @@ func TwoPhase[T any](prepare func(ctx context.Context, ev *hookbox.Event) (T, er
 }
 
 // Target performs an event's work outside any transaction: forwarding it,
-// running a command, calling another service. nil means done.
+// running a command, calling another service. nil means done. Deliver must
+// not use ev once it has returned: the pool then drops ev's payload (sets
+// it to nil), so that a large one is not kept while the outcome is
+// recorded.
 type Target interface {
 	Deliver(ctx context.Context, ev *hookbox.Event) error
 }
@@ -163,7 +166,10 @@ type Options struct {
 	// Logger receives one line per failed attempt and per attempt given
 	// back at shutdown (default: discard).
 	Logger *slog.Logger
-	// OnAttempt, if set, is called after each attempt is recorded.
+	// OnAttempt, if set, is called after each attempt is recorded. For an
+	// event worked by a Target, ev.Payload is nil by then: the pool drops
+	// it once the target returns (see Target). Events of Go handlers keep
+	// theirs.
 	OnAttempt func(ev *hookbox.Event, o hookbox.Outcome, err error)
 	// Redact, if set, masks secrets in error text before it is stored.
 	Redact func(string) string
@@ -1568,7 +1574,12 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	}
 	p.leases.add(evs, lease)
 	for i := range evs {
-		ev := &evs[i]
+		// Each event runs on a copy of its own, and leaves the claim's
+		// slice: that slice, kept by one goroutine of the batch (or by
+		// this loop, waiting for a slot), would keep every payload of the
+		// batch, those of events long finished included (see deliver).
+		ev := new(hookbox.Event)
+		*ev, evs[i] = evs[i], hookbox.Event{}
 		p.takeSlot(ev.Source)
 		inflight.Add(1)
 		p.warm.run(func() {
@@ -1606,7 +1617,9 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 				// order key may have been waiting for this event to finish.
 				p.Notify()
 			}()
-			defer p.leases.remove([]hookbox.Event{*ev})
+			// By id: a copy of the event, bound now, would keep its
+			// payload until the goroutine ends.
+			defer func() { p.leases.remove([]hookbox.Event{{ID: ev.ID}}) }()
 			o, refused := p.deliver(runCtx, ev, worked)
 			if ctl != nil && !accounted {
 				p.ended(ctl, ev.ID, o, refused)
@@ -1675,6 +1688,13 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 		end(err)
 	}
 	cancel()
+	if r.target != nil {
+		// The target is done with the payload: let it go now rather than
+		// once the outcome is recorded, which may wait for the other
+		// deliveries of the batch (FinishWait) and for the store. ev is
+		// this delivery's own copy (see runTargets).
+		ev.Payload = nil
+	}
 	if p.abandoned() {
 		return hookbox.Outcome{}, false // left leased, see Stop
 	}
