@@ -722,7 +722,7 @@ func (p *Pool) register(ctx context.Context) {
 	for _, o := range others {
 		_, ours := runningHere.Load(o.Name)
 		if host != "" && o.Host == host && (o.PID == os.Getpid() && !ours || !processAlive(o.PID)) {
-			p.log.Warn("worker: a pool of this machine stopped without a trace; charging what it was running", "pool", o.Name, "pid", o.PID)
+			p.log.Warn("worker: a pool of this machine stopped without a trace; charging what its Go handlers were running (its leased deliveries run again when their leases end)", "pool", o.Name, "pid", o.PID)
 			sctx, cancel := p.storeCtx(ctx)
 			err := p.q.WorkerStopped(sctx, o.Name)
 			cancel()
