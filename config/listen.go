@@ -75,8 +75,11 @@ func SameListenAddress(a, b string) bool {
 // resolveWait bounds the look-up of a listen host name.
 const resolveWait = 3 * time.Second
 
-// hostAddrs is the addresses of a listen host: an IP address itself, a
-// name resolved; none when the name does not resolve in resolveWait.
+// hostAddrs is the address a listen host binds: an IP address itself, or
+// of a name's addresses the one net.Listen takes, its first IPv4 address
+// if it has one, else its first; none when the name does not resolve in
+// resolveWait. (localhost with both 127.0.0.1 and ::1 binds 127.0.0.1
+// only, so it takes nothing from a listener on [::1].)
 func hostAddrs(host string) []net.IP {
 	if ip := net.ParseIP(host); ip != nil {
 		return []net.IP{ip}
@@ -87,11 +90,21 @@ func hostAddrs(host string) []net.IP {
 	if err != nil {
 		return nil
 	}
-	ips := make([]net.IP, len(addrs))
-	for i, a := range addrs {
-		ips[i] = a.IP
+	return boundAddr(addrs)
+}
+
+// boundAddr is, of a name's addresses, the one net.Listen binds: the
+// first IPv4 address, else the first.
+func boundAddr(addrs []net.IPAddr) []net.IP {
+	for _, a := range addrs {
+		if a.IP.To4() != nil {
+			return []net.IP{a.IP}
+		}
 	}
-	return ips
+	if len(addrs) > 0 {
+		return []net.IP{addrs[0].IP}
+	}
+	return nil
 }
 
 // everyInterface reports whether a listen host means every interface.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -114,9 +115,36 @@ func TestSameListenAddressResolvesNames(t *testing.T) {
 		{"127.0.0.1:8094", "127.0.0.2:8094", false},
 		{"127.0.0.1:8094", "no-such-host.invalid:8094", false},
 		{"localhost:0", "127.0.0.1:0", false},
+		// localhost binds its IPv4 address only (net.Listen takes the
+		// first IPv4 one), so it takes nothing from [::1], whether or not
+		// /etc/hosts also names ::1 localhost.
+		{"[::1]:8094", "localhost:8094", false},
 	} {
 		if got := SameListenAddress(c.a, c.b); got != c.want {
 			t.Errorf("SameListenAddress(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// TestBoundAddr: of a name's addresses only the one net.Listen binds
+// counts: localhost resolving to ::1 and 127.0.0.1 (a common /etc/hosts)
+// binds 127.0.0.1, so a listener on [::1] and one on localhost at one
+// port both start. Every address of the name counted, and such a config
+// was refused.
+func TestBoundAddr(t *testing.T) {
+	v6, v4 := net.ParseIP("::1"), net.ParseIP("127.0.0.1")
+	for _, c := range []struct {
+		in   []net.IPAddr
+		want []net.IP
+	}{
+		{[]net.IPAddr{{IP: v6}, {IP: v4}}, []net.IP{v4}},
+		{[]net.IPAddr{{IP: v4}, {IP: v6}}, []net.IP{v4}},
+		{[]net.IPAddr{{IP: v6}}, []net.IP{v6}},
+		{nil, nil},
+	} {
+		got := boundAddr(c.in)
+		if len(got) != len(c.want) || len(got) == 1 && !got[0].Equal(c.want[0]) {
+			t.Errorf("boundAddr(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}
 }

@@ -255,6 +255,11 @@ type EventDetail struct {
 	// Deliveries are, for an event of a source with named targets, its
 	// delivery to each target, oldest first.
 	Deliveries []hookbox.Event `json:"deliveries,omitempty"`
+	// ReplayAttempts is the number a conditional replay of this event
+	// compares (if_attempts, --if-attempts; hookbox.ReplayAttempts): the
+	// event's attempts, or for an event with deliveries the sum of
+	// theirs. Absent when the deliveries could not all be read.
+	ReplayAttempts *int `json:"replay_attempts,omitempty"`
 }
 
 // LoadEventDetail reads an event with its attempts (and its deliveries).
@@ -282,6 +287,10 @@ func LoadEventDetail(ctx context.Context, st interface {
 		}
 		slices.Reverse(ds)
 		d.Deliveries = ds
+	}
+	if !ev.FanOut || len(d.Deliveries) < MaxListLimit {
+		n := hookbox.ReplayAttempts(ev, d.Deliveries)
+		d.ReplayAttempts = &n
 	}
 	return d, nil
 }
@@ -433,6 +442,13 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		// A limit would read as "replay N of them"; a replay takes every
 		// match, so it is refused rather than ignored.
 		writeError(w, http.StatusBadRequest, "bulk replay replays every matching event: limit does not apply; narrow the match with since, until or before_id (dry_run=true lists it)")
+		return
+	}
+	if q.Has("if_attempts") {
+		// The condition is one event's attempts as seen; a bulk replay
+		// would otherwise replay unconditionally what the caller meant
+		// to guard.
+		writeError(w, http.StatusBadRequest, "if_attempts applies to the replay of one event (POST /admin/events/{id}/replay), not to a bulk replay")
 		return
 	}
 	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.Since.IsZero() && f.Until.IsZero() && f.BeforeID == 0 {

@@ -136,3 +136,42 @@ func TestAdminReplayIfAttempts(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminReplayAttemptsShown: the number if_attempts compares is the one
+// GET /admin/events/{id} gives (replay_attempts): for an event with
+// targets the sum over its deliveries, where the event's own attempts
+// stay 0. A client that passed the attempts it was shown was refused
+// every time as "changed since you looked". An empty if_attempts, or one
+// on a bulk replay, is a 400, not a replay without the condition.
+func TestAdminReplayAttemptsShown(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		parent := fanOutEvent(t, h.st, "fs")
+		finishDone(t, h.st, claimOne(t, h.st, "fs/a"))
+		finishDone(t, h.st, claimOne(t, h.st, "fs/b"))
+		var d struct {
+			Event          hookbox.Event `json:"event"`
+			ReplayAttempts *int          `json:"replay_attempts"`
+		}
+		h.json("GET", fmt.Sprintf("/admin/events/%d", parent), 200, &d)
+		if d.ReplayAttempts == nil || *d.ReplayAttempts != 2 {
+			t.Fatalf("replay_attempts of an event with two deliveries run once each = %v, want 2", d.ReplayAttempts)
+		}
+		var rep struct {
+			Replayed []int64 `json:"replayed"`
+		}
+		h.json("POST", fmt.Sprintf("/admin/events/%d/replay?include_done=true&if_attempts=%d", parent, *d.ReplayAttempts), 200, &rep)
+		if len(rep.Replayed) != 2 {
+			t.Errorf("replay with the replay_attempts shown = %+v, want both deliveries", rep)
+		}
+		for _, path := range []string{
+			fmt.Sprintf("/admin/events/%d/replay?include_done=true&if_attempts=", parent),
+			"/admin/replay?status=dead&if_attempts=0",
+		} {
+			if code, body := h.call("POST", path); code != 400 || !strings.Contains(string(body), "if_attempts") {
+				t.Errorf("POST %s = %d %s, want 400 naming if_attempts", path, code, body)
+			}
+		}
+	})
+}

@@ -23,11 +23,12 @@ type EventReader interface {
 // (hookbox.ReplayAttempts), as a hookbox.ReplayParams.Expect. Nil when it
 // is absent; an error for a value that is not a whole number from 0.
 func ExpectFrom(v url.Values, id int64) (map[int64]int, error) {
-	s := v.Get("if_attempts")
-	if s == "" {
+	if !v.Has("if_attempts") {
 		return nil, nil
 	}
-	n, err := strconv.Atoi(s)
+	// An empty value is refused, not taken for none: a script whose
+	// variable came out empty would replay without its condition.
+	n, err := strconv.Atoi(v.Get("if_attempts"))
 	if err != nil || n < 0 {
 		return nil, fmt.Errorf("if_attempts: want a whole number from 0 (the event's attempts as you saw them)")
 	}

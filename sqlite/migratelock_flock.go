@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -80,6 +81,19 @@ func lockOpenError(name string, err error) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return fmt.Errorf("sqlite: migration lock: %w", err)
+	}
+	// The lock goes to the database file's owner, who must run hookbox;
+	// this process's user is told so when it is someone else (giving
+	// it the lock would lock the service out next).
+	db := strings.TrimSuffix(name, "-migrate.lock")
+	if dfi, derr := os.Stat(db); derr == nil {
+		if dst, ok := dfi.Sys().(*syscall.Stat_t); ok && int(dst.Uid) != os.Geteuid() {
+			return fmt.Errorf("sqlite: migration lock: %w; the file belongs to uid %d (gid %d, mode %04o), the database %s to uid %d, "+
+				"and hookbox runs as uid %d: the database, its directory and this lock must belong to the user hookbox runs as; "+
+				"run hookbox as uid %d (the database's owner), then, while no hookbox runs on the database, chown %d:%d %s && chmod 0600 %s; "+
+				"or, if hookbox is meant to run as uid %d, give it the directory and every file of the database",
+				err, st.Uid, st.Gid, fi.Mode().Perm(), db, dst.Uid, os.Geteuid(), dst.Uid, dst.Uid, dst.Gid, name, name, os.Geteuid())
+		}
 	}
 	return fmt.Errorf("sqlite: migration lock: %w; the file belongs to uid %d (gid %d, mode %04o) and hookbox runs as uid %d: "+
 		"it must belong to the user that owns the database, as the database file and its directory do; "+

@@ -174,3 +174,45 @@ func TestOpenInUnwritableDirectorySaysWhatToDo(t *testing.T) {
 	}
 	asNobody(t, path)
 }
+
+// TestMigrationLockOfAnotherUserNamesTheDatabasesOwner: hookbox run by a
+// user other than the database's owner, on a lock root made, is told to
+// run as the database's owner; the error told it to chown the lock to
+// itself, which would then lock the service out.
+func TestMigrationLockOfAnotherUserNamesTheDatabasesOwner(t *testing.T) {
+	ctx := context.Background()
+	if path := os.Getenv(childDBEnv); path != "" {
+		_, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err == nil {
+			t.Fatal("Open succeeded with a lock file this user may not open")
+		}
+		t.Logf("Open: %v", err)
+		want := fmt.Sprintf("run hookbox as uid 65533 (the database's owner), then, while no hookbox runs on the database, chown 65533:65533 %s-migrate.lock", path)
+		if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "chown 65534") {
+			t.Errorf("Open: %v; want %q and no chown to this user", err, want)
+		}
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to give the database and its lock to other users")
+	}
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Root made the lock; the database is the service user's (65533),
+	// and 65534 runs hookbox by mistake.
+	for _, p := range []string{path, filepath.Dir(path)} {
+		if err := os.Chown(p, 65533, 65533); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	asNobody(t, path)
+}

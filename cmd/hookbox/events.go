@@ -265,7 +265,11 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	fmt.Fprintf(tw, "delivery id\t%s\n", eventDeliveryID(e))
 	fmt.Fprintf(tw, "type\t%s\n", orDash(printable(e.EventType)))
 	fmt.Fprintf(tw, "status\t%s\n", printable(string(e.Status)))
-	fmt.Fprintf(tw, "attempts\t%d\n", e.Attempts)
+	if e.FanOut && d.ReplayAttempts != nil {
+		fmt.Fprintf(tw, "attempts\t%d (its deliveries' attempts; replay --if-attempts takes this)\n", *d.ReplayAttempts)
+	} else {
+		fmt.Fprintf(tw, "attempts\t%d\n", e.Attempts)
+	}
 	if e.Status == hookbox.StatusPending || e.Status == hookbox.StatusProcessing {
 		fmt.Fprintf(tw, "next attempt\t%s\n", ts(e.NextAttemptAt))
 	}

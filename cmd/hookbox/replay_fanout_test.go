@@ -43,6 +43,12 @@ func TestReplayFanOutListsDeliveriesLeftAlone(t *testing.T) {
 			Status: hookbox.StatusDone, StartedAt: now, FinishedAt: now}}); err != nil {
 			t.Fatal(err)
 		}
+		// events show gives the number --if-attempts compares: the sum
+		// over the deliveries (a running 1, b done 1), not the event's own
+		// 0, which --if-attempts refused as "changed since you looked".
+		if out := mustCLI(t, "events", "show", fmt.Sprint(parent), "--db", dbURL); !strings.Contains(out, "2 (its deliveries' attempts") {
+			t.Errorf("events show of the event with targets:\n%s\nwant attempts 2, its deliveries'", out)
+		}
 		why := fmt.Sprintf("delivery of event %d to target a: it is being worked right now", parent)
 		code, out, errOut := runExit(t, "replay", fmt.Sprint(parent), "--include-done", "--dry-run", "--db", dbURL)
 		if code != 0 || !strings.Contains(out, fmt.Sprintf("skipped %d: %s", a.ID, why)) {
