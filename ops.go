@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -253,6 +255,16 @@ type Ops interface {
 	// older config may still work the name.
 	RetireTarget(ctx context.Context, p RetireParams) (RetireResult, error)
 
+	// Skip ends one dead delivery for good, so that it no longer holds
+	// its order key (see SkipParams): the deliveries of the key that wait
+	// behind it go on. It stays dead, keeps its payload, and gets
+	// SkipError(p.Reason, key) as its last error and an attempts row by
+	// the operator (AttemptSkip) saying so. Only a dead delivery is
+	// skipped: any other state is refused with a *NotSkippableError, a
+	// missing id with an error that matches ErrNotFound. Skipping one
+	// already skipped changes nothing and reports Already.
+	Skip(ctx context.Context, p SkipParams) (SkipResult, error)
+
 	// RaiseIDFloor makes every event stored from now on get an id above
 	// max(p.After, known+p.Gap), known being the largest id the database
 	// has handed out as far as it knows; it never moves ids back. A
@@ -433,4 +445,79 @@ func Yield(ctx context.Context, took time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// SkipParams say which dead delivery Ops.Skip ends, and why.
+type SkipParams struct {
+	// ID is the delivery: a target's delivery, or the event of a source
+	// worked as itself; never a FanOut event.
+	ID int64
+	// Reason is what the operator gave; it goes into the last error and
+	// the attempts row.
+	Reason string
+	// Via names where the skip came from ("hookbox events skip", "admin
+	// API"), for the record.
+	Via string
+	// Key is the order key the skipped delivery gets in place of the one
+	// it held: one of its own (routing.NoValueKey of its delivery id),
+	// which no other delivery has, so that it holds up nothing and a
+	// replay of it waits for nothing. A delivery with no order key keeps
+	// none.
+	Key func(deliveryID string) string
+}
+
+// SkipResult says what Ops.Skip did.
+type SkipResult struct {
+	ID int64 `json:"id"`
+	// Released is the order key the delivery held and no longer holds;
+	// empty when it had none.
+	Released string `json:"released_key,omitempty"`
+	// Already is true when the delivery had been skipped before: nothing
+	// changed.
+	Already bool `json:"already,omitempty"`
+}
+
+// AttemptSkip is the outcome of the attempts row Ops.Skip writes: an
+// operator ended the dead delivery for good. Its number is that of the
+// last attempt.
+const AttemptSkip = "skip"
+
+// SkipPrefix starts the last error of a delivery Ops.Skip ended.
+const SkipPrefix = "skipped by an operator"
+
+// SkipError is the last error of a delivery Ops.Skip ended, via via, for
+// reason, that held the order key key ("" for none).
+func SkipError(via, reason, key string) string {
+	s := SkipPrefix
+	if via != "" {
+		s += " (" + via + ")"
+	}
+	if reason == "" {
+		reason = "no reason given"
+	}
+	s += ": " + reason
+	if key != "" {
+		s += "; it no longer holds its order key " + strconv.Quote(key) +
+			" (a replay sends it again without waiting for that key)"
+	}
+	return s
+}
+
+// IsSkipped reports whether lastError is that of a delivery Ops.Skip
+// ended.
+func IsSkipped(lastError string) bool { return strings.HasPrefix(lastError, SkipPrefix) }
+
+// NotSkippableError is Ops.Skip's refusal of a delivery that is not dead,
+// or of a FanOut event.
+type NotSkippableError struct {
+	ID     int64
+	Status Status
+	FanOut bool
+}
+
+func (e *NotSkippableError) Error() string {
+	if e.FanOut {
+		return fmt.Sprintf("event %d is an event of several targets: skip one of its dead deliveries (hookbox events show %d lists them)", e.ID, e.ID)
+	}
+	return fmt.Sprintf("event %d is %s: only a dead delivery can be skipped", e.ID, e.Status)
 }

@@ -624,7 +624,7 @@ type WorkTx interface {
 type Attempt struct {
 	Attempt int    `json:"attempt"`
 	Owner   string `json:"owner"`
-	Outcome string `json:"outcome"` // AttemptDone, AttemptRetry, AttemptReleased, AttemptDead, AttemptLost, AttemptReplay or AttemptUnknown
+	Outcome string `json:"outcome"` // AttemptDone, AttemptRetry, AttemptReleased, AttemptDead, AttemptLost, AttemptReplay, AttemptSkip or AttemptUnknown
 	Error   string `json:"error,omitempty"`
 	// StartedAt and FinishedAt are zero, and left out of JSON, for an
 	// AttemptUnknown attempt.

@@ -70,6 +70,7 @@ const MaxListLimit = 10000
 //	GET  /admin/events/{id}          the event, its attempts and its payload (base64;
 //	                                 ?payload=raw answers the bytes as received)
 //	POST /admin/events/{id}/replay   ?include_done=true
+//	POST /admin/events/{id}/skip     ?reason=: end one dead delivery, releasing its order key
 //	POST /admin/replay               bulk: the listing's filters, dry_run, include_done
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
 //	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume|retire
@@ -112,6 +113,7 @@ func (a *admin) register(s Mux) {
 	s.Handle("GET /admin/events", a.guard(a.list))
 	s.Handle("GET /admin/events/{id}", a.guard(a.show))
 	s.Handle("POST /admin/events/{id}/replay", a.guard(a.replayOne))
+	s.Handle("POST /admin/events/{id}/skip", a.guard(a.skipOne))
 	s.Handle("POST /admin/replay", a.guard(a.replayBulk))
 	s.Handle("POST /admin/purge", a.guard(a.purge))
 	a.registerTargets(s)

@@ -125,6 +125,7 @@ var adminRoutes = []struct{ method, path string }{
 	{"GET", "/admin/events"},
 	{"GET", "/admin/events/1"},
 	{"POST", "/admin/events/1/replay"},
+	{"POST", "/admin/events/1/skip"},
 	{"POST", "/admin/replay?status=dead"},
 	{"POST", "/admin/purge?days=1"},
 	{"POST", "/admin/targets/src/tgt/retire"},

@@ -44,6 +44,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"RaiseIDFloor":                    testRaiseIDFloor,
 		"ReplayFanOutReportsEachDelivery": testReplayFanOutReportsEachDelivery,
 		"ReplayExpectsWhatWasSeen":        testReplayExpectsWhatWasSeen,
+		"SkipReleasesKey":                 testSkipReleasesKey,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -115,13 +115,13 @@ func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
 func newEventsCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",
-		Short: "List and inspect stored events",
+		Short: "List and inspect stored events; skip a dead delivery",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
 	}
-	cmd.AddCommand(newEventsListCmd(g), newEventsShowCmd(g))
+	cmd.AddCommand(newEventsListCmd(g), newEventsShowCmd(g), newEventsSkipCmd(g))
 	return cmd
 }
 

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestEventsSkip: a dead delivery the app refuses for good held its order
+// key for ever (a replay died again); events skip ends it, releasing the
+// key, and events show prints who skipped it and why. A pending delivery
+// is refused (exit 1, nothing changes), a missing id exits 1, a bad id 2,
+// and a second skip exits 0 saying nothing changed.
+func TestEventsSkip(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		ids := storetest.SeedHeldKey(t, st, "shop", "app", "cust-9", "forward: 410 Gone", "w1", "w2")
+		dead, waiting := fmt.Sprint(ids[0]), fmt.Sprint(ids[1])
+
+		if code, _, errOut := runExit(t, "events", "skip", waiting, "--db", dbURL); code != 1 ||
+			!strings.Contains(errOut, "is pending: only a dead delivery can be skipped") {
+			t.Fatalf("skip of a pending delivery: exit %d, %q", code, errOut)
+		}
+		if code, _, errOut := runExit(t, "events", "skip", "999999", "--db", dbURL); code != 1 || !strings.Contains(errOut, "no event 999999") {
+			t.Fatalf("skip of a missing id: exit %d, %q", code, errOut)
+		}
+		if code, _, _ := runExit(t, "events", "skip", "x", "--db", dbURL); code != 2 {
+			t.Fatalf("skip x: exit %d, want 2", code)
+		}
+
+		code, out, errOut := runExit(t, "events", "skip", dead, "--reason", "customer deleted; 410 for good", "--db", dbURL)
+		if code != 0 || !strings.Contains(out, `no longer holds order key "cust-9"`) {
+			t.Fatalf("skip: exit %d, %q %q", code, out, errOut)
+		}
+		show := mustCLI(t, "events", "show", dead, "--db", dbURL)
+		if !strings.Contains(show, "\nstatus ") || !strings.Contains(strings.Fields(show[strings.Index(show, "\nstatus "):])[1], "dead") {
+			t.Errorf("events show after the skip: status is not dead:\n%s", show)
+		}
+		for _, want := range []string{"skipped by an operator (hookbox events skip", "customer deleted; 410 for good", "  skip  "} {
+			if !strings.Contains(show, want) {
+				t.Errorf("events show after the skip lacks %q:\n%s", want, show)
+			}
+		}
+		evs, err := st.Claim(context.Background(), hookbox.ClaimParams{Owner: "cli-skip", Limit: 5, Lease: time.Minute,
+			Sources: []string{"shop/app"}, ByKey: true})
+		if err != nil || len(evs) != 1 || evs[0].ID != ids[1] {
+			t.Fatalf("claim after the skip = %v, %v; want the waiting delivery", evs, err)
+		}
+
+		out = mustCLI(t, "events", "skip", dead, "--json", "--db", dbURL)
+		var res hookbox.SkipResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || !res.Already || res.ID != ids[0] {
+			t.Fatalf("second skip --json = %q (%v)", out, err)
+		}
+	})
+}

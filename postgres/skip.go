@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookbox/hookbox"
+)
+
+// Skip ends one dead delivery for good; see hookbox.Ops. It locks the
+// queue row, judges it, and changes it and writes its attempts row in one
+// transaction.
+func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipResult, error) {
+	res := hookbox.SkipResult{ID: p.ID}
+	op := fmt.Sprintf("skip %d", p.ID)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return res, opError(ctx, op, err)
+	}
+	defer tx.Rollback(ctx)
+	var (
+		status, deliveryID string
+		key, lastError     *string
+		fanout             bool
+	)
+	err = tx.QueryRow(ctx, `SELECT q.status, d.delivery_id, q.order_key, q.last_error, q.fanout
+        FROM queue q JOIN event_data d ON d.id = q.id WHERE q.id = $1 FOR NO KEY UPDATE OF q`, p.ID).
+		Scan(&status, &deliveryID, &key, &lastError, &fanout)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return res, fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
+	}
+	if err != nil {
+		return res, opError(ctx, op, err)
+	}
+	if fanout || status != string(hookbox.StatusDead) {
+		st := hookbox.Status(status)
+		if fanout {
+			st = ""
+		}
+		return res, &hookbox.NotSkippableError{ID: p.ID, Status: st, FanOut: fanout}
+	}
+	if lastError != nil && hookbox.IsSkipped(*lastError) {
+		res.Already = true
+		return res, nil
+	}
+	var newKey *string
+	if key != nil {
+		res.Released = *key
+		k := p.Key(deliveryID)
+		newKey = &k
+	}
+	reason := hookbox.SkipError(p.Via, p.Reason, res.Released)
+	if _, err := tx.Exec(ctx, `WITH u AS (
+    UPDATE queue SET order_key = $2, last_error = $3, updated_at = now()
+    WHERE id = $1 AND status = 'dead'
+    RETURNING id, attempts, updated_at
+)
+INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
+SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', $3, updated_at, updated_at FROM u`,
+		p.ID, newKey, reason); err != nil {
+		return res, opError(ctx, op, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, opError(ctx, op, err)
+	}
+	return res, nil
+}

@@ -1,0 +1,43 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/routing"
+)
+
+// skipOne ends one dead delivery for good (hookbox.Ops.Skip), so that it
+// no longer holds its order key: 200 with the hookbox.SkipResult, 404 for
+// a missing id, 409 for one that is not a dead delivery.
+func (a *admin) skipOne(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathID(w, r)
+	if !ok {
+		return
+	}
+	reason := r.URL.Query().Get("reason")
+	if err := CheckFilterText("reason", reason); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	res, err := a.cfg.Store.Skip(r.Context(), hookbox.SkipParams{ID: id, Reason: reason, Via: "admin API", Key: routing.NoValueKey})
+	var ns *hookbox.NotSkippableError
+	switch {
+	case errors.Is(err, hookbox.ErrNotFound):
+		writeError(w, http.StatusNotFound, "no event "+strconv.FormatInt(id, 10))
+		return
+	case errors.As(err, &ns):
+		writeError(w, http.StatusConflict, ns.Error())
+		return
+	case err != nil:
+		a.internal(w, "skip", err)
+		return
+	}
+	if !res.Already {
+		a.log.Info("admin skip", "event_id", id, "released_key", res.Released, "reason", reason)
+		a.notify()
+	}
+	writeJSON(w, http.StatusOK, res)
+}

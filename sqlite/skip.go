@@ -1,0 +1,66 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// Skip ends one dead delivery for good; see hookbox.Ops. It reads and
+// changes the row in one write transaction, guarded by its status.
+func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipResult, error) {
+	res := hookbox.SkipResult{ID: p.ID}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var (
+			status, deliveryID string
+			key, lastError     sql.NullString
+			fanout             bool
+		)
+		err := tx.QueryRowContext(ctx, `SELECT status, delivery_id, order_key, last_error, fanout FROM events WHERE id = ?`,
+			p.ID).Scan(&status, &deliveryID, &key, &lastError, &fanout)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if fanout || status != string(hookbox.StatusDead) {
+			st := hookbox.Status(status)
+			if fanout {
+				st = ""
+			}
+			return &hookbox.NotSkippableError{ID: p.ID, Status: st, FanOut: fanout}
+		}
+		if hookbox.IsSkipped(lastError.String) {
+			res.Already = true
+			return nil
+		}
+		var newKey any
+		if key.Valid {
+			res.Released = key.String
+			newKey = p.Key(deliveryID)
+		}
+		reason := hookbox.SkipError(p.Via, p.Reason, res.Released)
+		now := millis(time.Now())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
+            SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', ?, ?, ? FROM events WHERE id = ?`,
+			reason, now, now, p.ID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE events SET order_key = ?, last_error = ?, updated_at = ?
+            WHERE id = ? AND status = 'dead'`, newKey, reason, now, p.ID)
+		return err
+	})
+	if err != nil {
+		var ns *hookbox.NotSkippableError
+		if errors.As(err, &ns) || errors.Is(err, hookbox.ErrNotFound) {
+			return res, err
+		}
+		return res, fmt.Errorf("sqlite: skip %d: %w", p.ID, err)
+	}
+	return res, nil
+}
