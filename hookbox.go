@@ -260,10 +260,13 @@ type Filter struct {
 	// DeliveryID matches the sender's id exactly; with Source it is one
 	// lookup in the unique index.
 	DeliveryID string
-	Since      time.Time // created at or after
-	Until      time.Time // created before
-	BeforeID   int64     // only ids below this (paging newest first)
-	Parent     int64     // only the deliveries of this FanOut event
+	// OrderKey matches a delivery's order key exactly (Event.OrderKey):
+	// the deliveries of one key of an ordered target.
+	OrderKey string
+	Since    time.Time // created at or after
+	Until    time.Time // created before
+	BeforeID int64     // only ids below this (paging newest first)
+	Parent   int64     // only the deliveries of this FanOut event
 	// Limit bounds a listing (0 means DefaultListLimit); a replay or a
 	// purge takes every match.
 	Limit int

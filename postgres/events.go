@@ -822,6 +822,9 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 	if f.DeliveryID != "" {
 		add("delivery_id = $?", f.DeliveryID)
 	}
+	if f.OrderKey != "" {
+		add("order_key = $?", f.OrderKey)
+	}
 	if !f.Since.IsZero() {
 		add("created_at >= $?", f.Since)
 	}

@@ -66,7 +66,7 @@ const MaxListLimit = 10000
 
 // RegisterAdmin adds the admin API to s:
 //
-//	GET  /admin/events               ?status=&source=&type=&delivery_id=&since=&until=&limit=&before_id=
+//	GET  /admin/events               ?status=&source=&type=&delivery_id=&key=&since=&until=&limit=&before_id=
 //	GET  /admin/events/{id}          the event, its attempts and its payload (base64;
 //	                                 ?payload=raw answers the bytes as received)
 //	POST /admin/events/{id}/replay   ?include_done=true
@@ -262,6 +262,11 @@ type EventDetail struct {
 	// event's attempts, or for an event with deliveries the sum of
 	// theirs. Absent when the deliveries could not all be read.
 	ReplayAttempts *int `json:"replay_attempts,omitempty"`
+	// HeldBy is, for a pending delivery with an order key, the first
+	// dead delivery of its key stored before it: under on_dead: hold
+	// (the default) it holds the key, and this one waits until it is
+	// replayed and succeeds, or skipped (hookbox.Ops.Skip). 0 for none.
+	HeldBy int64 `json:"held_by,omitempty"`
 }
 
 // LoadEventDetail reads an event with its attempts (and its deliveries).
@@ -293,6 +298,18 @@ func LoadEventDetail(ctx context.Context, st interface {
 	if !ev.FanOut || len(d.Deliveries) < MaxListLimit {
 		n := hookbox.ReplayAttempts(ev, d.Deliveries)
 		d.ReplayAttempts = &n
+	if ev.Status == hookbox.StatusPending && ev.OrderKey != "" {
+		dead, err := st.Events(ctx, hookbox.Filter{Source: ev.Source, OrderKey: ev.OrderKey, Status: hookbox.StatusDead,
+			BeforeID: ev.ID, Limit: MaxListLimit})
+		if err != nil {
+			return EventDetail{}, err
+		}
+		for _, x := range dead {
+			// Newest first; a FanOut event of the same source prefix is
+			// never keyed, but keep to the delivery's own queue.
+			if x.Source == ev.Source {
+				d.HeldBy = x.ID
+			}
 	}
 	return d, nil
 }
@@ -455,6 +472,8 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.Since.IsZero() && f.Until.IsZero() && f.BeforeID == 0 {
 		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, delivery_id, since, until or before_id")
+	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.OrderKey == "" && f.Since.IsZero() && f.Until.IsZero() && f.BeforeID == 0 {
+		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, delivery_id, key, since, until or before_id")
 		return
 	}
 	dry, err1 := boolParam(q, "dry_run")
@@ -581,13 +600,13 @@ func boolParam(q url.Values, name string) (bool, error) {
 }
 
 // FilterFromQuery reads a listing filter from query parameters: status,
-// source, type, delivery_id, since, until (see ParseTime), limit and
-// before_id.
+// source, type, delivery_id, key (an order key), since, until (see
+// ParseTime), limit and before_id.
 func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status")),
-		DeliveryID: q.Get("delivery_id")}
+		DeliveryID: q.Get("delivery_id"), OrderKey: q.Get("key")}
 	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType),
-		CheckFilterText("delivery_id", f.DeliveryID)); err != nil {
+		CheckFilterText("delivery_id", f.DeliveryID), CheckFilterText("key", f.OrderKey)); err != nil {
 		return f, err
 	}
 	if f.Status != "" && !f.Status.Valid() {

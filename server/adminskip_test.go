@@ -9,6 +9,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/storetest"
 )
 
@@ -16,12 +17,24 @@ import (
 // holds its order key, records the reason, wakes the workers, and the
 // key's next delivery can be claimed; a pending delivery is 409, a
 // missing id 404, an unstorable reason 400, a second skip 200 with
-// already.
+// already. Before it, GET of the waiting delivery names it (held_by),
+// and GET /admin/events?key= lists the key's deliveries.
 func TestAdminSkip(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		h := startAdmin(t, dbURL, adminToken)
 		needOps(t, h.st)
 		ids := storetest.SeedHeldKey(t, h.st, "shop", "app", "cust-7", "forward: 410 Gone", "o1", "o2")
+		// The waiting delivery says what holds it; the listing filters by key.
+		var d server.EventDetail
+		h.json("GET", fmt.Sprintf("/admin/events/%d", ids[1]), 200, &d)
+		if d.HeldBy != ids[0] || d.Event.OrderKey != "cust-7" {
+			t.Fatalf("GET the waiting delivery: held_by %d, order_key %q; want %d, cust-7", d.HeldBy, d.Event.OrderKey, ids[0])
+		}
+		var listed []hookbox.Event
+		h.json("GET", "/admin/events?key=cust-7", 200, &listed)
+		if len(listed) != 2 || listed[0].ID != ids[1] || listed[1].ID != ids[0] {
+			t.Fatalf("GET /admin/events?key=cust-7 = %+v", listed)
+		}
 		if code, b := h.call("POST", fmt.Sprintf("/admin/events/%d/skip", ids[1])); code != 409 || !strings.Contains(string(b), "only a dead delivery") {
 			t.Fatalf("skip of a pending delivery = %d %s, want 409", code, b)
 		}

@@ -1759,7 +1759,18 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	case errors.Is(err, hookbox.ErrLeaseLost):
 		p.log.Warn("attempt refused: lease lost", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt)
 	case o.Status == hookbox.StatusDead:
-		p.log.Error("event dead", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error)
+		attrs := []any{"event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error}
+		if ev.OrderKey != "" {
+			// A dead delivery holds its order key unless its target has
+			// on_dead: skip: the key's later deliveries wait until it is
+			// replayed and succeeds, or skipped (hookbox events skip).
+			holds := true
+			if _, ctl := p.controlled([]string{ev.Source}); len(ctl) > 0 && ctl[0].SkipDead {
+				holds = false
+			}
+			attrs = append(attrs, "order_key", ev.OrderKey, "holds_key", holds)
+		}
+		p.log.Error("event dead", attrs...)
 	case o.AttemptOutcome() == hookbox.AttemptReleased && strings.HasPrefix(o.Error, storeFailedPrefix):
 		// The store failed to record the attempt (see release), which the
 		// line of that failure says: the event is due again in a second.

@@ -78,7 +78,7 @@ func openOps(ctx context.Context, g *globalFlags) (opsStore, error) {
 
 // filterFlags are the event filters shared by events list and replay.
 type filterFlags struct {
-	source, status, eventType, since, until string
+	source, status, eventType, key, since, until string
 }
 
 func (f *filterFlags) register(cmd *cobra.Command) {
@@ -86,17 +86,19 @@ func (f *filterFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.source, "source", "", "only events of this source")
 	fl.StringVar(&f.status, "status", "", "only events in this status: pending, processing, done, dead or stored (nothing works them)")
 	fl.StringVar(&f.eventType, "type", "", "only events of this event type")
+	fl.StringVar(&f.key, "key", "", "only deliveries with this order key (of a target with order_by)")
 	fl.StringVar(&f.since, "since", "", "only events received at or after this: a duration back from now (24h, 7d) or a time (RFC 3339)")
 	fl.StringVar(&f.until, "until", "", "only events received before this: a duration back from now or a time")
 }
 
 func (f *filterFlags) empty() bool {
-	return f.source == "" && f.status == "" && f.eventType == "" && f.since == "" && f.until == ""
+	return f.source == "" && f.status == "" && f.eventType == "" && f.key == "" && f.since == "" && f.until == ""
 }
 
 func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
-	out := hookbox.Filter{Source: f.source, EventType: f.eventType, Status: hookbox.Status(f.status)}
-	if err := errors.Join(server.CheckFilterText("--source", f.source), server.CheckFilterText("--type", f.eventType)); err != nil {
+	out := hookbox.Filter{Source: f.source, EventType: f.eventType, Status: hookbox.Status(f.status), OrderKey: f.key}
+	if err := errors.Join(server.CheckFilterText("--source", f.source), server.CheckFilterText("--type", f.eventType),
+		server.CheckFilterText("--key", f.key)); err != nil {
 		return out, asUsage(err)
 	}
 	if out.Status != "" && !out.Status.Valid() {
@@ -175,10 +177,20 @@ not listed; see "hookbox events show ID --payload".`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSOURCE\tSTATUS\tATTEMPTS\tTYPE\tCREATED\tDELIVERY ID")
+			// A KEY column only when a listed delivery has an order key.
+			keyed := slices.ContainsFunc(evs, func(e hookbox.Event) bool { return e.OrderKey != "" })
+			head := "ID\tSOURCE\tSTATUS\tATTEMPTS\tTYPE\tCREATED\tDELIVERY ID"
+			if keyed {
+				head += "\tKEY"
+			}
+			fmt.Fprintln(tw, head)
 			for _, e := range evs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s\n", e.ID, printable(e.Source), printable(string(e.Status)), e.Attempts,
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\t%s\t%s", e.ID, printable(e.Source), printable(string(e.Status)), e.Attempts,
 					orDash(printable(e.EventType)), e.CreatedAt.UTC().Format(time.RFC3339), eventDeliveryID(e))
+				if keyed {
+					fmt.Fprintf(tw, "\t%s", orDash(oneLine(e.OrderKey)))
+				}
+				fmt.Fprintln(tw)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -275,6 +287,13 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	}
 	if e.LeaseOwner != "" {
 		fmt.Fprintf(tw, "leased by\t%s\n", printable(e.LeaseOwner))
+	}
+	if e.OrderKey != "" {
+		fmt.Fprintf(tw, "order key\t%s\n", printable(e.OrderKey))
+	}
+	if d.HeldBy != 0 {
+		fmt.Fprintf(tw, "waits behind\tdead delivery %d of its order key (under on_dead: hold): hookbox replay %d runs it again first; "+
+			"hookbox events skip %d ends it for good and releases the key\n", d.HeldBy, d.HeldBy, d.HeldBy)
 	}
 	if e.LastError != "" {
 		fmt.Fprintf(tw, "last error\t%s\n", oneLine(e.LastError))

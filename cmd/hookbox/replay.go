@@ -31,7 +31,7 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 running hookbox serve works them again. The row stays the same row, so the
 dedupe memory is kept.
 
-Name events by id, or select them with filters (--status, --source, --type,
+Name events by id, or select them with filters (--status, --source, --type, --key,
 --since, --until); at least one is required for a bulk replay. Dead and
 pending events are replayed; done events only with --include-done (their work
 runs again, so make sure it is safe to repeat). Events being worked right now
@@ -65,7 +65,7 @@ exits 1.`,
 					p.IDs = append(p.IDs, id)
 				}
 			case f.empty():
-				return usagef("name event ids, or select events with --status, --source, --type, --since or --until")
+				return usagef("name event ids, or select events with --status, --source, --type, --key, --since or --until")
 			default:
 				if cmd.Flags().Changed("if-attempts") {
 					return usagef("--if-attempts applies to one event named by id, not to a filter")

@@ -62,3 +62,45 @@ func TestEventsSkip(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldKeyIsVisible: a delivery waiting behind a dead one of its order
+// key read "pending" with no reason, and nothing listed the deliveries of
+// one key. events show now prints its order key and the dead delivery it
+// waits behind, with both ways out; events list has --key and a KEY
+// column when a listed delivery has a key (and none otherwise).
+func TestHeldKeyIsVisible(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ids := storetest.SeedHeldKey(t, st, "shop", "app", "cust-1", "forward: 410 Gone", "a1", "a2", "a3")
+		other := storetest.SeedHeldKey(t, st, "shop", "app", "cust-2", "forward: 410 Gone", "b1")
+		cliSeed(t, st, "plain", "t", hookbox.StatusDead, time.Now(), "p1")
+
+		show := mustCLI(t, "events", "show", fmt.Sprint(ids[2]), "--db", dbURL)
+		for _, want := range []string{"cust-1", fmt.Sprintf("dead delivery %d of its order key", ids[0]),
+			fmt.Sprintf("hookbox replay %d", ids[0]), fmt.Sprintf("hookbox events skip %d", ids[0])} {
+			if !strings.Contains(show, want) {
+				t.Errorf("events show of a waiting delivery lacks %q:\n%s", want, show)
+			}
+		}
+		if show := mustCLI(t, "events", "show", fmt.Sprint(other[0]), "--db", dbURL); strings.Contains(show, "waits behind") {
+			t.Errorf("the dead delivery itself reads as waiting:\n%s", show)
+		}
+
+		out := mustCLI(t, "events", "list", "--key", "cust-1", "--db", dbURL)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if len(lines) != 4 || !strings.HasSuffix(strings.TrimSpace(lines[0]), "KEY") {
+			t.Fatalf("events list --key cust-1:\n%s", out)
+		}
+		for _, l := range lines[1:] {
+			if !strings.HasSuffix(l, "cust-1") {
+				t.Errorf("a row of events list --key cust-1 is not of cust-1: %q", l)
+			}
+		}
+		if got := listIDs(t, dbURL, "--key", "cust-1", "--status", "dead"); len(got) != 1 || got[0] != ids[0] {
+			t.Errorf("events list --key cust-1 --status dead = %v, want [%d]", got, ids[0])
+		}
+		if out := mustCLI(t, "events", "list", "--source", "plain", "--db", dbURL); strings.Contains(out, "KEY") {
+			t.Errorf("a KEY column with no keyed row:\n%s", out)
+		}
+	})
+}
