@@ -243,6 +243,14 @@ type Ops interface {
 	// what is due by now is judged as in Stats.
 	TargetBacklog(ctx context.Context, name string, now time.Time) (Backlog, error)
 
+	// KeyedUnfinished counts the unfinished (pending or processing)
+	// deliveries of one queue name that have an order key. It reads the
+	// name's entries of the order index (its keyed deliveries that are
+	// unfinished or dead), not the queue, so a process can ask it at
+	// start for each target it works unordered (see service's
+	// warnUnordered).
+	KeyedUnfinished(ctx context.Context, name string) (int, error)
+
 	// RetireTarget ends the unfinished deliveries of a queue name that
 	// nothing works any more (a target or source removed from the
 	// config): each pending one, and each processing one whose lease

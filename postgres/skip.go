@@ -68,3 +68,16 @@ SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', $3, updated_at, upda
 	}
 	return res, nil
 }
+
+// KeyedUnfinished counts a queue name's unfinished deliveries with an
+// order key; see hookbox.Ops. The conditions match queue_order's, so it
+// reads the name's range of that index.
+func (s *Store) KeyedUnfinished(ctx context.Context, name string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM queue
+        WHERE source = $1 AND order_key IS NOT NULL AND `+keyHeld+` AND status <> 'dead'`, name).Scan(&n)
+	if err != nil {
+		return 0, opError(ctx, fmt.Sprintf("keyed deliveries of %q", name), err)
+	}
+	return n, nil
+}

@@ -214,6 +214,7 @@ func (s *Service) warnUnworked(ctx context.Context) {
 	now := time.Now()
 	for _, name := range names {
 		if s.works(name) {
+			s.warnUnordered(ctx, name)
 			continue
 		}
 		b, err := s.Store.TargetBacklog(ctx, name, now)
@@ -233,6 +234,39 @@ func (s *Service) warnUnworked(ctx context.Context) {
 		s.log.Warn(UnworkedWarning, append(attrs, "end_them_with", "hookbox --config FILE targets retire "+name)...)
 	}
 }
+
+// warnUnordered logs a warning when name, a target this process works
+// without order_by, has unfinished deliveries with an order key: stored
+// by a process whose config orders the target (the config before this
+// one, or another instance's). Ordering is the claimer's: this process
+// claims them without regard to their key, several of one key at once and
+// out of order, beside processes that order them. One read of the
+// target's entries of the order index (Ops.KeyedUnfinished), for targets
+// with unfinished deliveries only.
+func (s *Service) warnUnordered(ctx context.Context, name string) {
+	known, t := s.configured(name)
+	if !known || t == nil || t.OrderBy != "" || t.GoHandler || !s.Pool.Works(name) {
+		return
+	}
+	n, err := s.Store.KeyedUnfinished(ctx, name)
+	if err != nil {
+		s.log.Warn("could not look for deliveries with an order key", "target", name, "err", err)
+		return
+	}
+	if n > 0 {
+		s.log.Warn(UnorderedWarning, "target", name, "keyed_unfinished", n,
+			"pause_with", "hookbox targets pause "+name)
+	}
+}
+
+// UnorderedWarning is the message of the start warning about a target
+// this process works without order_by while deliveries of it with an
+// order key wait.
+const UnorderedWarning = "deliveries of a target have an order key, and this process's config has no order_by for it: " +
+	"it works them without regard to their key, several of one key at once and out of order, also while a process with order_by works the key " +
+	"(a rolling deploy that adds or removes order_by, or instances whose configs differ). " +
+	"Give every instance the same order_by; for a deploy that changes it, pause the target (`hookbox targets pause TARGET`) " +
+	"until every instance runs the new config, then resume it"
 
 // UnworkedWarning is the message of the start warning about deliveries
 // that nothing in the process works; the line names the target, its

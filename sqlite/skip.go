@@ -64,3 +64,15 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 	}
 	return res, nil
 }
+
+// KeyedUnfinished counts a queue name's unfinished deliveries with an
+// order key; see hookbox.Ops. It reads the name's range of events_order.
+func (s *Store) KeyedUnfinished(ctx context.Context, name string) (int, error) {
+	var n int
+	err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM events INDEXED BY events_order
+        WHERE source = ? AND order_key IS NOT NULL AND `+keyHeld+` AND status <> 'dead'`, name).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: keyed deliveries of %q: %w", name, err)
+	}
+	return n, nil
+}
