@@ -275,7 +275,7 @@ func consoleWords(s string) string {
 // page's form (replayFilter) through the count to the confirmation
 // (replayBulk), so it replays what the page selected; a filter added to
 // the page belongs here too.
-var deadFilter = []string{"source", "type", "delivery_id", "since", "until"}
+var deadFilter = []string{"source", "type", "delivery_id", "key", "since", "until"}
 
 // replayFilter picks the dead events filter out of q, in deadFilter's
 // order, leaving out empty values.
