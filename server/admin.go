@@ -298,6 +298,7 @@ func LoadEventDetail(ctx context.Context, st interface {
 	if !ev.FanOut || len(d.Deliveries) < MaxListLimit {
 		n := hookbox.ReplayAttempts(ev, d.Deliveries)
 		d.ReplayAttempts = &n
+	}
 	if ev.Status == hookbox.StatusPending && ev.OrderKey != "" {
 		dead, err := st.Events(ctx, hookbox.Filter{Source: ev.Source, OrderKey: ev.OrderKey, Status: hookbox.StatusDead,
 			BeforeID: ev.ID, Limit: MaxListLimit})
@@ -310,6 +311,7 @@ func LoadEventDetail(ctx context.Context, st interface {
 			if x.Source == ev.Source {
 				d.HeldBy = x.ID
 			}
+		}
 	}
 	return d, nil
 }
@@ -470,8 +472,6 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "if_attempts applies to the replay of one event (POST /admin/events/{id}/replay), not to a bulk replay")
 		return
 	}
-	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.Since.IsZero() && f.Until.IsZero() && f.BeforeID == 0 {
-		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, delivery_id, since, until or before_id")
 	if f.Source == "" && f.Status == "" && f.EventType == "" && f.DeliveryID == "" && f.OrderKey == "" && f.Since.IsZero() && f.Until.IsZero() && f.BeforeID == 0 {
 		writeError(w, http.StatusBadRequest, "bulk replay needs a filter: status, source, type, delivery_id, key, since, until or before_id")
 		return
