@@ -38,6 +38,14 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	var out []hookbox.Event
 	var large []int64
 	var err error
+	// The leases start after this (once the writer is ours), or at p.Now:
+	// the read of large payloads gives up halfway through them, so no
+	// event is handed out with a lease about to end, or ended.
+	leaseFrom := p.Now
+	if leaseFrom.IsZero() {
+		leaseFrom = time.Now()
+	}
+	readBy := leaseFrom.Add(p.Lease / 2)
 	if parts := splitSources(p); len(parts) > 1 {
 		out, large, err = s.claimParts(ctx, parts)
 	} else {
@@ -48,7 +56,7 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	}
 	var lerr error
 	if len(large) > 0 {
-		out, lerr = s.readLarge(ctx, out, large)
+		out, lerr = s.readLarge(ctx, out, large, readBy)
 	}
 	if len(out) > 0 {
 		// No event is handed to a worker before its claim is on disk (see
@@ -301,8 +309,11 @@ const largeSQL = `SELECT id, length(payload), payload FROM events WHERE id IN (S
 // (ClearPayloads). It returns evs less those whose payload it could not
 // read: a purged event, or all it had not read when a read failed, with
 // the error. The claim is committed, so the read is not cut short when
-// ctx ends: its events would stay leased to nobody.
-func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int64) ([]hookbox.Event, error) {
+// ctx ends (its events would stay leased to nobody), but it is at by:
+// halfway through the leases, so that a read that waited for a reader
+// (all of them busy with long reads) never hands out an event whose lease
+// is about to end, which another claimer could then take.
+func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int64, by time.Time) ([]hookbox.Event, error) {
 	at := make(map[int64]int, len(large))
 	for i, e := range evs {
 		if slices.Contains(large, e.ID) {
@@ -311,7 +322,9 @@ func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int6
 	}
 	read := make(map[int64]bool, len(large))
 	err := func() error {
-		rows, err := s.reader.QueryContext(context.WithoutCancel(ctx), largeSQL, jsonArray(large))
+		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
+		defer cancel()
+		rows, err := s.reader.QueryContext(rctx, largeSQL, jsonArray(large))
 		if err != nil {
 			return err
 		}

@@ -898,7 +898,10 @@ func (p *Pool) dueOnly(ctx context.Context, strict, leased []string) ([]string, 
 	if len(strict)+len(leased) < dueProbeMin {
 		return strict, leased
 	}
-	sctx, cancel := p.storeCtx(ctx)
+	// Bounded on its own: on SQLite it waits for one of the readers,
+	// which long reads (console pages, exports) may all hold, and the
+	// claims need none of them.
+	sctx, cancel := context.WithTimeout(ctx, dueProbeWait)
 	names, err := p.q.DueQueues(sctx)
 	cancel()
 	p.logErr("list the queues with events due", err)
@@ -931,6 +934,10 @@ func (p *Pool) dueOnly(ctx context.Context, strict, leased []string) ([]string, 
 // dueProbeMin is how many queues a round must have to claim before it
 // asks which have events due: for one, the claim itself asks as cheaply.
 const dueProbeMin = 2
+
+// dueProbeWait bounds the read of dueOnly: it takes a few milliseconds at
+// a thousand queues, and a round that cannot have it claims every queue.
+const dueProbeWait = time.Second
 
 // logErr logs a failed call to the store, what naming it (a fixed
 // string): one line per what every errLogEvery, saying how many were held

@@ -1,0 +1,104 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// holdReaders takes every connection of s's read pool, as long reads
+// (console pages, exports, Stats on a big file) would, until release.
+func holdReaders(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	var conns []*sql.Conn
+	for range s.reader.Stats().MaxOpenConnections {
+		c, err := s.reader.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	var once atomic.Bool
+	release = func() {
+		if once.Swap(true) {
+			return
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestLargeClaimNotPastItsLease: a claim whose payloads are read after its
+// commit, on a reader, while long reads hold every reader, gives up the
+// read halfway through its leases: it never hands out an event whose lease
+// has ended, which another claimer may take. It waited for a reader for
+// as long as it took, and returned the event with its lease over.
+func TestLargeClaimNotPastItsLease(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	d := hookbox.Delivery{Source: "big", DeliveryID: "1", Header: map[string][]string{}, Payload: make([]byte, 100<<10)}
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	// Released after 10 s at the latest, so that without the bound the
+	// claim returns, late, rather than hangs the test.
+	time.AfterFunc(10*time.Second, holdReaders(t, s))
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "o", Limit: 10, Lease: time.Second, Sources: []string{"big"}})
+	returned := time.Now()
+	for _, e := range evs {
+		if !e.NextAttemptAt.After(returned) {
+			t.Errorf("event %d handed out with its lease ended %v before the claim returned", e.ID, returned.Sub(e.NextAttemptAt))
+		}
+	}
+	if len(evs) == 0 && !errors.Is(err, hookbox.ErrUnavailable) {
+		t.Errorf("a claim that could not read its payloads returned no event and %v; want ErrUnavailable", err)
+	}
+}
+
+// TestDeliveryWhileReadersBusy: with every reader held by long reads, a
+// pool of several targets still delivers. Before each round it asks on a
+// reader which queues have events due; the question now gives up after a
+// bound and the round claims every queue. It waited, and nothing was
+// delivered until a reader came free.
+func TestDeliveryWhileReadersBusy(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	p := worker.New(s, worker.Options{PollInterval: 50 * time.Millisecond})
+	delivered := make(chan struct{}, 1)
+	for _, src := range []string{"a", "b", "c"} {
+		p.Route(src, worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			select {
+			case delivered <- struct{}{}:
+			default:
+			}
+			return nil
+		}))
+	}
+	release := holdReaders(t, s)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release()
+		p.Stop(context.Background())
+	})
+	d := hookbox.Delivery{Source: "a", DeliveryID: "1", Header: map[string][]string{}, Payload: []byte("{}")}
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{d}); err != nil {
+		t.Fatal(err)
+	}
+	p.Notify()
+	select {
+	case <-delivered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("nothing delivered in 20 s while long reads held every reader")
+	}
+}
