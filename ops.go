@@ -251,6 +251,13 @@ type Ops interface {
 	// warnUnordered).
 	KeyedUnfinished(ctx context.Context, name string) (int, error)
 
+	// KeyHead returns the first delivery of queue name that holds order
+	// key key: the lowest id among its pending, processing and dead
+	// deliveries with that key, the one a claim by key takes next (under
+	// on_dead: hold). ErrNotFound when none holds it. It is one seek in
+	// the order index, however many deliveries the key or the table has.
+	KeyHead(ctx context.Context, name, key string) (id int64, status Status, err error)
+
 	// RetireTarget ends the unfinished deliveries of a queue name that
 	// nothing works any more (a target or source removed from the
 	// config): each pending one, and each processing one whose lease
@@ -478,7 +485,7 @@ type SkipParams struct {
 type SkipResult struct {
 	ID int64 `json:"id"`
 	// Released is the order key the delivery held and no longer holds;
-	// empty when it had none.
+	// empty when it had none, or one of its own that held up nothing.
 	Released string `json:"released_key,omitempty"`
 	// Already is true when the delivery had been skipped before: nothing
 	// changed.

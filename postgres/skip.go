@@ -48,9 +48,11 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 	}
 	var newKey *string
 	if key != nil {
-		res.Released = *key
 		k := p.Key(deliveryID)
 		newKey = &k
+		if *key != k { // a key of its own already holds up nothing
+			res.Released = *key
+		}
 	}
 	reason := hookbox.SkipError(p.Via, p.Reason, res.Released)
 	if _, err := tx.Exec(ctx, `WITH u AS (
@@ -80,4 +82,21 @@ func (s *Store) KeyedUnfinished(ctx context.Context, name string) (int, error) {
 		return 0, opError(ctx, fmt.Sprintf("keyed deliveries of %q", name), err)
 	}
 	return n, nil
+}
+
+// KeyHead returns the first delivery of a queue that holds an order key;
+// see hookbox.Ops. It is one seek in queue_order.
+func (s *Store) KeyHead(ctx context.Context, name, key string) (int64, hookbox.Status, error) {
+	var id int64
+	var status string
+	err := s.pool.QueryRow(ctx, `SELECT id, status FROM queue
+        WHERE source = $1 AND order_key COLLATE "C" = $2 AND order_key IS NOT NULL AND `+keyHeld+`
+        ORDER BY order_key COLLATE "C", id LIMIT 1`, name, key).Scan(&id, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", hookbox.ErrNotFound
+	}
+	if err != nil {
+		return 0, "", opError(ctx, fmt.Sprintf("the head of key %q of %q", key, name), err)
+	}
+	return id, hookbox.Status(status), nil
 }

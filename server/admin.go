@@ -262,10 +262,12 @@ type EventDetail struct {
 	// event's attempts, or for an event with deliveries the sum of
 	// theirs. Absent when the deliveries could not all be read.
 	ReplayAttempts *int `json:"replay_attempts,omitempty"`
-	// HeldBy is, for a pending delivery with an order key, the first
-	// dead delivery of its key stored before it: under on_dead: hold
-	// (the default) it holds the key, and this one waits until it is
-	// replayed and succeeds, or skipped (hookbox.Ops.Skip). 0 for none.
+	// HeldBy is, for a pending delivery with an order key whose key's
+	// first delivery (hookbox.Ops.KeyHead) is dead, that delivery: under
+	// on_dead: hold (the default) it holds the key, and this one waits
+	// until it is replayed and succeeds, or skipped (hookbox.Ops.Skip);
+	// under on_dead: skip it holds nothing. 0 for none, or when it could
+	// not be read.
 	HeldBy int64 `json:"held_by,omitempty"`
 }
 
@@ -299,18 +301,14 @@ func LoadEventDetail(ctx context.Context, st interface {
 		n := hookbox.ReplayAttempts(ev, d.Deliveries)
 		d.ReplayAttempts = &n
 	}
-	if ev.Status == hookbox.StatusPending && ev.OrderKey != "" {
-		dead, err := st.Events(ctx, hookbox.Filter{Source: ev.Source, OrderKey: ev.OrderKey, Status: hookbox.StatusDead,
-			BeforeID: ev.ID, Limit: MaxListLimit})
-		if err != nil {
-			return EventDetail{}, err
-		}
-		for _, x := range dead {
-			// Newest first; a FanOut event of the same source prefix is
-			// never keyed, but keep to the delivery's own queue.
-			if x.Source == ev.Source {
-				d.HeldBy = x.ID
-			}
+	// The key's head, in one seek of the order index: a dead one before
+	// this delivery holds the key under on_dead: hold. Left out when the
+	// store cannot say, or the read fails: the event is shown anyway.
+	if h, ok := st.(interface {
+		KeyHead(ctx context.Context, name, key string) (int64, hookbox.Status, error)
+	}); ok && ev.Status == hookbox.StatusPending && ev.OrderKey != "" {
+		if id, status, err := h.KeyHead(ctx, ev.Source, ev.OrderKey); err == nil && status == hookbox.StatusDead && id < ev.ID {
+			d.HeldBy = id
 		}
 	}
 	return d, nil

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -18,7 +19,7 @@ func (a *admin) skipOne(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reason := r.URL.Query().Get("reason")
-	if err := CheckFilterText("reason", reason); err != nil {
+	if err := CheckSkipReason("reason", reason); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -40,4 +41,20 @@ func (a *admin) skipOne(w http.ResponseWriter, r *http.Request) {
 		a.notify()
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// MaxSkipReason bounds the reason of a skip, in bytes: it is kept in the
+// delivery's last error and its attempts row, and logged.
+const MaxSkipReason = 500
+
+// CheckSkipReason checks a skip's reason, given as name: storable text
+// (CheckFilterText) of at most MaxSkipReason bytes.
+func CheckSkipReason(name, reason string) error {
+	if err := CheckFilterText(name, reason); err != nil {
+		return err
+	}
+	if len(reason) > MaxSkipReason {
+		return fmt.Errorf("%s: at most %d bytes, not %d", name, MaxSkipReason, len(reason))
+	}
+	return nil
 }

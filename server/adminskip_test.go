@@ -30,6 +30,12 @@ func TestAdminSkip(t *testing.T) {
 		if d.HeldBy != ids[0] || d.Event.OrderKey != "cust-7" {
 			t.Fatalf("GET the waiting delivery: held_by %d, order_key %q; want %d, cust-7", d.HeldBy, d.Event.OrderKey, ids[0])
 		}
+		// A reason longer than MaxSkipReason is refused, not kept whole
+		// in the last error and the attempts row.
+		if code, body := h.call("POST", fmt.Sprintf("/admin/events/%d/skip?reason=%s", ids[0], strings.Repeat("x", server.MaxSkipReason+1))); code != 400 ||
+			!strings.Contains(string(body), "at most") {
+			t.Errorf("skip with a reason of %d bytes = %d %s, want 400", server.MaxSkipReason+1, code, body)
+		}
 		var listed []hookbox.Event
 		h.json("GET", "/admin/events?key=cust-7", 200, &listed)
 		if len(listed) != 2 || listed[0].ID != ids[1] || listed[1].ID != ids[0] {

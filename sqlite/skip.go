@@ -41,8 +41,11 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 		}
 		var newKey any
 		if key.Valid {
-			res.Released = key.String
-			newKey = p.Key(deliveryID)
+			own := p.Key(deliveryID)
+			newKey = own
+			if key.String != own { // a key of its own already holds up nothing
+				res.Released = key.String
+			}
 		}
 		reason := hookbox.SkipError(p.Via, p.Reason, res.Released)
 		now := millis(time.Now())
@@ -75,4 +78,21 @@ func (s *Store) KeyedUnfinished(ctx context.Context, name string) (int, error) {
 		return 0, fmt.Errorf("sqlite: keyed deliveries of %q: %w", name, err)
 	}
 	return n, nil
+}
+
+// KeyHead returns the first delivery of a queue that holds an order key;
+// see hookbox.Ops. It is one seek in events_order.
+func (s *Store) KeyHead(ctx context.Context, name, key string) (int64, hookbox.Status, error) {
+	var id int64
+	var status string
+	err := s.reader.QueryRowContext(ctx, `SELECT id, status FROM events INDEXED BY events_order
+        WHERE source = ? AND order_key = ? AND order_key IS NOT NULL AND `+keyHeld+`
+        ORDER BY id LIMIT 1`, name, key).Scan(&id, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", hookbox.ErrNotFound
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("sqlite: the head of key %q of %q: %w", key, name, err)
+	}
+	return id, hookbox.Status(status), nil
 }

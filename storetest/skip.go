@@ -135,3 +135,25 @@ func SeedHeldKey(t testing.TB, s QueueStore, source, target, key, errText string
 	}
 	return out
 }
+
+// testKeyHead: KeyHead names the first delivery that holds a key, dead or
+// not, and ErrNotFound for a key nothing holds. (events show read every
+// older row to find a dead delivery of the key, and named the wrong one
+// past 10,000 of them.)
+func testKeyHead(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	ids := SeedHeldKey(t, s, "kh", "app", "cust-1", "forward: 410 Gone", "a1", "a2", "a3")
+	id, status, err := s.KeyHead(ctx, "kh/app", "cust-1")
+	if err != nil || id != ids[0] || status != hookbox.StatusDead {
+		t.Fatalf("KeyHead(kh/app, cust-1) = %d, %s, %v; want %d, dead", id, status, err, ids[0])
+	}
+	if _, _, err := s.KeyHead(ctx, "kh/app", "cust-2"); !errors.Is(err, hookbox.ErrNotFound) {
+		t.Errorf("KeyHead of a key nothing holds: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Skip(ctx, hookbox.SkipParams{ID: ids[0], Key: func(d string) string { return "(none):" + d }}); err != nil {
+		t.Fatal(err)
+	}
+	if id, status, err := s.KeyHead(ctx, "kh/app", "cust-1"); err != nil || id != ids[1] || status != hookbox.StatusPending {
+		t.Errorf("KeyHead after the head was skipped = %d, %s, %v; want %d, pending", id, status, err, ids[1])
+	}
+}

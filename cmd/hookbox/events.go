@@ -292,7 +292,8 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 		fmt.Fprintf(tw, "order key\t%s\n", printable(e.OrderKey))
 	}
 	if d.HeldBy != 0 {
-		fmt.Fprintf(tw, "waits behind\tdead delivery %d of its order key (under on_dead: hold): hookbox replay %d runs it again first; "+
+		fmt.Fprintf(tw, "waits behind\tdead delivery %d, the first of its order key, if the target keeps the keys of dead deliveries "+
+			"(on_dead: hold, the default; under skip it waits for nothing): hookbox replay %d runs it again first; "+
 			"hookbox events skip %d ends it for good and releases the key\n", d.HeldBy, d.HeldBy, d.HeldBy)
 	}
 	if e.LastError != "" {

@@ -44,7 +44,7 @@ is refused (exit 1). Skipping one already skipped changes nothing (exit 0).`,
 			if err != nil || id <= 0 {
 				return usagef("event id %q: want a positive whole number", args[0])
 			}
-			if err := server.CheckFilterText("--reason", reason); err != nil {
+			if err := server.CheckSkipReason("--reason", reason); err != nil {
 				return asUsage(err)
 			}
 			st, err := openOps(cmd.Context(), g)
