@@ -173,6 +173,9 @@ type eventData struct {
 	// if_attempts; -1 (no condition) when the page could not read every
 	// delivery of a FanOut event.
 	ReplayAttempts int
+	// HeldBy is the dead delivery that holds this pending delivery's
+	// order key (server.EventDetail.HeldBy); 0 for none.
+	HeldBy int64
 }
 
 func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
@@ -190,7 +193,7 @@ func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	data := eventData{Event: d.Event, Headers: headerLines(u.cfg.ShowHeader(d.Event.Header)), Attempts: d.Attempts,
-		Deliveries: d.Deliveries, ReplayAttempts: hookbox.ReplayAttempts(d.Event, d.Deliveries)}
+		Deliveries: d.Deliveries, ReplayAttempts: hookbox.ReplayAttempts(d.Event, d.Deliveries), HeldBy: d.HeldBy}
 	if len(d.Deliveries) >= server.MaxListLimit {
 		data.ReplayAttempts = -1
 	}

@@ -156,3 +156,25 @@ func TestConsoleReplayFanOutSaysWhichDelivery(t *testing.T) {
 		}
 	})
 }
+
+// TestConsoleShowsAHeldKey: the page of a delivery waiting behind a dead
+// one of its order key shows the key and links the dead delivery, with
+// both ways out; the console showed no order key at all, so a held key
+// read as a pending delivery with no reason.
+func TestConsoleShowsAHeldKey(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ids := storetest.SeedHeldKey(t, st, "fo", "app", "cust-9", "forward: 410 Gone", "k1", "k2")
+		base, c := startConsole(t, st)
+		_, page := fetch(t, c, "GET", fmt.Sprintf("%s/ui/events/%d", base, ids[1]), nil)
+		for _, want := range []string{"Order key", "cust-9", fmt.Sprintf(`<a href="/ui/events/%d">dead delivery %d</a>`, ids[0], ids[0]),
+			fmt.Sprintf("hookbox events skip %d", ids[0])} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the waiting delivery's page lacks %q", want)
+			}
+		}
+		if _, page := fetch(t, c, "GET", fmt.Sprintf("%s/ui/events/%d", base, ids[0]), nil); strings.Contains(page, "Waits behind") {
+			t.Error("the dead delivery's own page says it waits")
+		}
+	})
+}
