@@ -2,10 +2,7 @@ package service
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
@@ -45,25 +42,7 @@ sources:
       - {name: o, forward: "http://127.0.0.1:9/", order_by: "header:X-Key"}
       - {name: p, forward: "http://127.0.0.1:9/"}
 `, nil)
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(h.logs.String(), `"msg":"listening"`) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no \"listening\" within 20 s: %s", h.logs.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		warned := map[string]map[string]any{}
-		for _, line := range strings.Split(h.logs.String(), "\n") {
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != UnorderedWarning {
-				continue
-			}
-			name, _ := rec["target"].(string)
-			if warned[name] != nil {
-				t.Errorf("%s warned twice", name)
-			}
-			warned[name] = rec
-		}
+		warned := warnedTargets(t, h.logs, UnorderedWarning)
 		if len(warned) != 1 || warned["s/a"] == nil {
 			t.Fatalf("warned about %v, want s/a alone: %s", warned, h.logs.String())
 		}

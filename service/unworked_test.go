@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -42,25 +43,7 @@ sources:
     targets:
       - {name: b, forward: "`+app.URL+`"}
 `, nil)
-		deadline := time.Now().Add(20 * time.Second)
-		for !strings.Contains(h.logs.String(), `"msg":"listening"`) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no \"listening\" within 20 s: %s", h.logs.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		warned := map[string]map[string]any{}
-		for _, line := range strings.Split(h.logs.String(), "\n") {
-			var rec map[string]any
-			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != UnworkedWarning {
-				continue
-			}
-			name, _ := rec["target"].(string)
-			if warned[name] != nil {
-				t.Errorf("%s warned twice", name)
-			}
-			warned[name] = rec
-		}
+		warned := warnedTargets(t, h.logs, UnworkedWarning)
 		if len(warned) != 2 || warned["s/a"] == nil || warned["old"] == nil {
 			t.Fatalf("warned about %v, want s/a and old: %s", warned, h.logs.String())
 		}
@@ -136,4 +119,31 @@ sources:
 			t.Errorf("shop/ledger's backlog after the refused retire: %+v, %v; want its 1 pending delivery", b, err)
 		}
 	})
+}
+
+// warnedTargets waits until the server logged "listening" in logs (JSON
+// lines), then returns the start warnings with message msg by their
+// target, failing t if one target is warned twice.
+func warnedTargets(t *testing.T, logs fmt.Stringer, msg string) map[string]map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(logs.String(), `"msg":"listening"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no \"listening\" within 20 s: %s", logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	warned := map[string]map[string]any{}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != msg {
+			continue
+		}
+		name, _ := rec["target"].(string)
+		if warned[name] != nil {
+			t.Errorf("%s warned twice", name)
+		}
+		warned[name] = rec
+	}
+	return warned
 }

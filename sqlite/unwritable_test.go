@@ -22,19 +22,12 @@ import (
 // and what to fix.
 func TestOpenRefusesUnwritableFile(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "hookbox.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := madeDB(t)
 	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
 		t.Skipf("cannot make the file unwritable for this user (root ignores modes) with chattr +i: %v %s", err, out)
 	}
 	t.Cleanup(func() { exec.Command("chattr", "-i", path).Run() }) // or TempDir cannot remove it
-	s, err = sqlite.Open(ctx, path, sqlite.Options{})
+	s, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err == nil {
 		pingErr := s.Ping(ctx)
 		_, ingErr := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "a")})
@@ -104,14 +97,7 @@ func TestMigrationLockOfAnotherUserSaysWhatToDo(t *testing.T) {
 		}
 		return
 	}
-	path := filepath.Join(t.TempDir(), "hookbox.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := madeDB(t)
 	if os.Geteuid() != 0 {
 		// The owner itself is refused a file of mode 0000.
 		if err := os.Chmod(path+"-migrate.lock", 0); err != nil {
@@ -151,14 +137,7 @@ func TestOpenInUnwritableDirectorySaysWhatToDo(t *testing.T) {
 		}
 		return
 	}
-	path := filepath.Join(t.TempDir(), "hookbox.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := madeDB(t)
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -196,14 +175,7 @@ func TestMigrationLockOfAnotherUserNamesTheDatabasesOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root, to give the database and its lock to other users")
 	}
-	path := filepath.Join(t.TempDir(), "hookbox.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := madeDB(t)
 	// Root made the lock; the database is the service user's (65533),
 	// and 65534 runs hookbox by mistake.
 	for _, p := range []string{path, filepath.Dir(path)} {
@@ -215,4 +187,19 @@ func TestMigrationLockOfAnotherUserNamesTheDatabasesOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	asNobody(t, path)
+}
+
+// madeDB makes a database in a new directory, closes it and returns its
+// path, with the -migrate.lock file its Open left there.
+func madeDB(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hookbox.db")
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
