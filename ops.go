@@ -176,8 +176,8 @@ type Stats struct {
 
 // DueAge is how long an event due since oldest has waited at now, both
 // on one clock: zero for a zero oldest (none is due) and for one later
-// than now. A store whose times are all on the caller's clock (SQLite)
-// gives it for the OldestDueAge fields.
+// than now. Stores give it for the OldestDueAge fields: SQLite at the
+// caller's time, PostgreSQL at the server's.
 func DueAge(oldest, now time.Time) time.Duration {
 	if oldest.IsZero() {
 		return 0
@@ -273,7 +273,7 @@ type Ops interface {
 	// Skip ends one dead delivery for good, so that it no longer holds
 	// its order key (see SkipParams): the deliveries of the key that wait
 	// behind it go on. It stays dead, keeps its payload, and gets
-	// SkipError(p.Reason, key) as its last error and an attempts row by
+	// SkipError(p.Via, p.Reason, key) as its last error and an attempts row by
 	// the operator (AttemptSkip) saying so. Only a dead delivery is
 	// skipped: any other state is refused with a *NotSkippableError, a
 	// missing id with an error that matches ErrNotFound. Skipping one
@@ -500,9 +500,18 @@ const AttemptSkip = "skip"
 // SkipPrefix starts the last error of a delivery Ops.Skip ended.
 const SkipPrefix = "skipped by an operator"
 
+// MaxSkipReason bounds the reason of a skip, in bytes: it is kept in the
+// delivery's last error and its attempts row, and logged. Callers refuse
+// a longer one; SkipError cuts it there whatever the caller did.
+const MaxSkipReason = 500
+
 // SkipError is the last error of a delivery Ops.Skip ended, via via, for
-// reason, that held the order key key ("" for none).
+// reason (cut at MaxSkipReason bytes), that held the order key key (""
+// for none).
 func SkipError(via, reason, key string) string {
+	if len(reason) > MaxSkipReason {
+		reason = strings.ToValidUTF8(reason[:MaxSkipReason], "") + "…"
+	}
 	s := SkipPrefix
 	if via != "" {
 		s += " (" + via + ")"

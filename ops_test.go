@@ -1,8 +1,10 @@
 package hookbox_test
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 )
@@ -29,5 +31,19 @@ func TestDaysAgo(t *testing.T) {
 	}
 	if err := hookbox.CheckCutoff(now, now); err != nil {
 		t.Errorf("CheckCutoff(now) = %v", err)
+	}
+}
+
+// TestSkipErrorCutsTheReason: a skip's reason is kept to MaxSkipReason
+// bytes in the last error whatever the caller checked, cut on a
+// character's boundary.
+func TestSkipErrorCutsTheReason(t *testing.T) {
+	long := strings.Repeat("é", hookbox.MaxSkipReason) // 2 bytes each
+	got := hookbox.SkipError("test", long, "")
+	if len(got) > len(hookbox.SkipPrefix)+hookbox.MaxSkipReason+32 || !utf8.ValidString(got) {
+		t.Errorf("SkipError with a reason of %d bytes: %d bytes, valid UTF-8 %v", len(long), len(got), utf8.ValidString(got))
+	}
+	if short := hookbox.SkipError("test", "gone", ""); !strings.HasSuffix(short, ": gone") {
+		t.Errorf("SkipError with a short reason = %q", short)
 	}
 }

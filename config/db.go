@@ -171,9 +171,6 @@ func MaskDB(db string) string {
 	if colon := strings.IndexByte(db, ':'); colon >= 0 {
 		return db[:colon+1] + mask.Mask
 	}
-	if strings.Contains(db, "=") {
-		return mask.Mask
-	}
 	return db
 }
 

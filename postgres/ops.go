@@ -781,7 +781,7 @@ func dueSince(oldest *time.Time, at time.Time) (time.Time, time.Duration) {
 	if oldest == nil {
 		return time.Time{}, 0
 	}
-	return oldest.UTC(), max(0, at.Sub(*oldest))
+	return oldest.UTC(), hookbox.DueAge(*oldest, at)
 }
 
 // opError reports a failed operator statement: a value the server refuses

@@ -43,9 +43,8 @@ func (a *admin) skipOne(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// MaxSkipReason bounds the reason of a skip, in bytes: it is kept in the
-// delivery's last error and its attempts row, and logged.
-const MaxSkipReason = 500
+// MaxSkipReason is hookbox.MaxSkipReason, the longest reason of a skip.
+const MaxSkipReason = hookbox.MaxSkipReason
 
 // CheckSkipReason checks a skip's reason, given as name: storable text
 // (CheckFilterText) of at most MaxSkipReason bytes.

@@ -28,9 +28,9 @@ var _ hookbox.Queue = (*Store)(nil)
 // the payloads of at most inTxPayload bytes; larger ones are read after
 // the commit, on a reader (readLarge): the events are leased to this
 // claim by then, and the one writer is not held while megabytes are
-// copied. An event whose payload cannot be read there is not returned,
-// and stays leased, to nobody, until its lease ends; the others are
-// returned with the error.
+// copied. An event whose payload cannot be read there is not returned:
+// it is given its attempt back and is due again in a second (giveBack);
+// the others are returned with the error.
 func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
@@ -56,7 +56,10 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	}
 	var lerr error
 	if len(large) > 0 {
-		out, lerr = s.readLarge(ctx, out, large, readBy)
+		all := slices.Clone(out) // readLarge filters out in place
+		if out, lerr = s.readLarge(ctx, out, large, readBy); lerr != nil {
+			s.giveBack(ctx, all, out, lerr)
+		}
 	}
 	if len(out) > 0 {
 		// No event is handed to a worker before its claim is on disk (see
@@ -79,6 +82,27 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		}
 	}
 	return out, nil
+}
+
+// giveBack releases the events of claimed that are not in kept (their
+// payloads could not be read after the claim): each gets its attempt back
+// and is due again in a second, rather than waiting out its lease with an
+// attempt spent, which a long read holding every reader would otherwise
+// cost it again at every claim, until it died untried. If this fails too,
+// they wait for their leases to end, as before.
+func (s *Store) giveBack(ctx context.Context, claimed, kept []hookbox.Event, why error) {
+	now := time.Now()
+	var outs []hookbox.Outcome
+	for _, e := range claimed {
+		if !slices.ContainsFunc(kept, func(k hookbox.Event) bool { return k.ID == e.ID }) {
+			outs = append(outs, hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts,
+				Status: hookbox.StatusPending, Released: true, RetryAt: now.Add(time.Second),
+				Error: "its payload could not be read after its claim: " + why.Error(), StartedAt: now, FinishedAt: now})
+		}
+	}
+	if len(outs) > 0 {
+		s.Finish(context.WithoutCancel(ctx), outs)
+	}
 }
 
 // claimOne leases the events of the claim p in one transaction (leaseTx;
@@ -309,7 +333,7 @@ const largeSQL = `SELECT id, length(payload), payload FROM events WHERE id IN (S
 // (ClearPayloads). It returns evs less those whose payload it could not
 // read: a purged event, or all it had not read when a read failed, with
 // the error. The claim is committed, so the read is not cut short when
-// ctx ends (its events would stay leased to nobody), but it is at by:
+// ctx ends (its events would be given back unread), but it is at by:
 // halfway through the leases, so that a read that waited for a reader
 // (all of them busy with long reads) never hands out an event whose lease
 // is about to end, which another claimer could then take.
@@ -581,7 +605,8 @@ func jsonArray[T int64 | string](vs []T) string {
 	return string(b)
 }
 
-// queuedColumns are the columns a pick reads (workTx.Pick): eventColumns
+// queuedColumns are the columns an unleased read of events uses
+// (workTx.Pick, the marks of a dead pool): eventColumns
 // and whether the payload was cleared (the driver reads an empty blob as
 // nil too). That is asked of length(payload), which SQLite reads from the
 // row's header: "payload IS NULL" would read the payload a second time.

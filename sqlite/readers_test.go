@@ -62,6 +62,20 @@ func TestLargeClaimNotPastItsLease(t *testing.T) {
 	if len(evs) == 0 && !errors.Is(err, hookbox.ErrUnavailable) {
 		t.Errorf("a claim that could not read its payloads returned no event and %v; want ErrUnavailable", err)
 	}
+	// An event it could not read is given its attempt back, pending
+	// again, not left leased to nobody with an attempt spent (read on
+	// the writer: the readers are still held).
+	if len(evs) == 0 {
+		var status string
+		var attempts, base int
+		if err := s.writer.QueryRowContext(ctx, `SELECT status, attempts, attempt_base FROM events WHERE source = 'big'`).
+			Scan(&status, &attempts, &base); err != nil {
+			t.Fatal(err)
+		}
+		if status != "pending" || attempts-base != 0 {
+			t.Errorf("the event whose payload could not be read: %s, %d attempts, base %d; want pending, its attempt given back", status, attempts, base)
+		}
+	}
 }
 
 // TestDeliveryWhileReadersBusy: with every reader held by long reads, a

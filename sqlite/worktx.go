@@ -17,9 +17,10 @@ import (
 type workTx struct {
 	s  *Store
 	tx *sql.Tx
-	// uncached is a pick statement that had no prepared statement yet; it
-	// is prepared once the transaction has given the writer back.
-	uncached string
+	// uncached are the pick statements that had no prepared statement
+	// yet (one per part of a pick over many sources); they are prepared
+	// once the transaction has given the writer back.
+	uncached []string
 	// marked is the key of the mark this transaction wrote (Mark), dropped
 	// once it commits.
 	marked string
@@ -63,7 +64,7 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		// on it now, so a new one runs unprepared this once.
 		st := w.s.claims.lookup(q)
 		if st == nil {
-			w.uncached = q
+			w.uncached = append(w.uncached, q)
 		}
 		evs, err := pickTx(ctx, w.tx, st, q, args)
 		if err != nil {
@@ -177,11 +178,11 @@ func (w *workTx) Rollback() error {
 	return err
 }
 
-// prepareUncached prepares the pick statement that ran unprepared, for the
-// next transactions; a failure only means it runs unprepared again.
+// prepareUncached prepares the pick statements that ran unprepared, for
+// the next transactions; a failure only means one runs unprepared again.
 func (w *workTx) prepareUncached(ctx context.Context) {
-	if w.uncached != "" {
-		w.s.claims.get(ctx, w.uncached)
-		w.uncached = ""
+	for _, q := range w.uncached {
+		w.s.claims.get(ctx, q)
 	}
+	w.uncached = nil
 }

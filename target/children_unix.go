@@ -85,7 +85,6 @@ func childDone(pid int) {
 // without calling ExecSupervisor.
 func KillRunning() {
 	starting.Lock()
-	defer starting.Unlock()
 	exiting = true
 	asked := map[int]*child{}
 	waitingMu.Lock()
@@ -98,6 +97,9 @@ func KillRunning() {
 		asked[pgid] = c
 	}
 	waitingMu.Unlock()
+	// No command starts from now on (exiting): the wait below needs the
+	// lock no more, and the reaping of orphans (reapZombies) takes it.
+	starting.Unlock()
 	timeout := time.NewTimer(execWaitDelay)
 	defer timeout.Stop()
 	for pgid, c := range asked {

@@ -193,9 +193,9 @@ func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	data := eventData{Event: d.Event, Headers: headerLines(u.cfg.ShowHeader(d.Event.Header)), Attempts: d.Attempts,
-		Deliveries: d.Deliveries, ReplayAttempts: hookbox.ReplayAttempts(d.Event, d.Deliveries), HeldBy: d.HeldBy}
-	if len(d.Deliveries) >= server.MaxListLimit {
-		data.ReplayAttempts = -1
+		Deliveries: d.Deliveries, ReplayAttempts: -1, HeldBy: d.HeldBy}
+	if d.ReplayAttempts != nil {
+		data.ReplayAttempts = *d.ReplayAttempts
 	}
 	if !d.Event.PayloadCleared {
 		data.Payload = showBody(d.Payload, true)

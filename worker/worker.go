@@ -1771,10 +1771,8 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 			// A dead delivery holds its order key unless its target has
 			// on_dead: skip: the key's later deliveries wait until it is
 			// replayed and succeeds, or skipped (hookbox events skip).
-			holds := true
-			if _, ctl := p.controlled([]string{ev.Source}); len(ctl) > 0 && ctl[0].SkipDead {
-				holds = false
-			}
+			c := p.control(ev.Source)
+			holds := c == nil || !c.SkipDead
 			attrs = append(attrs, "order_key", ev.OrderKey, "holds_key", holds)
 		}
 		p.log.Error("event dead", attrs...)

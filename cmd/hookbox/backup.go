@@ -42,7 +42,11 @@ and exits with an error: it copies nothing itself.`,
 			if err != nil {
 				return err
 			}
-			return backup(cmd.Context(), cmd.OutOrStdout(), g.dbURL(cfg), args[0])
+			dbURL, err := checkDBURL(g, cfg)
+			if err != nil {
+				return err
+			}
+			return backup(cmd.Context(), cmd.OutOrStdout(), dbURL, args[0])
 		},
 	}
 }

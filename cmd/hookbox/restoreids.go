@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox"
-	"github.com/hookbox/hookbox/service"
+	"github.com/hookbox/hookbox/postgres"
 )
 
 func newRestoreIDsCmd(g *globalFlags) *cobra.Command {
@@ -45,11 +45,7 @@ first event stored after it deletes it. Until then it shows in events list.`,
 			if p.Gap < 0 || p.After < 0 {
 				return usagef("--gap and --after take a number of 0 or more")
 			}
-			cfg, err := g.loadConfig(false)
-			if err != nil {
-				return err
-			}
-			st, err := service.OpenStore(cmd.Context(), g.dbURL(cfg), service.StoreOptions{Existing: true})
+			st, err := openDB(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
@@ -72,7 +68,7 @@ first event stored after it deletes it. Until then it shows in events list.`,
 				return st.Close()
 			}
 			fmt.Fprintf(w, "new events get ids above %d (the largest id this database knew of was %d)\n", f.Floor, f.Known)
-			if !service.IsPostgres(g.dbURL(cfg)) {
+			if _, pg := st.(*postgres.Store); !pg {
 				fmt.Fprintf(w, "a placeholder event (source %q) holds id %d until the next event is stored\n", hookbox.IDFloorSource, f.Floor+1)
 			}
 			return st.Close()
