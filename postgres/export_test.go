@@ -46,3 +46,6 @@ func (s *Store) ConnLifetime() (lifetime, jitter time.Duration) {
 
 // DueQueuesSQL is the statement behind DueQueues.
 const DueQueuesSQL = dueQueues
+
+// NotifySQL is notifySQL, the statement the notifier sends.
+const NotifySQL = notifySQL

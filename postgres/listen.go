@@ -38,6 +38,14 @@ const (
 	listenMaxBackoff = 5 * time.Second
 )
 
+// notifySQL sends the NOTIFY in a transaction of its own that commits
+// without waiting for its WAL flush (synchronous_commit off for this
+// transaction only). A NOTIFY makes its transaction take an id, so its
+// commit writes a record that a synchronous commit would wait to flush:
+// one more flush per ingest commit, for a hint that needs no durability.
+// The rows it announces were flushed by their own commit before it runs.
+const notifySQL = `SELECT pg_notify('` + NotifyChannel + `', current_schema()), set_config('synchronous_commit', 'off', true)`
+
 // notifier sends NOTIFY for the ingests that signal it.
 type notifier struct {
 	pending chan struct{}
@@ -58,7 +66,7 @@ func startNotifier(pool *pgxpool.Pool) *notifier {
 			}
 			nctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 			// Best effort: a failure only delays the workers until they poll.
-			pool.Exec(nctx, `SELECT pg_notify('`+NotifyChannel+`', current_schema())`)
+			pool.Exec(nctx, notifySQL)
 			cancel()
 		}
 	}()
