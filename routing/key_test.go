@@ -10,7 +10,9 @@ import (
 // TestUnstorableKeyIsHashed: an order key that is not valid UTF-8 (a
 // header's bytes) or holds a NUL (a JSON string's \u0000) is stored as its
 // hash, as a long one is, since PostgreSQL's text refuses both and would
-// refuse the verified delivery with it; equal keys stay equal.
+// refuse the verified delivery with it; so is one with a control
+// character, which a log line would carry to a terminal. Equal keys stay
+// equal.
 func TestUnstorableKeyIsHashed(t *testing.T) {
 	byHeader := New([]Rule{{Target: "a", OrderBy: "header:X-Key"}})
 	byJSON := New([]Rule{{Target: "a", OrderBy: "json:id"}})
@@ -22,6 +24,14 @@ func TestUnstorableKeyIsHashed(t *testing.T) {
 		"NUL in JSON": {
 			byJSON.Routes("", "d1", nil, []byte(`{"id":"a\u0000b"}`))[0].OrderKey,
 			byJSON.Routes("", "d2", nil, []byte(`{"id":"a\u0000b"}`))[0].OrderKey,
+		},
+		"ESC in JSON": {
+			byJSON.Routes("", "d1", nil, []byte(`{"id":"a\u001b[2Jb"}`))[0].OrderKey,
+			byJSON.Routes("", "d2", nil, []byte(`{"id":"a\u001b[2Jb"}`))[0].OrderKey,
+		},
+		"C1 in a header": {
+			byHeader.Routes("", "d1", http.Header{"X-Key": {"a\u009b2J"}}, nil)[0].OrderKey,
+			byHeader.Routes("", "d2", http.Header{"X-Key": {"a\u009b2J"}}, nil)[0].OrderKey,
 		},
 	} {
 		k := keys[0]

@@ -14,10 +14,11 @@
 //     around it aside) matches no JSON rule and gives no order key; it is
 //     never an error: the event is stored either way.
 //   - An order key longer than MaxKeyLength, or one that is not valid
-//     UTF-8 or holds a NUL byte, is replaced by "sha256:" and its SHA-256
-//     (hex), so a sender cannot make hookbox store large keys, nor keys a
-//     store refuses (which would refuse the verified delivery), and equal
-//     keys stay equal. So is a value that starts with "sha256:" or
+//     UTF-8, holds a NUL byte or a control character, is replaced by
+//     "sha256:" and its SHA-256 (hex), so a sender cannot make hookbox
+//     store large keys, nor keys a store refuses (which would refuse the
+//     verified delivery), nor keys that drive the terminal of an operator
+//     reading a log line that names one, and equal keys stay equal. So is a value that starts with "sha256:" or
 //     NoKeyPrefix: no value a sender chooses is stored as a hashed key or
 //     as the key of a delivery without the value, so two deliveries with
 //     the value share a key only if their values are equal (barring a
@@ -41,7 +42,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 )
@@ -405,9 +405,13 @@ func hashKey(k string) string {
 // valid UTF-8 without NUL (PostgreSQL's text refuses both, and a key from a
 // header's bytes, or a JSON string's \u0000, may hold them). Others are
 // hashed, as long ones are, so that a verified delivery is never refused
-// for its key.
+// for its key. So are keys with a control character (C0, DEL or C1: a
+// JSON string's \u001b or \u009b, a header's UTF-8 bytes), the rule
+// ingest applies to event types (hookbox.NotReceivable): the key is
+// logged with a dead delivery, and slog's JSON lines write C1 characters
+// as they are, for a terminal to obey.
 func storableKey(k string) bool {
-	return utf8.ValidString(k) && !strings.ContainsRune(k, 0)
+	return hookbox.StorableText(k) && hookbox.NotReceivable(k, false) == ""
 }
 
 func anyGlob(globs []string, s string) bool {
