@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/internal/printable"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
 )
@@ -339,11 +340,13 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		Back: template.URL("/ui/dead?" + q.Encode())})
 }
 
-// describe says a listing filter in words.
+// describe says a listing filter in words, its values escaped as every
+// page shows text from senders (printable.Escape): a key or type with a
+// bidi override would reorder the words around it.
 func describe(q url.Values) string {
 	var parts []string
 	for _, f := range replayFilter(q) {
-		parts = append(parts, f.Name+" "+f.Value)
+		parts = append(parts, f.Name+" "+printable.Escape(f.Value))
 	}
 	if len(parts) == 0 {
 		return "all dead events"

@@ -104,3 +104,41 @@ func TestConsoleBulkReplayKeepsFilter(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadPageFilterByKeyShown: the dead events page filtered by an order
+// key (a link /ui/dead?key=K, as an operator may be sent one) shows the key
+// in its filter form, and the bulk replay's count says it with what does
+// not print escaped (printable.Escape), as every other page shows a key.
+// The page read the key and its replay carried it, but the form had no
+// field for it, so the page looked unfiltered while it listed one key's
+// deliveries; and a bidi override in the count's words reordered them.
+func TestDeadPageFilterByKeyShown(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		srv := server.New(server.Config{})
+		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		c := browser(t)
+		login(t, c, hs.URL)
+
+		key := "cus_\u202eevil"
+		_, page := fetch(t, c, "GET", hs.URL+"/ui/dead?"+url.Values{"key": {key}}.Encode(), nil)
+		m := deadFiltersRE.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no filter form on the dead page:\n%s", page)
+		}
+		if !strings.Contains(m[1], `name="key" value="`+key+`"`) {
+			t.Errorf("the dead page filtered by key %q does not show it in its filter form:\n%s", key, m[1])
+		}
+		resp, page := fetch(t, c, "POST", hs.URL+"/ui/replay", replayForm(t, page, "dead page"))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("dry run: %d\n%s", resp.StatusCode, page)
+		}
+		_, count, _ := strings.Cut(page, "would be replayed:")
+		count, _, _ = strings.Cut(count, "\n")
+		if strings.Contains(count, "\u202e") || !strings.Contains(count, `dead events with key cus_\u202eevil`) {
+			t.Errorf("the count does not show the key escaped: %q", count)
+		}
+	})
+}
