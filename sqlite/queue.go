@@ -334,9 +334,10 @@ const largeSQL = `SELECT id, length(payload), payload FROM events WHERE id IN (S
 // read: a purged event, or all it had not read when a read failed, with
 // the error. The claim is committed, so the read is not cut short when
 // ctx ends (its events would be given back unread), but it is at by:
-// halfway through the leases, so that a read that waited for a reader
-// (all of them busy with long reads) never hands out an event whose lease
-// is about to end, which another claimer could then take.
+// halfway through the leases, so that a slow read never hands out an
+// event whose lease is about to end, which another claimer could then
+// take. It waits for a reader at most readerWait (claimReader), or until
+// by if that is sooner.
 func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int64, by time.Time) ([]hookbox.Event, error) {
 	at := make(map[int64]int, len(large))
 	for i, e := range evs {
@@ -348,7 +349,12 @@ func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int6
 	err := func() error {
 		rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
 		defer cancel()
-		rows, err := s.reader.QueryContext(rctx, largeSQL, jsonArray(large))
+		conn, err := s.claimReader(rctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		rows, err := conn.QueryContext(rctx, largeSQL, jsonArray(large))
 		if err != nil {
 			return err
 		}
@@ -387,6 +393,26 @@ func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int6
 	}
 	return out, err
 }
+
+// claimReader takes a reader for a claim's reads after its commit
+// (readLarge, keyCursor), waiting for one at most readerWait.
+func (s *Store) claimReader(ctx context.Context) (*sql.Conn, error) {
+	wctx, cancel := context.WithTimeout(ctx, readerWait)
+	defer cancel()
+	conn, err := s.reader.Conn(wctx)
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		return nil, fmt.Errorf("no reader came free within %v (long reads hold every one): %w", readerWait, err)
+	}
+	return conn, err
+}
+
+// readerWait bounds how long a claim waits for a reader after its
+// commit. The claim holds its pool's claiming loop, every queue's claims
+// and not only its own, and long reads (console pages, exports, Stats on
+// a big file) may hold every reader for minutes; a free one is had at
+// once otherwise. A claim that cannot have one leaves its cursor where it
+// was, and gives back the events whose payloads it could not read.
+const readerWait = time.Second
 
 // leaseArgs are leaseIDs' arguments for a claim made at p.Now.
 func leaseArgs(p hookbox.ClaimParams) []any {
@@ -477,10 +503,15 @@ const walkEnd = `WITH RECURSIVE ` + keyWalk + `
         SELECT key, n = ? FROM k WHERE key IS NOT NULL ORDER BY n DESC LIMIT 1`
 
 // keyCursor finds p.KeyCursor (hookbox.ClaimParams.FindKeyCursor) on a
-// reader, after the claim's commit.
+// reader (claimReader), after the claim's commit.
 func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
+	conn, err := s.claimReader(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
 	return p.FindKeyCursor(func(after string) (last string, full bool, err error) {
-		err = s.reader.QueryRowContext(ctx, walkEnd, append(keyWalkArgs(p, after), p.KeyWalk()-1)...).Scan(&last, &full)
+		err = conn.QueryRowContext(ctx, walkEnd, append(keyWalkArgs(p, after), p.KeyWalk()-1)...).Scan(&last, &full)
 		if errors.Is(err, sql.ErrNoRows) {
 			err = nil
 		}

@@ -83,36 +83,69 @@ func TestLargeClaimNotPastItsLease(t *testing.T) {
 // reader which queues have events due; the question now gives up after a
 // bound and the round claims every queue. It waited, and nothing was
 // delivered until a reader came free.
+//
+// A claim's own reads after its commit wait for a reader no longer than
+// that either (claimReader): a claim by key that came back short looks
+// for where the next one starts (keyCursor), and a claim of an event
+// whose payload is too large for its transaction reads it (readLarge).
+// The one waited for as long as the long reads held every reader, the
+// other for half the lease (30 s by default), and the event, given back
+// due in a second, was claimed first again: the pool's one claiming loop
+// waited with them, and no other target's event was delivered.
 func TestDeliveryWhileReadersBusy(t *testing.T) {
-	s := openTemp(t)
-	ctx := context.Background()
-	p := worker.New(s, worker.Options{PollInterval: 50 * time.Millisecond})
-	delivered := make(chan struct{}, 1)
-	for _, src := range []string{"a", "b", "c"} {
-		p.Route(src, worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
-			select {
-			case delivered <- struct{}{}:
-			default:
+	for _, c := range []struct {
+		name           string
+		ordered, large bool
+	}{
+		{name: "plain"},
+		{name: "beside an ordered target", ordered: true},
+		{name: "beside a large payload", large: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := openTemp(t)
+			ctx := context.Background()
+			p := worker.New(s, worker.Options{PollInterval: 50 * time.Millisecond})
+			delivered := make(chan struct{}, 1)
+			for _, src := range []string{"a", "b", "c"} {
+				p.Route(src, worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+					if ev.Source != "a" {
+						return nil
+					}
+					select {
+					case delivered <- struct{}{}:
+					default:
+					}
+					return nil
+				}))
 			}
-			return nil
-		}))
-	}
-	release := holdReaders(t, s)
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		release()
-		p.Stop(context.Background())
-	})
-	d := hookbox.Delivery{Source: "a", DeliveryID: "1", Header: map[string][]string{}, Payload: []byte("{}")}
-	if _, err := s.Ingest(ctx, []hookbox.Delivery{d}); err != nil {
-		t.Fatal(err)
-	}
-	p.Notify()
-	select {
-	case <-delivered:
-	case <-time.After(20 * time.Second):
-		t.Fatal("nothing delivered in 20 s while long reads held every reader")
+			if c.ordered {
+				p.SetControls("c", worker.Controls{ByKey: true})
+			}
+			if c.large {
+				// Due first, so claimed with a's event or before it.
+				d := hookbox.Delivery{Source: "b", DeliveryID: "1", Header: map[string][]string{}, Payload: make([]byte, 100<<10)}
+				if _, err := s.Ingest(ctx, []hookbox.Delivery{d}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			release := holdReaders(t, s)
+			if err := p.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				release()
+				p.Stop(context.Background())
+			})
+			d := hookbox.Delivery{Source: "a", DeliveryID: "1", Header: map[string][]string{}, Payload: []byte("{}")}
+			if _, err := s.Ingest(ctx, []hookbox.Delivery{d}); err != nil {
+				t.Fatal(err)
+			}
+			p.Notify()
+			select {
+			case <-delivered:
+			case <-time.After(20 * time.Second):
+				t.Fatal("nothing delivered in 20 s while long reads held every reader")
+			}
+		})
 	}
 }
