@@ -27,6 +27,8 @@
 //	hookbox_events{status}                    events by status (at scrape time)
 //	hookbox_oldest_due_seconds                age of the longest-waiting due event
 //	hookbox_target_circuit_open{target}       1 while a target's circuit is open
+//	hookbox_worker_store_errors_total         the workers' calls to the database
+//	    that failed (claims, outcomes, the due-queue question, ...)
 //	hookbox_rejections_unlogged_total{source,why}  refused deliveries left out
 //	    of the rejected-deliveries log: rate_limited, queue_full, store_failed,
 //	    stopped (refused while hookbox stopped)
@@ -106,6 +108,7 @@ type Metrics struct {
 	circuit        *prometheus.GaugeVec
 	unlogged       *prometheus.CounterVec
 	connRefused    prometheus.Counter
+	workerStore    prometheus.Counter
 
 	// Pre-resolved children of the configured sources, read-only after
 	// New: the hot paths look up a map instead of hashing label values.
@@ -185,12 +188,16 @@ func NewQueues(sources, worked []string) *Metrics {
 			Name: "hookbox_connections_refused_total",
 			Help: "Connections closed as soon as they were accepted because their client already held max_client_connections.",
 		}),
+		workerStore: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookbox_worker_store_errors_total",
+			Help: "The workers' calls to the database that failed: claims, outcomes, the question which queues have events due, lease extensions. The log's \"worker: ...\" lines say which and why.",
+		}),
 		deliveryChild: map[string]map[string]prometheus.Counter{},
 		attemptChild:  map[string]map[string]prometheus.Counter{},
 		seconds:       map[string]prometheus.Observer{},
 		deadChild:     map[string]prometheus.Counter{},
 	}
-	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.storeSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit, m.unlogged, m.connRefused,
+	m.reg.MustRegister(m.deliveries, m.ingestSeconds, m.storeSeconds, m.batchSize, m.attempts, m.attemptSeconds, m.dead, m.circuit, m.unlogged, m.connRefused, m.workerStore,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -272,6 +279,10 @@ func (m *Metrics) RejectionUnlogged(source, why string) {
 // ConnectionRefused counts one connection closed because its client held
 // as many as it may (server.LimitClients).
 func (m *Metrics) ConnectionRefused() { m.connRefused.Inc() }
+
+// WorkerStoreError counts one failed call of the workers to the
+// database. It has the shape of worker.Options.OnStoreError.
+func (m *Metrics) WorkerStoreError() { m.workerStore.Inc() }
 
 // StoreWait records how long one stored delivery waited for its commit.
 // It has the shape of server.Config.ObserveStore.

@@ -119,13 +119,20 @@ sources:
 // target as /metrics prints it ("" when absent).
 func circuitMetric(t *testing.T, url, target string) string {
 	t.Helper()
+	return metricValue(t, url, fmt.Sprintf("hookbox_target_circuit_open{target=%q}", target))
+}
+
+// metricValue returns the value of series (a name and its labels, as
+// /metrics prints them) at url's /metrics ("" when absent).
+func metricValue(t *testing.T, url, series string) string {
+	t.Helper()
 	resp, err := http.Get(url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	prefix := fmt.Sprintf("hookbox_target_circuit_open{target=%q} ", target)
+	prefix := series + " "
 	for line := range strings.Lines(string(b)) {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
 			return v

@@ -154,6 +154,33 @@ func TestStoreBackLogged(t *testing.T) {
 	}
 }
 
+// TestWorkerStoreFailuresCounted: while the store cannot commit and no
+// delivery arrives, the workers' failing calls (each poll's claim) are
+// counted in hookbox_worker_store_errors_total, which the alert
+// HookboxWorkerStoreErrors watches. Only the log said so: the one store
+// alert, HookboxStoreUnavailable, counts the 503s answered to senders,
+// none without traffic, and hookbox_oldest_due_seconds, which the work
+// alerts watch, is left out of a scrape whose queue figures cannot be
+// read.
+func TestWorkerStoreFailuresCounted(t *testing.T) {
+	t.Parallel()
+	srv, _, dbURL := infoLogged(t, `
+sources:
+  - name: fwd
+    scheme: none
+    id_header: X-Id
+    forward: "http://127.0.0.1:9/never-called"
+`)
+	holdWriteLock(t, dbURL)
+	waitFor(t, 60*time.Second, "a failed call of the workers counted in /metrics", func() bool {
+		v := metricValue(t, srv.URL, "hookbox_worker_store_errors_total")
+		return v != "" && v != "0"
+	})
+	if v := metricValue(t, srv.URL, `hookbox_deliveries_total{outcome="unavailable",source="fwd"}`); v != "0" {
+		t.Errorf("deliveries answered 503 = %q with none sent, want 0", v)
+	}
+}
+
 // TestHandshakeReplayNotLogged: a signed handshake (Slack's
 // url_verification), which whoever saw it can send again within its
 // tolerance, is logged at debug: it wrote an info line each time. The

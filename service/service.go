@@ -174,6 +174,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		Logger:       log,
 		OnAttempt:    m.Attempt,
 		OnCircuit:    m.Circuit,
+		OnStoreError: m.WorkerStoreError,
 		Trace:        tracing.Handler(red.String),
 		Redact:       red.String,
 	})

@@ -176,6 +176,13 @@ type Options struct {
 	// OnCircuit, if set, is called when a route's circuit opens or
 	// closes (see Controls).
 	OnCircuit func(source string, open bool)
+	// OnStoreError, if set, is called for each of the pool's calls to the
+	// store that failed (a claim, a batch of outcomes, the question which
+	// queues have events due, ...), also those whose log lines are held
+	// back (one per kind of call every 10 s): a count an alert can
+	// follow while the store keeps failing, beside the log that says
+	// which call and why.
+	OnStoreError func()
 	// StoreTimeout, when set, bounds each call the pool makes to the store
 	// on its own account, one statement each: a claim, a batch of
 	// outcomes, each lease extension, the pool's record, its marks. Over a
@@ -955,6 +962,7 @@ func (p *Pool) logErr(what string, err error) {
 	}
 	// Once Stop has abandoned the work, the store refuses all of it.
 	if !errors.Is(err, context.Canceled) && !p.abandoned() {
+		p.storeFailed()
 		p.errLog.Log(context.Background(), p.log, slog.LevelError, what, "worker: "+what, func() []slog.Attr {
 			return []slog.Attr{slog.Any("err", err)}
 		})
@@ -966,9 +974,17 @@ func (p *Pool) logErr(what string, err error) {
 // during an outage with traffic every event fails so, and its release
 // that follows is reported on its own line anyway.
 func (p *Pool) logEventErr(what string, ev *hookbox.Event, err error) {
+	p.storeFailed()
 	p.errLog.Log(context.Background(), p.log, slog.LevelError, what, "worker: "+what, func() []slog.Attr {
 		return []slog.Attr{slog.Int64("event_id", ev.ID), slog.String("source", ev.Source), slog.Any("err", err)}
 	})
+}
+
+// storeFailed counts one failed call to the store (Options.OnStoreError).
+func (p *Pool) storeFailed() {
+	if p.opts.OnStoreError != nil {
+		p.opts.OnStoreError()
+	}
 }
 
 // errLogEvery is how often logErr writes a line per kind of failure, as
