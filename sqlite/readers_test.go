@@ -4,11 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/worker"
 )
 
@@ -148,4 +151,39 @@ func TestDeliveryWhileReadersBusy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkerStoreBackLogged: a call of the pool's that failed (its read of
+// the paused targets, which gives up after a second while long reads hold
+// every reader) is logged, and once the call works again one line says
+// so, as for its claims. Such a read's failure, a refresh of the pool's
+// record, a lease extension and a claim that returned events with an
+// error were logged, and their end never was: the last line an operator
+// read said the store failed.
+func TestWorkerStoreBackLogged(t *testing.T) {
+	s := openTemp(t)
+	logs := &syncbuf.Buffer{}
+	p := worker.New(s, worker.Options{PollInterval: 50 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	p.Route("a", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
+	release := holdReaders(t, s)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release()
+		p.Stop(context.Background())
+	})
+	logged := func(what, line string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(logs.String(), line) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no line %s in 20 s:\n%s", what, logs)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	logged("saying the read failed", `msg="worker: read paused targets"`)
+	release()
+	logged("saying the store answers again", `msg="worker: read paused targets: the store answers again"`)
 }

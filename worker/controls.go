@@ -122,8 +122,8 @@ func (p *Pool) refreshPaused(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, time.Second)
 	ps, err := p.q.Paused(rctx)
 	cancel()
+	p.logErr("read paused targets", err)
 	if err != nil {
-		p.logErr("read paused targets", err)
 		return
 	}
 	set := make(map[string]bool, len(ps))

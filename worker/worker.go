@@ -309,7 +309,7 @@ func (p *Pool) claim(ctx context.Context, params hookbox.ClaimParams) ([]hookbox
 	ctx, cancel := p.storeCtx(ctx)
 	defer cancel()
 	evs, err := p.q.Claim(ctx, params)
-	if err != nil && len(evs) > 0 {
+	if len(evs) > 0 {
 		p.logErr("claim (what it leased is worked all the same)", err)
 		err = nil
 	}
@@ -1936,8 +1936,8 @@ func (p *Pool) extendRound(ctx context.Context) bool {
 	sctx, cancel := p.storeCtx(ctx)
 	dead, err := p.q.WorkerSeen(sctx, p.id, p.staleAfter())
 	cancel()
+	p.logErr("refresh the pool's record", err)
 	if err != nil {
-		p.logErr("refresh the pool's record", err)
 		ok = false
 	} else if dead > 0 {
 		p.log.Warn("worker: a pool stopped without a trace; working its events one at a time", "pools", dead)
@@ -1950,8 +1950,8 @@ func (p *Pool) extendRound(ctx context.Context) bool {
 		sctx, cancel := p.storeCtx(ctx)
 		err := p.q.ExtendLeases(sctx, owner, held.ids, time.Now().Add(held.lease))
 		cancel()
+		p.logErr("extend leases", err)
 		if err != nil {
-			p.logErr("extend leases", err)
 			ok = false
 		}
 	}
