@@ -66,10 +66,12 @@ func ShortQuote(s string) string {
 }
 
 // CheckStorable returns an error matching ErrBadDelivery if d's id or event
-// type is longer than MaxIDLength or not StorableText. It is the rule the
+// type is longer than MaxIDLength or not StorableText, or if the order key
+// of one of its Routes is not StorableOrderKey. It is the rule the
 // receiver applies to what a verifier found, and a re-check of a refused
 // delivery too; stores call it for every delivery before they write, and
-// add their own rules.
+// add their own rules. Routing never gives a key it refuses; a library
+// caller that sets Route.OrderKey itself is held to it here.
 func CheckStorable(d *Delivery) error {
 	for _, f := range [...]struct{ name, v string }{{"delivery id", d.DeliveryID}, {"event type", d.EventType}} {
 		if len(f.v) > MaxIDLength {
@@ -79,7 +81,19 @@ func CheckStorable(d *Delivery) error {
 			return BadDelivery(f.name+" is not UTF-8 text without NUL bytes:", f.v)
 		}
 	}
+	for _, r := range d.Routes {
+		if !StorableOrderKey(r.OrderKey) {
+			return BadDelivery(fmt.Sprintf("order key of target %s longer than %d bytes, or not UTF-8 text without NUL bytes:",
+				ShortQuote(r.Target), MaxOrderKeyLength), r.OrderKey)
+		}
+	}
 	return nil
+}
+
+// StorableOrderKey reports whether k can be stored as an order key
+// (Route.OrderKey): StorableText of at most MaxOrderKeyLength bytes.
+func StorableOrderKey(k string) bool {
+	return len(k) <= MaxOrderKeyLength && StorableText(k)
 }
 
 // StorableText reports whether s can be stored as text in every store:

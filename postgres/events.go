@@ -219,8 +219,8 @@ type addBatch struct {
 }
 
 // Add inserts ds in the open transaction; see hookbox.IngestTx and
-// BeginIngest. A delivery whose id or event type is longer than
-// hookbox.MaxIDLength, or whose text is not valid UTF-8 or holds a NUL
+// BeginIngest. A delivery whose id, event type or order key is too long
+// (hookbox.CheckStorable), or whose text is not valid UTF-8 or holds a NUL
 // byte (PostgreSQL text cannot), or whose values the server refuses (a
 // data exception, SQLSTATE class 22, or a program limit, class 54) is left
 // out: the error is then a *hookbox.BadDeliveries and the others are in
@@ -569,8 +569,9 @@ func collectIDs(rows pgx.Rows, index map[key]int, rs []hookbox.Receipt) (int, er
 }
 
 // validate returns the deliveries of ds that cannot be stored, with why:
-// an id or event type too long or not UTF-8 (hookbox.CheckStorable), or
-// text PostgreSQL cannot hold (a NUL byte; a source that is not UTF-8).
+// an id, event type or order key too long or not UTF-8
+// (hookbox.CheckStorable), or text PostgreSQL cannot hold (a NUL byte; a
+// source that is not UTF-8).
 func validate(ds []hookbox.Delivery) map[int]error {
 	var bad map[int]error
 	for i := range ds {

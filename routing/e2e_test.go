@@ -21,7 +21,6 @@ import (
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/internal/e2e"
 	"github.com/hookbox/hookbox/internal/syncbuf"
-	"github.com/hookbox/hookbox/routing"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -103,12 +102,12 @@ func hostileKeys() map[string]string {
 }
 
 // checkStoredKey fails t unless key is one hookbox stores: at most
-// routing.MaxKeyLength bytes of UTF-8 text with no NUL and no control
+// hookbox.MaxOrderKeyLength bytes of UTF-8 text with no NUL and no control
 // character.
 func checkStoredKey(t *testing.T, what, key string) {
 	t.Helper()
-	if len(key) > routing.MaxKeyLength || !hookbox.StorableText(key) || hookbox.NotReceivable(key, false) != "" {
-		t.Errorf("%s: stored order key %.80q (%d bytes), want at most %d bytes of text without controls", what, key, len(key), routing.MaxKeyLength)
+	if !hookbox.StorableOrderKey(key) || hookbox.NotReceivable(key, false) != "" {
+		t.Errorf("%s: stored order key %.80q (%d bytes), want at most %d bytes of text without controls", what, key, len(key), hookbox.MaxOrderKeyLength)
 	}
 }
 

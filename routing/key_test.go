@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/hookbox/hookbox"
 )
 
 // TestUnstorableKeyIsHashed: an order key that is not valid UTF-8 (a
@@ -62,13 +64,13 @@ func TestKeysDoNotCollide(t *testing.T) {
 	if forged := key("msg_2", NoKeyPrefix+"msg_1"); forged == none {
 		t.Errorf("a value equal to the key of a delivery without one: both %q", forged)
 	}
-	hashed := key("msg_3", strings.Repeat("c", MaxKeyLength+1))
+	hashed := key("msg_3", strings.Repeat("c", hookbox.MaxOrderKeyLength+1))
 	if forged := key("msg_4", hashed); forged == hashed {
 		t.Errorf("a value equal to a hashed key: both %q", forged)
 	}
 	longID := strings.Repeat("i", 400)
 	longNone := key(longID, "")
-	if forged := key("msg_5", NoKeyPrefix+longID); forged == longNone || !strings.HasPrefix(longNone, NoKeyPrefix) || len(longNone) > MaxKeyLength {
+	if forged := key("msg_5", NoKeyPrefix+longID); forged == longNone || !strings.HasPrefix(longNone, NoKeyPrefix) || len(longNone) > hookbox.MaxOrderKeyLength {
 		t.Errorf("a long delivery id's key %q, a value equal to its fallback: %q", longNone, forged)
 	}
 	if a, b := key("msg_6", longID), key("msg_7", longID); a != b || !strings.HasPrefix(a, "sha256:") {

@@ -13,13 +13,14 @@
 //     accepted there. A body that is not one JSON value (white space
 //     around it aside) matches no JSON rule and gives no order key; it is
 //     never an error: the event is stored either way.
-//   - An order key longer than MaxKeyLength, or one that is not valid
-//     UTF-8, holds a NUL byte or a control character, is replaced by
-//     "sha256:" and its SHA-256 (hex), so a sender cannot make hookbox
-//     store large keys, nor keys a store refuses (which would refuse the
-//     verified delivery), nor keys that drive the terminal of an operator
-//     reading a log line that names one, and equal keys stay equal. So is a value that starts with "sha256:" or
-//     NoKeyPrefix: no value a sender chooses is stored as a hashed key or
+//   - An order key a store refuses (longer than hookbox.MaxOrderKeyLength,
+//     not valid UTF-8, or holding a NUL byte: hookbox.StorableOrderKey), or
+//     one holding a control character, is replaced by "sha256:" and its
+//     SHA-256 (hex), so a sender cannot make hookbox store large keys, nor
+//     keys a store refuses (which would refuse the verified delivery), nor
+//     keys that drive the terminal of an operator reading a log line that
+//     names one, and equal keys stay equal. So is a value that starts with
+//     "sha256:" or NoKeyPrefix: no value a sender chooses is stored as a hashed key or
 //     as the key of a delivery without the value, so two deliveries with
 //     the value share a key only if their values are equal (barring a
 //     SHA-256 collision), and one without it shares its key with none.
@@ -45,9 +46,6 @@ import (
 
 	"github.com/hookbox/hookbox"
 )
-
-// MaxKeyLength is the longest order key stored as it is.
-const MaxKeyLength = 128
 
 // NoKeyPrefix starts the key of a delivery whose event lacks its target's
 // order_by value.
@@ -359,7 +357,7 @@ func (r *rule) key(deliveryID string, h http.Header, doc *document) string {
 	if k == "" {
 		return NoValueKey(deliveryID)
 	}
-	if len(k) > MaxKeyLength || !storableKey(k) || strings.HasPrefix(k, NoKeyPrefix) || strings.HasPrefix(k, hashPrefix) {
+	if !storableKey(k) || strings.HasPrefix(k, NoKeyPrefix) || strings.HasPrefix(k, hashPrefix) {
 		k = hashKey(k)
 	}
 	return k
@@ -386,7 +384,7 @@ func NoValueKey(deliveryID string) string {
 	k := NoKeyPrefix + deliveryID
 	// A hashed id reads "(none):sha256:…": an id that starts so itself is
 	// hashed too, so it cannot take another's key.
-	if len(k) > MaxKeyLength || !storableKey(k) || strings.HasPrefix(deliveryID, hashPrefix) {
+	if !storableKey(k) || strings.HasPrefix(deliveryID, hashPrefix) {
 		k = NoKeyPrefix + hashKey(deliveryID)
 	}
 	return k
@@ -401,17 +399,17 @@ func hashKey(k string) string {
 	return hashPrefix + hex.EncodeToString(sum[:])
 }
 
-// storableKey reports whether k can be stored as text in every store:
-// valid UTF-8 without NUL (PostgreSQL's text refuses both, and a key from a
-// header's bytes, or a JSON string's \u0000, may hold them). Others are
-// hashed, as long ones are, so that a verified delivery is never refused
-// for its key. So are keys with a control character (C0, DEL or C1: a
+// storableKey reports whether k can be stored as it is: every store takes
+// it (hookbox.StorableOrderKey: not too long, valid UTF-8 without NUL, which
+// a key from a header's bytes, or a JSON string's \u0000, may lack). Others
+// are hashed, so that a verified delivery is never refused for its key
+// (hookbox.CheckStorable). So are keys with a control character (C0, DEL or C1: a
 // JSON string's \u001b or \u009b, a header's UTF-8 bytes), the rule
 // ingest applies to event types (hookbox.NotReceivable): the key is
 // logged with a dead delivery, and slog's JSON lines write C1 characters
 // as they are, for a terminal to obey.
 func storableKey(k string) bool {
-	return hookbox.StorableText(k) && hookbox.NotReceivable(k, false) == ""
+	return hookbox.StorableOrderKey(k) && hookbox.NotReceivable(k, false) == ""
 }
 
 func anyGlob(globs []string, s string) bool {

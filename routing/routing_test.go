@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hookbox/hookbox"
 )
 
 func targets(rs []Route) []string {
@@ -90,7 +92,7 @@ func TestLongKeyIsHashed(t *testing.T) {
 	long := strings.Repeat("k", 10000)
 	a := tab.Routes("", "d1", http.Header{"X-Key": {long}}, nil)
 	b := tab.Routes("", "d2", http.Header{"X-Key": {long}}, nil)
-	if len(a[0].OrderKey) > MaxKeyLength+10 || a[0].OrderKey != b[0].OrderKey || !strings.HasPrefix(a[0].OrderKey, "sha256:") {
+	if len(a[0].OrderKey) > hookbox.MaxOrderKeyLength+10 || a[0].OrderKey != b[0].OrderKey || !strings.HasPrefix(a[0].OrderKey, "sha256:") {
 		t.Errorf("long key stored as %q", a[0].OrderKey[:min(40, len(a[0].OrderKey))])
 	}
 }
@@ -131,7 +133,7 @@ func FuzzRoutes(f *testing.F) {
 		names := targets(nil)
 		for _, r := range rs {
 			names = append(names, r.Target)
-			if len(r.OrderKey) > MaxKeyLength+len("sha256:")+64 || (r.Target != "c" && r.OrderKey == "") {
+			if len(r.OrderKey) > hookbox.MaxOrderKeyLength+len("sha256:")+64 || (r.Target != "c" && r.OrderKey == "") {
 				t.Fatalf("order key of %d bytes", len(r.OrderKey))
 			}
 		}

@@ -67,9 +67,10 @@ type ingestTx struct {
 }
 
 // Add inserts ds in the open transaction; see hookbox.IngestTx. A
-// delivery whose id or event type is longer than hookbox.MaxIDLength or
-// not valid UTF-8 is left out and the others are added: the error is then
-// a *hookbox.BadDeliveries, and the transaction stays usable.
+// delivery hookbox.CheckStorable refuses (an id, event type or order key
+// too long, or not UTF-8 text without NUL bytes) is left out and the
+// others are added: the error is then a *hookbox.BadDeliveries, and the
+// transaction stays usable.
 func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 	var bad map[int]error
 	for i := range ds {

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -40,6 +41,7 @@ func Run(t *testing.T, open Opener) {
 		"IngestTxRollback":         testIngestTxRollback,
 		"IngestBadDeliveryAlone":   testIngestBadDeliveryAlone,
 		"IngestTxBadDelivery":      testIngestTxBadDelivery,
+		"IngestRefusesBadOrderKey": testIngestRefusesBadOrderKey,
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 
@@ -481,6 +483,59 @@ func testIngestTxBadDelivery(t *testing.T, s hookbox.Store) {
 	}
 	if n := count(t, s, hookbox.Filter{Source: "txbad"}); n != 103 {
 		t.Errorf("rows = %d, want 103", n)
+	}
+}
+
+// testIngestRefusesBadOrderKey: a delivery whose order key a store cannot
+// keep as it is (longer than hookbox.MaxOrderKeyLength, not UTF-8, holding
+// a NUL byte) is refused alone, by Ingest and by IngestTx.Add, on every
+// store: nothing of it is stored, its neighbours are. A key of exactly the
+// bound is stored as it is. Routing never gives such a key, but a library
+// caller sets Route.OrderKey itself: SQLite stored every one of them (a
+// megabyte, a NUL byte), and PostgreSQL any up to its index's limit.
+func testIngestRefusesBadOrderKey(t *testing.T, s hookbox.Store) {
+	ctx := context.Background()
+	keyed := func(id, key string) hookbox.Delivery {
+		d := Delivery("ok", id)
+		d.FanOut, d.Routes = true, []hookbox.Route{{Target: "a"}, {Target: "b", OrderKey: key}}
+		return d
+	}
+	bound := strings.Repeat("k", hookbox.MaxOrderKeyLength)
+	batch := func(prefix string) []hookbox.Delivery {
+		return []hookbox.Delivery{
+			keyed(prefix+"good", "cust-1"),
+			keyed(prefix+"bound", bound),
+			keyed(prefix+"long", bound+"k"),
+			keyed(prefix+"megabyte", strings.Repeat("k", 1<<20)),
+			keyed(prefix+"nul", "cust\x00-2"),
+			keyed(prefix+"latin-1", "caf\xe9"),
+		}
+	}
+	bad := []int{2, 3, 4, 5}
+	_, err := s.Ingest(ctx, batch("one-"))
+	checkBad(t, err, bad, 6)
+	tx := beginIngest(t, s)
+	_, err = tx.Add(ctx, batch("tx-"))
+	checkBad(t, err, bad, 6)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"ok", "ok/a", "ok/b"} {
+		evs, err := s.Events(ctx, hookbox.Filter{Source: q, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, e := range evs {
+			got[e.DeliveryID] = e.OrderKey
+		}
+		want := map[string]string{"one-good": "", "one-bound": "", "tx-good": "", "tx-bound": ""}
+		if q == "ok/b" {
+			want = map[string]string{"one-good": "cust-1", "one-bound": bound, "tx-good": "cust-1", "tx-bound": bound}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: stored delivery ids and order keys %.300q, want %q", q, got, want)
+		}
 	}
 }
 
