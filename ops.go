@@ -494,10 +494,16 @@ type SkipResult struct {
 
 // AttemptSkip is the outcome of the attempts row Ops.Skip writes: an
 // operator ended the dead delivery for good. Its number is that of the
-// last attempt.
+// last attempt, and its error the delivery's new last error. A dead
+// delivery was skipped (SkipResult.Already) when it has such a row with
+// its current attempt count and last error: only Ops.Skip writes one,
+// whatever a handler's error says, and a later death (another attempt,
+// or a new last error) leaves it behind.
 const AttemptSkip = "skip"
 
-// SkipPrefix starts the last error of a delivery Ops.Skip ended.
+// SkipPrefix starts the last error of a delivery Ops.Skip ended. A
+// handler's error may start so too: whether a delivery was skipped is read
+// from its attempts (AttemptSkip), never from this text.
 const SkipPrefix = "skipped by an operator"
 
 // MaxSkipReason bounds the reason of a skip, in bytes: it is kept in the
@@ -526,10 +532,6 @@ func SkipError(via, reason, key string) string {
 	}
 	return s
 }
-
-// IsSkipped reports whether lastError is that of a delivery Ops.Skip
-// ended.
-func IsSkipped(lastError string) bool { return strings.HasPrefix(lastError, SkipPrefix) }
 
 // NotSkippableError is Ops.Skip's refusal of a delivery that is not dead,
 // or of a FanOut event.

@@ -23,12 +23,12 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 	defer tx.Rollback(ctx)
 	var (
 		status, deliveryID string
-		key, lastError     *string
+		key                *string
 		fanout             bool
 	)
-	err = tx.QueryRow(ctx, `SELECT q.status, d.delivery_id, q.order_key, q.last_error, q.fanout
+	err = tx.QueryRow(ctx, `SELECT q.status, d.delivery_id, q.order_key, q.fanout
         FROM queue q JOIN event_data d ON d.id = q.id WHERE q.id = $1 FOR NO KEY UPDATE OF q`, p.ID).
-		Scan(&status, &deliveryID, &key, &lastError, &fanout)
+		Scan(&status, &deliveryID, &key, &fanout)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
 	}
@@ -42,7 +42,14 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 		}
 		return res, &hookbox.NotSkippableError{ID: p.ID, Status: st, FanOut: fanout}
 	}
-	if lastError != nil && hookbox.IsSkipped(*lastError) {
+	// Read once the row is locked: a skip that committed while this one
+	// waited for the lock wrote its row after the locking statement's
+	// snapshot was taken.
+	var skipped bool
+	if err := tx.QueryRow(ctx, `SELECT `+skippedSQL+` FROM queue q WHERE q.id = $1`, p.ID).Scan(&skipped); err != nil {
+		return res, opError(ctx, op, err)
+	}
+	if skipped {
 		res.Already = true
 		return res, nil
 	}
@@ -70,6 +77,11 @@ SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', $3, updated_at, upda
 	}
 	return res, nil
 }
+
+// skippedSQL holds for a queue row q that Skip ended: its death has a
+// skip row (see hookbox.AttemptSkip), which only Skip writes.
+const skippedSQL = `EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = q.id
+    AND a.attempt = q.attempts AND a.outcome = '` + hookbox.AttemptSkip + `' AND a.error = q.last_error)`
 
 // KeyedUnfinished counts a queue name's unfinished deliveries with an
 // order key; see hookbox.Ops. The conditions match queue_order's, so it

@@ -17,11 +17,11 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var (
 			status, deliveryID string
-			key, lastError     sql.NullString
-			fanout             bool
+			key                sql.NullString
+			fanout, skipped    bool
 		)
-		err := tx.QueryRowContext(ctx, `SELECT status, delivery_id, order_key, last_error, fanout FROM events WHERE id = ?`,
-			p.ID).Scan(&status, &deliveryID, &key, &lastError, &fanout)
+		err := tx.QueryRowContext(ctx, `SELECT status, delivery_id, order_key, fanout, `+skippedSQL+` FROM events WHERE id = ?`,
+			p.ID).Scan(&status, &deliveryID, &key, &fanout, &skipped)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
 		}
@@ -35,7 +35,7 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 			}
 			return &hookbox.NotSkippableError{ID: p.ID, Status: st, FanOut: fanout}
 		}
-		if hookbox.IsSkipped(lastError.String) {
+		if skipped {
 			res.Already = true
 			return nil
 		}
@@ -67,6 +67,11 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 	}
 	return res, nil
 }
+
+// skippedSQL holds for an events row that Skip ended: its death has a
+// skip row (see hookbox.AttemptSkip), which only Skip writes.
+const skippedSQL = `EXISTS (SELECT 1 FROM attempts a WHERE a.event_id = events.id
+    AND a.attempt = events.attempts AND a.outcome = '` + hookbox.AttemptSkip + `' AND a.error IS events.last_error)`
 
 // KeyedUnfinished counts a queue name's unfinished deliveries with an
 // order key; see hookbox.Ops. It reads the name's range of events_order.

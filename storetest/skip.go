@@ -63,7 +63,7 @@ func testSkipReleasesKey(t *testing.T, s FullStore) {
 		t.Fatalf("skip = %+v, %v; want key K released", res, err)
 	}
 	e := status(t, s, first.ID)
-	if e.Status != hookbox.StatusDead || !hookbox.IsSkipped(e.LastError) ||
+	if e.Status != hookbox.StatusDead || !strings.HasPrefix(e.LastError, hookbox.SkipPrefix) ||
 		!strings.Contains(e.LastError, "the app answers 410") || e.OrderKey != "(own):1" || len(e.Payload) == 0 {
 		t.Fatalf("after skip: %+v", e)
 	}
@@ -90,6 +90,56 @@ func testSkipReleasesKey(t *testing.T, s FullStore) {
 	if got := byKey(); !slices.Equal(got, []string{"1"}) {
 		t.Fatalf("after a replay of the skipped delivery: claimed %v, want 1", got)
 	}
+}
+
+// testSkipJudgedByItsRow: whether a dead delivery was skipped is read
+// from the skip's attempts row, not from its last error, which a handler
+// writes. A delivery that died of an error reading as a skip's, then one
+// replayed after a skip that died again of the very text that skip wrote,
+// then one replayed after a skip and ended by RetireTarget, is each
+// skipped, not reported as already skipped; a second skip of each is.
+func testSkipJudgedByItsRow(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	ingest(t, s, Keyed("sj", "t", "1", "K"))
+	evs, err := s.Events(ctx, hookbox.Filter{Source: "sj/t"})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("deliveries: %v, %v", evs, err)
+	}
+	id := evs[0].ID
+	dies := func(errText string) {
+		t.Helper()
+		got := claim(t, s, time.Now(), 1, "sj/t")
+		if len(got) != 1 || got[0].ID != id {
+			t.Fatalf("claim = %v, want delivery %d", got, id)
+		}
+		o := outcome(got[0], hookbox.StatusDead, time.Now())
+		o.Error = errText
+		finish(t, s, o)
+	}
+	skips := func(what string) {
+		t.Helper()
+		res, err := s.Skip(ctx, hookbox.SkipParams{ID: id, Reason: what, Key: ownKey})
+		if err != nil || res.Already {
+			t.Fatalf("skip after %s = %+v, %v; want it skipped", what, res, err)
+		}
+		if res, err := s.Skip(ctx, hookbox.SkipParams{ID: id, Reason: what, Key: ownKey}); err != nil || !res.Already {
+			t.Fatalf("second skip after %s = %+v, %v; want Already", what, res, err)
+		}
+	}
+
+	dies(hookbox.SkipPrefix + ": x")
+	skips("a handler's error like a skip's")
+	skipText := status(t, s, id).LastError
+
+	replay(t, s, hookbox.ReplayParams{IDs: []int64{id}})
+	dies(skipText)
+	skips("a handler's error copying the skip's")
+
+	replay(t, s, hookbox.ReplayParams{IDs: []int64{id}})
+	if res, err := s.RetireTarget(ctx, hookbox.RetireParams{Name: "sj/t", Reason: hookbox.RetireReason("sj/t")}); err != nil || res.Ended != 1 {
+		t.Fatalf("retire = %+v, %v; want the replayed delivery ended", res, err)
+	}
+	skips("a retire")
 }
 
 // ownKey is the test's stand-in for routing.NoValueKey.
