@@ -492,6 +492,63 @@ type SkipResult struct {
 	Already bool `json:"already,omitempty"`
 }
 
+// SkipCandidate is what Ops.Skip reads of the delivery it is asked to
+// end, under the lock (or in the write transaction) in which it then
+// changes it.
+type SkipCandidate struct {
+	Status     Status
+	DeliveryID string
+	OrderKey   *string // nil: none
+	// Skipped reports that Skip ended the delivery's current death (the
+	// store finds the AttemptSkip row it wrote), so there is nothing to do.
+	Skipped bool
+	FanOut  bool
+}
+
+// SkipChange is what Ops.Skip writes of one delivery (SkipParams.Judge).
+type SkipChange struct {
+	// Result is what the skip reports. When it says Already, nothing is
+	// written.
+	Result SkipResult
+	// OrderKey is the order key the delivery gets in place of its own;
+	// nil when it had none.
+	OrderKey *string
+	// LastError is the delivery's new last error, and the error of the
+	// attempts row (AttemptSkip) that records the skip.
+	LastError string
+}
+
+// Judge decides what Ops.Skip does with the delivery d it read: it
+// refuses a FanOut event, or a delivery that is not dead, with a
+// *NotSkippableError; it reports one skipped before as Already, with
+// nothing to write; else it gives the delivery's new order key (p.Key
+// of its delivery id, when it had one) and last error (SkipError), and
+// the key released, unless the delivery already held a key of its own,
+// which held up nothing. Each store keeps only the reading and the
+// writing.
+func (p SkipParams) Judge(d SkipCandidate) (SkipChange, error) {
+	c := SkipChange{Result: SkipResult{ID: p.ID}}
+	if d.FanOut {
+		return c, &NotSkippableError{ID: p.ID, FanOut: true}
+	}
+	if d.Status != StatusDead {
+		return c, &NotSkippableError{ID: p.ID, Status: d.Status}
+	}
+	if d.Skipped {
+		c.Result.Already = true
+		return c, nil
+	}
+	if d.OrderKey != nil {
+		own := p.Key(d.DeliveryID)
+		c.OrderKey = &own
+		if *d.OrderKey != own {
+			c.Result.Released = *d.OrderKey
+		}
+	}
+	c.LastError = SkipError(p.Via, p.Reason, c.Result.Released)
+	return c, nil
+}
+
 // AttemptSkip is the outcome of the attempts row Ops.Skip writes: an
 // operator ended the dead delivery for good. Its number is that of the
 // last attempt, and its error the delivery's new last error. A dead

@@ -11,8 +11,8 @@ import (
 )
 
 // Skip ends one dead delivery for good; see hookbox.Ops. It locks the
-// queue row, judges it, and changes it and writes its attempts row in one
-// transaction.
+// queue row, has hookbox.SkipParams.Judge decide, and changes the row and
+// writes its attempts row in the same transaction.
 func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipResult, error) {
 	res := hookbox.SkipResult{ID: p.ID}
 	op := fmt.Sprintf("skip %d", p.ID)
@@ -21,47 +21,26 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 		return res, opError(ctx, op, err)
 	}
 	defer tx.Rollback(ctx)
-	var (
-		status, deliveryID string
-		key                *string
-		fanout             bool
-	)
+	var d hookbox.SkipCandidate
 	err = tx.QueryRow(ctx, `SELECT q.status, d.delivery_id, q.order_key, q.fanout
         FROM queue q JOIN event_data d ON d.id = q.id WHERE q.id = $1 FOR NO KEY UPDATE OF q`, p.ID).
-		Scan(&status, &deliveryID, &key, &fanout)
+		Scan(&d.Status, &d.DeliveryID, &d.OrderKey, &d.FanOut)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
 	}
 	if err != nil {
 		return res, opError(ctx, op, err)
 	}
-	if fanout || status != string(hookbox.StatusDead) {
-		st := hookbox.Status(status)
-		if fanout {
-			st = ""
-		}
-		return res, &hookbox.NotSkippableError{ID: p.ID, Status: st, FanOut: fanout}
-	}
 	// Read once the row is locked: a skip that committed while this one
 	// waited for the lock wrote its row after the locking statement's
 	// snapshot was taken.
-	var skipped bool
-	if err := tx.QueryRow(ctx, `SELECT `+skippedSQL+` FROM queue q WHERE q.id = $1`, p.ID).Scan(&skipped); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT `+skippedSQL+` FROM queue q WHERE q.id = $1`, p.ID).Scan(&d.Skipped); err != nil {
 		return res, opError(ctx, op, err)
 	}
-	if skipped {
-		res.Already = true
-		return res, nil
+	c, err := p.Judge(d)
+	if err != nil || c.Result.Already {
+		return c.Result, err
 	}
-	var newKey *string
-	if key != nil {
-		k := p.Key(deliveryID)
-		newKey = &k
-		if *key != k { // a key of its own already holds up nothing
-			res.Released = *key
-		}
-	}
-	reason := hookbox.SkipError(p.Via, p.Reason, res.Released)
 	if _, err := tx.Exec(ctx, `WITH u AS (
     UPDATE queue SET order_key = $2, last_error = $3, updated_at = now()
     WHERE id = $1 AND status = 'dead'
@@ -69,13 +48,13 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 )
 INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
 SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', $3, updated_at, updated_at FROM u`,
-		p.ID, newKey, reason); err != nil {
-		return res, opError(ctx, op, err)
+		p.ID, c.OrderKey, c.LastError); err != nil {
+		return c.Result, opError(ctx, op, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return res, opError(ctx, op, err)
+		return c.Result, opError(ctx, op, err)
 	}
-	return res, nil
+	return c.Result, nil
 }
 
 // skippedSQL holds for a queue row q that Skip ended: its death has a

@@ -10,62 +10,42 @@ import (
 	"github.com/hookbox/hookbox"
 )
 
-// Skip ends one dead delivery for good; see hookbox.Ops. It reads and
-// changes the row in one write transaction, guarded by its status.
+// Skip ends one dead delivery for good; see hookbox.Ops. It reads the
+// row, has hookbox.SkipParams.Judge decide, and changes the row in the
+// same write transaction, guarded by its status.
 func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipResult, error) {
-	res := hookbox.SkipResult{ID: p.ID}
+	c := hookbox.SkipChange{Result: hookbox.SkipResult{ID: p.ID}}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var (
-			status, deliveryID string
-			key                sql.NullString
-			fanout, skipped    bool
-		)
+		var d hookbox.SkipCandidate
 		err := tx.QueryRowContext(ctx, `SELECT status, delivery_id, order_key, fanout, `+skippedSQL+` FROM events WHERE id = ?`,
-			p.ID).Scan(&status, &deliveryID, &key, &fanout, &skipped)
+			p.ID).Scan(&d.Status, &d.DeliveryID, &d.OrderKey, &d.FanOut, &d.Skipped)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
 		}
 		if err != nil {
 			return err
 		}
-		if fanout || status != string(hookbox.StatusDead) {
-			st := hookbox.Status(status)
-			if fanout {
-				st = ""
-			}
-			return &hookbox.NotSkippableError{ID: p.ID, Status: st, FanOut: fanout}
+		if c, err = p.Judge(d); err != nil || c.Result.Already {
+			return err
 		}
-		if skipped {
-			res.Already = true
-			return nil
-		}
-		var newKey any
-		if key.Valid {
-			own := p.Key(deliveryID)
-			newKey = own
-			if key.String != own { // a key of its own already holds up nothing
-				res.Released = key.String
-			}
-		}
-		reason := hookbox.SkipError(p.Via, p.Reason, res.Released)
 		now := millis(time.Now())
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
             SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', ?, ?, ? FROM events WHERE id = ?`,
-			reason, now, now, p.ID); err != nil {
+			c.LastError, now, now, p.ID); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE events SET order_key = ?, last_error = ?, updated_at = ?
-            WHERE id = ? AND status = 'dead'`, newKey, reason, now, p.ID)
+            WHERE id = ? AND status = 'dead'`, c.OrderKey, c.LastError, now, p.ID)
 		return err
 	})
 	if err != nil {
 		var ns *hookbox.NotSkippableError
 		if errors.As(err, &ns) || errors.Is(err, hookbox.ErrNotFound) {
-			return res, err
+			return c.Result, err
 		}
-		return res, fmt.Errorf("sqlite: skip %d: %w", p.ID, err)
+		return c.Result, fmt.Errorf("sqlite: skip %d: %w", p.ID, err)
 	}
-	return res, nil
+	return c.Result, nil
 }
 
 // skippedSQL holds for an events row that Skip ended: its death has a
