@@ -77,6 +77,21 @@ type ReplayParams struct {
 	Expect map[int64]int
 }
 
+// Expected lists what Expect asks of the named events, for a store's
+// condition: each id of IDs that Expect names, once, in IDs' order, and
+// in the same order the attempts expected of it. Ids of Expect not in
+// IDs are left out.
+func (p ReplayParams) Expected() (ids, attempts []int64) {
+	seen := map[int64]bool{}
+	for _, id := range p.IDs {
+		if n, ok := p.Expect[id]; ok && !seen[id] {
+			seen[id] = true
+			ids, attempts = append(ids, id), append(attempts, int64(n))
+		}
+	}
+	return ids, attempts
+}
+
 // ReplayAttempts is the number ReplayParams.Expect compares for e: its
 // attempts, or for a FanOut event the sum of its deliveries' (the row of a
 // FanOut event is never worked itself, so its own count never moves).

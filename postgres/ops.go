@@ -46,7 +46,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	if len(p.IDs) > 0 {
 		// A FanOut event named is replayed as its deliveries.
 		where, args = ` WHERE (id = ANY($1::bigint[]) OR parent_id = ANY($1::bigint[]))`, []any{p.IDs}
-		if expIDs, expN := expected(p); len(expIDs) > 0 {
+		if expIDs, expN := p.Expected(); len(expIDs) > 0 {
 			where += ` AND ` + expectEvents
 			args = append(args, expIDs, expN)
 		}
@@ -75,7 +75,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		pick := `SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > $` + strconv.Itoa(n+1) +
 			` ORDER BY id LIMIT $` + strconv.Itoa(n+2)
 		set, setArgs := replaySet(replayable(p.IncludeDone), false), []any{now}
-		if expIDs, expN := expected(p); len(expIDs) > 0 {
+		if expIDs, expN := p.Expected(); len(expIDs) > 0 {
 			set, setArgs = replaySet(replayable(p.IncludeDone), true), []any{now, expIDs, expN}
 		}
 		for after := int64(0); ; {
@@ -129,25 +129,12 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	return res, nil
 }
 
-// expected lists p.Expect for the named ids: the ids and, in the same
-// order, the attempts expected of each (see expectEvents).
-func expected(p hookbox.ReplayParams) (ids, attempts []int64) {
-	seen := map[int64]bool{}
-	for _, id := range p.IDs {
-		if n, ok := p.Expect[id]; ok && !seen[id] {
-			seen[id] = true
-			ids, attempts = append(ids, id), append(attempts, int64(n))
-		}
-	}
-	return ids, attempts
-}
-
 // expectEvents is the condition hookbox.ReplayParams.Expect puts on the
 // rows of a replay of named events, over the events view, with the
-// expected ids as $2 and their attempts as $3 (expected): a named event
-// only while its attempts are the number expected, a delivery of a named
-// FanOut event only while the sum of its event's deliveries' attempts is
-// (hookbox.ReplayAttempts). replaySet checks the same on the locked rows,
+// expected ids as $2 and their attempts as $3 (ReplayParams.Expected): a
+// named event only while its attempts are the number expected, a delivery
+// of a named FanOut event only while the sum of its event's deliveries'
+// attempts is (hookbox.ReplayAttempts). replaySet checks the same on the locked rows,
 // in the statement that replays them.
 const expectEvents = `NOT EXISTS (SELECT 1 FROM unnest($2::bigint[], $3::bigint[]) x(id, n)
     WHERE (x.id = events.id AND events.attempts <> x.n)
@@ -196,7 +183,7 @@ const replayLock = `SELECT id FROM queue WHERE id = ANY($1::bigint[]) ORDER BY i
 // snapshot the update rewrites.
 //
 // With expect, it also checks hookbox.ReplayParams.Expect, with the
-// expected ids as $3 and their attempts as $4 (expected), in the same
+// expected ids as $3 and their attempts as $4 (Expected), in the same
 // statement as the states: the rows it changes are locked, and the sum
 // over a FanOut event's deliveries is read once every lock is held.
 func replaySet(states string, expect bool) string {

@@ -154,17 +154,14 @@ func replayWhere(p hookbox.ReplayParams) (string, []any) {
 // so replaySlice checks it again under the write lock, in the transaction
 // that replays.
 func expectSQL(p hookbox.ReplayParams) (string, []any) {
-	var rows []string
-	var args []any
-	seen := map[int64]bool{}
-	for _, id := range p.IDs {
-		if n, ok := p.Expect[id]; ok && !seen[id] {
-			seen[id] = true
-			rows, args = append(rows, `(?, ?)`), append(args, id, n)
-		}
-	}
-	if len(rows) == 0 {
+	ids, attempts := p.Expected()
+	if len(ids) == 0 {
 		return "", nil
+	}
+	rows := make([]string, len(ids))
+	var args []any
+	for i, id := range ids {
+		rows[i], args = `(?, ?)`, append(args, id, attempts[i])
 	}
 	return `NOT EXISTS (SELECT 1 FROM (VALUES ` + strings.Join(rows, `, `) + `) x
         WHERE (x.column1 = events.id AND events.attempts <> x.column2)
