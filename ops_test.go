@@ -1,6 +1,8 @@
 package hookbox_test
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,5 +47,56 @@ func TestSkipErrorCutsTheReason(t *testing.T) {
 	}
 	if short := hookbox.SkipError("test", "gone", ""); !strings.HasSuffix(short, ": gone") {
 		t.Errorf("SkipError with a short reason = %q", short)
+	}
+}
+
+// TestSkipJudge: what SkipParams.Judge decides for each kind of delivery
+// a store reads, including the two the store conformance tests do not
+// reach: a delivery with no order key keeps none, and one whose key is
+// already its own releases nothing.
+func TestSkipJudge(t *testing.T) {
+	key := func(s string) *string { return &s }
+	show := func(k *string) string {
+		if k == nil {
+			return "none"
+		}
+		return strconv.Quote(*k)
+	}
+	p := hookbox.SkipParams{ID: 7, Reason: "gone", Via: "test", Key: func(d string) string { return "own:" + d }}
+	dead := hookbox.SkipCandidate{Status: hookbox.StatusDead, DeliveryID: "d1", LastError: key("forward: 410")}
+	for _, tc := range []struct {
+		name     string
+		d        hookbox.SkipCandidate
+		refused  bool
+		already  bool
+		key      *string
+		released string
+	}{
+		{name: "fan-out event", d: hookbox.SkipCandidate{Status: hookbox.StatusDead, FanOut: true}, refused: true},
+		{name: "pending", d: hookbox.SkipCandidate{Status: hookbox.StatusPending, OrderKey: key("K")}, refused: true},
+		{name: "skipped before", d: hookbox.SkipCandidate{Status: hookbox.StatusDead, LastError: key(hookbox.SkipError("", "", ""))}, already: true},
+		{name: "no key", d: dead},
+		{name: "shared key", d: func() hookbox.SkipCandidate { d := dead; d.OrderKey = key("K"); return d }(), key: key("own:d1"), released: "K"},
+		{name: "own key", d: func() hookbox.SkipCandidate { d := dead; d.OrderKey = key("own:d1"); return d }(), key: key("own:d1")},
+	} {
+		c, err := p.Judge(tc.d)
+		var ns *hookbox.NotSkippableError
+		if refused := errors.As(err, &ns); refused != tc.refused || (!refused && err != nil) {
+			t.Errorf("%s: error %v, want refused %v", tc.name, err, tc.refused)
+			continue
+		}
+		if tc.refused {
+			if ns.ID != 7 || ns.FanOut != tc.d.FanOut || (!ns.FanOut && ns.Status != tc.d.Status) || (ns.FanOut && ns.Status != "") {
+				t.Errorf("%s: refusal %+v", tc.name, ns)
+			}
+			continue
+		}
+		if c.Result.ID != 7 || c.Result.Already != tc.already || c.Result.Released != tc.released ||
+			(c.OrderKey == nil) != (tc.key == nil) || (c.OrderKey != nil && *c.OrderKey != *tc.key) {
+			t.Errorf("%s: change %+v (key %s), want already %v, key %s, released %q", tc.name, c.Result, show(c.OrderKey), tc.already, show(tc.key), tc.released)
+		}
+		if want := hookbox.SkipError("test", "gone", tc.released); !tc.already && c.LastError != want {
+			t.Errorf("%s: last error %q, want %q", tc.name, c.LastError, want)
+		}
 	}
 }
