@@ -45,11 +45,11 @@ func DeliveryLabel(e hookbox.Event) string {
 	return fmt.Sprintf("delivery %d of event %d (target %s)", e.ID, e.Parent, e.Target)
 }
 
-// ChangedReason says, for an event e that the replay p left alone, whether
+// changedReason says, for an event e that the replay p left alone, whether
 // it was for p.Expect: the attempts of the event named (e, or the FanOut
 // event e is a delivery of) are no longer those expected. It returns the
 // words ("changed since you looked …") and true then.
-func ChangedReason(ctx context.Context, st EventReader, p hookbox.ReplayParams, e hookbox.Event) (string, bool) {
+func changedReason(ctx context.Context, st EventReader, p hookbox.ReplayParams, e hookbox.Event) (string, bool) {
 	named := e
 	if _, ok := p.Expect[e.ID]; !ok {
 		if _, ok := p.Expect[e.Parent]; e.Parent == 0 || !ok {
@@ -83,33 +83,82 @@ func ChangedReason(ctx context.Context, st EventReader, p hookbox.ReplayParams, 
 // it is done: what to pass to the admin API to run it again.
 const DoneHint = "pass include_done to run it again"
 
-// ReplaySkipReason says, in the admin API's and the console's words, why
-// the replay p left id (one of its Skipped) alone: missing, its payload
-// cleared, in flight, changed since the operator looked (p.Expect), or
-// done without include_done. A delivery of a FanOut event is named with its
-// event and target (DeliveryLabel).
-func ReplaySkipReason(ctx context.Context, st EventReader, p hookbox.ReplayParams, id int64) string {
+// SkipCause is why a replay left a named event alone, the first of these
+// that holds (ReplaySkipOf). Each caller says it in its own words.
+type SkipCause int
+
+const (
+	// SkipMissing: there is no such event.
+	SkipMissing SkipCause = iota
+	// SkipUnreadable: the event could not be read.
+	SkipUnreadable
+	// SkipNoPayload: payload retention cleared its payload.
+	SkipNoPayload
+	// SkipInFlight: a worker holds it.
+	SkipInFlight
+	// SkipChanged: it changed since the operator looked (p.Expect).
+	SkipChanged
+	// SkipDone: it is done, and the replay did not include done events.
+	SkipDone
+	// SkipOther: it is in another state (Event.Status says which).
+	SkipOther
+)
+
+// ReplaySkip is an event a replay left alone, as it reads now, and why.
+type ReplaySkip struct {
+	// Event is the event; zero for SkipMissing and SkipUnreadable.
+	Event hookbox.Event
+	Cause SkipCause
+	// Detail is the read's error for SkipUnreadable, changedReason's
+	// words for SkipChanged; else empty.
+	Detail string
+}
+
+// ReplaySkipOf reads id, one of the Skipped of the replay p, and finds
+// why p left it alone.
+func ReplaySkipOf(ctx context.Context, st EventReader, p hookbox.ReplayParams, id int64) ReplaySkip {
 	e, err := st.Event(ctx, id)
 	switch {
 	case errors.Is(err, hookbox.ErrNotFound):
-		return "no event " + strconv.FormatInt(id, 10)
+		return ReplaySkip{Cause: SkipMissing}
 	case err != nil:
-		return "event " + strconv.FormatInt(id, 10) + ": could not read it: " + err.Error()
-	}
-	what := DeliveryLabel(e)
-	switch {
+		return ReplaySkip{Cause: SkipUnreadable, Detail: err.Error()}
 	case e.PayloadCleared:
-		return what + ": " + NoPayloadReason
+		return ReplaySkip{Event: e, Cause: SkipNoPayload}
 	case e.Status == hookbox.StatusProcessing:
-		return what + " is being worked right now; replay it after it finishes"
+		return ReplaySkip{Event: e, Cause: SkipInFlight}
 	}
-	if why, ok := ChangedReason(ctx, st, p, e); ok {
-		return what + " " + why
+	if why, ok := changedReason(ctx, st, p, e); ok {
+		return ReplaySkip{Event: e, Cause: SkipChanged, Detail: why}
 	}
 	if e.Status == hookbox.StatusDone && !p.IncludeDone {
+		return ReplaySkip{Event: e, Cause: SkipDone}
+	}
+	return ReplaySkip{Event: e, Cause: SkipOther}
+}
+
+// ReplaySkipReason says, in the admin API's and the console's words, why
+// the replay p left id (one of its Skipped) alone (ReplaySkipOf). A
+// delivery of a FanOut event is named with its event and target
+// (DeliveryLabel).
+func ReplaySkipReason(ctx context.Context, st EventReader, p hookbox.ReplayParams, id int64) string {
+	sk := ReplaySkipOf(ctx, st, p, id)
+	what := DeliveryLabel(sk.Event)
+	switch sk.Cause {
+	case SkipMissing:
+		return "no event " + strconv.FormatInt(id, 10)
+	case SkipUnreadable:
+		return "event " + strconv.FormatInt(id, 10) + ": could not read it: " + sk.Detail
+	case SkipNoPayload:
+		return what + ": " + NoPayloadReason
+	case SkipInFlight:
+		return what + " is being worked right now; replay it after it finishes"
+	case SkipChanged:
+		return what + " " + sk.Detail
+	case SkipDone:
 		return what + " is done; " + DoneHint
 	}
-	return what + " is " + string(e.Status) + " and was not replayed"
+	return what + " is " + string(sk.Event.Status) + " and was not replayed"
 }
 
 // NotReplayed is the message of a replay of the one event ev (named in p)

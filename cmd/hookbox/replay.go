@@ -120,13 +120,13 @@ exits 1.`,
 				return err
 			}
 			var errs []error
-			if ids := missing(cmd.Context(), st, res); len(ids) > 0 {
+			if ids := skippedFor(cmd.Context(), st, p, res, server.SkipMissing); len(ids) > 0 {
 				errs = append(errs, fmt.Errorf("no such %s: %s", plural(len(ids), "event", "events"), idList(ids, 50)))
 			}
-			if ids := withoutPayload(cmd.Context(), st, res); len(ids) > 0 {
+			if ids := withoutPayload(cmd.Context(), st, p, res); len(ids) > 0 {
 				errs = append(errs, fmt.Errorf("not replayed: %s: the payload was cleared by payload retention", idList(ids, 50)))
 			}
-			if ids := changed(cmd.Context(), st, p, res); len(ids) > 0 {
+			if ids := skippedFor(cmd.Context(), st, p, res, server.SkipChanged); len(ids) > 0 {
 				errs = append(errs, fmt.Errorf("not replayed: %s: changed since you looked (--if-attempts)", idList(ids, 50)))
 			}
 			return errors.Join(errs...)
@@ -170,70 +170,50 @@ func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox
 // withoutPayload lists the named events of res that can never be replayed
 // because their payload was cleared: those the store reported, and those
 // it skipped for another reason first (done, without --include-done).
-func withoutPayload(ctx context.Context, st hookbox.Store, res hookbox.ReplayResult) []int64 {
-	ids := slices.Clone(res.NoPayload)
-	for _, id := range res.Skipped {
-		if e, err := st.Event(ctx, id); err == nil && e.PayloadCleared {
-			ids = append(ids, id)
-		}
-	}
+func withoutPayload(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, res hookbox.ReplayResult) []int64 {
+	ids := append(slices.Clone(res.NoPayload), skippedFor(ctx, st, p, res, server.SkipNoPayload)...)
 	slices.Sort(ids)
 	return ids
 }
 
-// missing lists the named events of res that do not exist, so that naming
-// a wrong id fails the command rather than passing as "nothing to replay".
-func missing(ctx context.Context, st hookbox.Store, res hookbox.ReplayResult) []int64 {
+// skippedFor lists the events of res.Skipped that the replay p left alone
+// for cause: missing ones, so that naming a wrong id fails the command
+// rather than passing as "nothing to replay", or those that changed since
+// the operator looked (--if-attempts).
+func skippedFor(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, res hookbox.ReplayResult, cause server.SkipCause) []int64 {
 	var ids []int64
 	for _, id := range res.Skipped {
-		if _, err := st.Event(ctx, id); errors.Is(err, hookbox.ErrNotFound) {
+		if server.ReplaySkipOf(ctx, st, p, id).Cause == cause {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-// changed lists the events of res.Skipped that the replay p left alone
-// because they changed since the operator looked (--if-attempts).
-func changed(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, res hookbox.ReplayResult) []int64 {
-	var ids []int64
-	for _, id := range res.Skipped {
-		if e, err := st.Event(ctx, id); err == nil && e.Status != hookbox.StatusProcessing && !e.PayloadCleared {
-			if _, ok := server.ChangedReason(ctx, st, p, e); ok {
-				ids = append(ids, id)
-			}
-		}
-	}
-	return ids
-}
-
-// skipReason says why the replay p left an event it skipped alone: a
-// named one, or a delivery of a named FanOut event (said with its event
-// and target).
+// skipReason says, in the CLI's words, why the replay p left an event it
+// skipped alone (server.ReplaySkipOf): a named one, or a delivery of a
+// named FanOut event (said with its event and target).
 func skipReason(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, id int64) string {
-	e, err := st.Event(ctx, id)
-	if errors.Is(err, hookbox.ErrNotFound) {
-		return "no such event"
-	} else if err != nil {
-		return "could not read it: " + err.Error()
-	}
+	sk := server.ReplaySkipOf(ctx, st, p, id)
 	of := ""
-	if e.Parent != 0 {
+	if e := sk.Event; e.Parent != 0 {
 		of = fmt.Sprintf("delivery of event %d to target %s: ", e.Parent, e.Target)
 	}
-	switch {
-	case e.PayloadCleared:
+	switch sk.Cause {
+	case server.SkipMissing:
+		return "no such event"
+	case server.SkipUnreadable:
+		return "could not read it: " + sk.Detail
+	case server.SkipNoPayload:
 		return of + "its payload was cleared by payload retention; a replay would send an empty body"
-	case e.Status == hookbox.StatusProcessing:
+	case server.SkipInFlight:
 		return of + "it is being worked right now"
-	}
-	if why, ok := server.ChangedReason(ctx, st, p, e); ok {
-		return of + "it " + why
-	}
-	if e.Status == hookbox.StatusDone && !p.IncludeDone {
+	case server.SkipChanged:
+		return of + "it " + sk.Detail
+	case server.SkipDone:
 		return of + "it is done; pass --include-done to run it again"
 	}
-	return of + "it is " + string(e.Status)
+	return of + "it is " + string(sk.Event.Status)
 }
 
 // idList joins ids, eliding after max.
