@@ -46,11 +46,7 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		leaseFrom = time.Now()
 	}
 	readBy := leaseFrom.Add(p.Lease / 2)
-	if parts := splitSources(p); len(parts) > 1 {
-		out, large, err = s.claimParts(ctx, parts)
-	} else {
-		out, large, err = s.claimOne(ctx, p)
-	}
+	out, large, err = s.claimParts(ctx, claimSplit(p))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: claim: %w", err)
 	}
@@ -105,49 +101,6 @@ func (s *Store) giveBack(ctx context.Context, claimed, kept []hookbox.Event, why
 	}
 }
 
-// claimOne leases the events of the claim p in one transaction (leaseTx;
-// twice for a claim by key that wraps around its keys). It returns them,
-// and the ids of those whose payloads are left for readLarge.
-func (s *Store) claimOne(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, []int64, error) {
-	q, args := claimSQL(p)
-	st, err := s.claims.get(ctx, q)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
-	}
-	var out []hookbox.Event
-	var large []int64
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		// The leases start, and the claim is dated, once the writer is
-		// ours: a claim that waited for it (behind a work transaction
-		// whose Go handlers run long, say) must not hand out leases
-		// already over, which the next claim would take again at once.
-		// (Which events are due was decided at the earlier time: one
-		// that came due during the wait is the next claim's.)
-		if p.Now.IsZero() {
-			p.Now = time.Now()
-		}
-		var err error
-		out, large, err = s.leaseTx(ctx, tx, st, q, args, leaseArgs(p))
-		if err != nil || !p.ByKey || p.AfterKey == "" || len(out) >= p.Limit {
-			return err
-		}
-		// Wrap around: the keys up to AfterKey, for what is left. The
-		// first lease is written: its events are not picked again.
-		wrap := p
-		wrap.AfterKey, wrap.Limit = "", p.Limit-len(out)
-		q2, args2 := claimSQL(wrap)
-		st2, err := s.claims.get(ctx, q2)
-		if err != nil {
-			return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
-		}
-		more, moreLarge, err := s.leaseTx(ctx, tx, st2, q2, args2, leaseArgs(p))
-		out, large = append(out, more...), append(large, moreLarge...)
-		sortByID(out)
-		return err
-	})
-	return out, large, err
-}
-
 // maxUnion is how many sources one claim statement walks. Each is a part
 // of a compound SELECT, and SQLite refuses a compound of more than 500
 // (SQLITE_MAX_COMPOUND_SELECT).
@@ -168,26 +121,53 @@ func splitSources(p hookbox.ClaimParams) []hookbox.ClaimParams {
 	return parts
 }
 
-// claimParts leases the events of a claim split by splitSources, part
-// after part in one transaction, each taking what the ones before it left
-// of the limit: the events due first in each part, not across all (a
-// claim over hundreds of sources with more due than its limit). All leases
-// start at one time, taken once the writer is ours. It returns what
-// claimOne does.
+// claimSplit is the claim p in the parts claimParts leases one after
+// the other: its sources split by splitSources; for a claim by key from
+// AfterKey, the walk from there, then the wrap-around: the keys up to
+// AfterKey, for what the first walk left of the limit.
+func claimSplit(p hookbox.ClaimParams) []hookbox.ClaimParams {
+	parts := splitSources(p)
+	if p.ByKey && p.AfterKey != "" {
+		wrap := p
+		wrap.AfterKey = ""
+		parts = append(parts, wrap)
+	}
+	return parts
+}
+
+// claimParts leases the events of a claim in parts (claimSplit), part
+// after part in one transaction (leaseTx), each taking what the ones
+// before it left of the limit: the events due first in each part, not
+// across all (a claim over hundreds of sources with more due than its
+// limit). It returns them in id order, and the ids of those whose
+// payloads are left for readLarge.
+//
+// The first part's pick is built, and its time taken, before the
+// transaction: which events are due is decided then, and one that comes
+// due while the claim waits for the writer is the next claim's. The
+// leases start, and the claim is dated, once the writer is ours: a claim
+// that waited for it (behind a work transaction whose Go handlers run
+// long, say) must not hand out leases already over, which the next claim
+// would take again at once. The parts after the first, whose limits
+// depend on what the first leased, pick at that later time.
 func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]hookbox.Event, []int64, error) {
 	stmts := make([]*sql.Stmt, len(parts))
+	queries := make([]string, len(parts))
+	var firstArgs []any
 	for i, part := range parts {
-		q, _ := claimSQL(part)
+		q, args := claimSQL(part)
 		st, err := s.claims.get(ctx, q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
 		}
-		stmts[i] = st
+		stmts[i], queries[i] = st, q
+		if i == 0 {
+			firstArgs = args
+		}
 	}
 	var out []hookbox.Event
 	var large []int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		out, large = out[:0], large[:0]
 		now := parts[0].Now
 		if now.IsZero() {
 			now = time.Now()
@@ -197,14 +177,19 @@ func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]
 			if part.Limit <= 0 {
 				break
 			}
-			q, args := claimSQL(part)
-			evs, big, err := s.leaseTx(ctx, tx, stmts[i], q, args, leaseArgs(part))
+			args := firstArgs
+			if i > 0 {
+				_, args = claimSQL(part)
+			}
+			evs, big, err := s.leaseTx(ctx, tx, stmts[i], queries[i], args, leaseArgs(part))
 			if err != nil {
 				return err
 			}
 			out, large = append(out, evs...), append(large, big...)
 		}
-		sortByID(out)
+		if len(parts) > 1 {
+			sortByID(out)
+		}
 		return nil
 	})
 	return out, large, err
