@@ -222,25 +222,13 @@ SELECT id FROM replayed`
 //
 // A slice that loses a deadlock (with a purge batch, whose locks are not
 // all in id order: see purgeLock) changed nothing and is run again, picked
-// and judged afresh, up to maxReplayAttempts times in all, after a pause
-// (purgeRetryPause, longer each time) that lets the winner commit. Without
-// it a replay failed part way, after the slices before had committed.
+// and judged afresh (runAgain). Without it a replay failed part way, after
+// the slices before had committed.
 func (s *Store) replaySlice(ctx context.Context, pick string, args []any, set string, setArgs []any, res *hookbox.ReplayResult) ([]int64, error) {
-	for attempt := 1; ; attempt++ {
-		picked, err := s.replaySliceTx(ctx, pick, args, set, setArgs, res)
-		if err == nil || attempt == maxReplayAttempts || !isDeadlock(err) || ctx.Err() != nil {
-			return picked, err
-		}
-		select {
-		case <-ctx.Done():
-			return picked, err
-		case <-time.After(time.Duration(attempt) * purgeRetryPause):
-		}
-	}
+	return runAgain(ctx, isDeadlock, func() ([]int64, error) {
+		return s.replaySliceTx(ctx, pick, args, set, setArgs, res)
+	})
 }
-
-// maxReplayAttempts bounds how often replaySlice runs one slice.
-const maxReplayAttempts = 3
 
 // isDeadlock reports whether the server ended a transaction as the victim
 // of a deadlock (SQLSTATE 40P01): it was rolled back and may be run again.
@@ -584,35 +572,44 @@ type purgeQueries struct {
 	batch string // a purgeBatch
 }
 
-// maxPurgeAttempts bounds how often purgeOnce runs one batch.
-const maxPurgeAttempts = 3
-
 // purgeOnce deletes, in one transaction, the purgeable events among ids,
 // their deliveries and the attempts of both (purgeLock, then
 // purgeBatch and purgeAttempts), counts the events into res and returns
 // how many. A transaction the server rolled back because of another
-// (a deadlock with a replay, see purgeLock) is run again: it changed
-// nothing, and the batch is judged afresh. It waits a little first
-// (purgeRetryPause, longer each time), so that the transaction it
-// deadlocked with can go on to its commit: run again at once, the batch
-// could take the same locks first and deadlock with it again.
+// (a deadlock with a replay, see purgeLock) is run again (runAgain): it
+// changed nothing, and the batch is judged afresh.
 func (s *Store) purgeOnce(ctx context.Context, q purgeQueries, before time.Time, ids []int64, res *hookbox.PurgeResult) (int, error) {
-	for attempt := 1; ; attempt++ {
-		n, err := s.purgeTx(ctx, q, before, ids, res)
-		if err == nil || attempt == maxPurgeAttempts || !retryable(err) || ctx.Err() != nil {
-			return n, err
+	return runAgain(ctx, retryable, func() (int, error) {
+		return s.purgeTx(ctx, q, before, ids, res)
+	})
+}
+
+// runAgain runs tx, one transaction, until it succeeds, fails with an
+// error again does not accept (one the server rolled back, so that tx
+// changed nothing), ctx ends, or it has run maxTxRuns times. Before each
+// run after the first it waits retryPause times the runs so far, so that
+// the transaction it lost to can go on to its commit: run again at once,
+// tx could take the same locks first and lose again.
+func runAgain[T any](ctx context.Context, again func(error) bool, tx func() (T, error)) (T, error) {
+	for run := 1; ; run++ {
+		v, err := tx()
+		if err == nil || run == maxTxRuns || !again(err) || ctx.Err() != nil {
+			return v, err
 		}
 		select {
 		case <-ctx.Done():
-			return n, err
-		case <-time.After(time.Duration(attempt) * purgeRetryPause):
+			return v, err
+		case <-time.After(time.Duration(run) * retryPause):
 		}
 	}
 }
 
-// purgeRetryPause is how long purgeOnce waits before its second attempt at
-// a batch (twice as long before the third).
-const purgeRetryPause = 100 * time.Millisecond
+// maxTxRuns bounds how often runAgain runs one transaction.
+const maxTxRuns = 3
+
+// retryPause is how long runAgain waits before the second run of a
+// transaction (twice as long before the third).
+const retryPause = 100 * time.Millisecond
 
 // purgeTx is one attempt of purgeOnce.
 func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, ids []int64, res *hookbox.PurgeResult) (int, error) {
