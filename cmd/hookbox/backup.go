@@ -38,11 +38,7 @@ and exits with an error: it copies nothing itself.`,
   hookbox backup /backup/hookbox-$(date +%F).dump --db "$HOOKBOX_DB"   # PostgreSQL: prints the pg_dump command`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.loadConfig(false)
-			if err != nil {
-				return err
-			}
-			dbURL, err := checkDBURL(g, cfg)
+			dbURL, err := checkDBURL(g)
 			if err != nil {
 				return err
 			}

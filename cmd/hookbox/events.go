@@ -29,11 +29,7 @@ import (
 // is refused as serve refuses it (checkDBURL); on PostgreSQL, each
 // statement is bounded by --db-timeout (cliStoreOptions).
 func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
-	cfg, err := g.loadConfig(false)
-	if err != nil {
-		return nil, err
-	}
-	dbURL, err := checkDBURL(g, cfg)
+	dbURL, err := checkDBURL(g)
 	if err != nil {
 		return nil, err
 	}
@@ -44,10 +40,15 @@ func openDB(ctx context.Context, g *globalFlags) (hookbox.Store, error) {
 	return service.OpenStore(ctx, dbURL, opts)
 }
 
-// checkDBURL returns the database URL the global flags name, or
-// config.CheckDB's reason why hookbox cannot open it, as serve gives it:
-// never the value, which may hold a password.
-func checkDBURL(g *globalFlags, cfg *config.Config) (string, error) {
+// checkDBURL returns the database URL the global flags name (or the
+// config's db, loaded for it), or config.CheckDB's reason why hookbox
+// cannot open it, as serve gives it: never the value, which may hold a
+// password.
+func checkDBURL(g *globalFlags) (string, error) {
+	cfg, err := g.loadConfig(false)
+	if err != nil {
+		return "", err
+	}
 	dbURL := g.dbURL(cfg)
 	if err := config.CheckDB(dbURL); err != nil {
 		return "", fmt.Errorf("database (--db, HOOKBOX_DB or db:): %w", err)

@@ -30,11 +30,7 @@ versions an older one lacks, and says which versions it applied; on a database
 already at this hookbox's version it says so and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := g.loadConfig(false)
-			if err != nil {
-				return err
-			}
-			dbURL, err := checkDBURL(g, cfg)
+			dbURL, err := checkDBURL(g)
 			if err != nil {
 				return err
 			}
