@@ -63,7 +63,7 @@ func TestSkipJudge(t *testing.T) {
 		return strconv.Quote(*k)
 	}
 	p := hookbox.SkipParams{ID: 7, Reason: "gone", Via: "test", Key: func(d string) string { return "own:" + d }}
-	dead := hookbox.SkipCandidate{Status: hookbox.StatusDead, DeliveryID: "d1", LastError: key("forward: 410")}
+	dead := hookbox.SkipCandidate{Status: hookbox.StatusDead, DeliveryID: "d1"}
 	for _, tc := range []struct {
 		name     string
 		d        hookbox.SkipCandidate
@@ -74,7 +74,7 @@ func TestSkipJudge(t *testing.T) {
 	}{
 		{name: "fan-out event", d: hookbox.SkipCandidate{Status: hookbox.StatusDead, FanOut: true}, refused: true},
 		{name: "pending", d: hookbox.SkipCandidate{Status: hookbox.StatusPending, OrderKey: key("K")}, refused: true},
-		{name: "skipped before", d: hookbox.SkipCandidate{Status: hookbox.StatusDead, LastError: key(hookbox.SkipError("", "", ""))}, already: true},
+		{name: "skipped before", d: hookbox.SkipCandidate{Status: hookbox.StatusDead, Skipped: true}, already: true},
 		{name: "no key", d: dead},
 		{name: "shared key", d: func() hookbox.SkipCandidate { d := dead; d.OrderKey = key("K"); return d }(), key: key("own:d1"), released: "K"},
 		{name: "own key", d: func() hookbox.SkipCandidate { d := dead; d.OrderKey = key("own:d1"); return d }(), key: key("own:d1")},
