@@ -310,13 +310,14 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		}
 	}
 	if res.Total() > 0 {
-		// Hand the freed pages back and keep the WAL from growing: a purge
-		// rewrites many pages at once. With truncateWAL's short wait for
-		// readers, not the writer's busy timeout: the checkpoint holds the
-		// writer, and a reader on an older snapshot (the console, an
-		// export) kept ingest waiting behind it for the whole timeout. If
-		// readers stay, the WAL is truncated later, as it always is.
-		s.truncateWAL()
+		// Leave no copy of the deleted rows in the WAL, and keep it from
+		// growing: a purge rewrites many pages at once. With truncateWAL's
+		// short wait for readers, not the writer's busy timeout: the
+		// checkpoint holds the writer, and a reader on an older snapshot
+		// (the console, an export) kept ingest waiting behind it for the
+		// whole timeout. If readers stay, the background loop empties it
+		// once they have gone (emptyWAL).
+		s.emptyWAL()
 	}
 	return res, nil
 }
@@ -422,6 +423,9 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 			return total, fmt.Errorf("sqlite: clear payloads: %w", err)
 		}
 		total += int(n)
+	}
+	if total > 0 {
+		s.emptyWAL() // no copy of the cleared payloads left in the WAL
 	}
 	return total, nil
 }

@@ -41,6 +41,14 @@ func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hoo
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: add rejections: %w", err)
 	}
+	if len(rs) == 0 && trimmed > 0 {
+		// A trim alone, as serve's hourly one: leave no copy of the
+		// deleted rows in the WAL. Not after every write that trims: a
+		// flood of refusals trims at each write, and each emptying holds
+		// the writer while it waits for readers; the flood's own writes
+		// soon overwrite the part of the WAL they use.
+		s.emptyWAL()
+	}
 	return trimmed, nil
 }
 

@@ -93,6 +93,10 @@ type Store struct {
 	// idFloor is set while the database may hold a placeholder of
 	// RaiseIDFloor, which the next ingest that stores an event deletes.
 	idFloor atomic.Bool
+	// walHoldsDeleted is set while the WAL may still hold rows a
+	// deletion removed (emptyWAL could not empty it): checkpointLoop
+	// empties it once readers let it.
+	walHoldsDeleted atomic.Bool
 
 	checkpointer    *sql.DB       // one connection, for background checkpoints
 	maxWAL          int64         // WAL size past which a checkpoint truncates it
@@ -193,8 +197,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	// checkpointLoop).
 	// Its page cache is 16 MiB instead of 2: claims and finishes revisit
 	// pages the inserts wrote, and each miss is a read system call.
+	// secure_delete: what its statements delete (a purge, a payload
+	// cleared, a trim of the rejected log, a logout, and the old copy of
+	// a row an update rewrote) is overwritten with zeros in the pages it
+	// writes, freed overflow pages included, rather than left readable in
+	// the file's free space; see emptyWAL for the WAL.
 	writer, err := sql.Open("sqlite", dsn("_txlock", "immediate", "_pragma", "wal_autocheckpoint(1000)",
-		"_pragma", "cache_size(-16384)"))
+		"_pragma", "cache_size(-16384)", "_pragma", "secure_delete(1)"))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -337,7 +346,8 @@ const DefaultMaxWALBytes = 256 << 20
 // for the writer or readers, so commits go on while it copies; once every
 // frame is copied, the next commit restarts the WAL from its beginning.
 // When readers keep the writer's own checkpoints from finishing and the
-// file passes maxWAL anyway, the checkpoint is a TRUNCATE instead (see
+// file passes maxWAL anyway, or when a deletion could not empty the WAL
+// (emptyWAL), the checkpoint is a TRUNCATE instead (see
 // Options.MaxWALBytes).
 func (s *Store) checkpointLoop() {
 	defer close(s.checkpointsDone)
@@ -352,16 +362,43 @@ func (s *Store) checkpointLoop() {
 			if tick%idFloorLookEvery == 0 {
 				s.lookForIDFloor()
 			}
-			if fi, err := os.Stat(s.path + "-wal"); err == nil && fi.Size() > s.maxWAL && !time.Now().Before(nextTruncate) {
+			if !time.Now().Before(nextTruncate) && (s.walHoldsDeleted.Load() || s.walOversize()) {
+				erase := s.walHoldsDeleted.Swap(false)
 				if !s.truncateWAL() {
 					// A reader held on: ingest must not wait on it
 					// again at every tick.
 					nextTruncate = time.Now().Add(truncateBackoff)
+					if erase {
+						s.walHoldsDeleted.Store(true)
+					}
 				}
 				continue
 			}
 			s.checkpointer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
+	}
+}
+
+// walOversize reports whether the WAL file is larger than maxWAL.
+func (s *Store) walOversize() bool {
+	fi, err := os.Stat(s.path + "-wal")
+	return err == nil && fi.Size() > s.maxWAL
+}
+
+// emptyWAL empties the WAL after a deletion an operator asked for (a
+// purge, payloads cleared, the rejected log trimmed). secure_delete
+// zeroes the deleted rows in the pages the deletion writes, but the WAL
+// still holds older images of those pages (the rows as they were stored,
+// claimed and finished, or as one batch of a purge left them for the
+// next) until new commits overwrite them, which past the part of the
+// file ordinary traffic reuses, or on a quiet database, may be never. A
+// TRUNCATE checkpoint copies the newest images into the database file and
+// cuts the WAL to nothing. When a reader keeps it from finishing (it
+// waits for readers briefly: see truncateWAL), checkpointLoop tries again
+// every truncateBackoff until one does.
+func (s *Store) emptyWAL() {
+	if !s.truncateWAL() {
+		s.walHoldsDeleted.Store(true)
 	}
 }
 
