@@ -354,6 +354,7 @@ func (s *Store) checkpointLoop() {
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
 	var nextTruncate time.Time
+	eraseWait := truncateBackoff
 	for tick := 1; ; tick++ {
 		select {
 		case <-s.stopCheckpoints:
@@ -362,15 +363,25 @@ func (s *Store) checkpointLoop() {
 			if tick%idFloorLookEvery == 0 {
 				s.lookForIDFloor()
 			}
-			if !time.Now().Before(nextTruncate) && (s.walHoldsDeleted.Load() || s.walOversize()) {
+			if oversize := s.walOversize(); !time.Now().Before(nextTruncate) && (oversize || s.walHoldsDeleted.Load()) {
 				erase := s.walHoldsDeleted.Swap(false)
-				if !s.truncateWAL() {
+				switch {
+				case s.truncateWAL():
+					eraseWait = truncateBackoff
+				case erase && !oversize:
+					// A reader that stays (Litestream follows the WAL
+					// with one) would hold up ingest at every try: wait
+					// longer after each.
+					s.walHoldsDeleted.Store(true)
+					nextTruncate = time.Now().Add(eraseWait)
+					eraseWait = min(2*eraseWait, maxEraseWait)
+				default:
 					// A reader held on: ingest must not wait on it
 					// again at every tick.
-					nextTruncate = time.Now().Add(truncateBackoff)
 					if erase {
 						s.walHoldsDeleted.Store(true)
 					}
+					nextTruncate = time.Now().Add(truncateBackoff)
 				}
 				continue
 			}
@@ -395,7 +406,8 @@ func (s *Store) walOversize() bool {
 // TRUNCATE checkpoint copies the newest images into the database file and
 // cuts the WAL to nothing. When a reader keeps it from finishing (it
 // waits for readers briefly: see truncateWAL), checkpointLoop tries again
-// every truncateBackoff until one does.
+// after truncateBackoff, then at doubling intervals up to maxEraseWait,
+// until one does.
 func (s *Store) emptyWAL() {
 	if !s.truncateWAL() {
 		s.walHoldsDeleted.Store(true)
@@ -405,10 +417,13 @@ func (s *Store) emptyWAL() {
 // truncateWait bounds how long a truncating checkpoint waits for readers
 // to leave the old WAL; it holds the writer connection, and so ingest,
 // all that time. truncateBackoff is how long a checkpoint that gave up
-// waits before the next try.
+// waits before the next try. maxEraseWait bounds the wait between tries
+// to empty the WAL after a deletion (emptyWAL), which doubles from
+// truncateBackoff while readers keep holding it.
 const (
 	truncateWait    = 200 * time.Millisecond
 	truncateBackoff = 5 * time.Second
+	maxEraseWait    = 10 * time.Minute
 )
 
 // truncateWAL runs a TRUNCATE checkpoint on the writer connection: it then
