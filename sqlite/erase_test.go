@@ -203,3 +203,43 @@ func TestWALEmptiedOnceReadersLeave(t *testing.T) {
 		}
 	}
 }
+
+// TestWALEmptiedAfterAnotherProcessPurged: a purge by another process
+// (`hookbox purge` from a timer, beside serve) that a reader kept from
+// emptying the WAL leaves that to the process that stays: the purging
+// one exits at once, and its retries with it. Two stores on one file
+// stand for the two processes.
+func TestWALEmptiedAfterAnotherProcessPurged(t *testing.T) {
+	ctx := context.Background()
+	serve := openTemp(t)
+	marker, payload := markerOf(t, 300)
+	seedAround(t, serve, hookbox.StatusDone, payload)
+	rtx, err := serve.reader.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rtx.Rollback()
+	var n int
+	if err := rtx.QueryRowContext(ctx, `SELECT count(*) FROM events`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := Open(ctx, serve.path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Purge(ctx, hookbox.PurgeParams{Before: time.Now().Add(-24 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if in := filesHolding(t, serve, marker); len(in) == 0 {
+		t.Fatal("the purged bytes are in no file while a reader holds a snapshot from before the purge: the test sees nothing")
+	}
+	rtx.Rollback()
+	for deadline := time.Now().Add(30 * time.Second); filesHolding(t, serve, marker) != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the reader left, the bytes the other process purged are still in %v", filesHolding(t, serve, marker))
+		}
+	}
+}

@@ -93,10 +93,6 @@ type Store struct {
 	// idFloor is set while the database may hold a placeholder of
 	// RaiseIDFloor, which the next ingest that stores an event deletes.
 	idFloor atomic.Bool
-	// walHoldsDeleted is set while the WAL may still hold rows a
-	// deletion removed (emptyWAL could not empty it): checkpointLoop
-	// empties it once readers let it.
-	walHoldsDeleted atomic.Bool
 
 	checkpointer    *sql.DB       // one connection, for background checkpoints
 	maxWAL          int64         // WAL size past which a checkpoint truncates it
@@ -363,8 +359,13 @@ func (s *Store) checkpointLoop() {
 			if tick%idFloorLookEvery == 0 {
 				s.lookForIDFloor()
 			}
-			if oversize := s.walOversize(); !time.Now().Before(nextTruncate) && (oversize || s.walHoldsDeleted.Load()) {
-				erase := s.walHoldsDeleted.Swap(false)
+			if oversize := s.walOversize(); !time.Now().Before(nextTruncate) && (oversize || s.erasePending()) {
+				erase := s.erasePending()
+				if erase {
+					// Before the checkpoint: a mark made after this
+					// is for a deletion it may not cover.
+					s.markErase(false)
+				}
 				switch {
 				case s.truncateWAL():
 					eraseWait = truncateBackoff
@@ -372,14 +373,14 @@ func (s *Store) checkpointLoop() {
 					// A reader that stays (Litestream follows the WAL
 					// with one) would hold up ingest at every try: wait
 					// longer after each.
-					s.walHoldsDeleted.Store(true)
+					s.markErase(true)
 					nextTruncate = time.Now().Add(eraseWait)
 					eraseWait = min(2*eraseWait, maxEraseWait)
 				default:
 					// A reader held on: ingest must not wait on it
 					// again at every tick.
 					if erase {
-						s.walHoldsDeleted.Store(true)
+						s.markErase(true)
 					}
 					nextTruncate = time.Now().Add(truncateBackoff)
 				}
@@ -407,10 +408,37 @@ func (s *Store) walOversize() bool {
 // cuts the WAL to nothing. When a reader keeps it from finishing (it
 // waits for readers briefly: see truncateWAL), checkpointLoop tries again
 // after truncateBackoff, then at doubling intervals up to maxEraseWait,
-// until one does.
+// until one does: the checkpointLoop of any process that has the file
+// open, since the WAL is marked by a file (erasePath), not in memory. A
+// `hookbox purge` run beside serve exits once it is done, and serve's
+// loop then retries for it.
 func (s *Store) emptyWAL() {
+	s.markErase(false) // before the checkpoint, as in checkpointLoop
 	if !s.truncateWAL() {
-		s.walHoldsDeleted.Store(true)
+		s.markErase(true)
+	}
+}
+
+// erasePath names the file whose presence says that the WAL may still
+// hold rows a deletion removed (see emptyWAL).
+func (s *Store) erasePath() string { return s.path + "-erase" }
+
+// erasePending reports whether the WAL is marked as holding deleted rows.
+func (s *Store) erasePending() bool {
+	_, err := os.Stat(s.erasePath())
+	return err == nil
+}
+
+// markErase marks the WAL as holding deleted rows, or removes the mark.
+// Best effort: a mark that cannot be made leaves the deleted rows to be
+// overwritten by later commits, as before emptyWAL.
+func (s *Store) markErase(pending bool) {
+	if !pending {
+		os.Remove(s.erasePath())
+		return
+	}
+	if f, err := os.OpenFile(s.erasePath(), os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
 	}
 }
 
