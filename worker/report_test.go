@@ -409,3 +409,48 @@ func TestEventStoreFailuresSpacedOut(t *testing.T) {
 		t.Errorf("%d ERROR lines \"worker: record outcome\" after 100 refused outcomes, want 1 (%d if ten seconds passed)", n, most)
 	}
 }
+
+// claimsHalfFail is a store whose first claim that leases events returns
+// them with an error, as a claim whose reads after its commit failed does
+// (hookbox.Queue.Claim); later claims are the store's own.
+type claimsHalfFail struct {
+	dbtest.Store
+	failed atomic.Bool
+	after  atomic.Int32 // claims since the failed one
+}
+
+func (s *claimsHalfFail) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
+	evs, err := s.Store.Claim(ctx, p)
+	if len(evs) > 0 && err == nil && s.failed.CompareAndSwap(false, true) {
+		return evs, errInjected
+	}
+	if s.failed.Load() {
+		s.after.Add(1)
+	}
+	return evs, err
+}
+
+// TestHalfFailedClaimBackLogged: after a claim that leased events but
+// failed a later step (logged as "claim (what it leased is worked all the
+// same)"), the next claim that works says the store answers again, also
+// when it finds nothing due. Only a claim that leased events ended that
+// run, so on a quiet queue the ERROR line was the last word on it.
+func TestHalfFailedClaimBackLogged(t *testing.T) {
+	s := &claimsHalfFail{Store: dbtest.Open(t, dbtest.SQLiteURL(t))}
+	var logs syncbuf.Buffer
+	p := worker.New(s, worker.Options{PollInterval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	var done atomic.Int32
+	p.Route("fw", worker.TargetFunc(func(context.Context, *hookbox.Event) error { done.Add(1); return nil }))
+	ingest(t, s, storetest.Delivery("fw", "1"))
+	start(t, p)
+	awaitCount(t, "events worked", &done, 1)
+	awaitCount(t, "claims after the failed one", &s.after, 20)
+	out := logs.String()
+	const what = "worker: claim (what it leased is worked all the same)"
+	if !strings.Contains(out, `level=ERROR msg="`+what+`"`) {
+		t.Fatalf("no line for the claim that failed:\n%s", out)
+	}
+	if n := strings.Count(out, `level=INFO msg="`+what+`: the store answers again" failures=1`); n != 1 {
+		t.Errorf("%d lines say claims work again after 20 that did, want 1:\n%s", n, out)
+	}
+}

@@ -309,7 +309,9 @@ func (p *Pool) claim(ctx context.Context, params hookbox.ClaimParams) ([]hookbox
 	ctx, cancel := p.storeCtx(ctx)
 	defer cancel()
 	evs, err := p.q.Claim(ctx, params)
-	if len(evs) > 0 {
+	if len(evs) > 0 || err == nil {
+		// Any claim that answers, events or none, ends a run of these
+		// failures: on a quiet queue the next one leases nothing.
 		p.logErr("claim (what it leased is worked all the same)", err)
 		err = nil
 	}
