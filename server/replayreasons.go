@@ -108,6 +108,7 @@ const (
 type ReplaySkip struct {
 	// Event is the event; zero for SkipMissing and SkipUnreadable.
 	Event hookbox.Event
+	// Cause is why the replay left it alone.
 	Cause SkipCause
 	// Detail is the read's error for SkipUnreadable, changedReason's
 	// words for SkipChanged; else empty.
