@@ -177,9 +177,10 @@ func withoutPayload(ctx context.Context, st hookbox.Store, p hookbox.ReplayParam
 }
 
 // skippedFor lists the events of res.Skipped that the replay p left alone
-// for cause: missing ones, so that naming a wrong id fails the command
-// rather than passing as "nothing to replay", or those that changed since
-// the operator looked (--if-attempts).
+// for cause (server.ReplaySkipOf), for the command to fail on: missing ones,
+// so that naming a wrong id does not pass as "nothing to replay", those
+// whose payload was cleared, or those that changed since the operator
+// looked (--if-attempts).
 func skippedFor(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, res hookbox.ReplayResult, cause server.SkipCause) []int64 {
 	var ids []int64
 	for _, id := range res.Skipped {
