@@ -349,7 +349,10 @@ func (s *Store) checkpointLoop() {
 	defer close(s.checkpointsDone)
 	t := time.NewTicker(checkpointInterval)
 	defer t.Stop()
-	var nextTruncate time.Time
+	// The oversize WAL and the deletions' marks are retried on timers of
+	// their own: a reader that held the WAL long after a deletion must not
+	// put off the truncation of a WAL grown past maxWAL.
+	var nextTruncate, nextErase time.Time
 	eraseWait := truncateBackoff
 	for tick := 1; ; tick++ {
 		select {
@@ -359,30 +362,34 @@ func (s *Store) checkpointLoop() {
 			if tick%idFloorLookEvery == 0 {
 				s.lookForIDFloor()
 			}
-			if oversize := s.walOversize(); !time.Now().Before(nextTruncate) && (oversize || s.erasePending()) {
-				erase := s.erasePending()
+			now := time.Now()
+			oversize, erase := s.walOversize(), s.erasePending()
+			tryOversize := oversize && !now.Before(nextTruncate)
+			tryErase := erase && !now.Before(nextErase)
+			if tryOversize || tryErase {
 				if erase {
 					// Before the checkpoint: a mark made after this
 					// is for a deletion it may not cover.
 					s.markErase(false)
 				}
-				switch {
-				case s.truncateWAL():
-					eraseWait = truncateBackoff
-				case erase && !oversize:
+				if s.truncateWAL() {
+					eraseWait, nextErase = truncateBackoff, time.Time{}
+					continue
+				}
+				if erase {
+					s.markErase(true)
+				}
+				if tryOversize {
+					// A reader held on: ingest must not wait on it
+					// again at every tick.
+					nextTruncate = now.Add(truncateBackoff)
+				}
+				if tryErase {
 					// A reader that stays (Litestream follows the WAL
 					// with one) would hold up ingest at every try: wait
 					// longer after each.
-					s.markErase(true)
-					nextTruncate = time.Now().Add(eraseWait)
+					nextErase = now.Add(eraseWait)
 					eraseWait = min(2*eraseWait, maxEraseWait)
-				default:
-					// A reader held on: ingest must not wait on it
-					// again at every tick.
-					if erase {
-						s.markErase(true)
-					}
-					nextTruncate = time.Now().Add(truncateBackoff)
 				}
 				continue
 			}
