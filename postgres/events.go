@@ -126,11 +126,33 @@ const ingestIdleBase = 10 * time.Second
 // holding keys the other needs give up and redo long before the server's
 // deadlock_timeout (1 s by default, and only a superuser may lower it)
 // would find the cycle, and an end to a transaction idle longer than idle
-// (ingestIdle).
-func beginIngestQuery(idle time.Duration) string {
-	return fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = on; SET LOCAL lock_timeout = '300ms'; SET LOCAL idle_in_transaction_session_timeout = %d`,
+// (ingestIdle). With generic, its statements are planned generically
+// (see genericPlans).
+func beginIngestQuery(idle time.Duration, generic bool) string {
+	q := fmt.Sprintf(`BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL synchronous_commit = on; SET LOCAL lock_timeout = '300ms'; SET LOCAL idle_in_transaction_session_timeout = %d`,
 		idle.Milliseconds())
+	if generic {
+		q += `; ` + genericPlans
+	}
+	return q
 }
+
+// genericPlans lets an ingest transaction run insertEvents on the plan
+// prepared on its connection, where every other statement is planned
+// again for its arguments (force_custom_plan, see sessionSettings).
+// insertEvents reads no table (it joins its own CTEs; its ON CONFLICT
+// uses every unique index whatever the plan), so its generic plan is the
+// same on an empty table and a large one, and planning it again cost
+// about 0.1 ms of the server's CPU per batch: the lone delivery at one
+// connection took 0.87 ms at the median with it, 0.73 ms without, and
+// wrk's 64 connections got 9% more (BENCHMARKS.md, session 28). The
+// statements of an ingest that do read a table, insertDeliveries and
+// selectConflicts, go back to custom plans around themselves
+// (ingestTx.query). Neither is set where the URL sets plan_cache_mode.
+const (
+	genericPlans = `SET LOCAL plan_cache_mode = force_generic_plan`
+	customPlans  = `SET LOCAL plan_cache_mode = force_custom_plan`
+)
 
 // maxIngestAttempts bounds how often one Add runs again after the server
 // rolled its transaction back because of a conflict with another
@@ -283,7 +305,7 @@ func (t *ingestTx) run(ctx context.Context, a *addBatch) error {
 func (t *ingestTx) insert(ctx context.Context, a *addBatch) error {
 	clear(a.rs)
 	return hookbox.InsertInOrder(a.ds, a.rs, func(i int) bool { return a.bad[i] != nil }, func(idx []int) error {
-		fresh, err := insertBatch(ctx, t.tx, a.ds, idx, a.rs)
+		fresh, err := t.insertBatch(ctx, a.ds, idx, a.rs)
 		t.fresh = t.fresh || fresh
 		return err
 	})
@@ -307,7 +329,7 @@ func (t *ingestTx) isolate(ctx context.Context, a *addBatch) error {
 		if _, err := t.tx.Exec(ctx, `SAVEPOINT hookbox_isolate`); err != nil {
 			return err
 		}
-		fresh, err := insertBatch(ctx, t.tx, a.ds, idx, a.rs)
+		fresh, err := t.insertBatch(ctx, a.ds, idx, a.rs)
 		if err == nil {
 			t.fresh = t.fresh || fresh
 			_, err = t.tx.Exec(ctx, `RELEASE SAVEPOINT hookbox_isolate`)
@@ -376,7 +398,7 @@ func (t *ingestTx) replay(ctx context.Context) error {
 	rs := make([]hookbox.Receipt, len(all))
 	t.fresh = false
 	err := hookbox.InsertInOrder(all, rs, func(i int) bool { return skip[i] }, func(idx []int) error {
-		fresh, err := insertBatch(ctx, t.tx, all, idx, rs)
+		fresh, err := t.insertBatch(ctx, all, idx, rs)
 		t.fresh = t.fresh || fresh
 		return err
 	})
@@ -418,10 +440,11 @@ func (t *ingestTx) Rollback() error {
 	return t.tx.Rollback(ctx)
 }
 
-// insertBatch stores the entries idx of ds through q: one INSERT, and, when
-// some were skipped, one statement to find the rows they conflicted with.
-// It fills their receipts and reports whether it stored a new row.
-func insertBatch(ctx context.Context, q querier, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) (fresh bool, err error) {
+// insertBatch stores the entries idx of ds in the transaction: one
+// INSERT, one more for the deliveries of FanOut events, and, when some
+// were skipped, one statement to find the rows they conflicted with. It
+// fills their receipts and reports whether it stored a new row.
+func (t *ingestTx) insertBatch(ctx context.Context, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) (fresh bool, err error) {
 	if len(idx) == 0 {
 		return false, nil
 	}
@@ -429,7 +452,7 @@ func insertBatch(ctx context.Context, q querier, ds []hookbox.Delivery, idx []in
 	for _, i := range idx {
 		index[key{ds[i].Source, ds[i].DeliveryID}] = i
 	}
-	rows, err := q.Query(ctx, insertEvents, insertArgs(ds, idx)...)
+	rows, err := t.tx.Query(ctx, insertEvents, insertArgs(ds, idx)...)
 	if err != nil {
 		return false, err
 	}
@@ -437,21 +460,39 @@ func insertBatch(ctx context.Context, q querier, ds []hookbox.Delivery, idx []in
 	if err != nil {
 		return false, err
 	}
-	if err := addDeliveries(ctx, q, ds, idx, rs); err != nil {
+	if err := t.addDeliveries(ctx, ds, idx, rs); err != nil {
 		return false, err
 	}
 	if found < len(idx) {
-		if err := findConflicts(ctx, q, ds, idx, rs); err != nil {
+		if err := t.findConflicts(ctx, ds, idx, rs); err != nil {
 			return true, err
 		}
 	}
 	return found > 0, nil
 }
 
+// query runs sql, a statement that reads a table, with args, and hands
+// its rows to each. In a transaction that plans generically
+// (genericPlans) it is planned for its arguments all the same: it goes
+// to the server between a SET LOCAL of customPlans and one of
+// genericPlans, in the same round trip. A generic plan made while a
+// table was small would scan it whole once it is large.
+func (t *ingestTx) query(ctx context.Context, sql string, args []any, each func(pgx.Rows) error) error {
+	b := &pgx.Batch{}
+	if t.s.genericIngest {
+		b.Queue(customPlans)
+	}
+	b.Queue(sql, args...).Query(each)
+	if t.s.genericIngest {
+		b.Queue(genericPlans)
+	}
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
 // addDeliveries inserts the deliveries of the FanOut events of idx that
 // the INSERT just stored (their receipts hold an id, and no duplicate
 // yet), in the order of idx.
-func addDeliveries(ctx context.Context, q querier, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) error {
+func (t *ingestTx) addDeliveries(ctx context.Context, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) error {
 	var parents []int64
 	var names, keys []*string
 	for _, i := range idx {
@@ -471,18 +512,16 @@ func addDeliveries(ctx context.Context, q querier, ds []hookbox.Delivery, idx []
 	if len(parents) == 0 {
 		return nil
 	}
-	rows, err := q.Query(ctx, insertDeliveries, parents, names, keys)
-	if err != nil {
-		return err
-	}
-	rows.Close()
-	return rows.Err()
+	return t.query(ctx, insertDeliveries, []any{parents, names, keys}, func(rows pgx.Rows) error {
+		rows.Close()
+		return rows.Err()
+	})
 }
 
 // findConflicts fills the receipts that the INSERT left empty with the ids
 // of the stored rows their keys conflicted with: the row with the same
 // delivery id, else the row with the same body.
-func findConflicts(ctx context.Context, q querier, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) error {
+func (t *ingestTx) findConflicts(ctx context.Context, ds []hookbox.Delivery, idx []int, rs []hookbox.Receipt) error {
 	var sources, ids, bodySources []string
 	var sums [][]byte
 	for _, i := range idx {
@@ -495,28 +534,26 @@ func findConflicts(ctx context.Context, q querier, ds []hookbox.Delivery, idx []
 			}
 		}
 	}
-	rows, err := q.Query(ctx, selectConflicts, sources, ids, bodySources, sums)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
 	byID := map[key]int64{}
 	byBody := map[key]int64{}
-	var (
-		id  int64
-		k   key
-		sum []byte
-	)
-	for rows.Next() {
-		if err := rows.Scan(&id, &k.source, &k.deliveryID, &sum); err != nil {
-			return err
+	err := t.query(ctx, selectConflicts, []any{sources, ids, bodySources, sums}, func(rows pgx.Rows) error {
+		var (
+			id  int64
+			k   key
+			sum []byte
+		)
+		for rows.Next() {
+			if err := rows.Scan(&id, &k.source, &k.deliveryID, &sum); err != nil {
+				return err
+			}
+			byID[k] = id
+			if sum != nil {
+				byBody[key{k.source, string(sum)}] = id
+			}
 		}
-		byID[k] = id
-		if sum != nil {
-			byBody[key{k.source, string(sum)}] = id
-		}
-	}
-	if err := rows.Err(); err != nil {
+		return rows.Err()
+	})
+	if err != nil {
 		return err
 	}
 	for _, i := range idx {
@@ -537,11 +574,6 @@ func findConflicts(ctx context.Context, q querier, ds []hookbox.Delivery, idx []
 		rs[i] = hookbox.Receipt{ID: id, Duplicate: true}
 	}
 	return nil
-}
-
-// querier is what a pool and a transaction have in common.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
 // collectIDs reads the (id, source, delivery_id) rows the INSERT returned

@@ -126,3 +126,84 @@ func explain(t *testing.T, conn *pgxpool.Conn, q string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestIngestPlansItsInsertOnce: ingest's INSERT, which reads no table,
+// runs on the generic plan prepared on its connection, while the two
+// statements of an ingest that read event_data (the deliveries of FanOut
+// events, the rows duplicates conflicted with) are planned for their
+// arguments every time, and the session goes on planning everything else
+// so. Where the URL sets plan_cache_mode, ingest leaves it alone.
+func TestIngestPlansItsInsertOnce(t *testing.T) {
+	for _, c := range []struct {
+		name, param                 string
+		insertGeneric, insertCustom bool
+	}{
+		{"default", "", true, false},
+		{"url sets plan_cache_mode", "plan_cache_mode=force_custom_plan", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := pgtest.URL(t)
+			if c.param != "" {
+				sep := "?"
+				if strings.Contains(url, "?") {
+					sep = "&"
+				}
+				url += sep + c.param
+			}
+			s, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			for b := range 8 {
+				ds := []hookbox.Delivery{
+					storetest.Delivery("s", fmt.Sprint("plain", b)),
+					storetest.Delivery("s", fmt.Sprint("fan", b)),
+					storetest.Delivery("s", "again"), // stored by the first batch, a duplicate after
+				}
+				ds[1].FanOut = true
+				ds[1].Routes = []hookbox.Route{{Target: "a"}, {Target: "b", OrderKey: "k"}}
+				rs, err := s.Ingest(ctx, ds)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rs[2].Duplicate != (b > 0) {
+					t.Fatalf("batch %d: duplicate %v", b, rs[2].Duplicate)
+				}
+			}
+			conn, err := s.AcquireConn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Release()
+			plans := func(prefix string) (generic, custom int64) {
+				t.Helper()
+				err := conn.QueryRow(ctx, `SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0)
+					FROM pg_prepared_statements WHERE statement LIKE $1`, prefix+"%").Scan(&generic, &custom)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if generic+custom == 0 {
+					t.Fatalf("no statement %q… prepared on the connection", prefix)
+				}
+				return generic, custom
+			}
+			if g, cu := plans("WITH d AS"); (g > 0) != c.insertGeneric || (cu > 0) != c.insertCustom {
+				t.Errorf("ingest's INSERT: %d generic plans, %d custom; want generic %v, custom %v", g, cu, c.insertGeneric, c.insertCustom)
+			}
+			for _, prefix := range []string{"WITH r AS", "SELECT id, source, delivery_id, body_sha256 FROM event_data"} {
+				if g, cu := plans(prefix); g != 0 || cu == 0 {
+					t.Errorf("%s…: %d generic plans, %d custom; want only custom plans", prefix, g, cu)
+				}
+			}
+			var mode string
+			if err := conn.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode); err != nil {
+				t.Fatal(err)
+			}
+			if mode != "force_custom_plan" {
+				t.Errorf("after the ingests the session plans with %s, want force_custom_plan", mode)
+			}
+		})
+	}
+}

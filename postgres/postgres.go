@@ -196,6 +196,9 @@ type Store struct {
 	notifier *notifier
 	// beginIngestQ opens an ingest transaction (beginIngestQuery).
 	beginIngestQ string
+	// genericIngest: ingest transactions plan insertEvents generically
+	// (genericPlans); false where the URL sets plan_cache_mode.
+	genericIngest bool
 	// closing ends when Close is called; it stops the listeners.
 	closing    context.Context
 	closeStore context.CancelFunc
@@ -271,7 +274,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// planned then took a minute per claim at 20,000 rows on a server
 	// whose autovacuum was off (or had not run yet). Planning again costs
 	// tens of microseconds per statement, and hookbox runs a statement per
-	// batch, not per event.
+	// batch, not per event. The one exception is ingest's INSERT, which
+	// reads no table (see genericPlans).
 	//
 	// All three are set by a statement once connected, not as startup
 	// parameters: a connection pooler such as PgBouncer refuses a startup
@@ -301,7 +305,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.IngestBytes <= 0 {
 		opts.IngestBytes = DefaultIngestBytes
 	}
-	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool), beginIngestQ: beginIngestQuery(ingestIdle(opts.IngestBytes))}
+	_, planned := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]
+	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool), genericIngest: !planned,
+		beginIngestQ: beginIngestQuery(ingestIdle(opts.IngestBytes), !planned)}
 	migrate := s.migrate
 	if opts.Existing {
 		migrate = s.checkSchema
