@@ -144,8 +144,8 @@ func beginIngestQuery(idle time.Duration, generic bool) string {
 // uses every unique index whatever the plan), so its generic plan is the
 // same on an empty table and a large one, and planning it again cost
 // about 0.1 ms of the server's CPU per batch: the lone delivery at one
-// connection took 0.87 ms at the median with it, 0.73 ms without, and
-// wrk's 64 connections got 9% more (BENCHMARKS.md, session 28). The
+// connection took 0.87 ms at the median with it, 0.75 ms without, and
+// wrk's 64 connections got 7% more (BENCHMARKS.md, session 28). The
 // statements of an ingest that do read a table, insertDeliveries and
 // selectConflicts, go back to custom plans around themselves
 // (ingestTx.query). Neither is set where the URL sets plan_cache_mode.
