@@ -29,8 +29,9 @@ var _ hookbox.Queue = (*Store)(nil)
 // the commit, on a reader (readLarge): the events are leased to this
 // claim by then, and the one writer is not held while megabytes are
 // copied. An event whose payload cannot be read there is not returned:
-// it is given its attempt back and is due again in a second (giveBack);
-// the others are returned with the error.
+// it is given its attempt back and is due again in a second, later after
+// several in a row, and dead after maxGiveBacks of them (giveBack); the
+// others are returned with the error.
 func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
@@ -81,24 +82,122 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 }
 
 // giveBack releases the events of claimed that are not in kept (their
-// payloads could not be read after the claim): each gets its attempt back
-// and is due again in a second, rather than waiting out its lease with an
-// attempt spent, which a long read holding every reader would otherwise
-// cost it again at every claim, until it died untried. If this fails too,
-// they wait for their leases to end, as before.
+// payloads could not be read after the claim; why says why), rather than
+// leave them to wait out their leases with an attempt spent, which a long
+// read holding every reader would otherwise cost them again at every
+// claim, until they died untried. If this fails too, they wait for their
+// leases to end, as before.
+//
+// The release is bounded: a payload that cannot be read claim after claim
+// (every reader held for an hour, a row whose read fails every time) came
+// round every two or three seconds for ever, an attempts row each time,
+// never worked and never dead. The event's own attempts rows decide
+// (giveBackRun): after n give-backs in a row, the next one also gets its
+// attempt back, and is due again in giveBackDelay(n), a second doubled
+// each time up to maxGiveBackDelay; the failure after maxGiveBacks of
+// them ends the event dead (its attempt counted), saying why, for the
+// operator to replay once its payload can be read (a replay starts a new
+// run). An event whose payload is read at last is worked with every
+// give-back refunded: readers busy for a while never cost a healthy event
+// its retry budget. The worker's retry policy cannot be the bound: it
+// never sees an event given back, and one given back with its attempts
+// counted would, once read, be refused unrun as one whose worker died.
+//
+// The runs are read, and the outcomes applied, in one write transaction,
+// under the claim's leases (finishTx's guard).
 func (s *Store) giveBack(ctx context.Context, claimed, kept []hookbox.Event, why error) {
-	now := time.Now()
-	var outs []hookbox.Outcome
+	var back []hookbox.Event
 	for _, e := range claimed {
 		if !slices.ContainsFunc(kept, func(k hookbox.Event) bool { return k.ID == e.ID }) {
-			outs = append(outs, hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts,
-				Status: hookbox.StatusPending, Released: true, RetryAt: now.Add(time.Second),
-				Error: "its payload could not be read after its claim: " + why.Error(), StartedAt: now, FinishedAt: now})
+			back = append(back, e)
 		}
 	}
-	if len(outs) > 0 {
-		s.Finish(context.WithoutCancel(ctx), outs)
+	if len(back) == 0 {
+		return
 	}
+	ctx = context.WithoutCancel(ctx)
+	outs := make([]hookbox.Outcome, len(back))
+	var errs []error
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		now := time.Now()
+		for i, e := range back {
+			n, err := giveBackRun(ctx, tx, e.ID)
+			if err != nil {
+				return err
+			}
+			o := hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts,
+				Status: hookbox.StatusPending, Released: true, RetryAt: now.Add(giveBackDelay(n)),
+				Error: giveBackPrefix + why.Error(), StartedAt: now, FinishedAt: now}
+			if n >= maxGiveBacks {
+				o.Status, o.Released, o.RetryAt = hookbox.StatusDead, false, time.Time{}
+				o.Error = fmt.Sprintf("its payload could not be read after its claim %d times in a row, the last: %v; "+
+					"not claimed again until it is replayed", n+1, why)
+			}
+			outs[i] = o
+		}
+		var err error
+		errs, err = s.finishTx(ctx, tx, outs, true)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	for i, o := range outs {
+		if o.Status == hookbox.StatusDead && errs[i] == nil {
+			s.log.Error("sqlite: event dead", "event_id", o.ID, "source", back[i].Source, "attempt", o.Attempt, "err", o.Error)
+		}
+	}
+}
+
+// giveBackPrefix starts the error of an attempt given back by giveBack.
+const giveBackPrefix = "its payload could not be read after its claim: "
+
+// maxGiveBacks is how many give-backs in a row an event gets; the next
+// failure to read its payload ends it dead. With giveBackDelay, the run
+// lasts about an hour: 1 s doubled up to 256 s, then eleven of 5 min.
+const maxGiveBacks = 20
+
+// maxGiveBackDelay caps giveBackDelay.
+const maxGiveBackDelay = 5 * time.Minute
+
+// giveBackDelay is how long an event given back after n give-backs in a
+// row waits before it is due again: a second, doubled each time, at most
+// maxGiveBackDelay.
+func giveBackDelay(n int) time.Duration {
+	if n >= 16 {
+		return maxGiveBackDelay
+	}
+	return min(time.Second<<n, maxGiveBackDelay)
+}
+
+// giveBackRunSQL reads the last attempts rows of an event (argument 1),
+// newest first, at most argument 2 of them (a replay's mark, written
+// after the attempt it bears the number of, before it).
+const giveBackRunSQL = `SELECT outcome, coalesce(error, '') FROM attempts WHERE event_id = ?
+        ORDER BY attempt DESC, id DESC LIMIT ?`
+
+// giveBackRun counts the give-backs in a row at the end of event id's
+// attempts rows, up to maxGiveBacks: the released attempts whose error
+// is giveBack's, after every other row (an attempt that ran, a release
+// at shutdown, a replay).
+func giveBackRun(ctx context.Context, tx *sql.Tx, id int64) (int, error) {
+	rows, err := tx.QueryContext(ctx, giveBackRunSQL, id, maxGiveBacks)
+	if err != nil {
+		return 0, err
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var outcome, msg string
+		if err := rows.Scan(&outcome, &msg); err != nil {
+			return 0, err
+		}
+		if outcome != hookbox.AttemptReleased || !strings.HasPrefix(msg, giveBackPrefix) {
+			break
+		}
+		n++
+	}
+	return n, rows.Err()
 }
 
 // maxUnion is how many sources one claim statement walks. Each is a part

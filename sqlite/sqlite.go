@@ -69,9 +69,10 @@ type Options struct {
 	// or change existing events. Either way, a database migrated by a
 	// newer hookbox is refused with an error matching ErrNoSchema.
 	Existing bool
-	// Logger receives the store's own lines (that a WAL fsync failed, or
-	// that the database file was deleted or replaced). Nil means
-	// slog.Default().
+	// Logger receives the store's own lines (that a WAL fsync failed,
+	// that the database file was deleted or replaced, or that an event
+	// went dead because its payload could not be read after its claims,
+	// see Store.Claim). Nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -82,14 +83,15 @@ type Store struct {
 	reader *sql.DB // read-only connections
 
 	// Statements prepared at Open (see stmts.go).
-	inserts  chunked    // multi-row INSERT of events
-	finishes chunked    // mark a claim's events done
-	picked   chunked    // mark events ClaimWork picked done
-	attempts chunked    // multi-row INSERT of attempts
-	lease    *sql.Stmt  // a claim's lease of the events it picked (leaseSQL)
-	claims   stmtCache  // claim statements by text
-	durable  *walSyncer // nil unless Synchronous is FULL
-	file     *fileGuard // the file Open opened, checked before acknowledging
+	inserts  chunked      // multi-row INSERT of events
+	finishes chunked      // mark a claim's events done
+	picked   chunked      // mark events ClaimWork picked done
+	attempts chunked      // multi-row INSERT of attempts
+	lease    *sql.Stmt    // a claim's lease of the events it picked (leaseSQL)
+	claims   stmtCache    // claim statements by text
+	durable  *walSyncer   // nil unless Synchronous is FULL
+	file     *fileGuard   // the file Open opened, checked before acknowledging
+	log      *slog.Logger // Options.Logger: the store's own lines
 	// idFloor is set while the database may hold a placeholder of
 	// RaiseIDFloor, which the next ingest that stores an event deletes.
 	idFloor atomic.Bool
@@ -208,7 +210,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
 
-	s := &Store{path: path, writer: writer, durable: durable}
+	s := &Store{path: path, writer: writer, durable: durable, log: opts.Logger}
 	if !opts.Existing {
 		if err := s.migrate(ctx); err != nil {
 			writer.Close()
