@@ -177,6 +177,9 @@ type eventData struct {
 	// HeldBy is the dead delivery that holds this pending delivery's
 	// order key (server.EventDetail.HeldBy); 0 for none.
 	HeldBy int64
+	// Skip offers the Skip form (offersSkip): the event is a dead
+	// delivery at the head of an order key it shares.
+	Skip bool
 }
 
 func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
@@ -194,7 +197,7 @@ func (u *console) event(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	data := eventData{Event: d.Event, Headers: headerLines(u.cfg.ShowHeader(d.Event.Header)), Attempts: d.Attempts,
-		Deliveries: d.Deliveries, ReplayAttempts: -1, HeldBy: d.HeldBy}
+		Deliveries: d.Deliveries, ReplayAttempts: -1, HeldBy: d.HeldBy, Skip: offersSkip(r.Context(), u.cfg.Store, d.Event)}
 	if d.ReplayAttempts != nil {
 		data.ReplayAttempts = *d.ReplayAttempts
 	}

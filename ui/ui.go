@@ -130,6 +130,7 @@ func Register(m server.Mux, cfg Config) {
 	m.Handle("GET /ui/events", u.guard(u.events))
 	m.Handle("GET /ui/events/{id}", u.guard(u.event))
 	m.Handle("POST /ui/events/{id}/replay", u.guard(u.replayOne))
+	m.Handle("POST /ui/events/{id}/skip", u.guard(u.skipOne))
 	m.Handle("GET /ui/dead", u.guard(u.dead))
 	m.Handle("POST /ui/replay", u.guard(u.replayBulk))
 	m.Handle("GET /ui/rejected", u.guard(u.rejectedList))
@@ -539,6 +540,10 @@ func (u *console) internal(w http.ResponseWriter, r *http.Request, s session, wh
 // flashes are the fixed messages a redirect after a POST may ask for.
 var flashes = map[string]string{
 	"replayed": "Replayed: the event is pending again, due now.",
+	"skipped":  "Skipped: the delivery stays dead, with its payload, and no longer holds its order key; the key's deliveries that waited behind it go on.",
+	// A delivery that held a key of its own held up nothing.
+	"skipped-own":  "Skipped: the delivery stays dead, with its payload; it held up no other delivery.",
+	"skip-already": "The delivery was skipped before: nothing changed.",
 }
 
 func flash(key string) string { return flashes[key] }
