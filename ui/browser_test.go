@@ -359,3 +359,24 @@ func TestBrowserOverview(t *testing.T) {
 	}
 	screenshot(t, ctx, "overview")
 }
+
+// TestBrowserSkip: on the page of a dead delivery that holds its order
+// key, type a reason into the Skip form and submit it; the page says the
+// delivery was skipped, and the key's next delivery is delivered.
+func TestBrowserSkip(t *testing.T) {
+	ctx := newTab(t)
+	h := startHeldKey(t, dbtest.SQLiteURL(t))
+	browserLogin(t, ctx, &app{t: t, admin: h.srv.Admin})
+	form := `form[action$="/skip"]`
+	run(t, ctx, "skip from the dead delivery's page",
+		chromedp.Navigate(fmt.Sprintf("%s/ui/events/%d", h.srv.Admin, h.first.ID)),
+		chromedp.WaitVisible(chromedp.CSS(form)),
+		chromedp.SendKeys(chromedp.CSS(form+` input[name=reason]`), "customer deleted"),
+		chromedp.Click(chromedp.CSS(form+` button`)),
+	)
+	waitLocation(t, ctx, "done=skipped")
+	if got := text(t, ctx, `.flash`); !strings.Contains(got, "Skipped") {
+		t.Errorf("the page after the skip says %q", got)
+	}
+	h.delivery(t, "evt_2", isDone)
+}

@@ -102,6 +102,83 @@ func TestConsoleSkipFormOnlyWhereItHelps(t *testing.T) {
 	})
 }
 
+// heldKey is a running hookbox whose target app (order_by data.customer)
+// refuses evt_1 for good (410): its delivery first is dead and holds its
+// order key, a value the sender chose with markup and a bidi override in
+// it, and the key's next delivery, second (evt_2), waits. delivered counts
+// what the app accepted.
+type heldKey struct {
+	srv           *e2e.Server
+	first, second hookbox.Event
+	delivered     *atomic.Int32
+}
+
+func startHeldKey(t *testing.T, dbURL string) *heldKey {
+	t.Helper()
+	h := &heldKey{delivered: &atomic.Int32{}}
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"id":"evt_1"`) {
+			http.Error(w, "the customer is gone", http.StatusGone)
+			return
+		}
+		h.delivered.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(sink.Close)
+	h.srv = e2e.Start(t, fmt.Sprintf(`
+admin_token: %q
+admin_listen: "127.0.0.1:0"
+sources:
+  - name: shop
+    scheme: standard-webhooks
+    secrets: [%q]
+    max_attempts: 1
+    targets:
+      - name: app
+        forward: %s
+        order_by: data.customer
+`, token, "whsec_c2tpcC10ZXN0LXNlY3JldC1vZi10aGUtY29uc29sZQ==", sink.URL), dbURL, nil)
+	key := "cust-" + hostile + "\u202e"
+	body := func(id string) []byte {
+		b, err := json.Marshal(map[string]any{"id": id, "type": "order.paid", "data": map[string]string{"customer": key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	h.srv.Send("shop", "evt_1", body("evt_1"))
+	h.first = h.delivery(t, "evt_1", isDead(1))
+	h.srv.Send("shop", "evt_2", body("evt_2"))
+	h.second = h.delivery(t, "evt_2", func(e hookbox.Event) bool { return e.Status == hookbox.StatusPending })
+	if h.first.OrderKey == "" || h.first.OrderKey != h.second.OrderKey {
+		t.Fatalf("order keys %q and %q; want one key", h.first.OrderKey, h.second.OrderKey)
+	}
+	return h
+}
+
+// delivery waits for the delivery of the event id to meet cond and
+// returns it.
+func (h *heldKey) delivery(t *testing.T, id string, cond func(hookbox.Event) bool) hookbox.Event {
+	t.Helper()
+	var ev hookbox.Event
+	await(t, "delivery of "+id, func() bool {
+		evs, err := h.srv.Svc.Store.Events(context.Background(), hookbox.Filter{Source: hookbox.QueueName("shop", "app"), DeliveryID: id})
+		if err != nil || len(evs) != 1 {
+			return false
+		}
+		ev = evs[0]
+		return cond(ev)
+	})
+	return ev
+}
+
+func isDead(attempts int) func(hookbox.Event) bool {
+	return func(e hookbox.Event) bool { return e.Status == hookbox.StatusDead && e.Attempts == attempts }
+}
+
+func isDone(e hookbox.Event) bool { return e.Status == hookbox.StatusDone }
+
 // TestConsoleSkipReleasesTheKey: with a real worker, a delivery the app
 // refuses for good (410) dies and holds its order key, a value the sender
 // chose with markup and a bidi override in it; the next delivery of the
@@ -115,64 +192,14 @@ func TestConsoleSkipFormOnlyWhereItHelps(t *testing.T) {
 // delivers the key's next delivery. The same form again changes nothing.
 // Before, the page had no Skip form and the post was a 404.
 func TestConsoleSkipReleasesTheKey(t *testing.T) {
-	secret := "whsec_" + "c2tpcC10ZXN0LXNlY3JldC1vZi10aGUtY29uc29sZQ=="
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		var delivered atomic.Int32
-		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			if strings.Contains(string(body), `"id":"evt_1"`) {
-				http.Error(w, "the customer is gone", http.StatusGone)
-				return
-			}
-			delivered.Add(1)
-			w.WriteHeader(http.StatusNoContent)
-		}))
-		t.Cleanup(sink.Close)
-		srv := e2e.Start(t, fmt.Sprintf(`
-admin_token: %q
-admin_listen: "127.0.0.1:0"
-sources:
-  - name: shop
-    scheme: standard-webhooks
-    secrets: [%q]
-    max_attempts: 1
-    targets:
-      - name: app
-        forward: %s
-        order_by: data.customer
-`, token, secret, sink.URL), dbURL, nil)
+		h := startHeldKey(t, dbURL)
+		srv, first, second := h.srv, h.first, h.second
 		ctx := context.Background()
 		st := srv.Svc.Store
-		key := "cust-" + hostile + "\u202e"
-		body := func(id string) []byte {
-			b, err := json.Marshal(map[string]any{"id": id, "type": "order.paid", "data": map[string]string{"customer": key}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return b
-		}
 		delivery := func(id string, cond func(hookbox.Event) bool) hookbox.Event {
 			t.Helper()
-			var ev hookbox.Event
-			await(t, "delivery of "+id, func() bool {
-				evs, err := st.Events(ctx, hookbox.Filter{Source: hookbox.QueueName("shop", "app"), DeliveryID: id})
-				if err != nil || len(evs) != 1 {
-					return false
-				}
-				ev = evs[0]
-				return cond(ev)
-			})
-			return ev
-		}
-		isDead := func(attempts int) func(hookbox.Event) bool {
-			return func(e hookbox.Event) bool { return e.Status == hookbox.StatusDead && e.Attempts == attempts }
-		}
-		srv.Send("shop", "evt_1", body("evt_1"))
-		first := delivery("evt_1", isDead(1))
-		srv.Send("shop", "evt_2", body("evt_2"))
-		second := delivery("evt_2", func(e hookbox.Event) bool { return e.Status == hookbox.StatusPending })
-		if first.OrderKey == "" || first.OrderKey != second.OrderKey {
-			t.Fatalf("order keys %q and %q; want one key", first.OrderKey, second.OrderKey)
+			return h.delivery(t, id, cond)
 		}
 
 		c := browser(t)
@@ -247,9 +274,9 @@ sources:
 			t.Errorf("the page after the skip does not say it was skipped, or offers the form again:\n%s", page)
 		}
 		mustNotContainMarkup(t, page, "the page after the skip")
-		done := delivery("evt_2", func(e hookbox.Event) bool { return e.Status == hookbox.StatusDone })
-		if done.ID != second.ID || delivered.Load() != 1 {
-			t.Errorf("the key's next delivery: %d done, the app got %d deliveries; want %d, 1", done.ID, delivered.Load(), second.ID)
+		done := delivery("evt_2", isDone)
+		if done.ID != second.ID || h.delivered.Load() != 1 {
+			t.Errorf("the key's next delivery: %d done, the app got %d deliveries; want %d, 1", done.ID, h.delivered.Load(), second.ID)
 		}
 		e, err := st.Event(ctx, first.ID)
 		want := "skipped by an operator (console): customer deleted"
