@@ -75,7 +75,7 @@ const cookieName = "hookbox_session"
 type Config struct {
 	// Token is the admin token; empty means no console.
 	Token string
-	// Store is shown, replayed and re-checked, and remembers the live
+	// Store is shown, replayed, skipped and re-checked, and remembers the live
 	// sessions.
 	Store hookbox.Store
 	// Sources are the configured source names, shown in the overview even
@@ -89,7 +89,7 @@ type Config struct {
 	// Recheck verifies rejected deliveries again (see server.AdminConfig);
 	// nil hides re-check.
 	Recheck func(ctx context.Context, p rejected.RecheckParams) (rejected.RecheckResult, error)
-	// Notify, if set, wakes the workers after a replay.
+	// Notify, if set, wakes the workers after a replay or a skip.
 	Notify func()
 	// Guesses, if set, slows down clients that send wrong tokens, at the
 	// login form, as Bearer or in a session cookie signed with one (429
