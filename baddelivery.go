@@ -2,6 +2,7 @@ package hookbox
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sort"
@@ -65,14 +66,39 @@ func ShortQuote(s string) string {
 	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
 }
 
-// CheckStorable returns an error matching ErrBadDelivery if d's id or event
-// type is longer than MaxIDLength or not StorableText, or if the order key
-// of one of its Routes is not StorableOrderKey. It is the rule the
-// receiver applies to what a verifier found, and a re-check of a refused
-// delivery too; stores call it for every delivery before they write, and
-// add their own rules. Routing never gives a key it refuses; a library
-// caller that sets Route.OrderKey itself is held to it here.
+// CheckStorable returns an error matching ErrBadDelivery if a store
+// cannot keep d as it is. It is the one rule both stores apply to every
+// delivery before any SQL, so that a delivery is refused alone
+// (*BadDeliveries) by every store or stored by every store; the receiver
+// applies it to what a verifier found, and a re-check of a refused
+// delivery too. It refuses:
+//
+//   - a source name longer than MaxNameLength or not StorableText;
+//   - a delivery id or event type longer than MaxIDLength or not
+//     StorableText;
+//   - a header name or value holding a NUL byte (PostgreSQL's jsonb
+//     cannot hold one; bytes that are not UTF-8 are kept, see
+//     EncodeHeader);
+//   - a BodySHA256 that is set but not a SHA-256 (32 bytes): an empty
+//     one would make every delivery of the source a duplicate of the
+//     first, a long one passed SQLite and not PostgreSQL's index;
+//   - a ReceivedAt outside the years 0 to 9999, which RFC 3339, and so
+//     the events' JSON, cannot write (PostgreSQL refused some of them);
+//   - a Route with an empty target, a target named twice (the
+//     deliveries' rows would share a key and fail the whole batch), a
+//     target longer than MaxNameLength or not StorableText, or an order
+//     key that is not StorableOrderKey.
+//
+// Routing never gives a route or a key it refuses, and the receiver never
+// gives a source, header or time it refuses; a library caller that sets
+// them itself is held to it here.
 func CheckStorable(d *Delivery) error {
+	if len(d.Source) > MaxNameLength {
+		return BadDelivery(fmt.Sprintf("source longer than %d bytes:", MaxNameLength), d.Source)
+	}
+	if !StorableText(d.Source) {
+		return BadDelivery("source is not UTF-8 text without NUL bytes:", d.Source)
+	}
 	for _, f := range [...]struct{ name, v string }{{"delivery id", d.DeliveryID}, {"event type", d.EventType}} {
 		if len(f.v) > MaxIDLength {
 			return BadDelivery(fmt.Sprintf("%s longer than %d bytes:", f.name, MaxIDLength), f.v)
@@ -81,10 +107,38 @@ func CheckStorable(d *Delivery) error {
 			return BadDelivery(f.name+" is not UTF-8 text without NUL bytes:", f.v)
 		}
 	}
-	for _, r := range d.Routes {
-		if !StorableOrderKey(r.OrderKey) {
+	for name, vs := range d.Header {
+		if strings.IndexByte(name, 0) >= 0 {
+			return BadDelivery("a header name holds a NUL byte:", name)
+		}
+		for _, v := range vs {
+			if strings.IndexByte(v, 0) >= 0 {
+				return BadDelivery("a header value holds a NUL byte: header", name)
+			}
+		}
+	}
+	if d.BodySHA256 != nil && len(d.BodySHA256) != sha256.Size {
+		return BadDelivery(fmt.Sprintf("body SHA-256 is %d bytes, not %d, for delivery", len(d.BodySHA256), sha256.Size), d.DeliveryID)
+	}
+	if y := d.ReceivedAt.UTC().Year(); y < 0 || y > 9999 {
+		return BadDelivery(fmt.Sprintf("received in the year %d, outside 0 to 9999: delivery", y), d.DeliveryID)
+	}
+	for i, r := range d.Routes {
+		switch {
+		case r.Target == "":
+			return BadDelivery("a route has no target: delivery", d.DeliveryID)
+		case len(r.Target) > MaxNameLength:
+			return BadDelivery(fmt.Sprintf("target longer than %d bytes:", MaxNameLength), r.Target)
+		case !StorableText(r.Target):
+			return BadDelivery("target is not UTF-8 text without NUL bytes:", r.Target)
+		case !StorableOrderKey(r.OrderKey):
 			return BadDelivery(fmt.Sprintf("order key of target %s longer than %d bytes, or not UTF-8 text without NUL bytes:",
 				ShortQuote(r.Target), MaxOrderKeyLength), r.OrderKey)
+		}
+		for _, earlier := range d.Routes[:i] {
+			if earlier.Target == r.Target {
+				return BadDelivery("two routes to one target:", r.Target)
+			}
 		}
 	}
 	return nil

@@ -12,3 +12,13 @@ const MaxIDLength = 400
 // entry's limit, SQLite none). Routing gives a value past it, or one that
 // is not StorableText, a hashed key in its place.
 const MaxOrderKeyLength = 128
+
+// MaxNameLength is the longest source name (Delivery.Source) or target
+// name (Route.Target), in bytes, that a store takes: CheckStorable refuses
+// a longer one, so that every store refuses the same names. A target's
+// deliveries are queued under "source/target" (QueueName), which with a
+// delivery id of MaxIDLength and an order key of MaxOrderKeyLength stays
+// well inside PostgreSQL's limit on an index entry (about 2.7 KB), past
+// which it refused a name that SQLite stored. Configured names are far
+// shorter.
+const MaxNameLength = 400

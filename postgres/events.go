@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -241,11 +240,10 @@ type addBatch struct {
 }
 
 // Add inserts ds in the open transaction; see hookbox.IngestTx and
-// BeginIngest. A delivery whose id, event type or order key is too long
-// (hookbox.CheckStorable), or whose text is not valid UTF-8 or holds a NUL
-// byte (PostgreSQL text cannot), or whose values the server refuses (a
-// data exception, SQLSTATE class 22, or a program limit, class 54) is left
-// out: the error is then a *hookbox.BadDeliveries and the others are in
+// BeginIngest. A delivery hookbox.CheckStorable refuses (the rule both
+// stores apply before any SQL), or whose values the server refuses all
+// the same (a data exception, SQLSTATE class 22, or a program limit,
+// class 54) is left out: the error is then a *hookbox.BadDeliveries and the others are in
 // the transaction.
 func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 	ctx, cancel := ingestContext(ctx, ingestStepTimeout, payloadBytes(ds))
@@ -600,14 +598,12 @@ func collectIDs(rows pgx.Rows, index map[key]int, rs []hookbox.Receipt) (int, er
 	return n, rows.Err()
 }
 
-// validate returns the deliveries of ds that cannot be stored, with why:
-// an id, event type or order key too long or not UTF-8
-// (hookbox.CheckStorable), or text PostgreSQL cannot hold (a NUL byte; a
-// source that is not UTF-8).
+// validate returns the deliveries of ds that cannot be stored
+// (hookbox.CheckStorable, the rule every store applies), with why.
 func validate(ds []hookbox.Delivery) map[int]error {
 	var bad map[int]error
 	for i := range ds {
-		if err := validateOne(&ds[i]); err != nil {
+		if err := hookbox.CheckStorable(&ds[i]); err != nil {
 			if bad == nil {
 				bad = map[int]error{}
 			}
@@ -615,30 +611,6 @@ func validate(ds []hookbox.Delivery) map[int]error {
 		}
 	}
 	return bad
-}
-
-func validateOne(d *hookbox.Delivery) error {
-	if err := hookbox.CheckStorable(d); err != nil {
-		return err
-	}
-	for _, f := range [...]struct{ name, v string }{
-		{"source", d.Source}, {"delivery id", d.DeliveryID}, {"event type", d.EventType},
-	} {
-		if !utf8.ValidString(f.v) || strings.IndexByte(f.v, 0) >= 0 {
-			return hookbox.BadDelivery(f.name+" is not UTF-8 text without NUL bytes:", f.v)
-		}
-	}
-	for name, vs := range d.Header {
-		if strings.IndexByte(name, 0) >= 0 {
-			return hookbox.BadDelivery("a header name holds a NUL byte:", name)
-		}
-		for _, v := range vs {
-			if strings.IndexByte(v, 0) >= 0 {
-				return hookbox.BadDelivery("a header value holds a NUL byte: header", name)
-			}
-		}
-	}
-	return nil
 }
 
 // refused is the error of a delivery whose row the server refused with a

@@ -67,9 +67,10 @@ type ingestTx struct {
 }
 
 // Add inserts ds in the open transaction; see hookbox.IngestTx. A
-// delivery hookbox.CheckStorable refuses (an id, event type or order key
-// too long, or not UTF-8 text without NUL bytes) is left out and the
-// others are added: the error is then a *hookbox.BadDeliveries, and the
+// delivery hookbox.CheckStorable refuses (the rule both stores apply
+// before any SQL: a name, id, event type or order key too long or not
+// UTF-8 text without NUL bytes, a NUL byte in a header, …) is left out
+// and the others are added: the error is then a *hookbox.BadDeliveries, and the
 // transaction stays usable.
 func (t *ingestTx) Add(ctx context.Context, ds []hookbox.Delivery) ([]hookbox.Receipt, error) {
 	var bad map[int]error

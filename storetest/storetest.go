@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		"IngestBadDeliveryAlone":   testIngestBadDeliveryAlone,
 		"IngestTxBadDelivery":      testIngestTxBadDelivery,
 		"IngestRefusesBadOrderKey": testIngestRefusesBadOrderKey,
+		"IngestStoresRefuseAlike":  testIngestStoresRefuseAlike,
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 
