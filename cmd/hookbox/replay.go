@@ -97,13 +97,17 @@ exits 1.`,
 				res.Replayed = []int64{}
 			}
 			out := cmd.OutOrStdout()
+			// Why each skipped event was left alone, read once by show for
+			// its lines and then for the exit status.
+			var skips map[int64]server.ReplaySkip
 			show := func() error {
+				skips = readSkips(cmd.Context(), st, p, res.Skipped)
 				if jsonOut {
 					return writeJSONOut(out, server.NewReplayReply(res, dryRun, func(id int64) string {
-						return skipReason(cmd.Context(), st, p, id)
+						return skipReason(skips[id])
 					}))
 				}
-				if err := printReplay(cmd.Context(), out, st, res, p); err != nil {
+				if err := printReplay(out, res, dryRun, skips); err != nil {
 					return err
 				}
 				if len(res.Replayed) == 0 && p.Filter.Status == hookbox.StatusDone && !includeDone {
@@ -120,13 +124,13 @@ exits 1.`,
 				return err
 			}
 			var errs []error
-			if ids := skippedFor(cmd.Context(), st, p, res, server.SkipMissing); len(ids) > 0 {
+			if ids := skippedFor(res, skips, server.SkipMissing); len(ids) > 0 {
 				errs = append(errs, fmt.Errorf("no such %s: %s", plural(len(ids), "event", "events"), idList(ids, 50)))
 			}
-			if ids := withoutPayload(cmd.Context(), st, p, res); len(ids) > 0 {
+			if ids := withoutPayload(res, skips); len(ids) > 0 {
 				errs = append(errs, fmt.Errorf("not replayed: %s: the payload was cleared by payload retention", idList(ids, 50)))
 			}
-			if ids := skippedFor(cmd.Context(), st, p, res, server.SkipChanged); len(ids) > 0 {
+			if ids := skippedFor(res, skips, server.SkipChanged); len(ids) > 0 {
 				errs = append(errs, fmt.Errorf("not replayed: %s: changed since you looked (--if-attempts)", idList(ids, 50)))
 			}
 			return errors.Join(errs...)
@@ -140,8 +144,9 @@ exits 1.`,
 	return cmd
 }
 
-func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox.ReplayResult, p hookbox.ReplayParams) error {
-	dryRun := p.DryRun
+// printReplay writes what the replay res did, with why it left each of
+// res.Skipped alone (skips, see readSkips).
+func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[int64]server.ReplaySkip) error {
 	verb := "replayed"
 	if dryRun {
 		verb = "would replay"
@@ -159,7 +164,7 @@ func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox
 			n, plural(n, "event", "events"), idList(res.NoPayload, 50))
 	}
 	for _, id := range res.Skipped {
-		fmt.Fprintf(w, "skipped %d: %s\n", id, printable(skipReason(ctx, st, p, id)))
+		fmt.Fprintf(w, "skipped %d: %s\n", id, printable(skipReason(skips[id])))
 	}
 	if dryRun && len(res.Replayed) > 0 {
 		fmt.Fprintln(w, "dry run: nothing was changed")
@@ -170,32 +175,44 @@ func printReplay(ctx context.Context, w io.Writer, st hookbox.Store, res hookbox
 // withoutPayload lists the named events of res that can never be replayed
 // because their payload was cleared: those the store reported, and those
 // it skipped for another reason first (done, without --include-done).
-func withoutPayload(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, res hookbox.ReplayResult) []int64 {
-	ids := append(slices.Clone(res.NoPayload), skippedFor(ctx, st, p, res, server.SkipNoPayload)...)
+func withoutPayload(res hookbox.ReplayResult, skips map[int64]server.ReplaySkip) []int64 {
+	ids := append(slices.Clone(res.NoPayload), skippedFor(res, skips, server.SkipNoPayload)...)
 	slices.Sort(ids)
 	return ids
 }
 
-// skippedFor lists the events of res.Skipped that the replay p left alone
-// for cause (server.ReplaySkipOf), for the command to fail on: missing ones,
-// so that naming a wrong id does not pass as "nothing to replay", those
-// whose payload was cleared, or those that changed since the operator
-// looked (--if-attempts).
-func skippedFor(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, res hookbox.ReplayResult, cause server.SkipCause) []int64 {
+// readSkips reads each of skipped, the events the replay p left alone,
+// once, and finds why (server.ReplaySkipOf): the lines, the JSON reasons
+// and the exit status all come from this one read.
+func readSkips(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, skipped []int64) map[int64]server.ReplaySkip {
+	skips := make(map[int64]server.ReplaySkip, len(skipped))
+	for _, id := range skipped {
+		if _, ok := skips[id]; !ok {
+			skips[id] = server.ReplaySkipOf(ctx, st, p, id)
+		}
+	}
+	return skips
+}
+
+// skippedFor lists the events of res.Skipped that the replay left alone
+// for cause (skips, see readSkips), for the command to fail on: missing
+// ones, so that naming a wrong id does not pass as "nothing to replay",
+// those whose payload was cleared, or those that changed since the
+// operator looked (--if-attempts).
+func skippedFor(res hookbox.ReplayResult, skips map[int64]server.ReplaySkip, cause server.SkipCause) []int64 {
 	var ids []int64
 	for _, id := range res.Skipped {
-		if server.ReplaySkipOf(ctx, st, p, id).Cause == cause {
+		if skips[id].Cause == cause {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
-// skipReason says, in the CLI's words, why the replay p left an event it
-// skipped alone (server.ReplaySkipOf): a named one, or a delivery of a
-// named FanOut event (said with its event and target).
-func skipReason(ctx context.Context, st hookbox.Store, p hookbox.ReplayParams, id int64) string {
-	sk := server.ReplaySkipOf(ctx, st, p, id)
+// skipReason says, in the CLI's words, why a replay left an event it
+// skipped alone (sk, from server.ReplaySkipOf): a named one, or a
+// delivery of a named FanOut event (said with its event and target).
+func skipReason(sk server.ReplaySkip) string {
 	of := ""
 	if e := sk.Event; e.Parent != 0 {
 		of = fmt.Sprintf("delivery of event %d to target %s: ", e.Parent, e.Target)
