@@ -47,6 +47,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/hookbox/hookbox"
 	mask "github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
@@ -854,8 +855,9 @@ var sourceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // nameErrors checks the names of the sources and of their targets, which
 // every command reads (Load and LoadPartial alike): each follows
-// sourceName and differs from the others of its kind, and no source is
-// named send.
+// sourceName, is at most hookbox.MaxNameLength bytes (the stores refuse
+// every delivery of a longer one), and differs from the others of its
+// kind, and no source is named send.
 func (c *Config) nameErrors() []error {
 	const rule = "must be letters, digits, '_', '-' or '.' (starting with a letter or digit)"
 	var errs []error
@@ -866,6 +868,8 @@ func (c *Config) nameErrors() []error {
 		switch {
 		case !sourceName.MatchString(s.Name):
 			errs = append(errs, fmt.Errorf("%s: %s", key, rule))
+		case len(s.Name) > hookbox.MaxNameLength:
+			errs = append(errs, fmt.Errorf("%s: %s", key, tooLong(s.Name)))
 		case s.Name == "send":
 			// A send of kind K for key X is the event (send:K, X), whose
 			// idempotency key "send:K:X" a source named send would also
@@ -883,6 +887,8 @@ func (c *Config) nameErrors() []error {
 			switch {
 			case !sourceName.MatchString(t.Name): // the same rule as a source's name
 				errs = append(errs, fmt.Errorf("%s: %s", key, rule))
+			case len(t.Name) > hookbox.MaxNameLength:
+				errs = append(errs, fmt.Errorf("%s: %s", key, tooLong(t.Name)))
 			case dup:
 				errs = append(errs, fmt.Errorf("%s: is the name of targets[%d] too; names must differ", key, first))
 			default:
@@ -891,6 +897,11 @@ func (c *Config) nameErrors() []error {
 		}
 	}
 	return errs
+}
+
+// tooLong says that name is longer than a store takes.
+func tooLong(name string) string {
+	return fmt.Sprintf("is %d bytes long, at most %d are allowed (the stores refuse longer names); choose a shorter one", len(name), hookbox.MaxNameLength)
 }
 
 func (c *Config) validate() error {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hookbox/hookbox"
 )
 
 func TestExampleConfigLoads(t *testing.T) {
@@ -96,6 +98,10 @@ func TestErrorsNameTheKey(t *testing.T) {
 		// effect.IdempotencyKey of a send (source send:K, key X) is
 		// "send:K:X", as that of a delivery "K:X" to a source named send.
 		{"sources:\n  - name: send\n    scheme: none", "sources[0].name: is reserved"},
+		// The stores refuse every delivery of a longer name (CheckStorable).
+		{"sources:\n  - name: " + strings.Repeat("a", hookbox.MaxNameLength+1) + "\n    scheme: none", "sources[0].name: is 401 bytes long"},
+		{"sources:\n  - name: a\n    scheme: none\n    targets: [{name: " + strings.Repeat("t", hookbox.MaxNameLength+1) + ", forward: 'http://x/'}]",
+			"targets[0].name: is 401 bytes long"},
 		{"sources:\n  - name: a\n    scheme: github\n    secrets: ['']", "secrets[0]"},
 		{"sources:\n  - name: a\n    scheme: hmac\n    secrets: [s3cr3t-value]", "sources[0] (a)"},
 		{"sources:\n  - name: a\n    scheme: none\n    forward: ftp://x", "sources[0] (a).forward"},
