@@ -273,6 +273,18 @@ type Ops interface {
 	// the order index, however many deliveries the key or the table has.
 	KeyHead(ctx context.Context, name, key string) (id int64, status Status, err error)
 
+	// HeldKeys counts, for each queue name of names, the order keys a
+	// dead delivery holds: keys whose first delivery (KeyHead) is dead
+	// while at least one pending or processing delivery of the key waits
+	// behind it. A skipped delivery holds a key of its own, which nothing
+	// waits behind, so it is not counted, nor is a dead delivery behind
+	// which nothing waits. It says nothing of on_dead: the caller asks
+	// only for the names whose dead deliveries hold their keys. Every
+	// name of names is in the map, 0 when no key of it is held. It walks
+	// the distinct keys of each name in the order index (two seeks and
+	// one row per key), never the deliveries that wait behind them.
+	HeldKeys(ctx context.Context, names []string) (map[string]int, error)
+
 	// RetireTarget ends the unfinished deliveries of a queue name that
 	// nothing works any more (a target or source removed from the
 	// config): each pending one, and each processing one whose lease

@@ -47,6 +47,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"SkipReleasesKey":                 testSkipReleasesKey,
 		"SkipJudgedByItsRow":              testSkipJudgedByItsRow,
 		"KeyHead":                         testKeyHead,
+		"HeldKeys":                        testHeldKeys,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
