@@ -31,6 +31,9 @@ func exportedNames(t *testing.T) map[string]bool {
 	m.WatchStats(func(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 		return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: 1}, OldestDue: now.Add(-time.Second), OldestDueAge: time.Second}, nil
 	}, 0, nil)
+	m.WatchHeldKeys(func(ctx context.Context, names []string) (map[string]int, error) {
+		return map[string]int{"a": 1}, nil
+	}, []string{"a"}, 0, nil)
 	m.Delivery("a", metrics.OutcomeNew, time.Millisecond)
 	m.Batch(1, time.Millisecond, nil)
 	now := time.Now()
@@ -49,7 +52,7 @@ func exportedNames(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	for _, want := range []string{"hookbox_deliveries_total", "hookbox_dead_total", "hookbox_oldest_due_seconds", "hookbox_events"} {
+	for _, want := range []string{"hookbox_deliveries_total", "hookbox_dead_total", "hookbox_oldest_due_seconds", "hookbox_events", "hookbox_target_keys_held"} {
 		if !names[want] {
 			t.Fatalf("%s not gathered; the test's Metrics lack a sample", want)
 		}
@@ -175,7 +178,7 @@ func TestDashboardUsesExportedMetrics(t *testing.T) {
 
 // databaseWide are the gauges every hookbox process reads from the whole
 // database: N processes on one PostgreSQL each report the same figure.
-var databaseWide = []string{"hookbox_events", "hookbox_oldest_due_seconds"}
+var databaseWide = []string{"hookbox_events", "hookbox_oldest_due_seconds", "hookbox_target_keys_held"}
 
 // checkDatabaseWide fails for a query that adds up a database-wide gauge
 // over instances (it would show N times the real count behind N

@@ -27,6 +27,10 @@
 //	hookbox_events{status}                    events by status (at scrape time)
 //	hookbox_oldest_due_seconds                age of the longest-waiting due event
 //	hookbox_target_circuit_open{target}       1 while a target's circuit is open
+//	hookbox_target_keys_held{target}          order keys of a target (order_by,
+//	    on_dead: hold) whose first delivery is dead while later ones of
+//	    the key wait behind it, until it is replayed or skipped (at scrape
+//	    time, cached as hookbox_events; see WatchHeldKeys)
 //	hookbox_worker_store_errors_total         the workers' calls to the database
 //	    that failed (claims, outcomes, the due-queue question, ...)
 //	hookbox_rejections_unlogged_total{source,why}  refused deliveries left out
@@ -352,13 +356,28 @@ type StatsFunc func(ctx context.Context, now time.Time) (hookbox.Stats, error)
 // logged to log (nil: discarded) and leaves both metrics out of that
 // scrape. Call it at most once.
 func (m *Metrics) WatchStats(stats StatsFunc, cacheFor time.Duration, log *slog.Logger) {
-	if cacheFor < DefaultStatsCache {
-		cacheFor = DefaultStatsCache
+	m.reg.MustRegister(&statsCollector{cache: newScrapeCache(stats, "queue stats", cacheFor, log)})
+}
+
+// HeldKeysFunc counts, per queue name, the order keys a dead delivery
+// holds; hookbox.Ops.HeldKeys has its shape.
+type HeldKeysFunc func(ctx context.Context, names []string) (map[string]int, error)
+
+// WatchHeldKeys adds hookbox_target_keys_held{target}, one series per
+// name of targets (the "source/target" of each target with order_by whose
+// dead deliveries hold their keys, on_dead: hold), computed from held
+// when scraped and cached as WatchStats' figures are, apart from them: a
+// failing or slow count leaves this metric out of that scrape (and is
+// logged to log), never the others. The label carries the target's name
+// only, never an order key. Call it at most once; with no targets it adds
+// nothing.
+func (m *Metrics) WatchHeldKeys(held HeldKeysFunc, targets []string, cacheFor time.Duration, log *slog.Logger) {
+	if len(targets) == 0 {
+		return
 	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	m.reg.MustRegister(&statsCollector{stats: stats, cacheFor: cacheFor, log: log})
+	names := slices.Clone(targets)
+	query := func(ctx context.Context, _ time.Time) (map[string]int, error) { return held(ctx, names) }
+	m.reg.MustRegister(&heldKeysCollector{names: names, cache: newScrapeCache(query, "keys held by dead deliveries", cacheFor, log)})
 }
 
 var (
@@ -366,23 +385,40 @@ var (
 		"Events by status, from the database at scrape time (cached a few seconds, longer when counting them takes long).", []string{"status"}, nil)
 	oldestDueDesc = prometheus.NewDesc("hookbox_oldest_due_seconds",
 		"How long the longest-waiting due event has been due; 0 when none is due.", nil, nil)
+	keysHeldDesc = prometheus.NewDesc("hookbox_target_keys_held",
+		"Order keys of a target (order_by, on_dead: hold) whose first delivery is dead while later deliveries of the key wait behind it, until it is replayed or skipped; from the database at scrape time (cached as hookbox_events).", []string{"target"}, nil)
 )
 
 var allStatuses = []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDone, hookbox.StatusDead}
 
-// statsCollector queries the store at scrape time, at most once per
+// scrapeQueryTimeout bounds one query of the store at scrape time: a
+// store that does not answer leaves its metrics out of the scrape rather
+// than making it hang.
+const scrapeQueryTimeout = 5 * time.Second
+
+// scrapeCache runs a query of the store at scrape time, at most once per
 // cacheFor, and at most once per statsSpacing times as long as its last
 // query took.
-type statsCollector struct {
-	stats    StatsFunc
+type scrapeCache[T any] struct {
+	query    func(ctx context.Context, now time.Time) (T, error)
+	what     string // for the log
 	cacheFor time.Duration
 	log      *slog.Logger
 
 	mu      sync.Mutex
 	fetched time.Time
 	took    time.Duration // how long the last query took
-	last    hookbox.Stats
+	last    T
 	ok      bool
+}
+
+// newScrapeCache caches query's result for cacheFor, at least
+// DefaultStatsCache; log (nil: discarded) gets its failures.
+func newScrapeCache[T any](query func(ctx context.Context, now time.Time) (T, error), what string, cacheFor time.Duration, log *slog.Logger) *scrapeCache[T] {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &scrapeCache[T]{query: query, what: what, cacheFor: max(cacheFor, DefaultStatsCache), log: log}
 }
 
 // statsSpacing bounds the share of time the stats query may run: a query
@@ -392,25 +428,39 @@ type statsCollector struct {
 // to be newer than that.
 const statsSpacing = 10
 
+// read returns the last result, querying again first when it is due;
+// ok is false when the last query failed. fetched is when that query
+// started.
+func (c *scrapeCache[T]) read() (v T, ok bool, fetched time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	if c.fetched.IsZero() || now.Sub(c.fetched) >= max(c.cacheFor, statsSpacing*c.took) {
+		ctx, cancel := context.WithTimeout(context.Background(), scrapeQueryTimeout)
+		v, err := c.query(ctx, now)
+		cancel()
+		c.fetched, c.took, c.last, c.ok = now, time.Since(now), v, err == nil
+		if err != nil {
+			c.log.Warn("metrics: "+c.what, "err", err)
+		}
+	}
+	return c.last, c.ok, c.fetched
+}
+
+// statsCollector reports the queue's Stats (hookbox_events,
+// hookbox_oldest_due_seconds).
+type statsCollector struct {
+	cache *scrapeCache[hookbox.Stats]
+}
+
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- eventsDesc
 	ch <- oldestDueDesc
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
 	now := time.Now()
-	if c.fetched.IsZero() || now.Sub(c.fetched) >= max(c.cacheFor, statsSpacing*c.took) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		st, err := c.stats(ctx, now)
-		cancel()
-		c.fetched, c.took, c.last, c.ok = now, time.Since(now), st, err == nil
-		if err != nil {
-			c.log.Warn("metrics: queue stats", "err", err)
-		}
-	}
-	st, ok, fetched := c.last, c.ok, c.fetched
-	c.mu.Unlock()
+	st, ok, fetched := c.cache.read()
 	if !ok {
 		return
 	}
@@ -426,6 +476,28 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		age = (st.OldestDueAge + max(0, now.Sub(fetched))).Seconds()
 	}
 	ch <- prometheus.MustNewConstMetric(oldestDueDesc, prometheus.GaugeValue, age)
+}
+
+// heldKeysCollector reports hookbox_target_keys_held for its names.
+type heldKeysCollector struct {
+	names []string
+	cache *scrapeCache[map[string]int]
+}
+
+func (c *heldKeysCollector) Describe(ch chan<- *prometheus.Desc) { ch <- keysHeldDesc }
+
+func (c *heldKeysCollector) Collect(ch chan<- prometheus.Metric) {
+	held, ok, _ := c.cache.read()
+	if !ok {
+		return
+	}
+	seen := map[string]bool{}
+	for _, name := range c.names {
+		if !seen[name] {
+			seen[name] = true
+			ch <- prometheus.MustNewConstMetric(keysHeldDesc, prometheus.GaugeValue, float64(held[name]), name)
+		}
+	}
 }
 
 // DeliveryCounts returns, per source ("" for unknown ones), how many

@@ -19,12 +19,11 @@ func TestSlowStatsSpacedOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
 		cost := 2 * time.Second
-		c := &statsCollector{cacheFor: DefaultStatsCache, log: slog.New(slog.DiscardHandler),
-			stats: func(ctx context.Context, now time.Time) (hookbox.Stats, error) {
-				calls++
-				time.Sleep(cost)
-				return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: calls}}, nil
-			}}
+		c := &statsCollector{cache: newScrapeCache(func(ctx context.Context, now time.Time) (hookbox.Stats, error) {
+			calls++
+			time.Sleep(cost)
+			return hookbox.Stats{ByStatus: map[hookbox.Status]int{hookbox.StatusPending: calls}}, nil
+		}, "queue stats", DefaultStatsCache, slog.New(slog.DiscardHandler))}
 		collect := func() {
 			ch := make(chan prometheus.Metric, 16)
 			c.Collect(ch)
@@ -48,6 +47,39 @@ func TestSlowStatsSpacedOut(t *testing.T) {
 		collect()
 		if calls != 3 {
 			t.Fatalf("a quick query waited longer than the cache time: %d calls", calls)
+		}
+	})
+}
+
+// TestSlowHeldKeysBounded: a count of held keys the store never answers
+// is given up on after scrapeQueryTimeout, leaving its gauge out of the
+// scrape, and is not asked again for ten times as long.
+func TestSlowHeldKeysBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		query := func(ctx context.Context, now time.Time) (map[string]int, error) {
+			calls++
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		c := &heldKeysCollector{names: []string{"shop/app"}, cache: newScrapeCache(query, "held keys", DefaultStatsCache, nil)}
+		collect := func() int {
+			ch := make(chan prometheus.Metric, 16)
+			c.Collect(ch)
+			close(ch)
+			return len(ch)
+		}
+		start := time.Now()
+		if n := collect(); n != 0 {
+			t.Fatalf("%d metrics from a count that never answered", n)
+		}
+		if took := time.Since(start); took != scrapeQueryTimeout {
+			t.Fatalf("the scrape waited %v, want %v", took, scrapeQueryTimeout)
+		}
+		time.Sleep(DefaultStatsCache)
+		collect()
+		if calls != 1 {
+			t.Fatalf("asked again %d times within ten times the timeout", calls-1)
 		}
 	})
 }

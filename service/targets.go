@@ -117,6 +117,22 @@ func metricNames(cfg *config.Config) (sources, worked []string) {
 	return sources, worked
 }
 
+// heldKeyTargets are the queue names of hookbox_target_keys_held: each
+// named target with order_by whose dead deliveries hold their keys
+// (on_dead: hold, the default). Under on_dead: skip a dead delivery holds
+// nothing, and an unordered target has no keys.
+func heldKeyTargets(cfg *config.Config) []string {
+	var names []string
+	for _, src := range cfg.Sources {
+		for _, t := range src.Targets {
+			if t.OrderBy != "" && t.OnDead != "skip" {
+				names = append(names, hookbox.QueueName(src.Name, t.Name))
+			}
+		}
+	}
+	return names
+}
+
 // targets lists what works each source's events: its own forward or
 // exec, or its named targets, with the pauses in the database and what
 // this process's pool knows of each.
