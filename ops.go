@@ -280,9 +280,10 @@ type Ops interface {
 	// waits behind, so it is not counted, nor is a dead delivery behind
 	// which nothing waits. It says nothing of on_dead: the caller asks
 	// only for the names whose dead deliveries hold their keys. Every
-	// name of names is in the map, 0 when no key of it is held. It walks
-	// the distinct keys of each name in the order index (two seeks and
-	// one row per key), never the deliveries that wait behind them.
+	// name of names is in the map, 0 when no key of it is held. It reads
+	// the dead deliveries with an order key of each name (an index of
+	// their own) and, for each, two seeks in the order index: not the
+	// keys, nor the deliveries that wait behind them.
 	HeldKeys(ctx context.Context, names []string) (map[string]int, error)
 
 	// RetireTarget ends the unfinished deliveries of a queue name that

@@ -5,36 +5,25 @@ import (
 )
 
 // heldKeys counts, for each queue name of $1, the order keys that a dead
-// delivery holds (see hookbox.Ops.HeldKeys). It walks each name's
-// distinct keys through queue_order, as a claim by key does (one seek per
-// key), finds each key's head (one more seek, and its row for the
-// status), and for a dead head looks for a delivery waiting behind it,
-// from the head on in the key's range of the index: however many
-// deliveries wait behind a key, it reads one of them.
-const heldKeys = `WITH RECURSIVE k(source, key) AS (
-    SELECT n.name, (SELECT order_key COLLATE "C" FROM queue
-            WHERE source = n.name AND order_key IS NOT NULL AND ` + keyHeld + `
-            ORDER BY order_key COLLATE "C" LIMIT 1)
-    FROM (SELECT DISTINCT name FROM unnest($1::text[]) AS u(name)) n
-    UNION ALL
-    SELECT k.source, (SELECT order_key COLLATE "C" FROM queue
-            WHERE source = k.source AND order_key COLLATE "C" > k.key AND order_key IS NOT NULL AND ` + keyHeld + `
-            ORDER BY order_key COLLATE "C" LIMIT 1)
-    FROM k WHERE k.key IS NOT NULL
-)
-SELECT k.source, count(*) FROM k
-CROSS JOIN LATERAL (SELECT id FROM queue
-    WHERE source = k.source AND order_key COLLATE "C" = k.key AND order_key IS NOT NULL AND ` + keyHeld + `
-    ORDER BY order_key COLLATE "C", id LIMIT 1) f
-JOIN queue h ON h.id = f.id
-WHERE k.key IS NOT NULL AND h.status = 'dead'
+// delivery holds (see hookbox.Ops.HeldKeys). It reads each name's dead
+// deliveries with a key (queue_dead_keys), and for each looks in
+// queue_order whether an earlier delivery holds its key (one seek, none
+// read when it is the first) and whether one waits behind it (from the
+// next entry on): its cost is the dead deliveries', however many keys or
+// deliveries wait. Each key has one first delivery, so each held key is
+// counted once.
+const heldKeys = `SELECT d.source, count(*) FROM queue d
+WHERE d.source = ANY ($1::text[]) AND d.order_key IS NOT NULL AND d.status = 'dead'
+  AND NOT EXISTS (SELECT 1 FROM queue a
+      WHERE a.source = d.source AND a.order_key COLLATE "C" = d.order_key COLLATE "C" AND a.order_key IS NOT NULL
+        AND a.` + keyHeld + ` AND a.id < d.id)
   AND EXISTS (SELECT 1 FROM queue b
-      WHERE b.source = k.source AND b.order_key COLLATE "C" = k.key AND b.order_key IS NOT NULL
-        AND b.` + keyHeld + ` AND b.id > h.id AND b.status IN ('pending', 'processing'))
-GROUP BY k.source`
+      WHERE b.source = d.source AND b.order_key COLLATE "C" = d.order_key COLLATE "C" AND b.order_key IS NOT NULL
+        AND b.` + keyHeld + ` AND b.id > d.id AND b.status IN ('pending', 'processing'))
+GROUP BY d.source`
 
 // HeldKeys counts, per queue name, the order keys a dead delivery holds;
-// see hookbox.Ops. One statement walks queue_order for every name.
+// see hookbox.Ops. One statement counts for every name.
 func (s *Store) HeldKeys(ctx context.Context, names []string) (map[string]int, error) {
 	out := make(map[string]int, len(names))
 	for _, name := range names {

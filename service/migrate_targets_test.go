@@ -70,7 +70,8 @@ func TestMigrateToTargets(t *testing.T) {
 			pgtest.MigrateDownTo(t, dbURL, 9)
 			undo = pgUndo9
 		} else {
-			undo = []string{`DROP INDEX events_fanout`, `DROP INDEX events_dead`, `DELETE FROM goose_db_version WHERE version_id = 11`,
+			undo = []string{`DROP INDEX events_dead_keys`, `DELETE FROM goose_db_version WHERE version_id = 15`,
+				`DROP INDEX events_fanout`, `DROP INDEX events_dead`, `DELETE FROM goose_db_version WHERE version_id = 11`,
 				`DROP INDEX events_leased_keys`, `DELETE FROM goose_db_version WHERE version_id = 9`}
 		}
 		execAll(t, st, append(undo, `DROP TABLE rejected_deliveries`, `DELETE FROM goose_db_version WHERE version_id = 8`,

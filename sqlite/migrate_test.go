@@ -38,6 +38,7 @@ func TestMigrateKeepsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
+		`DROP INDEX events_dead_keys`,
 		`DROP TABLE sessions`,
 		`DROP INDEX events_fanout`,
 		`DROP INDEX events_dead`,

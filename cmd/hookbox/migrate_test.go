@@ -30,14 +30,13 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration: on PostgreSQL 00016_queue_repair, the queue rows of
-		// events 00010 left without one (kept by its Down section), through
-		// that Down; on SQLite 00014_send_keys, the keys of sends recorded
-		// before RecordSend claimed them, by hand.
-		newest, undo := "14", []string{`DELETE FROM goose_db_version WHERE version_id = 14`}
+		// migration, 00017_dead_keys on PostgreSQL and 00015_dead_keys on
+		// SQLite (an index of the dead deliveries with an order key):
+		// through its Down section on PostgreSQL, by hand on SQLite.
+		newest, undo := "15", []string{`DROP INDEX events_dead_keys`, `DELETE FROM goose_db_version WHERE version_id = 15`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "16", nil
-			pgtest.MigrateDownTo(t, dbURL, 15)
+			newest, undo = "17", nil
+			pgtest.MigrateDownTo(t, dbURL, 16)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
