@@ -11,10 +11,12 @@ import (
 )
 
 // testHeldKeys: HeldKeys counts, per queue name asked for, the order keys
-// whose first delivery is dead with a delivery waiting behind it; not a
-// key whose dead delivery was skipped or replayed, nor one of pending
-// deliveries only, nor a dead delivery nothing waits behind, nor an
-// unordered queue's dead delivery; and a name with none reads 0.
+// whose first delivery is dead with a delivery waiting behind it, once
+// however many of the key's deliveries are dead; not a key whose dead
+// delivery was skipped or replayed, nor one of pending deliveries only,
+// nor a dead delivery nothing waits behind or that waits behind a pending
+// one, nor an unordered queue's dead delivery; and a name with none reads
+// 0.
 func testHeldKeys(t *testing.T, s FullStore) {
 	ctx := context.Background()
 	// Each seed claims the first delivery of the next key that is free:
@@ -36,7 +38,20 @@ func testHeldKeys(t *testing.T, s FullStore) {
 	finish(t, s, outcome(got[0], hookbox.StatusDead, time.Now()))
 	ingest(t, s, Keyed("hu", "app", "u2", ""))
 
-	names := []string{"hk/app", "hk2/app", "hu/app", "none/app"}
+	// Two dead deliveries of one key, died under claims that pass dead
+	// ones (on_dead: skip, since changed to hold): the key counts once.
+	ingest(t, s, Keyed("hk3", "app", "g1", "g"), Keyed("hk3", "app", "g2", "g"), Keyed("hk3", "app", "g3", "g"))
+	var twice []int64
+	for range 2 {
+		got := claimByKey(t, s, hookbox.ClaimParams{Limit: 1, Sources: []string{"hk3/app"}, SkipDead: true})
+		if len(got) != 1 {
+			t.Fatalf("claim passing dead deliveries: %v", got)
+		}
+		finish(t, s, outcome(got[0], hookbox.StatusDead, time.Now()))
+		twice = append(twice, got[0].ID)
+	}
+
+	names := []string{"hk/app", "hk2/app", "hk3/app", "hu/app", "none/app"}
 	check := func(when string, want map[string]int) {
 		t.Helper()
 		got, err := s.HeldKeys(ctx, names)
@@ -44,13 +59,15 @@ func testHeldKeys(t *testing.T, s FullStore) {
 			t.Fatalf("HeldKeys %s = %v, %v; want %v", when, got, err, want)
 		}
 	}
-	check("after seeding", map[string]int{"hk/app": 4, "hk2/app": 1, "hu/app": 0, "none/app": 0})
+	check("after seeding", map[string]int{"hk/app": 4, "hk2/app": 1, "hk3/app": 1, "hu/app": 0, "none/app": 0})
 
 	if _, err := s.Skip(ctx, hookbox.SkipParams{ID: skipped[0], Reason: "gone", Key: ownKey}); err != nil {
 		t.Fatal(err)
 	}
 	replay(t, s, hookbox.ReplayParams{IDs: []int64{replayed[0]}})
-	check("after a skip and a replay", map[string]int{"hk/app": 2, "hk2/app": 1, "hu/app": 0, "none/app": 0})
+	// g1 pending again heads its key: the dead g2 behind it holds nothing.
+	replay(t, s, hookbox.ReplayParams{IDs: []int64{twice[0]}})
+	check("after a skip and replays", map[string]int{"hk/app": 2, "hk2/app": 1, "hk3/app": 0, "hu/app": 0, "none/app": 0})
 
 	if got, err := s.HeldKeys(ctx, []string{"hk2/app"}); err != nil || !maps.Equal(got, map[string]int{"hk2/app": 1}) {
 		t.Fatalf("HeldKeys of one name = %v, %v", got, err)
