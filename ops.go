@@ -304,8 +304,11 @@ type Ops interface {
 	// SkipError(p.Via, p.Reason, key) as its last error and an attempts row by
 	// the operator (AttemptSkip) saying so. Only a dead delivery is
 	// skipped: any other state is refused with a *NotSkippableError, a
-	// missing id with an error that matches ErrNotFound. Skipping one
-	// already skipped changes nothing and reports Already.
+	// missing id with an error that matches ErrNotFound. With p.Expect,
+	// a delivery whose attempts are no longer those expected is refused
+	// too (a *NotSkippableError saying Changed), compared in the same
+	// transaction. Skipping one already skipped changes nothing and
+	// reports Already.
 	Skip(ctx context.Context, p SkipParams) (SkipResult, error)
 
 	// RaiseIDFloor makes every event stored from now on get an id above
@@ -507,6 +510,17 @@ type SkipParams struct {
 	// replay of it waits for nothing. A delivery with no order key keeps
 	// none.
 	Key func(deliveryID string) string
+	// Expect makes the skip conditional on what the operator saw, as
+	// ReplayParams.Expect makes a replay: the delivery is skipped only
+	// while its attempts are still the number given (ReplayAttempts; a
+	// delivery's own count, as Skip refuses a FanOut event). A replay
+	// that ran since, and died again, changes the number, so a skip
+	// decided on one death does not end a later one the operator never
+	// saw (a stale page, a second operator). The store reads the attempts
+	// in the transaction that skips, under the row's lock, and Judge
+	// compares them: a mismatch is refused with a *NotSkippableError
+	// saying Changed, and nothing is written. Nil: no condition.
+	Expect *int
 }
 
 // SkipResult says what Ops.Skip did.
@@ -527,6 +541,9 @@ type SkipCandidate struct {
 	Status     Status
 	DeliveryID string
 	OrderKey   *string // nil: none
+	// Attempts is the delivery's attempt count, which SkipParams.Expect
+	// is compared with.
+	Attempts int
 	// Skipped reports that Skip ended the delivery's current death (the
 	// store finds the AttemptSkip row it wrote), so there is nothing to do.
 	Skipped bool
@@ -547,8 +564,10 @@ type SkipChange struct {
 }
 
 // Judge decides what Ops.Skip does with the delivery d it read: it
-// refuses a FanOut event, or a delivery that is not dead, with a
-// *NotSkippableError; it reports one skipped before as Already, with
+// refuses a FanOut event, a delivery whose attempts are not those
+// p.Expect holds (Changed, whatever its state: the operator looked at
+// another death, or before a replay), or a delivery that is not dead,
+// with a *NotSkippableError; it reports one skipped before as Already, with
 // nothing to write; else it gives the delivery's new order key (p.Key
 // of its delivery id, when it had one) and last error (SkipError), and
 // the key released, unless the delivery already held a key of its own,
@@ -558,6 +577,9 @@ func (p SkipParams) Judge(d SkipCandidate) (SkipChange, error) {
 	c := SkipChange{Result: SkipResult{ID: p.ID}}
 	if d.FanOut {
 		return c, &NotSkippableError{ID: p.ID, FanOut: true}
+	}
+	if p.Expect != nil && d.Attempts != *p.Expect {
+		return c, &NotSkippableError{ID: p.ID, Status: d.Status, Changed: true, Attempts: d.Attempts, Expected: *p.Expect}
 	}
 	if d.Status != StatusDead {
 		return c, &NotSkippableError{ID: p.ID, Status: d.Status}
@@ -619,14 +641,23 @@ func SkipError(via, reason, key string) string {
 }
 
 // NotSkippableError is Ops.Skip's refusal of a delivery that is not dead,
-// or of a FanOut event.
+// of a FanOut event, or of a delivery that changed since the operator
+// looked (SkipParams.Expect).
 type NotSkippableError struct {
 	ID     int64
-	Status Status
+	Status Status // the delivery's status when refused; empty for a FanOut event
 	FanOut bool
+	// Changed reports a refusal for SkipParams.Expect: the delivery's
+	// attempts are Attempts, not the Expected the operator saw.
+	Changed            bool
+	Attempts, Expected int
 }
 
 func (e *NotSkippableError) Error() string {
+	if e.Changed {
+		return fmt.Sprintf("event %d changed since you looked (%d attempts now, %d when you looked: it was replayed or worked meanwhile, and is %s now); look again before skipping it",
+			e.ID, e.Attempts, e.Expected, e.Status)
+	}
 	if e.FanOut {
 		return fmt.Sprintf("event %d is an event of several targets: skip one of its dead deliveries (hookbox events show %d lists them)", e.ID, e.ID)
 	}

@@ -64,10 +64,18 @@ func TestSkipJudge(t *testing.T) {
 	}
 	p := hookbox.SkipParams{ID: 7, Reason: "gone", Via: "test", Key: func(d string) string { return "own:" + d }}
 	dead := hookbox.SkipCandidate{Status: hookbox.StatusDead, DeliveryID: "d1"}
+	two := 2
+	died := func(attempts int, skipped bool) hookbox.SkipCandidate {
+		d := dead
+		d.OrderKey, d.Attempts, d.Skipped = key("K"), attempts, skipped
+		return d
+	}
 	for _, tc := range []struct {
 		name     string
 		d        hookbox.SkipCandidate
+		expect   *int
 		refused  bool
+		changed  bool
 		already  bool
 		key      *string
 		released string
@@ -78,7 +86,16 @@ func TestSkipJudge(t *testing.T) {
 		{name: "no key", d: dead},
 		{name: "shared key", d: func() hookbox.SkipCandidate { d := dead; d.OrderKey = key("K"); return d }(), key: key("own:d1"), released: "K"},
 		{name: "own key", d: func() hookbox.SkipCandidate { d := dead; d.OrderKey = key("own:d1"); return d }(), key: key("own:d1")},
+		{name: "attempts as seen", d: died(2, false), expect: &two, key: key("own:d1"), released: "K"},
+		{name: "died again since seen", d: died(3, false), expect: &two, refused: true, changed: true},
+		{name: "replayed since seen", d: func() hookbox.SkipCandidate { d := died(3, false); d.Status = hookbox.StatusPending; return d }(),
+			expect: &two, refused: true, changed: true},
+		{name: "skipped before, as seen", d: died(2, true), expect: &two, already: true},
+		{name: "skipped, then died again since seen", d: died(3, true), expect: &two, refused: true, changed: true},
+		{name: "seen before its first attempt", d: died(1, false), expect: new(int), refused: true, changed: true},
 	} {
+		p := p
+		p.Expect = tc.expect
 		c, err := p.Judge(tc.d)
 		var ns *hookbox.NotSkippableError
 		if refused := errors.As(err, &ns); refused != tc.refused || (!refused && err != nil) {
@@ -86,8 +103,12 @@ func TestSkipJudge(t *testing.T) {
 			continue
 		}
 		if tc.refused {
-			if ns.ID != 7 || ns.FanOut != tc.d.FanOut || (!ns.FanOut && ns.Status != tc.d.Status) || (ns.FanOut && ns.Status != "") {
+			if ns.ID != 7 || ns.FanOut != tc.d.FanOut || (!ns.FanOut && ns.Status != tc.d.Status) || (ns.FanOut && ns.Status != "") ||
+				ns.Changed != tc.changed || (tc.changed && (ns.Attempts != tc.d.Attempts || ns.Expected != *tc.expect)) {
 				t.Errorf("%s: refusal %+v", tc.name, ns)
+			}
+			if tc.changed && !strings.Contains(ns.Error(), "changed since you looked") {
+				t.Errorf("%s: refusal reads %q", tc.name, ns.Error())
 			}
 			continue
 		}

@@ -11,8 +11,11 @@ import (
 )
 
 // Skip ends one dead delivery for good; see hookbox.Ops. It locks the
-// queue row, has hookbox.SkipParams.Judge decide, and changes the row and
-// writes its attempts row in the same transaction.
+// queue row and reads it (its attempts among it, for p.Expect: the
+// locking read returns the row's latest committed version, and nothing
+// can change it until the commit), has hookbox.SkipParams.Judge decide,
+// and changes the row and writes its attempts row in the same
+// transaction.
 func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipResult, error) {
 	res := hookbox.SkipResult{ID: p.ID}
 	op := fmt.Sprintf("skip %d", p.ID)
@@ -22,9 +25,9 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 	}
 	defer tx.Rollback(ctx)
 	var d hookbox.SkipCandidate
-	err = tx.QueryRow(ctx, `SELECT q.status, d.delivery_id, q.order_key, q.fanout
+	err = tx.QueryRow(ctx, `SELECT q.status, d.delivery_id, q.order_key, q.attempts, q.fanout
         FROM queue q JOIN event_data d ON d.id = q.id WHERE q.id = $1 FOR NO KEY UPDATE OF q`, p.ID).
-		Scan(&d.Status, &d.DeliveryID, &d.OrderKey, &d.FanOut)
+		Scan(&d.Status, &d.DeliveryID, &d.OrderKey, &d.Attempts, &d.FanOut)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
 	}

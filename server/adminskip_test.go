@@ -73,3 +73,57 @@ func TestAdminSkip(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminSkipIfAttempts: POST /admin/events/{id}/skip?if_attempts=N
+// skips the delivery only while its attempts are still N, as the caller
+// saw them. After it was replayed and died again, the count seen before
+// is refused (409, changed since you looked) and nothing is written: no
+// last error, no skip row, the workers not woken; the count it has now
+// skips it. A malformed if_attempts (a word, a negative number, empty)
+// is a 400 that skips nothing. Before, if_attempts was ignored and the
+// stale skip ended a death the caller never saw.
+func TestAdminSkipIfAttempts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		needOps(t, h.st)
+		ctx := context.Background()
+		ids := storetest.SeedHeldKey(t, h.st, "shop", "app", "cust-8", "forward: 410 Gone", "i1", "i2")
+		seen, err := h.st.Event(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		skip := fmt.Sprintf("/admin/events/%d/skip?reason=gone&if_attempts=", ids[0])
+		for _, bad := range []string{"x", "-1", "", "1.5"} {
+			if code, b := h.call("POST", skip+bad); code != 400 || !strings.Contains(string(b), "if_attempts") {
+				t.Errorf("skip with if_attempts=%q = %d %s, want 400", bad, code, b)
+			}
+		}
+		storetest.DieAgain(t, h.st, ids[0], "forward: 410 Gone, again")
+		now, err := h.st.Event(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, b := h.call("POST", skip+fmt.Sprint(seen.Attempts))
+		if code != 409 || !strings.Contains(string(b), "changed since you looked") {
+			t.Fatalf("skip with the attempts seen before the replay = %d %s, want 409 changed since you looked", code, b)
+		}
+		e, err := h.st.Event(ctx, ids[0])
+		if err != nil || e.LastError != now.LastError || e.OrderKey != "cust-8" || h.notified.Load() != 0 {
+			t.Fatalf("after the refused skip: %+v, %v (notified %d); want it as it was", e, err, h.notified.Load())
+		}
+		at, err := h.st.Attempts(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range at {
+			if a.Outcome == hookbox.AttemptSkip {
+				t.Fatalf("the refused skip wrote an attempts row: %+v", a)
+			}
+		}
+		var res hookbox.SkipResult
+		h.json("POST", skip+fmt.Sprint(now.Attempts), 200, &res)
+		if res.ID != ids[0] || res.Released != "cust-8" || res.Already || h.notified.Load() != 1 {
+			t.Fatalf("skip with the attempts it has = %+v (notified %d)", res, h.notified.Load())
+		}
+	})
+}

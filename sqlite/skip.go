@@ -11,14 +11,15 @@ import (
 )
 
 // Skip ends one dead delivery for good; see hookbox.Ops. It reads the
-// row, has hookbox.SkipParams.Judge decide, and changes the row in the
-// same write transaction, guarded by its status.
+// row (its attempts among it, for p.Expect), has hookbox.SkipParams.Judge
+// decide, and changes the row in the same write transaction, guarded by
+// its status: no attempt can start or end between the read and the write.
 func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipResult, error) {
 	c := hookbox.SkipChange{Result: hookbox.SkipResult{ID: p.ID}}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var d hookbox.SkipCandidate
-		err := tx.QueryRowContext(ctx, `SELECT status, delivery_id, order_key, fanout, `+skippedSQL+` FROM events WHERE id = ?`,
-			p.ID).Scan(&d.Status, &d.DeliveryID, &d.OrderKey, &d.FanOut, &d.Skipped)
+		err := tx.QueryRowContext(ctx, `SELECT status, delivery_id, order_key, attempts, fanout, `+skippedSQL+` FROM events WHERE id = ?`,
+			p.ID).Scan(&d.Status, &d.DeliveryID, &d.OrderKey, &d.Attempts, &d.FanOut, &d.Skipped)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("event %d: %w", p.ID, hookbox.ErrNotFound)
 		}

@@ -45,6 +45,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ReplayFanOutReportsEachDelivery": testReplayFanOutReportsEachDelivery,
 		"ReplayExpectsWhatWasSeen":        testReplayExpectsWhatWasSeen,
 		"SkipReleasesKey":                 testSkipReleasesKey,
+		"SkipExpectsWhatWasSeen":          testSkipExpectsWhatWasSeen,
 		"SkipJudgedByItsRow":              testSkipJudgedByItsRow,
 		"KeyHead":                         testKeyHead,
 		"HeldKeys":                        testHeldKeys,

@@ -142,6 +142,84 @@ func testSkipJudgedByItsRow(t *testing.T, s FullStore) {
 	skips("a retire")
 }
 
+// testSkipExpectsWhatWasSeen: a skip with Expect ends the delivery only
+// while its attempts are the number the operator saw. One that expects
+// the attempts of a death since replayed, run and died again is refused
+// as Changed (with the attempts now and then, and the status), and
+// nothing is written: no last error, no skip row, the key still held.
+// Expecting the attempts it has, the skip applies, and again reports
+// Already. (Before, Skip took no condition: the first skip ended a death
+// the operator never saw.)
+func testSkipExpectsWhatWasSeen(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	ids := SeedHeldKey(t, s, "sx", "t", "K", "forward: 410 Gone", "1", "2")
+	seen := status(t, s, ids[0])
+	DieAgain(t, s, ids[0], "forward: 410 Gone, again")
+	now := status(t, s, ids[0])
+	if now.Status != hookbox.StatusDead || now.Attempts != seen.Attempts+1 {
+		t.Fatalf("after a replay that died again: %+v; want dead after %d attempts", now, seen.Attempts+1)
+	}
+
+	stale := hookbox.ReplayAttempts(seen, nil)
+	var ns *hookbox.NotSkippableError
+	_, err := s.Skip(ctx, hookbox.SkipParams{ID: ids[0], Reason: "seen before the replay", Key: ownKey, Expect: &stale})
+	if !errors.As(err, &ns) || !ns.Changed || ns.Attempts != now.Attempts || ns.Expected != stale || ns.Status != hookbox.StatusDead {
+		t.Fatalf("skip expecting %d attempts of a delivery at %d: %v (%+v), want a NotSkippableError saying Changed", stale, now.Attempts, err, ns)
+	}
+	if e := status(t, s, ids[0]); e.LastError != now.LastError || e.OrderKey != "K" || e.Status != hookbox.StatusDead {
+		t.Errorf("after the refused skip: %+v; want it as it was (%q, key K)", e, now.LastError)
+	}
+	as, err := s.Attempts(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		if a.Outcome == hookbox.AttemptSkip {
+			t.Errorf("the refused skip wrote an attempts row: %+v", a)
+		}
+	}
+	if held := claimByKey(t, s, hookbox.ClaimParams{Limit: 10, Sources: []string{"sx/t"}}); len(held) != 0 {
+		t.Fatalf("claimed %v after the refused skip; want key K still held", held)
+	}
+
+	have := hookbox.ReplayAttempts(now, nil)
+	res, err := s.Skip(ctx, hookbox.SkipParams{ID: ids[0], Reason: "seen after", Key: ownKey, Expect: &have})
+	if err != nil || res.Released != "K" || res.Already {
+		t.Fatalf("skip expecting the attempts it has = %+v, %v; want key K released", res, err)
+	}
+	if res, err := s.Skip(ctx, hookbox.SkipParams{ID: ids[0], Reason: "again", Key: ownKey, Expect: &have}); err != nil || !res.Already {
+		t.Fatalf("second skip expecting the same = %+v, %v; want Already", res, err)
+	}
+	if got := claimByKey(t, s, hookbox.ClaimParams{Limit: 10, Sources: []string{"sx/t"}}); len(got) != 1 || got[0].ID != ids[1] {
+		t.Fatalf("after the skip: claimed %v, want delivery %d (K released)", got, ids[1])
+	}
+}
+
+// DieAgain replays the dead delivery id, claims it (by its order key, if
+// it has one) and finishes it dead again with errText, as another
+// operator's replay and a worker's run would: its attempts go up by one.
+func DieAgain(t testing.TB, s FullStore, id int64, errText string) {
+	t.Helper()
+	ctx := context.Background()
+	e, err := s.Event(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Replay(ctx, hookbox.ReplayParams{IDs: []int64{id}}); err != nil || !slices.Equal(res.Replayed, []int64{id}) {
+		t.Fatalf("replay of %d: %+v, %v", id, res, err)
+	}
+	got, err := s.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("again-", claimSeq.Add(1)), Limit: 1,
+		Lease: time.Minute, Sources: []string{e.Source}, ByKey: e.OrderKey != ""})
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		t.Fatalf("claim of the replayed %d: %v, %v", id, got, err)
+	}
+	o := outcome(got[0], hookbox.StatusDead, time.Now())
+	o.Error = errText
+	if errs, err := s.Finish(ctx, []hookbox.Outcome{o}); err != nil || (len(errs) > 0 && errs[0] != nil) {
+		t.Fatalf("Finish: %v %v", errs, err)
+	}
+}
+
 // ownKey is the test's stand-in for routing.NoValueKey.
 func ownKey(deliveryID string) string { return "(own):" + deliveryID }
 

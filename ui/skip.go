@@ -40,11 +40,12 @@ func offersSkip(ctx context.Context, st hookbox.Ops, e hookbox.Event) bool {
 // POST /admin/events/{id}/skip and hookbox events skip do (the same rules:
 // hookbox.SkipParams.Judge), from the form of the delivery's page. The
 // form needs a reason, and carries the attempts the page showed
-// (if_attempts): a delivery whose attempts moved on since (replayed and
-// run again) is refused as changed since you looked, and nothing is
-// written. The attempts are compared on a read just before the skip, not
-// in the skip's own transaction (Ops.Skip takes no such condition): a
-// replay that runs and dies again between the two is not seen.
+// (if_attempts), passed to the skip as its condition
+// (hookbox.SkipParams.Expect): a delivery whose attempts moved on since
+// (replayed and run again) is refused as changed since you looked, and
+// nothing is written. The store compares them in the skip's own
+// transaction, so a replay that runs and dies again just before the skip
+// is seen too; the console reads nothing before it.
 func (u *console) skipOne(w http.ResponseWriter, r *http.Request, s session) {
 	id, ok := u.pathID(w, r, s)
 	if !ok {
@@ -59,7 +60,7 @@ func (u *console) skipOne(w http.ResponseWriter, r *http.Request, s session) {
 		u.fail(w, r, s, http.StatusBadRequest, err.Error()+". Nothing was skipped.")
 		return
 	}
-	expect, err := server.ExpectFrom(r.PostForm, id)
+	expect, err := server.SkipExpectFrom(r.PostForm, id)
 	if err == nil && expect == nil {
 		err = errors.New("if_attempts: the form lacks the attempts the page showed; reload the page")
 	}
@@ -67,24 +68,15 @@ func (u *console) skipOne(w http.ResponseWriter, r *http.Request, s session) {
 		u.fail(w, r, s, http.StatusBadRequest, err.Error()+". Nothing was skipped.")
 		return
 	}
-	ev, err := u.cfg.Store.Event(r.Context(), id)
-	switch {
-	case errors.Is(err, hookbox.ErrNotFound):
-		u.fail(w, r, s, http.StatusNotFound, "There is no event "+strconv.FormatInt(id, 10)+".")
-		return
-	case err != nil:
-		u.internal(w, r, s, "skip", err)
-		return
-	case ev.Attempts != expect[id]:
-		u.fail(w, r, s, http.StatusConflict, fmt.Sprintf("Delivery %d was not skipped: it changed since you looked (%d attempts, not %d; it is %s now). Look at its page again before you skip it.",
-			id, ev.Attempts, expect[id], ev.Status))
-		return
-	}
-	res, err := u.cfg.Store.Skip(r.Context(), hookbox.SkipParams{ID: id, Reason: reason, Via: skipVia, Key: routing.NoValueKey})
+	res, err := u.cfg.Store.Skip(r.Context(), hookbox.SkipParams{ID: id, Reason: reason, Via: skipVia, Key: routing.NoValueKey, Expect: expect})
 	var ns *hookbox.NotSkippableError
 	switch {
 	case errors.Is(err, hookbox.ErrNotFound):
 		u.fail(w, r, s, http.StatusNotFound, "There is no event "+strconv.FormatInt(id, 10)+".")
+		return
+	case errors.As(err, &ns) && ns.Changed:
+		u.fail(w, r, s, http.StatusConflict, fmt.Sprintf("Delivery %d was not skipped: it changed since you looked (%d attempts, not %d; it is %s now). Look at its page again before you skip it.",
+			id, ns.Attempts, ns.Expected, ns.Status))
 		return
 	case errors.As(err, &ns):
 		u.fail(w, r, s, http.StatusConflict, "Not skipped: "+ns.Error()+".")

@@ -306,3 +306,56 @@ func TestConsoleSkipReleasesTheKey(t *testing.T) {
 		}
 	})
 }
+
+// diesBeforeSkip is a real store in which the delivery dies again just
+// before each Skip: it is replayed, run and dead again (storetest.DieAgain)
+// between the console's handling of the form and the store's skip, as
+// another operator's replay and a worker would.
+type diesBeforeSkip struct {
+	dbtest.Store
+	t *testing.T
+}
+
+func (s diesBeforeSkip) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipResult, error) {
+	storetest.DieAgain(s.t, s.Store, p.ID, "forward: 410 Gone, again")
+	return s.Store.Skip(ctx, p)
+}
+
+// TestConsoleSkipChecksInTheSkip: the Skip form's attempts (if_attempts)
+// are compared by the store's skip itself, in its transaction: when the
+// delivery is replayed and dies again just before the skip, after
+// anything the console could read, the form is refused as changed since
+// you looked (409) and nothing is written. Before, the console compared
+// them on a read of its own before the skip, and this skip ended the new
+// death, which the operator never saw.
+func TestConsoleSkipChecksInTheSkip(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		ids := storetest.SeedHeldKey(t, st, "fo", "app", "cust-4", "forward: 410 Gone", "r1", "r2")
+		base, c := startConsole(t, diesBeforeSkip{Store: st, t: t})
+		eventPage := fmt.Sprintf("%s/ui/events/%d", base, ids[0])
+		_, page := fetch(t, c, "GET", eventPage, nil)
+		form := skipForm(t, page, ids[0], "customer deleted")
+		if form == nil {
+			t.Fatalf("the page of dead delivery %d offers no Skip form:\n%s", ids[0], page)
+		}
+		resp, page := fetch(t, c, "POST", eventPage+"/skip", form)
+		if resp.StatusCode != http.StatusConflict || !strings.Contains(page, "changed since you looked") {
+			t.Fatalf("the form of a delivery that died again just before the skip: %d; want 409 changed since you looked\n%s", resp.StatusCode, page)
+		}
+		e, err := st.Event(ctx, ids[0])
+		if err != nil || e.Status != hookbox.StatusDead || e.Attempts != 2 || strings.HasPrefix(e.LastError, hookbox.SkipPrefix) || e.OrderKey != "cust-4" {
+			t.Errorf("after the refused skip: %+v, %v; want dead after 2 attempts, not skipped, key cust-4", e, err)
+		}
+		at, err := st.Attempts(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range at {
+			if a.Outcome == hookbox.AttemptSkip {
+				t.Errorf("the refused skip wrote an attempts row: %+v", a)
+			}
+		}
+	})
+}

@@ -16,8 +16,9 @@ import (
 
 func newEventsSkipCmd(g *globalFlags) *cobra.Command {
 	var (
-		reason  string
-		jsonOut bool
+		reason     string
+		jsonOut    bool
+		ifAttempts int
 	)
 	cmd := &cobra.Command{
 		Use:   "skip ID",
@@ -35,8 +36,14 @@ a "skip" row, as "events show" prints them. It gets an order key of its own
 in place of the one it held, so a later replay of it runs at once, beside
 (not before) the key's other deliveries. Only a dead delivery can be
 skipped (of an event with several targets, name the delivery); anything else
-is refused (exit 1). Skipping one already skipped changes nothing (exit 0).`,
+is refused (exit 1). Skipping one already skipped changes nothing (exit 0).
+
+--if-attempts N skips the delivery only while its attempts are still N, as
+"events show" printed them: if it was replayed and ran since (and died
+again), the skip is refused as changed since you looked (exit 1) and nothing
+changes, so a skip decided on one death never ends another.`,
 		Example: `  hookbox events skip 86 --reason "customer deleted; the app answers 410"
+  hookbox events skip 86 --if-attempts 3 --reason "customer deleted"
   hookbox events skip 86 --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,12 +54,19 @@ is refused (exit 1). Skipping one already skipped changes nothing (exit 0).`,
 			if err := server.CheckSkipReason("--reason", reason); err != nil {
 				return asUsage(err)
 			}
+			p := hookbox.SkipParams{ID: id, Reason: reason, Via: skipVia(), Key: routing.NoValueKey}
+			if cmd.Flags().Changed("if-attempts") {
+				if ifAttempts < 0 {
+					return usagef("--if-attempts takes a whole number from 0 (the attempts events show printed)")
+				}
+				p.Expect = &ifAttempts
+			}
 			st, err := openOps(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			res, err := st.Skip(cmd.Context(), hookbox.SkipParams{ID: id, Reason: reason, Via: skipVia(), Key: routing.NoValueKey})
+			res, err := st.Skip(cmd.Context(), p)
 			if errors.Is(err, hookbox.ErrNotFound) {
 				return fmt.Errorf("no event %d", id)
 			}
@@ -68,6 +82,7 @@ is refused (exit 1). Skipping one already skipped changes nothing (exit 0).`,
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, kept in the delivery's last error and attempts")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"id": N, "released_key": "…", "already": bool}`)
+	cmd.Flags().IntVar(&ifAttempts, "if-attempts", 0, "skip only while the delivery's attempts are still N, as you saw them (else refused, exit 1)")
 	return cmd
 }
 

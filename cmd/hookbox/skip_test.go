@@ -104,3 +104,42 @@ func TestHeldKeyIsVisible(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsSkipIfAttempts: events skip --if-attempts N skips the
+// delivery only while its attempts are still N. After it was replayed and
+// died again, the count seen before exits 1 saying changed since you
+// looked, and nothing changes (its last error and key as they were); the
+// count it has now skips it. A negative count is a usage error (exit 2).
+// Before, the flag did not exist.
+func TestEventsSkipIfAttempts(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		ctx := context.Background()
+		ids := storetest.SeedHeldKey(t, st, "shop", "app", "cust-3", "forward: 410 Gone", "f1", "f2")
+		dead := fmt.Sprint(ids[0])
+		seen, err := st.Event(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := runExit(t, "events", "skip", dead, "--if-attempts", "-1", "--db", dbURL); code != 2 {
+			t.Fatalf("skip --if-attempts -1: exit %d, %q; want 2", code, errOut)
+		}
+		storetest.DieAgain(t, st, ids[0], "forward: 410 Gone, again")
+		now, err := st.Event(ctx, ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runExit(t, "events", "skip", dead, "--reason", "gone", "--if-attempts", fmt.Sprint(seen.Attempts), "--db", dbURL)
+		if code != 1 || !strings.Contains(errOut, "changed since you looked") {
+			t.Fatalf("skip --if-attempts %d after the delivery died again: exit %d, %q %q; want 1, changed since you looked", seen.Attempts, code, out, errOut)
+		}
+		if e, err := st.Event(ctx, ids[0]); err != nil || e.LastError != now.LastError || e.OrderKey != "cust-3" {
+			t.Fatalf("after the refused skip: %+v, %v; want it as it was", e, err)
+		}
+		code, out, errOut = runExit(t, "events", "skip", dead, "--reason", "gone", "--if-attempts", fmt.Sprint(now.Attempts), "--db", dbURL)
+		if code != 0 || !strings.Contains(out, `no longer holds order key "cust-3"`) {
+			t.Fatalf("skip --if-attempts %d: exit %d, %q %q", now.Attempts, code, out, errOut)
+		}
+	})
+}
