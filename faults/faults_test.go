@@ -554,6 +554,41 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	}
 }
 
+// maxDrain bounds a drain that keeps making progress (waitProgress): the
+// backlog a run leaves grows with how fast this machine ingests, so the
+// drain is bounded by its progress, and this only keeps a run from going
+// on for ever.
+const maxDrain = 20 * time.Minute
+
+// waitProgress polls left until it returns 0 (what is left to do, and
+// how it stands), as waitFor does, and fails the test when what is left
+// has not shrunk for stall, or after max in all. A drain is judged by
+// whether it moves, not by its speed: a stalled queue fails after stall
+// whatever the backlog, and a large backlog on a loaded machine passes
+// as long as it keeps shrinking. It asks every second: on a table of a
+// million rows each question costs the server's database a count.
+func waitProgress(t *testing.T, stall, max time.Duration, what string, left func() (int, string)) {
+	t.Helper()
+	start := time.Now()
+	least, moved := -1, start
+	for {
+		n, state := left()
+		if n == 0 {
+			return
+		}
+		if least < 0 || n < least {
+			least, moved = n, time.Now()
+		}
+		switch {
+		case time.Since(moved) > stall:
+			t.Fatalf("%s: no progress for %s, after %s (%s)", what, stall, time.Since(start).Round(time.Second), state)
+		case time.Since(start) > max:
+			t.Fatalf("%s: not within %s (%s)", what, max, state)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // openStore opens the database the server uses, for checks.
 func openStore(t *testing.T, dbURL string) hookbox.Store {
 	t.Helper()
@@ -627,25 +662,35 @@ func logUnfinished(t *testing.T, st hookbox.Store) {
 // drainAndCheck waits until every acknowledged key reached the sink and no
 // event is unfinished, stops the server (SIGTERM, which must end it
 // cleanly), then checks the store and the sink against what was
-// acknowledged, and returns the figures. Checking a stopped server keeps
+// acknowledged, and returns the figures. The drain may go on as long as
+// it makes progress; it fails when nothing moved for stall (waitProgress).
+// Checking a stopped server keeps
 // the figures still: a request the load gave up on may still be committed
 // by the server after the drain looked done; such a row shows up as
 // unfinished after the stop, and the server is started again to work it.
-func drainAndCheck(t *testing.T, srv *server, st hookbox.Store, l *load, sink *faults.Sink, timeout time.Duration) figures {
+func drainAndCheck(t *testing.T, srv *server, st hookbox.Store, l *load, sink *faults.Sink, stall time.Duration) figures {
 	t.Helper()
 	counts, acked := l.snapshot()
 	backlog, drainStart := unfinished(t, st), time.Now()
 	var drained time.Duration
 	for round := 0; ; round++ {
 		logged := false
-		waitFor(t, timeout, "queue drained, every acknowledged delivery at the sink", func() (bool, string) {
+		progress := time.Now()
+		waitProgress(t, stall, maxDrain, "queue drained, every acknowledged delivery at the sink", func() (int, string) {
 			u := unfinished(t, st)
 			if u > 0 && !logged && time.Since(drainStart) > 5*time.Second {
 				logged = true
 				logUnfinished(t, st)
 			}
 			missing := sink.Missing(l.sinkKeys(acked))
-			return u == 0 && len(missing) == 0, fmt.Sprintf("%d events unfinished, %d acknowledged ids not at the sink (e.g. %.3q)", u, len(missing), missing)
+			// Every 30 s, how far the drain got.
+			if time.Since(progress) >= 30*time.Second {
+				progress = time.Now()
+				t.Logf("drain after %s: %d events unfinished, %d acknowledged ids not at the sink",
+					time.Since(drainStart).Round(time.Second), u, len(missing))
+			}
+			return u + len(missing), fmt.Sprintf("%d events unfinished, %d acknowledged ids not at the sink (e.g. %q)",
+				u, len(missing), missing[:min(3, len(missing))])
 		})
 		if round == 0 {
 			drained = time.Since(drainStart)
