@@ -49,3 +49,6 @@ const DueQueuesSQL = dueQueues
 
 // NotifySQL is notifySQL, the statement the notifier sends.
 const NotifySQL = notifySQL
+
+// HeldKeysSQL is the statement of Store.HeldKeys, for its plan.
+const HeldKeysSQL = heldKeys
