@@ -19,9 +19,10 @@ const skipVia = "console"
 
 // offersSkip reports whether the page of e offers the Skip form: e is a
 // dead delivery (not an event of several targets, which Ops.Skip refuses)
-// that is the first of its order key (Ops.KeyHead), a key it shares with
-// other deliveries, so that skipping it lets the key's later deliveries go
-// on. A delivery with no order key, or with a key of its own (one without
+// that is the first of its order key (Ops.KeyHead), which it holds: the
+// key's deliveries, those waiting now and those yet to come, go on once
+// it is skipped (the form is offered whether or not one waits now). A
+// delivery with no order key, or with a key of its own (one without
 // the value, or one skipped before: routing.NoValueKey), holds nothing up,
 // and one behind another dead delivery of its key releases nothing yet:
 // neither gets the form. Under on_dead: skip the first dead delivery
