@@ -281,9 +281,11 @@ type Ops interface {
 	// which nothing waits. It says nothing of on_dead: the caller asks
 	// only for the names whose dead deliveries hold their keys. Every
 	// name of names is in the map, 0 when no key of it is held. It reads
-	// the dead deliveries with an order key of each name (an index of
-	// their own) and, for each, two seeks in the order index: not the
-	// keys, nor the deliveries that wait behind them.
+	// the dead deliveries of each name with an order key not of their own
+	// (one starting routing.NoKeyPrefix is left out: an index of their
+	// own) and, for each, a seek in front of it in the order index and a
+	// walk behind it to the first delivery that waits: not the keys, nor
+	// the deliveries that wait.
 	HeldKeys(ctx context.Context, names []string) (map[string]int, error)
 
 	// RetireTarget ends the unfinished deliveries of a queue name that

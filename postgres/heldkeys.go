@@ -6,7 +6,8 @@ import (
 
 // heldKeys counts, for each queue name of $1, the order keys that a dead
 // delivery holds (see hookbox.Ops.HeldKeys). It reads each name's dead
-// deliveries with a key (queue_dead_keys), keeps those no earlier
+// deliveries with a key that is not one of their own (queue_dead_keys,
+// whose predicate its own repeats: routing.NoKeyPrefix), keeps those no earlier
 // delivery holds the key in front of (one seek each in queue_order), and
 // for each of these heads looks in queue_order whether a delivery waits
 // behind it (from the next entry on): its cost is the dead deliveries',
@@ -19,7 +20,7 @@ import (
 // key).
 const heldKeys = `WITH heads AS MATERIALIZED (
     SELECT d.source, d.order_key, d.id FROM queue d
-    WHERE d.source = ANY ($1::text[]) AND d.order_key IS NOT NULL AND d.status = 'dead'
+    WHERE d.source = ANY ($1::text[]) AND d.order_key IS NOT NULL AND d.status = 'dead' AND d.order_key NOT LIKE '(none):%'
       AND NOT EXISTS (SELECT 1 FROM queue a
           WHERE a.source = d.source AND a.order_key COLLATE "C" = d.order_key COLLATE "C" AND a.order_key IS NOT NULL
             AND a.` + keyHeld + ` AND a.id < d.id)

@@ -7,13 +7,14 @@ import (
 
 // heldKeys counts the order keys of queue ?1 that a dead delivery holds
 // (see hookbox.Ops.HeldKeys). It reads the queue's dead deliveries with a
-// key (events_dead_keys), and for each looks in events_order whether an
+// key that is not one of their own (events_dead_keys, whose predicate its
+// own repeats: routing.NoKeyPrefix), and for each looks in events_order whether an
 // earlier delivery holds its key (one seek, none read when it is the
 // first) and whether one waits behind it (from the next entry on): its
 // cost is the dead deliveries', however many keys or deliveries wait.
 // Each key has one first delivery, so each held key is counted once.
 const heldKeys = `SELECT count(*) FROM events d INDEXED BY events_dead_keys
-        WHERE d.source = ?1 AND d.order_key IS NOT NULL AND d.status = 'dead'
+        WHERE d.source = ?1 AND d.order_key IS NOT NULL AND d.status = 'dead' AND d.order_key NOT GLOB '(none):*'
           AND NOT EXISTS (SELECT 1 FROM events a INDEXED BY events_order
               WHERE a.source = ?1 AND a.order_key = d.order_key AND a.order_key IS NOT NULL AND a.` + keyHeld + `
                 AND a.id < d.id)

@@ -4,8 +4,13 @@
 -- Counting held keys from events_order read every distinct key of a queue
 -- and the status of its first delivery, at each metrics scrape. Deliveries
 -- go dead rarely, so the hot path never writes here.
+-- A key of a delivery's own (routing.NoKeyPrefix: one without its
+-- target's order_by value, or one skipped) is no other delivery's, so it
+-- holds nothing: those are left out (GLOB: case-sensitive, as the prefix
+-- is), and skipped deliveries, which stay dead until purged, do not grow
+-- the count's work.
 CREATE INDEX events_dead_keys ON events (source, order_key, id)
-    WHERE order_key IS NOT NULL AND status = 'dead';
+    WHERE order_key IS NOT NULL AND status = 'dead' AND order_key NOT GLOB '(none):*';
 
 -- +goose Down
 DROP INDEX events_dead_keys;
