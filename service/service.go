@@ -158,6 +158,14 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		}
 	}
 	m := metrics.NewQueues(metricNames(cfg))
+	// Events a store ends dead itself (SQLite: a payload that could not be
+	// read after its claims) are counted with the workers' deaths, so that
+	// hookbox_dead_total and its alert see them.
+	if d, ok := st.(interface {
+		OnDead(func(*hookbox.Event, hookbox.Outcome))
+	}); ok {
+		d.OnDead(func(ev *hookbox.Event, o hookbox.Outcome) { m.Attempt(ev, o, nil) })
+	}
 	txWorkers := 1 // SQLite: one write transaction at a time anyway
 	var storeTimeout time.Duration
 	if concurrentWriters {

@@ -75,6 +75,14 @@ func makeDue(t *testing.T, s *Store, id int64) {
 func TestGiveBackBounded(t *testing.T) {
 	s := openTemp(t)
 	id := bigEvent(t, s)
+	// The death is handed to OnDead, which serve counts with the
+	// workers' deaths: once, with the dead outcome.
+	var died []hookbox.Outcome
+	s.OnDead(func(ev *hookbox.Event, o hookbox.Outcome) {
+		if ev.ID == id {
+			died = append(died, o)
+		}
+	})
 	release := holdReaders(t, s)
 	const most = 100 // claims the test makes at most; the bound is far below
 	var delays []time.Duration
@@ -108,6 +116,9 @@ func TestGiveBackBounded(t *testing.T) {
 	}
 	if r.attempts-r.base != 1 {
 		t.Errorf("dead with %d attempts, base %d; want the last claim counted, the others given back", r.attempts, r.base)
+	}
+	if len(died) != 1 || died[0].Status != hookbox.StatusDead {
+		t.Errorf("OnDead got %+v; want the one dead outcome", died)
 	}
 	// The delay backs off from a second, never shrinking.
 	if delays[0] != time.Second {

@@ -142,11 +142,30 @@ func (s *Store) giveBack(ctx context.Context, claimed, kept []hookbox.Event, why
 	if err != nil {
 		return
 	}
+	f := s.onDead.Load()
 	for i, o := range outs {
 		if o.Status == hookbox.StatusDead && errs[i] == nil {
 			s.log.Error("sqlite: event dead", "event_id", o.ID, "source", back[i].Source, "attempt", o.Attempt, "err", o.Error)
+			if f != nil {
+				(*f)(&back[i], o)
+			}
 		}
 	}
+}
+
+// OnDead makes the store call f, after the commit, for each event it ends
+// dead itself, with the outcome it recorded: an event whose payload could
+// not be read after its claims (see Claim and giveBack). The workers
+// never see such an event, so the deaths they count (hookbox_dead_total
+// and its alert) would leave it out; hookbox serve passes these to the
+// same count. f must not block. Nil stops the calls. Safe to call while
+// the store is in use.
+func (s *Store) OnDead(f func(ev *hookbox.Event, o hookbox.Outcome)) {
+	if f == nil {
+		s.onDead.Store(nil)
+		return
+	}
+	s.onDead.Store(&f)
 }
 
 // giveBackPrefix starts the error of an attempt given back by giveBack.

@@ -95,6 +95,8 @@ type Store struct {
 	// idFloor is set while the database may hold a placeholder of
 	// RaiseIDFloor, which the next ingest that stores an event deletes.
 	idFloor atomic.Bool
+	// onDead is OnDead's function, nil until it is set.
+	onDead atomic.Pointer[func(*hookbox.Event, hookbox.Outcome)]
 
 	checkpointer    *sql.DB       // one connection, for background checkpoints
 	maxWAL          int64         // WAL size past which a checkpoint truncates it
