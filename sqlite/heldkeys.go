@@ -14,7 +14,7 @@ import (
 // cost is the dead deliveries', however many keys or deliveries wait.
 // Each key has one first delivery, so each held key is counted once.
 const heldKeys = `SELECT count(*) FROM events d INDEXED BY events_dead_keys
-        WHERE d.source = ?1 AND d.order_key IS NOT NULL AND d.status = 'dead' AND d.order_key NOT GLOB '(none):*'
+        WHERE d.source = ?1 AND d.order_key IS NOT NULL AND d.status = 'dead' AND (d.order_key < '(none):' OR d.order_key >= '(none);')
           AND NOT EXISTS (SELECT 1 FROM events a INDEXED BY events_order
               WHERE a.source = ?1 AND a.order_key = d.order_key AND a.order_key IS NOT NULL AND a.` + keyHeld + `
                 AND a.id < d.id)
