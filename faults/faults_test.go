@@ -562,12 +562,12 @@ const maxDrain = 20 * time.Minute
 
 // waitProgress polls left until it returns 0 (what is left to do, and
 // how it stands), as waitFor does, and fails the test when what is left
-// has not shrunk for stall, or after max in all. A drain is judged by
+// has not shrunk for stall, or after limit in all. A drain is judged by
 // whether it moves, not by its speed: a stalled queue fails after stall
 // whatever the backlog, and a large backlog on a loaded machine passes
 // as long as it keeps shrinking. It asks every second: on a table of a
 // million rows each question costs the server's database a count.
-func waitProgress(t *testing.T, stall, max time.Duration, what string, left func() (int, string)) {
+func waitProgress(t *testing.T, stall, limit time.Duration, what string, left func() (int, string)) {
 	t.Helper()
 	start := time.Now()
 	least, moved := -1, start
@@ -582,8 +582,8 @@ func waitProgress(t *testing.T, stall, max time.Duration, what string, left func
 		switch {
 		case time.Since(moved) > stall:
 			t.Fatalf("%s: no progress for %s, after %s (%s)", what, stall, time.Since(start).Round(time.Second), state)
-		case time.Since(start) > max:
-			t.Fatalf("%s: not within %s (%s)", what, max, state)
+		case time.Since(start) > limit:
+			t.Fatalf("%s: not within %s (%s)", what, limit, state)
 		}
 		time.Sleep(time.Second)
 	}

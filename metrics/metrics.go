@@ -459,11 +459,13 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	now := time.Now()
 	st, ok, fetched := c.cache.read()
 	if !ok {
 		return
 	}
+	// Read after the cache: a scrape that waited for another's query
+	// counts that wait as waiting too.
+	now := time.Now()
 	for _, s := range allStatuses {
 		ch <- prometheus.MustNewConstMetric(eventsDesc, prometheus.GaugeValue, float64(st.ByStatus[s]), string(s))
 	}
