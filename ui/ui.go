@@ -540,7 +540,7 @@ func (u *console) internal(w http.ResponseWriter, r *http.Request, s session, wh
 // flashes are the fixed messages a redirect after a POST may ask for.
 var flashes = map[string]string{
 	"replayed": "Replayed: the event is pending again, due now.",
-	"skipped":  "Skipped: the delivery stays dead, with its payload, and no longer holds its order key; the key's deliveries that waited behind it go on.",
+	"skipped":  "Skipped: the delivery stays dead, with its payload, and no longer holds its order key; any of the key's deliveries waiting behind it go on.",
 	// A delivery that held a key of its own held up nothing.
 	"skipped-own":  "Skipped: the delivery stays dead, with its payload; it held up no other delivery.",
 	"skip-already": "The delivery was skipped before: nothing changed.",

@@ -295,7 +295,8 @@ func printEvent(w io.Writer, d server.EventDetail) error {
 	if d.HeldBy != 0 {
 		fmt.Fprintf(tw, "waits behind\tdead delivery %d, the first of its order key, if the target keeps the keys of dead deliveries "+
 			"(on_dead: hold, the default; under skip it waits for nothing): hookbox replay %d runs it again first; "+
-			"hookbox events skip %d ends it for good and releases the key\n", d.HeldBy, d.HeldBy, d.HeldBy)
+			"hookbox events skip %d --if-attempts N (N: its attempts, from hookbox events show %d) ends it for good and releases the key\n",
+			d.HeldBy, d.HeldBy, d.HeldBy, d.HeldBy)
 	}
 	if e.LastError != "" {
 		fmt.Fprintf(tw, "last error\t%s\n", oneLine(e.LastError))
