@@ -77,7 +77,7 @@ func TestHeldKeyIsVisible(t *testing.T) {
 
 		show := mustCLI(t, "events", "show", fmt.Sprint(ids[2]), "--db", dbURL)
 		for _, want := range []string{"cust-1", fmt.Sprintf("dead delivery %d, the first of its order key", ids[0]),
-			fmt.Sprintf("hookbox replay %d", ids[0]), fmt.Sprintf("hookbox events skip %d", ids[0])} {
+			fmt.Sprintf("hookbox replay %d", ids[0]), fmt.Sprintf("hookbox events skip %d --if-attempts N", ids[0])} {
 			if !strings.Contains(show, want) {
 				t.Errorf("events show of a waiting delivery lacks %q:\n%s", want, show)
 			}
