@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/hookbox/hookbox"
@@ -115,7 +116,7 @@ func (t *ingestTx) insertEvents(ctx context.Context, ds []hookbox.Delivery, idx 
 		args := t.args[:0]
 		for _, i := range rest[:n] {
 			d := &ds[i]
-			hdr := hookbox.EncodeHeader(d.Header)
+			hdr := encodeHeader(d.Header)
 			at := millis(d.ReceivedAt)
 			var sum any // NULL unless the source dedupes by body
 			if d.BodySHA256 != nil {
@@ -182,7 +183,7 @@ func (t *ingestTx) addDeliveries(ctx context.Context, ds []hookbox.Delivery, idx
 		if !ok || !d.FanOut {
 			continue
 		}
-		hdr := hookbox.EncodeHeader(d.Header)
+		hdr := encodeHeader(d.Header)
 		at := millis(d.ReceivedAt)
 		for _, r := range d.Routes {
 			args = append(args, hookbox.QueueName(d.Source, r.Target), d.DeliveryID, d.IDIsHash, d.EventType, hdr,
@@ -379,4 +380,14 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 		return "", nil
 	}
 	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// encodeHeader is what the events table keeps of a delivery's header: a
+// delivery without one (a library caller's) is kept as {}, as PostgreSQL
+// keeps it, so both stores read it back as an empty header.
+func encodeHeader(h http.Header) []byte {
+	if h == nil {
+		return []byte("{}")
+	}
+	return hookbox.EncodeHeader(h)
 }

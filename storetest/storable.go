@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/http"
@@ -165,5 +166,25 @@ func checkReceipts(t *testing.T, rs []hookbox.Receipt, bad []int) {
 		if !slices.Contains(bad, i) && (r.ID == 0 || r.Duplicate) {
 			t.Errorf("delivery %d: receipt %+v, want a new row", i, r)
 		}
+	}
+}
+
+// testIngestWithoutHeader: a delivery stored without a header (a library
+// caller's) reads back with an empty header on both stores, so the admin
+// API shows "headers": {} for it. SQLite kept JSON null, read as no header
+// at all, where PostgreSQL kept {}.
+func testIngestWithoutHeader(t *testing.T, s hookbox.Store) {
+	d := Delivery("lib", "no-header")
+	d.Header = nil
+	r := ingest(t, s, d)
+	e, err := s.Event(context.Background(), r[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Header == nil || len(e.Header) != 0 {
+		t.Fatalf("Header of a delivery stored without one = %#v, want an empty, non-nil header", e.Header)
+	}
+	if b, _ := json.Marshal(e.Header); string(b) != "{}" {
+		t.Errorf("its JSON = %s, want {}", b)
 	}
 }

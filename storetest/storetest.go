@@ -43,6 +43,7 @@ func Run(t *testing.T, open Opener) {
 		"IngestTxBadDelivery":      testIngestTxBadDelivery,
 		"IngestRefusesBadOrderKey": testIngestRefusesBadOrderKey,
 		"IngestStoresRefuseAlike":  testIngestStoresRefuseAlike,
+		"IngestWithoutHeader":      testIngestWithoutHeader,
 		"IngestSameBodyNewID":      testIngestSameBodyNewID,
 		"IngestSameBodyInOneBatch": testIngestSameBodyInOneBatch,
 

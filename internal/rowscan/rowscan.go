@@ -30,11 +30,13 @@ func IDs(rows Rows) ([]int64, error) {
 	return ids, rows.Err()
 }
 
-// Header decodes the stored headers of event id; empty or JSON null is no
-// header.
+// Header decodes the stored headers of event id; empty or JSON null is an
+// empty header.
 func Header(id int64, b []byte) (http.Header, error) {
 	if len(b) == 0 || string(b) == "null" {
-		return nil, nil
+		// No header was given (SQLite kept that as null before it kept
+		// {}): read as an empty header on both stores.
+		return http.Header{}, nil
 	}
 	h, err := hookbox.DecodeHeader(b)
 	if err != nil {
