@@ -73,7 +73,12 @@ func ShortQuote(s string) string {
 // applies it to what a verifier found, and a re-check of a refused
 // delivery too. It refuses:
 //
-//   - a source name longer than MaxNameLength or not StorableText;
+//   - a source name that is empty, holds a '/', or is longer than
+//     MaxNameLength or not StorableText: the rows of a source's
+//     deliveries to its targets are kept under QueueName(source, target),
+//     "source/target", so a source named "shop/app" would share its
+//     delivery ids' dedupe with, and be claimed and worked by, the
+//     target app of the source shop;
 //   - a delivery id or event type longer than MaxIDLength or not
 //     StorableText;
 //   - a header name or value holding a NUL byte (PostgreSQL's jsonb
@@ -93,6 +98,12 @@ func ShortQuote(s string) string {
 // gives a source, header or time it refuses; a library caller that sets
 // them itself is held to it here.
 func CheckStorable(d *Delivery) error {
+	if d.Source == "" {
+		return BadDelivery("a delivery has no source:", d.DeliveryID)
+	}
+	if strings.IndexByte(d.Source, '/') >= 0 {
+		return BadDelivery("source holds a '/', which names a target's queue (source/target):", d.Source)
+	}
 	if len(d.Source) > MaxNameLength {
 		return BadDelivery(fmt.Sprintf("source longer than %d bytes:", MaxNameLength), d.Source)
 	}

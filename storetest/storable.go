@@ -51,6 +51,9 @@ var storableCases = []storableCase{
 	{"source of 3000 bytes", false, func(d *hookbox.Delivery) { d.Source = incompressible(3000) }},
 	{"source not UTF-8", false, func(d *hookbox.Delivery) { d.Source = "caf\xe9" }},
 	{"source with NUL", false, func(d *hookbox.Delivery) { d.Source = "a\x00b" }},
+	{"source empty", false, func(d *hookbox.Delivery) { d.Source = "" }},
+	{"source named like a target's queue", false, func(d *hookbox.Delivery) { d.Source = hookbox.QueueName("alike", "app") }},
+	{"source with a colon", true, func(d *hookbox.Delivery) { d.Source = "send:email" }},
 
 	{"header not UTF-8", true, func(d *hookbox.Delivery) { d.Header = http.Header{"X-Name": {"caf\xe9"}, "X-\xe9": {"v"}} }},
 	{"header name with NUL", false, func(d *hookbox.Delivery) { d.Header = http.Header{"X-\x00": {"v"}} }},
