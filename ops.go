@@ -58,6 +58,12 @@ type ReplayParams struct {
 	IncludeDone bool
 	// DryRun reports what would be replayed and changes nothing.
 	DryRun bool
+	// AfterID, when above 0, leaves out every event whose id is not
+	// above it: the same replay with the ResumeAfter of one that stopped
+	// part-way goes on where that one stopped, without judging again the
+	// events it replayed (which a replay of pending or done events would
+	// replay a second time).
+	AfterID int64
 	// Now is when the events become due (zero: time.Now()).
 	Now time.Time
 	// Progress, if set, is called with the number of events replayed so
@@ -135,6 +141,17 @@ type ReplayResult struct {
 	// original signature headers. Named events and, in a replay by
 	// filter, every match in a replayable state are reported here.
 	NoPayload []int64 `json:"no_payload,omitempty"`
+	// ResumeAfter is set, beside an error, when the replay stopped before
+	// it had judged every match: a slice failed (the database went away,
+	// a timeout, the context was cancelled) after the slices before it
+	// had committed. Each match with an id up to *ResumeAfter was
+	// replayed (and is in Replayed) or left alone for cause; none above
+	// it was replayed, save that a slice whose commit was under way when
+	// the connection was lost may have committed unseen. The same replay
+	// with AfterID = *ResumeAfter goes on where this one stopped. Nil
+	// without an error, on a dry run, and when the error came after every
+	// match was judged (while reading what was left alone).
+	ResumeAfter *int64 `json:"-"`
 }
 
 // PurgeParams say which finished events to delete.

@@ -39,7 +39,8 @@ func replayable(includeDone bool) string {
 // are locked in id order, and the states are checked again on the locked
 // rows, so an event claimed meanwhile is left alone. With a zero
 // p.Now the events become due at the server's time, the clock claims use.
-// Filter.Limit is not applied: every matching event is replayed.
+// Filter.Limit is not applied: every matching event is replayed. Only
+// events above p.AfterID are.
 func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.ReplayResult, error) {
 	var where string
 	var args []any
@@ -54,6 +55,10 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		where, args = filterSQL(p.Filter)
 	}
 	states := `NOT fanout AND status IN ` + replayable(p.IncludeDone)
+	if p.AfterID > 0 {
+		args = append(args, p.AfterID)
+		states += ` AND id > $` + strconv.Itoa(len(args))
+	}
 	if where == "" {
 		where = ` WHERE ` + states
 	} else {
@@ -78,10 +83,13 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		if expIDs, expN := p.Expected(); len(expIDs) > 0 {
 			set, setArgs = replaySet(replayable(p.IncludeDone), true), []any{now, expIDs, expN}
 		}
-		for after := int64(0); ; {
+		for after := max(p.AfterID, 0); ; {
 			picked, err := s.replaySlice(ctx, pick, append(args[:n:n], after, replayBatch), set, setArgs, &res)
 			if err != nil {
-				// The slices before this one have committed.
+				// The slices before this one have committed: say where
+				// they end, for a replay that goes on from there.
+				res.ResumeAfter = &after
+				slices.Sort(res.Replayed)
 				return res, opError(ctx, "replay", err)
 			}
 			if p.Progress != nil {

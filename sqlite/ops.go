@@ -58,15 +58,19 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	// hold a copy of every page it changes.
 	n := len(args)
 	pick := `SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > ? ORDER BY id LIMIT ?`
-	for after := int64(0); !p.DryRun; {
+	for after := max(p.AfterID, 0); !p.DryRun; {
 		picked, err := queryIDs(ctx, s.reader, pick, append(args[:n:n], after, replayBatch)...)
 		if err != nil {
+			res.ResumeAfter = &after
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
 		if len(picked) > 0 {
 			replayed, err := s.replaySlice(ctx, where, args, picked, now)
 			if err != nil {
-				// The slices before this one have committed.
+				// The slices before this one have committed: say
+				// where they end, for a replay that goes on from there.
+				res.ResumeAfter = &after
+				slices.Sort(res.Replayed)
 				return res, fmt.Errorf("sqlite: replay: %w", err)
 			}
 			res.Replayed = append(res.Replayed, replayed...)
@@ -113,7 +117,8 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 }
 
 // replayWhere is the WHERE clause (with a leading space) and its args
-// that select the events p replays, whatever their payload. A FanOut event
+// that select the events p replays, whatever their payload, above
+// p.AfterID. A FanOut event
 // is never replayed itself (NOT fanout), so the status an operator reads
 // (statusSummary) is the status column here: the filter compares the
 // column, which lets a replay of dead events read events_dead instead of
@@ -141,6 +146,9 @@ func replayWhere(p hookbox.ReplayParams) (string, []any) {
 		if status != "" {
 			conds, args = append(conds, `status = ?`), append(args, string(status))
 		}
+	}
+	if p.AfterID > 0 {
+		conds, args = append(conds, `id > ?`), append(args, p.AfterID)
 	}
 	conds = append(conds, `NOT fanout AND status IN `+replayable(p.IncludeDone))
 	return ` WHERE ` + strings.Join(conds, ` AND `), args

@@ -27,6 +27,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ReplayNeverTouchesInFlight":      testReplayInFlight,
 		"ReplayByFilterAndDryRun":         testReplayFilter,
 		"ReplayManyByFilter":              testReplayMany,
+		"ReplayStoppedPartWay":            testReplayStoppedPartWay,
 		"ReplayRefusesClearedPayload":     testReplayRefusesClearedPayload,
 		"FirstAttemptDoneHasNoRow":        testFirstAttemptDone,
 		"EmptyPayloadIsNotCleared":        testEmptyPayloadIsNotCleared,
@@ -455,6 +456,90 @@ func testReplayMany(t *testing.T, s FullStore) {
 	}
 	if n := count(t, s, hookbox.Filter{Source: "other", Status: hookbox.StatusDead}); n != 1 {
 		t.Errorf("an event outside the filter was replayed")
+	}
+}
+
+// testReplayStoppedPartWay: a replay by filter whose context is
+// cancelled once its first slice has committed (the stores replay 1000
+// events a transaction and call Progress after each commit) returns the
+// error with what the committed slice replayed, exactly the events now
+// pending, and where it stopped (ResumeAfter). Going on from there
+// (AfterID) replays the rest and none of the first slice again, though
+// they are pending and the filter takes pending events; the same replay
+// of dead events run again replays the rest too. A dry run from there
+// lists the rest, and a dry run that fails says nowhere to resume.
+func testReplayStoppedPartWay(t *testing.T, s FullStore) {
+	for _, c := range []struct {
+		source string
+		again  func(stopped hookbox.ReplayResult) hookbox.ReplayParams
+	}{
+		{"part-resume", func(stopped hookbox.ReplayResult) hookbox.ReplayParams {
+			return hookbox.ReplayParams{Filter: hookbox.Filter{Source: "part-resume"}, AfterID: *stopped.ResumeAfter}
+		}},
+		{"part-dead", func(hookbox.ReplayResult) hookbox.ReplayParams {
+			return hookbox.ReplayParams{Filter: hookbox.Filter{Source: "part-dead", Status: hookbox.StatusDead}}
+		}},
+	} {
+		t.Run(c.source, func(t *testing.T) {
+			ids := make([]string, 1500)
+			for i := range ids {
+				ids[i] = fmt.Sprint("s", i)
+			}
+			want := finishAs(t, s, c.source, hookbox.StatusDead, time.Now(), ids...)
+			slices.Sort(want)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stopped, err := s.Replay(ctx, hookbox.ReplayParams{Filter: hookbox.Filter{Source: c.source},
+				Progress: func(n int) {
+					if n > 0 {
+						cancel()
+					}
+				}})
+			if err == nil {
+				t.Fatalf("a replay cancelled after its first slice returned no error (replayed %d)", len(stopped.Replayed))
+			}
+			pending := func() []int64 {
+				t.Helper()
+				es, err := s.Events(context.Background(), hookbox.Filter{Source: c.source, Status: hookbox.StatusPending, Limit: 1 << 30})
+				if err != nil {
+					t.Fatalf("Events: %v", err)
+				}
+				var got []int64
+				for _, e := range es {
+					got = append(got, e.ID)
+				}
+				slices.Sort(got)
+				return got
+			}
+			if len(stopped.Replayed) == 0 || len(stopped.Replayed) >= len(want) {
+				t.Fatalf("stopped after %d of %d events, want after its first slice", len(stopped.Replayed), len(want))
+			}
+			if got := pending(); !slices.Equal(got, stopped.Replayed) {
+				t.Fatalf("the result says %d replayed (%v…), the store holds %d pending", len(stopped.Replayed), stopped.Replayed[:3], len(got))
+			}
+			done := len(stopped.Replayed)
+			if stopped.ResumeAfter == nil || *stopped.ResumeAfter != want[done-1] {
+				t.Fatalf("ResumeAfter = %v, want %d, the last id of the committed slice", stopped.ResumeAfter, want[done-1])
+			}
+			p := c.again(stopped)
+			p.DryRun = true
+			if dry := replay(t, s, p); !slices.Equal(dry.Replayed, want[done:]) {
+				t.Errorf("the dry run of going on lists %d events, want the %d not replayed", len(dry.Replayed), len(want)-done)
+			}
+			p.DryRun = false
+			if rest := replay(t, s, p); !slices.Equal(rest.Replayed, want[done:]) || rest.ResumeAfter != nil {
+				t.Errorf("going on replayed %d events (%v…), want the %d the first run left, none twice; ResumeAfter %v",
+					len(rest.Replayed), rest.Replayed[:min(3, len(rest.Replayed))], len(want)-done, rest.ResumeAfter)
+			}
+			if got := pending(); !slices.Equal(got, want) {
+				t.Errorf("%d of %d events pending after going on", len(got), len(want))
+			}
+		})
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if res, err := s.Replay(gone, hookbox.ReplayParams{Filter: hookbox.Filter{Source: "part-dead"}, DryRun: true}); err == nil || res.ResumeAfter != nil {
+		t.Errorf("a cancelled dry run: err %v, ResumeAfter %v; want an error and no place to resume", err, res.ResumeAfter)
 	}
 }
 
