@@ -71,7 +71,7 @@ const MaxListLimit = 10000
 //	                                 ?payload=raw answers the bytes as received)
 //	POST /admin/events/{id}/replay   ?include_done=true
 //	POST /admin/events/{id}/skip     ?reason=: end one dead delivery, releasing its order key
-//	POST /admin/replay               bulk: the listing's filters, dry_run, include_done
+//	POST /admin/replay               bulk: the listing's filters, dry_run, include_done, after_id
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
 //	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume|retire
 //	GET  /admin/rejected             ?source=&status=&since=&limit=&before_id=
@@ -379,6 +379,10 @@ type ReplayReply struct {
 	// beside it ("no such event", "it is done; pass --include-done …").
 	SkippedReasons map[string]string `json:"skipped_reasons"`
 	DryRun         bool              `json:"dry_run"`
+	// ReplayStop, set when the replay failed, adds what it left done
+	// and how to go on: error, stopped, replayed_count, resume_after_id
+	// and rerun.
+	*ReplayStop
 }
 
 // NewReplayReply is the reply for res; reason says why a skipped event
@@ -476,14 +480,21 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	}
 	dry, err1 := boolParam(q, "dry_run")
 	includeDone, err2 := boolParam(q, "include_done")
-	if err := errors.Join(err1, err2); err != nil {
+	afterID, err3 := afterIDParam(q)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ops := a.cfg.Store
-	res, err := ops.Replay(r.Context(), hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry})
+	p := hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry, AfterID: afterID}
+	res, err := ops.Replay(r.Context(), p)
+	if err != nil && dry {
+		a.internal(w, "replay (dry run, nothing was changed)", err)
+		return
+	}
 	if err != nil {
-		a.internal(w, "replay", err)
+		// The slices before the failure have committed: say which.
+		a.replayFailed(w, p, res, err)
 		return
 	}
 	if !dry {
@@ -556,6 +567,20 @@ func (a *admin) internal(w http.ResponseWriter, what string, err error) {
 		return
 	}
 	writeError(w, http.StatusInternalServerError, what+" failed; see the server log")
+}
+
+// afterIDParam reads after_id, where a bulk replay starts: only events
+// with larger ids are replayed (0 when absent).
+func afterIDParam(q url.Values) (int64, error) {
+	v := q.Get("after_id")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("after_id: want a positive id (a stopped replay's resume_after_id)")
+	}
+	return n, nil
 }
 
 func pathID(w http.ResponseWriter, r *http.Request) (int64, bool) {

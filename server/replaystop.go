@@ -1,0 +1,101 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/hookbox/hookbox"
+)
+
+// ReplayStop is what a replay's reply adds when the replay failed: a
+// store replays in slices, each its own transaction, so a failure after
+// the first slice leaves the slices before it replayed. Replayed (in the
+// reply beside it) lists those; ReplayedCount counts them.
+type ReplayStop struct {
+	// Error says what failed and what that left done, in the words of
+	// every error reply.
+	Error string `json:"error"`
+	// Stopped is always true: a script tells a reply of a replay that
+	// stopped from one that finished by it.
+	Stopped       bool `json:"stopped"`
+	ReplayedCount int  `json:"replayed_count"`
+	// ResumeAfterID is where the replay stopped (hookbox.ReplayResult's
+	// ResumeAfter): the same replay with after_id (--after-id) set to it
+	// goes on from there. Absent when every match was dealt with and
+	// only the report of those left alone failed.
+	ResumeAfterID *int64 `json:"resume_after_id,omitempty"`
+	// Rerun says how to go on, and whether running the same replay again
+	// as it was is safe.
+	Rerun string `json:"rerun"`
+}
+
+// StopReplay describes the failure err of the replay p, which did res
+// before it, for a reply. why is the failure in the caller's words (an
+// API reply names no internal error), said in brackets; resume is how the caller's user
+// sets where a replay starts, with a %d for the id ("after_id=%d",
+// "--after-id %d").
+func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume string) *ReplayStop {
+	n := len(res.Replayed)
+	st := &ReplayStop{Stopped: true, ReplayedCount: n}
+	if res.ResumeAfter == nil {
+		// Every slice committed; what failed came after.
+		st.Error = fmt.Sprintf("replay failed after replaying (%s): each of the %d %s in replayed was replayed and stays replayed, "+
+			"but which were left alone (skipped, no_payload) could not all be read", why, n, plural(n, "event", "events"))
+		st.Rerun = "Nothing is left to replay: list the events to see where they are."
+		return st
+	}
+	st.ResumeAfterID = res.ResumeAfter
+	resumeAt := fmt.Sprintf(resume, *res.ResumeAfter)
+	if n == 0 {
+		st.Error = "replay failed (" + why + "): nothing was replayed"
+	} else {
+		st.Error = fmt.Sprintf("replay stopped part-way (%s): the %d %s in replayed %s replayed before it stopped and %s replayed; the rest %s not replayed",
+			why, n, plural(n, "event", "events"), plural(n, "was", "were"), plural(n, "stays", "stay"), plural(n, "was", "were"))
+	}
+	st.Rerun = "Run the same replay with " + resumeAt + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p)
+	return st
+}
+
+// rerunSafety says whether running the replay p again as it was, after it
+// stopped part-way, would run again the work of events it already
+// replayed.
+func rerunSafety(p hookbox.ReplayParams) string {
+	switch {
+	case p.IncludeDone:
+		return "Do not run it again as it was: with done events included it would replay again those it replayed that have finished since, " +
+			"and run their work a second time."
+	case p.Filter.Status == hookbox.StatusDead && len(p.IDs) == 0:
+		return "Running it again as it was is safe too: it takes only events still dead, so those it replayed are left alone " +
+			"(unless one ran and died again since: that one is replayed again)."
+	default:
+		return "Running it again as it was is safe too: a replay moves only dead and pending events, never one being worked or done, " +
+			"so one it replayed that is still waiting is only made due again, not run twice, and one worked since is left alone " +
+			"(unless it died again: that one is replayed again)."
+	}
+}
+
+// replayFailed answers a replay p (not a dry run) that returned err after
+// doing res: 503 when the database could not be reached, else 500, with
+// what was replayed before the failure (StopReplay).
+func (a *admin) replayFailed(w http.ResponseWriter, p hookbox.ReplayParams, res hookbox.ReplayResult, err error) {
+	a.log.Error("admin: replay", "err", err, "replayed", len(res.Replayed))
+	if len(res.Replayed) > 0 {
+		a.notify()
+	}
+	code, why := http.StatusInternalServerError, "a database error; see the server log"
+	if errors.Is(err, hookbox.ErrUnavailable) {
+		code, why = http.StatusServiceUnavailable, "the database did not answer; see the server log"
+	}
+	reply := NewReplayReply(res, false, nil)
+	reply.ReplayStop = StopReplay(p, res, why, "after_id=%d")
+	writeJSON(w, code, reply)
+}
+
+// plural picks the word for n things.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,213 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/faults"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+)
+
+// stoppedReply is the body of a bulk replay that failed part-way.
+type stoppedReply struct {
+	Error         string  `json:"error"`
+	Stopped       bool    `json:"stopped"`
+	Replayed      []int64 `json:"replayed"`
+	ReplayedCount int     `json:"replayed_count"`
+	ResumeAfterID *int64  `json:"resume_after_id"`
+	Rerun         string  `json:"rerun"`
+}
+
+// TestAdminReplayStoppedPartWay: a bulk replay whose second slice fails
+// (the stores replay 1000 events a transaction) answers 503 when the
+// database went away (PostgreSQL behind a faults.Proxy cut while the
+// slice waits for a row lock the test holds) and 500 when the database
+// refused the slice (SQLite, a trigger), each time with the events the
+// first slice replayed (exactly those now pending, and counted), that
+// the rest were not, where to go on (after_id) and that running it again
+// is safe. Going on with after_id replays the rest. Before, both were a
+// bare error: how many were replayed, and which, was lost.
+func TestAdminReplayStoppedPartWay(t *testing.T) {
+	const path = "/admin/replay?source=cut&status=dead"
+	// check reads the stopped replay's answer; after is an admin API on
+	// the same database that reads it and goes on.
+	check := func(t *testing.T, h, after *adminHarness, ids []int64, code int, body []byte, wantCode int) {
+		t.Helper()
+		var rep stoppedReply
+		if err := json.Unmarshal(body, &rep); err != nil || code != wantCode {
+			t.Fatalf("POST %s = %d %s (%v), want %d with what was replayed", path, code, body, err, wantCode)
+		}
+		const done = 1000
+		var pending []int64
+		for _, e := range listEvents(t, after, hookbox.Filter{Source: "cut", Status: hookbox.StatusPending}) {
+			pending = append(pending, e.ID)
+		}
+		slices.Sort(pending)
+		if !rep.Stopped || rep.ReplayedCount != done || !slices.Equal(rep.Replayed, ids[:done]) || !slices.Equal(pending, rep.Replayed) {
+			t.Errorf("stopped %v, replayed_count %d, %d ids in replayed; %d pending in the store; want %d, the first slice, in each",
+				rep.Stopped, rep.ReplayedCount, len(rep.Replayed), len(pending), done)
+		}
+		resume := fmt.Sprintf("after_id=%d", ids[done-1])
+		if rep.ResumeAfterID == nil || *rep.ResumeAfterID != ids[done-1] || !strings.Contains(rep.Rerun, resume) ||
+			!strings.Contains(rep.Rerun, "safe") || !strings.Contains(rep.Error, "the rest were not replayed") {
+			t.Errorf("resume_after_id %v, error %q, rerun %q: want %d, the rest not replayed, %s and that running it again is safe",
+				rep.ResumeAfterID, rep.Error, rep.Rerun, ids[done-1], resume)
+		}
+		if h.notified.Load() == 0 {
+			t.Error("the workers were not woken for the events replayed")
+		}
+		code, body = after.call("POST", path+"&"+resume)
+		var rest stoppedReply
+		if err := json.Unmarshal(body, &rest); err != nil || code != http.StatusOK || rest.Stopped || !slices.Equal(rest.Replayed, ids[done:]) {
+			t.Errorf("going on with %s = %d, %d replayed (%v); want 200 with the %d left", resume, code, len(rest.Replayed), err, len(ids)-done)
+		}
+	}
+	seedCut := func(t *testing.T, h *adminHarness) []int64 {
+		names := make([]string, 1500)
+		for i := range names {
+			names[i] = fmt.Sprint("c", i)
+		}
+		ids := seed(t, h.st, "cut", "x", hookbox.StatusDead, time.Now(), names...)
+		slices.Sort(ids)
+		return ids
+	}
+
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		dbURL := pgtest.URL(t)
+		proxy, viaProxy := faults.URLProxyFor(t, dbURL)
+		h := startAdmin(t, viaProxy, adminToken)
+		ids := seedCut(t, h)
+		ctx := context.Background()
+		holder, watcher := pgConn(t, dbURL), pgConn(t, dbURL)
+		// Hold the queue row of the first event of the second slice: the
+		// slice waits for it, after the first slice committed.
+		tx, err := holder.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		var pid int
+		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM queue WHERE id = $1 FOR UPDATE`, ids[1000]).Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
+		replied := make(chan reply, 1)
+		go func() { replied <- post(h.url + path) }()
+		for waiting := false; !waiting; {
+			select {
+			case r := <-replied:
+				t.Fatalf("the replay answered %d %s before it waited for the held row", r.code, r.body)
+			case <-time.After(5 * time.Millisecond):
+			}
+			if err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+		}
+		proxy.Cut() // the database goes away mid-slice
+		r := <-replied
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		// The waiting slice can only roll back now: its connection is gone.
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Read and go on through a store of its own: the pool of the
+		// first still holds connections the cut closed.
+		check(t, h, startAdmin(t, dbURL, adminToken), ids, r.code, r.body, http.StatusServiceUnavailable)
+	})
+
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		dbURL := dbtest.SQLiteURL(t)
+		h := startAdmin(t, dbURL, adminToken)
+		ids := seedCut(t, h)
+		db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		// The database refuses the second slice's first event.
+		if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE OF status ON events WHEN OLD.id = %d
+            BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, ids[1000])); err != nil {
+			t.Fatal(err)
+		}
+		code, body := h.call("POST", path)
+		if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
+			t.Fatal(err)
+		}
+		check(t, h, h, ids, code, body, http.StatusInternalServerError)
+	})
+}
+
+// TestAdminReplayAfterIDChecked: after_id is a positive id; anything else
+// is a 400 that replays nothing.
+func TestAdminReplayAfterIDChecked(t *testing.T) {
+	h := startAdmin(t, dbtest.SQLiteURL(t), adminToken)
+	ids := seed(t, h.st, "aft", "x", hookbox.StatusDead, time.Now(), "1")
+	for _, v := range []string{"0", "-3", "x", "1.5"} {
+		if code, body := h.call("POST", "/admin/replay?source=aft&after_id="+v); code != http.StatusBadRequest || !strings.Contains(string(body), "after_id") {
+			t.Errorf("after_id=%s: %d %s, want a 400 naming after_id", v, code, body)
+		}
+	}
+	if n := len(listEvents(t, h, hookbox.Filter{Source: "aft", Status: hookbox.StatusDead})); n != len(ids) {
+		t.Errorf("%d of %d events still dead after refused replays", n, len(ids))
+	}
+}
+
+// reply is an HTTP answer read in another goroutine.
+type reply struct {
+	code int
+	body []byte
+	err  error
+}
+
+// post makes an admin POST with the token, for a goroutine (no t.Fatal).
+func post(url string) reply {
+	req, err := http.NewRequest("POST", url, nil)
+	if err != nil {
+		return reply{err: err}
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return reply{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return reply{code: resp.StatusCode, body: b, err: err}
+}
+
+// pgConn connects to dbURL directly, closed when the test ends.
+func pgConn(t *testing.T, dbURL string) *pgx.Conn {
+	t.Helper()
+	c, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// listEvents lists the events f selects, every one of them.
+func listEvents(t *testing.T, h *adminHarness, f hookbox.Filter) []hookbox.Event {
+	t.Helper()
+	f.Limit = 1 << 30
+	evs, err := h.st.Events(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
