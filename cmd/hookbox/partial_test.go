@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +97,71 @@ func TestPartialPurgeAndReplayReported(t *testing.T) {
 			t.Fatalf("replay replayed %d of %d events: want it cancelled after its first batch", replayed, n)
 		}
 		reported("replay", screen, err, fmt.Sprintf("replayed %d events: ", replayed))
+	})
+}
+
+// TestReplayStoppedSaysHowToGoOn: a bulk replay stopped after its first
+// batch (cancelled, as Ctrl-C would) says where it stopped and how to go
+// on, in text (after the part-way note) and with --json, where the reply
+// used to read as a finished replay's: "stopped", "replayed_count" (the
+// events now pending), "resume_after_id" and "rerun". Both exit non-zero.
+// --after-id with that id replays the rest, none twice.
+func TestReplayStoppedSaysHowToGoOn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		names := make([]string, 1500)
+		for i := range names {
+			names[i] = fmt.Sprint("s", i)
+		}
+		text := cliSeed(t, st, "text", "t", hookbox.StatusDead, time.Now(), names...)
+		asJSON := cliSeed(t, st, "json", "t", hookbox.StatusDead, time.Now(), names...)
+		pending := func(source string) []int64 {
+			t.Helper()
+			evs, err := st.Events(context.Background(), hookbox.Filter{Source: source, Status: hookbox.StatusPending, Limit: 1 << 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			for _, e := range evs {
+				ids = append(ids, e.ID)
+			}
+			slices.Sort(ids)
+			return ids
+		}
+		slices.Sort(text)
+		slices.Sort(asJSON)
+
+		screen, err := runCLICancelled(t, " replayed", "replay", "--source", "text", "--db", dbURL)
+		shown := screen[strings.LastIndex(screen, "\r")+1:]
+		done := pending("text")
+		goOn := fmt.Sprintf("--after-id %d", done[len(done)-1])
+		if err == nil || len(done) == 0 || len(done) == len(text) || !strings.Contains(shown, fmt.Sprintf("replayed %d events: ", len(done))) ||
+			!strings.Contains(shown, partialNote) || !strings.Contains(shown, "Run the same replay with "+goOn) {
+			t.Errorf("text: err %v, %d of %d pending; the screen lacks the count, the part-way note or %q:\n%s", err, len(done), len(text), goOn, shown)
+		}
+		if out := mustCLI(t, "replay", "--source", "text", "--db", dbURL, "--json", strings.Fields(goOn)[0], strings.Fields(goOn)[1]); !strings.Contains(out, fmt.Sprint(text[len(done)])) ||
+			!slices.Equal(pending("text"), text) {
+			t.Errorf("going on with %s left %d of %d pending: %s", goOn, len(pending("text")), len(text), out)
+		}
+
+		screen, err = runCLICancelled(t, " replayed", "replay", "--source", "json", "--db", dbURL, "--json")
+		var rep struct {
+			Replayed      []int64 `json:"replayed"`
+			Stopped       bool    `json:"stopped"`
+			ReplayedCount int     `json:"replayed_count"`
+			ResumeAfterID *int64  `json:"resume_after_id"`
+			Rerun         string  `json:"rerun"`
+			Error         string  `json:"error"`
+		}
+		if jerr := json.Unmarshal([]byte(screen[strings.LastIndex(screen, "\r")+1:]), &rep); jerr != nil || err == nil {
+			t.Fatalf("--json: err %v, output %v:\n%s", err, jerr, screen)
+		}
+		done = pending("json")
+		if !rep.Stopped || rep.ReplayedCount != len(done) || !slices.Equal(rep.Replayed, done) || len(done) == len(asJSON) ||
+			rep.ResumeAfterID == nil || *rep.ResumeAfterID != done[len(done)-1] ||
+			!strings.Contains(rep.Rerun, fmt.Sprintf("--after-id %d", done[len(done)-1])) || !strings.Contains(rep.Error, "the rest were not replayed") {
+			t.Errorf("--json: %+v; want stopped, the %d events pending counted and listed, where to go on", rep, len(done))
+		}
 	})
 }

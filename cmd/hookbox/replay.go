@@ -23,6 +23,7 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		dryRun      bool
 		jsonOut     bool
 		ifAttempts  int
+		afterID     int64
 	)
 	cmd := &cobra.Command{
 		Use:   "replay [ID…]",
@@ -45,14 +46,24 @@ each one left alone (being worked right now, or done without
 N, as "events show" printed them (for an event with several targets, the sum
 over its deliveries): a replay repeated after the first one ran, or after
 someone else's, is then skipped as changed since you looked, and the command
-exits 1.`,
+exits 1.
+
+A replay works in batches, each committed on its own. If one fails (the
+database goes away, Ctrl-C), the batches before it stay replayed: the
+command lists them, says that the rest were not replayed and where it
+stopped, and exits 1. --after-id N (the id it printed) goes on from there;
+with --json the same is in "stopped", "replayed_count", "resume_after_id"
+and "rerun".`,
 		Example: `  hookbox replay 42 43
   hookbox replay --status dead --source polar --since 24h --dry-run
   hookbox replay --status dead --source polar --since 24h
   hookbox replay 17 --include-done --json
   hookbox replay 17 --include-done --if-attempts 1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p := hookbox.ReplayParams{IncludeDone: includeDone, DryRun: dryRun}
+			p := hookbox.ReplayParams{IncludeDone: includeDone, DryRun: dryRun, AfterID: afterID}
+			if afterID < 0 {
+				return usagef("--after-id: want a positive id (a stopped replay's resume_after_id)")
+			}
 			switch {
 			case len(args) > 0 && !f.empty():
 				return usagef("name event ids or give filters, not both")
@@ -116,9 +127,12 @@ exits 1.`,
 				}
 				return nil
 			}
-			if err != nil {
+			if err != nil && !dryRun {
 				// The batches before the failure have committed.
-				return failedPart(out, err, !dryRun && len(res.Replayed) > 0, jsonOut, show)
+				return stoppedReplay(out, p, res, err, jsonOut, show)
+			}
+			if err != nil {
+				return err // a dry run changes nothing
 			}
 			if err := show(); err != nil || len(p.IDs) == 0 {
 				return err
@@ -139,9 +153,43 @@ exits 1.`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&includeDone, "include-done", false, "replay done events too (their work runs again)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be replayed; change nothing")
+	cmd.Flags().Int64Var(&afterID, "after-id", 0, "replay only events with larger ids: go on where a replay that stopped part-way stopped (it prints the id)")
 	cmd.Flags().IntVar(&ifAttempts, "if-attempts", 0, "replay the one event named only while its attempts are still N, as you saw them (else it is skipped, exit 1)")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "skipped_reasons": {"ID": "why", ...}, "dry_run": bool}, and "no_payload": [...] when an event's payload was cleared`)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "skipped_reasons": {"ID": "why", ...}, "dry_run": bool}, and "no_payload": [...] when an event's payload was cleared; a replay that failed adds "error", "stopped", "replayed_count", "resume_after_id" and "rerun"`)
 	return cmd
+}
+
+// stoppedReplay reports the replay p that failed with err after doing res
+// (its committed batches) and returns err: in text, what show prints for
+// a finished run, then that it stopped part-way and how to go on; with
+// jsonOut, the reply of a finished run with what server.StopReplay adds.
+func stoppedReplay(w io.Writer, p hookbox.ReplayParams, res hookbox.ReplayResult, err error, jsonOut bool, show func() error) error {
+	why := "a database error"
+	switch {
+	case errors.Is(err, context.Canceled):
+		why = "interrupted"
+	case errors.Is(err, hookbox.ErrUnavailable):
+		why = "the database did not answer"
+	}
+	stop := server.StopReplay(p, res, why, "--after-id %d")
+	if jsonOut {
+		// Which of the named events were left alone is not read again:
+		// the database has just failed.
+		reply := server.NewReplayReply(res, false, nil)
+		reply.ReplayStop = stop
+		return errors.Join(err, writeJSONOut(w, reply))
+	}
+	if len(res.Replayed) == 0 {
+		return err
+	}
+	if serr := show(); serr != nil {
+		return errors.Join(err, serr)
+	}
+	if stop.ResumeAfterID != nil {
+		fmt.Fprintln(w, partialNote)
+	}
+	fmt.Fprintln(w, stop.Rerun)
+	return err
 }
 
 // printReplay writes what the replay res did, with why it left each of
