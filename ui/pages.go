@@ -305,6 +305,10 @@ type replayData struct {
 	DryRun   bool
 	Result   hookbox.ReplayResult
 	Filtered string // the filter in words
+	// Stopped, set when the replay failed after replaying some events,
+	// says why; Finished, that it had dealt with every match by then.
+	Stopped  string
+	Finished bool
 }
 
 // replayBulk replays the dead events matching the posted filter; with
@@ -328,9 +332,23 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		return
 	}
 	res, err := u.cfg.Store.Replay(r.Context(), hookbox.ReplayParams{Filter: f, DryRun: dry})
-	if err != nil {
+	if err != nil && (dry || len(res.Replayed) == 0) {
 		u.internal(w, r, s, "replay", err)
 		return
+	}
+	code, title, data := http.StatusOK, "Replay dead events", replayData{DryRun: dry, Result: res, Filtered: filtered}
+	if err != nil {
+		// The slices before the failure have committed: say how many
+		// events they replayed, rather than an error page that reads as
+		// if none was.
+		u.log.Error("ui: replay", "err", err, "replayed", len(res.Replayed))
+		code, title, data.Stopped = http.StatusInternalServerError, "Replay stopped part-way", "a database error; see the server log"
+		if errors.Is(err, hookbox.ErrUnavailable) {
+			w.Header().Set("Retry-After", "5")
+			code, data.Stopped = http.StatusServiceUnavailable, "the database did not answer; see the server log"
+		}
+		// Every slice committed and only the report failed: none is left.
+		data.Finished = res.ResumeAfter == nil
 	}
 	if !dry {
 		u.log.Info("ui bulk replay", "replayed", len(res.Replayed))
@@ -339,8 +357,8 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		}
 	}
 	q.Del("status")
-	u.render(w, r, s, http.StatusOK, "replay", "Replay dead events", replayData{Q: q, DryRun: dry, Result: res, Filtered: filtered,
-		Back: template.URL("/ui/dead?" + q.Encode())})
+	data.Q, data.Back = q, template.URL("/ui/dead?"+q.Encode())
+	u.render(w, r, s, code, "replay", title, data)
 }
 
 // describe says a listing filter in words, its values escaped as every
