@@ -61,8 +61,8 @@ type ReplayParams struct {
 	// AfterID, when above 0, leaves out every event whose id is not
 	// above it: the same replay with the ResumeAfter of one that stopped
 	// part-way goes on where that one stopped, without judging again the
-	// events it replayed (which a replay of pending or done events would
-	// replay a second time).
+	// events it replayed (a replay that takes pending events, or done
+	// ones, would replay them again).
 	AfterID int64
 	// Now is when the events become due (zero: time.Now()).
 	Now time.Time

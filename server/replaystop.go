@@ -32,12 +32,18 @@ type ReplayStop struct {
 
 // StopReplay describes the failure err of the replay p, which did res
 // before it, for a reply. why is the failure in the caller's words (an
-// API reply names no internal error), said in brackets; resume is how the caller's user
-// sets where a replay starts, with a %d for the id ("after_id=%d",
-// "--after-id %d").
+// API reply names no internal error), said in brackets; resume is how
+// the caller's user sets where a replay starts, with a %d for the id
+// ("after_id=%d", "--after-id %d").
 func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume string) *ReplayStop {
 	n := len(res.Replayed)
 	st := &ReplayStop{Stopped: true, ReplayedCount: n}
+	if n == 0 {
+		st.ResumeAfterID = res.ResumeAfter
+		st.Error = "replay failed (" + why + "): nothing was replayed"
+		st.Rerun = "Run the same replay again."
+		return st
+	}
 	if res.ResumeAfter == nil {
 		// Every slice committed; what failed came after.
 		st.Error = fmt.Sprintf("replay failed after replaying (%s): each of the %d %s in replayed was replayed and stays replayed, "+
@@ -46,14 +52,9 @@ func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume st
 		return st
 	}
 	st.ResumeAfterID = res.ResumeAfter
-	resumeAt := fmt.Sprintf(resume, *res.ResumeAfter)
-	if n == 0 {
-		st.Error = "replay failed (" + why + "): nothing was replayed"
-	} else {
-		st.Error = fmt.Sprintf("replay stopped part-way (%s): the %d %s in replayed %s replayed before it stopped and %s replayed; the rest %s not replayed",
-			why, n, plural(n, "event", "events"), plural(n, "was", "were"), plural(n, "stays", "stay"), plural(n, "was", "were"))
-	}
-	st.Rerun = "Run the same replay with " + resumeAt + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p)
+	st.Error = fmt.Sprintf("replay stopped part-way (%s): the %d %s in replayed %s replayed before it stopped and %s replayed; the rest %s not replayed",
+		why, n, plural(n, "event", "events"), plural(n, "was", "were"), plural(n, "stays", "stay"), plural(n, "was", "were"))
+	st.Rerun = "Run the same replay with " + fmt.Sprintf(resume, *res.ResumeAfter) + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p)
 	return st
 }
 

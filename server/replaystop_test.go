@@ -18,6 +18,7 @@ import (
 	"github.com/hookbox/hookbox/faults"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/server"
 )
 
 // stoppedReply is the body of a bulk replay that failed part-way.
@@ -210,4 +211,38 @@ func listEvents(t *testing.T, h *adminHarness, f hookbox.Filter) []hookbox.Event
 		t.Fatal(err)
 	}
 	return evs
+}
+
+// TestStopReplayWords: what a stopped replay's reply says for each way it
+// can stop: nothing replayed (run it again), part-way (go on with
+// after_id; running it again is unsafe with include_done, since the
+// events it replayed that finished since would run again), and failed
+// after every slice committed (nothing is left).
+func TestStopReplayWords(t *testing.T) {
+	at := func(id int64) *int64 { return &id }
+	dead := hookbox.Filter{Status: hookbox.StatusDead}
+	for _, c := range []struct {
+		name      string
+		p         hookbox.ReplayParams
+		res       hookbox.ReplayResult
+		err, want string
+		resume    bool
+	}{
+		{"nothing", hookbox.ReplayParams{Filter: dead}, hookbox.ReplayResult{ResumeAfter: at(0)},
+			"nothing was replayed", "Run the same replay again.", true},
+		{"part-way", hookbox.ReplayParams{Filter: dead}, hookbox.ReplayResult{Replayed: []int64{4, 5}, ResumeAfter: at(9)},
+			"the 2 events in replayed were replayed before it stopped and stay replayed; the rest were not replayed", "after_id=9", true},
+		{"part-way, dead only", hookbox.ReplayParams{Filter: dead}, hookbox.ReplayResult{Replayed: []int64{4}, ResumeAfter: at(9)},
+			"the 1 event in replayed was replayed", "safe too: it takes only events still dead", true},
+		{"part-way, done too", hookbox.ReplayParams{Filter: dead, IncludeDone: true}, hookbox.ReplayResult{Replayed: []int64{4}, ResumeAfter: at(9)},
+			"the rest was not replayed", "Do not run it again as it was", true},
+		{"after the slices", hookbox.ReplayParams{IDs: []int64{4}}, hookbox.ReplayResult{Replayed: []int64{4}},
+			"each of the 1 event in replayed was replayed", "Nothing is left to replay", false},
+	} {
+		st := server.StopReplay(c.p, c.res, "why", "after_id=%d")
+		if !st.Stopped || st.ReplayedCount != len(c.res.Replayed) || !strings.Contains(st.Error, c.err) ||
+			!strings.Contains(st.Rerun, c.want) || (st.ResumeAfterID != nil) != c.resume {
+			t.Errorf("%s: %+v; want %q in error, %q in rerun, resume_after_id %v", c.name, st, c.err, c.want, c.resume)
+		}
+	}
 }
