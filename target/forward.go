@@ -86,10 +86,17 @@ type ForwardOptions struct {
 	// empty, non-nil slice means none.
 	PermanentStatuses []int
 	// Client sends the requests. nil means a client with a connection pool
-	// sized for concurrent deliveries, proxy settings from the environment,
-	// and redirects not followed (a redirected POST would lose its body or
-	// its meaning; a 3xx reply is retried like any other failure). The
-	// attempt's time limit comes from the context the worker passes.
+	// sized for concurrent deliveries and proxy settings from the
+	// environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as
+	// http.ProxyFromEnvironment reads them). Whatever the client, Forward
+	// never follows a redirect: it sends with a copy of the client whose
+	// CheckRedirect takes the 3xx reply as the answer, which is retried
+	// like any other failure. A followed redirect would send the body, the
+	// sender's signature headers, the Idempotency-Key and the values of
+	// Headers to whatever host the Location names (a 307 or 308 keeps them
+	// all but Authorization and Cookie), or turn the POST into a GET
+	// without its body (301, 302, 303). The attempt's time limit comes from
+	// the context the worker passes.
 	Client *http.Client
 	// Redactor masks secrets in the errors Deliver returns (a reply body
 	// that echoes a token, above all); nil masks nothing. The values of
@@ -215,9 +222,17 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 	}
 	if f.client == nil {
 		f.client = defaultClient()
+	} else {
+		c := *f.client // the caller's client is left as it is
+		c.CheckRedirect = noRedirects
+		f.client = &c
 	}
 	return f, nil
 }
+
+// noRedirects is Forward's http.Client.CheckRedirect: the 3xx reply is the
+// answer (see ForwardOptions.Client).
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // maxIdlePerHost is more connections than any sensible
 // workers.concurrency keeps in flight to one target.
@@ -234,12 +249,7 @@ func defaultClient() *http.Client {
 	t.MaxIdleConns = 0 // no limit over all hosts
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.IdleConnTimeout = 90 * time.Second
-	return &http.Client{
-		Transport: t,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	return &http.Client{Transport: t, CheckRedirect: noRedirects}
 }
 
 // Deliver POSTs ev to the URL. A 2xx reply is nil; a status listed as

@@ -24,7 +24,9 @@
 //     202 reply's, for every target of the event alike) as
 //     Hookbox-Event-Id.
 //   - Forward treats only a 2xx reply as done. 408, 429, 5xx, other 4xx,
-//     redirects (never followed), connection errors and timeouts are retried;
+//     redirects (never followed, whatever http.Client it is given: a
+//     followed one would carry the body, the signature and the extra
+//     headers to another host), connection errors and timeouts are retried;
 //     a Retry-After reply header (seconds or an HTTP date) delays the retry at
 //     least that long, up to an hour (worker.MaxRetryAfter) or the policy's
 //     BackoffMax if that is longer. Only the statuses listed as permanent

@@ -1,0 +1,47 @@
+package target_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// TestForwardNeverFollowsRedirects: with a client of the caller's whose
+// CheckRedirect follows redirects (http.Client's default), a 3xx reply is
+// still the answer, retried: the host the Location names gets nothing,
+// neither the body and signature nor the configured secret header (a 307
+// or 308 replays them all; Go drops only Authorization and Cookie on the
+// way to another host). The caller's client is left as it was.
+func TestForwardNeverFollowsRedirects(t *testing.T) {
+	other := newSink(t, status(http.StatusOK, ""))
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		app := newSink(t, func(_ int, r *http.Request, w http.ResponseWriter) {
+			http.Redirect(w, r, other.srv.URL+"/elsewhere", code)
+		})
+		client := &http.Client{}
+		f := newForward(t, target.ForwardOptions{URL: app.srv.URL, Headers: map[string]string{"X-Api-Key": sharedSecret}, Client: client})
+		ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "1", Attempts: 1, Payload: []byte(`{"a":1}`),
+			Header: http.Header{"Stripe-Signature": {"t=1,v1=abc"}}}
+		err := f.Deliver(context.Background(), ev)
+		want := fmt.Sprintf("forward: %d %s (redirect not followed", code, http.StatusText(code))
+		if err == nil || worker.IsPermanent(err) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%d: err = %v, want a retryable error starting %q", code, err, want)
+		}
+		if client.CheckRedirect != nil {
+			t.Errorf("%d: NewForward changed the caller's client", code)
+		}
+		if n := len(app.requests()); n != 1 {
+			t.Errorf("%d: the app got %d requests, want 1", code, n)
+		}
+	}
+	for _, r := range other.requests() {
+		t.Errorf("a redirect was followed: the other host got X-Api-Key %q, Stripe-Signature %q, Idempotency-Key %q, body %q",
+			r.header.Get("X-Api-Key"), r.header.Get("Stripe-Signature"), r.header.Get(target.HeaderIdempotencyKey), r.body)
+	}
+}
