@@ -1,8 +1,11 @@
 package target_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +14,40 @@ import (
 	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/worker"
 )
+
+// rawReceiver is a TCP server on 127.0.0.1 that reads each request whole
+// and then writes reply to the connection as it is, HTTP or not, and
+// closes it. It returns the URL to forward to.
+func rawReceiver(t *testing.T, reply func(w io.Writer)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				if _, err := io.Copy(io.Discard, req.Body); err != nil {
+					return
+				}
+				w := bufio.NewWriter(c)
+				reply(w)
+				w.Flush()
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/hook"
+}
 
 // TestForwardNeverFollowsRedirects: with a client of the caller's whose
 // CheckRedirect follows redirects (http.Client's default), a 3xx reply is
@@ -43,5 +80,23 @@ func TestForwardNeverFollowsRedirects(t *testing.T) {
 	for _, r := range other.requests() {
 		t.Errorf("a redirect was followed: the other host got X-Api-Key %q, Stripe-Signature %q, Idempotency-Key %q, body %q",
 			r.header.Get("X-Api-Key"), r.header.Get("Stripe-Signature"), r.header.Get(target.HeaderIdempotencyKey), r.body)
+	}
+}
+
+// TestForwardBoundsReplyHeaders: a reply whose headers run to a megabyte
+// is not read whole (net/http reads up to 10 MiB of them, per attempt in
+// flight): the attempt fails, to be retried, saying why.
+func TestForwardBoundsReplyHeaders(t *testing.T) {
+	u := rawReceiver(t, func(w io.Writer) {
+		io.WriteString(w, "HTTP/1.1 200 OK\r\n")
+		for i := range 1024 {
+			fmt.Fprintf(w, "X-Filler-%d: %s\r\n", i, strings.Repeat("f", 1000))
+		}
+		io.WriteString(w, "Content-Length: 0\r\n\r\n")
+	})
+	f := newForward(t, target.ForwardOptions{URL: u})
+	err := f.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "1", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil || worker.IsPermanent(err) || !strings.Contains(err.Error(), "response headers exceeded") {
+		t.Errorf("err = %v, want a retryable error for the reply's headers", err)
 	}
 }

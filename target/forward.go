@@ -86,9 +86,9 @@ type ForwardOptions struct {
 	// empty, non-nil slice means none.
 	PermanentStatuses []int
 	// Client sends the requests. nil means a client with a connection pool
-	// sized for concurrent deliveries and proxy settings from the
-	// environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as
-	// http.ProxyFromEnvironment reads them). Whatever the client, Forward
+	// sized for concurrent deliveries, proxy settings from the environment
+	// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as http.ProxyFromEnvironment
+	// reads them), and reply headers bounded (maxReplyHeaderBytes). Whatever the client, Forward
 	// never follows a redirect: it sends with a copy of the client whose
 	// CheckRedirect takes the 3xx reply as the answer, which is retried
 	// like any other failure. A followed redirect would send the body, the
@@ -238,6 +238,14 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 // workers.concurrency keeps in flight to one target.
 const maxIdlePerHost = 4096
 
+// maxReplyHeaderBytes bounds the size of a reply's status line and
+// headers, which the transport reads whole before Deliver sees the reply
+// (net/http's own bound is 10 MiB, per attempt in flight). An app's
+// reply headers are a few hundred bytes; a reverse proxy in front of
+// one passes no more than its buffer (nginx: 4 or 8 KiB by default).
+// Larger ones make the attempt fail, and be retried.
+const maxReplyHeaderBytes = 64 << 10
+
 // defaultClient returns the client Forward uses when none is given.
 func defaultClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
@@ -249,6 +257,7 @@ func defaultClient() *http.Client {
 	t.MaxIdleConns = 0 // no limit over all hosts
 	t.MaxIdleConnsPerHost = maxIdlePerHost
 	t.IdleConnTimeout = 90 * time.Second
+	t.MaxResponseHeaderBytes = maxReplyHeaderBytes
 	return &http.Client{Transport: t, CheckRedirect: noRedirects}
 }
 
