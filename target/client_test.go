@@ -100,3 +100,26 @@ func TestForwardBoundsReplyHeaders(t *testing.T) {
 		t.Errorf("err = %v, want a retryable error for the reply's headers", err)
 	}
 }
+
+// TestForwardBoundsTransportErrors: a receiver whose status line is not
+// HTTP makes net/http fail quoting the whole line, escaped (here 60 KiB
+// of control bytes, four times that quoted); the attempt's error keeps
+// no more of it than the worker stores (worker.MaxErrorText), so neither
+// the attempt's span nor a log line carries the rest.
+func TestForwardBoundsTransportErrors(t *testing.T) {
+	u := rawReceiver(t, func(w io.Writer) {
+		io.WriteString(w, "HTTP/1.1"+strings.Repeat("\x01", 60<<10)+"\r\n\r\n")
+	})
+	f := newForward(t, target.ForwardOptions{URL: u})
+	err := f.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "1", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil || worker.IsPermanent(err) {
+		t.Fatalf("err = %v, want a retryable error", err)
+	}
+	text := err.Error()
+	if max := len("forward: ") + worker.MaxErrorText; len(text) > max {
+		t.Errorf("the error is %d bytes, want at most %d: %.120s…", len(text), max, text)
+	}
+	if !strings.HasPrefix(text, `forward: net/http: HTTP/1.x transport connection broken: malformed HTTP response "HTTP/1.1\x01`) {
+		t.Errorf("error %.200q…, want the start of net/http's", text)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"sort"
@@ -43,6 +44,11 @@ var DefaultPermanentStatuses = []int{http.StatusGone}
 
 // errorBodyBytes is how much of a failed reply's body goes into the error.
 const errorBodyBytes = 200
+
+// transportErrorBytes is how much of the text of a request that got no
+// reply goes into the error: what the worker stores of an error
+// (worker.MaxErrorText), so a text it stored whole before is unchanged.
+const transportErrorBytes = worker.MaxErrorText
 
 // drainBytes bounds how much of a reply body is read so the connection can
 // be reused; a larger body closes the connection instead.
@@ -88,15 +94,15 @@ type ForwardOptions struct {
 	// Client sends the requests. nil means a client with a connection pool
 	// sized for concurrent deliveries, proxy settings from the environment
 	// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as http.ProxyFromEnvironment
-	// reads them), and reply headers bounded (maxReplyHeaderBytes). Whatever the client, Forward
-	// never follows a redirect: it sends with a copy of the client whose
-	// CheckRedirect takes the 3xx reply as the answer, which is retried
-	// like any other failure. A followed redirect would send the body, the
-	// sender's signature headers, the Idempotency-Key and the values of
-	// Headers to whatever host the Location names (a 307 or 308 keeps them
-	// all but Authorization and Cookie), or turn the POST into a GET
-	// without its body (301, 302, 303). The attempt's time limit comes from
-	// the context the worker passes.
+	// reads them), and reply headers bounded (maxReplyHeaderBytes). Whatever
+	// the client, Forward never follows a redirect: it sends with a copy
+	// of the client whose CheckRedirect takes the 3xx reply as the answer,
+	// which is retried like any other failure. A followed redirect would
+	// send the body, the sender's signature headers, the Idempotency-Key
+	// and the values of Headers to whatever host the Location names (a
+	// 307 or 308 keeps them all but Authorization and Cookie), or turn the
+	// POST into a GET without its body (301, 302, 303). The attempt's time
+	// limit comes from the context the worker passes.
 	Client *http.Client
 	// Redactor masks secrets in the errors Deliver returns (a reply body
 	// that echoes a token, above all); nil masks nothing. The values of
@@ -323,7 +329,12 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 			err = fmt.Errorf("%w (%v)", ctxErr, err)
 		}
-		return &transportError{err: err, text: f.redact(err.Error())}
+		// The transport's error may quote what the receiver sent (a
+		// malformed status line or header, up to the size of the reply's
+		// headers, and four times that once escaped): keep no more of it
+		// than the worker stores, so that the attempt's span status
+		// (tracing.Attempts), which gets the error itself, is bounded too.
+		return &transportError{err: err, text: cutMiddle(cleanText(f.redact(err.Error()), math.MaxInt), transportErrorBytes)}
 	}
 	// The transport stops reading a reply's body when ctx ends, except the
 	// body of a 101 Switching Protocols reply: that is the raw connection,
@@ -594,7 +605,7 @@ func (e *statusError) Error() string {
 // transportError is a request that got no reply: refused, reset, timed out.
 type transportError struct {
 	err  error
-	text string // err's text, redacted
+	text string // err's text, redacted, cleaned and at most transportErrorBytes
 }
 
 func (e *transportError) Error() string { return "forward: " + e.text }
@@ -800,6 +811,24 @@ func cleanText(s string, n int) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// cutMiddle keeps at most n bytes of s, its start and its end (where a
+// certificate error names the host it does not match), cut on UTF-8
+// boundaries, as the worker cuts the errors it stores.
+func cutMiddle(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const gap = " … "
+	head, start := n/2, len(s)-(n-n/2-len(gap))
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return s[:head] + gap + s[start:]
 }
 
 // validHeaderName reports whether name is an RFC 9110 token.
