@@ -141,8 +141,9 @@ func (c *Config) Effective() *Config {
 // the admin token, each source's secrets, forward header values, the
 // exec_env values serve masks (ExecEnvSecrets: a setting under a plain
 // name is shown, as in serve's logs), the password and query of the database URL
-// (or the password of a key=value connection string, see MaskDB), and
-// the password and query of forward URLs and of public_url. It is what
+// (or the password of a key=value connection string, see MaskDB), the
+// password and query of public_url, and those of forward URLs with the
+// user name of one that has no password (maskForwardURL). It is what
 // `hookbox config check` prints.
 //
 // Every other text value that came, in whole or in part, from ${NAME}
@@ -252,8 +253,8 @@ func maskFromEnv(v reflect.Value, path string, origins map[string]origin) {
 }
 
 // maskWork masks the secrets of a forward or exec: header values, the
-// exec_env values in secret (ExecEnvSecrets), and the password and query
-// of the forward URL.
+// exec_env values in secret (ExecEnvSecrets), and the credential and query
+// of the forward URL (maskForwardURL).
 func maskWork(headers map[string]string, env []string, forward *string, secret map[string]bool) {
 	for k := range headers {
 		headers[k] = mask.Mask
@@ -264,7 +265,22 @@ func maskWork(headers map[string]string, env []string, forward *string, secret m
 			env[j] = name + "=" + mask.Mask
 		}
 	}
-	*forward = maskURL(*forward)
+	*forward = maskForwardURL(*forward)
+}
+
+// maskForwardURL masks the password and the query of a forward URL, and
+// its user name when it comes without a password: then the name is the
+// credential (https://TOKEN@app.example.com/hooks, which the client sends
+// as Basic "TOKEN:"), as the forward target takes it when it masks its
+// errors.
+func maskForwardURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Opaque == "" && u.User != nil {
+		if _, ok := u.User.Password(); !ok && u.User.Username() != "" {
+			u.User = url.User("MASKED")
+			raw = u.String()
+		}
+	}
+	return maskURL(raw)
 }
 
 // maskURL masks the password and the query of a URL (either may hold a

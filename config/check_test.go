@@ -226,6 +226,44 @@ func TestMaskedHidesPublicURLSecrets(t *testing.T) {
 	}
 }
 
+// TestMaskedHidesForwardURLUserToken: config check masks the user name of
+// a forward URL that has no password (https://TOKEN@host, a token the
+// client sends as Basic "TOKEN:", and the forward target masks in its
+// errors), of a source and of a target; it printed it. A user name with a
+// password is shown, the password masked.
+func TestMaskedHidesForwardURLUserToken(t *testing.T) {
+	c, err := Parse([]byte(`sources:
+  - name: a
+    scheme: none
+    forward: "https://user-token-111@app.example/hooks"
+  - name: b
+    scheme: none
+    targets:
+      - name: t
+        forward: "https://user-token-222@app.example/hooks?k=v"
+      - name: u
+        forward: "https://deploy:pass-333@app.example/hooks"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Effective().Masked()
+	got := []string{m.Sources[0].Forward, m.Sources[1].Targets[0].Forward, m.Sources[1].Targets[1].Forward}
+	want := []string{
+		"https://" + mask.Mask + "@app.example/hooks",
+		"https://" + mask.Mask + "@app.example/hooks?" + mask.Mask,
+		"https://deploy:" + mask.Mask + "@app.example/hooks",
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("masked forward %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if c.Sources[0].Forward != "https://user-token-111@app.example/hooks" {
+		t.Error("Masked changed the original")
+	}
+}
+
 // TestEffectiveFillsToleranceOfTimestampedSchemes: config check's
 // effective config shows the default tolerance of every source that
 // checks a signed timestamp (it showed one for standard-webhooks and
