@@ -83,7 +83,9 @@ type ForwardOptions struct {
 	// app checks. They replace stored headers of the same name. Their values
 	// never appear in errors, nor does the credential of a value shaped
 	// "scheme credential" (Bearer X: X, which an app that refuses it tends
-	// to echo; see redact.HeaderSecrets). "Host" sets the request's Host.
+	// to echo; see redact.HeaderSecrets). "Host" sets the request's Host:
+	// a host name or address and an optional port (validHost); with an
+	// https URL, the certificate is still checked against the URL's host.
 	Headers map[string]string
 	// PermanentStatuses are the reply statuses that make the event dead at
 	// once instead of retried: 300 to 599, the final replies Deliver
@@ -204,6 +206,9 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		key := http.CanonicalHeaderKey(name)
 		switch {
 		case key == "Host":
+			if !validHost(value) {
+				return nil, errors.New("forward: headers: Host must be a host name or address with an optional port, like app.internal or 10.0.0.5:8080")
+			}
 			f.host = value
 		case reservedHeader(key):
 			return nil, fmt.Errorf("forward: headers: %s is set by hookbox and cannot be configured", key)
@@ -829,6 +834,15 @@ func cutMiddle(s string, n int) string {
 		start++
 	}
 	return s[:head] + gap + s[start:]
+}
+
+// validHost reports whether v can be sent as the Host header as it is: a
+// host name or address and an optional port, nothing else. net/http would
+// send "app internal" or "app/internal" as "app", silently, and the app
+// would answer for a host nobody configured.
+func validHost(v string) bool {
+	u, err := url.Parse("http://" + v)
+	return err == nil && u.Host == v && u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !strings.HasSuffix(v, ":")
 }
 
 // validHeaderName reports whether name is an RFC 9110 token.

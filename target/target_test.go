@@ -136,6 +136,13 @@ func TestNewForwardValidates(t *testing.T) {
 		// Deliver retries a 101 without looking at the permanent ones.
 		{"1xx permanent", ForwardOptions{URL: "http://x", PermanentStatuses: []int{101}}, "101 is not a reply a forward fails with"},
 		{"bogus status", ForwardOptions{URL: "http://x", PermanentStatuses: []int{1000}}, "1000"},
+		// net/http would send each of these Host values cut at the space
+		// or the slash, or refuse it on every attempt.
+		{"host with a space", ForwardOptions{URL: "http://x", Headers: map[string]string{"Host": "app " + secret}}, "Host must be a host name"},
+		{"host with a path", ForwardOptions{URL: "http://x", Headers: map[string]string{"Host": "app/" + secret}}, "Host must be a host name"},
+		{"host with userinfo", ForwardOptions{URL: "http://x", Headers: map[string]string{"host": secret + "@app"}}, "Host must be a host name"},
+		{"host with a bad port", ForwardOptions{URL: "http://x", Headers: map[string]string{"Host": "app:" + secret}}, "Host must be a host name"},
+		{"host with a colon", ForwardOptions{URL: "http://x", Headers: map[string]string{"Host": "app:"}}, "Host must be a host name"},
 	}
 	for _, c := range cases {
 		_, err := NewForward(c.opts)
@@ -157,6 +164,11 @@ func TestNewForwardValidates(t *testing.T) {
 	}
 	if f.client.CheckRedirect == nil {
 		t.Error("default client follows redirects")
+	}
+	for _, host := range []string{"app.internal:8443", "10.0.0.5", "[fd00::5]:8080", "xn--bcher-kva.example"} {
+		if f, err := NewForward(ForwardOptions{URL: "http://x", Headers: map[string]string{"Host": host}}); err != nil || f.host != host {
+			t.Errorf("Host %q: %v", host, err)
+		}
 	}
 	f, err = NewForward(ForwardOptions{URL: "http://x", PermanentStatuses: []int{}})
 	if err != nil || len(f.permanent) != 0 {
