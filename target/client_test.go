@@ -7,7 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hookbox/hookbox"
@@ -121,5 +125,98 @@ func TestForwardBoundsTransportErrors(t *testing.T) {
 	}
 	if !strings.HasPrefix(text, `forward: net/http: HTTP/1.x transport connection broken: malformed HTTP response "HTTP/1.1\x01`) {
 		t.Errorf("error %.200q…, want the start of net/http's", text)
+	}
+}
+
+// TestForwardRefusesUnusableProxyEnvironment: a proxy variable that is
+// not a URL (a bare "%" in its password) is one net/http ignores, sending
+// the forwards directly instead; NewForward refuses it, naming the
+// variable and quoting none of it, for the URLs it would proxy: not for
+// those NO_PROXY exempts, nor loopback ones (never proxied), nor those of
+// the other scheme.
+func TestForwardRefusesUnusableProxyEnvironment(t *testing.T) {
+	const password = "50%off-proxy-pass"
+	bad := "http://user:" + password + "@proxy.example:3128"
+	for _, name := range []string{"HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy", "REQUEST_METHOD"} {
+		t.Setenv(name, "")
+	}
+	refused := func(url string) error {
+		_, err := target.NewForward(target.ForwardOptions{URL: url})
+		return err
+	}
+	t.Setenv("HTTP_PROXY", bad)
+	err := refused("http://app.example/hooks")
+	if err == nil || !strings.Contains(err.Error(), "HTTP_PROXY") || !strings.Contains(err.Error(), "is not a URL") {
+		t.Errorf("bad HTTP_PROXY: err = %v, want it named", err)
+	} else if strings.Contains(err.Error(), "50%off") || strings.Contains(err.Error(), "proxy.example") {
+		t.Errorf("the error quotes the variable: %v", err)
+	}
+	for _, url := range []string{"https://app.example/hooks", "http://127.0.0.1:8080/hooks", "http://localhost/hooks"} {
+		if err := refused(url); err != nil {
+			t.Errorf("bad HTTP_PROXY, %s (not proxied): %v", url, err)
+		}
+	}
+	t.Setenv("NO_PROXY", ".example")
+	if err := refused("http://app.example/hooks"); err != nil {
+		t.Errorf("bad HTTP_PROXY, app.example in NO_PROXY: %v", err)
+	}
+	t.Setenv("NO_PROXY", "")
+	if _, err := target.NewForward(target.ForwardOptions{URL: "http://app.example/hooks", Client: &http.Client{}}); err != nil {
+		t.Errorf("bad HTTP_PROXY, the caller's client (its own proxy): %v", err)
+	}
+
+	t.Setenv("HTTP_PROXY", "")
+	t.Setenv("https_proxy", bad)
+	if err := refused("https://app.example/hooks"); err == nil || !strings.Contains(err.Error(), "HTTPS_PROXY") {
+		t.Errorf("bad https_proxy: err = %v, want HTTPS_PROXY named", err)
+	}
+	for _, good := range []string{"http://user:50%25off@proxy.example:3128", "proxy.example:3128", "socks5://proxy.example:1080"} {
+		t.Setenv("https_proxy", good)
+		if err := refused("https://app.example/hooks"); err != nil {
+			t.Errorf("https_proxy %s: %v", good, err)
+		}
+	}
+}
+
+// TestForwardUsesTheEnvironmentsProxy: the default client sends through
+// the proxy HTTP_PROXY names (for https URLs, HTTPS_PROXY's, by CONNECT),
+// except to loopback addresses, which go directly. net/http reads the
+// variables once per process, so the deliveries run in a child process
+// of the test binary, with the variables set.
+func TestForwardUsesTheEnvironmentsProxy(t *testing.T) {
+	if os.Getenv("HOOKBOX_TEST_PROXY_CHILD") != "" {
+		for _, url := range strings.Fields(os.Getenv("HOOKBOX_TEST_PROXY_URLS")) {
+			f := newForward(t, target.ForwardOptions{URL: url})
+			if err := f.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d1", Attempts: 1, Payload: []byte(`{}`)}); err != nil {
+				t.Errorf("%s: %v", url, err)
+			}
+		}
+		return
+	}
+	var mu sync.Mutex
+	var proxied []string // each request's target as the proxy got it
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		proxied = append(proxied, r.Method+" "+r.RequestURI+" "+r.Header.Get(target.HeaderIdempotencyKey))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(proxy.Close)
+	direct := newSink(t, status(http.StatusNoContent, ""))
+
+	cmd := exec.Command(os.Args[0], "-test.run=^TestForwardUsesTheEnvironmentsProxy$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "HOOKBOX_TEST_PROXY_CHILD=1",
+		"HOOKBOX_TEST_PROXY_URLS=http://app.example/hooks "+direct.srv.URL+"/hooks",
+		"HTTP_PROXY="+proxy.URL, "http_proxy=", "NO_PROXY=", "no_proxy=", "REQUEST_METHOD=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := "POST http://app.example/hooks s:d1"; len(proxied) != 1 || proxied[0] != want {
+		t.Errorf("the proxy got %q, want [%q]", proxied, want)
+	}
+	if n := len(direct.requests()); n != 1 {
+		t.Errorf("the loopback app got %d requests, want 1 (directly)", n)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/net/http/httpproxy"
+
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/effect"
@@ -96,15 +98,17 @@ type ForwardOptions struct {
 	// Client sends the requests. nil means a client with a connection pool
 	// sized for concurrent deliveries, proxy settings from the environment
 	// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as http.ProxyFromEnvironment
-	// reads them), and reply headers bounded (maxReplyHeaderBytes). Whatever
-	// the client, Forward never follows a redirect: it sends with a copy
-	// of the client whose CheckRedirect takes the 3xx reply as the answer,
-	// which is retried like any other failure. A followed redirect would
-	// send the body, the sender's signature headers, the Idempotency-Key
-	// and the values of Headers to whatever host the Location names (a
-	// 307 or 308 keeps them all but Authorization and Cookie), or turn the
-	// POST into a GET without its body (301, 302, 303). The attempt's time
-	// limit comes from the context the worker passes.
+	// reads them; NewForward refuses one it would ignore, see
+	// checkProxyEnvironment), and reply headers bounded
+	// (maxReplyHeaderBytes). Whatever the client, Forward never follows a
+	// redirect: it sends with a copy of the client whose CheckRedirect
+	// takes the 3xx reply as the answer, which is retried like any other
+	// failure. A followed redirect would send the body, the sender's
+	// signature headers, the Idempotency-Key and the values of Headers to
+	// whatever host the Location names (a 307 or 308 keeps them all but
+	// Authorization and Cookie), or turn the POST into a GET without its
+	// body (301, 302, 303). The attempt's time limit comes from the
+	// context the worker passes.
 	Client *http.Client
 	// Redactor masks secrets in the errors Deliver returns (a reply body
 	// that echoes a token, above all); nil masks nothing. The values of
@@ -232,6 +236,9 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		f.permanent[s] = true
 	}
 	if f.client == nil {
+		if err := checkProxyEnvironment(u); err != nil {
+			return nil, err
+		}
 		f.client = defaultClient()
 	} else {
 		c := *f.client // the caller's client is left as it is
@@ -256,6 +263,42 @@ const maxIdlePerHost = 4096
 // one passes no more than its buffer (nginx: 4 or 8 KiB by default).
 // Larger ones make the attempt fail, and be retried.
 const maxReplyHeaderBytes = 64 << 10
+
+// checkProxyEnvironment refuses a proxy variable that net/http would
+// ignore for u: http.ProxyFromEnvironment skips a value that is not a URL
+// (a password with a bare "%", say) as though it were unset, so the
+// forwards would go around the proxy the operator set, directly, and fail
+// to resolve or connect where only the proxy gets out, or leave by a way
+// the proxy was there to watch. A variable NO_PROXY makes moot for u, or
+// that u's scheme does not read, is let be; the error names the variable
+// and never quotes its value, whose password is a secret.
+func checkProxyEnvironment(u *url.URL) error {
+	env := httpproxy.FromEnvironment()
+	value, name := &env.HTTPProxy, "HTTP_PROXY"
+	if u.Scheme == "https" {
+		value, name = &env.HTTPSProxy, "HTTPS_PROXY"
+	}
+	if *value == "" || proxyUsable(*value) {
+		return nil
+	}
+	// Would the proxy be used for u, were the value good?
+	*value = "http://proxy.invalid"
+	if proxy, err := env.ProxyFunc()(u); err != nil || proxy == nil {
+		return nil
+	}
+	return fmt.Errorf("forward: the environment's %s (or its lower-case form) is not a URL, and net/http would ignore it and send the forwards around the proxy: fix it, percent-encoding a %% in its password as %%25 (http://user:p%%25ss@proxy:3128), or unset it", name)
+}
+
+// proxyUsable reports whether net/http takes the proxy variable's value v
+// (as golang.org/x/net/http/httpproxy parses it): a URL, or a host and
+// port it reads as an http:// URL.
+func proxyUsable(v string) bool {
+	if _, err := url.Parse(v); err == nil {
+		return true
+	}
+	_, err := url.Parse("http://" + v)
+	return err == nil
+}
 
 // defaultClient returns the client Forward uses when none is given.
 func defaultClient() *http.Client {
