@@ -708,6 +708,21 @@ var routingHeaders = map[string]bool{
 	// Credentials meant for hookbox, not for the app (ingest does not store
 	// them either).
 	"Authorization": true, "Cookie": true,
+	// Who the user or client is, as an authenticating proxy in front of
+	// an app asserts it (the app trusts them from that proxy, which sets
+	// them on every request; hookbox, calling the app directly, would be
+	// passing the sender's): auth_request setups and Kubernetes'
+	// authenticating proxy, oauth2-proxy, Grafana's auth proxy, AWS ALB,
+	// Google IAP, Azure App Service, Cloudflare Access, Pomerium,
+	// Tailscale, Vouch; and the client certificate a TLS-ending proxy
+	// vouches for (nginx's and HAProxy's conventions, Azure's).
+	"Remote-User": true, "X-Remote-*": true, "X-Auth-Request-*": true, "Gap-Auth": true,
+	"X-Webauth-*": true, "X-Amzn-Oidc-*": true, "X-Amzn-Mtls-*": true,
+	"X-Goog-Authenticated-User-*": true, "X-Goog-Iap-Jwt-Assertion": true,
+	"X-Ms-Client-Principal*": true, "X-Ms-Token-*": true, "Cf-Access-*": true,
+	"X-Pomerium-*": true, "Tailscale-User-*": true, "X-Vouch-*": true,
+	"X-Ssl-*": true, "Ssl-Client-*": true, "X-Client-Cert*": true,
+	"X-Client-Verify": true, "X-Client-Dn": true, "X-Arr-Clientcert": true,
 }
 
 // routingPrefixes are the prefixes of routingHeaders' "*" names.
@@ -754,7 +769,13 @@ func dropped(key string) bool {
 // X-Scheme, X-Url-Scheme, Front-End-Https, Cf-Connecting-Ip,
 // Fastly-Client-Ip, X-Envoy-*, X-Original-Url, X-Original-Uri,
 // X-Rewrite-Url, X-Original-Method, X-Http-Method, X-*-Method-Override);
-// Content-Encoding and Accept-Encoding; Authorization and Cookie; and the
+// Content-Encoding and Accept-Encoding; Authorization and Cookie; the
+// identity ones an authenticating proxy sets (Remote-User, X-Remote-*,
+// X-Auth-Request-*, Gap-Auth, X-Webauth-*, X-Amzn-Oidc-*, X-Amzn-Mtls-*,
+// X-Goog-Authenticated-User-*, X-Goog-Iap-Jwt-Assertion,
+// X-Ms-Client-Principal*, X-Ms-Token-*, Cf-Access-*, X-Pomerium-*,
+// Tailscale-User-*, X-Vouch-*, X-Ssl-*, Ssl-Client-*, X-Client-Cert*,
+// X-Client-Verify, X-Client-Dn, X-Arr-Clientcert); and the
 // Hookbox-* and Idempotency-Key headers Forward sets itself. Keys come out
 // canonical; values are copied.
 func ForwardHeader(stored http.Header) http.Header {

@@ -84,6 +84,48 @@ func TestWithoutConnectionHeaders(t *testing.T) {
 	}
 }
 
+// TestForwardDropsIdentityHeaders: the headers in which an
+// authenticating proxy in front of an app tells it who the user or the
+// client certificate is (the app trusts them from that proxy) are left
+// out, over real HTTP: a sender's X-Remote-User: admin reached the app as
+// though its proxy had said so. Names that merely resemble them are kept.
+func TestForwardDropsIdentityHeaders(t *testing.T) {
+	app := newSink(t, status(http.StatusOK, ""))
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL})
+	stored := http.Header{}
+	for _, name := range []string{
+		"Remote-User", "X-Remote-User", "X-Remote-Group", "X-Remote-Extra-Scopes",
+		"X-Auth-Request-User", "X-Auth-Request-Email", "X-Auth-Request-Access-Token", "Gap-Auth",
+		"X-Webauth-User", "X-Amzn-Oidc-Identity", "X-Amzn-Oidc-Data", "X-Amzn-Mtls-Clientcert",
+		"X-Goog-Authenticated-User-Email", "X-Goog-Iap-Jwt-Assertion",
+		"X-Ms-Client-Principal", "X-Ms-Client-Principal-Name", "X-Ms-Token-Aad-Id-Token",
+		"Cf-Access-Jwt-Assertion", "Cf-Access-Authenticated-User-Email", "X-Pomerium-Jwt-Assertion",
+		"Tailscale-User-Login", "X-Vouch-User", "X-Ssl-Client-Verify", "X-Ssl-Client-S-Dn",
+		"Ssl-Client-Cert", "X-Client-Cert", "X-Client-Verify", "X-Client-Dn", "X-Arr-Clientcert",
+	} {
+		stored.Set(strings.ToLower(name), "admin")
+	}
+	kept := []string{"X-Remote", "Remote-Addr-Note", "X-Amzn-Trace-Id", "X-Amz-Sns-Message-Type", "X-Goog-Resource-State", "Cf-Ray", "X-Client-Name", "Webhook-Id"}
+	for _, name := range kept {
+		stored.Set(name, "kept")
+	}
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
+	if err := f.Deliver(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	got := app.requests()[0].header
+	for name, v := range got {
+		if strings.Join(v, "") == "admin" {
+			t.Errorf("app got %s: %q", name, v)
+		}
+	}
+	for _, name := range kept {
+		if got.Get(name) != "kept" {
+			t.Errorf("%s left out, want it forwarded", name)
+		}
+	}
+}
+
 // TestForwardHeaderDropsProxyHeaders: the client address, host, scheme,
 // URL and method headers that common proxies and CDNs set (Cloudflare,
 // Fastly, Envoy, nginx and IIS conventions, Via) are left out like

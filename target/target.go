@@ -14,11 +14,12 @@
 //     describe a connection rather than the message (hop-by-hop ones, every
 //     Proxy-*, and those a Connection header names), Accept-Encoding (the
 //     client asks for its own encodings and decompresses the reply) and
-//     the routing headers an app may trust from its own proxy (Forwarded,
-//     X-Forwarded-*, X-Real-Ip, Via, X-Original-Url, X-*-Method-Override,
-//     Content-Encoding and the like; ForwardHeader has the list), so a
-//     sender cannot pose as a local client or rewrite the method or URL
-//     the app sees. It adds an Idempotency-Key of "<source>:<delivery id>"
+//     the routing and identity headers an app may trust from its own
+//     proxy (Forwarded, X-Forwarded-*, X-Real-Ip, Via, X-Original-Url,
+//     X-*-Method-Override, Content-Encoding, X-Remote-User,
+//     X-Auth-Request-*, X-Amzn-Oidc-* and the like; ForwardHeader has the
+//     list), so a sender cannot pose as a local client or a signed-in
+//     user, or rewrite the method or URL the app sees. It adds an Idempotency-Key of "<source>:<delivery id>"
 //     that is the same on every attempt and every redelivery, so the app
 //     can make its effect safe to repeat, and the event's id (the sender's
 //     202 reply's, for every target of the event alike) as
