@@ -240,10 +240,18 @@ type Ops interface {
 	// handed out again, purged or not.
 	Purge(ctx context.Context, p PurgeParams) (PurgeResult, error)
 
-	// ClearPayloads drops the payload of done events finished before
-	// before, keeping id, status, headers and timestamps (the dedupe
-	// memory). It returns how many payloads it cleared. A before later
-	// than now is refused, and the window judged, as in Purge.
+	// ClearPayloads drops the sender's data from done events finished
+	// before before: the payload, the headers, the order key (taken from
+	// the payload), the last error and the error texts of the attempts
+	// (a target's reply or a command's output may quote the payload). It
+	// keeps the dedupe memory and the history: id, source, delivery id,
+	// event type, body hash, status, times, and each attempt's number and
+	// outcome. Dead and unfinished events keep everything, and so does a
+	// FanOut event while one of its deliveries is unfinished. An event
+	// cleared only in part (by an older hookbox, which dropped the payload
+	// alone) is cleared again. It returns how many events it cleared. A
+	// before later than now is refused, and the window judged, as in
+	// Purge.
 	ClearPayloads(ctx context.Context, before time.Time) (int, error)
 
 	// Stats counts events by status and finds the oldest due event.

@@ -668,25 +668,47 @@ func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, i
 	return n, nil
 }
 
-// clearBatch drops the payloads of up to 1000 done events last changed
+// clearBatch drops the sender data of up to 1000 done events last changed
 // before $1 and after the cursor ($2, $3) in (updated_at, id) order,
 // skipping rows another transaction holds, and returns them for the next
 // cursor. It holds the events' queue rows while it clears: a replay locks
 // them before it checks that a payload is there (see replaySet).
+//
+// What goes is what the sender sent or what was taken from it: the
+// payload and headers (event_data), the order key (a field of the
+// payload; no done row takes part in ordering) and last error (queue),
+// and the error texts of the events' attempts (a reply or an output may
+// echo the payload). The ids, event type, status, times and each
+// attempt's number, owner and outcome stay: the dedupe memory and the
+// history. A row is picked while it still holds any of it (payload,
+// headers other than {} or null, order key, last error), so one cleared
+// before clearing took more than the payload is cleared by the next run,
+// and a cleared one is passed over. Each table is written only where it
+// holds something to drop: a queue row rewritten for nothing gets new
+// entries in the queue's indexes. The rows written are found by = ANY of
+// an array, a plan by index whatever the CTE's estimate (see purgeBatch).
 const clearBatch = `WITH picked AS (
     SELECT q.id, q.updated_at FROM queue q JOIN event_data d ON d.id = q.id
     WHERE q.status = 'done' AND q.updated_at < $1 AND (q.updated_at, q.id) > ($2, $3)
-      AND d.payload IS NOT NULL
+      AND (d.payload IS NOT NULL OR d.headers NOT IN ('{}', 'null')
+           OR q.order_key IS NOT NULL OR q.last_error IS NOT NULL)
       AND NOT (q.fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = q.id
           AND c.status NOT IN ('done', 'dead')))
     ORDER BY q.updated_at, q.id LIMIT 1000 FOR NO KEY UPDATE OF q SKIP LOCKED
-), cleared AS (
-    UPDATE event_data SET payload = NULL WHERE id IN (SELECT id FROM picked)
+), data AS (
+    UPDATE event_data SET payload = NULL, headers = '{}'
+    WHERE id = ANY (ARRAY(SELECT id FROM picked)) AND (payload IS NOT NULL OR headers NOT IN ('{}', 'null'))
+), derived AS (
+    UPDATE queue SET order_key = NULL, last_error = NULL
+    WHERE id = ANY (ARRAY(SELECT id FROM picked)) AND (order_key IS NOT NULL OR last_error IS NOT NULL)
+), errors AS (
+    UPDATE attempts SET error = NULL
+    WHERE event_id = ANY (ARRAY(SELECT id FROM picked)) AND error IS NOT NULL
 )
 SELECT id, updated_at FROM picked`
 
-// ClearPayloads drops payloads of old done events; see hookbox.Ops. Each
-// batch of 1000 is one statement, its own transaction; a cursor carries
+// ClearPayloads drops the sender data of old done events (clearBatch);
+// see hookbox.Ops. Each batch of 1000 is one statement, its own transaction; a cursor carries
 // the run past what it cleared, so no batch rescans it. As in Purge, the
 // window is judged on the database's clock (dbCutoff).
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {

@@ -189,7 +189,8 @@ func (s *Service) purgeOld(ctx context.Context, ops hookbox.Ops, now time.Time, 
 }
 
 // clearOldPayloads drops the payloads of done events last changed more
-// than days before now.
+// than days before now, and with them their headers, order keys and
+// errors (see hookbox.Ops.ClearPayloads).
 func (s *Service) clearOldPayloads(ctx context.Context, ops hookbox.Ops, now time.Time, days int) {
 	before, err := hookbox.DaysAgo(now, days)
 	if err != nil {
@@ -202,10 +203,10 @@ func (s *Service) clearOldPayloads(ctx context.Context, ops hookbox.Ops, now tim
 		s.log.Error("payload retention", "err", err, "cleared", n, "before", before.UTC())
 	case err != nil:
 		if n > 0 {
-			s.log.Info("payload retention stopped by shutdown: payloads cleared, ids and status kept", "cleared", n, "before", before.UTC())
+			s.log.Info("payload retention stopped by shutdown: payloads, headers, order keys and errors cleared, ids and status kept", "cleared", n, "before", before.UTC())
 		}
 	case n > 0:
-		s.log.Info("payload retention: payloads cleared, ids and status kept", "cleared", n, "before", before.UTC())
+		s.log.Info("payload retention: payloads, headers, order keys and errors cleared, ids and status kept", "cleared", n, "before", before.UTC())
 	default:
 		s.log.Debug("payload retention: nothing to clear", "before", before.UTC())
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,12 @@ var erasures = []erasure{
 		n, err := s.ClearPayloads(context.Background(), time.Now().Add(-24*time.Hour))
 		if err != nil || n == 0 {
 			t.Fatalf("ClearPayloads = %d, %v; want the old payloads cleared", n, err)
+		}
+	}},
+	{"clear sender data", seedSenderData, func(t *testing.T, s *Store) {
+		n, err := s.ClearPayloads(context.Background(), time.Now().Add(-24*time.Hour))
+		if err != nil || n == 0 {
+			t.Fatalf("ClearPayloads = %d, %v; want the old events cleared", n, err)
 		}
 	}},
 	{"rejected log trim", func(t *testing.T, s *Store, marker []byte) {
@@ -80,6 +87,66 @@ func seedAround(t *testing.T, s *Store, st hookbox.Status, marker []byte) {
 		ds = append(ds, d)
 	}
 	storetest.Seed(t, s, st, old, "", ds...)
+	storetest.Seed(t, s, hookbox.StatusDone, time.Now(), "", storetest.Delivery("s", "newer"))
+}
+
+// seedSenderData stores, as seedAround does, events finished two days
+// ago, some of which hold the marker (the first word of payload) in more
+// than their payload: a header, their order key, and the error of a
+// failed first attempt, which a target's reply or a command's output can
+// echo. Payload retention must take it from all of them.
+func seedSenderData(t *testing.T, s *Store, payload []byte) {
+	t.Helper()
+	ctx := context.Background()
+	marker := string(bytes.Fields(payload)[0])
+	old := time.Now().Add(-48 * time.Hour)
+	var ds []hookbox.Delivery
+	for i := range 20 {
+		key := fmt.Sprint("k", i)
+		if i%4 == 1 {
+			key = marker + key
+		}
+		d := storetest.Keyed("s", "app", fmt.Sprint("d", i), key)
+		if i%4 == 1 {
+			d.Payload = payload
+			d.Header.Set("X-Shop-Domain", marker)
+		}
+		ds = append(ds, d)
+	}
+	if _, err := s.Ingest(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	work := func(st func(hookbox.Event) (hookbox.Status, string)) {
+		t.Helper()
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "seed", Limit: 100, Lease: time.Minute,
+			Sources: []string{"s/app"}, ByKey: true, Now: time.Now()})
+		if err != nil || len(evs) == 0 {
+			t.Fatalf("claim = %d, %v", len(evs), err)
+		}
+		var outs []hookbox.Outcome
+		for _, e := range evs {
+			o := hookbox.Outcome{ID: e.ID, Owner: e.LeaseOwner, Attempt: e.Attempts, RetryAt: old, StartedAt: old, FinishedAt: old}
+			o.Status, o.Error = st(e)
+			outs = append(outs, o)
+		}
+		if _, err := s.Finish(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A first attempt the app refuses with the marker in its reply, then
+	// the second done; every other delivery done at once.
+	work(func(e hookbox.Event) (hookbox.Status, string) {
+		if strings.HasPrefix(e.OrderKey, marker) {
+			return hookbox.StatusPending, "the app answered 422: " + marker
+		}
+		return hookbox.StatusDone, ""
+	})
+	work(func(hookbox.Event) (hookbox.Status, string) { return hookbox.StatusDone, "" })
+	// The events themselves (FanOut records) are done from the moment
+	// they are stored: make them as old as their deliveries.
+	if _, err := s.writer.ExecContext(ctx, `UPDATE events SET updated_at = ? WHERE fanout`, millis(old)); err != nil {
+		t.Fatal(err)
+	}
 	storetest.Seed(t, s, hookbox.StatusDone, time.Now(), "", storetest.Delivery("s", "newer"))
 }
 

@@ -393,18 +393,41 @@ func purgeable(states string) string {
 // nothing newer came since the cutoff, and deletes it once one has.
 const keepsNewest = `id <> (SELECT coalesce(parent_id, id) FROM events WHERE id = (SELECT max(id) FROM events))`
 
-// clearable selects, among the finished rows, those whose payload
-// ClearPayloads drops: a fan-out event keeps its payload while a delivery
-// of it is still to be worked, since the delivery reads it from there.
-const clearable = `status = 'done' AND payload IS NOT NULL
+// clearable selects, among the finished rows, those whose sender data
+// ClearPayloads drops: done rows that still hold some (holdsSenderData).
+// A fan-out event keeps its data while a delivery of it is still to be
+// worked, since the delivery reads it from there.
+const clearable = `status = 'done' AND ` + holdsSenderData + `
     AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
         AND c.status NOT IN ('done', 'dead')))`
 
-// ClearPayloads drops payloads of old done events; see hookbox.Ops. It
-// walks the finished events once (walkFinished), 1000 candidates at a
-// time, and clears each slice in a short write transaction: a run costs
-// one pass over the finished rows, never a rescan of those it already
-// cleared.
+// holdsSenderData is true of a row that holds data clearEventData drops:
+// its payload, a header (headers longer than '{}' or 'null', which is
+// what a delivery without headers stores; headers is a BLOB, which never
+// equals a text literal, so the test is on its length), an order key or a
+// last error. A row cleared before clearing took more than the payload
+// holds the rest still: the next run clears it, and a cleared row is
+// passed over. Every term reads the row walkFinished reads anyway, and
+// none is a function in an index's predicate (see 00015_dead_keys.sql).
+const holdsSenderData = `(payload IS NOT NULL OR length(headers) > 4 OR order_key IS NOT NULL OR last_error IS NOT NULL)`
+
+// clearEventData and clearAttemptErrors, each followed by an IN list of
+// ids, drop from those events what the sender sent or what was taken from
+// it: the payload, the headers, the order key (a field of the payload; no
+// done row takes part in ordering), the last error and the error texts of
+// their attempts (a reply or an output may echo the payload). They keep
+// the dedupe memory and the history: the ids, event type, status, times,
+// and each attempt's number, owner and outcome.
+const (
+	clearEventData     = `UPDATE events SET payload = NULL, headers = '{}', order_key = NULL, last_error = NULL WHERE id`
+	clearAttemptErrors = `UPDATE attempts SET error = NULL WHERE error IS NOT NULL AND event_id`
+)
+
+// ClearPayloads drops the sender data of old done events; see
+// hookbox.Ops. It walks the finished events once (walkFinished), 1000
+// candidates at a time, and clears each slice in a short write
+// transaction: a run costs one pass over the finished rows, never a
+// rescan of those it already cleared.
 func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error) {
 	if err := hookbox.CheckCutoff(before, time.Now()); err != nil {
 		return 0, fmt.Errorf("sqlite: clear payloads: %w", err)
@@ -420,11 +443,15 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 			if err != nil || len(judged) == 0 {
 				return err
 			}
-			r, err := tx.ExecContext(ctx, `UPDATE events SET payload = NULL WHERE id IN (`+placeholders(len(judged))+`)`, int64sAny(judged)...)
+			in := ` IN (` + placeholders(len(judged)) + `)`
+			r, err := tx.ExecContext(ctx, clearEventData+in, int64sAny(judged)...)
 			if err != nil {
 				return err
 			}
-			n, err = r.RowsAffected()
+			if n, err = r.RowsAffected(); err != nil {
+				return err
+			}
+			_, err = tx.ExecContext(ctx, clearAttemptErrors+in, int64sAny(judged)...)
 			return err
 		})
 		if err != nil {
@@ -433,7 +460,7 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 		total += int(n)
 	}
 	if total > 0 {
-		s.emptyWAL() // no copy of the cleared payloads left in the WAL
+		s.emptyWAL() // no copy of the cleared data left in the WAL
 	}
 	return total, nil
 }

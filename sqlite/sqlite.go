@@ -408,21 +408,20 @@ func (s *Store) walOversize() bool {
 	return err == nil && fi.Size() > s.maxWAL
 }
 
-// emptyWAL empties the WAL after a deletion an operator asked for (a
-// purge, payloads cleared, the rejected log trimmed). secure_delete
-// zeroes the deleted rows in the pages the deletion writes, but the WAL
-// still holds older images of those pages (the rows as they were stored,
-// claimed and finished, or as one batch of a purge left them for the
-// next) until new commits overwrite them, which past the part of the
-// file ordinary traffic reuses, or on a quiet database, may be never. A
+// emptyWAL empties the WAL after a deletion an operator asked for (a purge,
+// payloads and what came with them cleared, the rejected log trimmed).
+// secure_delete zeroes the deleted rows in the pages the deletion writes,
+// but the WAL still holds older images of those pages (the rows as they
+// were stored, claimed and finished, or as one batch of a purge left them
+// for the next) until new commits overwrite them, which past the part of
+// the file ordinary traffic reuses, or on a quiet database, may be never. A
 // TRUNCATE checkpoint copies the newest images into the database file and
-// cuts the WAL to nothing. When a reader keeps it from finishing (it
-// waits for readers briefly: see truncateWAL), checkpointLoop tries again
-// after truncateBackoff, then at doubling intervals up to maxEraseWait,
-// until one does: the checkpointLoop of any process that has the file
-// open, since the WAL is marked by a file (erasePath), not in memory. A
-// `hookbox purge` run beside serve exits once it is done, and serve's
-// loop then retries for it.
+// cuts the WAL to nothing. When a reader keeps it from finishing (it waits
+// for readers briefly: see truncateWAL), checkpointLoop tries again after
+// truncateBackoff, then at doubling intervals up to maxEraseWait, until one
+// does: the checkpointLoop of any process that has the file open, since the
+// WAL is marked by a file (erasePath), not in memory. A `hookbox purge` run
+// beside serve exits once it is done, and serve's loop then retries for it.
 func (s *Store) emptyWAL() {
 	s.markErase(false) // before the checkpoint, as in checkpointLoop
 	if !s.truncateWAL() {

@@ -37,6 +37,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"RetentionRefusesFutureCutoff":    testRetentionRefusesFutureCutoff,
 		"ClearPayloadsKeepsTheRecord":     testClearPayloads,
 		"ClearPayloadsManyInSlices":       testClearPayloadsMany,
+		"ClearPayloadsDropsSenderData":    testClearPayloadsDropsSenderData,
 		"StatsCountByStatus":              testStats,
 		"ProgressAfterEachBatch":          testProgress,
 		"RetireTargetEndsUnworked":        testRetireTarget,
@@ -368,6 +369,118 @@ func testClearPayloadsMany(t *testing.T, s FullStore) {
 	if n, err := s.ClearPayloads(context.Background(), time.Now().Add(-time.Hour)); err != nil || n != 0 {
 		t.Fatalf("second ClearPayloads = %d, %v; want 0", n, err)
 	}
+}
+
+// testClearPayloadsDropsSenderData: payload retention drops, with a done
+// row's payload, what came with it or from it: its headers (a shop's
+// domain, a user id in a custom header, the client's address), its order
+// key (a JSON field of the payload), its last error and the error texts of
+// its attempts (a target's reply or a command's output can echo the
+// payload). The dedupe memory stays: id, delivery id, event type, status,
+// the attempts' numbers and outcomes. A dead delivery keeps all of it (it
+// can be replayed), and so does a pending one, whose key still orders it;
+// the dead one still holds the key. A second run finds nothing left.
+func testClearPayloadsDropsSenderData(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	const private = "shop-7f3a.example"
+	old := time.Now().Add(-48 * time.Hour)
+	key := "customer:" + private
+	keyed := func(id string) hookbox.Delivery {
+		d := Keyed("sd", "app", id, key)
+		d.Header.Set("X-Shop-Domain", private)
+		return d
+	}
+	events := ingest(t, s, keyed("1"), keyed("2"), keyed("3"))
+	echo := "the app answered 422: {\"shop\":\"" + private + "\"}"
+	take := func(want string) hookbox.Event {
+		t.Helper()
+		got := claimByKey(t, s, hookbox.ClaimParams{Limit: 1, Sources: []string{"sd/app"}})
+		if len(got) != 1 || got[0].DeliveryID != want {
+			t.Fatalf("claim by key = %+v; want delivery %s", got, want)
+		}
+		return got[0]
+	}
+	end := func(e hookbox.Event, st hookbox.Status, errText string) {
+		t.Helper()
+		o := outcome(e, st, old)
+		o.Error = errText
+		if errs := finish(t, s, o); errs[0] != nil {
+			t.Fatalf("finish %d as %s: %v", e.ID, st, errs[0])
+		}
+	}
+	first := take("1")
+	end(first, hookbox.StatusPending, echo) // retried, then done
+	end(take("1"), hookbox.StatusDone, "")
+	dead := take("2")
+	end(dead, hookbox.StatusDead, echo)
+	plain := Delivery("sd", "plain")
+	plain.Header.Set("X-Shop-Domain", private)
+	plainID := Seed(t, s, hookbox.StatusDone, old, echo, plain)[0]
+	waiting := deliveryOf(t, s, events[2].ID)
+	time.Sleep(2 * time.Millisecond) // a cut-off strictly after the FanOut events were stored
+
+	n, err := s.ClearPayloads(ctx, time.Now())
+	// The done delivery, its event, the event of the dead delivery (which
+	// keeps its own copy) and the plain event.
+	if err != nil || n != 4 {
+		t.Fatalf("ClearPayloads = %d, %v; want 4", n, err)
+	}
+	for _, id := range []int64{first.ID, events[0].ID, plainID} {
+		e := status(t, s, id)
+		if !e.PayloadCleared || len(e.Header) != 0 || e.OrderKey != "" || e.LastError != "" {
+			t.Errorf("row %d after clearing: payload cleared %v, headers %v, order key %q, last error %q; want all gone",
+				id, e.PayloadCleared, e.Header, e.OrderKey, e.LastError)
+		}
+		if e.Status != hookbox.StatusDone || e.DeliveryID == "" || e.EventType != "test.event" {
+			t.Errorf("row %d lost its record: %+v", id, e)
+		}
+		as, err := s.Attempts(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range as {
+			if a.Error != "" {
+				t.Errorf("row %d: attempt %d (%s) kept its error %q", id, a.Attempt, a.Outcome, a.Error)
+			}
+		}
+		if id == first.ID && (len(as) != 2 || as[0].Outcome != hookbox.AttemptRetry || as[1].Outcome != hookbox.AttemptDone) {
+			t.Errorf("history of the cleared delivery = %+v; want its retry and its success", as)
+		}
+	}
+	for _, id := range []int64{dead.ID, waiting} {
+		e := status(t, s, id)
+		if e.PayloadCleared || e.Header.Get("X-Shop-Domain") != private || e.OrderKey != key {
+			t.Errorf("%s delivery %d lost data: %+v", e.Status, id, e)
+		}
+	}
+	if e := status(t, s, dead.ID); e.LastError != echo {
+		t.Errorf("dead delivery's last error = %q, want %q", e.LastError, echo)
+	}
+	if as, err := s.Attempts(ctx, dead.ID); err != nil || len(as) != 1 || as[0].Error != echo {
+		t.Errorf("dead delivery's attempts = %+v, %v; want its error kept", as, err)
+	}
+	if held, err := s.HeldKeys(ctx, []string{"sd/app"}); err != nil || held["sd/app"] != 1 {
+		t.Errorf("HeldKeys after clearing = %v, %v; want the dead delivery still holding its key", held, err)
+	}
+	if got := claimByKey(t, s, hookbox.ClaimParams{Limit: 1, Sources: []string{"sd/app"}}); len(got) != 0 {
+		t.Errorf("claimed %+v behind a dead delivery of its key", got)
+	}
+	if rs := ingest(t, s, keyed("1"), plain); !rs[0].Duplicate || !rs[1].Duplicate {
+		t.Errorf("clearing forgot ids: %+v", rs)
+	}
+	if n, err := s.ClearPayloads(ctx, time.Now()); err != nil || n != 0 {
+		t.Errorf("second ClearPayloads = %d, %v; want 0", n, err)
+	}
+}
+
+// deliveryOf returns the id of the one delivery of the FanOut event id.
+func deliveryOf(t *testing.T, s FullStore, id int64) int64 {
+	t.Helper()
+	ds, err := s.Events(context.Background(), hookbox.Filter{Parent: id})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries of %d = %+v, %v; want one", id, ds, err)
+	}
+	return ds[0].ID
 }
 
 func testStats(t *testing.T, s FullStore) {
