@@ -52,3 +52,7 @@ const NotifySQL = notifySQL
 
 // HeldKeysSQL is the statement of Store.HeldKeys, for its plan.
 const HeldKeysSQL = heldKeys
+
+// ClearBatchSQL is the statement of one batch of Store.ClearPayloads,
+// for its plan.
+const ClearBatchSQL = clearBatch

@@ -685,15 +685,24 @@ func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, i
 // before clearing took more than the payload is cleared by the next run,
 // and a cleared one is passed over. Each table is written only where it
 // holds something to drop: a queue row rewritten for nothing gets new
-// entries in the queue's indexes. The rows written are found by = ANY of
-// an array, a plan by index whatever the CTE's estimate (see purgeBatch).
+// entries in the queue's indexes.
+//
+// Every table is read by index for the slice's rows, never whole: the
+// rows written are found by = ANY of an array, a plan by index whatever
+// the CTE's estimate (see purgeBatch); written IN (SELECT id FROM picked),
+// the payloads' update was a hash join over a scan of all of event_data.
+// Whether a FanOut event has a delivery left to work is a scalar subquery
+// (a lookup by events_children for each FanOut row the walk meets), not
+// an EXISTS, which the planner ran as a hashed subplan built from all of
+// event_data, with a queue lookup for each of its rows, at every batch
+// (TestClearBatchReadsBySlice).
 const clearBatch = `WITH picked AS (
     SELECT q.id, q.updated_at FROM queue q JOIN event_data d ON d.id = q.id
     WHERE q.status = 'done' AND q.updated_at < $1 AND (q.updated_at, q.id) > ($2, $3)
       AND (d.payload IS NOT NULL OR d.headers NOT IN ('{}', 'null')
            OR q.order_key IS NOT NULL OR q.last_error IS NOT NULL)
-      AND NOT (q.fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = q.id
-          AND c.status NOT IN ('done', 'dead')))
+      AND (NOT q.fanout OR (SELECT c.id FROM event_data c JOIN queue cq ON cq.id = c.id
+          WHERE c.parent_id IS NOT NULL AND c.parent_id = q.id AND cq.status NOT IN ('done', 'dead') LIMIT 1) IS NULL)
     ORDER BY q.updated_at, q.id LIMIT 1000 FOR NO KEY UPDATE OF q SKIP LOCKED
 ), data AS (
     UPDATE event_data SET payload = NULL, headers = '{}'
