@@ -544,6 +544,7 @@ func parseUnredacted(raw []byte, lookup func(string) (string, bool)) (*Config, *
 		c.Sources[i] = c.Sources[i].WithPreset()
 	}
 	c.Warnings = append(c.exampleSecretWarnings(), c.RetentionWarnings()...)
+	c.Warnings = append(c.Warnings, c.RejectedAgeWarnings()...)
 	c.Warnings = append(c.Warnings, c.adminListenWarnings()...)
 	c.Warnings = append(c.Warnings, c.shortSecretWarnings()...)
 	c.Warnings = append(c.Warnings, c.openSourceWarnings()...)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -237,11 +238,47 @@ func (c *Config) RetentionWarnings() []string {
 	return ws
 }
 
+// rejectedWarningMark starts the warning of RejectedAgeWarnings, so that
+// SetRetentionDays can replace it.
+const rejectedWarningMark = "rejected.max_age "
+
+// RejectedAgeWarnings warns when the log of refused deliveries keeps them
+// (their headers, and each body up to rejected.max_body_bytes) longer
+// than the shortest retention window keeps an accepted event's payload:
+// payload_retention_days, or retention_days when shorter or alone. A
+// refused delivery is often a real customer's event (refused for a wrong
+// secret during a rotation), and an operator who set the window expects
+// its data gone with the others'. The log is trimmed by its own bound,
+// never by the windows, so the warning asks to set it.
+func (c *Config) RejectedAgeWarnings() []string {
+	key, days := "payload_retention_days", c.PayloadRetentionDays
+	if c.RetentionDays > 0 && (days <= 0 || c.RetentionDays < days) {
+		key, days = "retention_days", c.RetentionDays
+	}
+	if days <= 0 {
+		return nil
+	}
+	age, window := c.Rejected.MaxAge, Duration(time.Duration(days)*day)
+	if age <= 0 {
+		age = Duration(rejected.DefaultMaxAge)
+	}
+	if age <= window {
+		return nil
+	}
+	a, _ := age.MarshalText()
+	w, _ := window.MarshalText()
+	return []string{fmt.Sprintf("%s%s keeps refused deliveries (headers and bodies) longer than %s %d keeps payloads: set rejected.max_age to %s or less",
+		rejectedWarningMark, a, key, days, w)}
+}
+
 // SetRetentionDays changes retention_days after loading (the
 // RETENTION_DAYS variable of hookbox serve) and brings Warnings up to date
 // with it.
 func (c *Config) SetRetentionDays(days int) {
 	c.RetentionDays = days
-	c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return strings.HasPrefix(w, retentionWarningMark) })
+	c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool {
+		return strings.HasPrefix(w, retentionWarningMark) || strings.HasPrefix(w, rejectedWarningMark)
+	})
 	c.Warnings = append(c.Warnings, c.RetentionWarnings()...)
+	c.Warnings = append(c.Warnings, c.RejectedAgeWarnings()...)
 }

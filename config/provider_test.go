@@ -746,3 +746,59 @@ func TestProviderOrSchemeRequired(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestRejectedAgeGuard: a log of refused deliveries kept longer than the
+// shortest retention window (payload_retention_days, else retention_days)
+// is a warning that names both and the max_age to set; one within it, or
+// no window, is none. RETENTION_DAYS in serve brings it up to date.
+func TestRejectedAgeGuard(t *testing.T) {
+	doc := func(keys string) []byte {
+		return []byte(keys + `
+sources:
+  - {name: s, scheme: hmac, header: X-Sig, secrets: [long-enough-secret], store_only: true}
+`)
+	}
+	rejectedWarnings := func(c *Config) []string {
+		var ws []string
+		for _, w := range c.Warnings {
+			if strings.HasPrefix(w, "rejected.max_age") {
+				ws = append(ws, w)
+			}
+		}
+		return ws
+	}
+	for _, tc := range []struct {
+		keys, want string
+	}{
+		{"payload_retention_days: 3", "rejected.max_age 168h keeps refused deliveries (headers and bodies) longer than payload_retention_days 3 keeps payloads: set rejected.max_age to 72h or less"},
+		{"retention_days: 2\npayload_retention_days: 1\nrejected: {max_age: 36h}", "longer than payload_retention_days 1 keeps payloads: set rejected.max_age to 24h or less"},
+		{"retention_days: 5", "rejected.max_age 168h keeps refused deliveries (headers and bodies) longer than retention_days 5"},
+		{"payload_retention_days: 3\nrejected: {max_age: 72h}", ""},
+		{"payload_retention_days: 30", ""},
+		{"", ""},
+	} {
+		c, err := Parse(doc(tc.keys))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := rejectedWarnings(c)
+		switch {
+		case tc.want == "" && len(ws) != 0:
+			t.Errorf("%q: warnings %q, want none", tc.keys, ws)
+		case tc.want != "" && (len(ws) != 1 || !strings.Contains(ws[0], tc.want)):
+			t.Errorf("%q: warnings %q, want one with %q", tc.keys, ws, tc.want)
+		}
+	}
+	c, err := Parse(doc("payload_retention_days: 30"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetRetentionDays(2)
+	if ws := rejectedWarnings(c); len(ws) != 1 || !strings.Contains(ws[0], "retention_days 2") {
+		t.Fatalf("after SetRetentionDays(2): %q", ws)
+	}
+	c.SetRetentionDays(30)
+	if ws := rejectedWarnings(c); len(ws) != 0 {
+		t.Fatalf("after SetRetentionDays(30): %q", ws)
+	}
+}

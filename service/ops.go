@@ -98,7 +98,8 @@ func (s *Service) startRetention(ctx context.Context) (wait func()) {
 // runRetention applies retention once at start and then every
 // RetentionInterval, until ctx ends: retention_days purges finished (done)
 // events older than that many days, payload_retention_days drops the
-// payloads of older done events and keeps their rows (the dedupe memory).
+// payloads of older done events, with their headers, order keys and
+// errors, and keeps their rows (the dedupe memory).
 // Dead events are never purged here: their work never succeeded. The log
 // of refused deliveries is trimmed to rejected.max_age and max_count too,
 // whatever the two say: each refusal written trims it, and without this
