@@ -197,6 +197,7 @@ func TestDeletedLeavesNoCopy(t *testing.T) {
 					t.Fatal("the marker is in no file before the deletion: the test sees nothing")
 				}
 				e.remove(t, s)
+				awaitWALEmptied(t, s)
 				// The background loop's checkpoint, run now rather than
 				// awaited: the newest page images go into the file.
 				if _, err := s.checkpointer.Exec(`PRAGMA wal_checkpoint(PASSIVE)`); err != nil {
@@ -206,6 +207,29 @@ func TestDeletedLeavesNoCopy(t *testing.T) {
 					t.Errorf("after the %s, the deleted bytes are still in %v", e.name, in)
 				}
 			})
+		}
+	}
+}
+
+// awaitWALEmptied waits until the WAL is empty, as the deletion leaves
+// it: at once, or, when the checkpoint it ran found the background loop's
+// own under way (SQLite then refuses a second one at once, without the
+// busy timeout), at one of the loop's next ticks (the deletion's mark,
+// see emptyWAL). Nothing is written after the deletion, so a WAL that is
+// never emptied means the deletion did not ask for it: the wait fails.
+func awaitWALEmptied(t *testing.T, s *Store) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		fi, err := os.Stat(s.path + "-wal")
+		switch {
+		case os.IsNotExist(err):
+			return
+		case err != nil:
+			t.Fatal(err)
+		case fi.Size() == 0:
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("30 s after the deletion, the WAL still holds %d bytes", fi.Size())
 		}
 	}
 }
