@@ -13,8 +13,9 @@ import (
 )
 
 // submitTimed submits 0..n-1 at once and returns each error and how long
-// each Submit took.
-func submitTimed(c *groupcommit.Committer[int, int], n int) ([]error, []time.Duration) {
+// each Submit took. Each caller adds one to calling, if not nil, as it
+// calls Submit.
+func submitTimed(c *groupcommit.Committer[int, int], n int, calling *atomic.Int64) ([]error, []time.Duration) {
 	errs := make([]error, n)
 	took := make([]time.Duration, n)
 	var wg sync.WaitGroup
@@ -22,6 +23,9 @@ func submitTimed(c *groupcommit.Committer[int, int], n int) ([]error, []time.Dur
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if calling != nil {
+				calling.Add(1)
+			}
 			start := time.Now()
 			_, errs[i] = c.Submit(context.Background(), i)
 			took[i] = time.Since(start)
@@ -33,7 +37,9 @@ func submitTimed(c *groupcommit.Committer[int, int], n int) ([]error, []time.Dur
 
 // TestPipelinedBeginFailureFailsEveryWaiter: when Begin fails, every
 // delivery waiting behind it gets the error at once; none pays a Begin of
-// its own (30 waiters with a 100 ms Begin used to take 3 s).
+// its own (30 waiters with a 100 ms Begin used to take 3 s). Counted in
+// Begins, not timed: each caller waits about as many Begins as it takes
+// turns in, whatever the machine's speed.
 func TestPipelinedBeginFailureFailsEveryWaiter(t *testing.T) {
 	down := errors.New("store down")
 	var begins atomic.Int64
@@ -50,12 +56,17 @@ func TestPipelinedBeginFailureFailsEveryWaiter(t *testing.T) {
 	const n = 30
 	var errs []error
 	var took []time.Duration
+	var calling atomic.Int64
 	done := make(chan struct{})
-	go func() { errs, took = submitTimed(c, n); close(done) }()
-	for begins.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	go func() { errs, took = submitTimed(c, n, &calling); close(done) }()
+	// Every caller is in Submit, whose queue has room: each is queued
+	// well within the 100 ms the first Begin still takes once released.
+	for deadline := time.Now().Add(10 * time.Second); begins.Load() == 0 || calling.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			close(gate)
+			t.Fatalf("after 10 s, %d Begins and %d of %d callers in Submit", begins.Load(), calling.Load(), n)
+		}
 	}
-	time.Sleep(50 * time.Millisecond) // let the other 29 queue up behind the held Begin
 	close(gate)
 	<-done
 	var slowest time.Duration
@@ -65,11 +76,9 @@ func TestPipelinedBeginFailureFailsEveryWaiter(t *testing.T) {
 		}
 		slowest = max(slowest, took[i])
 	}
-	if slowest > time.Second {
-		t.Errorf("slowest caller waited %v for a store that was known down after one 100 ms Begin", slowest)
-	}
+	t.Logf("slowest caller waited %v", slowest)
 	if b := begins.Load(); b > 3 {
-		t.Errorf("%d Begins for %d callers queued behind one failure", b, n)
+		t.Errorf("%d Begins for %d callers queued behind one failure, want the one: callers paid Begins of their own", b, n)
 	}
 }
 
@@ -120,7 +129,7 @@ func commitFailureAnswersFast(t *testing.T, unstick chan struct{}) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e, _ := submitTimed(c, slice)
+			e, _ := submitTimed(c, slice, nil)
 			mu.Lock()
 			errs = append(errs, e...)
 			mu.Unlock()
@@ -135,10 +144,13 @@ func commitFailureAnswersFast(t *testing.T, unstick chan struct{}) {
 	if err := <-first; !errors.Is(err, down) {
 		t.Fatalf("first = %v", err)
 	}
+	// Not timed to the millisecond: a caller left for a commit of its own
+	// shows in the count of commits below, and one left for the stuck
+	// rollback is never answered while the test runs.
 	select {
 	case <-done:
-	case <-time.After(time.Second):
-		t.Fatal("the callers behind a failed commit were not answered within 1s")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the callers behind a failed commit were not answered within 20 s")
 	}
 	for i, err := range errs {
 		if err == nil {
