@@ -86,8 +86,10 @@ func TestHangingSourceYieldsFreedSlots(t *testing.T) {
 	slow := hangingBacklog(t, s, p, 40, 200*time.Millisecond, nil)
 	p.Route("fast", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
 	start(t, p)
-	for slow.started.Load() < 4 {
-		time.Sleep(time.Millisecond) // every slot is held
+	for deadline := time.Now().Add(20 * time.Second); slow.started.Load() < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries of the hanging source started after 20 s, want 4 (every slot held)", slow.started.Load())
+		}
 	}
 	rs := ingest(t, s, storetest.Delivery("fast", "f1"))
 	p.Notify()
@@ -100,7 +102,10 @@ func TestHangingSourceYieldsFreedSlots(t *testing.T) {
 }
 
 // waitDoneQuiet waits up to d for event id to be done, without waking
-// the pool (waitStatus's Notify would make claims the test counts).
+// the pool (waitStatus's Notify would make claims the test counts). The
+// tests give it 20 s, not the moment the event should take: an event
+// kept waiting behind a backlog shows in the backlog's deliveries
+// started before it, whatever the machine's speed.
 func waitDoneQuiet(t *testing.T, s dbtest.Store, id int64, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -147,12 +152,14 @@ func TestFewerSlotsThanQueues(t *testing.T) {
 				}
 			}
 			start(t, p)
-			for h1.started.Load()+h2.started.Load() < 2 {
-				time.Sleep(time.Millisecond)
+			for deadline := time.Now().Add(20 * time.Second); h1.started.Load()+h2.started.Load() < 2; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d hanging deliveries started after 20 s, want 2 (both slots held)", h1.started.Load()+h2.started.Load())
+				}
 			}
 			rs := ingest(t, s, storetest.Delivery("fast", "f1"))
 			p.Notify()
-			ok := waitDoneQuiet(t, s, rs[0].ID, 3*time.Second)
+			ok := waitDoneQuiet(t, s, rs[0].ID, 20*time.Second)
 			t.Logf("fast done=%v; hanging deliveries started: h1 %d, h2 %d", ok, h1.started.Load(), h2.started.Load())
 			if n := h1.started.Load() + h2.started.Load(); !ok || n > 6 {
 				t.Errorf("healthy event waited for %d hanging deliveries (done %v)", n, ok)
@@ -172,12 +179,14 @@ func TestStrictBesideHanging(t *testing.T) {
 	p.Route("strict", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
 	p.SetPolicy("strict", worker.Policy{Strict: true, Timeout: time.Second, MaxAttempts: 3})
 	start(t, p)
-	for slow.started.Load() < 4 {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); slow.started.Load() < 4; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d deliveries of the hanging source started after 20 s, want 4 (every slot held)", slow.started.Load())
+		}
 	}
 	rs := ingest(t, s, storetest.Delivery("strict", "x"))
 	p.Notify()
-	ok := waitDoneQuiet(t, s, rs[0].ID, 3*time.Second)
+	ok := waitDoneQuiet(t, s, rs[0].ID, 20*time.Second)
 	t.Logf("strict done=%v after %d hanging deliveries", ok, slow.started.Load())
 	if !ok || slow.started.Load() > 8 {
 		t.Errorf("strict event waited behind the hanging backlog")
