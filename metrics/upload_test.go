@@ -60,9 +60,12 @@ sources:
 	if n, sum := got["hookbox_ingest_seconds_count"], got["hookbox_ingest_seconds_sum"]; n != 1 || sum < (stall-500*time.Millisecond).Seconds() {
 		t.Errorf("hookbox_ingest_seconds: count %v, sum %.2f s; want 1 delivery that took about the %v upload", n, sum, stall)
 	}
-	// The ceiling is the alert's threshold: a commit on this machine takes
-	// milliseconds.
-	if n, sum := got["hookbox_ingest_store_seconds_count"], got["hookbox_ingest_store_seconds_sum"]; n != 1 || sum >= 1 {
-		t.Errorf("hookbox_ingest_store_seconds: count %v, sum %.2f s; want 1 delivery, well under the %v upload", n, sum, stall)
+	// The database's share leaves the upload out: what the whole request
+	// took less it is the upload, at least the stall (less the margin
+	// above). Not a bound on the commit itself, which a loaded machine
+	// can make take a second; a slow commit adds to both sums alike.
+	n, sum := got["hookbox_ingest_store_seconds_count"], got["hookbox_ingest_store_seconds_sum"]
+	if upload := got["hookbox_ingest_seconds_sum"] - sum; n != 1 || upload < (stall-500*time.Millisecond).Seconds() {
+		t.Errorf("hookbox_ingest_store_seconds: count %v, sum %.2f s, %.2f s less than the request's; want 1 delivery, without the %v upload", n, sum, upload, stall)
 	}
 }
