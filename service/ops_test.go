@@ -534,19 +534,27 @@ func TestRetention(t *testing.T) {
 		// stops with its context.
 		svc := &Service{Config: h.cfg, Store: dbtest.Open(t, dbURL), log: slog.New(slog.DiscardHandler)}
 		var clock atomic.Int64
+		var reads atomic.Int32 // one per run, read as it begins
 		clock.Store(now.UnixNano())
 		ctx, cancel := context.WithCancel(context.Background())
 		stopped := make(chan struct{})
 		go func() {
-			svc.retentionLoop(ctx, 10*time.Millisecond, func() time.Time { return time.Unix(0, clock.Load()) })
+			svc.retentionLoop(ctx, 10*time.Millisecond, func() time.Time { reads.Add(1); return time.Unix(0, clock.Load()) })
 			close(stopped)
 		}()
-		time.Sleep(50 * time.Millisecond)
+		// A second run has begun: the first, as of now, has ended.
+		deadline = time.Now().Add(20 * time.Second)
+		for reads.Load() < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the retention loop began %d runs in 20 s, want 2", reads.Load())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		if !svcExists(svc, midDone[0]) {
 			t.Fatalf("a 10-day-old done event was purged with retention_days 30")
 		}
 		clock.Store(now.Add(25 * day).UnixNano()) // midDone is now 35 days old
-		deadline = time.Now().Add(5 * time.Second)
+		deadline = time.Now().Add(20 * time.Second)
 		for svcExists(svc, midDone[0]) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the periodic run did not purge")
