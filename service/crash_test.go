@@ -198,8 +198,14 @@ func waitDrained(t *testing.T, s dbtest.Store, acked int) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		pending, _ := s.Events(context.Background(), hookbox.Filter{Status: hookbox.StatusPending, Limit: 1})
-		processing, _ := s.Events(context.Background(), hookbox.Filter{Status: hookbox.StatusProcessing, Limit: 1})
+		pending, err := s.Events(context.Background(), hookbox.Filter{Status: hookbox.StatusPending, Limit: 1})
+		if err != nil {
+			t.Fatal(err) // not drained: an error lists no event
+		}
+		processing, err := s.Events(context.Background(), hookbox.Filter{Status: hookbox.StatusProcessing, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if len(pending) == 0 && len(processing) == 0 {
 			return
 		}
