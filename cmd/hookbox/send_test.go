@@ -70,15 +70,21 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	hold := rc.hold
 	rc.mu.Unlock()
 	defer func() { rc.mu.Lock(); rc.inflight--; rc.mu.Unlock() }()
-	if hold > 0 { // wait for the other copies to arrive, at most 2s
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-			rc.mu.Lock()
-			n := rc.maxIn
+	// Wait for the other copies to arrive, at most 20 s: long enough for
+	// a loaded machine to start them all, and for copies sent one after
+	// another to show as such (then none waits again).
+	for deadline := time.Now().Add(20 * time.Second); hold > 0; time.Sleep(time.Millisecond) {
+		rc.mu.Lock()
+		if rc.maxIn >= hold {
 			rc.mu.Unlock()
-			if n >= hold {
-				break
-			}
+			break
 		}
+		if time.Now().After(deadline) {
+			rc.hold = 0
+			rc.mu.Unlock()
+			break
+		}
+		rc.mu.Unlock()
 	}
 
 	name, ok := strings.CutPrefix(r.URL.Path, "/webhooks/")
