@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -244,11 +246,36 @@ func TestConcurrentVerify(t *testing.T) {
 	}
 }
 
+// allocsChild marks the test binary TestVerifyAllocations starts without
+// -race, so that it cannot start another.
+const allocsChild = "HOOKBOX_TEST_ALLOCS_CHILD"
+
 // TestVerifyAllocations guards the hot path: the pooled MAC states mean a
-// verification allocates only the strings it returns.
+// verification allocates only the strings it returns. Allocation counts
+// are meaningless under -race; CI runs every test with it, so there the
+// test runs itself again in a test binary built without it.
 func TestVerifyAllocations(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("allocation counts are meaningless under -race and skipped with -short")
+	if testing.Short() {
+		t.Skip("skipped with -short")
+	}
+	if raceEnabled {
+		if os.Getenv("CI") == "" {
+			t.Skip("allocation counts are meaningless under -race")
+		}
+		if os.Getenv(allocsChild) != "" {
+			t.Fatal("the test binary meant to count allocations was built with -race too (GOFLAGS?)")
+		}
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			t.Fatalf("CI counts allocations without -race with the go command: %v", err)
+		}
+		cmd := exec.Command(goTool, "test", "-count=1", "-run", "^TestVerifyAllocations$", ".")
+		cmd.Env = append(os.Environ(), allocsChild+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("allocations counted without -race: %v\n%s", err, out)
+		}
+		return
 	}
 	for _, b := range benchSetups(t) {
 		allocs := testing.AllocsPerRun(200, func() {
