@@ -89,7 +89,7 @@ func startWith(t testing.TB, dbURL, doc string) *harness {
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Logf("serve: %v", err)
+			t.Errorf("serve: %v", err)
 		}
 	})
 	return &harness{t: t, url: "http://" + addr, svc: svc, cfg: cfg, dbURL: dbURL}
