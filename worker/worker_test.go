@@ -44,7 +44,14 @@ func ingest(t *testing.T, s dbtest.Store, ds ...hookbox.Delivery) []hookbox.Rece
 // waitStatus waits until event id reaches want, failing after 20s.
 func waitStatus(t *testing.T, s dbtest.Store, p *worker.Pool, id int64, want hookbox.Status) hookbox.Event {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	return waitStatusWithin(t, s, p, id, want, 20*time.Second)
+}
+
+// waitStatusWithin is waitStatus failing after limit, for work whose time
+// grows with the machine's load (hundreds of commits, each a disk sync).
+func waitStatusWithin(t *testing.T, s dbtest.Store, p *worker.Pool, id int64, want hookbox.Status, limit time.Duration) hookbox.Event {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		e, err := s.Event(context.Background(), id)
 		if err != nil {
@@ -54,7 +61,7 @@ func waitStatus(t *testing.T, s dbtest.Store, p *worker.Pool, id int64, want hoo
 			return e
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("event %d is %s after 20s, want %s (last error %q)", id, e.Status, want, e.LastError)
+			t.Fatalf("event %d is %s after %v, want %s (last error %q)", id, e.Status, limit, want, e.LastError)
 		}
 		p.Notify()
 		time.Sleep(5 * time.Millisecond)
