@@ -558,11 +558,17 @@ func (a *admin) notify() {
 	}
 }
 
-// internal answers a failed store call: 503 when the database could not
-// be reached (try again), else 500.
+// adminRetryAfter is the Retry-After, in seconds, of the admin API's
+// 503s, as the console's: long enough for a database restart's first
+// seconds, short enough for a script that waits on it.
+const adminRetryAfter = "5"
+
+// internal answers a failed store call: 503 with Retry-After when the
+// database could not be reached (try again), else 500.
 func (a *admin) internal(w http.ResponseWriter, what string, err error) {
 	a.log.Error("admin: "+what, "err", err)
 	if errors.Is(err, hookbox.ErrUnavailable) {
+		w.Header().Set("Retry-After", adminRetryAfter)
 		writeError(w, http.StatusServiceUnavailable, what+" failed: the database did not answer; try again (see the server log)")
 		return
 	}

@@ -588,9 +588,10 @@ func TestAdminRefusalsLogOncePerMinute(t *testing.T) {
 }
 
 // TestAdminStoreDownIs503: when the database cannot be reached, every
-// admin call that needs it answers 503 (try again), not 500: the failure
-// is a dependency's, not a bug of hookbox. PostgreSQL only: the outage is
-// a faults.Proxy that refuses connections.
+// admin call that needs it answers 503 (try again) with Retry-After, not
+// 500: the failure is a dependency's, not a bug of hookbox. PostgreSQL
+// only: the outage is a faults.Proxy that refuses connections. (The 503s
+// had no Retry-After, where the console's and ingest's have one.)
 func TestAdminStoreDownIs503(t *testing.T) {
 	dbURL := pgtest.URL(t)
 	proxy, viaProxy := faults.URLProxyFor(t, dbURL)
@@ -598,11 +599,27 @@ func TestAdminStoreDownIs503(t *testing.T) {
 	seed(t, h.st, "down", "x", hookbox.StatusDead, time.Now().Add(-48*time.Hour), "1")
 	proxy.Cut()
 	for _, rt := range adminRoutes[:5] {
-		if code, b := h.call(rt.method, rt.path); code != http.StatusServiceUnavailable {
-			t.Errorf("%s %s with the database down = %d %s, want 503", rt.method, rt.path, code, b)
+		req, err := http.NewRequest(rt.method, h.url+rt.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("%s %s with the database down = %d %s, want 503", rt.method, rt.path, resp.StatusCode, b)
+		} else if ra := resp.Header.Get("Retry-After"); ra != adminRetryAfterWant {
+			t.Errorf("%s %s with the database down: Retry-After %q, want %q", rt.method, rt.path, ra, adminRetryAfterWant)
 		}
 	}
 }
+
+// adminRetryAfterWant is the Retry-After the admin API's 503s carry.
+const adminRetryAfterWant = "5"
 
 // TestAdminPurgeNamesBadDays: a days value that is not a number is named
 // in the 400, as sent, quoted, cut and escaped (it is the client's text).

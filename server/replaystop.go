@@ -87,6 +87,7 @@ func (a *admin) replayFailed(w http.ResponseWriter, p hookbox.ReplayParams, res 
 	code, why := http.StatusInternalServerError, "a database error; see the server log"
 	if errors.Is(err, hookbox.ErrUnavailable) {
 		code, why = http.StatusServiceUnavailable, "the database did not answer; see the server log"
+		w.Header().Set("Retry-After", adminRetryAfter)
 	}
 	reply := NewReplayReply(res, false, nil)
 	reply.ReplayStop = StopReplay(p, res, why, "after_id=%d")
