@@ -514,6 +514,9 @@ type PurgeReply struct {
 	DryRun      bool      `json:"dry_run"`
 	IncludeDead bool      `json:"include_dead"`
 	Note        string    `json:"note"`
+	// PurgeStop is set when the purge failed: the counts above are then
+	// what it deleted before it stopped.
+	*PurgeStop
 }
 
 func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
@@ -542,14 +545,19 @@ func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 	}
 	ops := a.cfg.Store
 	res, err := ops.Purge(r.Context(), hookbox.PurgeParams{Before: before, IncludeDead: includeDead, DryRun: dry})
-	if err != nil {
-		a.internal(w, "purge", err)
+	reply := PurgeReply{PurgeResult: res, Before: before.UTC(), DryRun: dry, IncludeDead: includeDead, Note: PurgeNote}
+	switch {
+	case err != nil && dry:
+		a.internal(w, "purge", err) // a dry run deletes nothing
 		return
-	}
-	if !dry {
+	case err != nil:
+		// The batches before the failure have committed.
+		a.purgeFailed(w, reply, err)
+		return
+	case !dry:
 		a.log.Info("admin purge", "done", res.Done, "stored", res.Stored, "dead", res.Dead, "before", before)
 	}
-	writeJSON(w, http.StatusOK, PurgeReply{PurgeResult: res, Before: before.UTC(), DryRun: dry, IncludeDead: includeDead, Note: PurgeNote})
+	writeJSON(w, http.StatusOK, reply)
 }
 
 func (a *admin) notify() {

@@ -170,9 +170,10 @@ func TestAdminReplayAfterIDChecked(t *testing.T) {
 
 // reply is an HTTP answer read in another goroutine.
 type reply struct {
-	code int
-	body []byte
-	err  error
+	code       int
+	body       []byte
+	retryAfter string // the Retry-After header
+	err        error
 }
 
 // post makes an admin POST with the token, for a goroutine (no t.Fatal).
@@ -188,7 +189,7 @@ func post(url string) reply {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return reply{code: resp.StatusCode, body: b, err: err}
+	return reply{code: resp.StatusCode, body: b, retryAfter: resp.Header.Get("Retry-After"), err: err}
 }
 
 // pgConn connects to dbURL directly, closed when the test ends.

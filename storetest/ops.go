@@ -33,6 +33,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"EmptyPayloadIsNotCleared":        testEmptyPayloadIsNotCleared,
 		"PurgeOnlyOldFinished":            testPurgeOnlyOldFinished,
 		"PurgeDryRunChangesNothing":       testPurgeDryRun,
+		"PurgeStoppedPartWay":             testPurgeStoppedPartWay,
 		"PurgeNeverHandsOutIDsAgain":      testPurgeNeverHandsOutIDsAgain,
 		"RetentionRefusesFutureCutoff":    testRetentionRefusesFutureCutoff,
 		"ClearPayloadsKeepsTheRecord":     testClearPayloads,
@@ -239,6 +240,39 @@ func testPurgeOnlyOldFinished(t *testing.T, s FullStore) {
 	// A redelivery of a purged id is a new event again.
 	if rs := ingest(t, s, Delivery("p", "d1")); rs[0].Duplicate {
 		t.Errorf("a purged id is still remembered")
+	}
+}
+
+// testPurgeStoppedPartWay: a purge whose context is cancelled once its
+// first batch has committed (Progress is called after each commit)
+// returns the error with the count of what the committed batch deleted,
+// exactly the events now gone, more than none and fewer than all. The
+// same purge run again deletes the rest (the newest event aside, which a
+// store may keep).
+func testPurgeStoppedPartWay(t *testing.T, s FullStore) {
+	old := time.Now().Add(-48 * time.Hour)
+	finishAs(t, s, "pstop", hookbox.StatusDone, old, "1", "2", "3", "4", "5", "6", "7")
+	finishAs(t, s, "pstop", hookbox.StatusDone, time.Now(), "new") // the newest event, which SQLite keeps
+	all := count(t, s, hookbox.Filter{Source: "pstop"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cutoff := time.Now().Add(-24 * time.Hour)
+	res, err := s.Purge(ctx, hookbox.PurgeParams{Before: cutoff, BatchSize: 2,
+		Progress: func(r hookbox.PurgeResult) {
+			if r.Total() > 0 {
+				cancel()
+			}
+		}})
+	if err == nil {
+		t.Fatalf("a purge cancelled after its first batch returned no error (deleted %+v)", res)
+	}
+	gone := all - count(t, s, hookbox.Filter{Source: "pstop"})
+	if res.Total() != gone || gone == 0 || gone >= 7 || res.Done != res.Total() {
+		t.Fatalf("the stopped purge says %+v deleted; %d of 7 old events are gone; want the count of those gone, after its first batch", res, gone)
+	}
+	rest, err := s.Purge(context.Background(), hookbox.PurgeParams{Before: cutoff, BatchSize: 2})
+	if err != nil || rest.Done != 7-gone {
+		t.Fatalf("running it again = %+v, %v; want the %d old events left", rest, err, 7-gone)
 	}
 }
 
