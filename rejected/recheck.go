@@ -70,7 +70,12 @@ type Refusal struct {
 	Reason      string `json:"reason"`
 }
 
-// RecheckResult says what a re-check did (or, dry, would do).
+// RecheckResult says what a re-check did (or, dry, would do). Beside an
+// error it says what was done before the failure: a re-check stores what
+// passes a page at a time, each page committed on its own, so every
+// delivery in Admitted with an EventID is stored as that event, even when
+// the failure came before its rejection was marked admitted (a re-check
+// run again then finds it already stored, as a duplicate, and marks it).
 type RecheckResult struct {
 	Admitted []Admission `json:"admitted"`
 	// Refused still fail verification under the current configuration,
@@ -302,6 +307,11 @@ func (rc *recheck) batch(ctx context.Context, rjs []hookbox.Rejection) error {
 	if err != nil && !errors.As(err, &bad) {
 		return fmt.Errorf("admit rejected deliveries: %w", err)
 	}
+	// The ingest has committed: each delivery that passed is an event
+	// now, and is reported admitted whether or not its rejection could be
+	// marked so. One left unmarked by a failure is found already stored
+	// (a duplicate) by the next re-check, which marks it.
+	var failed error
 	for i, rj := range passed {
 		if bad != nil {
 			if why := bad.ItemError(i); why != nil {
@@ -310,12 +320,15 @@ func (rc *recheck) batch(ctx context.Context, rjs []hookbox.Rejection) error {
 			}
 		}
 		rcpt := receipts[i]
-		if err := st.SetRejectionAdmitted(ctx, rj.ID, rcpt.ID); err != nil && !errors.Is(err, hookbox.ErrNotFound) {
-			return fmt.Errorf("admit rejection %d: %w", rj.ID, err)
+		if failed == nil {
+			if err := st.SetRejectionAdmitted(ctx, rj.ID, rcpt.ID); err != nil && !errors.Is(err, hookbox.ErrNotFound) {
+				failed = fmt.Errorf("admit rejection %d: its event %d is stored, but it (and the rest of its page) could not be marked admitted: %w",
+					rj.ID, rcpt.ID, err)
+			}
 		}
 		res.Admitted = append(res.Admitted, Admission{RejectionID: rj.ID, EventID: rcpt.ID, Duplicate: rcpt.Duplicate})
 	}
-	return nil
+	return failed
 }
 
 // nonce judges the nonce of a delivery that passed verification, and
