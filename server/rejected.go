@@ -112,8 +112,13 @@ func (a *admin) recheck(w http.ResponseWriter, r *http.Request) {
 		p.IDs = append(p.IDs, id)
 	}
 	res, err := a.cfg.Recheck(r.Context(), p)
-	if err != nil {
-		a.internal(w, "re-check", err)
+	switch {
+	case err != nil && dry:
+		a.internal(w, "re-check", err) // a dry run stores nothing
+		return
+	case err != nil:
+		// The pages before the failure are stored.
+		a.recheckFailed(w, res, err)
 		return
 	}
 	if !dry && len(res.Admitted) > 0 {
