@@ -33,7 +33,13 @@ id would be stored and processed again. Keep --days longer than any sender
 retries or redelivers (days, for most providers).
 
 serve runs the same purge every hour when retention_days (or RETENTION_DAYS)
-is set. --dry-run counts what would be deleted and deletes nothing.`,
+is set. --dry-run counts what would be deleted and deletes nothing.
+
+A purge works in batches, each committed on its own. If one fails (the
+database goes away, Ctrl-C), the batches before it stay deleted: the command
+prints how many, that the rest were not deleted, and exits 1; with --json the
+same is in "stopped", "deleted_count", "error" and "rerun". Running the same
+purge again is safe: it deletes only what is still finished and old.`,
 		Example: `  hookbox purge --days 30 --dry-run
   hookbox purge --days 30
   hookbox purge --days 90 --include-dead --json`,
@@ -68,9 +74,14 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 				printPurge(out, res, before, includeDead, dryRun, kept)
 				return nil
 			}
+			if err != nil && dryRun {
+				return err // a dry run deletes nothing
+			}
 			if err != nil {
 				// The batches before the failure have committed.
-				return failedPart(out, err, !dryRun && res.Total() > 0, jsonOut, func() error { return show(0) })
+				stop := server.StopPurge(res, stopWhy(err))
+				reply := server.PurgeReply{PurgeResult: res, Before: before.UTC(), IncludeDead: includeDead, Note: server.PurgeNote, PurgeStop: stop}
+				return stoppedRun(out, err, res.Total() > 0, jsonOut, reply, func() error { return show(0) }, stop.Rerun)
 			}
 			kept := 0
 			if !includeDead && !jsonOut {
@@ -85,7 +96,7 @@ is set. --dry-run counts what would be deleted and deletes nothing.`,
 	cmd.Flags().IntVar(&days, "days", 0, "delete finished events whose last change is older than this many days (required)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be deleted; delete nothing")
 	cmd.Flags().BoolVar(&includeDead, "include-dead", false, "delete old dead events too")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the counts as JSON")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the counts as JSON; a purge that failed adds \"error\", \"stopped\", \"deleted_count\" and \"rerun\"")
 	return cmd
 }
 

@@ -223,7 +223,13 @@ time each was received, and stores those that now pass as ordinary events,
 deduplicated as usual. Use it after fixing a source's secret. Only deliveries
 whose whole body was kept can pass. A running hookbox serve on SQLite picks
 the new events up at its next poll; POST /admin/rejected/recheck wakes it at
-once.`,
+once.
+
+A re-check stores what passes 100 deliveries at a time, each page committed
+on its own. If one fails, the pages before it stay stored: the command lists
+what it admitted, says that it stopped part-way, and exits 1; with --json the
+same is in "stopped", "admitted_count", "error" and "rerun". Running it again
+is safe: what it admitted is not stored twice.`,
 		Example: `  hookbox rejected recheck --config hookbox.yaml --dry-run
   hookbox rejected recheck --config hookbox.yaml --id 12 --id 13`,
 		Args: cobra.NoArgs,
@@ -250,9 +256,13 @@ once.`,
 				printRecheck(out, res, dry)
 				return nil
 			}
+			if err != nil && dry {
+				return err // a dry run stores nothing
+			}
 			if err != nil {
 				// The pages before the failure were stored.
-				return failedPart(out, err, !dry && len(res.Admitted) > 0, jsonOut, show)
+				stop := server.StopRecheck(res, stopWhy(err))
+				return stoppedRun(out, err, len(res.Admitted) > 0, jsonOut, server.RecheckReply{RecheckResult: res, RecheckStop: stop}, show, stop.Rerun)
 			}
 			if err := show(); err != nil {
 				return err
@@ -273,7 +283,7 @@ once.`,
 	}
 	cmd.Flags().Int64SliceVar(&ids, "id", nil, "re-check only this rejected delivery (repeatable)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "say what would pass, store nothing")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print the result as JSON; a re-check that failed adds "error", "stopped", "admitted_count" and "rerun"`)
 	return cmd
 }
 

@@ -164,14 +164,7 @@ and "rerun".`,
 // a finished run, then that it stopped part-way and how to go on; with
 // jsonOut, the reply of a finished run with what server.StopReplay adds.
 func stoppedReplay(w io.Writer, p hookbox.ReplayParams, res hookbox.ReplayResult, err error, jsonOut bool, show func() error) error {
-	why := "a database error"
-	switch {
-	case errors.Is(err, context.Canceled):
-		why = "interrupted"
-	case errors.Is(err, hookbox.ErrUnavailable):
-		why = "the database did not answer"
-	}
-	stop := server.StopReplay(p, res, why, "--after-id %d")
+	stop := server.StopReplay(p, res, stopWhy(err), "--after-id %d")
 	if jsonOut {
 		// Which of the named events were left alone is not read again:
 		// the database has just failed.

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/verify"
+)
+
+// TestPurgeStoppedSaysHowToGoOn: a purge stopped after its first batch
+// (cancelled, as Ctrl-C would) says, after what it deleted and the
+// part-way note, that running it again is safe; with --json, where the
+// reply used to read as a finished purge's, it adds "stopped",
+// "deleted_count" (exactly the events gone), "error" and "rerun". Both
+// exit non-zero.
+func TestPurgeStoppedSaysHowToGoOn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		names := make([]string, 2500) // more than two batches on both stores (250 and 1000)
+		for i := range names {
+			names[i] = fmt.Sprint("p", i)
+		}
+		cliSeed(t, st, "a", "t", hookbox.StatusDone, time.Now().Add(-40*24*time.Hour), names...)
+		left := func() int {
+			t.Helper()
+			stats, err := st.Stats(context.Background(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return stats.ByStatus[hookbox.StatusDone]
+		}
+
+		screen, err := runCLICancelled(t, " deleted", "purge", "--days", "30", "--db", dbURL)
+		shown := screen[strings.LastIndex(screen, "\r")+1:]
+		if err == nil || left() == len(names) || !strings.Contains(shown, partialNote) || !strings.Contains(shown, "Run the same purge again: it is safe") {
+			t.Errorf("text: err %v, %d of %d left; the screen lacks the part-way note or that running it again is safe:\n%s", err, left(), len(names), shown)
+		}
+
+		before := left()
+		screen, err = runCLICancelled(t, " deleted", "purge", "--days", "30", "--db", dbURL, "--json")
+		var rep struct {
+			Done         int    `json:"done"`
+			Stopped      bool   `json:"stopped"`
+			DeletedCount int    `json:"deleted_count"`
+			Error        string `json:"error"`
+			Rerun        string `json:"rerun"`
+		}
+		if jerr := json.Unmarshal([]byte(screen[strings.LastIndex(screen, "\r")+1:]), &rep); jerr != nil || err == nil {
+			t.Fatalf("--json: err %v, output %v:\n%s", err, jerr, screen)
+		}
+		gone := before - left()
+		if !rep.Stopped || gone == 0 || left() == 0 || rep.DeletedCount != gone || rep.Done != gone ||
+			!strings.Contains(rep.Error, "the rest were not deleted") || !strings.Contains(rep.Rerun, "safe") {
+			t.Errorf("--json: %+v; want stopped, the %d events gone counted, and that running it again is safe", rep, gone)
+		}
+	})
+}
+
+// TestRecheckStoppedSaysSoInJSON: a re-check whose second page fails (a
+// trigger refuses to mark one of its rejections admitted) exits non-zero
+// and, with --json, where the reply used to read as a finished
+// re-check's, adds "stopped", "admitted_count" (every event stored),
+// "error" and "rerun".
+func TestRecheckStoppedSaysSoInJSON(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		const secret = "whsec_Y2xpLXJlY2hlY2stc2VjcmV0LWZvci10ZXN0"
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		var rjs []hookbox.Rejection
+		for i := range 150 { // two pages of a re-check (100)
+			body := []byte(fmt.Sprintf(`{"type":"order.paid","n":%d}`, i))
+			hdr, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{secret}}, body, fmt.Sprint("msg_", i), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rjs = append(rjs, hookbox.Rejection{Source: "polar", ReceivedAt: time.Now(), RemoteAddr: "192.0.2.1", Status: 401,
+				Reason: "no signature matches", Header: hdr, Body: body, BodySize: int64(len(body)), BodyComplete: true})
+		}
+		if _, err := st.AddRejections(ctx, rjs, hookbox.RejectionBounds{}); err != nil {
+			t.Fatal(err)
+		}
+		kept, err := st.Rejections(ctx, hookbox.RejectionFilter{Limit: 1000}) // newest first, as a re-check reads them
+		if err != nil || len(kept) != 150 {
+			t.Fatalf("%d rejections kept (%v), want 150", len(kept), err)
+		}
+		refuseAdmitted(t, dbURL, kept[125].ID)
+		cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
+		cfg := fmt.Sprintf("sources:\n  - name: polar\n    scheme: standard-webhooks\n    secrets: [%q]\n    store_only: true\n", secret)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, _, err := runCLI(t, "rejected", "recheck", "--db", dbURL, "--config", cfgPath, "--json")
+		var rep struct {
+			Admitted      []json.RawMessage `json:"admitted"`
+			Stopped       bool              `json:"stopped"`
+			AdmittedCount int               `json:"admitted_count"`
+			Error         string            `json:"error"`
+			Rerun         string            `json:"rerun"`
+		}
+		if jerr := json.Unmarshal([]byte(out), &rep); jerr != nil || err == nil {
+			t.Fatalf("--json: err %v, output %v:\n%s", err, jerr, out)
+		}
+		evs, err := st.Events(ctx, hookbox.Filter{Source: "polar", Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Stopped || rep.AdmittedCount != len(evs) || len(rep.Admitted) != len(evs) || len(evs) == 0 ||
+			!strings.Contains(rep.Error, "stopped part-way") || !strings.Contains(rep.Rerun, "safe") {
+			t.Errorf("--json: stopped %v, admitted_count %d, %d admitted, error %q, rerun %q; want stopped, the %d events stored counted, "+
+				"and that running it again is safe", rep.Stopped, rep.AdmittedCount, len(rep.Admitted), rep.Error, rep.Rerun, len(evs))
+		}
+	})
+}
+
+// refuseAdmitted makes the database at dbURL refuse, for the rest of the
+// test, to mark rejection id admitted.
+func refuseAdmitted(t *testing.T, dbURL string, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries WHEN OLD.id = %d
+            BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, id)); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, q := range []string{
+		`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`,
+		fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries FOR EACH ROW WHEN (OLD.id = %d) EXECUTE FUNCTION refuse()`, id),
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
