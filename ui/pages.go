@@ -450,15 +450,37 @@ func (u *console) recheck(w http.ResponseWriter, r *http.Request, s session) {
 		p.IDs = append(p.IDs, id)
 	}
 	res, err := u.cfg.Recheck(r.Context(), p)
-	if err != nil {
+	if err != nil && (p.DryRun || len(res.Admitted) == 0) {
 		u.internal(w, r, s, "re-check", err)
 		return
+	}
+	code, title, data := http.StatusOK, "Re-check", recheckData{RecheckResult: res, IDs: p.IDs}
+	if err != nil {
+		// The pages before the failure are stored: say what they
+		// admitted, rather than an error page that reads as if nothing
+		// was.
+		u.log.Error("ui: re-check", "err", err, "admitted", len(res.Admitted), "refused", len(res.Refused))
+		code, title, data.Stopped = http.StatusInternalServerError, "Re-check stopped part-way", "a database error; see the server log"
+		if errors.Is(err, hookbox.ErrUnavailable) {
+			w.Header().Set("Retry-After", "5")
+			code, data.Stopped = http.StatusServiceUnavailable, "the database did not answer; see the server log"
+		}
 	}
 	if !p.DryRun && len(res.Admitted) > 0 {
 		u.log.Info("ui re-check admitted rejected deliveries", "admitted", len(res.Admitted), "refused", len(res.Refused))
 		u.notify()
 	}
-	u.render(w, r, s, http.StatusOK, "recheck", "Re-check", res)
+	u.render(w, r, s, code, "recheck", title, data)
+}
+
+// recheckData is what the re-check page shows.
+type recheckData struct {
+	rejected.RecheckResult
+	// IDs are the deliveries the re-check was asked about (none: all).
+	IDs []int64
+	// Stopped, set when the re-check failed after admitting some
+	// deliveries, says why.
+	Stopped string
 }
 
 type uncertainData struct {
