@@ -268,7 +268,11 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 			return res, fmt.Errorf("sqlite: purge: %w", err)
 		}
 		start := time.Now()
+		// The batch's deletions count once it has committed: a batch
+		// that rolls back (its commit refused) deleted nothing.
+		var batchRes hookbox.PurgeResult
 		err = s.inTx(ctx, func(tx *sql.Tx) error {
+			batchRes = hookbox.PurgeResult{}
 			judged, err := judgeFinished(ctx, tx, cond, before, ids)
 			if err != nil || len(judged) == 0 {
 				return err
@@ -300,13 +304,16 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 				if f, ok := fanned[id]; ok {
 					st = f
 				}
-				res.Add(hookbox.Status(st), 1)
+				batchRes.Add(hookbox.Status(st), 1)
 			}
 			return rows.Err()
 		})
 		if err != nil {
 			return res, fmt.Errorf("sqlite: purge: %w", err)
 		}
+		res.Done += batchRes.Done
+		res.Dead += batchRes.Dead
+		res.Stored += batchRes.Stored
 		if p.Progress != nil {
 			p.Progress(res)
 		}
