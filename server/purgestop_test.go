@@ -14,6 +14,8 @@ import (
 	"github.com/hookbox/hookbox/faults"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/rejected"
+	"github.com/hookbox/hookbox/server"
 )
 
 // stoppedPurge is the body of a purge that failed part-way.
@@ -140,4 +142,24 @@ func TestAdminPurgeStoppedPartWay(t *testing.T) {
 		}
 		check(t, h, len(older)+len(newer), r, http.StatusInternalServerError)
 	})
+}
+
+// TestStopPurgeAndRecheckWords: what a stopped purge's and re-check's
+// replies say when nothing was done yet (nothing deleted or admitted) and
+// when one thing was (in the singular), each with that running it again is
+// safe.
+func TestStopPurgeAndRecheckWords(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{server.StopPurge(hookbox.PurgeResult{}, "why").Error, "purge failed (why): nothing was deleted"},
+		{server.StopPurge(hookbox.PurgeResult{Stored: 1}, "why").Error, "the 1 event counted here was deleted before it stopped and stays deleted; the rest was not deleted"},
+		{server.StopRecheck(rejected.RecheckResult{}, "why").Error, "re-check failed (why): nothing was admitted"},
+		{server.StopRecheck(rejected.RecheckResult{Admitted: []rejected.Admission{{RejectionID: 1}}}, "why").Error,
+			"the 1 delivery in admitted was stored before it stopped and stays stored"},
+		{server.StopPurge(hookbox.PurgeResult{}, "why").Rerun, "safe"},
+		{server.StopRecheck(rejected.RecheckResult{}, "why").Rerun, "safe"},
+	} {
+		if !strings.Contains(c.got, c.want) {
+			t.Errorf("%q lacks %q", c.got, c.want)
+		}
+	}
 }
