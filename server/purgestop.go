@@ -1,8 +1,6 @@
 package server
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/hookbox/hookbox"
@@ -39,13 +37,7 @@ const purgeRerun = "Run the same purge again: it is safe, as it deletes only eve
 func StopPurge(res hookbox.PurgeResult, why string) *PurgeStop {
 	n := res.Total()
 	st := &PurgeStop{Stopped: true, DeletedCount: n, Rerun: purgeRerun}
-	if n == 0 {
-		st.Error = "purge failed (" + why + "): nothing was deleted"
-		return st
-	}
-	st.Error = fmt.Sprintf("purge stopped part-way (%s): the %d %s counted here %s deleted before it stopped and %s deleted; "+
-		"the rest %s not deleted", why, n, plural(n, "event", "events"), plural(n, "was", "were"), plural(n, "stays", "stay"),
-		plural(n, "was", "were"))
+	st.Error = purgeWords.stopError(why, n)
 	return st
 }
 
@@ -56,11 +48,7 @@ func StopPurge(res hookbox.PurgeResult, why string) *PurgeStop {
 func (a *admin) purgeFailed(w http.ResponseWriter, reply PurgeReply, err error) {
 	res := reply.PurgeResult
 	a.log.Error("admin: purge", "err", err, "done", res.Done, "stored", res.Stored, "dead", res.Dead, "before", reply.Before)
-	code, why := http.StatusInternalServerError, "a database error; see the server log"
-	if errors.Is(err, hookbox.ErrUnavailable) {
-		code, why = http.StatusServiceUnavailable, "the database did not answer; see the server log"
-		w.Header().Set("Retry-After", adminRetryAfter)
-	}
+	code, why := FailureStatus(w, err)
 	reply.PurgeStop = StopPurge(res, why)
 	writeJSON(w, code, reply)
 }

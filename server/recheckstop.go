@@ -1,11 +1,8 @@
 package server
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 
-	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/rejected"
 )
 
@@ -49,13 +46,7 @@ const recheckRerun = "Run the same re-check again: it is safe, as a delivery it 
 func StopRecheck(res rejected.RecheckResult, why string) *RecheckStop {
 	n := len(res.Admitted)
 	st := &RecheckStop{Stopped: true, AdmittedCount: n, Rerun: recheckRerun}
-	if n == 0 {
-		st.Error = "re-check failed (" + why + "): nothing was admitted"
-		return st
-	}
-	st.Error = fmt.Sprintf("re-check stopped part-way (%s): the %d %s in admitted %s stored before it stopped and %s stored; "+
-		"the rest %s not re-checked", why, n, plural(n, "delivery", "deliveries"), plural(n, "was", "were"), plural(n, "stays", "stay"),
-		plural(n, "was", "were"))
+	st.Error = recheckWords.stopError(why, n)
 	return st
 }
 
@@ -67,10 +58,6 @@ func (a *admin) recheckFailed(w http.ResponseWriter, res rejected.RecheckResult,
 	if len(res.Admitted) > 0 {
 		a.notify()
 	}
-	code, why := http.StatusInternalServerError, "a database error; see the server log"
-	if errors.Is(err, hookbox.ErrUnavailable) {
-		code, why = http.StatusServiceUnavailable, "the database did not answer; see the server log"
-		w.Header().Set("Retry-After", adminRetryAfter)
-	}
+	code, why := FailureStatus(w, err)
 	writeJSON(w, code, RecheckReply{RecheckResult: res, RecheckStop: StopRecheck(res, why)})
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -40,7 +39,7 @@ func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume st
 	st := &ReplayStop{Stopped: true, ReplayedCount: n}
 	if n == 0 {
 		st.ResumeAfterID = res.ResumeAfter
-		st.Error = "replay failed (" + why + "): nothing was replayed"
+		st.Error = replayWords.stopError(why, 0)
 		st.Rerun = "Run the same replay again."
 		return st
 	}
@@ -52,8 +51,7 @@ func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume st
 		return st
 	}
 	st.ResumeAfterID = res.ResumeAfter
-	st.Error = fmt.Sprintf("replay stopped part-way (%s): the %d %s in replayed %s replayed before it stopped and %s replayed; the rest %s not replayed",
-		why, n, plural(n, "event", "events"), plural(n, "was", "were"), plural(n, "stays", "stay"), plural(n, "was", "were"))
+	st.Error = replayWords.stopError(why, n)
 	st.Rerun = "Run the same replay with " + fmt.Sprintf(resume, *res.ResumeAfter) + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p)
 	return st
 }
@@ -84,20 +82,8 @@ func (a *admin) replayFailed(w http.ResponseWriter, p hookbox.ReplayParams, res 
 	if len(res.Replayed) > 0 {
 		a.notify()
 	}
-	code, why := http.StatusInternalServerError, "a database error; see the server log"
-	if errors.Is(err, hookbox.ErrUnavailable) {
-		code, why = http.StatusServiceUnavailable, "the database did not answer; see the server log"
-		w.Header().Set("Retry-After", adminRetryAfter)
-	}
+	code, why := FailureStatus(w, err)
 	reply := NewReplayReply(res, false, nil)
 	reply.ReplayStop = StopReplay(p, res, why, "after_id=%d")
 	writeJSON(w, code, reply)
-}
-
-// plural picks the word for n things.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -342,11 +342,8 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		// events they replayed, rather than an error page that reads as
 		// if none was.
 		u.log.Error("ui: replay", "err", err, "replayed", len(res.Replayed))
-		code, title, data.Stopped = http.StatusInternalServerError, "Replay stopped part-way", "a database error; see the server log"
-		if errors.Is(err, hookbox.ErrUnavailable) {
-			w.Header().Set("Retry-After", "5")
-			code, data.Stopped = http.StatusServiceUnavailable, "the database did not answer; see the server log"
-		}
+		title = "Replay stopped part-way"
+		code, data.Stopped = server.FailureStatus(w, err)
 		// Every slice committed and only the report failed: none is left.
 		data.Finished = res.ResumeAfter == nil
 	}
@@ -460,11 +457,8 @@ func (u *console) recheck(w http.ResponseWriter, r *http.Request, s session) {
 		// admitted, rather than an error page that reads as if nothing
 		// was.
 		u.log.Error("ui: re-check", "err", err, "admitted", len(res.Admitted), "refused", len(res.Refused))
-		code, title, data.Stopped = http.StatusInternalServerError, "Re-check stopped part-way", "a database error; see the server log"
-		if errors.Is(err, hookbox.ErrUnavailable) {
-			w.Header().Set("Retry-After", "5")
-			code, data.Stopped = http.StatusServiceUnavailable, "the database did not answer; see the server log"
-		}
+		title = "Re-check stopped part-way"
+		code, data.Stopped = server.FailureStatus(w, err)
 	}
 	if !p.DryRun && len(res.Admitted) > 0 {
 		u.log.Info("ui re-check admitted rejected deliveries", "admitted", len(res.Admitted), "refused", len(res.Refused))
