@@ -469,6 +469,11 @@ func (r *PurgeResult) Add(st Status, n int) {
 	}
 }
 
+// Merge adds the counts of o, a batch's, to r.
+func (r *PurgeResult) Merge(o PurgeResult) {
+	r.Done, r.Dead, r.Stored = r.Done+o.Done, r.Dead+o.Dead, r.Stored+o.Stored
+}
+
 // Missing returns the ids of want that are not in got, in want's order.
 func Missing(want, got []int64) []int64 {
 	seen := make(map[int64]bool, len(got))

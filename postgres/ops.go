@@ -662,9 +662,7 @@ func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, i
 	if err := tx.Commit(ctx); err != nil {
 		return 0, err
 	}
-	res.Done += counted.Done
-	res.Dead += counted.Dead
-	res.Stored += counted.Stored
+	res.Merge(counted)
 	return n, nil
 }
 

@@ -311,9 +311,7 @@ func (s *Store) Purge(ctx context.Context, p hookbox.PurgeParams) (hookbox.Purge
 		if err != nil {
 			return res, fmt.Errorf("sqlite: purge: %w", err)
 		}
-		res.Done += batchRes.Done
-		res.Dead += batchRes.Dead
-		res.Stored += batchRes.Stored
+		res.Merge(batchRes)
 		if p.Progress != nil {
 			p.Progress(res)
 		}

@@ -382,7 +382,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		// headers, and four times that once escaped): keep no more of it
 		// than the worker stores, so that the attempt's span status
 		// (tracing.Attempts), which gets the error itself, is bounded too.
-		return &transportError{err: err, text: cutMiddle(cleanText(f.redact(err.Error()), math.MaxInt), transportErrorBytes)}
+		return &transportError{err: err, text: worker.CutText(cleanText(f.redact(err.Error()), math.MaxInt), transportErrorBytes)}
 	}
 	// The transport stops reading a reply's body when ctx ends, except the
 	// body of a 101 Switching Protocols reply: that is the raw connection,
@@ -880,24 +880,6 @@ func cleanText(s string, n int) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// cutMiddle keeps at most n bytes of s, its start and its end (where a
-// certificate error names the host it does not match), cut on UTF-8
-// boundaries, as the worker cuts the errors it stores.
-func cutMiddle(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const gap = " … "
-	head, start := n/2, len(s)-(n-n/2-len(gap))
-	for head > 0 && !utf8.RuneStart(s[head]) {
-		head--
-	}
-	for start < len(s) && !utf8.RuneStart(s[start]) {
-		start++
-	}
-	return s[:head] + gap + s[start:]
 }
 
 // validHost reports whether v can be sent as the Host header as it is: a

@@ -1549,12 +1549,15 @@ func (p *Pool) errorText(s string) string {
 	if p.opts.Redact != nil {
 		s = p.opts.Redact(s)
 	}
-	return truncate(strings.ToValidUTF8(s, "\uFFFD"), MaxErrorText)
+	return CutText(strings.ToValidUTF8(s, "\uFFFD"), MaxErrorText)
 }
 
-// truncate keeps at most n bytes of s: its start and its end (where a
-// command's last lines of output are), cut on UTF-8 boundaries.
-func truncate(s string, n int) string {
+// CutText keeps at most n bytes of s: its start and its end (where a
+// command's last lines of output are, or the host a certificate error
+// names), joined by " … " and cut on UTF-8 boundaries. It is how the
+// worker cuts the error text it stores (MaxErrorText), and how a target
+// bounds an error's text before it goes anywhere else (a span).
+func CutText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -14,7 +14,8 @@ import (
 const partialNote = "stopped part-way by the error below: the above was done and stays done; the rest was not"
 
 // failedPart returns err, the failure of an operation that changes data in
-// batches (a purge, a replay, a re-check), after telling w what its
+// batches and has no stop report of its own (targets retire; a replay, a
+// purge and a re-check use stoppedRun), after telling w what its
 // committed batches did. The stores commit each batch on its own and
 // return what the committed ones did together with the error, so a run
 // cancelled (Ctrl-C) or failing part-way may have changed thousands of
