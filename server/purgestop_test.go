@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -84,37 +83,7 @@ func TestAdminPurgeStoppedPartWay(t *testing.T) {
 		proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 		h := startAdmin(t, viaProxy, adminToken)
 		older, newer := seedOld(t, h, 1000, 300) // PostgreSQL deletes 1000 a batch
-		ctx := context.Background()
-		holder, watcher := pgConn(t, dbURL), pgConn(t, dbURL)
-		tx, err := holder.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		var pid int
-		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM queue WHERE id = $1 FOR UPDATE`, newer[0]).Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		replied := make(chan reply, 1)
-		go func() { replied <- post(h.url + path) }()
-		for waiting := false; !waiting; {
-			select {
-			case r := <-replied:
-				t.Fatalf("the purge answered %d %s before it waited for the held row", r.code, r.body)
-			case <-time.After(5 * time.Millisecond):
-			}
-			if err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-		}
-		proxy.Cut() // the database goes away mid-batch
-		r := <-replied
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
+		r := postCutWhenBlocked(t, dbURL, proxy, h.url+path, `SELECT pg_backend_pid() FROM queue WHERE id = $1 FOR UPDATE`, newer[0], "purge")
 		check(t, startAdmin(t, dbURL, adminToken), len(older)+len(newer), r, http.StatusServiceUnavailable)
 	})
 

@@ -122,37 +122,7 @@ func TestAdminRecheckStoppedPartWay(t *testing.T) {
 		proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 		url, st := startRecheckAdmin(t, viaProxy, v)
 		held := seedRejected(t, st)
-		ctx := context.Background()
-		holder, watcher := pgConn(t, dbURL), pgConn(t, dbURL)
-		tx, err := holder.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		var pid int
-		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM rejected_deliveries WHERE id = $1 FOR UPDATE`, held).Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		replied := make(chan reply, 1)
-		go func() { replied <- post(url + path) }()
-		for waiting := false; !waiting; {
-			select {
-			case r := <-replied:
-				t.Fatalf("the re-check answered %d %s before it waited for the held row", r.code, r.body)
-			case <-time.After(5 * time.Millisecond):
-			}
-			if err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-		}
-		proxy.Cut() // the database goes away mid-page
-		r := <-replied
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
+		r := postCutWhenBlocked(t, dbURL, proxy, url+path, `SELECT pg_backend_pid() FROM rejected_deliveries WHERE id = $1 FOR UPDATE`, held, "re-check")
 		after, direct := startRecheckAdmin(t, dbURL, v)
 		check(t, after, direct, r, http.StatusServiceUnavailable)
 	})

@@ -91,40 +91,9 @@ func TestAdminReplayStoppedPartWay(t *testing.T) {
 		proxy, viaProxy := faults.URLProxyFor(t, dbURL)
 		h := startAdmin(t, viaProxy, adminToken)
 		ids := seedCut(t, h)
-		ctx := context.Background()
-		holder, watcher := pgConn(t, dbURL), pgConn(t, dbURL)
 		// Hold the queue row of the first event of the second slice: the
 		// slice waits for it, after the first slice committed.
-		tx, err := holder.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		var pid int
-		if err := tx.QueryRow(ctx, `SELECT pg_backend_pid() FROM queue WHERE id = $1 FOR UPDATE`, ids[1000]).Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		replied := make(chan reply, 1)
-		go func() { replied <- post(h.url + path) }()
-		for waiting := false; !waiting; {
-			select {
-			case r := <-replied:
-				t.Fatalf("the replay answered %d %s before it waited for the held row", r.code, r.body)
-			case <-time.After(5 * time.Millisecond):
-			}
-			if err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&waiting); err != nil {
-				t.Fatal(err)
-			}
-		}
-		proxy.Cut() // the database goes away mid-slice
-		r := <-replied
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		// The waiting slice can only roll back now: its connection is gone.
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
+		r := postCutWhenBlocked(t, dbURL, proxy, h.url+path, `SELECT pg_backend_pid() FROM queue WHERE id = $1 FOR UPDATE`, ids[1000], "replay")
 		// Read and go on through a store of its own: the pool of the
 		// first still holds connections the cut closed.
 		check(t, h, startAdmin(t, dbURL, adminToken), ids, r.code, r.body, http.StatusServiceUnavailable)
@@ -246,4 +215,47 @@ func TestStopReplayWords(t *testing.T) {
 			t.Errorf("%s: %+v; want %q in error, %q in rerun, resume_after_id %v", c.name, st, c.err, c.want, c.resume)
 		}
 	}
+}
+
+// postCutWhenBlocked posts to url while a transaction of its own holds
+// the row lock takes (a "SELECT pg_backend_pid() FROM … WHERE id = $1
+// FOR UPDATE" of row id on dbURL), waits until the request's statement
+// waits for that lock (after the batches before it committed), then cuts
+// proxy, the server's way to the database, and returns the reply. what
+// names the operation in a failure.
+func postCutWhenBlocked(t *testing.T, dbURL string, proxy *faults.Proxy, url, lock string, id int64, what string) reply {
+	t.Helper()
+	ctx := context.Background()
+	holder, watcher := pgConn(t, dbURL), pgConn(t, dbURL)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var pid int
+	if err := tx.QueryRow(ctx, lock, id).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	replied := make(chan reply, 1)
+	go func() { replied <- post(url) }()
+	for waiting := false; !waiting; {
+		select {
+		case r := <-replied:
+			t.Fatalf("the %s answered %d %s before it waited for the held row", what, r.code, r.body)
+		case <-time.After(5 * time.Millisecond):
+		}
+		if err := watcher.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid)))`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.Cut() // the database goes away mid-batch
+	r := <-replied
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	// The waiting batch can only roll back now: its connection is gone.
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
