@@ -670,6 +670,13 @@ var hopByHop = map[string]bool{
 	"Host": true, "Content-Length": true, "Expect": true,
 }
 
+// hookboxPrefix starts the names of the headers hookbox sets. A sender's
+// header of that namespace is never forwarded, whether hookbox sets the
+// name on this request or not (Hookbox-Target only for a named target; a
+// name a later version adds), so an app may take every Hookbox-* header it
+// gets as hookbox's word. forward_headers may still configure one.
+const hookboxPrefix = "Hookbox-"
+
 // reservedHeader reports whether key is one Forward sets itself.
 func reservedHeader(key string) bool {
 	switch key {
@@ -748,7 +755,7 @@ func proxyHeader(key string) bool {
 
 // dropped reports whether Forward leaves out the header with canonical key.
 func dropped(key string) bool {
-	if hopByHop[key] || routingHeaders[key] || reservedHeader(key) || proxyHeader(key) {
+	if hopByHop[key] || routingHeaders[key] || reservedHeader(key) || proxyHeader(key) || strings.HasPrefix(key, hookboxPrefix) {
 		return true
 	}
 	for _, p := range routingPrefixes {
@@ -776,7 +783,8 @@ func dropped(key string) bool {
 // X-Ms-Client-Principal*, X-Ms-Token-*, Cf-Access-*, X-Pomerium-*,
 // Tailscale-User-*, X-Vouch-*, X-Ssl-*, Ssl-Client-*, X-Client-Cert*,
 // X-Client-Verify, X-Client-Dn, X-Arr-Clientcert); and the
-// Hookbox-* and Idempotency-Key headers Forward sets itself. Keys come out
+// Idempotency-Key and every Hookbox-* header (the namespace of those
+// Forward sets itself). Keys come out
 // canonical; values are copied.
 func ForwardHeader(stored http.Header) http.Header {
 	named := connectionNamed(stored)

@@ -157,3 +157,41 @@ func TestForwardHeaderDropsProxyHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardDropsSendersHookboxHeaders: the Hookbox-* names are
+// hookbox's own, so an app may take any of them as said by hookbox. A
+// sender's Hookbox-Verified: true (or any other name hookbox does not set
+// today, or sets only for named targets, like Hookbox-Target) used to
+// reach the app; it is dropped now. Names that merely resemble the prefix
+// are kept, and a configured forward_headers value of the namespace (the
+// operator's, not the sender's) still goes out.
+func TestForwardDropsSendersHookboxHeaders(t *testing.T) {
+	app := newSink(t, status(http.StatusOK, ""))
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL, Headers: map[string]string{"Hookbox-Env": "prod"}})
+	stored := http.Header{}
+	for _, name := range []string{"hookbox-verified", "Hookbox-Target", "HOOKBOX-SIGNATURE", "Hookbox-Env"} {
+		stored.Set(name, "forged")
+	}
+	kept := []string{"Hookboxes", "X-Hookbox-Note", "Hookbox"}
+	for _, name := range kept {
+		stored.Set(name, "kept")
+	}
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
+	if err := f.Deliver(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	got := app.requests()[0].header
+	for name, v := range got {
+		if strings.Join(v, "") == "forged" {
+			t.Errorf("app got the sender's %s: %q", name, v)
+		}
+	}
+	for _, name := range kept {
+		if got.Get(name) != "kept" {
+			t.Errorf("%s left out, want it forwarded", name)
+		}
+	}
+	if v := got.Values("Hookbox-Env"); len(v) != 1 || v[0] != "prod" {
+		t.Errorf("Hookbox-Env = %q, want the configured prod alone", v)
+	}
+}
