@@ -330,7 +330,6 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		return errors.New("forward: cannot build the request") // the URL was validated; never quote it
 	}
 	req.Header = ForwardHeader(ev.Header)
-	tracing.DropSenderContext(ctx, req.Header) // InjectHeader writes hookbox's own
 	if f.dropSender != nil {
 		for k := range req.Header {
 			if SenderSignatureHeader(k) || f.dropSender[k] {
@@ -670,6 +669,15 @@ var hopByHop = map[string]bool{
 	"Host": true, "Content-Length": true, "Expect": true,
 }
 
+// traceHeaders are a trace context's: W3C Trace Context's traceparent and
+// tracestate, and W3C Baggage. A sender's are never forwarded, tracing on
+// or off: under a parent-based sampler its sampled flag would decide what
+// the app's tracing keeps, and its baggage would enter the app's context,
+// before anything about it is verified. With tracing on, the attempt's
+// span gives the app a traceparent of hookbox's trace (tracing.InjectHeader),
+// which links the sender's.
+var traceHeaders = map[string]bool{"Traceparent": true, "Tracestate": true, "Baggage": true}
+
 // hookboxPrefix starts the names of the headers hookbox sets. A sender's
 // header of that namespace is never forwarded, whether hookbox sets the
 // name on this request or not (Hookbox-Target only for a named target; a
@@ -755,7 +763,7 @@ func proxyHeader(key string) bool {
 
 // dropped reports whether Forward leaves out the header with canonical key.
 func dropped(key string) bool {
-	if hopByHop[key] || routingHeaders[key] || reservedHeader(key) || proxyHeader(key) || strings.HasPrefix(key, hookboxPrefix) {
+	if hopByHop[key] || routingHeaders[key] || traceHeaders[key] || reservedHeader(key) || proxyHeader(key) || strings.HasPrefix(key, hookboxPrefix) {
 		return true
 	}
 	for _, p := range routingPrefixes {
@@ -777,6 +785,7 @@ func dropped(key string) bool {
 // Fastly-Client-Ip, X-Envoy-*, X-Original-Url, X-Original-Uri,
 // X-Rewrite-Url, X-Original-Method, X-Http-Method, X-*-Method-Override);
 // Content-Encoding and Accept-Encoding; Authorization and Cookie; the
+// trace context (Traceparent, Tracestate, Baggage); the
 // identity ones an authenticating proxy sets (Remote-User, X-Remote-*,
 // X-Auth-Request-*, Gap-Auth, X-Webauth-*, X-Amzn-Oidc-*, X-Amzn-Mtls-*,
 // X-Goog-Authenticated-User-*, X-Goog-Iap-Jwt-Assertion,

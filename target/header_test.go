@@ -195,3 +195,34 @@ func TestForwardDropsSendersHookboxHeaders(t *testing.T) {
 		t.Errorf("Hookbox-Env = %q, want the configured prod alone", v)
 	}
 }
+
+// TestForwardDropsSendersTraceContext: with tracing off (the default, as
+// here), a sender's traceparent, tracestate and baggage used to reach the
+// app as received, so an unverified sender chose the trace the app's spans
+// joined, forced their sampling with its sampled flag under a parent-based
+// sampler, and put baggage in the app's context. They are the sender's,
+// like X-Forwarded-For: never forwarded (with tracing on, hookbox's attempt
+// span gives the app its traceparent, and the sender's is a link).
+func TestForwardDropsSendersTraceContext(t *testing.T) {
+	app := newSink(t, status(http.StatusOK, ""))
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL})
+	stored := http.Header{
+		"traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		"TraceState":  {"vendor=x"},
+		"Baggage":     {"user.id=admin"},
+		"Trace-Note":  {"kept"},
+	}
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
+	if err := f.Deliver(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	got := app.requests()[0].header
+	for _, name := range []string{"Traceparent", "Tracestate", "Baggage"} {
+		if v := got.Values(name); len(v) != 0 {
+			t.Errorf("app got the sender's %s: %q", name, v)
+		}
+	}
+	if got.Get("Trace-Note") != "kept" {
+		t.Error("Trace-Note left out, want it forwarded")
+	}
+}

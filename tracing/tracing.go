@@ -154,41 +154,14 @@ const (
 )
 
 // InjectHeader writes the trace context of ctx into h (traceparent, and
-// tracestate and baggage when there are some), replacing what was there;
-// call DropSenderContext first on the sender's headers, whose tracestate
-// or baggage it may not replace. It does nothing when ctx holds no span,
-// or tracing is off.
+// tracestate and baggage when there are some), replacing what was there
+// (a forward never passes the sender's on: see target.ForwardHeader). It
+// does nothing when ctx holds no span, or tracing is off.
 func InjectHeader(ctx context.Context, h map[string][]string) {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
 	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
-}
-
-// contextHeaders are the headers of a trace context: W3C Trace Context's
-// traceparent and tracestate, and W3C Baggage.
-var contextHeaders = []string{"traceparent", "tracestate", "baggage"}
-
-// DropSenderContext removes the trace context headers (traceparent,
-// tracestate, baggage, in any case) from h, a sender's headers about to
-// be passed on, when ctx holds a span, whose context InjectHeader then
-// writes instead. The sender's tracestate and baggage belong to the
-// sender's trace (and are what Link refuses to trust): beside hookbox's
-// traceparent they would make the app join hookbox's trace with another
-// trace's vendor state and baggage. When ctx holds no span (tracing is
-// off), h keeps the sender's context whole, and the app joins the
-// sender's trace as before.
-func DropSenderContext(ctx context.Context, h map[string][]string) {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		return
-	}
-	for k := range h {
-		for _, name := range contextHeaders {
-			if strings.EqualFold(k, name) {
-				delete(h, k)
-			}
-		}
-	}
 }
 
 // Env returns the trace context of ctx as environment entries for a
