@@ -220,3 +220,25 @@ func TestForwardUsesTheEnvironmentsProxy(t *testing.T) {
 		t.Errorf("the loopback app got %d requests, want 1 (directly)", n)
 	}
 }
+
+// TestForwardStatusBelow100: net/http's client takes any three digits as a
+// status, so a broken receiver's "099" reply reached the branch for a 101
+// and was described as a receiver that switched protocols. It is still an
+// error to retry (nothing says the app took the event), and its message
+// now says what came back.
+func TestForwardStatusBelow100(t *testing.T) {
+	url := rawReceiver(t, func(w io.Writer) {
+		io.WriteString(w, "HTTP/1.1 099 Odd\r\nContent-Length: 0\r\n\r\n")
+	})
+	f, err := target.NewForward(target.ForwardOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil || worker.IsPermanent(err) {
+		t.Fatalf("Deliver = %v, want an error to retry", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "switched protocols") || !strings.Contains(msg, "99") || !strings.Contains(msg, "not an HTTP status") {
+		t.Errorf("Deliver = %q, want it to say status 99 is not an HTTP status", msg)
+	}
+}

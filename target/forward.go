@@ -394,9 +394,15 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		// The transport answers the other 1xx replies itself and waits for
 		// the final one; a 101 hands over the connection instead, and a
 		// receiver that switched protocols never took the event. Its body
-		// is that connection: close it unread, and retry.
+		// is that connection: close it unread, and retry. The transport
+		// takes any three digits as a status, so a broken receiver's 000
+		// to 099 come here too: nothing says the app took the event either.
 		resp.Body.Close()
-		return &statusError{code: code, note: "the receiver switched protocols instead of answering; retried"}
+		note := "the receiver switched protocols instead of answering; retried"
+		if code < 100 {
+			note = "not an HTTP status: a broken receiver; retried"
+		}
+		return &statusError{code: code, note: note}
 	}
 	defer drain(resp.Body)
 	if code < 300 {
