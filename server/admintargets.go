@@ -45,6 +45,9 @@ type RetireReply struct {
 	Name string `json:"name"`
 	hookbox.RetireResult
 	DryRun bool `json:"dry_run"`
+	// RetireStop is set when the retire failed: ended is then what it
+	// ended before it stopped.
+	*RetireStop
 }
 
 // retire ends the unfinished deliveries of a queue name this process does
@@ -67,8 +70,13 @@ func (a *admin) retire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := a.cfg.Store.RetireTarget(r.Context(), hookbox.RetireParams{Name: name, Reason: hookbox.RetireReason(name), DryRun: dry})
+	if err != nil && dry {
+		a.internal(w, "retire (dry run, nothing was changed)", err)
+		return
+	}
 	if err != nil {
-		a.internal(w, "retire", err)
+		// The slices before the failure have committed: say how many.
+		a.retireFailed(w, name, res, err)
 		return
 	}
 	if !dry {

@@ -13,29 +13,6 @@ import (
 // having done before it failed.
 const partialNote = "stopped part-way by the error below: the above was done and stays done; the rest was not"
 
-// failedPart returns err, the failure of an operation that changes data in
-// batches and has no stop report of its own (targets retire; a replay, a
-// purge and a re-check use stoppedRun), after telling w what its
-// committed batches did. The stores commit each batch on its own and
-// return what the committed ones did together with the error, so a run
-// cancelled (Ctrl-C) or failing part-way may have changed thousands of
-// rows: did says whether it changed any, and show writes them as a
-// successful run's output would. Call it after any progress line has
-// ended, so that the line's clearing does not erase the report. In text
-// output (not jsonOut) a note that the run stopped part-way follows.
-func failedPart(w io.Writer, err error, did, jsonOut bool, show func() error) error {
-	if !did {
-		return err
-	}
-	if serr := show(); serr != nil {
-		return errors.Join(err, serr)
-	}
-	if !jsonOut {
-		fmt.Fprintln(w, partialNote)
-	}
-	return err
-}
-
 // stopWhy says in a few words why a batched operation stopped with err,
 // for the error of its --json reply (server.StopReplay and the like).
 func stopWhy(err error) string {

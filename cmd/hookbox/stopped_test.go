@@ -155,3 +155,53 @@ func refuseAdmitted(t *testing.T, dbURL string, id int64) {
 		}
 	}
 }
+
+// TestRetireStoppedSaysHowToGoOn: a retire stopped after its first slice
+// (cancelled, as Ctrl-C would) says, after what it ended and the part-way
+// note, that running it again is safe; with --json, where the reply used
+// to read as a finished retire's, it adds "stopped", "ended_count"
+// (exactly the deliveries gone dead), "error" and "rerun". Both exit
+// non-zero.
+func TestRetireStoppedSaysHowToGoOn(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		cliNeedOps(t, st)
+		names := make([]string, 3500) // more than three slices on both stores (1000)
+		for i := range names {
+			names[i] = fmt.Sprint("r", i)
+		}
+		cliSeed(t, st, "gone", "t", hookbox.StatusPending, time.Now().Add(-time.Hour), names...)
+		dead := func() int {
+			t.Helper()
+			stats, err := st.Stats(context.Background(), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return stats.ByStatus[hookbox.StatusDead]
+		}
+
+		screen, err := runCLICancelled(t, " ended", "targets", "retire", "gone", "--yes", "--db", dbURL)
+		shown := screen[strings.LastIndex(screen, "\r")+1:]
+		if err == nil || dead() == 0 || dead() == len(names) || !strings.Contains(shown, partialNote) || !strings.Contains(shown, "Run the same retire again: it is safe") {
+			t.Errorf("text: err %v, %d of %d dead; the screen lacks the part-way note or that running it again is safe:\n%s", err, dead(), len(names), shown)
+		}
+
+		before := dead()
+		screen, err = runCLICancelled(t, " ended", "targets", "retire", "gone", "--yes", "--db", dbURL, "--json")
+		var rep struct {
+			Ended      int    `json:"ended"`
+			Stopped    bool   `json:"stopped"`
+			EndedCount int    `json:"ended_count"`
+			Error      string `json:"error"`
+			Rerun      string `json:"rerun"`
+		}
+		if jerr := json.Unmarshal([]byte(screen[strings.LastIndex(screen, "\r")+1:]), &rep); jerr != nil || err == nil {
+			t.Fatalf("--json: err %v, output %v:\n%s", err, jerr, screen)
+		}
+		ended := dead() - before
+		if !rep.Stopped || ended == 0 || dead() == len(names) || rep.EndedCount != ended || rep.Ended != ended ||
+			!strings.Contains(rep.Error, "the rest were not ended") || !strings.Contains(rep.Rerun, "safe") {
+			t.Errorf("--json: %+v; want stopped, the %d deliveries ended counted, and that running it again is safe", rep, ended)
+		}
+	})
+}

@@ -468,9 +468,14 @@ delivery is refused (exit 1): there is nothing to retire, or it is a typo.`,
 				printRetire(out, name, res, dryRun)
 				return nil
 			}
+			if err != nil && dryRun {
+				return err // a dry run ends nothing
+			}
 			if err != nil {
-				// The batches before the failure have committed.
-				return failedPart(out, err, !dryRun && res.Ended > 0, jsonOut, show)
+				// The slices before the failure have committed.
+				stop := server.StopRetire(res, stopWhy(err))
+				reply := server.RetireReply{Name: name, RetireResult: res, RetireStop: stop}
+				return stoppedRun(out, err, res.Ended > 0, jsonOut, reply, show, stop.Rerun)
 			}
 			if res.Ended == 0 && res.InFlight == 0 {
 				if jsonOut {
@@ -485,7 +490,7 @@ delivery is refused (exit 1): there is nothing to retire, or it is a typo.`,
 	}
 	cmd.Flags().BoolVar(&yes, "yes", false, "without --config: retire although nothing can check that no running process works NAME")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be ended; change nothing")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"name", "ended", "in_flight", "dry_run"}`)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"name", "ended", "in_flight", "dry_run"}; a retire that failed adds "error", "stopped", "ended_count" and "rerun"`)
 	return cmd
 }
 
