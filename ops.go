@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // ErrNoSchema means a store opened for an existing database only found no
@@ -645,17 +645,20 @@ const AttemptSkip = "skip"
 // from its attempts (AttemptSkip), never from this text.
 const SkipPrefix = "skipped by an operator"
 
-// MaxSkipReason bounds the reason of a skip, in bytes: it is kept in the
-// delivery's last error and its attempts row, and logged. Callers refuse
-// a longer one; SkipError cuts it there whatever the caller did.
+// MaxSkipReason bounds the reason of a skip, in characters (so at most
+// four times as many bytes): it is kept in the delivery's last error and
+// its attempts row, and logged. Characters, not bytes, so that the
+// console's field (whose maxlength a browser counts in characters) never
+// takes a reason the server then refuses. Callers refuse a longer one;
+// SkipError cuts it there whatever the caller did.
 const MaxSkipReason = 500
 
 // SkipError is the last error of a delivery Ops.Skip ended, via via, for
-// reason (cut at MaxSkipReason bytes), that held the order key key (""
-// for none).
+// reason (cut at MaxSkipReason characters), that held the order key key
+// ("" for none).
 func SkipError(via, reason, key string) string {
-	if len(reason) > MaxSkipReason {
-		reason = strings.ToValidUTF8(reason[:MaxSkipReason], "") + "…"
+	if utf8.RuneCountInString(reason) > MaxSkipReason {
+		reason = string([]rune(reason)[:MaxSkipReason]) + "…"
 	}
 	s := SkipPrefix
 	if via != "" {

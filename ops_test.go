@@ -37,13 +37,18 @@ func TestDaysAgo(t *testing.T) {
 }
 
 // TestSkipErrorCutsTheReason: a skip's reason is kept to MaxSkipReason
-// bytes in the last error whatever the caller checked, cut on a
-// character's boundary.
+// characters in the last error whatever the caller checked, cut on a
+// character's boundary; a reason of that many characters is kept whole,
+// however many bytes they take.
 func TestSkipErrorCutsTheReason(t *testing.T) {
-	long := strings.Repeat("é", hookbox.MaxSkipReason) // 2 bytes each
+	long := strings.Repeat("é", hookbox.MaxSkipReason+10) // 2 bytes each
 	got := hookbox.SkipError("test", long, "")
-	if len(got) > len(hookbox.SkipPrefix)+hookbox.MaxSkipReason+32 || !utf8.ValidString(got) {
-		t.Errorf("SkipError with a reason of %d bytes: %d bytes, valid UTF-8 %v", len(long), len(got), utf8.ValidString(got))
+	if !strings.Contains(got, strings.Repeat("é", hookbox.MaxSkipReason)+"…") || strings.Contains(got, strings.Repeat("é", hookbox.MaxSkipReason+1)) || !utf8.ValidString(got) {
+		t.Errorf("SkipError with a reason of %d characters: %d bytes, valid UTF-8 %v; want it cut at %d characters", hookbox.MaxSkipReason+10, len(got), utf8.ValidString(got), hookbox.MaxSkipReason)
+	}
+	whole := strings.Repeat("日", hookbox.MaxSkipReason) // 3 bytes each
+	if got := hookbox.SkipError("test", whole, ""); !strings.HasSuffix(got, ": "+whole) {
+		t.Errorf("SkipError with a reason of %d characters (%d bytes) cut it: %q", hookbox.MaxSkipReason, len(whole), got)
 	}
 	if short := hookbox.SkipError("test", "gone", ""); !strings.HasSuffix(short, ": gone") {
 		t.Errorf("SkipError with a short reason = %q", short)

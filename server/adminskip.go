@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/routing"
@@ -70,13 +71,13 @@ func SkipExpectFrom(v url.Values, id int64) (*int, error) {
 const MaxSkipReason = hookbox.MaxSkipReason
 
 // CheckSkipReason checks a skip's reason, given as name: storable text
-// (CheckFilterText) of at most MaxSkipReason bytes.
+// (CheckFilterText) of at most MaxSkipReason characters.
 func CheckSkipReason(name, reason string) error {
 	if err := CheckFilterText(name, reason); err != nil {
 		return err
 	}
-	if len(reason) > MaxSkipReason {
-		return fmt.Errorf("%s: at most %d bytes, not %d", name, MaxSkipReason, len(reason))
+	if n := utf8.RuneCountInString(reason); n > MaxSkipReason {
+		return fmt.Errorf("%s: at most %d characters, not %d", name, MaxSkipReason, n)
 	}
 	return nil
 }

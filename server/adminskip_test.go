@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +127,26 @@ func TestAdminSkipIfAttempts(t *testing.T) {
 			t.Fatalf("skip with the attempts it has = %+v (notified %d)", res, h.notified.Load())
 		}
 	})
+}
+
+// TestSkipReasonInCharacters: the console's reason field takes up to 500
+// characters (its maxlength, which a browser counts in characters), and
+// the server took up to 500 bytes: a reason of 200 Japanese characters
+// (600 bytes) passed the form and was refused with a 400. The bound is
+// in characters now, the same in both places, and the check says so.
+func TestSkipReasonInCharacters(t *testing.T) {
+	if err := server.CheckSkipReason("reason", strings.Repeat("日", server.MaxSkipReason)); err != nil {
+		t.Errorf("a reason of %d characters (%d bytes): %v; want it taken", server.MaxSkipReason, 3*server.MaxSkipReason, err)
+	}
+	err := server.CheckSkipReason("reason", strings.Repeat("x", server.MaxSkipReason+1))
+	if err == nil || !strings.Contains(err.Error(), "at most 500 characters, not 501") {
+		t.Errorf("a reason of %d characters: %v; want it refused in characters", server.MaxSkipReason+1, err)
+	}
+	page, err := os.ReadFile("../ui/templates/event.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`name="reason" required maxlength="%d"`, server.MaxSkipReason); !strings.Contains(string(page), want) {
+		t.Errorf("the console's reason field lacks %s: the form and the server must agree", want)
+	}
 }
