@@ -330,6 +330,12 @@ func jsonScalarText(raw []byte) (string, bool) {
 type jsonScanner struct {
 	data []byte
 	pos  int
+	// objects has a bit per container open in skipValue, set for an
+	// object: skipValue loops instead of recursing, so that a body nested
+	// maxJSONDepth deep costs these 1,256 bytes, not a stack frame per
+	// level (512 KiB of stack for 20 KB of brackets). Bits are written as
+	// containers open, so the array is never cleared.
+	objects [maxJSONDepth/64 + 1]uint64
 }
 
 func (s *jsonScanner) skipSpace() {
@@ -344,93 +350,105 @@ func (s *jsonScanner) skipSpace() {
 }
 
 // skipValue skips one value starting at s.pos (no leading space). depth is
-// the nesting depth a container starting here would have.
+// the nesting depth a container starting here would have. It runs in one
+// loop, whatever the nesting (see objects).
 func (s *jsonScanner) skipValue(depth int) bool {
-	if s.pos >= len(s.data) {
-		return false
-	}
-	switch c := s.data[s.pos]; {
-	case c == '"':
-		_, ok := s.skipString()
-		return ok
-	case c == '{':
-		if depth > maxJSONDepth {
+	open := 0 // containers open within the value; the innermost at depth+open-1
+	for {
+		// A value starts at s.pos.
+		if s.pos >= len(s.data) {
 			return false
 		}
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.data) && s.data[s.pos] == '}' {
-			s.pos++
-			return true
-		}
-		for {
-			if s.pos >= len(s.data) || s.data[s.pos] != '"' {
-				return false
-			}
+		switch c := s.data[s.pos]; {
+		case c == '"':
 			if _, ok := s.skipString(); !ok {
 				return false
 			}
-			s.skipSpace()
-			if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+		case c == '{' || c == '[':
+			if depth+open > maxJSONDepth {
 				return false
 			}
+			bit := uint64(1) << (open % 64)
+			s.objects[open/64] &^= bit
+			if c == '{' {
+				s.objects[open/64] |= bit
+			}
+			open++
 			s.pos++
 			s.skipSpace()
-			if !s.skipValue(depth + 1) {
+			if s.pos < len(s.data) && (c == '{' && s.data[s.pos] == '}' || c == '[' && s.data[s.pos] == ']') {
+				s.pos++
+				open--
+				break
+			}
+			if c == '{' && !s.skipName() {
 				return false
 			}
-			s.skipSpace()
-			if s.pos >= len(s.data) {
+			continue
+		case c == '-' || (c >= '0' && c <= '9'):
+			if !s.skipNumber() {
 				return false
 			}
-			c := s.data[s.pos]
-			s.pos++
-			if c == '}' {
-				return true
-			}
-			if c != ',' {
+		case c == 't':
+			if !s.skipLiteral("true") {
 				return false
 			}
-			s.skipSpace()
-		}
-	case c == '[':
-		if depth > maxJSONDepth {
+		case c == 'f':
+			if !s.skipLiteral("false") {
+				return false
+			}
+		case c == 'n':
+			if !s.skipLiteral("null") {
+				return false
+			}
+		default:
 			return false
 		}
-		s.pos++
-		s.skipSpace()
-		if s.pos < len(s.data) && s.data[s.pos] == ']' {
-			s.pos++
-			return true
-		}
+		// A value ended: what follows closes containers, or leads to the
+		// next value of the innermost.
 		for {
-			if !s.skipValue(depth + 1) {
-				return false
+			if open == 0 {
+				return true
 			}
 			s.skipSpace()
 			if s.pos >= len(s.data) {
 				return false
 			}
+			object := s.objects[(open-1)/64]&(1<<((open-1)%64)) != 0
 			c := s.data[s.pos]
 			s.pos++
-			if c == ']' {
-				return true
+			if c == '}' && object || c == ']' && !object {
+				open--
+				continue
 			}
 			if c != ',' {
 				return false
 			}
 			s.skipSpace()
+			if object && !s.skipName() {
+				return false
+			}
+			break
 		}
-	case c == '-' || (c >= '0' && c <= '9'):
-		return s.skipNumber()
-	case c == 't':
-		return s.skipLiteral("true")
-	case c == 'f':
-		return s.skipLiteral("false")
-	case c == 'n':
-		return s.skipLiteral("null")
 	}
-	return false
+}
+
+// skipName skips a member's name and its colon, and the white space after
+// them, from s.pos (no leading space).
+func (s *jsonScanner) skipName() bool {
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		return false
+	}
+	if _, ok := s.skipString(); !ok {
+		return false
+	}
+	s.skipSpace()
+	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
+		return false
+	}
+	s.pos++
+	s.skipSpace()
+	return true
 }
 
 func (s *jsonScanner) skipLiteral(lit string) bool {
