@@ -366,8 +366,8 @@ func TestBudgetFollowsSourceLimits(t *testing.T) {
 		t.Errorf("budget %d, share %d; want the configured 64 MiB and an eighth of it", s.budget.limit, s.budget.share)
 	}
 	s = New(Config{Sources: []Source{{Name: "a", MaxBodyBytes: 50 << 20}}, MaxInflightBodyBytes: 64 << 20})
-	if s.budget.limit != 100<<20 || s.budget.share != 100<<20 {
-		t.Errorf("budget %d, share %d; want twice the 50 MiB limit for both", s.budget.limit, s.budget.share)
+	if want := int64(100<<20 + requestReserve); s.budget.limit != want || s.budget.share != want {
+		t.Errorf("budget %d, share %d; want twice the 50 MiB limit and a request's reserve for both", s.budget.limit, s.budget.share)
 	}
 }
 
@@ -419,9 +419,8 @@ func TestLeftClientGets503(t *testing.T) {
 // warn once a minute, not once each (a client over its share can send
 // many for little).
 func TestBusyLoggedOnceAMinute(t *testing.T) {
-	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000})
-	rawRequest(t, b.url, "/webhooks/a", "20000", "X-Id: holder\r\n", strings.Repeat("h", 19_999))
-	waitFor(t, "the first body to hold its buffers", func() bool { return b.srv.budget.inUse() == firstBodyBuffer+20_000 })
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000 + requestReserve})
+	holdBudget(t, b, 3)
 	for i := range 5 {
 		if status, _, _ := b.post(t, "a", strings.NewReader(strings.Repeat("b", 4000)), "X-Id", fmt.Sprint("busy-", i)); status != http.StatusServiceUnavailable {
 			t.Fatalf("delivery %d: %d, want 503", i, status)

@@ -100,22 +100,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestInflightBudget: while one delivery holds most of the budget for body
+// TestInflightBudget: while deliveries hold most of the budget for body
 // bytes in flight, another that does not fit gets 503 with Retry-After and
-// is not stored; once the first is answered its bytes are free again.
+// is not stored; once they are answered or gone their bytes are free again.
 func TestInflightBudget(t *testing.T) {
-	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000})
-
-	// The first delivery announces 20,000 bytes and sends 19,999: a first
-	// buffer of 16 KiB, then one of its whole length.
-	c, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "POST /webhooks/a HTTP/1.1\r\nHost: x\r\nX-Id: first\r\nContent-Length: 20000\r\n\r\n%s", strings.Repeat("a", 19_999))
-	const firstHolds = 16<<10 + 20_000
-	waitFor(t, "the first body to hold its buffers", func() bool { return b.srv.budget.inUse() == firstHolds })
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000 + requestReserve})
+	held := holdBudget(t, b, 3)
 
 	status, h, reply := b.post(t, "a", strings.NewReader(strings.Repeat("b", 4000)), "X-Id", "second")
 	if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
@@ -127,11 +117,16 @@ func TestInflightBudget(t *testing.T) {
 		t.Fatalf("chunked delivery over the budget: %d, want 503", status)
 	}
 	if n := len(b.rec.stored()); n != 0 {
-		t.Fatalf("%d deliveries stored while the first is unfinished, want 0", n)
+		t.Fatalf("%d deliveries stored while the first are unfinished, want 0", n)
 	}
 
-	c.Write([]byte("a"))
-	if status := statusOf(t, c); status != http.StatusAccepted {
+	// Two holders leave; the third finishes its body, which now fits
+	// with what the delivery holds besides it.
+	held[1].Close()
+	held[2].Close()
+	waitFor(t, "the budget of the holders that left to be free", func() bool { return b.srv.budget.inUse() == firstBodyBuffer+20_000 })
+	held[0].Write([]byte("a"))
+	if status := statusOf(t, held[0]); status != http.StatusAccepted {
 		t.Fatalf("first delivery: %d, want 202", status)
 	}
 	waitFor(t, "the budget to be free", func() bool { return b.srv.budget.inUse() == 0 })
@@ -139,8 +134,25 @@ func TestInflightBudget(t *testing.T) {
 		t.Fatalf("delivery after the first was answered: %d %s, want 202", status, reply)
 	}
 	if got := len(b.rec.stored()); got != 2 {
-		t.Fatalf("%d deliveries stored, want 2 (first, fourth)", got)
+		t.Fatalf("%d deliveries stored, want 2 (holder-0, fourth)", got)
 	}
+}
+
+// holdBudget opens n deliveries to source a, each announcing 20,000 bytes
+// and sending 19,999, and waits until each holds its buffers (a first of
+// 16 KiB, then one of its whole length): with a budget of 40,000 bytes and
+// requestReserve, the floor for a limit of 20,000, three leave less than a
+// small delivery's body and requestOverhead. Writing the last byte on a
+// connection finishes its delivery, once the budget has room for its
+// requestCost.
+func holdBudget(t *testing.T, b *bundle, n int) []net.Conn {
+	t.Helper()
+	var cs []net.Conn
+	for i := range n {
+		cs = append(cs, rawRequest(t, b.url, "/webhooks/a", "20000", fmt.Sprintf("X-Id: holder-%d\r\n", i), strings.Repeat("h", 19_999)))
+		waitFor(t, "the holders' bodies to hold their buffers", func() bool { return b.srv.budget.inUse() == int64(i+1)*(firstBodyBuffer+20_000) })
+	}
+	return cs
 }
 
 // TestBodyBuffer: a declared body is read into a buffer of exactly its

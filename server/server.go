@@ -24,7 +24,11 @@
 //     them: a sender holds nothing before its first byte, then at most
 //     16 KiB or about four times what it has sent, whichever is more
 //     (readBody). Its last buffer is exactly its declared length, or at
-//     most the source's limit. Once half the budget is held, a client (an
+//     most the source's limit. Once its body is read, a delivery counts
+//     its headers and a fixed overhead too (requestCost), so the budget
+//     also bounds how many deliveries wait for the store at once, however
+//     small their bodies: past it they get 503 at once, not after
+//     StoreWait. Once half the budget is held, a client (an
 //     address, an IPv6 /64) holding more than an eighth of it is refused,
 //     so one client cannot take the rest from the others (byteBudget).
 //   - A sender must keep sending: after Config.BodyGrace it must have sent
@@ -123,9 +127,13 @@ type Config struct {
 	// requests, from the first byte read until the reply, or until Ingest
 	// lets go of the delivery if that is later (default
 	// DefaultMaxInflightBodyBytes, and never less than twice the largest
-	// source limit, so that any body the limits admit can be received: a
-	// body counts the buffers it outgrew too, see readBody). Past half of
-	// it, one client may hold no more than an eighth (byteBudget).
+	// source limit and a request's reserve, so that any body the limits
+	// admit can be received: a body counts the buffers it outgrew too, see
+	// readBody). A request whose body is read counts what else it holds
+	// too, its headers and a fixed overhead (requestCost), so that the
+	// budget bounds the memory of the deliveries waiting for the store
+	// however small their bodies. Past half of it, one client may hold no
+	// more than an eighth (byteBudget).
 	MaxInflightBodyBytes int64
 	// MinBodyRate is the bytes a second a sender must keep up, on average,
 	// once BodyGrace has passed since its body was first read from
@@ -247,7 +255,7 @@ func New(cfg Config) *Server {
 		largest = max(largest, src.MaxBodyBytes)
 		s.sources[src.Name] = &src
 	}
-	s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, 2*largest)
+	s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, 2*largest+requestReserve)
 	s.budget = newByteBudget(s.cfg.MaxInflightBodyBytes, largest)
 	s.mux.HandleFunc("POST /webhooks/{source}", s.receive)
 	s.mux.HandleFunc("/webhooks/{source}", s.wrongMethod)
@@ -319,6 +327,16 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	client := s.clientKey(r)
 	body, held, err := s.readBody(raw, r, client, src.MaxBodyBytes)
+	if err == nil {
+		// The body is in: from here on the delivery waits on hookbox
+		// (the verification, the store), no longer on its sender, and
+		// what it holds besides its body is counted too (requestCost).
+		if cost := requestCost(r); s.budget.take(client, cost) {
+			held += cost
+		} else {
+			err = errBusy
+		}
+	}
 	// The bytes are held until the reply, or until Ingest lets go of the
 	// delivery if later: a sender that leaves (or a StoreWait that passes)
 	// ends the wait for the commit, not the delivery queued for it.
