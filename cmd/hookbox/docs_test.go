@@ -1,0 +1,159 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// docFiles are the documents an operator acts on, from this directory.
+var docFiles = []string{
+	"../../README.md",
+	"../../docs/deploy.md",
+	"../../examples/deploy/README.md",
+	"../../examples/licences/README.md",
+	"../../examples/subscriptions/README.md",
+	"../../deploy/prometheus/hookbox-alerts.yml",
+}
+
+// inlineCode is a Markdown code span.
+var inlineCode = regexp.MustCompile("`([^`\n]+)`")
+
+// docCode returns the code of a document: each fenced block's lines (a
+// line ending in a backslash joined to the next) and each code span of
+// the prose. A YAML file (the alert rules) is code throughout.
+func docCode(text string, markdown bool) []string {
+	var code []string
+	fenced, joined := !markdown, ""
+	for _, line := range strings.Split(text, "\n") {
+		if markdown && strings.HasPrefix(strings.TrimSpace(line), "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			for _, m := range inlineCode.FindAllStringSubmatch(line, -1) {
+				code = append(code, m[1])
+			}
+			continue
+		}
+		if strings.HasSuffix(line, `\`) {
+			joined += strings.TrimSuffix(line, `\`) + " "
+			continue
+		}
+		code = append(code, joined+line)
+		joined = ""
+	}
+	return code
+}
+
+// documentedCommand is one hookbox command line a document gives.
+type documentedCommand struct {
+	file, line string
+	words      []string // after "hookbox", up to the end of the command
+}
+
+// documentedCommands finds every hookbox command line in the documents:
+// a word "hookbox" (or a path ending in /hookbox, as in go run
+// ./cmd/hookbox) followed by the name of one of root's commands, up to
+// the end of that shell command.
+func documentedCommands(t *testing.T, root *cobra.Command) []documentedCommand {
+	t.Helper()
+	names := map[string]bool{}
+	for _, c := range root.Commands() {
+		names[c.Name()] = true
+	}
+	var found []documentedCommand
+	for _, f := range docFiles {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range docCode(string(raw), strings.HasSuffix(f, ".md")) {
+			words := strings.Fields(line)
+			for i := 0; i+1 < len(words); i++ {
+				if filepath.Base(words[i]) != "hookbox" || !names[words[i+1]] {
+					continue
+				}
+				var cmd []string
+				for _, w := range words[i+1:] {
+					if w == "|" || w == "&&" || w == "||" || w == ";" || w == "#" || strings.HasPrefix(w, "#") || w == "2>&1" || w == ">" {
+						break
+					}
+					end := strings.ContainsAny(w, ");'")
+					cmd = append(cmd, strings.TrimRight(w, ");'"))
+					if end {
+						break
+					}
+				}
+				found = append(found, documentedCommand{file: filepath.Base(f), line: line, words: cmd})
+			}
+		}
+	}
+	return found
+}
+
+// TestDocumentedCommandsExist: every hookbox command the README, the
+// deploy guide, the examples and the alert rules give is a command of
+// the CLI, and every flag they give it is one of its flags, so an
+// operator who types it does not meet "unknown flag".
+func TestDocumentedCommandsExist(t *testing.T) {
+	var checked int
+	for _, d := range documentedCommands(t, newRootCmd()) {
+		root := newRootCmd()
+		cmd, _, err := root.Find(d.words)
+		if err != nil || cmd == root {
+			t.Errorf("%s: %q: not a hookbox command: %v", d.file, d.line, err)
+			continue
+		}
+		for _, w := range d.words {
+			w = strings.Trim(w, "[]")
+			name, _, _ := strings.Cut(w, "=")
+			var flag bool
+			switch {
+			case strings.HasPrefix(name, "--") && len(name) > 2:
+				flag = cmd.Flags().Lookup(name[2:]) != nil || cmd.InheritedFlags().Lookup(name[2:]) != nil
+			case strings.HasPrefix(name, "-") && len(name) == 2:
+				flag = cmd.Flags().ShorthandLookup(name[1:]) != nil || cmd.InheritedFlags().ShorthandLookup(name[1:]) != nil
+			default:
+				continue
+			}
+			if !flag {
+				t.Errorf("%s: %q: %s has no flag %s", d.file, d.line, cmd.CommandPath(), name)
+			}
+		}
+		checked++
+	}
+	if checked < 50 {
+		t.Fatalf("found %d documented commands; the extraction is broken", checked)
+	}
+}
+
+// TestExampleConfigsPassConfigCheck: every example config the docs point
+// at is one `hookbox config check` passes, run as the docs run it, from
+// the repository's root (an example's exec path is relative to it).
+func TestExampleConfigsPassConfigCheck(t *testing.T) {
+	t.Chdir(filepath.Join("..", ".."))
+	t.Setenv("HOOKBOX_DB", "")
+	files, err := filepath.Glob(filepath.Join("examples", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := filepath.Glob(filepath.Join("examples", "*", "hookbox.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, nested...)
+	if len(files) < 4 {
+		t.Fatalf("found %d example configs: %q", len(files), files)
+	}
+	for _, f := range files {
+		out, errOut, err := runCLI(t, "config", "check", "--config", f)
+		if err != nil || !strings.Contains(out, f+" is valid") {
+			t.Errorf("hookbox config check --config %s: %v\n%s%s", f, err, out, errOut)
+		}
+	}
+}
