@@ -36,6 +36,8 @@ func exportedNames(t *testing.T) map[string]bool {
 	}, []string{"a"}, 0, nil)
 	m.Delivery("a", metrics.OutcomeNew, time.Millisecond)
 	m.Batch(1, time.Millisecond, nil)
+	m.RejectionUnlogged("a", "rate")
+	m.Circuit("a", true)
 	now := time.Now()
 	m.Attempt(&hookbox.Event{Source: "a"}, hookbox.Outcome{Status: hookbox.StatusDead, StartedAt: now, FinishedAt: now.Add(time.Millisecond)}, errors.New("x"))
 	families, err := m.Registry().Gather()
@@ -52,7 +54,7 @@ func exportedNames(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	for _, want := range []string{"hookbox_deliveries_total", "hookbox_dead_total", "hookbox_oldest_due_seconds", "hookbox_events", "hookbox_target_keys_held"} {
+	for _, want := range []string{"hookbox_deliveries_total", "hookbox_dead_total", "hookbox_oldest_due_seconds", "hookbox_events", "hookbox_target_keys_held", "hookbox_rejections_unlogged_total", "hookbox_target_circuit_open"} {
 		if !names[want] {
 			t.Fatalf("%s not gathered; the test's Metrics lack a sample", want)
 		}
@@ -189,5 +191,33 @@ func checkDatabaseWide(t *testing.T, where, expr string) {
 		if slices.Contains(databaseWide, name) && regexp.MustCompile(`\b(sum|count|avg)\b`).MatchString(expr) {
 			t.Errorf("%s: %q aggregates %s, a database-wide figure every instance reports, other than by max", where, expr, name)
 		}
+	}
+}
+
+// docMetric matches a metric's name in prose.
+var docMetric = regexp.MustCompile(`\bhookbox_[a-z_]+\b`)
+
+// TestDocsNameExportedMetrics: every metric the README and the deploy
+// guide name is one hookbox exports, so an operator's query or alert
+// written from the docs finds its series.
+func TestDocsNameExportedMetrics(t *testing.T) {
+	exported := exportedNames(t)
+	var used int
+	for _, doc := range []string{filepath.Join("..", "README.md"), filepath.Join("..", "docs", "deploy.md")} {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Prose names Go identifiers (go_handler) too: only hookbox_ ones
+		// are metrics there.
+		for _, name := range docMetric.FindAllString(string(raw), -1) {
+			used++
+			if !exported[name] {
+				t.Errorf("%s names %s, which hookbox does not export (metrics/metrics.go)", doc, name)
+			}
+		}
+	}
+	if used < 10 {
+		t.Fatalf("the docs name %d metrics: they were not read as expected", used)
 	}
 }
