@@ -41,12 +41,13 @@ twice, say) is refused here too.
 A valid file is printed as YAML with the defaults filled in and every secret
 masked (admin_token, secrets, forward_headers values, exec_env values, the
 database password, and every other value taken from the environment by
-${NAME}, but listen and admin_listen), followed by the warnings serve would
-log at start: sources on an example secret, secrets too short to be masked
-in logs, sources that check no signature and admit every address, sources
-with no forward or exec that do not say store_only, exec commands that
-cannot be found, an admin_listen without admin_token, a config file others
-can read. The --db
+${NAME}, but listen and admin_listen), followed by every warning serve
+would log at start, among them: sources on an example secret, secrets too
+short to be masked in logs, sources that check no signature and admit every
+address, sources with no forward, exec or targets that do not say
+store_only, exec commands that cannot be found, an admin_listen without
+admin_token, a config file others can read, a db that --db or HOOKBOX_DB
+overrides (README's Commands section lists them all). The --db
 and --listen flags, HOOKBOX_DB and RETENTION_DAYS are applied as serve
 applies them. --strict exits 1 when there is any warning.`,
 		Example: `  hookbox config check --config hookbox.yaml
