@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/hookbox/hookbox/verify"
 )
 
 // operatorDocs is what an operator reads to write a config: the README,
@@ -293,5 +296,53 @@ func TestDocumentedDefaults(t *testing.T) {
 	}
 	if checked < 20 {
 		t.Fatalf("checked %d defaults; the parse is broken", checked)
+	}
+}
+
+// TestDocumentedBodyDedupeSchemes: the schemes the README's row for
+// allow_identical_bodies and the deploy guide's account of what a payload
+// clear keeps say are deduplicated by body are those DedupesByBody says.
+func TestDocumentedBodyDedupeSchemes(t *testing.T) {
+	var want []string
+	for _, scheme := range verify.Schemes {
+		if (Source{Scheme: scheme}).DedupesByBody() {
+			want = append(want, scheme)
+		}
+	}
+	slices.Sort(want)
+	schemes := map[string]bool{}
+	for _, s := range verify.Schemes {
+		schemes[s] = true
+	}
+	named := func(text string) []string {
+		var got []string
+		for _, s := range spans(text) {
+			if schemes[s] && !slices.Contains(got, s) {
+				got = append(got, s)
+			}
+		}
+		slices.Sort(got)
+		return got
+	}
+	var row string
+	for _, r := range configTable(t) {
+		if strings.Contains(r[0], "`allow_identical_bodies`") {
+			row = r[2]
+		}
+	}
+	if got := named(row); !slices.Equal(got, want) {
+		t.Errorf("README's row for allow_identical_bodies names %q; the sources that dedupe by body are %q", got, want)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sentence, ok := strings.Cut(string(raw), "SHA-256 of the body (")
+	if !ok {
+		t.Fatal("docs/deploy.md no longer says which sources keep the SHA-256 of the body")
+	}
+	sentence, _, _ = strings.Cut(sentence, ")")
+	if got := named(sentence); !slices.Equal(got, want) {
+		t.Errorf("docs/deploy.md says the sources %q keep the SHA-256 of the body; those that dedupe by body are %q", got, want)
 	}
 }
