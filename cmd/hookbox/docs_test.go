@@ -56,10 +56,10 @@ type documentedCommand struct {
 	words      []string // after "hookbox", up to the end of the command
 }
 
-// documentedCommands finds every hookbox command line in the documents:
-// a word "hookbox" (or a path ending in /hookbox, as in go run
-// ./cmd/hookbox) followed by the name of one of root's commands, up to
-// the end of that shell command.
+// documentedCommands finds every hookbox command line in the documents
+// and in the examples of every command's --help: a word "hookbox" (or a
+// path ending in /hookbox, as in go run ./cmd/hookbox) followed by the
+// name of one of root's commands, up to the end of that shell command.
 func documentedCommands(t *testing.T, root *cobra.Command) []documentedCommand {
 	t.Helper()
 	names := map[string]bool{}
@@ -73,32 +73,50 @@ func documentedCommands(t *testing.T, root *cobra.Command) []documentedCommand {
 			t.Fatal(err)
 		}
 		for _, line := range docCode(string(raw), strings.HasSuffix(f, ".md")) {
-			words := strings.Fields(line)
-			for i := 0; i+1 < len(words); i++ {
-				if filepath.Base(words[i]) != "hookbox" || !names[words[i+1]] {
-					continue
-				}
-				var cmd []string
-				for _, w := range words[i+1:] {
-					if w == "|" || w == "&&" || w == "||" || w == ";" || w == "#" || strings.HasPrefix(w, "#") || w == "2>&1" || w == ">" {
-						break
-					}
-					end := strings.ContainsAny(w, ");'")
-					cmd = append(cmd, strings.TrimRight(w, ");'"))
-					if end {
-						break
-					}
-				}
-				found = append(found, documentedCommand{file: filepath.Base(f), line: line, words: cmd})
+			found = append(found, commandsIn(filepath.Base(f), line, names)...)
+		}
+	}
+	// The examples of every command's --help are read as a document too.
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, line := range strings.Split(c.Example, "\n") {
+			found = append(found, commandsIn(c.CommandPath()+" --help", line, names)...)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return found
+}
+
+// commandsIn returns the hookbox commands in one line of code.
+func commandsIn(file, line string, names map[string]bool) []documentedCommand {
+	var found []documentedCommand
+	words := strings.Fields(line)
+	for i := 0; i+1 < len(words); i++ {
+		if filepath.Base(words[i]) != "hookbox" || !names[words[i+1]] {
+			continue
+		}
+		var cmd []string
+		for _, w := range words[i+1:] {
+			if w == "|" || w == "&&" || w == "||" || w == ";" || strings.HasPrefix(w, "#") || w == "2>&1" || w == ">" {
+				break
+			}
+			end := strings.ContainsAny(w, ");'")
+			cmd = append(cmd, strings.TrimRight(w, ");'"))
+			if end {
+				break
 			}
 		}
+		found = append(found, documentedCommand{file: file, line: line, words: cmd})
 	}
 	return found
 }
 
 // TestDocumentedCommandsExist: every hookbox command the README, the
-// deploy guide, the examples and the alert rules give is a command of
-// the CLI, and every flag they give it is one of its flags, so an
+// deploy guide, the examples, the alert rules and the --help examples
+// give is a command of the CLI, and every flag they give it is one of its flags, so an
 // operator who types it does not meet "unknown flag".
 func TestDocumentedCommandsExist(t *testing.T) {
 	var checked int
