@@ -346,3 +346,50 @@ func TestDocumentedBodyDedupeSchemes(t *testing.T) {
 		t.Errorf("docs/deploy.md says the sources %q keep the SHA-256 of the body; those that dedupe by body are %q", got, want)
 	}
 }
+
+// yamlBlock matches a fenced YAML block of a Markdown document.
+var yamlBlock = regexp.MustCompile("(?s)\n```yaml\n(.*?)\n```")
+
+// envReference matches a ${NAME} or ${NAME:-default} of a config.
+var envReference = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
+
+// TestDocumentedConfigBlocksLoad: every YAML block of the README, the
+// deploy guide and the examples' READMEs that is a config, or a source
+// of one, loads as written, with each variable it names set: an operator
+// may paste it.
+func TestDocumentedConfigBlocksLoad(t *testing.T) {
+	docs, err := filepath.Glob(filepath.Join("..", "examples", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, filepath.Join("..", "README.md"), filepath.Join("..", "docs", "deploy.md"))
+	var loaded int
+	for _, doc := range docs {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range yamlBlock.FindAllStringSubmatch(string(raw), -1) {
+			block := m[1]
+			switch {
+			case strings.HasPrefix(block, "  - name:"):
+				block = "sources:\n" + block // a source, as its list item
+			case !strings.Contains(block, "\nsources:\n") && !strings.HasPrefix(block, "sources:\n"):
+				continue // not hookbox's config (a scrape config, say)
+			}
+			t.Run(fmt.Sprintf("%s#%d", filepath.Base(doc), loaded), func(t *testing.T) {
+				for _, v := range envReference.FindAllStringSubmatch(block, -1) {
+					// A Standard Webhooks secret, which every scheme takes.
+					t.Setenv(v[1], "whsec_ZXhhbXBsZS1zZWNyZXQtZm9yLWRvY3MtdGVzdHM=")
+				}
+				if _, err := Parse([]byte(block)); err != nil {
+					t.Errorf("%s: the block does not load: %v\n%s", doc, err, block)
+				}
+			})
+			loaded++
+		}
+	}
+	if loaded < 4 {
+		t.Fatalf("%d config blocks found: the docs were not read as expected", loaded)
+	}
+}
