@@ -393,3 +393,52 @@ func TestDocumentedConfigBlocksLoad(t *testing.T) {
 		t.Fatalf("%d config blocks found: the docs were not read as expected", loaded)
 	}
 }
+
+// TestDocumentedPlainSettingNames: the README's list of exec_env names
+// whose literal values are shown (not masked) is settingName's, name for
+// name: each exact name, each prefix and each suffix.
+func TestDocumentedPlainSettingNames(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(string(raw), "plainly holds one: a name among ")
+	if !ok {
+		t.Fatal("README no longer lists the exec_env names whose values are shown")
+	}
+	para, _, _ = strings.Cut(para, "that\ndoes not also say")
+	documented := map[string]bool{}
+	for _, s := range spans(para) {
+		documented[s] = true
+	}
+	// settingName is ^(A|B…)$|_(C|D…)$|^LC_: exact names, suffixes (with
+	// their underscore) and prefixes.
+	parts := strings.Split(settingName.String(), "|^")
+	var want []string
+	for _, part := range strings.Split(parts[0], ")$|") {
+		part = strings.TrimSuffix(part, ")$")
+		switch {
+		case strings.HasPrefix(part, "^("):
+			want = append(want, strings.Split(part[2:], "|")...)
+		case strings.HasPrefix(part, "_("):
+			for _, s := range strings.Split(part[2:], "|") {
+				want = append(want, "_"+s)
+			}
+		}
+	}
+	for _, p := range parts[1:] {
+		want = append(want, p)
+	}
+	if len(want) < 20 {
+		t.Fatalf("read %d names from settingName %s", len(want), settingName)
+	}
+	for _, w := range want {
+		if !documented[w] {
+			t.Errorf("README's list of plain exec_env names lacks %s, which settingName shows", w)
+		}
+		delete(documented, w)
+	}
+	for d := range documented {
+		t.Errorf("README's list of plain exec_env names has %s, which settingName does not show", d)
+	}
+}
