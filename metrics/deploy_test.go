@@ -221,3 +221,36 @@ func TestDocsNameExportedMetrics(t *testing.T) {
 		t.Fatalf("the docs name %d metrics: they were not read as expected", used)
 	}
 }
+
+// docAlert matches an alert's name in prose.
+var docAlert = regexp.MustCompile("`(Hookbox[A-Z][A-Za-z]+)`")
+
+// TestDocsNameShippedAlerts: every alert the README and the deploy guide
+// name is one of the shipped rules, so an operator who looks for it in
+// Alertmanager finds it.
+func TestDocsNameShippedAlerts(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(deployDir, "prometheus", "hookbox-alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*- alert: (\S+)`).FindAllStringSubmatch(string(raw), -1) {
+		shipped[m[1]] = true
+	}
+	var named int
+	for _, doc := range []string{filepath.Join("..", "README.md"), filepath.Join("..", "docs", "deploy.md")} {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range docAlert.FindAllStringSubmatch(string(raw), -1) {
+			named++
+			if !shipped[m[1]] {
+				t.Errorf("%s names the alert %s, which deploy/prometheus/hookbox-alerts.yml does not have", doc, m[1])
+			}
+		}
+	}
+	if len(shipped) < 5 || named < 3 {
+		t.Fatalf("%d alerts shipped, %d named by the docs: the files were not read as expected", len(shipped), named)
+	}
+}
