@@ -175,3 +175,43 @@ func TestExampleConfigsPassConfigCheck(t *testing.T) {
 		}
 	}
 }
+
+// longFlag matches a flag named in prose.
+var longFlag = regexp.MustCompile(`(?:^|[\s(\[,"])--([a-z][a-z0-9-]+)`)
+
+// TestHelpNamesRealFlags: every --flag the --help texts name is a flag:
+// of the command itself, or (where the text speaks of another command,
+// as retire's of purge --include-dead) of some hookbox command.
+func TestHelpNamesRealFlags(t *testing.T) {
+	root := newRootCmd()
+	var commands []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		commands = append(commands, c)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	exists := func(name string) bool {
+		for _, c := range commands {
+			if c.Flags().Lookup(name) != nil || c.PersistentFlags().Lookup(name) != nil {
+				return true
+			}
+		}
+		return false
+	}
+	var named int
+	for _, c := range commands {
+		text := c.Short + "\n" + c.Long + "\n" + c.Flags().FlagUsages()
+		for _, m := range longFlag.FindAllStringSubmatch(text, -1) {
+			named++
+			if !exists(m[1]) {
+				t.Errorf("%s --help names --%s, which no hookbox command has", c.CommandPath(), m[1])
+			}
+		}
+	}
+	if named < 30 {
+		t.Fatalf("the --help texts name %d flags: they were not read as expected", named)
+	}
+}
