@@ -220,7 +220,8 @@ type Source struct {
 	Encoding  string `yaml:"encoding"`
 	Algorithm string `yaml:"algorithm"`
 
-	// Where the delivery id and event type are, for hmac and none.
+	// Where the delivery id is, for the schemes whose id is not fixed (not
+	// standard-webhooks, stripe or github), and the event type, for any.
 	IDHeader   string `yaml:"id_header"`
 	IDField    string `yaml:"id_field"`
 	TypeHeader string `yaml:"type_header"`
