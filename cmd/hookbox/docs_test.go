@@ -3,11 +3,14 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hookbox/hookbox/server"
 )
 
 // docFiles are the documents an operator acts on, from this directory.
@@ -213,5 +216,25 @@ func TestHelpNamesRealFlags(t *testing.T) {
 	}
 	if named < 30 {
 		t.Fatalf("the --help texts name %d flags: they were not read as expected", named)
+	}
+}
+
+// TestEventsShowHelpNamesEveryField: events show --help names each field
+// of the JSON it prints (server.EventDetail, walked by its json tags), so
+// a script's author sees deliveries and held_by, not only the first three.
+func TestEventsShowHelpNamesEveryField(t *testing.T) {
+	cmd, _, err := newRootCmd().Find([]string{"events", "show"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	detail := reflect.TypeOf(server.EventDetail{})
+	for i := 0; i < detail.NumField(); i++ {
+		name, _, _ := strings.Cut(detail.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if !strings.Contains(cmd.Long, `"`+name+`"`) {
+			t.Errorf("events show --help does not name the JSON field %q", name)
+		}
 	}
 }

@@ -219,7 +219,9 @@ recorded attempt. An attempt that recorded no outcome (its process was killed
 or crashed during it, and the event was run again) is listed as "unknown":
 whether its work took effect is not known. --payload prints only the payload, byte for byte as it was
 received (pipe it to a file or jq). --json prints {"event": …, "attempts": […],
-"payload": base64}, as GET /admin/events/{id} returns it.`,
+"payload": base64, "replay_attempts": N}, as GET /admin/events/{id} returns
+it, with "deliveries": […] for an event with several targets and "held_by":
+ID for a pending delivery waiting behind a dead one of its order key.`,
 		Example: `  hookbox events show 42
   hookbox events show 42 --payload | jq .
   hookbox events show 42 --json`,
