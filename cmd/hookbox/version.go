@@ -66,6 +66,6 @@ func newVersionCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"version", "go_version", "commit", "os", "arch"}`)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"version", "go_version", "commit", "modified", "os", "arch"} (commit and modified when the build recorded them)`)
 	return cmd
 }
