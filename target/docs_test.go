@@ -1,6 +1,7 @@
 package target_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/target"
 )
 
@@ -60,5 +62,64 @@ func TestForwardedHeadersTable(t *testing.T) {
 	}
 	if checked < 40 {
 		t.Fatalf("checked %d headers of the README's table: it was not read as expected", checked)
+	}
+}
+
+// hookboxVar matches a HOOKBOX_ variable's name.
+var hookboxVar = regexp.MustCompile(`HOOKBOX_[A-Z_]+`)
+
+// TestExecEnvironmentDocumented: the HOOKBOX_ variables an exec command
+// of a named target gets are those the README's exec bullet lists, and
+// HOOKBOX_TARGET, which the targets section names; none more, none less.
+func TestExecEnvironmentDocumented(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bullet, ok := strings.Cut(string(raw), "- **`exec: [argv…]`**")
+	if !ok {
+		t.Fatal("README has no exec bullet")
+	}
+	bullet, _, _ = strings.Cut(bullet, "How it ends")
+	documented := map[string]bool{}
+	for _, name := range hookboxVar.FindAllString(bullet, -1) {
+		documented[name] = true
+	}
+	if !strings.Contains(string(raw), "(`HOOKBOX_TARGET` for exec)") {
+		t.Error("README no longer says that a target's exec gets HOOKBOX_TARGET")
+	}
+	documented["HOOKBOX_TARGET"] = true
+
+	dir := t.TempDir()
+	out := filepath.Join(dir, "env")
+	sh := filepath.Join(dir, "hook.sh")
+	if err := os.WriteFile(sh, []byte("#!/bin/sh\nenv > "+out+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e, err := target.NewExec(target.ExecOptions{Argv: []string{sh}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &hookbox.Event{ID: 7, Parent: 3, Source: "shop/deploy", Target: "deploy", DeliveryID: "d1", EventType: "push", Attempts: 1, Payload: []byte(`{}`)}
+	if err := e.Deliver(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	env, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, line := range strings.Split(string(env), "\n") {
+		if name, _, ok := strings.Cut(line, "="); ok && strings.HasPrefix(name, "HOOKBOX_") {
+			got[name] = true
+			if !documented[name] {
+				t.Errorf("an exec command gets %s, which the README does not list", name)
+			}
+		}
+	}
+	for name := range documented {
+		if !got[name] {
+			t.Errorf("README lists %s, which an exec command does not get", name)
+		}
 	}
 }
