@@ -491,7 +491,9 @@ type Queue interface {
 	// Finish applies outcomes of claimed events in one transaction and
 	// records each attempt. errs[i] is ErrLeaseLost where outcome i was
 	// refused; err is set when nothing could be applied. Outcomes with an
-	// empty Status are skipped.
+	// empty Status are skipped. An event finished done keeps no last
+	// error, whatever Error its outcome carries (its attempt's record
+	// keeps it): the last error says why the last attempt failed.
 	Finish(ctx context.Context, outs []Outcome) (errs []error, err error)
 
 	// BeginWork opens a write transaction for Go handlers (see WorkTx).

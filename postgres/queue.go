@@ -440,6 +440,11 @@ const outcomeRows = `
 // nextAt is the next_attempt_at an outcome row o sets.
 var nextAt = dbClock("o.next_in")
 
+// lastError is the last_error an outcome row o sets: its error, none
+// for a done one (a done attempt did not fail, whatever text the outcome
+// carries; its attempt row keeps the text), as SQLite's finish does.
+const lastError = `CASE WHEN o.status = 'done' THEN NULL ELSE NULLIF(o.error, '') END`
+
 // finishedAt is the updated_at an outcome row o sets: when the attempt
 // ended, on the database's clock, as every other write of updated_at is
 // (a claim's, a replay's, a retire's). A purge and payload retention
@@ -465,7 +470,7 @@ var finishOutcomes = `WITH o AS (` + outcomeRows + `
     SELECT id FROM queue WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
 ), applied AS (
     UPDATE queue e SET status = o.status, attempt_base = e.attempt_base + o.given, lease_owner = NULL,
-        next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = ` + finishedAt + `
+        next_attempt_at = ` + nextAt + `, last_error = ` + lastError + `, updated_at = ` + finishedAt + `
     FROM o
     WHERE e.id = o.id AND e.lease_owner = o.owner AND e.attempts = o.attempt
       AND e.status = 'processing' AND e.id IN (SELECT id FROM held)
@@ -611,7 +616,7 @@ func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, f
 var finishPicked = `WITH o AS (` + outcomeRows + `
 ), applied AS (
     UPDATE queue e SET status = o.status, attempts = e.attempts + 1, attempt_base = e.attempt_base + o.given,
-        lease_owner = NULL, next_attempt_at = ` + nextAt + `, last_error = NULLIF(o.error, ''), updated_at = ` + finishedAt + `
+        lease_owner = NULL, next_attempt_at = ` + nextAt + `, last_error = ` + lastError + `, updated_at = ` + finishedAt + `
     FROM o
     WHERE e.id = o.id
     RETURNING o.n

@@ -53,6 +53,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"KeyHead":                         testKeyHead,
 		"HeldKeys":                        testHeldKeys,
 	}
+	maps.Copy(tests, parityTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
