@@ -273,7 +273,8 @@ type Ops interface {
 	// ResumeTarget lifts a pause and reports whether there was one.
 	ResumeTarget(ctx context.Context, name string) (bool, error)
 
-	// UnfinishedTargets lists, in order, the queue names that have
+	// UnfinishedTargets lists, in byte order (Go's order of strings,
+	// whatever the database's collation), the queue names that have
 	// pending or processing deliveries. It reads about one index entry
 	// per name, however many deliveries wait, so a process can compare
 	// them with what it works (see Backlog) at every start.

@@ -532,15 +532,16 @@ type Queue interface {
 	// DropMark forgets the mark key.
 	DropMark(ctx context.Context, key string) error
 
-	// Paused lists the paused queue names (see Ops.PauseTarget).
+	// Paused lists the paused queue names (see Ops.PauseTarget), in byte
+	// order of their names, whatever the database's collation.
 	Paused(ctx context.Context) ([]Pause, error)
 
-	// DueQueues lists the queue names that have an event due now: pending
-	// or processing with a lease that has ended, at or past its due time
-	// on the store's clock (the server's on PostgreSQL). Every queue whose
-	// claim would lease an event at this moment is listed; a listed one's
-	// claim may still lease nothing (a strict queue whose event runs, an
-	// event claimed meanwhile). It only reads, away from the writer where
+	// DueQueues lists, in byte order, the queue names that have an event
+	// due now: pending or processing with a lease that has ended, at or
+	// past its due time on the store's clock (the server's on
+	// PostgreSQL). Every queue whose claim would lease an event at this
+	// moment is listed; a listed one's claim may still lease nothing (a
+	// strict queue whose event runs, an event claimed meanwhile). It only reads, away from the writer where
 	// the store has one, and costs an index seek or two per queue that
 	// holds unfinished events, however many events each holds. The worker
 	// asks before each round of claims, so that queues with nothing due

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,7 +22,8 @@ const dueQueues = `WITH RECURSIVE w(name, due) AS (
             ORDER BY source, next_attempt_at LIMIT 1) n)
     SELECT name FROM w WHERE due <= now()`
 
-// DueQueues lists the queues with an event due now; see hookbox.Queue.
+// DueQueues lists the queues with an event due now, in byte order (the
+// walk's is the database collation's); see hookbox.Queue.
 func (s *Store) DueQueues(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, dueQueues)
 	if err != nil {
@@ -31,5 +33,6 @@ func (s *Store) DueQueues(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, unavailable(ctx, "due queues", err)
 	}
+	slices.Sort(out)
 	return out, nil
 }

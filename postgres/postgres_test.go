@@ -990,3 +990,17 @@ func TestOlderFirstAttemptRow(t *testing.T) {
 		return err
 	})
 }
+
+// TestParityCollated runs the parity cases of the conformance suite in a
+// database whose default collation is a language's (ICU en-US), not the
+// byte order the rest of the suite runs in: what a store returns in
+// order, and what it matches, must not depend on it.
+func TestParityCollated(t *testing.T) {
+	storetest.RunParity(t, func(t *testing.T) storetest.FullStore {
+		s, err := postgres.Open(context.Background(), pgtest.CollatedURL(t, "en-US"), postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -26,9 +28,11 @@ func (s *Store) ResumeTarget(ctx context.Context, name string) (bool, error) {
 	return tag.RowsAffected() > 0, nil
 }
 
-// Paused lists the paused queue names; see hookbox.Queue.
+// Paused lists the paused queue names in byte order; see hookbox.Queue.
+// They are sorted here, not by the server, whose order is its
+// collation's.
 func (s *Store) Paused(ctx context.Context) ([]hookbox.Pause, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, paused_at, reason FROM paused_targets ORDER BY name`)
+	rows, err := s.pool.Query(ctx, `SELECT name, paused_at, reason FROM paused_targets`)
 	if err != nil {
 		return nil, opError(ctx, "paused", err)
 	}
@@ -42,6 +46,7 @@ func (s *Store) Paused(ctx context.Context) ([]hookbox.Pause, error) {
 		p.PausedAt = p.PausedAt.UTC()
 		out = append(out, p)
 	}
+	slices.SortFunc(out, func(a, b hookbox.Pause) int { return strings.Compare(a.Name, b.Name) })
 	return out, rows.Err()
 }
 
@@ -57,8 +62,10 @@ const unfinishedNames = `WITH RECURSIVE names(name) AS (
 )
 SELECT name FROM names WHERE name IS NOT NULL`
 
-// UnfinishedTargets lists the queue names with unfinished deliveries; see
-// hookbox.Ops.
+// UnfinishedTargets lists the queue names with unfinished deliveries in
+// byte order; see hookbox.Ops. The walk comes in the order of the
+// database's collation (a language's, on many servers), so it is
+// sorted here.
 func (s *Store) UnfinishedTargets(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx, unfinishedNames)
 	if err != nil {
@@ -76,6 +83,7 @@ func (s *Store) UnfinishedTargets(ctx context.Context) ([]string, error) {
 	if err := rows.Err(); err != nil {
 		return nil, opError(ctx, "unfinished targets", err)
 	}
+	slices.Sort(names)
 	return names, nil
 }
 

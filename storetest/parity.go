@@ -19,6 +19,7 @@ import (
 // alone.
 var parityTests = map[string]func(*testing.T, FullStore){
 	"DoneClearsLastError":     testDoneClearsLastError,
+	"NamesInByteOrder":        testNamesInByteOrder,
 	"TimesAtStorePrecision":   testTimesAtStorePrecision,
 	"FiltersMatchTextExactly": testFiltersMatchTextExactly,
 	"MissingIDsAndNames":      testMissingIDsAndNames,

@@ -81,13 +81,7 @@ func ClockURL(t testing.TB, ahead time.Duration) string {
 // ends, and returns the server's URL and the schema's name.
 func newSchema(t testing.TB) (base, schema string) {
 	t.Helper()
-	base = os.Getenv(EnvURL)
-	if base == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(EnvURL + " must be set in CI")
-		}
-		t.Skip(EnvURL + " is not set; skipping PostgreSQL test")
-	}
+	base = serverURL(t)
 	schema = "hb_" + randomHex(8)
 
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
@@ -114,6 +108,20 @@ func newSchema(t testing.TB) (base, schema string) {
 		}
 	})
 	return base, schema
+}
+
+// serverURL is the server's URL from the environment. It skips the test
+// when it is unset, and fails it so under CI.
+func serverURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv(EnvURL)
+	if base == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal(EnvURL + " must be set in CI")
+		}
+		t.Skip(EnvURL + " is not set; skipping PostgreSQL test")
+	}
+	return base
 }
 
 // MigrateDownTo takes the hookbox schema at dbURL back to version (its
@@ -200,4 +208,43 @@ func HoldLock(t testing.TB, dbURL string, tables ...string) {
 	if _, err := tx.Exec(ctx, "LOCK TABLE "+strings.Join(tables, ", ")+" IN ACCESS EXCLUSIVE MODE"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// CollatedURL is URL in a database of its own whose default collation is
+// the ICU locale icuLocale (such as "en-US"), as a database created with
+// a server's usual locale has one, instead of the byte order of the
+// suite's database: text compares and sorts there by language rules,
+// where SQLite compares bytes. The database is dropped when the test
+// ends.
+func CollatedURL(t testing.TB, icuLocale string) string {
+	t.Helper()
+	base := serverURL(t)
+	parsed, err := url.Parse(base)
+	if err != nil || parsed.Scheme == "" {
+		t.Fatalf("%s must be a URL for a database of its own", EnvURL)
+	}
+	name := "hb_" + randomHex(8)
+	admin := func(q string) error {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(ctx, q)
+		return err
+	}
+	err = admin(fmt.Sprintf(`CREATE DATABASE %s TEMPLATE template0 ENCODING 'UTF8' LOCALE 'C.UTF-8'
+        LOCALE_PROVIDER icu ICU_LOCALE '%s'`, name, strings.ReplaceAll(icuLocale, "'", "''")))
+	if err != nil {
+		t.Fatalf("create database %s collated %s: %v", name, icuLocale, err)
+	}
+	t.Cleanup(func() {
+		if err := admin("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	parsed.Path = "/" + name
+	return parsed.String()
 }
