@@ -192,6 +192,9 @@ func (r PurgeResult) Total() int { return r.Done + r.Dead + r.Stored }
 
 // Stats summarise the queue for metrics.
 type Stats struct {
+	// ByStatus counts the events in each state a queue row has:
+	// pending, processing, done and dead, each there (0 for a state no
+	// event is in), and no other (see NewStats).
 	ByStatus map[Status]int `json:"by_status"`
 	// OldestDue is when the longest-waiting due pending event became due;
 	// zero when none is due. It is on the clock the store judges due
@@ -204,6 +207,13 @@ type Stats struct {
 	// OldestDue would mix the caller's clock with the store's. In JSON,
 	// nanoseconds.
 	OldestDueAge time.Duration `json:"oldest_due_age"`
+}
+
+// NewStats returns Stats that count 0 events in each state a queue row
+// has, for a store to add its counts to: the stores' ByStatus hold the
+// same keys whatever the table holds.
+func NewStats() Stats {
+	return Stats{ByStatus: map[Status]int{StatusPending: 0, StatusProcessing: 0, StatusDone: 0, StatusDead: 0}}
 }
 
 // DueAge is how long an event due since oldest has waited at now, both

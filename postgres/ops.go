@@ -758,7 +758,7 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 
 // Stats counts events by status; see hookbox.Ops.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
-	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
+	st := hookbox.NewStats()
 	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM queue WHERE NOT fanout GROUP BY status`)
 	if err != nil {
 		return st, opError(ctx, "stats", err)

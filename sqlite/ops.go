@@ -562,7 +562,7 @@ const (
 // index, the narrowest that holds every row; the done ones are what is
 // left. All in one read transaction, so the counts agree.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
-	st := hookbox.Stats{ByStatus: map[hookbox.Status]int{}}
+	st := hookbox.NewStats()
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", err)

@@ -20,6 +20,7 @@ import (
 var parityTests = map[string]func(*testing.T, FullStore){
 	"DoneClearsLastError":     testDoneClearsLastError,
 	"NamesInByteOrder":        testNamesInByteOrder,
+	"StatsCountEveryStatus":   testStatsCountEveryStatus,
 	"TimesAtStorePrecision":   testTimesAtStorePrecision,
 	"FiltersMatchTextExactly": testFiltersMatchTextExactly,
 	"MissingIDsAndNames":      testMissingIDsAndNames,
