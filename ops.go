@@ -209,6 +209,20 @@ type Stats struct {
 	OldestDueAge time.Duration `json:"oldest_due_age"`
 }
 
+// CheckPause refuses what Ops.PauseTarget cannot keep alike in every
+// store: a name that is not a queue name (ValidQueueName), or a reason
+// that is not StorableText (PostgreSQL refuses NUL bytes and text that
+// is not UTF-8, which SQLite would keep). Both stores call it first.
+func CheckPause(name, reason string) error {
+	if !ValidQueueName(name) {
+		return fmt.Errorf("pause: %s is not a queue name (source or source/target)", ShortQuote(name))
+	}
+	if !StorableText(reason) {
+		return fmt.Errorf("pause %s: the reason must be UTF-8 text without NUL bytes", name)
+	}
+	return nil
+}
+
 // NewStats returns Stats that count 0 events in each state a queue row
 // has, for a store to add its counts to: the stores' ByStatus hold the
 // same keys whatever the table holds.
@@ -277,7 +291,8 @@ type Ops interface {
 	// PauseTarget pauses the queue name (a source worked as itself, or
 	// "source/target"): workers claim none of its events until
 	// ResumeTarget; ingest goes on. Pausing a paused name keeps its first
-	// pause.
+	// pause. A name that is no queue name, or a reason that is not
+	// StorableText, is refused (CheckPause) and nothing is stored.
 	PauseTarget(ctx context.Context, name, reason string) error
 
 	// ResumeTarget lifts a pause and reports whether there was one.

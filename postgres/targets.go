@@ -12,6 +12,9 @@ import (
 
 // PauseTarget pauses a queue name; see hookbox.Ops.
 func (s *Store) PauseTarget(ctx context.Context, name, reason string) error {
+	if err := hookbox.CheckPause(name, reason); err != nil {
+		return err
+	}
 	if _, err := s.pool.Exec(ctx, `INSERT INTO paused_targets (name, reason) VALUES ($1, $2)
         ON CONFLICT (name) DO NOTHING`, name, reason); err != nil {
 		return opError(ctx, fmt.Sprintf("pause %q", name), err)

@@ -651,3 +651,27 @@ func TestAdminPurgeNamesBadDays(t *testing.T) {
 		}
 	})
 }
+
+// TestAdminPauseRefusesBadReason: a pause whose reason holds a NUL byte
+// or text that is not UTF-8 is a 400 that pauses nothing, on both stores
+// (PostgreSQL answered 500, SQLite paused with it); a good reason pauses.
+func TestAdminPauseRefusesBadReason(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		for _, reason := range []string{"%00", "caf%E9"} {
+			if code, b := h.call("POST", "/admin/targets/shop/app/pause?reason="+reason); code != http.StatusBadRequest ||
+				!strings.Contains(string(b), "reason: want valid UTF-8 text without NUL bytes") {
+				t.Errorf("pause with reason %s = %d %s, want 400 naming the reason", reason, code, b)
+			}
+		}
+		if ps, err := h.st.Paused(context.Background()); err != nil || len(ps) != 0 {
+			t.Fatalf("after refused pauses: %+v, %v", ps, err)
+		}
+		if code, b := h.call("POST", "/admin/targets/shop/app/pause?reason=caf%C3%A9"); code != http.StatusOK {
+			t.Fatalf("pause = %d %s", code, b)
+		}
+		if ps, err := h.st.Paused(context.Background()); err != nil || len(ps) != 1 || ps[0].Reason != "café" {
+			t.Errorf("paused %+v, %v; want shop/app with its reason", ps, err)
+		}
+	})
+}

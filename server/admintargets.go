@@ -114,7 +114,12 @@ func (a *admin) pause(pause bool) http.HandlerFunc {
 		}
 		ops := a.cfg.Store
 		if pause {
-			if err := ops.PauseTarget(r.Context(), name, r.URL.Query().Get("reason")); err != nil {
+			reason := r.URL.Query().Get("reason")
+			if err := CheckFilterText("reason", reason); err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			if err := ops.PauseTarget(r.Context(), name, reason); err != nil {
 				a.internal(w, "pause", err)
 				return
 			}

@@ -11,6 +11,9 @@ import (
 
 // PauseTarget pauses a queue name; see hookbox.Ops.
 func (s *Store) PauseTarget(ctx context.Context, name, reason string) error {
+	if err := hookbox.CheckPause(name, reason); err != nil {
+		return err
+	}
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO paused_targets (name, paused_at, reason) VALUES (?, ?, ?)
             ON CONFLICT (name) DO NOTHING`, name, millis(time.Now()), reason)

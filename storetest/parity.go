@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ var parityTests = map[string]func(*testing.T, FullStore){
 	"DoneClearsLastError":     testDoneClearsLastError,
 	"NamesInByteOrder":        testNamesInByteOrder,
 	"StatsCountEveryStatus":   testStatsCountEveryStatus,
+	"PauseRefusesBadText":     testPauseRefusesBadText,
 	"TimesAtStorePrecision":   testTimesAtStorePrecision,
 	"FiltersMatchTextExactly": testFiltersMatchTextExactly,
 	"MissingIDsAndNames":      testMissingIDsAndNames,
@@ -332,5 +334,31 @@ func testMissingIDsAndNames(t *testing.T, s FullStore) {
 	}
 	if es, err := s.Events(ctx, hookbox.Filter{Source: "mi", Limit: 1}); len(es) != 1 || es[0].ID != max(ids[0], ids[1]) || err != nil {
 		t.Errorf("a page of one: %v, %v", es, err)
+	}
+}
+
+// testPauseRefusesBadText: a pause whose reason holds a NUL byte or text
+// that is not UTF-8, or whose name is no queue name, is refused on every
+// store and leaves nothing paused: SQLite kept such a reason, PostgreSQL
+// failed with a data error (the admin API answered 500 there, 200 on
+// SQLite). A reason of any length and script is kept as given.
+func testPauseRefusesBadText(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	for _, c := range []struct{ name, reason string }{
+		{"shop/app", "a\x00b"}, {"shop/app", "caf\xe9"}, {"shop\x00/app", "r"}, {"shop/app/x", "r"}, {"", "r"},
+	} {
+		if err := s.PauseTarget(ctx, c.name, c.reason); err == nil || errors.Is(err, hookbox.ErrUnavailable) {
+			t.Errorf("pause %q with reason %q: %v, want it refused as bad input", c.name, c.reason, err)
+		}
+	}
+	if ps, err := s.Paused(ctx); len(ps) != 0 || err != nil {
+		t.Errorf("after refused pauses: %+v, %v; want nothing paused", ps, err)
+	}
+	long := strings.Repeat("\u00e9\u4e2d", 4000)
+	if err := s.PauseTarget(ctx, "shop/app", long); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := s.Paused(ctx); err != nil || len(ps) != 1 || ps[0].Reason != long {
+		t.Errorf("a long reason came back as %d paused, %v", len(ps), err)
 	}
 }
