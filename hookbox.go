@@ -253,6 +253,8 @@ type IngestTx interface {
 }
 
 // Filter selects events for listing, replay and purge. Zero fields match all.
+// Its text fields match byte for byte on every store, whatever the
+// database's collation: case counts, and '%' and '_' are themselves.
 type Filter struct {
 	Source    string
 	Status    Status
@@ -263,6 +265,11 @@ type Filter struct {
 	// OrderKey matches a delivery's order key exactly (Event.OrderKey):
 	// the deliveries of one key of an ordered target.
 	OrderKey string
+	// Since and Until bound the created time as the store keeps it: to
+	// the millisecond on SQLite, the microsecond on PostgreSQL (the one
+	// difference of precision between them, in every time a store
+	// keeps). A time read back from the store bounds as it reads:
+	// Since an event's CreatedAt lists it, Until it does not.
 	Since    time.Time // created at or after
 	Until    time.Time // created before
 	BeforeID int64     // only ids below this (paging newest first)
