@@ -114,7 +114,7 @@ func testDoneClearsLastError(t *testing.T, s FullStore) {
 // that language's order, which ignores punctuation and case at first.
 func testNamesInByteOrder(t *testing.T, s FullStore) {
 	ctx := context.Background()
-	names := []string{"a_b", "A-c", "a-b", "aXb", "a.b", "b", "a%b", "B"}
+	names := []string{"a_b", "A-c", "a-b", "aXb", "a.b", "b", "a0", "B"}
 	for _, n := range names {
 		ingest(t, s, Delivery(n, "1"))
 		if err := s.PauseTarget(ctx, n+"/t", "why"); err != nil {

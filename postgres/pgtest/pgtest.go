@@ -81,8 +81,22 @@ func ClockURL(t testing.TB, ahead time.Duration) string {
 // ends, and returns the server's URL and the schema's name.
 func newSchema(t testing.TB) (base, schema string) {
 	t.Helper()
-	base = serverURL(t)
-	schema = "hb_" + randomHex(8)
+	return newSchemaIn(t, serverURL(t))
+}
+
+// URLIn is URL in the database at db (one CollatedDB made) rather than
+// the environment's.
+func URLIn(t testing.TB, db string) string {
+	t.Helper()
+	base, schema := newSchemaIn(t, db)
+	return WithSearchPath(base, schema)
+}
+
+// newSchemaIn creates a schema in the database at base, dropped when the
+// test ends, and returns base and the schema's name.
+func newSchemaIn(t testing.TB, base string) (string, string) {
+	t.Helper()
+	schema := "hb_" + randomHex(8)
 
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -210,13 +224,13 @@ func HoldLock(t testing.TB, dbURL string, tables ...string) {
 	}
 }
 
-// CollatedURL is URL in a database of its own whose default collation is
+// CollatedDB creates a database of its own whose default collation is
 // the ICU locale icuLocale (such as "en-US"), as a database created with
 // a server's usual locale has one, instead of the byte order of the
 // suite's database: text compares and sorts there by language rules,
-// where SQLite compares bytes. The database is dropped when the test
-// ends.
-func CollatedURL(t testing.TB, icuLocale string) string {
+// where SQLite compares bytes. It returns the database's URL, for URLIn,
+// and drops the database when the test ends.
+func CollatedDB(t testing.TB, icuLocale string) string {
 	t.Helper()
 	base := serverURL(t)
 	parsed, err := url.Parse(base)
@@ -224,8 +238,10 @@ func CollatedURL(t testing.TB, icuLocale string) string {
 		t.Fatalf("%s must be a URL for a database of its own", EnvURL)
 	}
 	name := "hb_" + randomHex(8)
+	// Creating and dropping a database writes a checkpoint: slower than
+	// a schema, and more so while other tests write.
 	admin := func(q string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		conn, err := pgx.Connect(ctx, base)
 		if err != nil {
