@@ -557,12 +557,17 @@ func TestExecKillsWhatLeftTheGroup(t *testing.T) {
 // escapeScript starts a process that leaves its process group (setsid)
 // and starts a sleep of $MARK seconds, writes the sleep's pid to
 // $DIR/escaped.pid, and then exits, or, unless $END is "exits", sleeps.
+// The pid file appears whole (written aside, then renamed): the
+// "cancelled" case ends the command as soon as the file exists, and a
+// file the shell had created but not yet written was read empty ("pid
+// file" failures under load).
 // $MARK is an argument of each process that leaves the group from the
 // start (the sleep's, before it runs sleep, is a copy of its parent's).
 const escapeScript = `mkfifo "$DIR/ready"
 setsid sh -c 'sleep "$1" & echo $! > "$DIR/ready"; wait' escaped "$MARK" &
 read pid < "$DIR/ready"
-echo "$pid" > "$DIR/escaped.pid"
+echo "$pid" > "$DIR/escaped.tmp"
+mv "$DIR/escaped.tmp" "$DIR/escaped.pid"
 if [ "$END" != exits ]; then exec sleep 300; fi
 `
 
