@@ -14,6 +14,17 @@ import (
 	"github.com/hookbox/hookbox/target"
 )
 
+// forwarded delivers an event whose stored headers are stored through f to
+// app, and returns the headers app got.
+func forwarded(t *testing.T, app *sink, f *target.Forward, stored http.Header) http.Header {
+	t.Helper()
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
+	if err := f.Deliver(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	return app.requests()[len(app.requests())-1].header
+}
+
 // TestForwardDropsRoutingHeaders: a delivery whose sender set routing
 // headers reaches the app without them, over real HTTP.
 func TestForwardDropsRoutingHeaders(t *testing.T) {
@@ -29,11 +40,7 @@ func TestForwardDropsRoutingHeaders(t *testing.T) {
 		"X-Http-Method-Override": {"DELETE"},
 		"Content-Encoding":       {"gzip"},
 	}
-	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
-	if err := f.Deliver(context.Background(), ev); err != nil {
-		t.Fatal(err)
-	}
-	got := app.requests()[0].header
+	got := forwarded(t, app, f, stored)
 	for name := range stored {
 		if name == "Webhook-Signature" {
 			continue
@@ -109,11 +116,7 @@ func TestForwardDropsIdentityHeaders(t *testing.T) {
 	for _, name := range kept {
 		stored.Set(name, "kept")
 	}
-	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
-	if err := f.Deliver(context.Background(), ev); err != nil {
-		t.Fatal(err)
-	}
-	got := app.requests()[0].header
+	got := forwarded(t, app, f, stored)
 	for name, v := range got {
 		if strings.Join(v, "") == "admin" {
 			t.Errorf("app got %s: %q", name, v)
@@ -176,11 +179,7 @@ func TestForwardDropsSendersHookboxHeaders(t *testing.T) {
 	for _, name := range kept {
 		stored.Set(name, "kept")
 	}
-	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
-	if err := f.Deliver(context.Background(), ev); err != nil {
-		t.Fatal(err)
-	}
-	got := app.requests()[0].header
+	got := forwarded(t, app, f, stored)
 	for name, v := range got {
 		if strings.Join(v, "") == "forged" {
 			t.Errorf("app got the sender's %s: %q", name, v)
@@ -212,11 +211,7 @@ func TestForwardDropsSendersTraceContext(t *testing.T) {
 		"Baggage":     {"user.id=admin"},
 		"Trace-Note":  {"kept"},
 	}
-	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Header: stored, Payload: []byte(`{}`)}
-	if err := f.Deliver(context.Background(), ev); err != nil {
-		t.Fatal(err)
-	}
-	got := app.requests()[0].header
+	got := forwarded(t, app, f, stored)
 	for _, name := range []string{"Traceparent", "Tracestate", "Baggage"} {
 		if v := got.Values(name); len(v) != 0 {
 			t.Errorf("app got the sender's %s: %q", name, v)
