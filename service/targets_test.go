@@ -327,11 +327,15 @@ sources:
 	})
 }
 
-// TestTargetOrderByKey: 100 keys × 100 events with random handler delays:
+// TestTargetOrderByKey: 50 keys × 100 events with random handler delays:
 // for every key the deliveries start in id order and never two at once,
-// while at least 8 keys run at the same time.
+// while at least 8 keys run at the same time. 50 keys, not 100: each key
+// is as long, the random order puts as many deliveries next to one of
+// their key (1 in 50 of 5,000, where it was 1 in 100 of 10,000), and the
+// test takes about half the time (27 s, not 48 s, for both databases
+// under -race).
 func TestTargetOrderByKey(t *testing.T) {
-	const keys, perKey = 100, 100
+	const keys, perKey = 50, 100
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		app := newReceiver(t)
 		app.delay = func() time.Duration { return time.Duration(rand.IntN(2000)) * time.Microsecond }
