@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -379,11 +380,20 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 			errs = append(errs, err)
 			return false
 		}
+		if n > 0 && len(sources) == 1 {
+			p.serveSeq++
+			p.served[sources[0]] = p.serveSeq
+		}
 		more = more || n == limit
 		return n == limit
 	}
-	// Every queue up to its share: those running fewest first, in turn
-	// among equals. When the free slots cannot give every queue under
+	// Every queue up to its share: those running fewest first, and among
+	// equals the one whose last claim alone got events longest ago (or
+	// never) first, so that each takes its turn. (A rotation advanced
+	// every round came back to the same order each time a slot freed when
+	// the rounds between kept the same rhythm: a healthy queue lost every
+	// turn to two hanging ones until their backlogs were done.) When the
+	// free slots cannot give every queue under
 	// its share its due, each is claimed on its own in that order (a
 	// claim of several sources takes the oldest events first, the
 	// backlog of a hanging target's retries); else routes with Controls
@@ -400,12 +410,12 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 			under = append(under, claimUnit{name: c.name, ctl: c})
 		}
 	}
-	if len(under) > 0 {
-		k := p.turn % len(under)
-		p.turn++
-		under = append(under[k:], under[:k]...)
-		slices.SortStableFunc(under, func(a, b claimUnit) int { return running[a.name] - running[b.name] })
-	}
+	slices.SortStableFunc(under, func(a, b claimUnit) int {
+		if d := running[a.name] - running[b.name]; d != 0 {
+			return d
+		}
+		return cmp.Compare(p.served[a.name], p.served[b.name])
+	})
 	scarce := free() < share*len(under)
 	for _, u := range under {
 		if f := free(); f > 0 && (scarce || u.ctl != nil) {

@@ -264,7 +264,11 @@ type Pool struct {
 	slots      chan struct{} // work running: a target or a Prepare
 	slotMu     sync.Mutex
 	slotsBy    map[string]int // slots held, by queue (see claimLeased)
-	turn       int            // claimLeased's rotation among queues; the claim loop's own
+	// served orders the queues claimLeased claims alone: the sequence
+	// number of each one's last claim that got events (serveSeq the
+	// last given). The claim loop's own.
+	served   map[string]uint64
+	serveSeq uint64
 	// recording holds the events whose work has returned and whose
 	// outcome is being committed; see runTargets.
 	recording chan struct{}
@@ -370,6 +374,7 @@ func New(q hookbox.Queue, opts Options) *Pool {
 		leases:    leaseSet{owners: map[int64]heldEvent{}, leases: map[string]time.Duration{}},
 		slots:     make(chan struct{}, opts.Concurrency),
 		slotsBy:   map[string]int{},
+		served:    map[string]uint64{},
 		recording: make(chan struct{}, opts.Concurrency),
 		warm:      newWarm(),
 		errLog:    lograte.Limiter{Every: errLogEvery},
