@@ -2,13 +2,10 @@ package rejected_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
@@ -52,7 +49,7 @@ func TestRecheckStoppedPartWayCountsWhatIsStored(t *testing.T) {
 			t.Fatalf("%d rejections kept (%v), want 150", len(kept), err)
 		}
 		refused := kept[125].ID // the 26th of the second page
-		drop := refuseMark(t, dbURL, refused)
+		drop := dbtest.Refuse(t, dbURL, "UPDATE", "rejected_deliveries", refused)
 		sources := map[string]rejected.Source{"gh": {Verifier: v}}
 		res, err := rejected.Recheck(ctx, st, sources, rejected.RecheckParams{})
 		drop()
@@ -91,45 +88,4 @@ func TestRecheckStoppedPartWayCountsWhatIsStored(t *testing.T) {
 			t.Errorf("run again: %d admitted, %d events stored; want the 25 unmarked, and 150", len(again.Admitted), len(evs))
 		}
 	})
-}
-
-// refuseMark makes the database at dbURL refuse to mark rejection id
-// admitted, and returns what lifts that.
-func refuseMark(t *testing.T, dbURL string, id int64) func() {
-	t.Helper()
-	ctx := context.Background()
-	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries WHEN OLD.id = %d
-            BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, id)); err != nil {
-			t.Fatal(err)
-		}
-		return func() {
-			if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	c, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(ctx) })
-	for _, q := range []string{
-		`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`,
-		fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries FOR EACH ROW WHEN (OLD.id = %d) EXECUTE FUNCTION refuse()`, id),
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return func() {
-		if _, err := c.Exec(ctx, `DROP TRIGGER refuse ON rejected_deliveries`); err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -91,24 +90,13 @@ func TestAdminPurgeStoppedPartWay(t *testing.T) {
 		t.Parallel()
 		dbURL := dbtest.SQLiteURL(t)
 		h := startAdmin(t, dbURL, adminToken)
-		older, newer := seedOld(t, h, 250, 100) // SQLite deletes 250 a batch
-		db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		// The database refuses the second batch.
-		if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE DELETE ON events WHEN OLD.id = %d
-            BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, newer[0])); err != nil {
-			t.Fatal(err)
-		}
+		older, newer := seedOld(t, h, 250, 100)                       // SQLite deletes 250 a batch
+		lift := dbtest.Refuse(t, dbURL, "DELETE", "events", newer[0]) // the database refuses the second batch
 		r := post(h.url + path)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
-			t.Fatal(err)
-		}
+		lift()
 		check(t, h, len(older)+len(newer), r, http.StatusInternalServerError)
 	})
 }

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -132,22 +131,12 @@ func TestAdminRecheckStoppedPartWay(t *testing.T) {
 		dbURL := dbtest.SQLiteURL(t)
 		url, st := startRecheckAdmin(t, dbURL, v)
 		refused := seedRejected(t, st)
-		db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries WHEN OLD.id = %d
-            BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, refused)); err != nil {
-			t.Fatal(err)
-		}
+		lift := dbtest.Refuse(t, dbURL, "UPDATE", "rejected_deliveries", refused)
 		r := post(url + path)
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
-		if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
-			t.Fatal(err)
-		}
+		lift()
 		check(t, url, st, r, http.StatusInternalServerError)
 	})
 }

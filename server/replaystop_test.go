@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,20 +103,9 @@ func TestAdminReplayStoppedPartWay(t *testing.T) {
 		dbURL := dbtest.SQLiteURL(t)
 		h := startAdmin(t, dbURL, adminToken)
 		ids := seedCut(t, h)
-		db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		// The database refuses the second slice's first event.
-		if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE OF status ON events WHEN OLD.id = %d
-            BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, ids[1000])); err != nil {
-			t.Fatal(err)
-		}
+		lift := dbtest.Refuse(t, dbURL, "UPDATE OF status", "events", ids[1000]) // the database refuses the second slice's first event
 		code, body := h.call("POST", path)
-		if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
-			t.Fatal(err)
-		}
+		lift()
 		check(t, h, h, ids, code, body, http.StatusInternalServerError)
 	})
 }

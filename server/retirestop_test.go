@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -36,16 +34,17 @@ type stoppedRetire struct {
 // deliveries had gone dead.
 func TestAdminRetireStoppedPartWay(t *testing.T) {
 	const path = "/admin/targets/gone/retire"
-	run := func(t *testing.T, dbURL string, refuse, allow func(id int64), wantCode int) {
+	// table is where the store keeps a delivery's status.
+	run := func(t *testing.T, dbURL, table string, wantCode int) {
 		h := startAdmin(t, dbURL, adminToken)
 		names := make([]string, 1300)
 		for i := range names {
 			names[i] = fmt.Sprint("d", i)
 		}
 		ids := seed(t, h.st, "gone", "x", hookbox.StatusPending, time.Now().Add(-time.Hour), names...)
-		refuse(ids[1000]) // the first of the second slice
+		lift := dbtest.Refuse(t, dbURL, "UPDATE", table, ids[1000]) // the first of the second slice
 		r := post(h.url + path)
-		allow(ids[1000])
+		lift()
 		if r.err != nil {
 			t.Fatal(r.err)
 		}
@@ -73,43 +72,11 @@ func TestAdminRetireStoppedPartWay(t *testing.T) {
 
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		dbURL := pgtest.URL(t)
-		c := pgConn(t, dbURL)
-		exec := func(q string) {
-			if _, err := c.Exec(context.Background(), q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		refuse := func(id int64) {
-			exec(fmt.Sprintf(`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN IF OLD.id = %d THEN RAISE EXCEPTION 'refused for the test'; END IF; RETURN NEW; END $$`, id))
-			exec(`CREATE TRIGGER refuse BEFORE UPDATE ON queue FOR EACH ROW EXECUTE FUNCTION refuse()`)
-		}
-		allow := func(int64) { exec(`DROP TRIGGER refuse ON queue`) }
-		run(t, dbURL, refuse, allow, http.StatusServiceUnavailable)
+		run(t, pgtest.URL(t), "queue", http.StatusServiceUnavailable)
 	})
-
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		dbURL := dbtest.SQLiteURL(t)
-		var db *sql.DB
-		exec := func(q string) {
-			if _, err := db.Exec(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		refuse := func(id int64) {
-			var err error
-			db, err = sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(10000)")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON events WHEN OLD.id = %d
-                BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, id))
-		}
-		allow := func(int64) { exec(`DROP TRIGGER refuse`) }
-		run(t, dbURL, refuse, allow, http.StatusInternalServerError)
+		run(t, dbtest.SQLiteURL(t), "events", http.StatusInternalServerError)
 	})
 }
 

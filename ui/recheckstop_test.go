@@ -2,7 +2,6 @@ package ui_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -73,19 +72,9 @@ func TestConsoleRecheckStoppedPartWay(t *testing.T) {
 		t.Fatalf("no re-check form on the rejected page:\n%s", page)
 	}
 
-	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries WHEN OLD.id = %d
-        BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, kept[125].ID)); err != nil {
-		t.Fatal(err)
-	}
+	lift := dbtest.Refuse(t, dbURL, "UPDATE", "rejected_deliveries", kept[125].ID)
 	resp, page := fetch(t, c, "POST", hs.URL+"/ui/rejected/recheck", url.Values{"csrf": {m[1]}, "admit": {"1"}})
-	if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
-		t.Fatal(err)
-	}
+	lift()
 	evs, err := st.Events(ctx, hookbox.Filter{Source: "gh", Limit: 1000})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package ui_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -43,19 +42,9 @@ func TestConsoleBulkReplayStoppedPartWay(t *testing.T) {
 	_, page := fetch(t, c, "GET", hs.URL+"/ui/dead?source=polar", nil)
 	_, page = fetch(t, c, "POST", hs.URL+"/ui/replay", replayForm(t, page, "dead page"))
 	confirm := replayForm(t, page, "dry run")
-	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(dbURL, "sqlite:")+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE OF status ON events WHEN OLD.id = %d
-        BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, ids[1000])); err != nil {
-		t.Fatal(err)
-	}
+	lift := dbtest.Refuse(t, dbURL, "UPDATE OF status", "events", ids[1000])
 	resp, page := fetch(t, c, "POST", hs.URL+"/ui/replay", confirm)
-	if _, err := db.Exec(`DROP TRIGGER refuse`); err != nil {
-		t.Fatal(err)
-	}
+	lift()
 	pending, err := st.Events(context.Background(), hookbox.Filter{Source: "polar", Status: hookbox.StatusPending, Limit: 5000})
 	if err != nil {
 		t.Fatal(err)

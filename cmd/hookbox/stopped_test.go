@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
@@ -95,7 +92,7 @@ func TestRecheckStoppedSaysSoInJSON(t *testing.T) {
 		if err != nil || len(kept) != 150 {
 			t.Fatalf("%d rejections kept (%v), want 150", len(kept), err)
 		}
-		refuseAdmitted(t, dbURL, kept[125].ID)
+		dbtest.Refuse(t, dbURL, "UPDATE", "rejected_deliveries", kept[125].ID) // for the rest of the test
 		cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
 		cfg := fmt.Sprintf("sources:\n  - name: polar\n    scheme: standard-webhooks\n    secrets: [%q]\n    store_only: true\n", secret)
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
@@ -122,38 +119,6 @@ func TestRecheckStoppedSaysSoInJSON(t *testing.T) {
 				"and that running it again is safe", rep.Stopped, rep.AdmittedCount, len(rep.Admitted), rep.Error, rep.Rerun, len(evs))
 		}
 	})
-}
-
-// refuseAdmitted makes the database at dbURL refuse, for the rest of the
-// test, to mark rejection id admitted.
-func refuseAdmitted(t *testing.T, dbURL string, id int64) {
-	t.Helper()
-	ctx := context.Background()
-	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
-		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.Exec(fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries WHEN OLD.id = %d
-            BEGIN SELECT RAISE(ABORT, 'refused for the test'); END`, id)); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	c, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	for _, q := range []string{
-		`CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test'; END $$`,
-		fmt.Sprintf(`CREATE TRIGGER refuse BEFORE UPDATE ON rejected_deliveries FOR EACH ROW WHEN (OLD.id = %d) EXECUTE FUNCTION refuse()`, id),
-	} {
-		if _, err := c.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // TestRetireStoppedSaysHowToGoOn: a retire stopped after its first slice
