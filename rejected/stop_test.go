@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/rejected"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -31,23 +31,7 @@ func TestRecheckStoppedPartWayCountsWhatIsStored(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var rjs []hookbox.Rejection
-		for i := range 150 {
-			body := []byte(fmt.Sprintf(`{"n":%d}`, i))
-			hdr, err := verify.Sign(cfg, body, fmt.Sprint("delivery-", i), time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			rjs = append(rjs, hookbox.Rejection{Source: "gh", ReceivedAt: time.Now(), Status: 401, Header: hdr, Body: body,
-				BodyComplete: true, BodySize: int64(len(body))})
-		}
-		if _, err := st.AddRejections(ctx, rjs, hookbox.RejectionBounds{}); err != nil {
-			t.Fatal(err)
-		}
-		kept, err := st.Rejections(ctx, hookbox.RejectionFilter{Limit: 1000}) // newest first, as a re-check reads them
-		if err != nil || len(kept) != 150 {
-			t.Fatalf("%d rejections kept (%v), want 150", len(kept), err)
-		}
+		kept := storetest.SignedRejections(t, st, cfg, "gh", 150)
 		refused := kept[125].ID // the 26th of the second page
 		drop := dbtest.Refuse(t, dbURL, "UPDATE", "rejected_deliveries", refused)
 		sources := map[string]rejected.Source{"gh": {Verifier: v}}

@@ -3,12 +3,10 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/faults"
@@ -16,6 +14,7 @@ import (
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -63,25 +62,7 @@ func TestAdminRecheckStoppedPartWay(t *testing.T) {
 	// seedRejected logs 150 deliveries that pass and returns the id of the
 	// 26th of the second page (a re-check reads the newest first).
 	seedRejected := func(t *testing.T, st dbtest.Store) int64 {
-		ctx := context.Background()
-		var rjs []hookbox.Rejection
-		for i := range 150 {
-			body := []byte(fmt.Sprintf(`{"n":%d}`, i))
-			hdr, err := verify.Sign(cfg, body, fmt.Sprint("delivery-", i), time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			rjs = append(rjs, hookbox.Rejection{Source: "gh", ReceivedAt: time.Now(), Status: 401, Header: hdr, Body: body,
-				BodyComplete: true, BodySize: int64(len(body))})
-		}
-		if _, err := st.AddRejections(ctx, rjs, hookbox.RejectionBounds{}); err != nil {
-			t.Fatal(err)
-		}
-		kept, err := st.Rejections(ctx, hookbox.RejectionFilter{Limit: 1000})
-		if err != nil || len(kept) != 150 {
-			t.Fatalf("%d rejections kept (%v), want 150", len(kept), err)
-		}
-		return kept[125].ID
+		return storetest.SignedRejections(t, st, cfg, "gh", 150)[125].ID
 	}
 	// check reads the stopped re-check's answer; after is an admin API on
 	// the same database, and its store, that counts and runs it again.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/verify"
 )
 
 // rejectionTests are the cases of the rejected-deliveries log, run by Run.
@@ -162,4 +163,32 @@ func testRejectionAdmitted(t *testing.T, s hookbox.Store) {
 	if err := s.SetRejectionAdmitted(context.Background(), rs[0].ID+100, ev.ID); !errors.Is(err, hookbox.ErrNotFound) {
 		t.Errorf("admitting a missing rejection: %v, want ErrNotFound", err)
 	}
+}
+
+// SignedRejections logs n deliveries to source, each signed as cfg
+// signs (so that a re-check with cfg's secret admits them), as refused
+// with 401, and returns the log newest first, as a re-check reads it.
+// Delivery i has the id "delivery-i" (the id header of cfg's scheme)
+// and the body {"type":"order.paid","n":i}.
+func SignedRejections(t testing.TB, s hookbox.RejectionStore, cfg verify.Config, source string, n int) []hookbox.Rejection {
+	t.Helper()
+	ctx := context.Background()
+	rjs := make([]hookbox.Rejection, 0, n)
+	for i := range n {
+		body := []byte(fmt.Sprintf(`{"type":"order.paid","n":%d}`, i))
+		hdr, err := verify.Sign(cfg, body, fmt.Sprint("delivery-", i), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rjs = append(rjs, hookbox.Rejection{Source: source, ReceivedAt: time.Now(), RemoteAddr: "192.0.2.1", Status: 401,
+			Reason: "no signature matches", Header: hdr, Body: body, BodySize: int64(len(body)), BodyComplete: true})
+	}
+	if _, err := s.AddRejections(ctx, rjs, hookbox.RejectionBounds{}); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.Rejections(ctx, hookbox.RejectionFilter{Limit: n + 1})
+	if err != nil || len(kept) != n {
+		t.Fatalf("%d rejections kept (%v), want %d", len(kept), err, n)
+	}
+	return kept
 }

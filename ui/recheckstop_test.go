@@ -9,12 +9,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/server"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/ui"
 	"github.com/hookbox/hookbox/verify"
 )
@@ -39,23 +39,7 @@ func TestConsoleRecheckStoppedPartWay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rjs []hookbox.Rejection
-	for i := range 150 {
-		body := []byte(fmt.Sprintf(`{"n":%d}`, i))
-		hdr, err := verify.Sign(cfg, body, fmt.Sprint("delivery-", i), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rjs = append(rjs, hookbox.Rejection{Source: "gh", ReceivedAt: time.Now(), Status: 401, Header: hdr, Body: body,
-			BodyComplete: true, BodySize: int64(len(body))})
-	}
-	if _, err := st.AddRejections(ctx, rjs, hookbox.RejectionBounds{}); err != nil {
-		t.Fatal(err)
-	}
-	kept, err := st.Rejections(ctx, hookbox.RejectionFilter{Limit: 1000}) // newest first, as a re-check reads them
-	if err != nil || len(kept) != 150 {
-		t.Fatalf("%d rejections kept (%v), want 150", len(kept), err)
-	}
+	kept := storetest.SignedRejections(t, st, cfg, "gh", 150)
 	sources := map[string]rejected.Source{"gh": {Verifier: v}}
 	srv := server.New(server.Config{})
 	ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"gh"},

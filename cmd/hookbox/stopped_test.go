@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
 	"github.com/hookbox/hookbox/verify"
 )
 
@@ -75,24 +76,8 @@ func TestRecheckStoppedSaysSoInJSON(t *testing.T) {
 		const secret = "whsec_Y2xpLXJlY2hlY2stc2VjcmV0LWZvci10ZXN0"
 		st := dbtest.Open(t, dbURL)
 		ctx := context.Background()
-		var rjs []hookbox.Rejection
-		for i := range 150 { // two pages of a re-check (100)
-			body := []byte(fmt.Sprintf(`{"type":"order.paid","n":%d}`, i))
-			hdr, err := verify.Sign(verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{secret}}, body, fmt.Sprint("msg_", i), time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			rjs = append(rjs, hookbox.Rejection{Source: "polar", ReceivedAt: time.Now(), RemoteAddr: "192.0.2.1", Status: 401,
-				Reason: "no signature matches", Header: hdr, Body: body, BodySize: int64(len(body)), BodyComplete: true})
-		}
-		if _, err := st.AddRejections(ctx, rjs, hookbox.RejectionBounds{}); err != nil {
-			t.Fatal(err)
-		}
-		kept, err := st.Rejections(ctx, hookbox.RejectionFilter{Limit: 1000}) // newest first, as a re-check reads them
-		if err != nil || len(kept) != 150 {
-			t.Fatalf("%d rejections kept (%v), want 150", len(kept), err)
-		}
-		dbtest.Refuse(t, dbURL, "UPDATE", "rejected_deliveries", kept[125].ID) // for the rest of the test
+		kept := storetest.SignedRejections(t, st, verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{secret}}, "polar", 150) // two pages of a re-check (100)
+		dbtest.Refuse(t, dbURL, "UPDATE", "rejected_deliveries", kept[125].ID)                                                                   // for the rest of the test
 		cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
 		cfg := fmt.Sprintf("sources:\n  - name: polar\n    scheme: standard-webhooks\n    secrets: [%q]\n    store_only: true\n", secret)
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
