@@ -103,7 +103,7 @@ func TestPostgresBlackHole(t *testing.T) {
 	if during < 20 {
 		t.Errorf("only %d requests sent during the black hole", during)
 	}
-	f := drainAndCheck(t, srv, openStore(t, dbURL), l, sink, 2*time.Minute)
+	f := drainAndCheck(t, fleet{srv}, openStore(t, dbURL), l, sink, 2*time.Minute)
 	t.Logf("black hole %s: %d requests sent during it, %d answered 503, %d slower than %v, slowest %v; acknowledged %d, stored %d, sink saw %d, not done %d",
 		restoreAt.Sub(holeAt).Round(time.Millisecond), during, unavailable, slow, answerWithin, slowest.Round(time.Millisecond),
 		f.Acknowledged, f.Stored, f.SinkSeen, f.NotDone)

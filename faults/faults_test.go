@@ -258,6 +258,23 @@ func (s *server) stop() {
 	}
 }
 
+// fleet is the processes of one test that share a database: drainAndCheck
+// stops them all, and starts them all again when work was stored after
+// the drain looked done.
+type fleet []*server
+
+func (f fleet) stop() {
+	for _, s := range f {
+		s.stop()
+	}
+}
+
+func (f fleet) start() {
+	for _, s := range f {
+		s.start()
+	}
+}
+
 // endpoint is where senders deliver: the current process's URL. Senders
 // whose connection failed wait for the next one.
 type endpoint struct {
@@ -307,7 +324,7 @@ type loadCounts struct {
 // load sends signed deliveries from many connections, some of them
 // redeliveries of earlier ids, and records which were acknowledged.
 type load struct {
-	ep     *endpoint
+	eps    []*endpoint // sender i delivers to eps[i%len(eps)]
 	srcs   []source
 	tag    string
 	repeat float64 // share of sends that redeliver an earlier id
@@ -334,7 +351,7 @@ func newLoad(ep *endpoint, srcs []source, repeat float64) *load {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	return &load{
-		ep: ep, srcs: srcs, repeat: repeat,
+		eps: []*endpoint{ep}, srcs: srcs, repeat: repeat,
 		tag:    fmt.Sprintf("%x", rand.Uint32()),
 		client: &http.Client{Transport: tr, Timeout: 15 * time.Second},
 		acked:  map[string]bool{},
@@ -407,7 +424,8 @@ func (l *load) sinkKeys(acked map[string]bool) map[string]bool {
 
 // run starts conns senders that stop when ctx ends; wait waits for them.
 func (l *load) run(ctx context.Context, conns int) {
-	for range conns {
+	for i := range conns {
+		ep := l.eps[i%len(l.eps)]
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
@@ -416,10 +434,10 @@ func (l *load) run(ctx context.Context, conns int) {
 				if n > 10 && rand.Float64() < l.repeat {
 					n = max(1, n-1-rand.Int64N(min(n-1, 500)))
 				}
-				if !l.send(ctx, n) {
+				if !l.send(ctx, ep, n) {
 					// No answer: the server is down. Wait for the next one
 					// (or a moment, in case the same one recovers).
-					_, changed := l.ep.get()
+					_, changed := ep.get()
 					select {
 					case <-changed:
 					case <-ctx.Done():
@@ -433,11 +451,11 @@ func (l *load) run(ctx context.Context, conns int) {
 
 func (l *load) wait() { l.wg.Wait() }
 
-// send delivers n once and records the outcome; it reports whether an
-// answer came.
-func (l *load) send(ctx context.Context, n int64) bool {
+// send delivers n once to ep and records the outcome; it reports whether
+// an answer came.
+func (l *load) send(ctx context.Context, ep *endpoint, n int64) bool {
 	src, id, key, body := l.delivery(n)
-	url, _ := l.ep.get()
+	url, _ := ep.get()
 	hdr, err := verify.Sign(src.vc, body, id, time.Now())
 	if err != nil {
 		panic(err)
@@ -668,7 +686,7 @@ func logUnfinished(t *testing.T, st hookbox.Store) {
 // the figures still: a request the load gave up on may still be committed
 // by the server after the drain looked done; such a row shows up as
 // unfinished after the stop, and the server is started again to work it.
-func drainAndCheck(t *testing.T, srv *server, st hookbox.Store, l *load, sink *faults.Sink, stall time.Duration) figures {
+func drainAndCheck(t *testing.T, srvs fleet, st hookbox.Store, l *load, sink *faults.Sink, stall time.Duration) figures {
 	t.Helper()
 	counts, acked := l.snapshot()
 	backlog, drainStart := unfinished(t, st), time.Now()
@@ -695,13 +713,13 @@ func drainAndCheck(t *testing.T, srv *server, st hookbox.Store, l *load, sink *f
 		if round == 0 {
 			drained = time.Since(drainStart)
 		}
-		srv.stop()
+		srvs.stop()
 		if u := unfinished(t, st); u == 0 || round == 2 {
 			break
 		} else {
 			t.Logf("%d events stored after the drain looked complete; working them", u)
 		}
-		srv.start()
+		srvs.start()
 	}
 	all, err := st.Events(context.Background(), hookbox.Filter{Limit: 1 << 30})
 	if err != nil {

@@ -127,7 +127,7 @@ func runOutage(t *testing.T, o outage) outageFigures {
 	if o.unready && ready != http.StatusServiceUnavailable {
 		t.Errorf("/readyz during the outage = %d, want 503", ready)
 	}
-	of.figures = drainAndCheck(t, srv, openStore(t, o.checkDB), l, sink, 2*time.Minute)
+	of.figures = drainAndCheck(t, fleet{srv}, openStore(t, o.checkDB), l, sink, 2*time.Minute)
 	t.Logf("outage %s: %d answers during it (%d 503, %d 202 new, %d 202 duplicate), /readyz %d; acknowledged %d, stored %d, sink saw %d (%d duplicates), not done %d",
 		restoreAt.Sub(cutAt).Round(time.Millisecond), of.during, of.during503, of.during202, of.during202Dup, ready,
 		of.Acknowledged, of.Stored, of.SinkSeen, of.SinkDups, of.NotDone)

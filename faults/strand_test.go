@@ -51,7 +51,7 @@ func TestPostgresStrandedConnections(t *testing.T) {
 	})
 	stopLoad()
 	l.wait()
-	f := drainAndCheck(t, srv, openStore(t, dbURL), l, sink, 2*time.Minute)
+	f := drainAndCheck(t, fleet{srv}, openStore(t, dbURL), l, sink, 2*time.Minute)
 	t.Logf("stranded %d connections: ingest answered 202 again after %v; acknowledged %d, stored %d, sink saw %d, not done %d, drained %v after the load",
 		stranded, ingestBack.Round(time.Millisecond), f.Acknowledged, f.Stored, f.SinkSeen, f.NotDone, f.Drain.Round(time.Millisecond))
 }
