@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -37,7 +38,7 @@ func lockMigrations(ctx context.Context, path string) (unlock func(), err error)
 	name := path + "-migrate.lock"
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, lockOpenError(name, err)
+		return nil, lockOpenError(path, name, "migration lock", err)
 	}
 	var t *time.Timer
 	for {
@@ -69,34 +70,79 @@ func lockMigrations(ctx context.Context, path string) (unlock func(), err error)
 	return func() { f.Close() }, nil
 }
 
-// lockOpenError is the error of opening the migration lock file name.
-// When this user may not open it (it belongs to another user: a
-// `hookbox migrate` run as root made it), it names the file's owner and
-// this process's user, and the chown that fixes it.
-func lockOpenError(name string, err error) error {
+// lockServe takes an exclusive flock(2) on the file path+"-serve.lock"
+// (created 0600 if need be) without waiting, writes this process's pid
+// into it, and returns the function that releases it. While another store
+// holds it, in this process or another, it refuses with an error naming
+// the pid written there (see Options.Serving). A process that dies
+// releases the lock with its descriptors, so no stale lock is ever left
+// to clear; the file stays, as the migration lock's does.
+func lockServe(path string) (release func(), err error) {
+	name := path + "-serve.lock"
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, lockOpenError(path, name, "serve lock", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, syscall.EWOULDBLOCK):
+		b := make([]byte, 32)
+		n, _ := f.ReadAt(b, 0)
+		f.Close()
+		who := "another process"
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b[:n]))); perr == nil && pid > 0 {
+			who = fmt.Sprintf("process %d", pid)
+			if pid == os.Getpid() {
+				who = "another store of this process"
+			}
+		}
+		return nil, fmt.Errorf("sqlite: %s already serves %s (it holds %s): run one hookbox serve per SQLite file; "+
+			"stop the other first, or use PostgreSQL for several processes", who, path, name)
+	case err != nil:
+		f.Close()
+		return nil, fmt.Errorf("sqlite: serve lock %s: %w", name, err)
+	}
+	// Who holds it, for the next one's error. The lock is what counts;
+	// a pid not written only makes that error vaguer.
+	if f.Truncate(0) == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() { f.Close() }, nil
+}
+
+// lockOpenError is the error of opening name, the lock file (what, as
+// "migration lock") of the database db. When this user may not open it
+// (it belongs to another user: a `hookbox migrate` run as root made it),
+// it names the file's owner and this process's user, and the chown that
+// fixes it.
+func lockOpenError(db, name, what string, err error) error {
 	fi, serr := os.Stat(name)
 	if !errors.Is(err, fs.ErrPermission) || serr != nil {
-		return fmt.Errorf("sqlite: migration lock: %w", err)
+		return fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return fmt.Errorf("sqlite: migration lock: %w", err)
+		return fmt.Errorf("sqlite: %s: %w", what, err)
 	}
 	// The lock goes to the database file's owner, who must run hookbox;
 	// this process's user is told so when it is someone else (giving
 	// it the lock would lock the service out next).
-	db := strings.TrimSuffix(name, "-migrate.lock")
 	if dfi, derr := os.Stat(db); derr == nil {
 		if dst, ok := dfi.Sys().(*syscall.Stat_t); ok && int(dst.Uid) != os.Geteuid() {
-			return fmt.Errorf("sqlite: migration lock: %w; the file belongs to uid %d (gid %d, mode %04o), the database %s to uid %d, "+
+			return fmt.Errorf("sqlite: %s: %w; the file belongs to uid %d (gid %d, mode %04o), the database %s to uid %d, "+
 				"and hookbox runs as uid %d: the database, its directory and this lock must belong to the user hookbox runs as; "+
 				"run hookbox as uid %d (the database's owner), then, while no hookbox runs on the database, chown %d:%d %s && chmod 0600 %s; "+
 				"or, if hookbox is meant to run as uid %d, give it the directory and every file of the database",
-				err, st.Uid, st.Gid, fi.Mode().Perm(), db, dst.Uid, os.Geteuid(), dst.Uid, dst.Uid, dst.Gid, name, name, os.Geteuid())
+				what, err, st.Uid, st.Gid, fi.Mode().Perm(), db, dst.Uid, os.Geteuid(), dst.Uid, dst.Uid, dst.Gid, name, name, os.Geteuid())
 		}
 	}
-	return fmt.Errorf("sqlite: migration lock: %w; the file belongs to uid %d (gid %d, mode %04o) and hookbox runs as uid %d: "+
+	return fmt.Errorf("sqlite: %s: %w; the file belongs to uid %d (gid %d, mode %04o) and hookbox runs as uid %d: "+
 		"it must belong to the user that owns the database, as the database file and its directory do; "+
 		"while no hookbox runs on the database, run chown %d:%d %s && chmod 0600 %s",
-		err, st.Uid, st.Gid, fi.Mode().Perm(), os.Geteuid(), os.Geteuid(), os.Getegid(), name, name)
+		what, err, st.Uid, st.Gid, fi.Mode().Perm(), os.Geteuid(), os.Geteuid(), os.Getegid(), name, name)
 }

@@ -69,6 +69,13 @@ type Options struct {
 	// or change existing events. Either way, a database migrated by a
 	// newer hookbox is refused with an error matching ErrNoSchema.
 	Existing bool
+	// Serving marks the store as the one that serves the file: Open
+	// takes a lock on PATH-serve.lock, held until Close, and refuses while
+	// another store holds it, in this process or another, naming the
+	// process. hookbox's design has one process writing and working a
+	// SQLite file (its workers are woken by its own ingest, see Listen);
+	// commands that read or change events beside it leave it unset.
+	Serving bool
 	// Logger receives the store's own lines (that a WAL fsync failed,
 	// that the database file was deleted or replaced, or that an event
 	// went dead because its payload could not be read after its claims,
@@ -98,12 +105,14 @@ type Store struct {
 	// onDead is OnDead's function, nil until it is set.
 	onDead atomic.Pointer[func(*hookbox.Event, hookbox.Outcome)]
 
+	release         func()        // releases the serve lock (Options.Serving); nil without it
 	checkpointer    *sql.DB       // one connection, for background checkpoints
 	maxWAL          int64         // WAL size past which a checkpoint truncates it
 	busy            time.Duration // the connections' busy timeout
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 	closeOnce       sync.Once
+	releaseOnce     sync.Once
 }
 
 var (
@@ -130,6 +139,24 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !opts.Serving {
+		return open(ctx, path, opts)
+	}
+	release, err := lockServe(path)
+	if err != nil {
+		return nil, err
+	}
+	s, err := open(ctx, path, opts)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	s.release = release
+	return s, nil
+}
+
+// open is Open for a path realPath returned.
+func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -610,7 +637,13 @@ func (s *Store) Close() error {
 	if s.durable != nil {
 		err = s.durable.close()
 	}
-	return errors.Join(s.writer.Close(), s.reader.Close(), s.checkpointer.Close(), err)
+	err = errors.Join(s.writer.Close(), s.reader.Close(), s.checkpointer.Close(), err)
+	if s.release != nil {
+		// After the pools: the next store to serve the file starts once
+		// this one has let it go.
+		s.releaseOnce.Do(s.release)
+	}
+	return err
 }
 
 // Listen returns at once: one process writes the file, and it wakes its

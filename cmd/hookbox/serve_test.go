@@ -200,3 +200,85 @@ sources:
 		t.Fatalf("no WARN about admin_listen without admin_token; log:\n%s", log)
 	}
 }
+
+// listenedLog is a log writer that closes listened once serve has logged
+// its start line.
+type listenedLog struct {
+	mu       sync.Mutex
+	buf      bytes.Buffer
+	listened chan struct{}
+}
+
+func (l *listenedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if l.listened != nil && strings.Contains(l.buf.String(), "msg=listening") {
+		close(l.listened)
+		l.listened = nil
+	}
+	return len(p), nil
+}
+
+// TestServeRefusesASecondServeOnItsFile: a second `hookbox serve` on the
+// SQLite file another serve is running on stops at start, saying that
+// another serves it and what to do, while the first goes on; once the
+// first has stopped, the next starts. Before, both ran without a word,
+// each waking only its own workers for what it stored.
+func TestServeRefusesASecondServeOnItsFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "hookbox.yaml")
+	doc := "sources:\n  - name: gh\n    scheme: github\n    secrets: ['github-secret-value-0123']\n    store_only: true\n"
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "hookbox.db")
+	args := []string{"serve", "--config", path, "--db", "sqlite:" + db, "--listen", "127.0.0.1:0"}
+
+	ctx, stopFirst := context.WithCancel(context.Background())
+	defer stopFirst()
+	first := &listenedLog{listened: make(chan struct{})}
+	listened := first.listened
+	done := make(chan error, 1)
+	go func() {
+		root := newRootCmd()
+		root.SetOut(io.Discard)
+		root.SetErr(first)
+		root.SetArgs(args)
+		done <- root.ExecuteContext(ctx)
+	}()
+	select {
+	case <-listened:
+	case err := <-done:
+		t.Fatalf("the first serve ended: %v", err)
+	}
+
+	// The second stops at its start line if it gets that far.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	second := &startedLog{cancel: cancel2}
+	root := newRootCmd()
+	root.SetOut(io.Discard)
+	root.SetErr(second)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx2)
+	if err == nil {
+		t.Fatalf("a second serve ran on the file the first serves:\n%s", second)
+	}
+	for _, want := range []string{"already serves " + db, "one hookbox serve per SQLite file", "stop the other first"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the second serve's error %q does not say %q", err, want)
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the first serve ended when the second started: %v", err)
+	default:
+	}
+
+	stopFirst()
+	if err := <-done; err != nil {
+		t.Fatalf("the first serve: %v", err)
+	}
+	serveLog(t, doc, "--db", "sqlite:"+db)
+}
