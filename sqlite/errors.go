@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -45,4 +46,26 @@ func openError(path string, err error) error {
 			"that owns them (ls -ln %s) or as root, or work on a copy made with hookbox backup", path, err, dir, dir)
 	}
 	return fmt.Errorf("sqlite: open %s: %w", path, err)
+}
+
+// isCorrupt reports whether err says the database file is damaged:
+// SQLite's SQLITE_CORRUPT or SQLITE_NOTADB, found as the error or, where
+// a caller formatted it into its own text, by SQLite's messages for them.
+func isCorrupt(err error) bool {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		c := e.Code() & 0xff
+		return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "database disk image is malformed") || strings.Contains(msg, "file is not a database")
+}
+
+// corruptAdvice is what an operator should do about a damaged database
+// file at path: every write that meets the damage fails (ingest answers
+// 503), and nothing hookbox does repairs it.
+func corruptAdvice(path string) string {
+	return fmt.Sprintf("the database file %s is damaged: stop hookbox, keep a copy of the file and its -wal, "+
+		"run sqlite3 %s 'PRAGMA integrity_check' to see what is hit, and restore the last backup "+
+		"with hookbox restore-ids afterwards (docs/deploy.md, Backups: SQLite)", path, path)
 }

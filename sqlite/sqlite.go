@@ -700,6 +700,9 @@ func (s *Store) explain(err error) error {
 	if gone := s.file.check(); errors.Is(gone, errFileGone) {
 		return fmt.Errorf("%w: %v (the write failed: %v)", hookbox.ErrUnavailable, gone, err)
 	}
+	if isCorrupt(err) {
+		return fmt.Errorf("%w; %s", err, corruptAdvice(s.path))
+	}
 	return err
 }
 
