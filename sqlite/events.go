@@ -143,7 +143,7 @@ func (t *ingestTx) insertEvents(ctx context.Context, ds []hookbox.Delivery, idx 
 			}
 			inserted[k] = id
 		}
-		if err := rows.Close(); err != nil {
+		if err := closeRows(rows); err != nil {
 			return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
 		}
 		rest = rest[n:]

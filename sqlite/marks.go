@@ -88,8 +88,7 @@ func (s *Store) OrphanMarks(ctx context.Context) ([]hookbox.Mark, error) {
 		}
 		live[name] = true
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := closeRows(rows); err != nil {
 		return nil, fmt.Errorf("sqlite: marks: %w", err)
 	}
 	var out []hookbox.Mark

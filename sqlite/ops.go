@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -502,7 +501,7 @@ func (s *Store) walkFinished(ctx context.Context, cond string, before int64, siz
 					}
 					ids = append(ids, afterID)
 				}
-				return ids, errors.Join(rows.Err(), rows.Close())
+				return ids, closeRows(rows)
 			}()
 			if err != nil {
 				yield(nil, err)

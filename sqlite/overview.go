@@ -71,9 +71,7 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 			}
 			qu.add(src, v, n)
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
+		if err := closeRows(rows); err != nil {
 			return nil, fmt.Errorf("sqlite: overview: %w", err)
 		}
 	}

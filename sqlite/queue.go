@@ -391,10 +391,7 @@ func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string,
 		}
 		pick[id], ids = p, append(ids, id)
 	}
-	if err := rows.Close(); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
-	}
-	if err := rows.Err(); err != nil {
+	if err := closeRows(rows); err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
 	if len(ids) == 0 {
@@ -962,7 +959,7 @@ func (s *Store) finishDone(ctx context.Context, tx *sql.Tx, owner string, claime
 			}
 			done[id] = true
 		}
-		if err := rows.Close(); err != nil {
+		if err := closeRows(rows); err != nil {
 			return err
 		}
 		for _, i := range chunk {

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -112,4 +113,14 @@ func query(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args ...any)
 		return tx.QueryContext(ctx, q, args...)
 	}
 	return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+}
+
+// closeRows closes rows after a loop over rows.Next and returns the error
+// that ended the loop, else Close's. Close alone is not enough: when Next
+// stops on an error (an interrupted statement, a cancelled context) it
+// closes the rows itself, and a later Close then returns nil; only Err
+// still has that error. A caller that checked Close alone would take the
+// rows it read so far for all of them.
+func closeRows(rows *sql.Rows) error {
+	return errors.Join(rows.Err(), rows.Close())
 }
