@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -25,9 +24,10 @@ type Binary struct {
 // build cache with it and checks the server too). It must run inside the
 // module.
 func Build(ctx context.Context, dir string, race bool) (*Binary, error) {
+	// go test puts the go command of the running toolchain first in PATH.
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return nil, fmt.Errorf("find the go command: %w", err)
 	}
 	out := filepath.Join(dir, "hookbox")
 	args := []string{"build", "-o", out}
