@@ -426,9 +426,7 @@ func TestDocumentedPlainSettingNames(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range parts[1:] {
-		want = append(want, p)
-	}
+	want = append(want, parts[1:]...)
 	if len(want) < 20 {
 		t.Fatalf("read %d names from settingName %s", len(want), settingName)
 	}
