@@ -144,12 +144,6 @@ func (v *timestampedVerifier) matches(ts int64, body []byte, sigs [][sha256.Size
 	return false
 }
 
-// parseStripeSignature parses a Stripe-Signature header (see
-// timestampFormat.parse).
-func parseStripeSignature(h string, dst *[maxSignatures][sha256.Size]byte) (ts int64, n int, err error) {
-	return stripeFormat.parse(h, dst)
-}
-
 // parse parses a signature header of the format. It needs exactly one
 // timestamp and at least one signature entry that is 64 hex digits; other
 // keys (Stripe's v0, …) and undecodable signature entries are ignored, as
