@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -48,17 +47,15 @@ func openError(path string, err error) error {
 	return fmt.Errorf("sqlite: open %s: %w", path, err)
 }
 
-// isCorrupt reports whether err says the database file is damaged:
-// SQLite's SQLITE_CORRUPT or SQLITE_NOTADB, found as the error or, where
-// a caller formatted it into its own text, by SQLite's messages for them.
+// isCorrupt reports whether err holds SQLite's SQLITE_CORRUPT or
+// SQLITE_NOTADB: the database file is damaged.
 func isCorrupt(err error) bool {
 	var e *sqlite.Error
-	if errors.As(err, &e) {
-		c := e.Code() & 0xff
-		return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+	if !errors.As(err, &e) {
+		return false
 	}
-	msg := err.Error()
-	return strings.Contains(msg, "database disk image is malformed") || strings.Contains(msg, "file is not a database")
+	c := e.Code() & 0xff
+	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
 }
 
 // corruptAdvice is what an operator should do about a damaged database

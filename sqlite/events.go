@@ -132,19 +132,19 @@ func (t *ingestTx) insertEvents(ctx context.Context, ds []hookbox.Delivery, idx 
 		t.args = args
 		rows, err := insert.QueryContext(ctx, args...)
 		if err != nil {
-			return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+			return fmt.Errorf("%w: insert events: %w", hookbox.ErrUnavailable, err)
 		}
 		for rows.Next() {
 			var k eventKey
 			var id int64
 			if err := rows.Scan(&id, &k.source, &k.id); err != nil {
 				rows.Close()
-				return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+				return fmt.Errorf("%w: insert events: %w", hookbox.ErrUnavailable, err)
 			}
 			inserted[k] = id
 		}
 		if err := closeRows(rows); err != nil {
-			return fmt.Errorf("%w: insert events: %v", hookbox.ErrUnavailable, err)
+			return fmt.Errorf("%w: insert events: %w", hookbox.ErrUnavailable, err)
 		}
 		rest = rest[n:]
 	}
@@ -230,7 +230,7 @@ func (t *ingestTx) Commit(ctx context.Context) error {
 		dropped = err == nil
 	}
 	if err := t.tx.Commit(); err != nil {
-		return t.s.explain(fmt.Errorf("sqlite: ingest: %w: commit: %v", hookbox.ErrUnavailable, err))
+		return t.s.explain(fmt.Errorf("sqlite: ingest: %w: commit: %w", hookbox.ErrUnavailable, err))
 	}
 	if dropped {
 		t.s.idFloor.Store(false)
