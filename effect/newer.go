@@ -2,6 +2,9 @@ package effect
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -40,13 +43,21 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // stored version is older, so the check and the write cannot be split by
 // a concurrent transaction on either store. key must have a unique
 // constraint. A stored row whose version is NULL is older than any
-// version; row[version] must not be nil.
+// version; row[version] must not be nil, nor a value bound as NULL (an
+// invalid sql.NullInt64, a nil pointer).
 //
 // The versions are compared by the database, so they must compare as they
-// should on the store in use:
+// should on the store in use, and be of the version column's type: a
+// version of another type is refused with an error on both stores.
+// (PostgreSQL cannot convert it. SQLite keeps each value with its own
+// type and orders every number before every text: it would keep an
+// integer given to a TEXT column as text, "10" before "9", and a text
+// version in an INTEGER column, "" from a missing field, would be newer
+// than every number for good; on SQLite, integer and real versions are
+// one type.)
 //
-//   - an integer (a Stripe event's created, a sequence number): on both
-//     stores;
+//   - an integer (a Stripe event's created, a sequence number), in an
+//     integer column: on both stores;
 //   - a time.Time: ApplyIfNewer puts it in UTC before binding it. SQLite
 //     stores it as text, zone included; ApplyIfNewer compares the instants
 //     the stored and the given text name (to the millisecond, the text
@@ -76,8 +87,21 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 	if _, ok := row[key]; !ok {
 		return false, fmt.Errorf("apply if newer: the row has no value for the key column %s", key)
 	}
-	if v, ok := row[version]; !ok || v == nil {
+	v, ok := row[version]
+	if !ok || v == nil {
 		return false, fmt.Errorf("apply if newer: the row has no value for the version column %s", version)
+	}
+	// A value the driver binds as NULL (an invalid sql.NullInt64, a nil
+	// pointer) is no version either: written, it would let any state,
+	// however old, overwrite the row.
+	bound, err := driver.DefaultParameterConverter.ConvertValue(v)
+	if err == nil && bound == nil {
+		return false, fmt.Errorf("apply if newer: the row's version %s binds as NULL", version)
+	}
+	var number bool
+	switch bound.(type) {
+	case int64, float64:
+		number = err == nil
 	}
 	params := make([]string, len(cols))
 	var sets []string
@@ -102,10 +126,12 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 			sets = append(sets, c+" = excluded."+c)
 		}
 	}
-	q := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(params, ", ") + `)
-        ON CONFLICT (` + key + `) DO UPDATE SET ` + strings.Join(sets, ", ") + `
-        WHERE ` + stored + ` IS NULL OR ` + older
-	res, err := tx.ExecContext(ctx, q, args...)
+	insert := `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) VALUES (` + strings.Join(params, ", ") + `)
+        ON CONFLICT (` + key + `) DO UPDATE SET `
+	if tx.Dialect == hookbox.DialectSQLite {
+		return applySQLite(ctx, tx, insert, strings.Join(sets, ", "), table, version, older, number, args)
+	}
+	res, err := tx.ExecContext(ctx, insert+strings.Join(sets, ", ")+` WHERE `+stored+` IS NULL OR `+older, args...)
 	if err != nil {
 		return false, fmt.Errorf("apply if newer to %s: %w", table, err)
 	}
@@ -114,4 +140,72 @@ func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version strin
 		return false, fmt.Errorf("apply if newer to %s: %w", table, err)
 	}
 	return n > 0, nil
+}
+
+// applySQLite is ApplyIfNewer's statement on SQLite, which keeps each
+// value with its own type, whatever the column's, and orders every number
+// before every text (and all text before every blob) whatever their
+// values. PostgreSQL refuses a version of another type than its column
+// with an error; here it would be compared by type, silently: an integer
+// in a TEXT column is kept as text ("10" before "9"), and a text version
+// in an INTEGER column ("" from a missing field) is newer than every
+// number, for good. So a version is compared only with one of its kind
+// (integer and real are one), and an error says when they differ, or when
+// a number (number: the given version binds as one) was kept as text.
+// Whatever ends in an error is taken back (a savepoint), so nothing is
+// written then, as on PostgreSQL.
+//
+// SQLite runs one write transaction at a time: the statement that finds
+// why a write was refused sees the row the refusal saw.
+func applySQLite(ctx context.Context, tx *hookbox.Tx, insert, sets, table, version string, older string, number bool, args []any) (applied bool, err error) {
+	if _, err := tx.ExecContext(ctx, `SAVEPOINT effect_apply_if_newer`); err != nil {
+		return false, fmt.Errorf("apply if newer to %s: %w", table, err)
+	}
+	defer func() {
+		end := []string{`RELEASE effect_apply_if_newer`}
+		if err != nil {
+			end = []string{`ROLLBACK TO effect_apply_if_newer`, end[0]}
+		}
+		for _, q := range end {
+			if _, endErr := tx.ExecContext(ctx, q); endErr != nil && err == nil {
+				applied, err = false, fmt.Errorf("apply if newer to %s: %w", table, endErr)
+			}
+		}
+	}()
+	stored, given := table+"."+version, "excluded."+version
+	kind := func(v string) string {
+		return `(CASE typeof(` + v + `) WHEN 'real' THEN 'integer' ELSE typeof(` + v + `) END)`
+	}
+	alike := kind(stored) + ` = ` + kind(given)
+	if number {
+		alike += ` AND typeof(` + given + `) <> 'text'`
+	}
+	var kept string
+	err = tx.QueryRowContext(ctx, insert+sets+` WHERE `+stored+` IS NULL OR (`+alike+` AND (`+older+`))
+        RETURNING typeof(`+version+`)`, args...).Scan(&kept)
+	switch {
+	case err == nil && number && kept == "text":
+		return false, fmt.Errorf("apply if newer to %s: the number given as %s is kept as text by the column, and would compare as text (\"10\" before \"9\"): declare the column INTEGER", table, version)
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, fmt.Errorf("apply if newer to %s: %w", table, err)
+	}
+	// Refused: as older or as new, or as another type, which this
+	// statement finds (its write of the row to itself is taken back).
+	var was string
+	err = tx.QueryRowContext(ctx, insert+version+` = `+stored+` WHERE NOT (`+alike+`)
+        RETURNING typeof(`+version+`)`, args...).Scan(&was)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("apply if newer to %s: %w", table, err)
+	}
+	given = "a value of another type"
+	if number {
+		given = "a number"
+	}
+	return false, fmt.Errorf("apply if newer to %s: %s of type %s stored, %s given: SQLite would compare them by type, not value (a TEXT column keeps a number as text: \"10\" before \"9\"); give versions of one type, the column's",
+		table, version, was, given)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -274,4 +275,102 @@ func TestApplyIfNewerOverTimesOfAnotherZone(t *testing.T) {
 	}
 	applyVersioned(t, st, "unpaid", time.Date(2026, 11, 30, 2, 30, 0, 0, time.UTC), false)
 	applyVersioned(t, st, "active", time.Date(2026, 11, 30, 3, 30, 0, 0, time.UTC), true)
+}
+
+// TestApplyIfNewerVersionOfAnotherType: a version whose type differs from
+// the column's is refused with an error on both stores, never compared
+// silently by type instead of value. SQLite keeps each value with its own
+// type and orders every number before every text: an integer version in a
+// TEXT column was kept as text, so version 10 was refused over version 9
+// ("10" < "9"); a text version ("" from a missing field) in an INTEGER
+// column was newer than every number, and every later integer version was
+// refused, for good. PostgreSQL refused both with an error.
+func TestApplyIfNewerVersionOfAnotherType(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			if _, err := tx.ExecContext(ctx, `CREATE TABLE texts (id TEXT PRIMARY KEY, status TEXT, version TEXT)`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `CREATE TABLE numbers (id TEXT PRIMARY KEY, status TEXT, version BIGINT)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		id := "sub_1"
+		apply := func(table string, version any) (bool, error) {
+			var applied bool
+			var applyErr error
+			err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+				applied, applyErr = effect.ApplyIfNewer(ctx, tx, table, "id", "version",
+					map[string]any{"id": id, "status": fmt.Sprint("at ", version), "version": version})
+				return nil // commit what it wrote, even after an error
+			})
+			if err != nil && applyErr == nil { // PostgreSQL commits no failed transaction
+				t.Fatal(err)
+			}
+			return applied, applyErr
+		}
+		// Integers in a TEXT column: 10 after 9 must not be refused silently.
+		if applied, err := apply("texts", "9"); err != nil || !applied {
+			t.Fatalf("first text version: applied %v, %v", applied, err)
+		}
+		if applied, err := apply("texts", int64(10)); err == nil {
+			t.Errorf("integer version 10 over text version 9 in a TEXT column: applied %v, no error; want an error", applied)
+		}
+		// Text in an INTEGER column, then integers.
+		if applied, err := apply("numbers", int64(1)); err != nil || !applied {
+			t.Fatalf("first integer version: applied %v, %v", applied, err)
+		}
+		if applied, err := apply("numbers", ""); err == nil {
+			t.Errorf("empty text version over integer version 1 in an INTEGER column: applied %v, no error; want an error", applied)
+		}
+		if applied, err := apply("numbers", int64(2)); err != nil || !applied {
+			t.Errorf("integer version 2 over 1: applied %v, %v; want true, nil", applied, err)
+		}
+		// A new row with a number in a TEXT column: refused, nothing written.
+		id = "sub_2"
+		if applied, err := apply("texts", int64(3)); err == nil {
+			t.Errorf("integer version in a TEXT column, new row: applied %v, no error; want an error", applied)
+		}
+		var rows int
+		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			return tx.QueryRowContext(ctx, `SELECT count(*) FROM texts WHERE id = 'sub_2'`).Scan(&rows)
+		}); err != nil || rows != 0 {
+			t.Errorf("a refused integer version left %d rows (%v), want none", rows, err)
+		}
+		id = "sub_1"
+		// Versions of the column's type still compare as before.
+		if applied, err := apply("texts", "9"); err != nil || applied {
+			t.Errorf("text version 9 again: applied %v, %v; want false, nil", applied, err)
+		}
+	})
+}
+
+// TestApplyIfNewerRefusesNullVersion: a version that binds as NULL (a
+// sql.NullInt64 that is not valid, a nil pointer) is refused like nil; it
+// was written, and a row whose version is NULL is overwritten by any
+// state, however old.
+func TestApplyIfNewerRefusesNullVersion(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, status TEXT, version BIGINT)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []any{sql.NullInt64{}, (*int64)(nil)} {
+			err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+				_, err := effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "version",
+					map[string]any{"id": "sub_1", "status": "active", "version": v})
+				return err
+			})
+			if err == nil {
+				t.Errorf("a version %#v, which binds as NULL, was accepted", v)
+			}
+		}
+	})
 }
