@@ -71,18 +71,30 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 //     is refused); format times with a fixed-width layout such as
 //     "2006-01-02T15:04:05.000000000Z07:00" in UTC, or pass a time.Time.
 //
-// Table and column names must be plain identifiers; values are bound,
-// never spliced.
+// Table and column names must be plain identifiers, which both databases
+// read in any case ("ID" is "id"): a row that names a column twice, in two
+// cases, is refused. Values are bound, never spliced.
 func ApplyIfNewer(ctx context.Context, tx *hookbox.Tx, table, key, version string, row map[string]any) (bool, error) {
 	cols := make([]string, 0, len(row))
 	for c := range row {
 		cols = append(cols, c)
 	}
 	slices.Sort(cols)
+	seen := make(map[string]string, len(cols))
 	for _, name := range append([]string{table, key, version}, cols...) {
 		if !identifier.MatchString(name) {
 			return false, fmt.Errorf("apply if newer: %q is not a plain table or column name", name)
 		}
+	}
+	// Both databases fold unquoted names to one case: two names of the
+	// row that differ only in case name one column (SQLite took both and
+	// wrote the row under the key given as "ID", not the one given as
+	// "id").
+	for _, c := range cols {
+		if other, ok := seen[strings.ToLower(c)]; ok {
+			return false, fmt.Errorf("apply if newer: the row names column %s twice, as %q and %q", strings.ToLower(c), other, c)
+		}
+		seen[strings.ToLower(c)] = c
 	}
 	if _, ok := row[key]; !ok {
 		return false, fmt.Errorf("apply if newer: the row has no value for the key column %s", key)

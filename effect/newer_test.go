@@ -374,3 +374,34 @@ func TestApplyIfNewerRefusesNullVersion(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyIfNewerNamesDifferingInCase: SQL folds unquoted names to one
+// case, so a row naming a column twice in two cases ("id" and "ID") is
+// refused on both stores. SQLite took both and wrote the row under "x",
+// the key given as "ID", not "sub_1", silently; PostgreSQL refused it.
+func TestApplyIfNewerNamesDifferingInCase(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, status TEXT, version BIGINT)`)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range []map[string]any{
+			{"id": "sub_1", "ID": "x", "status": "active", "version": int64(1)},
+			{"id": "sub_1", "status": "active", "version": int64(1), "Version": int64(2)},
+		} {
+			var applied bool
+			err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+				var err error
+				applied, err = effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "version", row)
+				return err
+			})
+			if err == nil {
+				t.Errorf("row %v, naming a column twice: applied %v, no error; want an error", row, applied)
+			}
+		}
+	})
+}
