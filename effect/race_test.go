@@ -284,3 +284,126 @@ func checkOncePerKey(t *testing.T, s dbtest.Store, keys int) {
 			rows, distinct, claimed, mismatched, keys, keys, keys)
 	}
 }
+
+// TestSendsOncePerKeyTwoPools: two pools on two stores of one database
+// work pairs of events per key, in random order; each handler records
+// the key's email (RecordSend), and a third of first attempts then fail,
+// a third panic: each key has exactly one send however many runs
+// recorded it, in however many transactions of two processes. Both pools
+// perform sends; each send's first attempt fails after reaching the
+// outside world, and is tried again with the same idempotency key.
+// While one send's second attempt is in flight, Uncertain lists it, and
+// it lists no send once all are done.
+func TestSendsOncePerKeyTwoPools(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		a, b := dbtest.Open(t, dbURL), dbtest.Open(t, dbURL)
+		const keys = 40
+		var mu sync.Mutex
+		calls := map[string][]string{} // send key → idempotency key of each call
+		inFlight, release := make(chan struct{}), make(chan struct{})
+		send := worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			mu.Lock()
+			calls[ev.DeliveryID] = append(calls[ev.DeliveryID], effect.IdempotencyKey(ev))
+			mu.Unlock()
+			switch {
+			case ev.Attempts-ev.AttemptBase == 1:
+				return errors.New("the mail server timed out after taking the mail")
+			case ev.DeliveryID == "ord_0":
+				close(inFlight)
+				<-release
+			}
+			return nil
+		})
+		handler := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			if _, err := effect.RecordSend(ctx, tx, "email", string(ev.Payload), ev.Payload); err != nil {
+				return err
+			}
+			if ev.Attempts-ev.AttemptBase == 1 {
+				switch ev.ID % 3 {
+				case 0:
+					return errors.New("fails after recording the send")
+				case 1:
+					panic("panics after recording the send")
+				}
+			}
+			return nil
+		}
+		pol := worker.Policy{MaxAttempts: 100, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Timeout: 5 * time.Second}
+		var pools []*worker.Pool
+		for _, s := range []dbtest.Store{a, b} {
+			p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, BatchSize: 16, TxWorkers: 2})
+			p.SetPolicy("orders", pol)
+			p.SetPolicy(effect.SendSource("email"), pol)
+			p.Handle("orders", "", handler)
+			p.Route(effect.SendSource("email"), send)
+			if err := p.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			pools = append(pools, p)
+			t.Cleanup(func() { p.Stop(context.Background()) })
+		}
+		var ds []hookbox.Delivery
+		for k := range keys {
+			for _, copy := range []string{"a", "b"} {
+				ds = append(ds, hookbox.Delivery{Source: "orders", DeliveryID: fmt.Sprintf("%s-%d", copy, k),
+					Payload: []byte(fmt.Sprintf("ord_%d", k)), ReceivedAt: time.Now()})
+			}
+		}
+		rand.New(rand.NewSource(2)).Shuffle(len(ds), func(i, j int) { ds[i], ds[j] = ds[j], ds[i] })
+		if _, err := a.Ingest(ctx, ds); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pools {
+			p.Notify()
+		}
+		<-inFlight
+		u, err := effect.Uncertain(ctx, a, "email")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := false
+		for _, e := range u {
+			listed = listed || e.DeliveryID == "ord_0"
+			if e.Attempts == 0 {
+				t.Errorf("Uncertain listed %s, never attempted", e.DeliveryID)
+			}
+		}
+		if !listed {
+			t.Errorf("the send of ord_0, its attempt in flight, is not among the uncertain: %v", u)
+		}
+		close(release)
+		awaitAllDone(t, a, pools, 2*keys)
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			u, err := effect.Uncertain(ctx, a, "email")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(u) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sends still uncertain after 60 s", len(u))
+			}
+			for _, p := range pools {
+				p.Notify()
+			}
+		}
+		sends, err := a.Events(ctx, hookbox.Filter{Source: effect.SendSource("email"), Limit: 10 * keys})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sends) != keys {
+			t.Errorf("%d sends recorded for %d keys, want one each", len(sends), keys)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for k := range keys {
+			key := fmt.Sprintf("ord_%d", k)
+			c := calls[key]
+			if len(c) != 2 || c[0] != c[1] || c[0] != "send:email:"+key {
+				t.Errorf("send %s: calls with idempotency keys %v; want two, both send:email:%s", key, c, key)
+			}
+		}
+	})
+}
