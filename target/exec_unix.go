@@ -196,7 +196,15 @@ type supervision struct {
 // changes to the working directory before it runs the command, and a
 // missing directory comes back as the command's own "fork/exec …: no
 // such file or directory", which sends the reader after the wrong path.
+//
+// A fork refused for want of processes (EAGAIN: RLIMIT_NPROC, the
+// system's or the cgroup's pids limit) or of memory (ENOMEM) is this
+// process's failure, not the command's: worker.Exhausted, so the attempt
+// is given back instead of charged.
 func (e *Exec) startError(err error) error {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.ENOMEM) {
+		return worker.Exhausted(err)
+	}
 	if e.dir == "" {
 		return err
 	}

@@ -306,8 +306,10 @@ func (p *Pool) ended(c *control, id int64, o hookbox.Outcome, refused bool) {
 		if c.cooldown <= 0 {
 			c.cooldown = 10 * time.Second
 		}
-	case o.Status == "":
-		// Not run (released at shutdown, or a lost lease): says nothing.
+	case o.Status == "" || o.AttemptOutcome() == hookbox.AttemptReleased:
+		// Not run, or not judged (given back: cut short by shutdown,
+		// hookbox out of a resource of its own; a lost lease): says
+		// nothing about the target.
 	default:
 		c.fails++
 		if c.CircuitAfter <= 0 || (!wasTrial && (c.open || c.fails < c.CircuitAfter)) {

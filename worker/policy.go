@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"math/rand/v2"
+	"syscall"
 	"time"
 )
 
@@ -104,6 +105,36 @@ func Permanent(err error) error {
 func IsPermanent(err error) bool {
 	var p permanentError
 	return errors.As(err, &p)
+}
+
+// exhaustedError marks an error as this process's own resource running
+// out, not the work's answer.
+type exhaustedError struct{ err error }
+
+func (e exhaustedError) Error() string { return e.err.Error() }
+func (e exhaustedError) Unwrap() error { return e.err }
+
+// Exhausted wraps err, the failure of an attempt that could not be made
+// because this process or its host ran out of a resource of its own (a
+// fork refused with EAGAIN for the process limit, memory for a new
+// process), so the attempt is given back instead of charged: the event
+// is tried again after a backoff with its retry budget as it was, and
+// never ends dead for it. Targets use it for what only they can tell
+// apart; IsExhausted knows file descriptors by itself.
+func Exhausted(err error) error {
+	if err == nil {
+		return nil
+	}
+	return exhaustedError{err}
+}
+
+// IsExhausted reports whether err was wrapped by Exhausted, or comes from
+// this process or host running out of file descriptors (EMFILE, ENFILE:
+// a dial, a pipe or a file hookbox could not open), which is never the
+// answer of the app or command an attempt was for.
+func IsExhausted(err error) bool {
+	var e exhaustedError
+	return errors.As(err, &e) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
 // retryAfterError asks for a retry no sooner than After.

@@ -1536,6 +1536,18 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 	switch {
 	case err == nil:
 		o.Status = hookbox.StatusDone
+	case IsExhausted(err) && !IsPermanent(err):
+		// This process ran out of something of its own (see Exhausted):
+		// the work was never judged. Given back, it waits a backoff (the
+		// resource is rarely back at once) and keeps its retry budget, so
+		// a host at its limits cannot walk events to dead.
+		o.Status, o.Released = hookbox.StatusPending, true
+		o.RetryAt = now.Add(pol.Backoff(tries(ev)))
+		p.errLog.Log(context.Background(), p.log, slog.LevelError, "exhausted", exhaustedLine, func() []slog.Attr {
+			return []slog.Attr{slog.String("source", ev.Source), slog.Any("err", err)}
+		})
+		o.Error = p.errorText(exhaustedPrefix + err.Error())
+		return o
 	case IsPermanent(err) || tries(ev) >= pol.MaxAttempts:
 		o.Status = hookbox.StatusDead
 	default:
@@ -1547,6 +1559,16 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 	}
 	return o
 }
+
+// exhaustedPrefix starts the error of an attempt given back because this
+// process ran out of a resource of its own (IsExhausted), and
+// exhaustedLine is the line, spaced out as logErr's, that tells the
+// operator so.
+const (
+	exhaustedPrefix = "not charged: hookbox ran out of a resource of its own: "
+	exhaustedLine   = "worker: hookbox ran out of a resource of its own (open files, processes or memory); " +
+		"attempts are given back and retried, not charged: raise the limit (LimitNOFILE or ulimit -n, LimitNPROC) or lower the load"
+)
 
 // errorText is the error text stored with an attempt: secrets masked
 // (Options.Redact), then cut to MaxErrorText.
@@ -1806,6 +1828,10 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 		// The store failed to record the attempt (see release), which the
 		// line of that failure says: the event is due again in a second.
 		p.log.Info("released after a store failure", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error)
+	case o.AttemptOutcome() == hookbox.AttemptReleased && strings.HasPrefix(o.Error, exhaustedPrefix):
+		// Said, spaced out, by exhaustedLine when the outcome was made.
+		p.log.Debug("released: hookbox ran out of a resource", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt,
+			"retry_in", max(0, time.Until(o.RetryAt)).Round(time.Millisecond), "err", o.Error)
 	case o.AttemptOutcome() == hookbox.AttemptReleased:
 		// Shutdown cut the work short and gave the attempt back: nothing
 		// failed, and the event is due at once for the next process, so a

@@ -1,0 +1,115 @@
+package target_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/target"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// limitsChildEnv runs TestOutOfDescriptorsChild's body in a child process,
+// whose descriptor limit it may lower without touching the test's.
+const limitsChildEnv = "HOOKBOX_TEST_LIMITS_CHILD_URL"
+
+// TestOutOfDescriptorsNotCharged: in a process that has used up its
+// RLIMIT_NOFILE, a forward's dial and an exec's pipes fail, and both
+// failures are worker.IsExhausted (given back, not charged to the app or
+// the command, see worker.Exhausted) and say what ran out. Before, they
+// were the target's failures, and a host out of descriptors walked every
+// event to dead in max_attempts tries. The child process lowers its own
+// limit; the receiver it forwards to runs here.
+func TestOutOfDescriptorsNotCharged(t *testing.T) {
+	// Each reply closes its connection, so every attempt dials.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+	}))
+	defer srv.Close()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOutOfDescriptorsChild$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), limitsChildEnv+"="+srv.URL)
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if strings.Contains(text, "--- SKIP") {
+		t.Skip(text)
+	}
+	if err != nil || !strings.Contains(text, "--- PASS: TestOutOfDescriptorsChild") {
+		t.Fatalf("child: %v\n%s", err, text)
+	}
+}
+
+// TestOutOfDescriptorsChild is TestOutOfDescriptorsNotCharged's child.
+func TestOutOfDescriptorsChild(t *testing.T) {
+	url := os.Getenv(limitsChildEnv)
+	if url == "" {
+		t.Skip("run by TestOutOfDescriptorsNotCharged")
+	}
+	fwd, err := target.NewForward(target.ForwardOptions{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := target.NewExec(target.ExecOptions{Argv: []string{"/bin/true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Payload: []byte("{}")}
+	// Both work before the limit, so the failures below are the limit's.
+	for _, tg := range []worker.Target{fwd, ex} {
+		if err := tg.Deliver(context.Background(), ev); err != nil {
+			t.Fatalf("%T before the limit: %v", tg, err)
+		}
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 128, Max: 128}); err != nil {
+		t.Skipf("setrlimit RLIMIT_NOFILE refused: %v", err)
+	}
+	var held []*os.File
+	defer func() {
+		for _, f := range held {
+			f.Close()
+		}
+	}()
+	for {
+		f, err := os.Open(os.DevNull)
+		if errors.Is(err, syscall.EMFILE) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	for _, tg := range []worker.Target{fwd, ex} {
+		err := tg.Deliver(context.Background(), ev)
+		if !worker.IsExhausted(err) || !strings.Contains(err.Error(), "too many open files") {
+			t.Errorf("%T out of descriptors: %v, want an error worker.IsExhausted that says so", tg, err)
+		}
+	}
+}
+
+// TestForkRefusedNotCharged: a fork refused for the process limit
+// (EAGAIN: RLIMIT_NPROC, a pids cgroup) or memory is worker.IsExhausted;
+// a command that is not there, or not executable, stays the command's
+// failure. (As root, as CI runs, RLIMIT_NPROC is not enforced, so the
+// errors are those os/exec returns.)
+func TestForkRefusedNotCharged(t *testing.T) {
+	ex, err := target.NewExec(target.ExecOptions{Argv: []string{"/bin/true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		errno syscall.Errno
+		want  bool
+	}{{syscall.EAGAIN, true}, {syscall.ENOMEM, true}, {syscall.ENOENT, false}, {syscall.EACCES, false}, {syscall.ETXTBSY, false}} {
+		err := ex.StartError(&os.PathError{Op: "fork/exec", Path: "/bin/true", Err: c.errno})
+		if got := worker.IsExhausted(err); got != c.want || !errors.Is(err, c.errno) {
+			t.Errorf("start failed with %v: IsExhausted %v (%v), want %v", c.errno, got, err, c.want)
+		}
+	}
+}

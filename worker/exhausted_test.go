@@ -1,0 +1,87 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/storetest"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// TestExhaustedAttemptsNotCharged: a target that cannot make its attempt
+// because hookbox itself ran out of a resource (a dial refused EMFILE, as
+// net.Dial reports it; a fork refused EAGAIN, which Exec marks Exhausted)
+// is given back, twice the event's max_attempts in a row, and the event
+// ends done once the resource is back. Before, each such failure was
+// charged as the app's and the event was dead after max_attempts.
+func TestExhaustedAttemptsNotCharged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		failures := 2 * fast.MaxAttempts
+		var calls atomic.Int64
+		p.Route("limits", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			n := calls.Add(1)
+			switch {
+			case n > int64(failures):
+				return nil
+			case n%2 == 0:
+				return worker.Exhausted(&os.PathError{Op: "fork/exec", Path: "/bin/true", Err: syscall.EAGAIN})
+			}
+			return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}
+		}))
+		p.SetPolicy("limits", fast)
+		start(t, p)
+		rs := ingest(t, s, storetest.Delivery("limits", "1"))
+		e := waitFinished(t, s, p, rs[0].ID)
+		if e.Status != hookbox.StatusDone {
+			t.Fatalf("event %s after %d calls, want done (last error %q)", e.Status, calls.Load(), e.LastError)
+		}
+		as, err := s.Attempts(context.Background(), rs[0].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(as) != failures+1 {
+			t.Fatalf("%d attempts recorded, want %d", len(as), failures+1)
+		}
+		for i, a := range as[:failures] {
+			if a.Outcome != hookbox.AttemptReleased || !strings.Contains(a.Error, "ran out of a resource") {
+				t.Errorf("attempt %d = %s %q, want released, saying hookbox ran out of a resource", i+1, a.Outcome, a.Error)
+			}
+		}
+		if last := as[failures]; last.Outcome != hookbox.AttemptDone {
+			t.Errorf("last attempt %s, want done", last.Outcome)
+		}
+	})
+}
+
+// TestIsExhausted: descriptors are known by their errno wherever they are
+// wrapped; other errors, even temporary ones, are not hookbox's own.
+func TestIsExhausted(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("socket", syscall.EMFILE)}, true},
+		{&os.PathError{Op: "open", Path: "/x", Err: syscall.ENFILE}, true},
+		{worker.Exhausted(errors.New("fork: EAGAIN")), true},
+		{worker.Permanent(worker.Exhausted(errors.New("x"))), true},
+		{&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, false},
+		{&os.PathError{Op: "fork/exec", Path: "/x", Err: syscall.EAGAIN}, false}, // only Exec knows it was a fork
+		{errors.New("too many open files"), false},                               // by errno, never by text
+		{nil, false},
+	} {
+		if got := worker.IsExhausted(c.err); got != c.want {
+			t.Errorf("IsExhausted(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
