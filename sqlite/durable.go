@@ -135,6 +135,19 @@ func (w *walSyncer) waitDurable(seq uint64) error {
 	return nil
 }
 
+// prime opens the WAL file, when it exists, before the store is shared:
+// the syncs that follow then need no descriptor of their own, so a process
+// that runs out of them (a flood of connections as it starts) can still
+// acknowledge deliveries and hand out claims. Until the first sync opened
+// it, every ingest got 503 and every claim's events were left leased, an
+// attempt spent, until their leases ended. A WAL it cannot open now is
+// opened by the first sync, as before.
+func (w *walSyncer) prime() {
+	if f, err := os.Open(w.path); err == nil {
+		w.f = f
+	}
+}
+
 // sync fsyncs the WAL file, reopening it if SQLite replaced it (which it
 // does only when every connection closed).
 func (w *walSyncer) sync() error {

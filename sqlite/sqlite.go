@@ -287,6 +287,9 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if s.maxWAL <= 0 {
 		s.maxWAL = DefaultMaxWALBytes
 	}
+	if durable != nil {
+		durable.prime()
+	}
 	s.stopCheckpoints = make(chan struct{})
 	s.checkpointsDone = make(chan struct{})
 	go s.checkpointLoop()

@@ -64,6 +64,52 @@ func TestExhaustedAttemptsNotCharged(t *testing.T) {
 	})
 }
 
+// TestExhaustedHandlerNotCharged: a Go handler, apply-only or two-phase,
+// whose attempt fails because hookbox ran out of descriptors is given
+// back as a target's is, inside the shared work transaction too.
+func TestExhaustedHandlerNotCharged(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+		failures := 2 * fast.MaxAttempts
+		emfile := &os.PathError{Op: "open", Path: "/etc/app.conf", Err: syscall.EMFILE}
+		var applies, prepares atomic.Int64
+		p.Handle("apply", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			if applies.Add(1) <= int64(failures) {
+				return emfile
+			}
+			return nil
+		})
+		p.HandlePhases("phases", "", worker.Phases{Prepare: func(ctx context.Context, ev *hookbox.Event) (any, error) {
+			if prepares.Add(1) <= int64(failures) {
+				return nil, emfile
+			}
+			return nil, nil
+		}})
+		p.SetPolicy("apply", fast)
+		p.SetPolicy("phases", fast)
+		start(t, p)
+		rs := ingest(t, s, storetest.Delivery("apply", "1"), storetest.Delivery("phases", "1"))
+		for _, r := range rs {
+			e := waitFinished(t, s, p, r.ID)
+			as, err := s.Attempts(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			released := 0
+			for _, a := range as {
+				if a.Outcome == hookbox.AttemptReleased {
+					released++
+				}
+			}
+			if e.Status != hookbox.StatusDone || released != failures {
+				t.Errorf("event %d (%s): %s with %d attempts given back of %d, want done with %d (last error %q)",
+					r.ID, e.Source, e.Status, released, len(as), failures, e.LastError)
+			}
+		}
+	})
+}
+
 // TestIsExhausted: descriptors are known by their errno wherever they are
 // wrapped; other errors, even temporary ones, are not hookbox's own.
 func TestIsExhausted(t *testing.T) {

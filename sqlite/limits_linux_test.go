@@ -1,0 +1,84 @@
+package sqlite_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/sqlite"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// outOfDescriptorsEnv runs TestOutOfDescriptorsChild's body in a child
+// process, which may lower its own descriptor limit.
+const outOfDescriptorsEnv = "HOOKBOX_TEST_SQLITE_OUT_OF_FDS_DIR"
+
+// TestIngestAndClaimOutOfDescriptors: a store opened before the process
+// ran out of file descriptors (a flood of connections as hookbox starts)
+// still stores deliveries durably and hands out claims. Before, the WAL
+// syncer opened the -wal file at its first sync: out of descriptors, every
+// ingest failed ("open WAL for sync: too many open files", 503 although
+// the row was committed), and every claim's events stayed leased to
+// nobody, an attempt spent, until their leases ended.
+func TestIngestAndClaimOutOfDescriptors(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOutOfDescriptorsChild$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), outOfDescriptorsEnv+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	text := string(out)
+	if strings.Contains(text, "--- SKIP") {
+		t.Skip(text)
+	}
+	if err != nil || !strings.Contains(text, "--- PASS: TestOutOfDescriptorsChild") {
+		t.Fatalf("child: %v\n%s", err, text)
+	}
+}
+
+// TestOutOfDescriptorsChild is TestIngestAndClaimOutOfDescriptors's child.
+func TestOutOfDescriptorsChild(t *testing.T) {
+	dir := os.Getenv(outOfDescriptorsEnv)
+	if dir == "" {
+		t.Skip("run by TestIngestAndClaimOutOfDescriptors")
+	}
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "hookbox.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 256, Max: lim.Max}); err != nil {
+		t.Skipf("setrlimit RLIMIT_NOFILE refused: %v", err)
+	}
+	var held []*os.File
+	for {
+		f, err := os.Open(os.DevNull)
+		if errors.Is(err, syscall.EMFILE) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	rs, ierr := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "1")})
+	evs, cerr := s.Claim(ctx, hookbox.ClaimParams{Sources: []string{"s"}, Limit: 10, Owner: "w", Lease: time.Minute})
+	for _, f := range held {
+		f.Close()
+	}
+	if ierr != nil || len(rs) != 1 {
+		t.Fatalf("ingest out of descriptors: %v", ierr)
+	}
+	if cerr != nil || len(evs) != 1 {
+		t.Fatalf("claim out of descriptors: %d events, %v", len(evs), cerr)
+	}
+}
