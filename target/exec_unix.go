@@ -136,6 +136,16 @@ func (e *Exec) run(ctx context.Context, ev *hookbox.Event) error {
 			if !st.Exited() || st.ExitStatus() != 0 {
 				waitErr = errors.New(waitText(*st))
 			}
+		case status != nil && status.Exited() && ctx.Err() == nil:
+			// The supervisor ends killed, with its group, once it has
+			// reported; one that exited instead, saying nothing, failed
+			// itself: its Go runtime died (exit code 2), most often
+			// because it could not start a thread (the process limit,
+			// a pids cgroup) or get memory. That is this process's
+			// failure, not the command's answer.
+			head := fmt.Sprintf("exec: %s: the supervisor (hookbox's own process) exited with %s before reporting on the command "+
+				"(most often for want of processes or memory); output: ", e.name(), waitText(*status))
+			return worker.Exhausted(errors.New(head + out.Last(max(worker.MaxErrorText-len(head)-len("…")-errorSlack, 0))))
 		}
 	}
 

@@ -113,3 +113,33 @@ func TestForkRefusedNotCharged(t *testing.T) {
 		}
 	}
 }
+
+// TestSupervisorCrashNotCharged: a supervisor whose Go runtime dies (exit
+// code 2, as when it cannot start a thread under the process limit)
+// before reporting on the command is hookbox's failure, given back
+// (worker.IsExhausted), not the command's exit code 2. Here the command
+// makes its supervisor abort (SIGABRT: the runtime's crash exit); under a
+// real RLIMIT_NPROC the hookbox binary's supervisors died so ("pthread_create
+// failed"), and each was charged to the event. A supervisor killed by a
+// signal is still the command's doing, and charged.
+func TestSupervisorCrashNotCharged(t *testing.T) {
+	if !target.CanSupervise {
+		t.Skip("no supervisor on this system")
+	}
+	was := target.SetSupervised(true)
+	defer target.SetSupervised(was)
+	ev := &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Payload: []byte("{}")}
+	for _, c := range []struct {
+		signal string
+		want   bool
+	}{{"ABRT", true}, {"KILL", false}} {
+		ex, err := target.NewExec(target.ExecOptions{Argv: []string{"/bin/sh", "-c", "kill -" + c.signal + " $PPID; sleep 5"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = ex.Deliver(context.Background(), ev)
+		if err == nil || worker.IsExhausted(err) != c.want {
+			t.Errorf("supervisor sent SIG%s: %v, exhausted %v, want %v", c.signal, err, worker.IsExhausted(err), c.want)
+		}
+	}
+}
