@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -108,6 +109,68 @@ func TestExhaustedHandlerNotCharged(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestExhaustedRunSlowsRetries: while every attempt of a pool is given
+// back for want of hookbox's own resources, the waits before the next
+// tries grow with the run, up to a minute, where each event came round
+// every 1 to 2 s (its backoff, which a given-back attempt does not grow),
+// a write each time, for as long as the host stayed at its limit.
+func TestExhaustedRunSlowsRetries(t *testing.T) {
+	s := dbtest.Open(t, dbtest.SQLiteURL(t))
+	p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+	p.Route("full", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+		return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("socket", syscall.EMFILE)}
+	}))
+	p.SetPolicy("full", worker.Policy{MaxAttempts: 3, BackoffMin: time.Second, BackoffMax: time.Hour, Timeout: 5 * time.Second})
+	start(t, p)
+	const n = 8
+	var ds []hookbox.Delivery
+	for i := range n {
+		ds = append(ds, storetest.Delivery("full", strconv.Itoa(i)))
+	}
+	rs := ingest(t, s, ds...)
+	longest := time.Duration(0)
+	for _, r := range rs {
+		as := awaitAttempts(t, s, p, r.ID, 1)
+		e, err := s.Event(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Status == hookbox.StatusDead || e.Attempts-e.AttemptBase != 0 {
+			t.Errorf("event %d: %s, %d attempts charged, want none", r.ID, e.Status, e.Attempts-e.AttemptBase)
+		}
+		last := as[len(as)-1]
+		if last.Outcome != hookbox.AttemptReleased {
+			t.Errorf("event %d: attempt %s, want released", r.ID, last.Outcome)
+		}
+		longest = max(longest, e.NextAttemptAt.Sub(last.FinishedAt))
+	}
+	// The 8th give-back in a row waits between 30 s and a minute.
+	if longest < 30*time.Second || longest > time.Minute+time.Second {
+		t.Errorf("longest wait after a run of %d give-backs: %v, want 30 s to a minute", n, longest)
+	}
+}
+
+// awaitAttempts waits until event id has at least n attempts recorded and
+// returns them, failing after 20 s.
+func awaitAttempts(t *testing.T, s dbtest.Store, p *worker.Pool, id int64, n int) []hookbox.Attempt {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		as, err := s.Attempts(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(as) >= n {
+			return as
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event %d has %d attempts after 20s, want %d", id, len(as), n)
+		}
+		p.Notify()
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestIsExhausted: descriptors are known by their errno wherever they are

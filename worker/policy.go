@@ -137,6 +137,27 @@ func IsExhausted(err error) bool {
 	return errors.As(err, &e) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
+// exhaustedDelay is the wait before the next try of an event whose
+// attempt was given back as the run-th in a row of the pool for want of
+// its own resources (see outcome): the event's backoff at tries, as
+// given back it does not grow, or, once the run goes on, a wait that
+// doubles with it from BackoffMin up to BackoffMax or a minute, whichever
+// is less, with jitter. A host that stays at its limit then has each
+// event tried about once a minute, not every second, each try a write;
+// one back under it works its events within that minute.
+func exhaustedDelay(pol Policy, tries int, run int64) time.Duration {
+	pol = pol.withDefaults()
+	d := pol.Backoff(tries)
+	if run <= 1 {
+		return d
+	}
+	grown := min(pol.BackoffMax, time.Minute)
+	if shift := run - 1; shift < 40 {
+		grown = min(grown, pol.BackoffMin<<shift)
+	}
+	return max(d, grown/2+rand.N(grown/2+1))
+}
+
 // retryAfterError asks for a retry no sooner than After.
 type retryAfterError struct {
 	err   error

@@ -289,6 +289,10 @@ type Pool struct {
 	// errLog spaces out the lines of logErr: a store that is down fails
 	// every poll of every claiming loop.
 	errLog lograte.Limiter
+	// exhaustedRun counts the attempts given back in a row, across the
+	// pool, because this process ran out of a resource of its own (see
+	// outcome); any other outcome ends the run.
+	exhaustedRun atomic.Int64
 
 	txClaim atomic.Int64 // events the next claim for Go handlers takes; see txLimit
 	txRuns  atomic.Int64 // whole claims run at txClaim since it last changed
@@ -1533,6 +1537,9 @@ const MaxErrorText = 2048
 func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error) hookbox.Outcome {
 	now := time.Now()
 	o := hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, StartedAt: start, FinishedAt: now}
+	if !IsExhausted(err) && p.exhaustedRun.Load() != 0 {
+		p.exhaustedRun.Store(0)
+	}
 	switch {
 	case err == nil:
 		o.Status = hookbox.StatusDone
@@ -1542,7 +1549,7 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 		// resource is rarely back at once) and keeps its retry budget, so
 		// a host at its limits cannot walk events to dead.
 		o.Status, o.Released = hookbox.StatusPending, true
-		o.RetryAt = now.Add(pol.Backoff(tries(ev)))
+		o.RetryAt = now.Add(exhaustedDelay(pol, tries(ev), p.exhaustedRun.Add(1)))
 		p.errLog.Log(context.Background(), p.log, slog.LevelError, "exhausted", exhaustedLine, func() []slog.Attr {
 			return []slog.Attr{slog.String("source", ev.Source), slog.Any("err", err)}
 		})
