@@ -768,7 +768,14 @@ func proxyHeader(key string) bool {
 }
 
 // dropped reports whether Forward leaves out the header with canonical key.
+// The name is judged with each "_" read as "-": an app behind CGI,
+// FastCGI, WSGI or Rack reads both X_Forwarded_For and X-Forwarded-For as
+// HTTP_X_FORWARDED_FOR, so a sender's X_Forwarded_For would pass for its
+// proxy's header where X-Forwarded-For is dropped.
 func dropped(key string) bool {
+	if strings.Contains(key, "_") {
+		key = http.CanonicalHeaderKey(strings.ReplaceAll(key, "_", "-"))
+	}
 	if hopByHop[key] || routingHeaders[key] || traceHeaders[key] || reservedHeader(key) || proxyHeader(key) || strings.HasPrefix(key, hookboxPrefix) {
 		return true
 	}
@@ -799,7 +806,9 @@ func dropped(key string) bool {
 // Tailscale-User-*, X-Vouch-*, X-Ssl-*, Ssl-Client-*, X-Client-Cert*,
 // X-Client-Verify, X-Client-Dn, X-Arr-Clientcert); and the
 // Idempotency-Key and every Hookbox-* header (the namespace of those
-// Forward sets itself). Keys come out
+// Forward sets itself). A name with "_" in place of a "-" is left out as
+// that name is (X_Forwarded_For as X-Forwarded-For), since an app behind a
+// gateway interface (CGI, WSGI, Rack) reads the two alike. Keys come out
 // canonical; values are copied.
 func ForwardHeader(stored http.Header) http.Header {
 	named := connectionNamed(stored)

@@ -217,3 +217,16 @@ func TestForwardDropsSendersTraceContext(t *testing.T) {
 		t.Error("Trace-Note left out, want it forwarded")
 	}
 }
+
+// TestForwardDropsUnderscoreNames: a sender's routing, identity or
+// Hookbox-* header written with "_" for "-" (X_Forwarded_For), which an
+// app behind CGI, WSGI or Rack reads as the dropped name itself, does not
+// reach the app over real HTTP; other names with "_" still do. Found by
+// FuzzForwardHeader: they were forwarded.
+func TestForwardDropsUnderscoreNames(t *testing.T) {
+	app := newSink(t, status(http.StatusOK, ""))
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL})
+	forwardedBut(t, app, f,
+		[]string{"X_Forwarded_For", "X-Real_Ip", "X_Remote_User", "Hookbox_Source", "X_Http_Method_Override", "Proxy_Authorization"},
+		[]string{"X_Custom_Id", "Webhook_Id"})
+}
