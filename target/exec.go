@@ -233,7 +233,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 func (t *tailBuffer) String() string { return t.Last(t.limit) }
 
 // Last returns the last n bytes of output (n at most limit) with secrets
-// masked, made safe to store (valid UTF-8, no NUL or other controls but
+// masked (one that dropping control bytes put together too), made safe to store (valid UTF-8, no NUL or other controls but
 // newline and tab), and cut again at the front to n bytes when masking or
 // making it valid lengthened it, prefixed by "…" when output was cut. A
 // secret the cut would split is masked whole, though the mask may then be
@@ -244,19 +244,25 @@ func (t *tailBuffer) Last(n int) string {
 	if keep := n + t.red.Longest(); len(b) > keep {
 		b = b[len(b)-keep:]
 	}
-	tail := t.red.Tail(string(b), n)
-	s := strings.Map(func(r rune) rune {
+	// Masked before and after it is made safe: a secret is found as
+	// written, and so is one that dropping control bytes put together
+	// ("s3cr\x00et" shows as "s3cret"), which the cut below would
+	// otherwise show in part.
+	safe := strings.Map(func(r rune) rune {
 		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
 			return -1
 		}
 		return r
-	}, strings.ToValidUTF8(tail, "\uFFFD"))
-	cut := t.total > int64(n)
-	if len(s) > n {
-		start := len(s) - n
-		for start < len(s) && !utf8.RuneStart(s[start]) {
-			start++
-		}
+	}, strings.ToValidUTF8(t.red.String(string(b)), "\uFFFD"))
+	s := t.red.Tail(safe, n)
+	cut := t.total > int64(n) || len(safe) > n
+	// Tail cuts bytes, and a mask that reaches back lengthens it: cut
+	// again to n bytes, on a rune's start.
+	start := max(len(s)-n, 0)
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	if start > 0 {
 		s, cut = s[start:], true
 	}
 	s = strings.TrimSpace(s)

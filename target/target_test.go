@@ -286,3 +286,21 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("Last(8) over a limit of 4 = %q", got)
 	}
 }
+
+// TestTailBufferMasksJoinedSecret: a secret written with a control byte
+// inside it ("s3cr3t\x00-value-1"), which making the output safe drops,
+// is masked in the tail, whole, and no part of it is shown where the cut
+// falls inside it. It was masked before the byte was dropped, so not at
+// all: Last(10) showed "…-value-1", and Last(40) the secret whole (the
+// log line and the error mask that whole again; the part, nothing did).
+// Found by FuzzExecOutputTail.
+func TestTailBufferMasksJoinedSecret(t *testing.T) {
+	const secret = "s3cr3t-value-1"
+	for n, want := range map[int]string{10: "…REDACTED]", 40: "ok [REDACTED]"} {
+		b := &tailBuffer{limit: 64, red: redact.New(secret)}
+		b.Write([]byte("ok s3cr3t\x00-value-1\n"))
+		if got := b.Last(n); got != want {
+			t.Errorf("Last(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
