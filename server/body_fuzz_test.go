@@ -11,13 +11,15 @@ import (
 )
 
 // pieces is a body that arrives in reads of the sizes it is given (a
-// zero among them is a read of nothing), as a sender writing in chunks,
-// and counts what it handed out.
+// zero among them is a read of nothing, never two in a row: a connection
+// gives bytes, an error or a deadline in the end), as a sender writing in
+// chunks, and counts what it handed out.
 type pieces struct {
 	data  []byte
 	sizes []byte
 	next  int
 	read  int64
+	zero  bool // the last read was of nothing
 }
 
 func (p *pieces) Read(b []byte) (int, error) {
@@ -30,6 +32,10 @@ func (p *pieces) Read(b []byte) (int, error) {
 		// past the 16 KiB first buffer.
 		n = min(n, int(p.sizes[p.next%len(p.sizes)])*97)
 		p.next++
+		if n == 0 && p.zero {
+			n = 1 // a read of nothing now and then, not for good
+		}
+		p.zero = n == 0
 	}
 	n = copy(b[:n], p.data)
 	p.data = p.data[n:]
