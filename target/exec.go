@@ -233,9 +233,11 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 func (t *tailBuffer) String() string { return t.Last(t.limit) }
 
 // Last returns the last n bytes of output (n at most limit) with secrets
-// masked (one that dropping control bytes put together too), made safe to store (valid UTF-8, no NUL or other controls but
-// newline and tab), and cut again at the front to n bytes when masking or
-// making it valid lengthened it, prefixed by "…" when output was cut. A
+// masked (one that dropping control bytes put together too), made safe
+// to store (valid UTF-8, no NUL or other controls but newline and tab),
+// trimmed of white space at its ends, and cut again at the front to n
+// bytes when masking or making it valid lengthened it, prefixed by "…"
+// when output was cut. A
 // secret the cut would split is masked whole, though the mask may then be
 // cut in turn.
 func (t *tailBuffer) Last(n int) string {
@@ -254,6 +256,9 @@ func (t *tailBuffer) Last(n int) string {
 		}
 		return r
 	}, strings.ToValidUTF8(t.red.String(string(b)), "\uFFFD"))
+	// White space at the ends is trimmed before the cut, so that it takes
+	// none of the n bytes.
+	safe = strings.TrimSpace(safe)
 	s := t.red.Tail(safe, n)
 	cut := t.total > int64(n) || len(safe) > n
 	// Tail cuts bytes, and a mask that reaches back lengthens it: cut

@@ -296,7 +296,7 @@ func TestTailBuffer(t *testing.T) {
 // Found by FuzzExecOutputTail.
 func TestTailBufferMasksJoinedSecret(t *testing.T) {
 	const secret = "s3cr3t-value-1"
-	for n, want := range map[int]string{10: "…REDACTED]", 40: "ok [REDACTED]"} {
+	for n, want := range map[int]string{10: "…[REDACTED]", 40: "ok [REDACTED]"} {
 		b := &tailBuffer{limit: 64, red: redact.New(secret)}
 		b.Write([]byte("ok s3cr3t\x00-value-1\n"))
 		if got := b.Last(n); got != want {
