@@ -187,8 +187,10 @@ func (w *walSyncer) fail(cause error) {
 func (w *walSyncer) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f != nil {
-		return w.f.Close()
+	if w.f == nil {
+		return nil
 	}
-	return nil
+	err := w.f.Close()
+	w.f = nil
+	return err
 }

@@ -310,3 +310,21 @@ func powerLossImage(t *testing.T, s *Store) func() string {
 		return img
 	}
 }
+
+// TestCloseTwiceIsQuiet: a store closed twice (a program that closes it
+// and then stops a service that closes it too) reports no error the
+// second time. Since the WAL is opened at Open, the second Close closed
+// it again and failed with "file already closed", which serve then
+// reported as its own failure.
+func TestCloseTwiceIsQuiet(t *testing.T) {
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "hookbox.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
