@@ -92,7 +92,9 @@ func (n *notifier) stop() {
 // returns ctx's error. It holds one connection of its own, taken out of the
 // pool. When that connection fails it reconnects with a short backoff, and
 // calls wake once each time it is listening again (events may have arrived
-// meanwhile). Closing the store ends it with an error.
+// meanwhile). When it cannot listen it logs a warning (Options.Logger), once
+// until it listens again, which it logs too. Closing the store ends it with
+// an error.
 //
 // wake must not block for long: it runs on the listening goroutine. A
 // worker.Pool's Notify fits.
@@ -102,7 +104,7 @@ func (s *Store) Listen(ctx context.Context, wake func()) error {
 		if s.closing.Err() != nil {
 			return errStoreClosed
 		}
-		listened, _ := s.listen(ctx, wake)
+		listened, err := s.listen(ctx, wake)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -111,6 +113,12 @@ func (s *Store) Listen(ctx context.Context, wake func()) error {
 		}
 		if listened {
 			delay = listenMinBackoff
+		} else if !s.listenFailing.Swap(true) {
+			// Once per failure streak (listen says when it is over):
+			// wake-ups only hasten the workers, but an operator
+			// wondering why events wait for the poll should find why.
+			s.log.Warn("postgres: cannot listen for new events; workers find them by polling until listening works again",
+				"err", err)
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -154,6 +162,9 @@ func (s *Store) listen(ctx context.Context, wake func()) (bool, error) {
 	}
 	if _, err := conn.Exec(bg, `LISTEN `+NotifyChannel); err != nil {
 		return false, err
+	}
+	if s.listenFailing.Swap(false) {
+		s.log.Info("postgres: listening for new events again")
 	}
 	// The connection is out of the pool, so the pool's lifetime does not
 	// renew it: it ends itself at the same age (see Options), so that it

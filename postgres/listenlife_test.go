@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookbox/hookbox/faults"
+	"github.com/hookbox/hookbox/internal/syncbuf"
+	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
@@ -61,5 +65,58 @@ func TestListenConnectionRenewed(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after 20 s the same connection (pid %d) still listens, with a lifetime of 1 s", first)
 		}
+	}
+}
+
+// TestListenFailureLogged: while Listen cannot listen (the database cut
+// off), the store says so once, whatever number of tries, and says so
+// again once it listens. Before, a LISTEN that kept failing was never
+// logged: the workers fell back to polling without a word.
+func TestListenFailureLogged(t *testing.T) {
+	proxy, viaProxy := faults.URLProxyFor(t, pgtest.URL(t))
+	var logs syncbuf.Buffer
+	s, err := postgres.Open(context.Background(), viaProxy, postgres.Options{
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wakes := make(chan struct{}, 100)
+	go s.Listen(ctx, func() {
+		select {
+		case wakes <- struct{}{}:
+		default:
+		}
+	})
+	listening := func() {
+		t.Helper()
+		select {
+		case <-wakes:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("not listening after 20 s; log:\n%s", logs.String())
+		}
+	}
+	listening()
+	const cannot, again = "cannot listen for new events", "listening for new events again"
+	await := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), what); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q line after 20 s; log:\n%s", what, logs.String())
+			}
+		}
+	}
+	proxy.Cut()
+	await(cannot)
+	// The outage goes on for several more tries (100 ms, then doubling).
+	time.Sleep(time.Second)
+	proxy.Restore()
+	await(again)
+	listening()
+	if n := strings.Count(logs.String(), cannot); n != 1 {
+		t.Errorf("%d %q lines in one outage, want 1; log:\n%s", n, cannot, logs.String())
 	}
 }

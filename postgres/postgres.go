@@ -64,6 +64,7 @@ import (
 	"net"
 	neturl "net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -199,6 +200,10 @@ type Store struct {
 	// genericIngest: ingest transactions plan insertEvents generically
 	// (genericPlans); false where the URL sets plan_cache_mode.
 	genericIngest bool
+	// log is Options.Logger: the store's own lines.
+	log *slog.Logger
+	// listenFailing is set while Listen cannot listen (see Listen).
+	listenFailing atomic.Bool
 	// closing ends when Close is called; it stops the listeners.
 	closing    context.Context
 	closeStore context.CancelFunc
@@ -306,7 +311,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		opts.IngestBytes = DefaultIngestBytes
 	}
 	_, planned := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]
-	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool), genericIngest: !planned,
+	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool), log: opts.Logger, genericIngest: !planned,
 		beginIngestQ: beginIngestQuery(ingestIdle(opts.IngestBytes), !planned)}
 	migrate := s.migrate
 	if opts.Existing {
