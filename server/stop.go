@@ -16,7 +16,7 @@ import (
 func FailureStatus(w http.ResponseWriter, err error) (code int, why string) {
 	if errors.Is(err, hookbox.ErrUnavailable) {
 		w.Header().Set("Retry-After", adminRetryAfter)
-		return http.StatusServiceUnavailable, "the database did not answer; see the server log"
+		return http.StatusServiceUnavailable, "the database was unavailable (down, or it cut the statement short); see the server log"
 	}
 	return http.StatusInternalServerError, "a database error; see the server log"
 }

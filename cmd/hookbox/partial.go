@@ -20,7 +20,7 @@ func stopWhy(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "interrupted"
 	case errors.Is(err, hookbox.ErrUnavailable):
-		return "the database did not answer"
+		return "the database was unavailable"
 	}
 	return "a database error"
 }
