@@ -541,11 +541,12 @@ type Queue interface {
 	// past its due time on the store's clock (the server's on
 	// PostgreSQL). Every queue whose claim would lease an event at this
 	// moment is listed; a listed one's claim may still lease nothing (a
-	// strict queue whose event runs, an event claimed meanwhile). It only reads, away from the writer where
-	// the store has one, and costs an index seek or two per queue that
-	// holds unfinished events, however many events each holds. The worker
-	// asks before each round of claims, so that queues with nothing due
-	// cost no claim (a write transaction) each.
+	// strict queue whose event runs, an event claimed meanwhile). It only
+	// reads, away from the writer where the store has one, and costs an
+	// index seek or two per queue that holds unfinished events, however
+	// many events each holds. The worker asks before each round of
+	// claims, so that queues with nothing due cost no claim (a write
+	// transaction) each.
 	DueQueues(ctx context.Context) ([]string, error)
 
 	// FillOrderKeys gives each unfinished (pending or processing) event

@@ -348,6 +348,19 @@ func TestApplyIfNewerVersionOfAnotherType(t *testing.T) {
 	})
 }
 
+// createNullable creates the table subscriptions whose status and
+// version may be NULL, so that only ApplyIfNewer's own checks refuse a
+// row.
+func createNullable(t *testing.T, st dbtest.Store) {
+	t.Helper()
+	if err := st.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		_, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, status TEXT, version BIGINT)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestApplyIfNewerRefusesNullVersion: a version that binds as NULL (a
 // sql.NullInt64 that is not valid, a nil pointer) is refused like nil; it
 // was written, and a row whose version is NULL is overwritten by any
@@ -356,12 +369,7 @@ func TestApplyIfNewerRefusesNullVersion(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
 		ctx := context.Background()
-		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			_, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, status TEXT, version BIGINT)`)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		createNullable(t, st)
 		for _, v := range []any{sql.NullInt64{}, (*int64)(nil)} {
 			err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
 				_, err := effect.ApplyIfNewer(ctx, tx, "subscriptions", "id", "version",
@@ -383,12 +391,7 @@ func TestApplyIfNewerNamesDifferingInCase(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
 		ctx := context.Background()
-		if err := st.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
-			_, err := tx.ExecContext(ctx, `CREATE TABLE subscriptions (id TEXT PRIMARY KEY, status TEXT, version BIGINT)`)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		createNullable(t, st)
 		for _, row := range []map[string]any{
 			{"id": "sub_1", "ID": "x", "status": "active", "version": int64(1)},
 			{"id": "sub_1", "status": "active", "version": int64(1), "Version": int64(2)},

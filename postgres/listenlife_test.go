@@ -17,6 +17,19 @@ import (
 	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
+// listenWakes runs s.Listen until ctx ends and returns its wake-ups, one
+// value each (up to 100 unread).
+func listenWakes(ctx context.Context, s *postgres.Store) <-chan struct{} {
+	wakes := make(chan struct{}, 100)
+	go s.Listen(ctx, func() {
+		select {
+		case wakes <- struct{}{}:
+		default:
+		}
+	})
+	return wakes
+}
+
 // TestListenConnectionRenewed: the connection that listens for wake-ups
 // is taken out of the pool, whose lifetime (pool_max_conn_lifetime) then
 // no longer renews it; it ends itself at that age and Listen listens on a
@@ -33,13 +46,7 @@ func TestListenConnectionRenewed(t *testing.T) {
 	s := open(t, base+sep+"pool_max_conn_lifetime=1s&pool_max_conn_lifetime_jitter=0s&application_name="+app)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wakes := make(chan struct{}, 100)
-	go s.Listen(ctx, func() {
-		select {
-		case wakes <- struct{}{}:
-		default:
-		}
-	})
+	listenWakes(ctx, s)
 	admin, err := pgx.Connect(context.Background(), os.Getenv(pgtest.EnvURL))
 	if err != nil {
 		t.Fatal(err)
@@ -84,13 +91,7 @@ func TestListenFailureLogged(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wakes := make(chan struct{}, 100)
-	go s.Listen(ctx, func() {
-		select {
-		case wakes <- struct{}{}:
-		default:
-		}
-	})
+	wakes := listenWakes(ctx, s)
 	listening := func() {
 		t.Helper()
 		select {

@@ -2,16 +2,13 @@ package sqlite_test
 
 import (
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/childtest"
 	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -28,16 +25,7 @@ const outOfDescriptorsEnv = "HOOKBOX_TEST_SQLITE_OUT_OF_FDS_DIR"
 // the row was committed), and every claim's events stayed leased to
 // nobody, an attempt spent, until their leases ended.
 func TestIngestAndClaimOutOfDescriptors(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOutOfDescriptorsChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), outOfDescriptorsEnv+"="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	text := string(out)
-	if strings.Contains(text, "--- SKIP") {
-		t.Skip(text)
-	}
-	if err != nil || !strings.Contains(text, "--- PASS: TestOutOfDescriptorsChild") {
-		t.Fatalf("child: %v\n%s", err, text)
-	}
+	childtest.Run(t, "TestOutOfDescriptorsChild", outOfDescriptorsEnv+"="+t.TempDir())
 }
 
 // TestOutOfDescriptorsChild is TestIngestAndClaimOutOfDescriptors's child.
@@ -52,29 +40,10 @@ func TestOutOfDescriptorsChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 256, Max: lim.Max}); err != nil {
-		t.Skipf("setrlimit RLIMIT_NOFILE refused: %v", err)
-	}
-	var held []*os.File
-	for {
-		f, err := os.Open(os.DevNull)
-		if errors.Is(err, syscall.EMFILE) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, f)
-	}
+	release := childtest.UseUpDescriptors(t, 256)
 	rs, ierr := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "1")})
 	evs, cerr := s.Claim(ctx, hookbox.ClaimParams{Sources: []string{"s"}, Limit: 10, Owner: "w", Lease: time.Minute})
-	for _, f := range held {
-		f.Close()
-	}
+	release()
 	if ierr != nil || len(rs) != 1 {
 		t.Fatalf("ingest out of descriptors: %v", ierr)
 	}

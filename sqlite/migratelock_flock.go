@@ -35,19 +35,15 @@ const lockRetry = 10 * time.Millisecond
 // behind: removing it would let a process that has just opened the old
 // file lock it while another locks a new one.
 func lockMigrations(ctx context.Context, path string) (unlock func(), err error) {
-	name := path + "-migrate.lock"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	f, name, err := openLockFile(path, "-migrate.lock", "migration lock")
 	if err != nil {
-		return nil, lockOpenError(path, name, "migration lock", err)
+		return nil, err
 	}
 	var t *time.Timer
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := tryLock(f)
 		if err == nil {
 			break
-		}
-		if errors.Is(err, syscall.EINTR) {
-			continue
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
 			f.Close()
@@ -78,18 +74,11 @@ func lockMigrations(ctx context.Context, path string) (unlock func(), err error)
 // releases the lock with its descriptors, so no stale lock is ever left
 // to clear; the file stays, as the migration lock's does.
 func lockServe(path string) (release func(), err error) {
-	name := path + "-serve.lock"
-	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	f, name, err := openLockFile(path, "-serve.lock", "serve lock")
 	if err != nil {
-		return nil, lockOpenError(path, name, "serve lock", err)
+		return nil, err
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	switch {
+	switch err := tryLock(f); {
 	case errors.Is(err, syscall.EWOULDBLOCK):
 		b := make([]byte, 32)
 		n, _ := f.ReadAt(b, 0)
@@ -113,6 +102,30 @@ func lockServe(path string) (release func(), err error) {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return func() { f.Close() }, nil
+}
+
+// openLockFile opens the lock file path+suffix of the database path,
+// creating it 0600 if need be, and returns it with its name; what names
+// the lock in the error (see lockOpenError).
+func openLockFile(path, suffix, what string) (*os.File, string, error) {
+	name := path + suffix
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, name, lockOpenError(path, name, what, err)
+	}
+	return f, name, nil
+}
+
+// tryLock takes an exclusive flock(2) on f without waiting: nil, or an
+// error matching syscall.EWOULDBLOCK while another open file holds it,
+// or another error.
+func tryLock(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
 }
 
 // lockOpenError is the error of opening name, the lock file (what, as

@@ -105,14 +105,13 @@ type Store struct {
 	// onDead is OnDead's function, nil until it is set.
 	onDead atomic.Pointer[func(*hookbox.Event, hookbox.Outcome)]
 
-	release         func()        // releases the serve lock (Options.Serving); nil without it
+	release         func()        // lets go of the serve lock (Options.Serving), also when called again; nil without it
 	checkpointer    *sql.DB       // one connection, for background checkpoints
 	maxWAL          int64         // WAL size past which a checkpoint truncates it
 	busy            time.Duration // the connections' busy timeout
 	stopCheckpoints chan struct{}
 	checkpointsDone chan struct{}
 	closeOnce       sync.Once
-	releaseOnce     sync.Once
 }
 
 var (
@@ -644,7 +643,7 @@ func (s *Store) Close() error {
 	if s.release != nil {
 		// After the pools: the next store to serve the file starts once
 		// this one has let it go.
-		s.releaseOnce.Do(s.release)
+		s.release()
 	}
 	return err
 }

@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/childtest"
 	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -33,16 +33,7 @@ func TestOutOfDescriptorsNotCharged(t *testing.T) {
 		w.Header().Set("Connection", "close")
 	}))
 	defer srv.Close()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOutOfDescriptorsChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), limitsChildEnv+"="+srv.URL)
-	out, err := cmd.CombinedOutput()
-	text := string(out)
-	if strings.Contains(text, "--- SKIP") {
-		t.Skip(text)
-	}
-	if err != nil || !strings.Contains(text, "--- PASS: TestOutOfDescriptorsChild") {
-		t.Fatalf("child: %v\n%s", err, text)
-	}
+	childtest.Run(t, "TestOutOfDescriptorsChild", limitsChildEnv+"="+srv.URL)
 }
 
 // TestOutOfDescriptorsChild is TestOutOfDescriptorsNotCharged's child.
@@ -66,25 +57,7 @@ func TestOutOfDescriptorsChild(t *testing.T) {
 			t.Fatalf("%T before the limit: %v", tg, err)
 		}
 	}
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 128, Max: 128}); err != nil {
-		t.Skipf("setrlimit RLIMIT_NOFILE refused: %v", err)
-	}
-	var held []*os.File
-	defer func() {
-		for _, f := range held {
-			f.Close()
-		}
-	}()
-	for {
-		f, err := os.Open(os.DevNull)
-		if errors.Is(err, syscall.EMFILE) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, f)
-	}
+	defer childtest.UseUpDescriptors(t, 128)()
 	for _, tg := range []worker.Target{fwd, ex} {
 		err := tg.Deliver(context.Background(), ev)
 		if !worker.IsExhausted(err) || !strings.Contains(err.Error(), "too many open files") {

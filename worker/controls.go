@@ -395,11 +395,11 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 	// every round came back to the same order each time a slot freed when
 	// the rounds between kept the same rhythm: a healthy queue lost every
 	// turn to two hanging ones until their backlogs were done.) When the
-	// free slots cannot give every queue under
-	// its share its due, each is claimed on its own in that order (a
-	// claim of several sources takes the oldest events first, the
-	// backlog of a hanging target's retries); else routes with Controls
-	// one by one and the plain sources together, a few claims a round.
+	// free slots cannot give every queue under its share its due, each is
+	// claimed on its own in that order (a claim of several sources takes
+	// the oldest events first, the backlog of a hanging target's
+	// retries); else routes with Controls one by one and the plain
+	// sources together, a few claims a round.
 	running := p.slotsByQueue()
 	var under []claimUnit
 	for _, s := range plain {

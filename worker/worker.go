@@ -1537,13 +1537,14 @@ const MaxErrorText = 2048
 func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error) hookbox.Outcome {
 	now := time.Now()
 	o := hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, StartedAt: start, FinishedAt: now}
-	if !IsExhausted(err) && p.exhaustedRun.Load() != 0 {
+	exhausted := err != nil && IsExhausted(err) && !IsPermanent(err)
+	if !exhausted && p.exhaustedRun.Load() != 0 {
 		p.exhaustedRun.Store(0)
 	}
 	switch {
 	case err == nil:
 		o.Status = hookbox.StatusDone
-	case IsExhausted(err) && !IsPermanent(err):
+	case exhausted:
 		// This process ran out of something of its own (see Exhausted):
 		// the work was never judged. Given back, it waits a backoff (the
 		// resource is rarely back at once) and keeps its retry budget, so
