@@ -364,17 +364,27 @@ func (c *Config) TrustedProxyPrefixes() []netip.Prefix {
 	return ps
 }
 
-// InflightBodyBytes returns max_inflight_body_bytes, or its default: the
-// larger of DefaultMaxInflightBodyBytes and twice the largest body limit.
+// InflightReserve is what the body budget holds beyond twice the largest
+// body limit, so that a lone delivery of the largest body can always be
+// received: its request's overhead and headers. The server raises a
+// smaller budget to it (package server's requestReserve, kept equal by
+// a test there).
+const InflightReserve = 88 << 10
+
+// InflightBodyBytes returns the budget for body bytes in flight as the
+// server runs it: max_inflight_body_bytes, or else the larger of
+// DefaultMaxInflightBodyBytes and twice the largest body limit, and in
+// either case at least twice the largest body limit and InflightReserve.
 func (c *Config) InflightBodyBytes() int64 {
-	if c.MaxInflightBodyBytes > 0 {
-		return c.MaxInflightBodyBytes
+	n := c.MaxInflightBodyBytes
+	if n <= 0 {
+		n = DefaultMaxInflightBodyBytes
 	}
-	n := int64(DefaultMaxInflightBodyBytes)
+	var largest int64
 	for _, s := range c.Sources {
-		n = max(n, 2*c.bodyLimit(s))
+		largest = max(largest, c.bodyLimit(s))
 	}
-	return n
+	return max(n, 2*largest+InflightReserve)
 }
 
 // ClientConnections returns max_client_connections, or its default.

@@ -66,9 +66,10 @@ sources:
 	if got := c.TrustedProxyPrefixes(); !slices.Equal(got, wantProxies) {
 		t.Errorf("trusted_proxies = %v, want %v", got, wantProxies)
 	}
-	// Unset: the default, raised to twice the largest body limit.
-	if got := c.InflightBodyBytes(); got != 2*104857600 {
-		t.Errorf("InflightBodyBytes = %d, want twice the big source's 104857600", got)
+	// Unset: the default, raised to twice the largest body limit and the
+	// reserve that lets a lone delivery of that size be received.
+	if got := c.InflightBodyBytes(); got != 2*104857600+InflightReserve {
+		t.Errorf("InflightBodyBytes = %d, want twice the big source's 104857600 and the reserve", got)
 	}
 	c.Sources = c.Sources[:1]
 	if got := c.InflightBodyBytes(); got != DefaultMaxInflightBodyBytes {
@@ -77,5 +78,11 @@ sources:
 	c.MaxInflightBodyBytes = 5 << 20
 	if got := c.InflightBodyBytes(); got != 5<<20 {
 		t.Errorf("InflightBodyBytes = %d, want the configured %d", got, 5<<20)
+	}
+	// Set to exactly twice the largest limit, which the check accepts: the
+	// server raises it by the reserve, and so does what config check shows.
+	c.MaxInflightBodyBytes = 2 * c.bodyLimit(c.Sources[0])
+	if got, want := c.InflightBodyBytes(), 2*c.bodyLimit(c.Sources[0])+InflightReserve; got != want {
+		t.Errorf("InflightBodyBytes = %d, want %d (as the server runs it)", got, want)
 	}
 }
