@@ -137,6 +137,84 @@ func IsExhausted(err error) bool {
 	return errors.As(err, &e) || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
 }
 
+// conflictError marks an error as a transient conflict between
+// transactions (see Conflict).
+type conflictError struct{ err error }
+
+func (e conflictError) Error() string { return e.err.Error() }
+func (e conflictError) Unwrap() error { return e.err }
+
+// Conflict wraps err, the failure of an attempt that lost a race with
+// another transaction and would succeed if run again (a conflict the
+// handler's own database, not hookbox's, reported), so the attempt is
+// given back as IsConflict's are. Errors carrying PostgreSQL's SQLSTATE
+// need no wrapping: IsConflict reads it.
+func Conflict(err error) error {
+	if err == nil {
+		return nil
+	}
+	return conflictError{err}
+}
+
+// IsConflict reports whether err was wrapped by Conflict, or carries a
+// database error whose SQLSTATE (read through its SQLState method, which
+// pgx's *pgconn.PgError and lib/pq's *pq.Error have; never from its
+// text) is a deadlock (40P01) or a serialization failure (40001): the
+// transaction lost a race with another one and is meant to be run
+// again, which is PostgreSQL's own advice for both. An attempt that ends
+// so is rolled back to its savepoint (its writes, those made through
+// package effect included, go with it) and given back, not charged
+// (see MaxConflictsInARow).
+//
+// SQLite has no such error for a handler: hookbox's work transaction
+// begins IMMEDIATE, holding the database's only write lock before the
+// handler's first statement, so no other writer can conflict with it
+// (an outside writer that holds the lock makes the transaction's begin
+// wait, then fail as the store's failure, before any handler runs), and
+// SQLITE_LOCKED within the one connection is the handler's own doing,
+// which running it again does not cure.
+func IsConflict(err error) bool {
+	var c conflictError
+	if errors.As(err, &c) {
+		return true
+	}
+	var coded interface{ SQLState() string }
+	if !errors.As(err, &coded) {
+		return false
+	}
+	switch coded.SQLState() {
+	case "40001", "40P01": // serialization_failure, deadlock_detected
+		return true
+	}
+	return false
+}
+
+// MaxConflictsInARow is how many attempts in a row of one event a
+// conflict (IsConflict) may end and be given back; the next one that
+// does is charged as any failure is, and the count starts again. An
+// event that conflicts every time (a handler that deadlocks with itself,
+// or with a job that always holds its locks) so uses up its attempts
+// MaxConflictsInARow+1 times slower than one that fails, and ends dead,
+// rather than being retried for ever.
+const MaxConflictsInARow = 5
+
+// conflictDelayMin is the wait before the first try after a conflict.
+const conflictDelayMin = 20 * time.Millisecond
+
+// conflictDelay is the wait before the next try of an event whose
+// attempt was given back as the run-th conflict in a row: from
+// conflictDelayMin, doubling with the run, never above BackoffMin, with
+// jitter (half of it to all of it), so that the two sides of a deadlock
+// do not meet again at once.
+func conflictDelay(pol Policy, run int) time.Duration {
+	pol = pol.withDefaults()
+	d := pol.BackoffMin
+	if shift := run - 1; shift >= 0 && shift < 20 {
+		d = min(d, conflictDelayMin<<shift)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
 // exhaustedDelay is the wait before the next try of an event whose
 // attempt was given back as the run-th in a row of the pool for want of
 // its own resources (see outcome): the event's backoff at tries, as

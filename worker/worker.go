@@ -20,6 +20,12 @@
 //     the store failed to commit (see release), is given back, and not
 //     twice in a row, nor one that ended in a permanent refusal: the
 //     event is due again, its retry budget as it was.
+//   - Nor is an attempt charged that this process could not make for want
+//     of its own resources (IsExhausted), or whose handler lost a race
+//     with another transaction (IsConflict: a deadlock or serialization
+//     failure, by SQLSTATE): its writes are rolled back and it runs again
+//     soon, up to MaxConflictsInARow times in a row before the next such
+//     attempt counts.
 //   - No queue (a source, or a named target) keeps another's events
 //     waiting for slots: each may fill an equal share of Concurrency
 //     before any takes more (see claimLeased), so a target that hangs
@@ -59,6 +65,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -1538,6 +1545,10 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 	now := time.Now()
 	o := hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, StartedAt: start, FinishedAt: now}
 	exhausted := err != nil && IsExhausted(err) && !IsPermanent(err)
+	conflicts := MaxConflictsInARow // none given back unless err is a conflict
+	if err != nil && !exhausted && IsConflict(err) && !IsPermanent(err) {
+		conflicts = conflictsInARow(ev)
+	}
 	if !exhausted && p.exhaustedRun.Load() != 0 {
 		p.exhaustedRun.Store(0)
 	}
@@ -1555,6 +1566,15 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 			return []slog.Attr{slog.String("source", ev.Source), slog.Any("err", err)}
 		})
 		o.Error = p.errorText(exhaustedPrefix + err.Error())
+		return o
+	case conflicts < MaxConflictsInARow:
+		// The work lost a race with another transaction (see IsConflict):
+		// its writes were rolled back to its savepoint, and it runs again
+		// soon, its retry budget as it was. Its error text counts the
+		// conflicts in a row, as the claim reads it back (conflictsInARow).
+		o.Status, o.Released = hookbox.StatusPending, true
+		o.RetryAt = now.Add(conflictDelay(pol, conflicts+1))
+		o.Error = p.errorText(fmt.Sprintf("%s%d in a row: %s", conflictPrefix, conflicts+1, err.Error()))
 		return o
 	case IsPermanent(err) || tries(ev) >= pol.MaxAttempts:
 		o.Status = hookbox.StatusDead
@@ -1577,6 +1597,26 @@ const (
 	exhaustedLine   = "worker: hookbox ran out of a resource of its own (open files, processes or memory); " +
 		"attempts are given back and retried, not charged: raise the limit (LimitNOFILE or ulimit -n, LimitNPROC) or lower the load"
 )
+
+// conflictPrefix starts the error of an attempt given back because it
+// lost a race with another transaction (IsConflict), followed by how many
+// such attempts of the event there have been in a row.
+const conflictPrefix = "not charged: a database conflict (deadlock or serialization failure), retried; "
+
+// conflictsInARow is how many attempts in a row before this one of ev were
+// given back for a conflict: the count its last error starts with.
+func conflictsInARow(ev *hookbox.Event) int {
+	rest, ok := strings.CutPrefix(ev.LastError, conflictPrefix)
+	if !ok {
+		return 0
+	}
+	digits, _, _ := strings.Cut(rest, " ")
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
 
 // errorText is the error text stored with an attempt: secrets masked
 // (Options.Redact), then cut to MaxErrorText.
@@ -1840,6 +1880,14 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 		// Said, spaced out, by exhaustedLine when the outcome was made.
 		p.log.Debug("released: hookbox ran out of a resource", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt,
 			"retry_in", max(0, time.Until(o.RetryAt)).Round(time.Millisecond), "err", o.Error)
+	case o.AttemptOutcome() == hookbox.AttemptReleased && strings.HasPrefix(o.Error, conflictPrefix):
+		// Lost a race with another transaction (see IsConflict): the
+		// event is due again in a moment, sooner than the next poll may
+		// come, so the pool wakes for it.
+		wait := max(0, time.Until(o.RetryAt))
+		p.log.Info("given back: database conflict", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt,
+			"retry_in", wait.Round(time.Millisecond), "err", o.Error)
+		time.AfterFunc(wait, p.Notify)
 	case o.AttemptOutcome() == hookbox.AttemptReleased:
 		// Shutdown cut the work short and gave the attempt back: nothing
 		// failed, and the event is due at once for the next process, so a

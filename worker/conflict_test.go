@@ -1,0 +1,307 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/effect"
+	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/storetest"
+	"github.com/hookbox/hookbox/worker"
+)
+
+// TestDeadlockedHandlerNotCharged: a Go handler (apply-only, and the
+// Apply of a two-phase one) whose UPDATE of the app's own table is chosen
+// as the victim of a real deadlock with an outside transaction (rows
+// locked in the opposite order, coordinated by channels) is given back,
+// not charged: its writes, those made through package effect included,
+// are rolled back with it, the next attempt runs clean and the event
+// ends done with one attempt counted. Before, the deadlock was charged
+// as the app's failure, and a busy app walked events to dead through
+// nothing but lock conflicts.
+func TestDeadlockedHandlerNotCharged(t *testing.T) {
+	for _, phased := range []bool{false, true} {
+		t.Run(map[bool]string{false: "apply-only", true: "two-phase"}[phased], func(t *testing.T) {
+			t.Parallel()
+			dbURL := pgtest.URL(t)
+			s := dbtest.Open(t, dbURL)
+			ctx := context.Background()
+			if err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+				for _, q := range []string{
+					`CREATE TABLE accounts (id int PRIMARY KEY, n int NOT NULL)`,
+					`INSERT INTO accounts VALUES (1, 0), (2, 0)`,
+					`CREATE TABLE balances (id text PRIMARY KEY, version bigint NOT NULL, n int NOT NULL)`,
+				} {
+					if _, err := tx.ExecContext(ctx, q); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			outside, err := pgx.Connect(ctx, dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { outside.Close(ctx) })
+
+			handlerHolds1 := make(chan struct{})
+			outsideHolds2 := make(chan struct{})
+			var runs atomic.Int64
+			var firstClaims [3]bool // what each effect reported on the attempt that ran clean
+			handle := func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+				n := runs.Add(1)
+				claimed, err := effect.ClaimKey(ctx, tx, ev, "order", "o-1")
+				if err != nil {
+					return err
+				}
+				applied, err := effect.ApplyIfNewer(ctx, tx, "balances", "id", "version", map[string]any{"id": "b-1", "version": int64(1), "n": 1})
+				if err != nil {
+					return err
+				}
+				sent, err := effect.RecordSend(ctx, tx, "email", "o-1", []byte(`{}`))
+				if err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE accounts SET n = n + 1 WHERE id = 1`); err != nil {
+					return err
+				}
+				if n == 1 {
+					close(handlerHolds1)
+					<-outsideHolds2
+				}
+				if _, err := tx.ExecContext(ctx, `UPDATE accounts SET n = n + 1 WHERE id = 2`); err != nil {
+					return fmt.Errorf("move the balance: %w", err)
+				}
+				firstClaims = [3]bool{claimed, applied, sent}
+				return nil
+			}
+
+			// The outside transaction takes row 2, then waits for row 1.
+			// Its deadlock_timeout is long, so that the handler's backend,
+			// waiting with the default second, finds the deadlock and is
+			// the victim.
+			outsideDone := make(chan error, 1)
+			go func() {
+				outsideDone <- func() error {
+					tx, err := outside.Begin(ctx)
+					if err != nil {
+						return err
+					}
+					defer tx.Rollback(ctx)
+					if _, err := tx.Exec(ctx, `SET LOCAL deadlock_timeout = '60s'`); err != nil {
+						return err
+					}
+					<-handlerHolds1
+					if _, err := tx.Exec(ctx, `UPDATE accounts SET n = n + 10 WHERE id = 2`); err != nil {
+						return err
+					}
+					close(outsideHolds2)
+					if _, err := tx.Exec(ctx, `UPDATE accounts SET n = n + 10 WHERE id = 1`); err != nil {
+						return err
+					}
+					return tx.Commit(ctx)
+				}()
+			}()
+
+			p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+			if phased {
+				p.HandlePhases("app", "", worker.Phases{
+					Prepare: func(ctx context.Context, ev *hookbox.Event) (any, error) { return nil, nil },
+					Apply: func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, _ any) error {
+						return handle(ctx, tx, ev)
+					},
+				})
+			} else {
+				p.Handle("app", "", handle)
+			}
+			p.Route(effect.SendSource("email"), worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error { return nil }))
+			p.SetPolicy("app", fast)
+			start(t, p)
+			rs := ingest(t, s, storetest.Delivery("app", "1"))
+			e := waitFinished(t, s, p, rs[0].ID)
+			if err := <-outsideDone; err != nil {
+				t.Fatalf("outside transaction: %v", err)
+			}
+			if e.Status != hookbox.StatusDone {
+				t.Fatalf("event %s after %d runs, want done (last error %q)", e.Status, runs.Load(), e.LastError)
+			}
+			as, err := s.Attempts(ctx, rs[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var outcomes []string
+			for _, a := range as {
+				outcomes = append(outcomes, a.Outcome)
+			}
+			if len(as) != 2 || as[0].Outcome != hookbox.AttemptReleased || !strings.Contains(as[0].Error, "40P01") ||
+				as[1].Outcome != hookbox.AttemptDone {
+				t.Fatalf("attempts %v (first error %q), want the deadlock given back, then done", outcomes, as[0].Error)
+			}
+			if tries := e.Attempts - e.AttemptBase; tries != 1 {
+				t.Errorf("%d attempts counted, want 1: the deadlock was charged", tries)
+			}
+			// The deadlocked attempt's effects were rolled back with it: the
+			// attempt that ran clean made each of them for the first time.
+			if firstClaims != [3]bool{true, true, true} {
+				t.Errorf("on the clean attempt ClaimKey, ApplyIfNewer, RecordSend reported %v, want all first: the deadlocked attempt's effects were kept", firstClaims)
+			}
+			var n1, n2 int
+			if err := outside.QueryRow(ctx, `SELECT (SELECT n FROM accounts WHERE id = 1), (SELECT n FROM accounts WHERE id = 2)`).Scan(&n1, &n2); err != nil {
+				t.Fatal(err)
+			}
+			if n1 != 11 || n2 != 11 {
+				t.Errorf("accounts hold %d and %d, want 11 and 11: the outside transaction's +10 and one run's +1 each", n1, n2)
+			}
+		})
+	}
+}
+
+// TestConflictForeverIsCharged: a handler that meets a conflict on every
+// attempt (here a real error with SQLSTATE 40001, raised by PostgreSQL
+// in the handler's statement, which leaves hookbox's transaction aborted
+// until its savepoint is rolled back) is given back a bounded number of
+// times in a row, then charged: it ends dead after its attempts, never
+// spinning for ever, and the shared transaction still records each
+// outcome.
+func TestConflictForeverIsCharged(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	s := dbtest.Open(t, dbURL)
+	p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+	var runs atomic.Int64
+	p.Handle("app", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+		runs.Add(1)
+		_, err := tx.ExecContext(ctx, `DO $$ BEGIN RAISE EXCEPTION 'conflict for the test' USING ERRCODE = 'serialization_failure'; END $$`)
+		return fmt.Errorf("app step: %w", err)
+	})
+	pol := fast
+	pol.MaxAttempts = 2
+	p.SetPolicy("app", pol)
+	start(t, p)
+	rs := ingest(t, s, storetest.Delivery("app", "1"))
+	e := waitFinished(t, s, p, rs[0].ID)
+	if e.Status != hookbox.StatusDead {
+		t.Fatalf("event %s, want dead", e.Status)
+	}
+	as, err := s.Attempts(context.Background(), rs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pol.MaxAttempts * (worker.MaxConflictsInARow + 1)
+	released, failed := 0, 0
+	for _, a := range as {
+		switch a.Outcome {
+		case hookbox.AttemptReleased:
+			released++
+		default:
+			failed++
+		}
+	}
+	if len(as) != want || released != pol.MaxAttempts*worker.MaxConflictsInARow || failed != pol.MaxAttempts {
+		t.Errorf("%d attempts (%d given back, %d charged), want %d (%d given back, %d charged)",
+			len(as), released, failed, want, pol.MaxAttempts*worker.MaxConflictsInARow, pol.MaxAttempts)
+	}
+	if !strings.Contains(e.LastError, "40001") {
+		t.Errorf("last error %q does not name the conflict", e.LastError)
+	}
+	t.Logf("%d runs", runs.Load())
+}
+
+// TestSerializationFailureNotCharged: on a database whose transactions
+// are SERIALIZABLE by default (a handler cannot choose its isolation: its
+// statements run in hookbox's transaction, begun before it), a handler
+// whose UPDATE meets a row an outside transaction changed and committed
+// after hookbox's snapshot fails with a real serialization failure
+// (40001). Its attempt is given back, not charged (if the shared
+// transaction's commit fails too, as SERIALIZABLE may make it, the
+// handler runs again alone, as after any failed commit), and run again
+// with a new snapshot it succeeds: the event is done with one attempt
+// counted. The test reads the store through a session of its own at READ
+// COMMITTED: hookbox's own reads at SERIALIZABLE can fail the same way.
+func TestSerializationFailureNotCharged(t *testing.T) {
+	plainURL := pgtest.URL(t)
+	dbURL := plainURL + "&default_transaction_isolation=serializable"
+	if !strings.Contains(plainURL, "?") {
+		dbURL = plainURL + "?default_transaction_isolation=serializable"
+	}
+	s := dbtest.Open(t, dbURL)
+	read := dbtest.Open(t, plainURL)
+	ctx := context.Background()
+	if err := read.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE accounts (id int PRIMARY KEY, n int NOT NULL)`); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO accounts VALUES (1, 0)`)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	outside, err := pgx.Connect(ctx, plainURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { outside.Close(ctx) })
+
+	var runs, conflicts atomic.Int64
+	p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+	p.Handle("app", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+		var level string
+		if err := tx.QueryRowContext(ctx, `SHOW transaction_isolation`).Scan(&level); err != nil {
+			return err
+		}
+		if level != "serializable" {
+			return worker.Permanent(fmt.Errorf("handler runs at %s, want serializable", level))
+		}
+		if runs.Add(1) == 1 {
+			// hookbox's transaction has its snapshot (its pick read the
+			// event); the outside change commits after it.
+			if _, err := outside.Exec(ctx, `UPDATE accounts SET n = n + 10 WHERE id = 1`); err != nil {
+				return worker.Permanent(fmt.Errorf("outside: %w", err))
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE accounts SET n = n + 1 WHERE id = 1`)
+		if worker.IsConflict(err) {
+			conflicts.Add(1)
+		}
+		return err
+	})
+	p.SetPolicy("app", fast)
+	start(t, p)
+	rs := ingest(t, read, storetest.Delivery("app", "1"))
+	e := waitFinished(t, read, p, rs[0].ID)
+	if e.Status != hookbox.StatusDone {
+		t.Fatalf("event %s after %d runs, want done (last error %q)", e.Status, runs.Load(), e.LastError)
+	}
+	if conflicts.Load() == 0 {
+		t.Fatalf("no run of %d met a serialization failure: the test did not make one", runs.Load())
+	}
+	as, err := read.Attempts(ctx, rs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range as[:len(as)-1] {
+		if a.Outcome != hookbox.AttemptReleased || !strings.Contains(a.Error, "40001") {
+			t.Errorf("attempt %d %s %q, want the serialization failure given back", i+1, a.Outcome, a.Error)
+		}
+	}
+	if tries := e.Attempts - e.AttemptBase; tries != 1 {
+		t.Errorf("%d attempts counted, want 1", tries)
+	}
+	var n int
+	if err := outside.QueryRow(ctx, `SELECT n FROM accounts WHERE id = 1`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 11 {
+		t.Errorf("account holds %d, want 11", n)
+	}
+	t.Logf("%d runs, %d attempts recorded", runs.Load(), len(as))
+}
