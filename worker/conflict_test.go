@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/effect"
@@ -269,7 +271,7 @@ func TestSerializationFailureNotCharged(t *testing.T) {
 			}
 		}
 		_, err := tx.ExecContext(ctx, `UPDATE accounts SET n = n + 1 WHERE id = 1`)
-		if worker.IsConflict(err) {
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "40001" {
 			conflicts.Add(1)
 		}
 		return err
