@@ -40,7 +40,9 @@ func newServeCmd(g *globalFlags) *cobra.Command {
 				defer stop()
 				log.Info("writing a CPU profile until exit", "path", path)
 			}
-			for _, w := range serveWarnings(cfg) {
+			// Read here, not in serveWarnings: config check runs under
+			// other limits than serve does (a shell, not the unit).
+			for _, w := range append(serveWarnings(cfg), procLimitWarnings(cfg, readProcLimits())...) {
 				if src := cfg.WarningSource(w); src != "" {
 					log.Warn(w, "source", src)
 				} else {
