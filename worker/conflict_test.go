@@ -307,3 +307,85 @@ func TestSerializationFailureNotCharged(t *testing.T) {
 	}
 	t.Logf("%d runs, %d attempts recorded", runs.Load(), len(as))
 }
+
+// TestStatementCancelledFromOutsideNotCharged: a handler's statement that
+// the database cancels while the attempt's own deadline is far off (a
+// cancel request meant for an earlier statement of the shared
+// transaction, which under load reaches the server after that statement
+// ended, when the next handler's runs; or an operator's
+// pg_cancel_backend) ends with SQLSTATE 57014 as a timed-out handler's
+// does. It is not this handler's failure: the attempt is given back as a
+// conflict's is, and the event is done with one attempt counted. Before,
+// it was charged, and TestBadHandlersGoDeadAlone once saw a healthy event
+// with two attempts on a loaded machine. A handler that runs past its own
+// deadline is still charged (TestBadHandlersGoDeadAlone's "timeout").
+func TestStatementCancelledFromOutsideNotCharged(t *testing.T) {
+	dbURL := pgtest.URL(t)
+	s := dbtest.Open(t, dbURL)
+	ctx := context.Background()
+	outside, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { outside.Close(ctx) })
+
+	pids := make(chan int, 1)
+	var runs, cancelled atomic.Int64
+	p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+	p.Handle("app", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+		if runs.Add(1) > 1 {
+			_, err := tx.ExecContext(ctx, `SELECT 1`)
+			return err
+		}
+		var pid int
+		if err := tx.QueryRowContext(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+			return err
+		}
+		pids <- pid
+		_, err := tx.ExecContext(ctx, `SELECT pg_sleep(60)`)
+		if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "57014" && ctx.Err() == nil {
+			cancelled.Add(1)
+		}
+		return fmt.Errorf("app step: %w", err)
+	})
+	pol := fast
+	pol.Timeout = time.Minute
+	p.SetPolicy("app", pol)
+	start(t, p)
+	rs := ingest(t, s, storetest.Delivery("app", "1"))
+	pid := <-pids
+	// Cancel the handler's statement once the server runs it.
+	for {
+		var running bool
+		if err := outside.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+            WHERE pid = $1 AND state = 'active' AND query LIKE '%pg_sleep%')`, pid).Scan(&running); err != nil {
+			t.Fatal(err)
+		}
+		if running {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var sent bool
+	if err := outside.QueryRow(ctx, `SELECT pg_cancel_backend($1)`, pid).Scan(&sent); err != nil || !sent {
+		t.Fatalf("pg_cancel_backend(%d) = %v, %v", pid, sent, err)
+	}
+	e := waitFinished(t, s, p, rs[0].ID)
+	if cancelled.Load() != 1 {
+		t.Fatalf("the handler's statement was cancelled from outside %d times, want 1: the test did not do what it meant to", cancelled.Load())
+	}
+	if e.Status != hookbox.StatusDone {
+		t.Fatalf("event %s after %d runs, want done (last error %q)", e.Status, runs.Load(), e.LastError)
+	}
+	as, err := s.Attempts(ctx, rs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 2 || as[0].Outcome != hookbox.AttemptReleased || !strings.Contains(as[0].Error, "57014") ||
+		as[1].Outcome != hookbox.AttemptDone {
+		t.Errorf("attempts %+v, want the cancelled one given back, then done", as)
+	}
+	if tries := e.Attempts - e.AttemptBase; tries != 1 {
+		t.Errorf("%d attempts counted, want 1: a cancel this attempt did not ask for was charged", tries)
+	}
+}

@@ -189,6 +189,14 @@ func IsConflict(err error) bool {
 	return false
 }
 
+// cancelledStatement reports whether err carries PostgreSQL's
+// query_canceled (SQLSTATE 57014): a statement ended by a cancel request
+// or by statement_timeout.
+func cancelledStatement(err error) bool {
+	var coded interface{ SQLState() string }
+	return errors.As(err, &coded) && coded.SQLState() == "57014"
+}
+
 // MaxConflictsInARow is how many attempts in a row of one event a
 // conflict (IsConflict) may end and be given back; the next one that
 // does is charged as any failure is, and the count starts again. An

@@ -1370,6 +1370,15 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 		hctx, cancel := context.WithTimeout(ctx, pol.Timeout)
 		hctx, end := p.trace(hctx, "handle", ev)
 		err = call(func() error { return run(hctx) })
+		if err != nil && hctx.Err() == nil && cancelledStatement(err) {
+			// The database cancelled a statement of the handler's while
+			// its deadline was far off: a cancel request of an earlier
+			// statement of the shared transaction that reached the
+			// server late (pgx can only send one and wait a moment), or
+			// an operator's. Not this handler's failure: given back as a
+			// conflict is, within MaxConflictsInARow.
+			err = Conflict(err)
+		}
 		end(err)
 		cancel()
 	}
@@ -1601,7 +1610,7 @@ const (
 // conflictPrefix starts the error of an attempt given back because it
 // lost a race with another transaction (IsConflict), followed by how many
 // such attempts of the event there have been in a row.
-const conflictPrefix = "not charged: a database conflict (deadlock or serialization failure), retried; "
+const conflictPrefix = "not charged: a database conflict (deadlock, serialization failure, or a cancel not of this attempt), retried; "
 
 // conflictsInARow is how many attempts in a row before this one of ev were
 // given back for a conflict: the count its last error starts with.
