@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,5 +44,44 @@ func TestForwardSuccessWithEndlessBody(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Deliver still running 10 s after a 200 whose body is held open (attempt limit 30 s)")
+	}
+}
+
+// TestForwardFailureWithEndlessBody: a refusal (500) whose body never
+// ends (the receiver sends its headers and a few bytes, then holds the
+// rest) is a failure to retry as soon as its first bytes are in, with
+// those bytes in the error, not when the attempt's 30 s limit closes the
+// body. Reading the text for the error held the attempt, and its slot,
+// until that limit, as the body of a success once did.
+func TestForwardFailureWithEndlessBody(t *testing.T) {
+	hold := make(chan struct{})
+	app := newSink(t, func(_ int, r *http.Request, w http.ResponseWriter) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(http.StatusInternalServerError)
+		io.WriteString(w, "database down")
+		w.(http.Flusher).Flush()
+		select {
+		case <-hold:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(hold) })
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- f.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "database down") {
+			t.Errorf("Deliver = %v, want the 500 with the text that came", err)
+		}
+		if ctx.Err() != nil {
+			t.Errorf("Deliver returned only once the attempt's limit passed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Deliver still running 10 s after a 500 whose body is held open (attempt limit 30 s)")
 	}
 }

@@ -63,6 +63,11 @@ const drainBytes = 64 << 10
 // attempt's time limit, though the event was delivered.
 const drainWait = 250 * time.Millisecond
 
+// errorBodyWait bounds how long the first bytes of a failed reply's body
+// (the text the error shows) are read: an app's refusal sends them with
+// its headers, and the status alone decides the attempt.
+const errorBodyWait = time.Second
+
 // drain reads what is left of body, at most drainBytes for at most
 // drainWait, so the connection can be reused, and closes it; a body that
 // is longer, or slower, closes the connection instead.
@@ -414,7 +419,12 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	for _, s := range f.secrets {
 		longest = max(longest, len(s))
 	}
+	// The text of a refusal comes with its headers; one trickled, or held
+	// open, would otherwise keep the attempt, and its slot, until the
+	// attempt's time limit for a reply whose status is already known.
+	cut := time.AfterFunc(errorBodyWait, func() { resp.Body.Close() })
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(errorBodyBytes+longest)))
+	cut.Stop()
 	serr := &statusError{code: code, body: cleanText(f.redact(string(head)), errorBodyBytes)}
 	if code >= 300 && code < 400 {
 		serr.note = "redirect not followed; point forward at the final URL"
