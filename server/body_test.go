@@ -372,21 +372,42 @@ func TestBudgetFollowsSourceLimits(t *testing.T) {
 }
 
 // TestRefusedUnreadClosesSoon: a request refused on its headers alone
-// (here a malformed signature header: 401) whose sender withholds the
-// body is answered at once, and its connection closed within a second:
-// net/http's read of the rest of the body after the reply no longer waits
-// for the whole read timeout.
+// (here a malformed signature header: 401; an unknown source; a path no
+// route takes, or one net/http's mux redirects to its clean form) whose
+// sender withholds the body is answered at once, and its connection
+// closed within a second: net/http's read of the rest of the body after
+// the reply no longer waits for the whole read timeout. For the paths
+// outside /webhooks/{source} it read the body before writing the reply,
+// and so answered nothing until the read timeout (60 s in serve; never,
+// here) had passed.
 func TestRefusedUnreadClosesSoon(t *testing.T) {
 	src, _ := githubSource(t)
 	b := setup(t, Config{Sources: []Source{src}})
-	for _, path := range []string{"/webhooks/gh", "/webhooks/nope"} {
-		c := rawRequest(t, b.url, path, "1000", "X-Hub-Signature-256: sha256=0\r\nX-GitHub-Event: push\r\n", "")
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		br := bufio.NewReader(c)
-		status := replyOn(t, br)
-		start := time.Now()
-		if _, err := br.ReadByte(); err != io.EOF {
-			t.Fatalf("%s: %d, then the connection: %v after %v, want closed", path, status, err, time.Since(start))
+	for _, path := range []string{"/webhooks/gh", "/webhooks/nope", "/nope", "/healthz", "/webhooks/gh/", "//webhooks/gh", "/webhooks/./gh"} {
+		t.Run(path, func(t *testing.T) {
+			t.Parallel() // each waits the second it tests for
+			c := rawRequest(t, b.url, path, "1000", "X-Hub-Signature-256: sha256=0\r\nX-GitHub-Event: push\r\n", "")
+			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(c)
+			status := replyOn(t, br)
+			start := time.Now()
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Fatalf("%d, then the connection: %v after %v, want closed", status, err, time.Since(start))
+			}
+		})
+	}
+}
+
+// TestCleanPath: cleanPath agrees with net/http's mux on which paths it
+// routes as they are and which it redirects.
+func TestCleanPath(t *testing.T) {
+	for p, want := range map[string]bool{
+		"/": true, "/webhooks/a": true, "/ui/": true, "/a.b/c..d": true,
+		"//webhooks/a": false, "/webhooks/./a": false, "/webhooks/../a": false,
+		"/webhooks/a/.": false, "/webhooks/a/..": false, "/ui//": false, "": false,
+	} {
+		if got := cleanPath(p); got != want {
+			t.Errorf("cleanPath(%q) = %v, want %v", p, got, want)
 		}
 	}
 }

@@ -57,6 +57,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,6 +263,7 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		closeUnread(w, r)
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
 	return s
@@ -270,8 +272,27 @@ func New(cfg Config) *Server {
 // Handle registers an extra route on the server's mux (admin API, metrics).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A request with a body to a path that
+// is not clean ("//webhooks/a", "/webhooks/./a") gets net/http's redirect
+// to the clean path, which no handler of ours writes and which reads no
+// body: its connection is closed after it (closeUnread).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength != 0 && !cleanPath(r.URL.Path) {
+		closeUnread(w, r)
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// cleanPath reports whether p is as net/http's mux cleans it (path.Clean,
+// keeping a trailing slash), so that the mux routes it rather than
+// redirecting. It allocates nothing for a clean path.
+func cleanPath(p string) bool {
+	c := path.Clean(p)
+	if len(p) > 1 && p[len(p)-1] == '/' && c != "/" {
+		return len(c)+1 == len(p) && p[:len(c)] == c
+	}
+	return c == p
+}
 
 // writeReceipt answers 202 with {"id":N,"duplicate":BOOL}, built by hand:
 // it is the reply to every stored delivery.
