@@ -179,9 +179,15 @@ type admin struct {
 // token from a client out of guesses (AdminConfig.Guesses) gets 429,
 // whether the token is right or not; one that carries none gets 401, as
 // does one whose Authorization header is in another scheme than Bearer,
-// without spending a guess (see BearerToken).
+// without spending a guess (see BearerToken). No admin route reads a
+// body (each takes its parameters from the query): a request that has one
+// is answered without waiting for it, on a connection then closed
+// (closeUnread), where net/http would read the body before the reply.
 func (a *admin) guard(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			closeUnread(w, r)
+		}
 		tok, bearer := BearerToken(r.Header.Get("Authorization"))
 		refund := func() {}
 		if bearer {

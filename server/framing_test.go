@@ -128,3 +128,36 @@ func TestContinueOnlyAfterHeaderChecks(t *testing.T) {
 		t.Errorf("%d stored, want only the continued delivery", n)
 	}
 }
+
+// TestAdminUnreadBodyClosesSoon: no admin route reads a body, so one
+// that comes with a request (here withheld after its headers) is not
+// waited for: a refused token (401) and a path no route takes (404, with
+// the token) are answered at once, and the connection closed within a
+// second. net/http read the body before writing the reply, so a client
+// withholding it got no answer, and held the connection, until the read
+// timeout.
+func TestAdminUnreadBodyClosesSoon(t *testing.T) {
+	b := setup(t, Config{Sources: []Source{{Name: "a"}}})
+	const token = "framing-admin-token"
+	RegisterAdmin(b.srv, AdminConfig{Token: token})
+	for _, c := range []struct {
+		path, auth string
+		want       int
+	}{
+		{"/admin/purge?days=1", "wrong", http.StatusUnauthorized},
+		{"/admin/nope", token, http.StatusNotFound},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			t.Parallel()
+			conn := rawRequest(t, b.url, c.path, "1000", "Authorization: Bearer "+c.auth+"\r\n", "")
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			br := bufio.NewReader(conn)
+			if got := replyOn(t, br); got != c.want {
+				t.Errorf("status %d, want %d", got, c.want)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Errorf("after the answer the connection gave %v, want it closed", err)
+			}
+		})
+	}
+}
