@@ -14,7 +14,11 @@
 //   - Nothing of the body is read until the request has passed every check
 //     its headers allow: the source's allow_ips, the declared length, and
 //     the verifier's CheckHeader (signature header present and well formed,
-//     signed timestamp within the tolerance).
+//     signed timestamp within the tolerance). A request with a body to a
+//     path no webhook route takes (the 404 for an unknown path, net/http's
+//     redirect to a clean path, the admin API, which reads no body) is
+//     answered without waiting for its body, on a connection closed soon
+//     after the reply (closeUnread).
 //   - The body bytes held at once, across all requests, stay within
 //     Config.MaxInflightBodyBytes; a request that would pass it gets 503
 //     with Retry-After. A body is counted until its reply, and after it
