@@ -405,7 +405,10 @@ func headerText(s string) string {
 // that a re-check can verify it, and the list makes DisplayHeader mask
 // it wherever the rejection is shown, whether or not the source's
 // configuration is at hand (its header name may hold no word that marks
-// a credential, such as X-Shared). h is changed in place.
+// a credential, such as X-Shared). A source's signature header whose name
+// its configuration chose (verify.SignatureHeaders) is listed the same
+// way: a sender set up wrong may send the secret there. h is changed in
+// place.
 func MarkCredentials(h http.Header, credentials []string) http.Header {
 	var kept []string
 	for _, name := range credentials {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/dbtest"
@@ -194,4 +195,89 @@ func TestKeptTokenMaskedWithoutConfig(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHMACSignatureHeaderMaskedWithoutConfig: an hmac source's signature
+// header, whose name the configuration chose (X-Sig says nothing of a
+// signature), is masked wherever a refused delivery is shown, even by a
+// view without the configuration (`rejected list --json` with --db
+// alone): a sender set up wrong sends the secret itself there, and the
+// CLI printed it in clear. A re-check still verifies a signature kept
+// there, and the event it admits keeps the header as ingest does.
+func TestHMACSignatureHeaderMaskedWithoutConfig(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		st := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		const secret = "HmacSecretValue-777"
+		source := func(secret string) verify.Verifier {
+			v, err := verify.New(verify.Config{Scheme: verify.SchemeHMAC, Header: "X-Sig", Secrets: []string{secret}, IDHeader: "X-Id"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		rec := rejected.NewRecorder(st, rejected.Options{})
+		ts := httptest.NewServer(server.New(server.Config{
+			Sources:    []server.Source{{Name: "hm", Verifier: source("the-old-secret-1")}},
+			Ingest:     func(context.Context, hookbox.Delivery) (hookbox.Receipt, error) { return hookbox.Receipt{}, nil },
+			Rejections: rec}))
+		send := func(id, sig string) {
+			req, _ := http.NewRequest("POST", ts.URL+"/webhooks/hm", bytes.NewReader([]byte(`{"id":"`+id+`"}`)))
+			req.Header.Set("X-Sig", sig)
+			req.Header.Set("X-Id", id)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("answered %d, want 401", resp.StatusCode)
+			}
+		}
+		send("raw", secret)
+		signed, err := verify.Sign(verify.Config{Scheme: verify.SchemeHMAC, Header: "X-Sig", Secrets: []string{secret}, IDHeader: "X-Id"},
+			[]byte(`{"id":"signed"}`), "signed", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		send("signed", signed.Get("X-Sig"))
+		ts.Close()
+		rec.Close()
+
+		rjs, err := st.Rejections(ctx, hookbox.RejectionFilter{WithBody: true})
+		if err != nil || len(rjs) != 2 {
+			t.Fatalf("%d rejections (%v), want 2", len(rjs), err)
+		}
+		for _, rj := range rjs {
+			v := server.ViewRejection(rj, redact.ShowHeader, true)
+			b, _ := json.Marshal(v)
+			if strings.Contains(string(b), secret) || strings.Contains(string(b), signed.Get("X-Sig")) || !slices.Equal(v.Header["X-Sig"], []string{redact.Mask}) {
+				t.Errorf("the view without the configuration shows the X-Sig header: %s", b)
+			}
+		}
+
+		res, err := rejected.Recheck(ctx, st, map[string]rejected.Source{"hm": {Verifier: source(secret)}}, rejected.RecheckParams{})
+		if err != nil || len(res.Admitted) != 1 || res.Admitted[0].EventID == 0 {
+			t.Fatalf("re-check: %+v, %v", res, err)
+		}
+		ev, err := st.Event(ctx, res.Admitted[0].EventID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Header.Get("X-Sig") != signed.Get("X-Sig") || len(ev.Header) != len(withoutMarks(ev.Header)) {
+			t.Errorf("admitted event's headers = %v, want the signature kept and no list of the log's", ev.Header)
+		}
+	})
+}
+
+// withoutMarks is h without any header whose name is not a valid header
+// name (the log's own list is named so that no sender can send it).
+func withoutMarks(h http.Header) http.Header {
+	out := http.Header{}
+	for k, vs := range h {
+		if !strings.ContainsRune(k, '\uFFFD') {
+			out[k] = vs
+		}
+	}
+	return out
 }

@@ -105,6 +105,10 @@ type Source struct {
 	// credentials are the headers that carry the source's secret itself
 	// (verify.CredentialHeaders): never stored.
 	credentials []string
+	// signatures are the headers that carry its signature under a name
+	// the configuration chose (verify.SignatureHeaders): listed in a
+	// rejection's row, so that every view masks them.
+	signatures []string
 }
 
 // DefaultStoreWait is the default of Config.StoreWait: past any wait of
@@ -257,6 +261,7 @@ func New(cfg Config) *Server {
 			src.MaxBodyBytes = cfg.MaxBodyBytes
 		}
 		src.credentials = verify.CredentialHeaders(src.Verifier)
+		src.signatures = verify.SignatureHeaders(src.Verifier)
 		largest = max(largest, src.MaxBodyBytes)
 		s.sources[src.Name] = &src
 	}
@@ -828,19 +833,26 @@ func (s *Server) unknownSource(w http.ResponseWriter, r *http.Request, name stri
 // re-check verify them: a delivery refused on its headers alone, or cut,
 // or with a token the log would cut, would leave the sender's real token
 // in the log for nothing. Those kept are listed in the row
-// (rejected.MarkCredentials), so that every view masks them.
+// (rejected.MarkCredentials), so that every view masks them, and so is a
+// signature header whose name the configuration chose (an hmac source's
+// X-Sig): a sender set up wrong may send the secret itself there, and a
+// view without the configuration would not know the name to mask.
 func (s *Server) record(r *http.Request, at time.Time, source string, unknown bool, status int, reason string, body []byte, complete bool) {
 	size := r.ContentLength
 	if complete {
 		size = int64(len(body))
 	}
 	header := KeptHeader(r.Header)
-	if src, ok := s.sources[source]; ok && !unknown && len(src.credentials) > 0 {
-		if !complete || len(body) > s.cfg.Rejections.MaxBodyBytes() || !rejected.KeptAsSent(r.Header, src.credentials) {
-			header = keptHeader(r.Header, src.credentials)
-		} else {
-			header = rejected.MarkCredentials(header, src.credentials)
+	if src, ok := s.sources[source]; ok && !unknown {
+		marked := src.signatures
+		if len(src.credentials) > 0 {
+			if !complete || len(body) > s.cfg.Rejections.MaxBodyBytes() || !rejected.KeptAsSent(r.Header, src.credentials) {
+				header = keptHeader(r.Header, src.credentials)
+			} else {
+				marked = append(slices.Clip(marked), src.credentials...)
+			}
 		}
+		header = rejected.MarkCredentials(header, marked)
 	}
 	remote := r.RemoteAddr
 	if addr, ok := clientAddr(r, s.cfg.TrustedProxies); ok {

@@ -64,6 +64,10 @@ type hmacVerifier struct {
 	errUnit                    error // outside tolerance, and clearly in the other unit
 }
 
+// signatureHeaders implements SignatureHeaders: the hmac scheme's header
+// is named by the configuration.
+func (v *hmacVerifier) signatureHeaders() []string { return []string{v.header} }
+
 func newHMAC(cfg Config) (*hmacVerifier, error) {
 	if cfg.Header == "" {
 		return nil, errors.New("hmac: header is required")

@@ -88,6 +88,29 @@ func CredentialHeaders(v Verifier) []string {
 	}
 }
 
+// SignatureHeaders returns the canonical names of the request headers
+// that carry a source's signature under a name its configuration chose
+// (the hmac scheme's header, which may be X-Sig or any name that does not
+// say it holds a signature), nil for the other schemes, whose signature
+// headers have fixed names that do (Webhook-Signature, Stripe-Signature,
+// X-Hub-Signature-256, X-Twilio-Signature; see
+// redact.IsCredentialHeader). A signature is no secret, but a sender set
+// up wrong may send the secret itself there (a token where a signature
+// was expected): whoever keeps refused deliveries' headers, to be shown
+// without the configuration at hand, marks these to be masked.
+func SignatureHeaders(v Verifier) []string {
+	for {
+		if c, ok := v.(interface{ signatureHeaders() []string }); ok {
+			return c.signatureHeaders()
+		}
+		w, ok := v.(wrapper)
+		if !ok {
+			return nil
+		}
+		v = w.inner()
+	}
+}
+
 // CheckHeader implements Verifier: the token is in the headers, so this is
 // the whole check.
 func (v *tokenVerifier) CheckHeader(r Request) error {
