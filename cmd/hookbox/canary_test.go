@@ -314,7 +314,7 @@ func canaryRun(t *testing.T, app, dbURL string) {
 	tailOut, stopTail := startTail(t, "--db", dbURL, "--json")
 	tailText, stopTail2 := startTail(t, "--db", dbURL)
 
-	do := func(method, path string, header http.Header, body string) *http.Response {
+	do := func(method, path string, header http.Header, body string) string {
 		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -331,7 +331,7 @@ func canaryRun(t *testing.T, app, dbURL string) {
 		var hs strings.Builder
 		resp.Header.Write(&hs)
 		record(fmt.Sprintf("%s %s → %d", method, path, resp.StatusCode), hs.String()+"\n"+string(b))
-		return resp
+		return string(b)
 	}
 	admin := http.Header{"Authorization": {"Bearer " + canaries["admin_token"]}}
 
@@ -391,6 +391,35 @@ func canaryRun(t *testing.T, app, dbURL string) {
 	cli("targets", "list", "--config", cfgPath, "--db", dbURL, "--json")
 	cli("replay", "--db", dbURL, "--status", "dead", "--dry-run")
 
+	// A console session: its cookie and CSRF token are the browser's, in
+	// its replies by design, but never in the log.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	login, err := noRedirect.PostForm(base+"/ui/login", url.Values{"token": {canaries["admin_token"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range login.Cookies() {
+		if c.Name == "hookbox_session" {
+			cookie = c
+		}
+	}
+	if cookie == nil || cookie.Value == "" {
+		t.Fatalf("login answered %d without a session cookie", login.StatusCode)
+	}
+	session := http.Header{"Cookie": {cookie.String()}}
+	page := do("GET", "/ui/dead", session, "")
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatalf("no CSRF token in the console page:\n%s", page)
+	}
+	form := http.Header{"Cookie": {cookie.String()}, "Content-Type": {"application/x-www-form-urlencoded"}}
+	do("POST", "/ui/replay", form, url.Values{"csrf": {csrf[1]}, "status": {"dead"}}.Encode())
+	do("POST", "/ui/replay", form, url.Values{"csrf": {csrf[1] + "x"}, "status": {"dead"}}.Encode())
+	do("POST", "/ui/logout", form, url.Values{"csrf": {csrf[1]}}.Encode())
+	do("GET", "/ui/events", session, "")
+
 	stopTail()
 	stopTail2()
 	record("tail --json", tailOut.String())
@@ -404,6 +433,13 @@ func canaryRun(t *testing.T, app, dbURL string) {
 	all := emitted.String()
 	for _, l := range leaks(all) {
 		t.Errorf("leaked: %s", l)
+	}
+	for _, v := range []string{cookie.Value, csrf[1]} {
+		for _, part := range strings.FieldsFunc(v, func(r rune) bool { return r == '.' || r == '|' || r == ':' }) {
+			if len(part) >= 16 && strings.Contains(log.String(), part) {
+				t.Errorf("the log holds a console session's cookie or CSRF token (%q)", part)
+			}
+		}
 	}
 	// The run did what it says: every failing path was taken.
 	for _, want := range []string{"attempt failed", "delivery rejected", "auth=[REDACTED] url=/echo?[REDACTED]", "auth=Basic [REDACTED] url=/echo?[REDACTED]",
