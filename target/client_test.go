@@ -3,6 +3,7 @@ package target_test
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/target"
 	"github.com/hookbox/hookbox/worker"
 )
@@ -240,5 +242,42 @@ func TestForwardStatusBelow100(t *testing.T) {
 	}
 	if msg := err.Error(); strings.Contains(msg, "switched protocols") || !strings.Contains(msg, "99") || !strings.Contains(msg, "not an HTTP status") {
 		t.Errorf("Deliver = %q, want it to say status 99 is not an HTTP status", msg)
+	}
+}
+
+// TestForwardMasksProxyCredentials: the proxy the environment names
+// (HTTP_PROXY=http://user:password@proxy:3128) gets the credential as
+// Proxy-Authorization; a proxy that refuses the forward and echoes it in
+// its reply, a 407 page, had it quoted, base64 and all, in the forward's
+// error, which the database keeps and the console shows. Its password and
+// the credential are masked, as the forward URL's own are.
+func TestForwardMasksProxyCredentials(t *testing.T) {
+	const password = "proxy-pass-5e4d3c"
+	if os.Getenv("HOOKBOX_TEST_PROXY_CHILD") != "" {
+		f := newForward(t, target.ForwardOptions{URL: "http://app.example/hooks"})
+		err := f.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d1", Attempts: 1, Payload: []byte(`{}`)})
+		if err == nil {
+			t.Fatal("delivered through a proxy that refuses")
+		}
+		credential := base64.StdEncoding.EncodeToString([]byte("proxyuser:" + password))
+		for _, secret := range []string{password, credential, strings.TrimRight(credential, "=")} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error shows %q: %v", secret, err)
+			}
+		}
+		if !strings.Contains(err.Error(), "407") || !strings.Contains(err.Error(), "Basic "+redact.Mask) {
+			t.Errorf("the error does not say the proxy refused with the credential masked: %v", err)
+		}
+		return
+	}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refused Proxy-Authorization: "+r.Header.Get("Proxy-Authorization"), http.StatusProxyAuthRequired)
+	}))
+	t.Cleanup(proxy.Close)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestForwardMasksProxyCredentials$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "HOOKBOX_TEST_PROXY_CHILD=1",
+		"HTTP_PROXY=http://proxyuser:"+password+"@"+proxy.Listener.Addr().String(), "http_proxy=", "NO_PROXY=", "no_proxy=", "REQUEST_METHOD=")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }

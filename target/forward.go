@@ -244,6 +244,7 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 		if err := checkProxyEnvironment(u); err != nil {
 			return nil, err
 		}
+		f.secrets = sortSecrets(append(f.secrets, proxySecrets(u)...))
 		f.client = defaultClient()
 	} else {
 		c := *f.client // the caller's client is left as it is
@@ -292,6 +293,20 @@ func checkProxyEnvironment(u *url.URL) error {
 		return nil
 	}
 	return fmt.Errorf("forward: the environment's %s (or its lower-case form) is not a URL, and net/http would ignore it and send the forwards around the proxy: fix it, percent-encoding a %% in its password as %%25 (http://user:p%%25ss@proxy:3128), or unset it", name)
+}
+
+// proxySecrets returns the secrets of the proxy the environment gives
+// for u (HTTP_PROXY or HTTPS_PROXY, as the default client reads them), in
+// the forms urlSecrets gives: its password, or its user name when it has
+// none, and the Proxy-Authorization credential the client derives from
+// them. A proxy that refuses a forward may echo that header in its reply
+// (a 407 page), which the forward's error quotes and the database keeps.
+func proxySecrets(u *url.URL) []string {
+	proxy, err := httpproxy.FromEnvironment().ProxyFunc()(u)
+	if err != nil || proxy == nil || proxy.User == nil {
+		return nil
+	}
+	return urlSecrets(proxy.String(), proxy)
 }
 
 // proxyUsable reports whether net/http takes the proxy variable's value v
