@@ -383,6 +383,11 @@ func canaryRun(t *testing.T, app, dbURL string) {
 		cli("events", "show", fmt.Sprint(id), "--db", dbURL)
 		cli("rejected", "show", fmt.Sprint(id), "--db", dbURL)
 	}
+	do("POST", "/admin/rejected/recheck", admin, "")
+	do("POST", "/admin/events/1/replay", admin, "")
+	do("POST", "/admin/replay?status=dead&dry_run=true", admin, "")
+	do("POST", "/admin/purge?days=0&include_dead=true&dry_run=true", admin, "")
+	cli("rejected", "recheck", "--config", cfgPath, "--db", dbURL)
 	cli("events", "list", "--db", dbURL)
 	cli("events", "list", "--db", dbURL, "--json")
 	cli("rejected", "list", "--db", dbURL)
