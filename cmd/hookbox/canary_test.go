@@ -161,6 +161,8 @@ func (l *listenWriter) String() string {
 func canaryConfig(app string) string {
 	c := canaries
 	return fmt.Sprintf(`admin_token: %q
+log:
+  level: debug
 workers:
   concurrency: 4
 sources:
