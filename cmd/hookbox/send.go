@@ -241,7 +241,13 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 			}
 			copies = fmt.Sprintf(", %d copies %s", f.copies, mode)
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "POST %s (%s, delivery %s, %d bytes%s)\n", target, vc.Scheme, shown, len(body), copies)
+		// The URL as net/http's errors show it: a password in it masked
+		// (a terminal's or a CI job's output is often kept and shared).
+		shownURL := target
+		if u, err := url.Parse(target); err == nil {
+			shownURL = u.Redacted()
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "POST %s (%s, delivery %s, %d bytes%s)\n", shownURL, vc.Scheme, shown, len(body), copies)
 	}
 
 	client := &http.Client{

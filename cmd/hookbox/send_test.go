@@ -531,3 +531,29 @@ sources:
 		}
 	}
 }
+
+// TestSendMasksURLPassword: send printed the URL it posts to whole, a
+// password in its user info included (http://user:PASSWORD@host/…),
+// where net/http's own errors show "***"; it shows the URL as they do.
+func TestSendMasksURLPassword(t *testing.T) {
+	const password = "send-url-password-4711"
+	rc := newReceiver(t, map[string]verify.Config{"x": {Scheme: "none"}})
+	u := strings.Replace(rc.srv.URL, "http://", "http://user:"+password+"@", 1) + "/webhooks/x"
+	for _, args := range [][]string{
+		{"send", "--scheme", "none", "--url", u},
+		{"send", "--scheme", "none", "--url", u, "--json"},
+		{"send", "--scheme", "none", "--url", strings.Replace(u, rc.srv.URL[len("http://"):], closedAddr(t), 1)},
+	} {
+		out, errOut, err := runSendCmd(t, "", args...)
+		text := out + errOut
+		if err != nil {
+			text += err.Error()
+		}
+		if strings.Contains(text, password) {
+			t.Errorf("hookbox %s shows the URL's password:\n%s", strings.Join(args, " "), text)
+		}
+		if !strings.Contains(text, "user:") && !strings.Contains(args[len(args)-1], "--json") && err == nil {
+			t.Errorf("hookbox %s does not show the URL:\n%s", strings.Join(args, " "), text)
+		}
+	}
+}
