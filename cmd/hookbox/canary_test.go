@@ -520,6 +520,11 @@ func TestCanariesNotInFailures(t *testing.T) {
 		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?sslmode=disable&sslpassword=%s", c["pg_pass"], c["admin_token"]),
 		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?sslmode=disable", url.QueryEscape(c["pg_pass"]+"#?%")),
 		fmt.Sprintf("host=127.0.0.1 port=1 user=u password=%s dbname=db sslmode=disable", c["pg_pass"]),
+		// Refused by pgx's parser, whose errors quote the URL.
+		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?sslmode=bogus&sslpassword=%s", c["pg_pass"], c["admin_token"]),
+		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?connect_timeout=abc&sslpassword=%s", c["pg_pass"], c["admin_token"]),
+		fmt.Sprintf("postgres://u:%s@127.0.0.1:port/db?sslpassword=%s", c["pg_pass"], c["admin_token"]),
+		fmt.Sprintf("postgres://u:%s@127.0.0.1:1/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem&sslpassword=%s", c["pg_pass"], c["admin_token"]),
 	}
 	if base := os.Getenv("HOOKBOX_TEST_POSTGRES"); base != "" {
 		u, err := url.Parse(base)
