@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/postgres/pgtest"
 )
 
 // canaries are distinct values put in every slot of the configuration
@@ -557,5 +559,144 @@ func TestCanariesNotInFailures(t *testing.T) {
 		if err := os.WriteFile(keep+".failures", []byte(all), 0o600); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// relay is a TCP relay to addr that can be cut: its listener closed and
+// every connection through it closed, as when the database's host goes
+// away.
+type relay struct {
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newRelay(t *testing.T, addr string) *relay {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &relay{ln: ln}
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", addr)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			r.mu.Lock()
+			r.conns = append(r.conns, in, out)
+			r.mu.Unlock()
+			go func() { io.Copy(out, in); out.Close() }()
+			go func() { io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(r.cut)
+	return r
+}
+
+func (r *relay) cut() {
+	r.ln.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.conns {
+		c.Close()
+	}
+}
+
+// TestCanariesWhenPostgresFails: serve on PostgreSQL, whose URL holds a
+// canary password, and whose server goes away while deliveries arrive:
+// the 503s, /readyz and the log lines about the failing store hold no
+// canary.
+func TestCanariesWhenPostgresFails(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRelay(t, u.Host)
+	u.Host = r.ln.Addr().String()
+	u.User = url.UserPassword(u.User.Username(), canaries["pg_pass"])
+	dbURL := u.String()
+	cfgPath := writeConfig(t, fmt.Sprintf("admin_token: %q\nsources:\n  - name: gh\n    scheme: github\n    secrets: [%q]\n    store_only: true\n",
+		canaries["admin_token"], canaries["github"]))
+	mustCLI(t, "migrate", "--db", dbURL)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &listenWriter{addr: make(chan string, 1)}
+	served := make(chan error, 1)
+	go func() {
+		root := newRootCmd()
+		root.SetOut(log)
+		root.SetErr(log)
+		root.SetArgs([]string{"serve", "--config", cfgPath, "--db", dbURL, "--listen", "127.0.0.1:0"})
+		served <- root.ExecuteContext(ctx)
+	}()
+	var addr string
+	select {
+	case addr = <-log.addr:
+	case err := <-served:
+		t.Fatalf("serve stopped: %v\n%s", err, log)
+	}
+	var emitted strings.Builder
+	send := func(id string) int {
+		out, errOut, _ := runCLI(t, "send", "--config", cfgPath, "--source", "gh", "--url", "http://"+addr+"/webhooks/gh", "--delivery-id", id, "--json")
+		emitted.WriteString(out + errOut)
+		switch {
+		case strings.Contains(out, `"status": 202`):
+			return 202
+		case strings.Contains(out, `"status": 503`):
+			return 503
+		}
+		return 0
+	}
+	get := func(path string) int {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		req.Header.Set("Authorization", "Bearer "+canaries["admin_token"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var hs strings.Builder
+		resp.Header.Write(&hs)
+		fmt.Fprintf(&emitted, "\n=== GET %s → %d\n%s\n%s", path, resp.StatusCode, hs.String(), b)
+		return resp.StatusCode
+	}
+	if got := send("before"); got != 202 {
+		t.Fatalf("a delivery before the cut was answered %d, want 202:\n%s", got, emitted.String())
+	}
+	r.cut()
+	for i := 0; send(fmt.Sprint("after-", i)) != 503; i++ {
+		if i == 50 {
+			t.Fatalf("no 503 after the database went away:\n%s\n%s", emitted.String(), log)
+		}
+	}
+	for i := 0; get("/readyz") != http.StatusServiceUnavailable; i++ {
+		if i == 200 {
+			t.Fatalf("/readyz never answered 503 once the database went away:\n%s", log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	get("/admin/events")
+	get("/metrics")
+	cancel()
+	if err := <-served; err != nil {
+		fmt.Fprintf(&emitted, "serve: %v\n", err)
+	}
+	all := emitted.String() + "\n=== serve log\n" + log.String()
+	if !strings.Contains(log.String(), "level=WARN") && !strings.Contains(log.String(), "level=ERROR") {
+		t.Errorf("the log says nothing of the failing store:\n%s", log)
+	}
+	for _, l := range leaks(all) {
+		t.Errorf("leaked: %s", l)
+	}
+	if keep := os.Getenv("HOOKBOX_CANARY_OUT"); keep != "" {
+		os.WriteFile(keep+".pgfail", []byte(all), 0o600)
 	}
 }
