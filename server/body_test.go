@@ -398,20 +398,6 @@ func TestRefusedUnreadClosesSoon(t *testing.T) {
 	}
 }
 
-// TestCleanPath: cleanPath agrees with net/http's mux on which paths it
-// routes as they are and which it redirects.
-func TestCleanPath(t *testing.T) {
-	for p, want := range map[string]bool{
-		"/": true, "/webhooks/a": true, "/ui/": true, "/a.b/c..d": true,
-		"//webhooks/a": false, "/webhooks/./a": false, "/webhooks/../a": false,
-		"/webhooks/a/.": false, "/webhooks/a/..": false, "/ui//": false, "": false,
-	} {
-		if got := cleanPath(p); got != want {
-			t.Errorf("cleanPath(%q) = %v, want %v", p, got, want)
-		}
-	}
-}
-
 // TestLeftClientGets503: when the request's context ends while the
 // delivery is being stored (net/http ends it when the client closes its
 // side after sending, or its watch for that fails), the reply is 503, not

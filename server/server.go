@@ -16,9 +16,10 @@
 //     the verifier's CheckHeader (signature header present and well formed,
 //     signed timestamp within the tolerance). A request with a body to a
 //     path no webhook route takes (the 404 for an unknown path, net/http's
-//     redirect to a clean path, the admin API, which reads no body) is
-//     answered without waiting for its body, on a connection closed soon
-//     after the reply (closeUnread).
+//     redirects to a clean path or a subtree's "/", the health endpoints,
+//     the admin API, which reads no body, a refusal of the console) is
+//     answered without waiting for the part of its body left unread, on a
+//     connection closed soon after the reply (CloseUnreadBodies).
 //   - The body bytes held at once, across all requests, stay within
 //     Config.MaxInflightBodyBytes; a request that would pass it gets 503
 //     with Retry-After. A body is counted until its reply, and after it
@@ -61,7 +62,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -208,6 +208,9 @@ type Server struct {
 	// senders' and the probes' to choose.
 	failLog lograte.Limiter
 	ready   readiness
+	// unread is mux under CloseUnreadBodies, for requests with a body
+	// that no webhook route takes.
+	unread http.Handler
 }
 
 // failLogEvery is how often failLog writes a line per kind of failure.
@@ -275,32 +278,25 @@ func New(cfg Config) *Server {
 		closeUnread(w, r)
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
+	s.unread = CloseUnreadBodies(s.mux)
 	return s
 }
 
 // Handle registers an extra route on the server's mux (admin API, metrics).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
-// ServeHTTP implements http.Handler. A request with a body to a path that
-// is not clean ("//webhooks/a", "/webhooks/./a") gets net/http's redirect
-// to the clean path, which no handler of ours writes and which reads no
-// body: its connection is closed after it (closeUnread).
+// ServeHTTP implements http.Handler. A request with a body to any path
+// but /webhooks/{source} (the 404 catch-all, net/http's redirect to a
+// clean path or to a subtree's "/", the admin API, the console, the
+// health endpoints) is served through CloseUnreadBodies: a reply written
+// before its body was read to the end is the connection's last, and is
+// not held back until the body comes.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.ContentLength != 0 && !cleanPath(r.URL.Path) {
-		closeUnread(w, r)
+	if r.ContentLength != 0 && !receivePath(r.URL.EscapedPath()) {
+		s.unread.ServeHTTP(w, r)
+		return
 	}
 	s.mux.ServeHTTP(w, r)
-}
-
-// cleanPath reports whether p is as net/http's mux cleans it (path.Clean,
-// keeping a trailing slash), so that the mux routes it rather than
-// redirecting. It allocates nothing for a clean path.
-func cleanPath(p string) bool {
-	c := path.Clean(p)
-	if len(p) > 1 && p[len(p)-1] == '/' && c != "/" {
-		return len(c)+1 == len(p) && p[:len(c)] == c
-	}
-	return c == p
 }
 
 // writeReceipt answers 202 with {"id":N,"duplicate":BOOL}, built by hand:

@@ -376,7 +376,10 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- hs.Serve(ln) }()
 	var as *http.Server
 	if aln != nil {
-		as = HTTPServer(s.Admin)
+		// As on the webhook listener (Server.ServeHTTP), a reply to a
+		// request whose body was not read (the 404 catch-all, a redirect,
+		// /metrics) does not wait for the body.
+		as = HTTPServer(server.CloseUnreadBodies(s.Admin))
 		as.ErrorLog = hs.ErrorLog
 		as.ConnState = server.NewClientLimit(s.Config.ClientConnections(), clientLimitExempt(s.Config), s.connectionRefused).ConnState
 		go func() { errc <- as.Serve(aln) }()

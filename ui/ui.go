@@ -23,6 +23,10 @@
 //     nothing. Bearer requests need none: a browser never adds that
 //     header on its own. A login a browser says was posted from another
 //     site is refused.
+//   - A request answered before its body is read (no session or token,
+//     a login posted from another site, a page that takes no body) gets
+//     its answer at once, on a connection then closed rather than left
+//     waiting for the body.
 //   - Guesses are limited (Config.Guesses): a wrong token at the login
 //     form or as Bearer, and a session cookie signed with a wrong one,
 //     each spend one of the client's, shared with the admin API.
@@ -174,9 +178,12 @@ type session struct {
 }
 
 // secure sets the headers every console response carries: no script may
-// run, nothing is framed or cached, nothing is sniffed.
+// run, nothing is framed or cached, nothing is sniffed. A reply written
+// before the request's body was read to its end (a refused token, no
+// session, a page that takes no body) is the connection's last, and does
+// not wait for the body (server.CloseUnreadBodies).
 func secure(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return server.CloseUnreadBodies(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
 		hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		hd.Set("X-Content-Type-Options", "nosniff")
@@ -184,7 +191,7 @@ func secure(h http.Handler) http.Handler {
 		hd.Set("Referrer-Policy", "no-referrer")
 		hd.Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // guard admits requests with a valid session cookie or Bearer token, and
@@ -288,7 +295,7 @@ func parseForm(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "form too large", http.StatusRequestEntityTooLarge)
 		return false
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	r.Body = http.MaxBytesReader(netHTTPWriter(w), r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 			http.Error(w, "form too large", http.StatusRequestEntityTooLarge)
@@ -298,6 +305,20 @@ func parseForm(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	return true
+}
+
+// netHTTPWriter returns the writer net/http gave the handler, under the
+// wrappers of secure: http.MaxBytesReader needs it to mark the reply to a
+// form it cut as the connection's last, with the client let to read the
+// reply before the connection closes.
+func netHTTPWriter(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }
 
 // tokenMatches compares a bearer token with the admin token in constant
