@@ -27,6 +27,11 @@
 //     a login posted from another site, a page that takes no body) gets
 //     its answer at once, on a connection then closed rather than left
 //     waiting for the body.
+//   - A form is read only once the request's session or token is
+//     admitted (the login form's, once the request passes its site
+//     check): at most 8 KiB at the login form and 64 KiB elsewhere (413
+//     past it), arriving within 10 s of being asked for (408 after; the
+//     server's read timeout, a minute, is for webhook bodies).
 //   - Guesses are limited (Config.Guesses): a wrong token at the login
 //     form or as Bearer, and a session cookie signed with a wrong one,
 //     each spend one of the client's, shared with the admin API.
@@ -50,11 +55,13 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -216,7 +223,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 				return
 			}
 			refund()
-			if r.Method == http.MethodPost && !parseForm(w, r) {
+			if r.Method == http.MethodPost && !parseForm(w, r, maxFormBytes) {
 				return
 			}
 			h(w, r, session{bearer: true})
@@ -269,7 +276,7 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			return
 		}
 		if r.Method == http.MethodPost {
-			if !parseForm(w, r) {
+			if !parseForm(w, r, maxFormBytes) {
 				return
 			}
 			if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
@@ -284,27 +291,63 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 
 // maxFormBytes bounds a console form's body. The largest form, a bulk
 // replay's filter, needs a few hundred bytes; net/http's own bound is
-// 10 MB, which any client (the login form needs no token) could make
-// each connection hold, outside the webhooks' body budget.
+// 10 MB, held in memory outside the webhooks' body budget.
 const maxFormBytes = 64 << 10
 
-// parseForm parses a POST's form, of at most maxFormBytes, and answers
-// 413 or 400 (reporting false) when it cannot.
-func parseForm(w http.ResponseWriter, r *http.Request) bool {
-	if r.ContentLength > maxFormBytes {
+// maxLoginFormBytes bounds the login form's body, which any client may
+// post: the token and the page to go to after (a console URL).
+const maxLoginFormBytes = 8 << 10
+
+// formWait is how long a form's body may take to arrive once it is asked
+// for. A browser sends a form with its headers; the server's read timeout
+// (a minute, for webhook bodies) would let a client that withholds one
+// hold its connection, and the form read so far, that long.
+const formWait = 10 * time.Second
+
+// parseForm parses a POST's form, of at most limit bytes arriving within
+// formWait, and answers 413, 408 or 400 (reporting false) when it cannot.
+func parseForm(w http.ResponseWriter, r *http.Request, limit int64) bool {
+	if r.ContentLength > limit {
 		http.Error(w, "form too large", http.StatusRequestEntityTooLarge)
 		return false
 	}
-	r.Body = http.MaxBytesReader(netHTTPWriter(w), r.Body, maxFormBytes)
+	rc := http.NewResponseController(w)
+	timed := rc.SetReadDeadline(time.Now().Add(formWait)) == nil
+	body := &formBody{ReadCloser: r.Body}
+	r.Body = http.MaxBytesReader(netHTTPWriter(w), body, limit)
 	if err := r.ParseForm(); err != nil {
-		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		switch tooLarge := (*http.MaxBytesError)(nil); {
+		case errors.As(err, &tooLarge):
 			http.Error(w, "form too large", http.StatusRequestEntityTooLarge)
-			return false
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			http.Error(w, "form not received in time", http.StatusRequestTimeout)
+		default:
+			http.Error(w, "bad form", http.StatusBadRequest)
 		}
-		http.Error(w, "bad form", http.StatusBadRequest)
 		return false
 	}
+	if timed && body.ended {
+		// Read to its end: net/http now watches the connection for a
+		// client that leaves, and that watch must not time out while the
+		// handler works. A body not read (not a form) keeps the deadline,
+		// so that net/http's read of it after the reply ends too.
+		rc.SetReadDeadline(time.Time{})
+	}
 	return true
+}
+
+// formBody is a form's body that remembers whether it was read to its end.
+type formBody struct {
+	io.ReadCloser
+	ended bool
+}
+
+func (b *formBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ended = true
+	}
+	return n, err
 }
 
 // netHTTPWriter returns the writer net/http gave the handler, under the
@@ -425,7 +468,7 @@ func (u *console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "log in from the console's own login page", http.StatusForbidden)
 		return
 	}
-	if !parseForm(w, r) {
+	if !parseForm(w, r, maxLoginFormBytes) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))

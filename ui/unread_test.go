@@ -86,3 +86,63 @@ func TestConsoleUnreadBodyClosesSoon(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowFormCutOff: a console form whose body stops coming is cut off
+// after ten seconds with 408, at the login form (which needs no token)
+// and behind the token alike, and its connection closed. Webhook bodies
+// must keep up a minimum rate; the console's forms had only the server's
+// read timeout, a minute, during which the connection and the form read
+// so far were held.
+func TestSlowFormCutOff(t *testing.T) {
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	for _, c := range []struct{ path, header string }{
+		{"/ui/login", ""},
+		{"/ui/replay", "Authorization: Bearer " + token + "\r\n"},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			t.Parallel()
+			// Ten seconds of form wait, thirty of the test's patience,
+			// sixty of the server's read timeout.
+			br := rawConsoleRequest(t, a.admin, "POST", c.path, c.header, 1000, "token=", 30*time.Second)
+			start := time.Now()
+			replyThenClosed(t, br, http.StatusRequestTimeout)
+			t.Logf("answered and closed after %v", time.Since(start).Round(time.Millisecond))
+		})
+	}
+}
+
+// TestLoginFormBound: the login form, which any client may post, is
+// bounded at 8 KiB (413 past it, whether its length is declared or
+// streamed); the token and the page to return to need far less. The other
+// forms keep their 64 KiB.
+func TestLoginFormBound(t *testing.T) {
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	form := "token=" + strings.Repeat("a", 9<<10)
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = strings.NewReader(form)
+		if chunked {
+			body = struct{ io.Reader }{body} // its length hidden: sent chunked
+		}
+		req, _ := http.NewRequest("POST", a.admin+"/ui/login", body)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("a 9 KiB login form (chunked %v): %d, want 413", chunked, resp.StatusCode)
+		}
+	}
+	// A login of ordinary size is read and judged.
+	resp, err := http.PostForm(a.admin+"/ui/login", map[string][]string{"token": {"wrong"}, "next": {"/ui/events?" + strings.Repeat("x", 2000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong token in a 2 KiB form: %d, want 401", resp.StatusCode)
+	}
+}
