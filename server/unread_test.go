@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -130,6 +131,34 @@ func TestCloseUnreadBodiesRepliesReadable(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Fatalf("request %d: %d, want 413", i+1, resp.StatusCode)
+		}
+	}
+}
+
+// TestCleanPath: the paths Server.ServeHTTP leaves out of
+// CloseUnreadBodies (receivePath) are exactly those net/http's mux routes,
+// as they are, to /webhooks/{source}'s two handlers, which deal with an
+// unread body themselves; every other path, the unclean ones the mux
+// redirects among them, goes through the wrapper.
+func TestCleanPath(t *testing.T) {
+	srv := New(Config{Sources: []Source{{Name: "a"}}})
+	RegisterAdmin(srv, AdminConfig{Token: "clean-path-token"})
+	for _, p := range []string{
+		"/webhooks/a", "/webhooks/nope", "/webhooks/a%2Fb", "/webhooks/%2E", "/webhooks/%2e%2E", "/webhooks/a%20b",
+		"/webhooks/a/", "//webhooks/a", "/webhooks/./a", "/webhooks/.", "/webhooks/..", "/webhooks/a/.",
+		"/webhooks/", "/webhooks", "/webhooks//a", "/webhooks%2Fa", "/webhooks/a/b", "/admin", "/admin/", "/",
+	} {
+		for _, method := range []string{"POST", "GET"} {
+			req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(method + " " + p + " HTTP/1.1\r\nHost: x\r\n\r\n")))
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			h, pattern := srv.mux.Handler(req)
+			routed := fmt.Sprintf("%T", h) != "*http.redirectHandler" &&
+				(pattern == "POST /webhooks/{source}" || pattern == "/webhooks/{source}")
+			if got := receivePath(req.URL.EscapedPath()); got != routed {
+				t.Errorf("%s %s: receivePath %v, but the mux routes it to %q (%T)", method, p, got, pattern, h)
+			}
 		}
 	}
 }
