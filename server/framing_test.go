@@ -168,7 +168,7 @@ func TestAdminUnreadBodyClosesSoon(t *testing.T) {
 // is stored. RFC 9112 also asks the server to close such a connection
 // after the reply; net/http (Go 1.26) keeps it open and deletes
 // Content-Length from the request before any handler sees it, so hookbox
-// cannot tell this request from a plain chunked one (golang/go#80942).
+// cannot tell this request from a plain chunked one.
 // This test does not check the connection either way.
 func TestChunkedOverridesContentLength(t *testing.T) {
 	b := setup(t, Config{Sources: []Source{{Name: "a"}}})
