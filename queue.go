@@ -24,6 +24,14 @@ type ClaimParams struct {
 	Owner string
 	// Limit is the most events to claim.
 	Limit int
+	// MaxPayloadBytes, when above zero, bounds the payload bytes a claim
+	// (or WorkTx.Pick) returns: of the events it would take, in id
+	// order, it keeps those before the first that would bring their
+	// payloads' total past it. The first event is kept whatever its size,
+	// so a payload larger than the bound is still worked, alone. Sizes
+	// are read from the stored lengths, before any payload is: a claim of
+	// 256 events of 32 MiB held 8 GiB at once.
+	MaxPayloadBytes int64
 	// Lease is how long the claimed events stay leased unless extended.
 	Lease time.Duration
 	// Sources restricts the claim to these sources; empty means none.

@@ -58,6 +58,7 @@ func (c *Config) Effective() *Config {
 	if e.Workers.Concurrency == 0 {
 		e.Workers.Concurrency = DefaultConcurrency
 	}
+	e.Workers.MaxPayloadBytes = c.WorkerPayloadBytes()
 	if e.ShutdownTimeout == 0 {
 		e.ShutdownTimeout = Duration(DefaultShutdownTimeout)
 	}

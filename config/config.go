@@ -194,6 +194,10 @@ type Workers struct {
 	// Concurrency is the most forward/exec deliveries and two-phase
 	// Prepares (worker.Phases) in flight at once (default 32).
 	Concurrency int `yaml:"concurrency"`
+	// MaxPayloadBytes bounds the payload bytes the workers hold in memory
+	// at once (worker.Options.MaxPayloadBytes); default the body budget,
+	// max_inflight_body_bytes (see WorkerPayloadBytes).
+	MaxPayloadBytes int64 `yaml:"max_payload_bytes"`
 }
 
 // SQLite holds options that apply only to the SQLite store.
@@ -385,6 +389,17 @@ func (c *Config) InflightBodyBytes() int64 {
 		largest = max(largest, c.bodyLimit(s))
 	}
 	return max(n, 2*largest+InflightReserve)
+}
+
+// WorkerPayloadBytes returns the bound on payload bytes the workers hold
+// at once as serve runs it: workers.max_payload_bytes, or else the body
+// budget (InflightBodyBytes), so that the payloads worked take no more
+// memory than those received may.
+func (c *Config) WorkerPayloadBytes() int64 {
+	if c.Workers.MaxPayloadBytes > 0 {
+		return c.Workers.MaxPayloadBytes
+	}
+	return c.InflightBodyBytes()
 }
 
 // ClientConnections returns max_client_connections, or its default.
@@ -975,6 +990,9 @@ func (c *Config) validate() error {
 	}
 	if c.Workers.Concurrency < 0 {
 		bad("workers.concurrency", "must be positive")
+	}
+	if c.Workers.MaxPayloadBytes < 0 {
+		bad("workers.max_payload_bytes", "must be positive")
 	}
 	if c.ShutdownTimeout < 0 {
 		bad("shutdown_timeout", "must not be negative")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -31,13 +32,42 @@ const claimNow = `COALESCE($3::timestamptz, now())`
 // start of the claim's transaction (now()): a claim that waited for its
 // lock, or ran long, must not hand out leases already over, which any
 // claim could take again at once.
-var claimSet = `, leased AS (
+//
+// It leases only the rows of due within the payload budget
+// (hookbox.ClaimParams.MaxPayloadBytes), whose two parameters follow the
+// claim's own: budget and first, see withinBudget.
+func claimSet(budget, first string) string {
+	return `, within AS (` + withinBudget("SELECT id FROM due", budget, first) + `), leased AS (
 UPDATE queue SET status = 'processing', attempts = attempts + 1, lease_owner = $1,
     next_attempt_at = COALESCE($3::timestamptz, clock_timestamp()) + $2::bigint * interval '1 microsecond',
     updated_at = ` + claimNow + `
-WHERE id IN (SELECT id FROM due)
+WHERE id IN (SELECT id FROM within)
 RETURNING *)
 SELECT ` + queuedColumns + `, d.payload FROM leased q JOIN event_data d ON d.id = q.id`
+}
+
+// withinBudget keeps, of the rows of the query ids (a column id), in id
+// order, those before the first whose payload would bring the total past
+// the parameter budget (a bigint); the first row is kept whatever its
+// size when the parameter first (a boolean) is true. octet_length reads a
+// stored payload's size from its TOAST pointer, without the payload.
+func withinBudget(ids, budget, first string) string {
+	return `SELECT id FROM (SELECT u.id,
+        sum(coalesce(octet_length(d.payload), 0)) OVER (ORDER BY u.id) AS upto,
+        row_number() OVER (ORDER BY u.id) AS n
+        FROM (` + ids + `) u JOIN event_data d ON d.id = u.id) w
+    WHERE w.upto <= ` + budget + `::bigint OR (w.n = 1 AND ` + first + `::boolean)`
+}
+
+// budgetArgs are the arguments of withinBudget for a claim that may take
+// budget payload bytes (0: no bound), the first event whatever its size
+// when first.
+func budgetArgs(budget int64, first bool) []any {
+	if budget <= 0 {
+		return []any{int64(math.MaxInt64), true}
+	}
+	return []any{budget, first}
+}
 
 // claimDue takes up to $5 due events of the sources $4, skipping rows another
 // transaction holds (a concurrent claim, or a Work transaction).
@@ -45,7 +75,7 @@ SELECT ` + queuedColumns + `, d.payload FROM leased q JOIN event_data d ON d.id 
 // (each branch stops at the limit), merges them and leases the first
 // $5. A source costs what it returns, however many unfinished events other
 // sources hold. Rows a branch locked but the merge left out stay unleased.
-var claimDue = `WITH due AS (` + dueIDs + `)` + claimSet
+var claimDue = `WITH due AS (` + dueIDs + `)` + claimSet("$6", "$7")
 
 // claimDueSkipping is claimDue leaving out the events $6, which the
 // claimer runs (hookbox.ClaimParams.RunningIDs): each source's walk passes
@@ -54,7 +84,7 @@ var claimDue = `WITH due AS (` + dueIDs + `)` + claimSet
 // order, would fill every claim's limit, and the claims would take nothing
 // until they finished.)
 var claimDueSkipping = `WITH due AS (SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` +
-	dueWhere(` AND q.id <> ALL ($6::bigint[])`) + `)` + claimSet
+	dueWhere(` AND q.id <> ALL ($6::bigint[])`) + `)` + claimSet("$7", "$8")
 
 // dueIDs is the query behind claimDue: $3 the time, $4 the sources, $5 the
 // limit.
@@ -66,8 +96,17 @@ var dueIDs = `SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` +
 // them, rather than ids to look up again. $1 and $2 are unused but typed,
 // so the parameters keep claimDue's numbers. The last column is the time
 // of the pick.
-var pickDue = `SELECT e.*, ` + claimNow + `, $1::text, $2::bigint` +
-	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2
+//
+// Of those, it returns the rows within the payload budget ($6 and $7,
+// see withinBudget), with two more columns, the running total and the
+// row's number. The rows it locked beyond the budget stay locked, not
+// leased, until the transaction ends.
+var pickDue = `SELECT * FROM (SELECT p.*,
+        sum(coalesce(octet_length(p.payload), 0)) OVER (ORDER BY p.id) AS upto,
+        row_number() OVER (ORDER BY p.id) AS n
+    FROM (SELECT e.*, ` + claimNow + ` AS picked_at, $1::text AS picked_by, $2::bigint AS picked_lease` +
+	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2 + `) p) w
+WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)`
 
 // dueFrom1 and dueFrom2 are the FROM clause of dueIDs and pickDue, around
 // the columns and tables each reads for the due rows it locks (queue rows
@@ -153,7 +192,7 @@ func claimByKey(skipDead bool) string {
             AND b.status = 'processing' AND b.next_attempt_at > ` + claimNow + `)
     LIMIT $5
     FOR NO KEY UPDATE OF e SKIP LOCKED
-)` + claimSet
+)` + claimSet("$9", "$10")
 }
 
 var claimStrict = `WITH first AS (
@@ -168,7 +207,7 @@ var claimStrict = `WITH first AS (
     WHERE id = (SELECT id FROM first)
       AND status IN ('pending', 'processing') AND next_attempt_at <= ` + claimNow + `
     FOR NO KEY UPDATE SKIP LOCKED
-)` + claimSet
+)` + claimSet("$5", "$6")
 
 // serialLock serializes the claims of one queue ($1) across processes
 // until the end of the transaction, for the claims that must see each
@@ -198,13 +237,14 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		out, err = s.claimStrict(ctx, p.Owner, lease, now, p.Sources[0])
 	} else {
 		var rows pgx.Rows
+		budget := budgetArgs(p.MaxPayloadBytes, true)
 		if p.ByKey {
 			out, err = s.claimByKey(ctx, p, lease, now)
 		} else if len(p.RunningIDs) > 0 {
-			if rows, err = s.pool.Query(ctx, claimDueSkipping, p.Owner, lease, now, p.Sources, p.Limit, p.RunningIDs); err == nil {
+			if rows, err = s.pool.Query(ctx, claimDueSkipping, append([]any{p.Owner, lease, now, p.Sources, p.Limit, p.RunningIDs}, budget...)...); err == nil {
 				out, err = scanEvents(rows)
 			}
-		} else if rows, err = s.pool.Query(ctx, claimDue, p.Owner, lease, now, p.Sources, p.Limit); err == nil {
+		} else if rows, err = s.pool.Query(ctx, claimDue, append([]any{p.Owner, lease, now, p.Sources, p.Limit}, budget...)...); err == nil {
 			out, err = scanEvents(rows)
 		}
 	}
@@ -224,10 +264,15 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int64, now any) ([]hookbox.Event, error) {
 	q := claimByKey(p.SkipDead)
 	var out []hookbox.Event
+	var used int64 // payload bytes the first claim took
 	for _, after := range []string{p.AfterKey, ""} {
-		evs, err := s.claimSerial(ctx, p.Sources[0], q, p.Owner, lease, now, p.Sources[0], p.Limit-len(out), after, p.KeyWalk()-1, p.RunningKeys)
+		budget := budgetArgs(p.MaxPayloadBytes-used, used == 0)
+		evs, err := s.claimSerial(ctx, p.Sources[0], q, append([]any{p.Owner, lease, now, p.Sources[0], p.Limit - len(out), after, p.KeyWalk() - 1, p.RunningKeys}, budget...)...)
 		out = append(out, evs...)
-		if err != nil || len(out) >= p.Limit {
+		for _, e := range evs {
+			used += int64(len(e.Payload))
+		}
+		if err != nil || len(out) >= p.Limit || p.MaxPayloadBytes > 0 && used >= p.MaxPayloadBytes {
 			return out, err
 		}
 		if p.AfterKey == "" {
@@ -318,7 +363,8 @@ func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(delive
 }
 
 func (s *Store) claimStrict(ctx context.Context, owner string, lease int64, now any, source string) ([]hookbox.Event, error) {
-	return s.claimSerial(ctx, source, claimStrict, owner, lease, now, source)
+	// One event at most: no payload budget to apply.
+	return s.claimSerial(ctx, source, claimStrict, append([]any{owner, lease, now, source}, budgetArgs(0, true)...)...)
 }
 
 // claimSerial runs the claim statement q with args after serialLock on

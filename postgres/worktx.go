@@ -59,7 +59,7 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if !p.Now.IsZero() {
 		now = p.Now
 	}
-	rows, err := w.tx.QueryContext(ctx, pickDue, p.Owner, p.Lease.Microseconds(), now, p.Sources, p.Limit)
+	rows, err := w.tx.QueryContext(ctx, pickDue, append([]any{p.Owner, p.Lease.Microseconds(), now, p.Sources, p.Limit}, budgetArgs(p.MaxPayloadBytes, true)...)...)
 	if err != nil {
 		return nil, time.Time{}, unavailable(ctx, "pick", err)
 	}
@@ -81,7 +81,8 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 }
 
 // pickedRow reads a pickDue row: the event, then the pick's time into at
-// (the owner and lease columns only keep pickDue's parameters typed).
+// (the owner and lease columns only keep pickDue's parameters typed, and
+// the payload budget's columns are its own).
 type pickedRow struct {
 	rows *sql.Rows
 	at   *time.Time
@@ -89,8 +90,8 @@ type pickedRow struct {
 
 func (r pickedRow) Scan(dest ...any) error {
 	var owner string
-	var lease int64
-	return r.rows.Scan(append(dest, r.at, &owner, &lease)...)
+	var lease, upto, n int64
+	return r.rows.Scan(append(dest, r.at, &owner, &lease, &upto, &n)...)
 }
 
 // repick locks, in id order, the events that are still due and whose

@@ -175,16 +175,19 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 		storeTimeout = worker.DefaultStoreTimeout
 	}
 	pool := worker.New(st, worker.Options{
-		BatchSize:    cfg.Workers.BatchSize,
-		Concurrency:  cfg.Workers.Concurrency,
-		TxWorkers:    txWorkers,
-		StoreTimeout: storeTimeout,
-		Logger:       log,
-		OnAttempt:    m.Attempt,
-		OnCircuit:    m.Circuit,
-		OnStoreError: m.WorkerStoreError,
-		Trace:        tracing.Handler(red.String),
-		Redact:       red.String,
+		BatchSize:   cfg.Workers.BatchSize,
+		Concurrency: cfg.Workers.Concurrency,
+		// The payloads worked hold no more memory than the body budget
+		// lets those received hold.
+		MaxPayloadBytes: cfg.WorkerPayloadBytes(),
+		TxWorkers:       txWorkers,
+		StoreTimeout:    storeTimeout,
+		Logger:          log,
+		OnAttempt:       m.Attempt,
+		OnCircuit:       m.Circuit,
+		OnStoreError:    m.WorkerStoreError,
+		Trace:           tracing.Handler(red.String),
+		Redact:          red.String,
 	})
 	for _, src := range cfg.Sources {
 		pool.SetPolicy(src.Name, src.Policy())

@@ -273,7 +273,7 @@ func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]
 	queries := make([]string, len(parts))
 	var firstArgs []any
 	for i, part := range parts {
-		q, args := claimSQL(part)
+		q, args := claimSQL(part, 0)
 		st, err := s.claims.get(ctx, q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
@@ -290,20 +290,21 @@ func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]
 		if now.IsZero() {
 			now = time.Now()
 		}
+		var used int64 // payload bytes the parts before took
 		for i, part := range parts {
 			part.Now, part.Limit = now, part.Limit-len(out)
-			if part.Limit <= 0 {
+			if part.Limit <= 0 || part.MaxPayloadBytes > 0 && used >= part.MaxPayloadBytes {
 				break
 			}
 			args := firstArgs
 			if i > 0 {
-				_, args = claimSQL(part)
+				_, args = claimSQL(part, used)
 			}
-			evs, big, err := s.leaseTx(ctx, tx, stmts[i], queries[i], args, leaseArgs(part))
+			evs, big, n, err := s.leaseTx(ctx, tx, stmts[i], queries[i], args, leaseArgs(part))
 			if err != nil {
 				return err
 			}
-			out, large = append(out, evs...), append(large, big...)
+			out, large, used = append(out, evs...), append(large, big...), used+n
 		}
 		if len(parts) > 1 {
 			sortByID(out)
@@ -336,13 +337,32 @@ const leaseIDs = `UPDATE OR FAIL events SET status = 'processing', attempts = at
 // its payload (NULL: cleared) and the payload itself when it is at most
 // inTxPayload bytes: length() reads the size from the row's header,
 // without the payload's pages.
-func claimSQL(p hookbox.ClaimParams) (string, []any) {
+func claimSQL(p hookbox.ClaimParams, used int64) (string, []any) {
 	if p.Now.IsZero() {
 		p.Now = time.Now()
 	}
 	pick, args, _, _ := claimPick(p)
+	pick, args = payloadBudget(pick, args, p.MaxPayloadBytes, used)
 	return `SELECT id, length(payload), CASE WHEN length(payload) <= ` + strconv.Itoa(inTxPayload) + ` THEN payload END
         FROM events WHERE id IN (` + pick + `)`, args
+}
+
+// payloadBudget wraps pick, a query of event ids, and its arguments, so
+// that it keeps, in id order, the ids before the first whose payload
+// would bring the total past budget (hookbox.ClaimParams.MaxPayloadBytes),
+// used bytes being taken already by the parts of the claim before it.
+// The first id is kept whatever its size when used is 0. length() reads
+// each size from its row's header, without the payload's pages. A budget
+// of 0 leaves pick as it is.
+func payloadBudget(pick string, args []any, budget, used int64) (string, []any) {
+	if budget <= 0 {
+		return pick, args
+	}
+	return `SELECT id FROM (SELECT id,
+            sum(ifnull(length(payload), 0)) OVER (ORDER BY id) AS upto,
+            row_number() OVER (ORDER BY id) AS n
+            FROM events WHERE id IN (` + pick + `))
+        WHERE ? + upto <= ? OR (n = 1 AND ? = 0)`, append(args, used, budget, used)
 }
 
 // inTxPayload is the largest payload a claim reads in its write
@@ -369,12 +389,13 @@ var leasedColumns = strings.TrimSuffix(eventColumns, ", payload") + `, NULL, 0`
 // what it picked (leaseSQL, lease: leaseArgs). It returns the events in
 // id order, with their payloads of at most inTxPayload bytes, and the ids
 // of those whose payloads are larger, left for readLarge (their Payload
-// nil). The pick reads the payloads before the lease writes the rows: the
-// transaction holds the write lock, nothing changes them in between.
-func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args, lease []any) ([]hookbox.Event, []int64, error) {
+// nil), and the total size of their payloads. The pick reads the
+// payloads before the lease writes the rows: the transaction holds the
+// write lock, nothing changes them in between.
+func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args, lease []any) ([]hookbox.Event, []int64, int64, error) {
 	rows, err := query(ctx, tx, st, q, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		return nil, nil, 0, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
 	type picked struct {
 		n       sql.NullInt64
@@ -387,27 +408,29 @@ func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string,
 		var p picked
 		if err := rows.Scan(&id, &p.n, &p.payload); err != nil {
 			rows.Close()
-			return nil, nil, err
+			return nil, nil, 0, err
 		}
 		pick[id], ids = p, append(ids, id)
 	}
 	if err := closeRows(rows); err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		return nil, nil, 0, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
 	if len(ids) == 0 {
-		return nil, nil, nil
+		return nil, nil, 0, nil
 	}
 	leased, err := tx.StmtContext(ctx, s.lease).QueryContext(ctx, append(lease, jsonArray(ids))...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		return nil, nil, 0, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
 	evs, err := scanQueuedEvents(leased)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		return nil, nil, 0, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
 	var large []int64
+	var size int64
 	for i := range evs {
 		e, p := &evs[i], pick[evs[i].ID]
+		size += p.n.Int64
 		switch {
 		case !p.n.Valid:
 			e.Payload, e.PayloadCleared = nil, true
@@ -420,7 +443,7 @@ func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string,
 			e.Payload = p.payload
 		}
 	}
-	return evs, large, nil
+	return evs, large, size, nil
 }
 
 // largeSQL reads the payloads of the events whose ids are in a JSON array,

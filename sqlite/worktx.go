@@ -54,11 +54,13 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	}
 	// Over more than maxUnion sources, part after part (see claimParts).
 	var out []hookbox.Event
+	var used int64 // payload bytes the parts before took
 	for _, part := range splitSources(p) {
-		if part.Limit -= len(out); part.Limit <= 0 {
+		if part.Limit -= len(out); part.Limit <= 0 || p.MaxPayloadBytes > 0 && used >= p.MaxPayloadBytes {
 			break
 		}
 		pick, args, _, _ := claimPick(part)
+		pick, args = payloadBudget(pick, args, p.MaxPayloadBytes, used)
 		q := `SELECT ` + queuedColumns + ` FROM events WHERE id IN (` + pick + `)`
 		// The writer is this transaction's: a statement cannot be prepared
 		// on it now, so a new one runs unprepared this once.
@@ -69,6 +71,9 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		evs, err := pickTx(ctx, w.tx, st, q, args)
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("sqlite: pick: %w", err)
+		}
+		for _, e := range evs {
+			used += int64(len(e.Payload))
 		}
 		out = append(out, evs...)
 	}

@@ -142,3 +142,114 @@ func testClaimReturnsEveryPayload(t *testing.T, q QueueStore) {
 	}
 	checkPayloads(t, "claim of 450 sources", evs, want)
 }
+
+// payloadTotal is the sum of the payload sizes of evs.
+func payloadTotal(evs []hookbox.Event) int64 {
+	var n int64
+	for _, e := range evs {
+		n += int64(len(e.Payload))
+	}
+	return n
+}
+
+// testClaimWithinPayloadBudget: a claim or a pick with MaxPayloadBytes
+// returns the events, in id order, up to the first whose payload would
+// bring the total past it, the first event whatever its size: in a plain
+// claim, one leaving running events out, a pick, a claim by key that
+// wraps around (its second statement takes what the first left of the
+// budget, no event when it left too little) and a claim over more
+// sources than one SQLite statement walks. Before the bound, each took
+// every event due up to its Limit: 256 payloads of 32 MiB were 8 GiB.
+func testClaimWithinPayloadBudget(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	const kib = 1 << 10
+	check := func(what string, evs []hookbox.Event, err error, wantN int, budget int64) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(evs) != wantN {
+			t.Errorf("%s: took %d events, %d payload bytes; want %d events within %d bytes", what, len(evs), payloadTotal(evs), wantN, budget)
+		}
+		if n := payloadTotal(evs); len(evs) > 1 && n > budget {
+			t.Errorf("%s: took %d payload bytes in %d events, past the budget of %d", what, n, len(evs), budget)
+		}
+	}
+	params := func(limit int, budget int64, sources ...string) hookbox.ClaimParams {
+		return hookbox.ClaimParams{Owner: fmt.Sprint("budget-", claimSeq.Add(1)), Limit: limit, Lease: time.Minute,
+			Sources: sources, MaxPayloadBytes: budget}
+	}
+
+	// A plain claim: 300 KiB each, 700 KiB allowed: two. Then 100 KiB
+	// allowed: the first is taken whatever its size, alone.
+	var ds []hookbox.Delivery
+	for i := range 5 {
+		d := Delivery("budget", fmt.Sprint(i))
+		d.Payload = sizedPayload(i, 300*kib)
+		ds = append(ds, d)
+	}
+	ingest(t, q, ds...)
+	evs, err := q.Claim(ctx, params(100, 700*kib, "budget"))
+	check("claim of 700 KiB", evs, err, 2, 700*kib)
+	evs, err = q.Claim(ctx, params(100, 100*kib, "budget"))
+	check("claim of 100 KiB", evs, err, 1, 100*kib)
+	// Leaving out events it runs (another statement on PostgreSQL).
+	p := params(100, 300*kib, "budget")
+	p.RunningIDs = []int64{evs[0].ID}
+	evs, err = q.Claim(ctx, p)
+	check("claim of 300 KiB leaving running events out", evs, err, 1, 300*kib)
+	evs, err = q.Claim(ctx, params(100, 0, "budget"))
+	check("claim without a budget", evs, err, 1, 1<<40)
+
+	// A pick, in a transaction of Go handlers.
+	ds = ds[:0]
+	for i := range 5 {
+		d := Delivery("budget-pick", fmt.Sprint(i))
+		d.Payload = sizedPayload(10+i, 300*kib)
+		ds = append(ds, d)
+	}
+	ingest(t, q, ds...)
+	w, err := q.BeginWork(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	picked, _, err := w.Pick(ctx, params(100, 900*kib, "budget-pick"))
+	if rerr := w.Rollback(); rerr != nil {
+		t.Fatal(rerr)
+	}
+	check("pick of 900 KiB", picked, err, 3, 900*kib)
+
+	// A claim by key that wraps around: after k2, k3 and k4 take 600 KiB of
+	// the 700; the wrap-around, to k1 and k2, takes nothing.
+	ds = ds[:0]
+	for i := range 4 {
+		d := fanOut("budget-key", fmt.Sprint(i), fmt.Sprintf("t=k%d", i+1))
+		d.Payload = sizedPayload(20+i, 300*kib)
+		ds = append(ds, d)
+	}
+	ingest(t, q, ds...)
+	p = params(10, 700*kib, "budget-key/t")
+	p.ByKey, p.AfterKey = true, "k2"
+	evs, err = q.Claim(ctx, p)
+	check("claim by key of 700 KiB", evs, err, 2, 700*kib)
+	// With 900 KiB, the wrap-around takes k1 alone.
+	p = params(10, 400*kib, "budget-key/t")
+	p.ByKey, p.AfterKey = true, "k4"
+	evs, err = q.Claim(ctx, p)
+	check("claim by key of 400 KiB", evs, err, 1, 400*kib)
+
+	// A claim over 450 sources (two parts on SQLite), 4 KiB each, 1 MiB
+	// allowed: 256 of them.
+	ds = ds[:0]
+	var sources []string
+	for i := range 450 {
+		src := fmt.Sprint("budget-src-", i)
+		sources = append(sources, src)
+		d := Delivery(src, fmt.Sprint("d", i))
+		d.Payload = sizedPayload(30+i, 4*kib)
+		ds = append(ds, d)
+	}
+	ingest(t, q, ds...)
+	evs, err = q.Claim(ctx, params(1000, 1<<20, sources...))
+	check("claim of 450 sources within 1 MiB", evs, err, 256, 1<<20)
+}

@@ -56,6 +56,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"DueQueues":                  testDueQueues,
 		"ClaimManySources":           testClaimManySources,
 		"ClaimReturnsEveryPayload":   testClaimReturnsEveryPayload,
+		"ClaimWithinPayloadBudget":   testClaimWithinPayloadBudget,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

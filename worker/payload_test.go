@@ -3,7 +3,9 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -68,5 +70,124 @@ func TestPayloadFreedWhenItsEventEnds(t *testing.T) {
 		close(release)
 		waitStatus(t, s, p, rs[0].ID, hookbox.StatusDone)
 		waitStatus(t, s, p, rs[1].ID, hookbox.StatusDone)
+	})
+}
+
+// budgetQueue is a store that counts the payload bytes it hands to the
+// pool: a claim adds what it returned to held (the target takes it off
+// when it returns), and each pick of a transaction of Go handlers notes
+// its own total. Each peak is the most seen at once.
+type budgetQueue struct {
+	hookbox.Queue
+	held, heldPeak atomic.Int64
+	pickPeak       atomic.Int64
+}
+
+func (q *budgetQueue) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
+	evs, err := q.Queue.Claim(ctx, p)
+	raise(&q.heldPeak, q.held.Add(payloadBytes(evs)))
+	return evs, err
+}
+
+func (q *budgetQueue) BeginWork(ctx context.Context) (hookbox.WorkTx, error) {
+	wt, err := q.Queue.BeginWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return budgetWorkTx{wt, q}, nil
+}
+
+type budgetWorkTx struct {
+	hookbox.WorkTx
+	q *budgetQueue
+}
+
+func (w budgetWorkTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, time.Time, error) {
+	evs, at, err := w.WorkTx.Pick(ctx, p)
+	raise(&w.q.pickPeak, payloadBytes(evs))
+	return evs, at, err
+}
+
+func payloadBytes(evs []hookbox.Event) int64 {
+	var n int64
+	for _, e := range evs {
+		n += int64(len(e.Payload))
+	}
+	return n
+}
+
+// raise sets peak to n if n is larger.
+func raise(peak *atomic.Int64, n int64) {
+	for {
+		old := peak.Load()
+		if n <= old || peak.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// TestPayloadsHeldWithinBudget: a backlog of large payloads (24 of 4 MiB)
+// worked by a target that holds each request until the test lets it
+// answer, and by Go handlers: the payload bytes claimed and not yet
+// returned by their targets never pass MaxPayloadBytes (16 MiB), and no
+// transaction of Go handlers picks more than it. Before, the first claim
+// took every event the free slots allowed (24 of the 32), 96 MiB at once,
+// and a pick for Go handlers every event due up to BatchSize (256): with
+// 32 MiB bodies, 8 GiB. Both databases.
+func TestPayloadsHeldWithinBudget(t *testing.T) {
+	const size, n, budget = 4 << 20, 24, 16 << 20
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		q := &budgetQueue{Queue: s}
+		p := worker.New(q, worker.Options{PollInterval: 10 * time.Millisecond, MaxPayloadBytes: budget})
+		release := make(chan struct{})
+		p.Route("big", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			defer q.held.Add(-int64(len(ev.Payload)))
+			if len(ev.Payload) != size {
+				t.Errorf("event %d delivered with %d bytes, want %d", ev.ID, len(ev.Payload), size)
+			}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}))
+		var handled atomic.Int64
+		p.Handle("bigtx", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			handled.Add(1)
+			return nil
+		})
+		var last []hookbox.Receipt
+		for i := range n {
+			a, b := storetest.Delivery("big", fmt.Sprint(i)), storetest.Delivery("bigtx", fmt.Sprint(i))
+			a.Payload, b.Payload = bytes.Repeat([]byte{byte(i)}, size), bytes.Repeat([]byte{byte(i)}, size)
+			last = ingest(t, s, a, b)
+		}
+		start(t, p)
+		var heapPeak uint64
+		for range n {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			heapPeak = max(heapPeak, m.HeapInuse)
+			select {
+			case release <- struct{}{}:
+			case <-time.After(20 * time.Second):
+				t.Fatal("no delivery came to the target within 20 s")
+			}
+		}
+		waitStatus(t, s, p, last[0].ID, hookbox.StatusDone)
+		waitStatus(t, s, p, last[1].ID, hookbox.StatusDone)
+		t.Logf("targets: at most %d MiB of payloads claimed and not returned; Go handlers: at most %d MiB picked by one transaction; heap in use at most %d MiB while targets held requests",
+			q.heldPeak.Load()>>20, q.pickPeak.Load()>>20, heapPeak>>20)
+		if got := q.heldPeak.Load(); got > budget {
+			t.Errorf("targets held %d MiB of payloads at once, past the budget of %d MiB", got>>20, budget>>20)
+		}
+		if got := q.pickPeak.Load(); got > budget {
+			t.Errorf("a transaction of Go handlers picked %d MiB of payloads, past the budget of %d MiB", got>>20, budget>>20)
+		}
+		if handled.Load() < n {
+			t.Errorf("Go handlers ran %d times, want at least %d", handled.Load(), n)
+		}
 	})
 }

@@ -148,6 +148,20 @@ type Options struct {
 	// Concurrency is the most Target deliveries and two-phase Prepares in
 	// flight (default 32), shared out among the queues (see claimLeased).
 	Concurrency int
+	// MaxPayloadBytes bounds the payload bytes the pool holds in memory
+	// at once (default DefaultMaxPayloadBytes; negative for no bound).
+	// The payloads of the deliveries and Prepares claimed and not yet
+	// returned count against it, and a claim takes events only up to
+	// what is left of it (hookbox.ClaimParams.MaxPayloadBytes): none
+	// while nothing is left, and always one when nothing is held, so one
+	// payload larger than the bound is still worked, alone. So the
+	// payloads held stay under it plus one payload (the largest body a
+	// source accepts). Each transaction of Go handlers claims up to what
+	// is left of it too (one event when nothing is), and holds what it
+	// claimed until it ends. Without it, BatchSize (for Go handlers) or
+	// Concurrency (for targets) events were held whatever their size:
+	// 256 payloads of 32 MiB are 8 GiB.
+	MaxPayloadBytes int64
 	// TxBudget is how long one transaction of Go handlers may keep starting
 	// new handlers before it commits (default 50ms). On SQLite the
 	// transaction holds the only write lock, so this bounds how long ingest
@@ -301,6 +315,11 @@ type Pool struct {
 	// outcome); any other outcome ends the run.
 	exhaustedRun atomic.Int64
 
+	// payloadHeld counts the payload bytes of the events claimed for
+	// targets and Prepares whose work has not returned (see
+	// Options.MaxPayloadBytes).
+	payloadHeld atomic.Int64
+
 	txClaim atomic.Int64 // events the next claim for Go handlers takes; see txLimit
 	txRuns  atomic.Int64 // whole claims run at txClaim since it last changed
 
@@ -310,6 +329,9 @@ type Pool struct {
 	paused     map[string]bool     // paused names, as last read
 	pausedRead time.Time
 }
+
+// DefaultMaxPayloadBytes is Options.MaxPayloadBytes unless set.
+const DefaultMaxPayloadBytes = 64 << 20
 
 // DefaultStoreTimeout is the Options.StoreTimeout hookbox serve sets on
 // PostgreSQL.
@@ -349,6 +371,9 @@ func New(q hookbox.Queue, opts Options) *Pool {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 32
+	}
+	if opts.MaxPayloadBytes == 0 {
+		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
 	}
 	if opts.TxBudget <= 0 {
 		opts.TxBudget = 50 * time.Millisecond
@@ -1133,6 +1158,10 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	deadline = time.Now().Add(p.opts.TxBudget)
 	lease := p.lease(p.maxTimeout(sources))
 	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict}
+	if p.opts.MaxPayloadBytes > 0 {
+		// What targets hold leaves the rest; with nothing left, one event.
+		params.MaxPayloadBytes = max(1, p.opts.MaxPayloadBytes-p.payloadHeld.Load())
+	}
 	if !leased {
 		params.Mark = hookbox.Mark{Key: p.markKey(slot), Worker: p.id}
 		// One loop rescues events whose worker died, one per claim, so
@@ -1677,6 +1706,14 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if !strict && !params.ByKey {
 		params.RunningIDs = p.leases.ids()
 	}
+	if p.opts.MaxPayloadBytes > 0 {
+		held := p.payloadHeld.Load()
+		if held >= p.opts.MaxPayloadBytes {
+			// The claim comes when a payload is let go (Notify).
+			return 0, nil
+		}
+		params.MaxPayloadBytes = p.opts.MaxPayloadBytes - held
+	}
 	evs, err := p.claim(claimCtx, params)
 	if ctl != nil && err == nil {
 		p.took(ctl, evs, time.Now(), cursor)
@@ -1686,12 +1723,25 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	}
 	p.leases.add(evs, lease)
 	for i := range evs {
+		p.payloadHeld.Add(int64(len(evs[i].Payload)))
+	}
+	for i := range evs {
 		// Each event runs on a copy of its own, and leaves the claim's
 		// slice: that slice, kept by one goroutine of the batch (or by
 		// this loop, waiting for a slot), would keep every payload of the
 		// batch, those of events long finished included (see deliver).
 		ev := new(hookbox.Event)
 		*ev, evs[i] = evs[i], hookbox.Event{}
+		// The payload counts against MaxPayloadBytes until the work lets
+		// it go: a target's once it returns (deliver drops it), a
+		// two-phase handler's once its Apply has run.
+		held := int64(len(ev.Payload))
+		letGo := func() {
+			if held > 0 {
+				p.payloadHeld.Add(-held)
+				held = 0
+			}
+		}
 		p.takeSlot(ev.Source)
 		inflight.Add(1)
 		p.warm.run(func() {
@@ -1716,10 +1766,14 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 				}
 				p.recording <- struct{}{}
 				working = false
+				if ev.Payload == nil {
+					letGo()
+				}
 				p.freeSlot(ev.Source)
 				p.Notify()
 			}
 			defer func() {
+				letGo()
 				if working {
 					p.freeSlot(ev.Source)
 				} else {
