@@ -286,7 +286,7 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 }
 
 // scanListedEvent reads one row selected with eventColumns followed by
-// payload IS NULL.
+// length(payload) IS NULL (see queuedColumns).
 func scanListedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	var cleared bool
 	e, err := scanEvent(rowscan.WithCleared{Row: row, Cleared: &cleared})
@@ -297,7 +297,7 @@ func scanListedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error)
 // Event returns one event with headers and payload. An empty payload is
 // zero bytes, never nil; a cleared one is nil, with PayloadCleared set.
 func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
-	e, err := scanListedEvent(s.reader.QueryRowContext(ctx, `SELECT `+listedColumns+`, payload IS NULL FROM events WHERE id = ?`, id))
+	e, err := scanListedEvent(s.reader.QueryRowContext(ctx, `SELECT `+listedColumns+`, length(payload) IS NULL FROM events WHERE id = ?`, id))
 	if err == nil && !e.PayloadCleared && e.Payload == nil {
 		e.Payload = []byte{} // the driver reads a zero-length blob as nil
 	}
@@ -317,7 +317,7 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 	if limit <= 0 {
 		limit = hookbox.DefaultListLimit
 	}
-	q := `SELECT ` + listedColumns + `, payload IS NULL FROM events` + where + ` ORDER BY id DESC LIMIT ?`
+	q := `SELECT ` + listedColumns + `, length(payload) IS NULL FROM events` + where + ` ORDER BY id DESC LIMIT ?`
 	q = strings.Replace(q, "headers, payload", "headers, NULL", 1)
 	rows, err := s.reader.QueryContext(ctx, q, append(args, limit)...)
 	if err != nil {

@@ -45,7 +45,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		// lock, so a dry run over many events never holds up ingest.
 		var err error
 		res.Replayed, res.NoPayload, err = queryIDsSplit(ctx, s.reader,
-			`SELECT id, payload IS NULL FROM events`+where+` ORDER BY id`, args...)
+			`SELECT id, length(payload) IS NULL FROM events`+where+` ORDER BY id`, args...)
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
@@ -56,7 +56,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	// memory (temp_store), so one statement over a million events would
 	// hold a copy of every page it changes.
 	n := len(args)
-	pick := `SELECT id FROM events` + where + ` AND payload IS NOT NULL AND id > ? ORDER BY id LIMIT ?`
+	pick := `SELECT id FROM events` + where + ` AND length(payload) IS NOT NULL AND id > ? ORDER BY id LIMIT ?`
 	for after := max(p.AfterID, 0); !p.DryRun; {
 		picked, err := queryIDs(ctx, s.reader, pick, append(args[:n:n], after, replayBatch)...)
 		if err != nil {
@@ -86,7 +86,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		// Events without a payload are never replayed, so they are still
 		// in the state that matched: find them after the updates.
 		var err error
-		res.NoPayload, err = queryIDs(ctx, s.reader, `SELECT id FROM events`+where+` AND payload IS NULL ORDER BY id`, args...)
+		res.NoPayload, err = queryIDs(ctx, s.reader, `SELECT id FROM events`+where+` AND length(payload) IS NULL ORDER BY id`, args...)
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
@@ -219,7 +219,7 @@ func (s *Store) replaySlice(ctx context.Context, where string, args []any, picke
 // could pick (the source's range of events_due, say), so the work under
 // the write lock is bounded by the slice.
 func replayJudgeSQL(where string, n int) string {
-	return `SELECT id FROM events NOT INDEXED` + where + ` AND payload IS NOT NULL AND id IN (` + placeholders(n) + `)`
+	return `SELECT id FROM events NOT INDEXED` + where + ` AND length(payload) IS NOT NULL AND id IN (` + placeholders(n) + `)`
 }
 
 // Purge deletes finished events in batches; see hookbox.Ops.
@@ -413,7 +413,7 @@ const clearable = `status = 'done' AND ` + holdsSenderData + `
 // holds the rest still: the next run clears it, and a cleared row is
 // passed over. Every term reads the row walkFinished reads anyway, and
 // none is a function in an index's predicate (see 00015_dead_keys.sql).
-const holdsSenderData = `(payload IS NOT NULL OR length(headers) > 4 OR order_key IS NOT NULL OR last_error IS NOT NULL)`
+const holdsSenderData = `(length(payload) IS NOT NULL OR length(headers) > 4 OR order_key IS NOT NULL OR last_error IS NOT NULL)`
 
 // clearEventData and clearAttemptErrors, each followed by an IN list of
 // ids, drop from those events what the sender sent or what was taken from

@@ -193,6 +193,9 @@ func testClaimWithinPayloadBudget(t *testing.T, q QueueStore) {
 	check("claim of 700 KiB", evs, err, 2, 700*kib)
 	evs, err = q.Claim(ctx, params(100, 100*kib, "budget"))
 	check("claim of 100 KiB", evs, err, 1, 100*kib)
+	if len(evs) == 0 {
+		t.FailNow()
+	}
 	// Leaving out events it runs (another statement on PostgreSQL).
 	p := params(100, 300*kib, "budget")
 	p.RunningIDs = []int64{evs[0].ID}
