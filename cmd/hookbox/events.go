@@ -256,7 +256,7 @@ ID for a pending delivery waiting behind a dead one of its order key.`,
 				_, err := out.Write(d.Payload)
 				return err
 			case jsonOut:
-				return writeJSONOut(out, d)
+				return server.EncodeEventDetail(out, d, true)
 			}
 			return printEvent(out, d)
 		},
