@@ -24,6 +24,12 @@
 //     senders never see it.
 //   - Ingest commits synchronously (synchronous_commit on, whatever the
 //     server, role or URL say), so a receipt survives a server crash.
+//   - Every transaction on the store's connections (ingest, claims,
+//     finishes, the work transactions Go handlers run in, InTx) runs at
+//     READ COMMITTED, whatever default_transaction_isolation the server,
+//     database, role or URL set: at REPEATABLE READ or SERIALIZABLE the
+//     queue's own statements would fail with serialization failures
+//     whenever processes meet on a row.
 //   - A delivery the server refuses (a data error) or that breaks the
 //     store's limits is the delivery's fault: it alone gets an error
 //     matching hookbox.ErrBadDelivery; the deliveries sharing its
@@ -330,6 +336,16 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // sessionSettings is the statement that sets up each new session, given
 // the startup parameters from the URL (a jit there is kept).
 //
+// Every transaction of the session runs at READ COMMITTED, whatever
+// default_transaction_isolation the database, the role or the URL set:
+// claims lock with SKIP LOCKED and guard each transition by its lease
+// owner, which READ COMMITTED makes safe, while at REPEATABLE READ or
+// SERIALIZABLE a claim, finish or replay meeting a row another process
+// had just changed failed with a serialization failure (40001), and the
+// predicate locks of SERIALIZABLE made the work transactions of several
+// processes fail each other's commits. Go handlers run in hookbox's work
+// transaction, so at READ COMMITTED too.
+//
 // The server probes an idle client after a minute, every 10 s, six times
 // (unless the URL sets tcp_keepalives_idle): a backend whose client
 // vanished without a word (a firewall that forgot the connection) is
@@ -337,7 +353,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 // default, and the rows its open transaction locked (a transaction of Go
 // handlers, say) are free again. Ignored on a Unix socket.
 func sessionSettings(params map[string]string) string {
-	q := `SET synchronous_commit = on`
+	q := `SET synchronous_commit = on; SET default_transaction_isolation = 'read committed'`
 	if _, ok := params["jit"]; !ok {
 		q += `; SET jit = off`
 	}

@@ -218,18 +218,17 @@ func TestConflictForeverIsCharged(t *testing.T) {
 	t.Logf("%d runs", runs.Load())
 }
 
-// TestSerializationFailureNotCharged: on a database whose transactions
-// are SERIALIZABLE by default (a handler cannot choose its isolation: its
-// statements run in hookbox's transaction, begun before it), a handler
-// whose UPDATE meets a row an outside transaction changed and committed
-// after hookbox's snapshot fails with a real serialization failure
-// (40001). Its attempt is given back, not charged (if the shared
-// transaction's commit fails too, as SERIALIZABLE may make it, the
-// handler runs again alone, as after any failed commit), and run again
-// with a new snapshot it succeeds: the event is done with one attempt
-// counted. The test reads the store through a session of its own at READ
-// COMMITTED: hookbox's own reads at SERIALIZABLE can fail the same way.
-func TestSerializationFailureNotCharged(t *testing.T) {
+// TestHandlerReadCommittedOnSerializableDatabase: on a database whose
+// transactions are SERIALIZABLE by default, a handler still runs at READ
+// COMMITTED (its statements run in hookbox's work transaction, which the
+// store pins there: at SERIALIZABLE the queue's own statements failed
+// with serialization failures). A handler whose UPDATE meets a row an
+// outside transaction changed and committed after hookbox's transaction
+// began therefore updates the committed row: before, it failed with a
+// real serialization failure (40001) and the attempt was given back
+// (the handling of a 40001 a handler does get is TestConflictForeverIsCharged's).
+// The event is done at its first run, and both changes are kept.
+func TestHandlerReadCommittedOnSerializableDatabase(t *testing.T) {
 	plainURL := pgtest.URL(t)
 	dbURL := plainURL + "&default_transaction_isolation=serializable"
 	if !strings.Contains(plainURL, "?") {
@@ -260,12 +259,12 @@ func TestSerializationFailureNotCharged(t *testing.T) {
 		if err := tx.QueryRowContext(ctx, `SHOW transaction_isolation`).Scan(&level); err != nil {
 			return err
 		}
-		if level != "serializable" {
-			return worker.Permanent(fmt.Errorf("handler runs at %s, want serializable", level))
+		if level != "read committed" {
+			return worker.Permanent(fmt.Errorf("handler runs at %s, want read committed", level))
 		}
 		if runs.Add(1) == 1 {
-			// hookbox's transaction has its snapshot (its pick read the
-			// event); the outside change commits after it.
+			// hookbox's transaction has begun (its pick read the
+			// event); the outside change commits after that.
 			if _, err := outside.Exec(ctx, `UPDATE accounts SET n = n + 10 WHERE id = 1`); err != nil {
 				return worker.Permanent(fmt.Errorf("outside: %w", err))
 			}
@@ -283,20 +282,15 @@ func TestSerializationFailureNotCharged(t *testing.T) {
 	if e.Status != hookbox.StatusDone {
 		t.Fatalf("event %s after %d runs, want done (last error %q)", e.Status, runs.Load(), e.LastError)
 	}
-	if conflicts.Load() == 0 {
-		t.Fatalf("no run of %d met a serialization failure: the test did not make one", runs.Load())
+	if c := conflicts.Load(); c > 0 {
+		t.Errorf("%d runs of %d met a serialization failure", c, runs.Load())
 	}
 	as, err := read.Attempts(ctx, rs[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, a := range as[:len(as)-1] {
-		if a.Outcome != hookbox.AttemptReleased || !strings.Contains(a.Error, "40001") {
-			t.Errorf("attempt %d %s %q, want the serialization failure given back", i+1, a.Outcome, a.Error)
-		}
-	}
-	if tries := e.Attempts - e.AttemptBase; tries != 1 {
-		t.Errorf("%d attempts counted, want 1", tries)
+	if len(as) != 1 || as[0].Outcome != hookbox.AttemptDone {
+		t.Errorf("attempts %+v, want one, done", as)
 	}
 	var n int
 	if err := outside.QueryRow(ctx, `SELECT n FROM accounts WHERE id = 1`).Scan(&n); err != nil {
