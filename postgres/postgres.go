@@ -53,6 +53,10 @@
 //   - After Ingest has committed new rows, the store sends a NOTIFY that
 //     Listen, in any process, turns into a worker wake-up.
 //
+// Each connection must keep its server session: behind a connection
+// pooler that shares sessions between clients (PgBouncer in transaction
+// or statement mode), Open fails with ErrSharedSessions.
+//
 // The connection URL is handed to pgx unchanged: pool settings such as
 // pool_max_conns and server settings such as search_path=myschema work as
 // query parameters. The schema named by search_path must exist.
@@ -308,6 +312,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// connection at once instead (closeOnCancel).
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &cancelHandler{conn: c}
+	}
+	// A pooler that shares server sessions between clients is refused
+	// before anything is prepared, listened for or migrated through it.
+	if err := checkOwnSessions(ctx, cfg.ConnConfig); err != nil {
+		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
