@@ -218,6 +218,43 @@ func TestConflictForeverIsCharged(t *testing.T) {
 	t.Logf("%d runs", runs.Load())
 }
 
+// TestSerializationFailureNotCharged: a handler whose statement fails
+// with a serialization failure (40001; raised by PostgreSQL in the
+// handler's statement here, since the READ COMMITTED transaction handlers
+// run in no longer makes one of its own: see
+// TestHandlerReadCommittedOnSerializableDatabase) lost a race: its
+// attempt is given back, not charged, and run again it succeeds: the
+// event is done with one attempt counted.
+func TestSerializationFailureNotCharged(t *testing.T) {
+	s := dbtest.Open(t, pgtest.URL(t))
+	p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
+	var runs atomic.Int64
+	p.Handle("app", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+		if runs.Add(1) > 1 {
+			return nil
+		}
+		_, err := tx.ExecContext(ctx, `DO $$ BEGIN RAISE EXCEPTION 'lost a race' USING ERRCODE = 'serialization_failure'; END $$`)
+		return err
+	})
+	p.SetPolicy("app", fast)
+	start(t, p)
+	rs := ingest(t, s, storetest.Delivery("app", "1"))
+	e := waitFinished(t, s, p, rs[0].ID)
+	if e.Status != hookbox.StatusDone {
+		t.Fatalf("event %s after %d runs, want done (last error %q)", e.Status, runs.Load(), e.LastError)
+	}
+	as, err := s.Attempts(context.Background(), rs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 2 || as[0].Outcome != hookbox.AttemptReleased || !strings.Contains(as[0].Error, "40001") || as[1].Outcome != hookbox.AttemptDone {
+		t.Errorf("attempts %+v, want the serialization failure given back, then done", as)
+	}
+	if tries := e.Attempts - e.AttemptBase; tries != 1 {
+		t.Errorf("%d attempts counted, want 1", tries)
+	}
+}
+
 // TestHandlerReadCommittedOnSerializableDatabase: on a database whose
 // transactions are SERIALIZABLE by default, a handler still runs at READ
 // COMMITTED (its statements run in hookbox's work transaction, which the
