@@ -10,4 +10,8 @@ var (
 	// ErrUnavailable means the database could not be reached or could not
 	// commit; the caller should answer 503 and let the sender retry.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrReadOnly means the database answers but refuses writes (a
+	// PostgreSQL standby after a failover, or default_transaction_read_only
+	// set); errors that match it match ErrUnavailable too.
+	ErrReadOnly = errors.New("the database is read-only")
 )

@@ -225,7 +225,8 @@ type EventStore interface {
 	// Events lists events matching f, newest first, without payloads.
 	Events(ctx context.Context, f Filter) ([]Event, error)
 
-	// Ping reports whether the database answers.
+	// Ping reports whether the database answers and takes writes (an
+	// error matching ErrReadOnly when it answers but is read-only).
 	Ping(ctx context.Context) error
 
 	// Close releases the store's connections.

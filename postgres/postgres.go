@@ -583,11 +583,27 @@ var ErrConnectionsLeft = fmt.Errorf("postgres: close: the server did not answer 
 // request to the server, 17 s in one stop during such an outage.
 const closeWait = 3 * time.Second
 
-// Ping reports whether the database answers; its error matches
-// hookbox.ErrUnavailable.
+// Ping reports whether the database answers and takes writes; its error
+// matches hookbox.ErrUnavailable, and hookbox.ErrReadOnly too when the
+// session is read-only (a standby, default_transaction_read_only): a
+// database that answers but refuses every delivery is not ready. The
+// read-only session's connection is closed, as the store closes one
+// refused a write (readOnlyGuard), so the next Ping sees the database as
+// it is then.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.pool.Ping(ctx); err != nil {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
 		return fmt.Errorf("postgres: ping: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	defer c.Release()
+	var readOnly bool
+	if err := c.QueryRow(ctx, `SELECT current_setting('transaction_read_only') = 'on'`).Scan(&readOnly); err != nil {
+		return fmt.Errorf("postgres: ping: %w: %v", hookbox.ErrUnavailable, err)
+	}
+	if readOnly {
+		c.Conn().Close(ctx) // the pool drops it when it is released
+		return fmt.Errorf("postgres: ping: %w: %w (a standby after a failover, or default_transaction_read_only): "+
+			"point the URL at the primary, or make the database writable again", hookbox.ErrUnavailable, hookbox.ErrReadOnly)
 	}
 	return nil
 }

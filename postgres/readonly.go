@@ -42,6 +42,7 @@ func (g *readOnlyGuard) install(cfg *pgconn.Config) {
 			g.lines.Log(context.Background(), g.log, slog.LevelWarn, "read-only",
 				"postgres: the database is read-only (a failover to a standby? default_transaction_read_only?): "+
 					"deliveries are answered 503 and claims fail until it is writable again; "+
+					"point the URL at the primary, or make the database writable; "+
 					"each connection refused a write is closed and reopened",
 				func() []slog.Attr {
 					return []slog.Attr{slog.String("sqlstate", e.Code), slog.String("err", e.Message)}

@@ -640,7 +640,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 				return []slog.Attr{slog.Any("err", err)}
 			})
 			msg := "store unreachable"
-			if errors.Is(err, ErrCommitsFailing) {
+			switch {
+			case errors.Is(err, hookbox.ErrReadOnly):
+				msg = "the database is read-only (a standby after a failover, or default_transaction_read_only): deliveries are answered 503 until it is writable"
+			case errors.Is(err, ErrCommitsFailing):
 				msg = "the store cannot commit deliveries (see the log)"
 			}
 			writeError(w, http.StatusServiceUnavailable, msg)

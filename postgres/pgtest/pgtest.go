@@ -264,3 +264,38 @@ func CollatedDB(t testing.TB, icuLocale string) string {
 	parsed.Path = "/" + name
 	return parsed.String()
 }
+
+// Database creates a database of its own, with the server's defaults, for
+// a test that changes database-level settings (ALTER DATABASE … SET),
+// which must not reach the database other tests share. It returns the
+// database's name and URL, and drops it (ending its sessions) when the
+// test ends. Settings are changed through AdminExec.
+func Database(t testing.TB) (name, dbURL string) {
+	t.Helper()
+	base := serverURL(t)
+	parsed, err := url.Parse(base)
+	if err != nil || parsed.Scheme == "" {
+		t.Fatalf("%s must be a URL for a database of its own", EnvURL)
+	}
+	name = "hb_" + randomHex(8)
+	AdminExec(t, "CREATE DATABASE "+name)
+	t.Cleanup(func() { AdminExec(t, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	parsed.Path = "/" + name
+	return name, parsed.String()
+}
+
+// AdminExec runs q on the server's own database (the one the environment
+// names), failing the test if it fails.
+func AdminExec(t testing.TB, q string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s is unreachable: %v", EnvURL, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
