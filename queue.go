@@ -456,7 +456,9 @@ func skipSpace(query string, i int) int {
 
 // Transactor runs application code in a write transaction on the store's
 // database: schema set-up for the tables a handler writes, or reads and
-// writes outside the queue.
+// writes outside the queue. On PostgreSQL the transaction, like the one
+// Go handlers run in, is READ COMMITTED whatever the database's default
+// isolation.
 type Transactor interface {
 	InTx(ctx context.Context, fn func(ctx context.Context, tx *Tx) error) error
 }
