@@ -107,7 +107,7 @@ func TestMigrateToQueueTable(t *testing.T) {
 	// A row as the release before wrote it: leased, with no attempts row yet.
 	var sqlID int64
 	if err := conn.QueryRow(ctx, `INSERT INTO events (source, delivery_id, payload, status, attempts, lease_owner, next_attempt_at)
-        VALUES ('sql', 'sql-1', '\x7b7d', 'processing', 1, 'old-owner', now() + interval '1 minute') RETURNING id`).Scan(&sqlID); err != nil {
+        VALUES ('sql', 'sql-1', $1, 'processing', 1, 'old-owner', now() + interval '1 minute') RETURNING id`, []byte("{}")).Scan(&sqlID); err != nil {
 		t.Fatal(err)
 	}
 

@@ -35,9 +35,11 @@ var ErrSharedSessions = errors.New("postgres: the database URL goes through a co
 // sessions hands the first's process, idle between its statements, to the
 // second (PgBouncer hands out the server connection used last), or
 // another one to the first while the second holds it in its transaction;
-// PgBouncer's statement mode refuses the transaction (08P01). The statements use the simple protocol, so
-// that on a shared session they do not first fail on prepared statements
-// another client left there.
+// PgBouncer's statement mode refuses the transaction (08P01). The
+// statements are not prepared (an unnamed statement each), so that on a
+// shared session they do not first fail on prepared statements another
+// client left there; nor do they use the simple protocol, which pgx
+// refuses on a server whose standard_conforming_strings is off.
 func checkOwnSessions(ctx context.Context, cfg *pgx.ConnConfig) error {
 	a, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
@@ -51,7 +53,7 @@ func checkOwnSessions(ctx context.Context, cfg *pgx.ConnConfig) error {
 	defer b.Close(context.Background())
 	pid := func(c *pgx.Conn) (int32, error) {
 		var p int32
-		err := c.QueryRow(ctx, `SELECT pg_backend_pid()`, pgx.QueryExecModeSimpleProtocol).Scan(&p)
+		err := c.QueryRow(ctx, `SELECT pg_backend_pid()`, pgx.QueryExecModeExec).Scan(&p)
 		return p, err
 	}
 	unavailable := func(err error) error {
@@ -69,7 +71,7 @@ func checkOwnSessions(ctx context.Context, cfg *pgx.ConnConfig) error {
 		if second == first {
 			return ErrSharedSessions
 		}
-		if _, err := b.Exec(ctx, `BEGIN`, pgx.QueryExecModeSimpleProtocol); err != nil {
+		if _, err := b.Exec(ctx, `BEGIN`, pgx.QueryExecModeExec); err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == codeProtocolViolation {
 				return ErrSharedSessions // PgBouncer's statement mode refuses transactions
@@ -84,7 +86,7 @@ func checkOwnSessions(ctx context.Context, cfg *pgx.ConnConfig) error {
 		if err != nil {
 			return unavailable(err)
 		}
-		if _, err := b.Exec(ctx, `ROLLBACK`, pgx.QueryExecModeSimpleProtocol); err != nil {
+		if _, err := b.Exec(ctx, `ROLLBACK`, pgx.QueryExecModeExec); err != nil {
 			return unavailable(err)
 		}
 		if held == first || again != first {
