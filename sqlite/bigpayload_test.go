@@ -93,10 +93,8 @@ func TestLargePayloadsNotCopiedByClaimAndFinish(t *testing.T) {
 // picked, and the read of the large payloads after the commit.
 func TestClaimByIDPlans(t *testing.T) {
 	s := openTemp(t)
-	q, args := claimSQL(hookbox.ClaimParams{Owner: "o", Limit: 8, Lease: time.Minute, Sources: []string{"a", "b"}}, 0)
+	q, args := claimSQL(hookbox.ClaimParams{Owner: "o", Limit: 8, Lease: time.Minute, Sources: []string{"a", "b"}})
 	noTableScan(t, s, "the pick", q, args...)
-	q, args = claimSQL(hookbox.ClaimParams{Owner: "o", Limit: 8, Lease: time.Minute, Sources: []string{"a", "b"}, MaxPayloadBytes: 1 << 20}, 0)
-	noTableScan(t, s, "the pick within a payload budget", q, args...)
 	noTableScan(t, s, "the lease", leaseSQL, "o", 1, 2, "[1,2,3]")
 	noTableScan(t, s, "the read of large payloads", largeSQL, "[1,2,3]")
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -273,7 +274,7 @@ func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]
 	queries := make([]string, len(parts))
 	var firstArgs []any
 	for i, part := range parts {
-		q, args := claimSQL(part, 0)
+		q, args := claimSQL(part)
 		st, err := s.claims.get(ctx, q)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", hookbox.ErrUnavailable, err)
@@ -298,9 +299,9 @@ func (s *Store) claimParts(ctx context.Context, parts []hookbox.ClaimParams) ([]
 			}
 			args := firstArgs
 			if i > 0 {
-				_, args = claimSQL(part, used)
+				_, args = claimSQL(part)
 			}
-			evs, big, n, err := s.leaseTx(ctx, tx, stmts[i], queries[i], args, leaseArgs(part))
+			evs, big, n, err := s.leaseTx(ctx, tx, stmts[i], queries[i], args, leaseArgs(part), part.MaxPayloadBytes, used)
 			if err != nil {
 				return err
 			}
@@ -337,32 +338,35 @@ const leaseIDs = `UPDATE OR FAIL events SET status = 'processing', attempts = at
 // its payload (NULL: cleared) and the payload itself when it is at most
 // inTxPayload bytes: length() reads the size from the row's header,
 // without the payload's pages.
-func claimSQL(p hookbox.ClaimParams, used int64) (string, []any) {
+func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	if p.Now.IsZero() {
 		p.Now = time.Now()
 	}
 	pick, args, _, _ := claimPick(p)
-	pick, args = payloadBudget(pick, args, p.MaxPayloadBytes, used)
 	return `SELECT id, length(payload), CASE WHEN length(payload) <= ` + strconv.Itoa(inTxPayload) + ` THEN payload END
         FROM events WHERE id IN (` + pick + `)`, args
 }
 
-// payloadBudget wraps pick, a query of event ids, and its arguments, so
-// that it keeps, in id order, the ids before the first whose payload
-// would bring the total past budget (hookbox.ClaimParams.MaxPayloadBytes),
-// used bytes being taken already by the parts of the claim before it.
-// The first id is kept whatever its size when used is 0. length() reads
-// each size from its row's header, without the payload's pages. A budget
-// of 0 leaves pick as it is.
-func payloadBudget(pick string, args []any, budget, used int64) (string, []any) {
+// withinBudget returns how many of the payload sizes n (in id order; a
+// cleared payload counts 0) a claim keeps within budget
+// (hookbox.ClaimParams.MaxPayloadBytes), used bytes being taken already
+// by the parts of the claim before: those before the first that would
+// bring the total past it, and the first whatever its size when used is
+// 0, so that a payload larger than the budget is still worked, alone. A
+// budget of 0 keeps them all. The budget is applied here, to the sizes
+// the pick read from the rows' headers, not in its SQL: a window sum
+// over the pick cost the SQLite drain about a seventh of its rate.
+func withinBudget(n []int64, budget, used int64) int {
 	if budget <= 0 {
-		return pick, args
+		return len(n)
 	}
-	return `SELECT id FROM (SELECT id,
-            sum(ifnull(length(payload), 0)) OVER (ORDER BY id) AS upto,
-            row_number() OVER (ORDER BY id) AS n
-            FROM events WHERE id IN (` + pick + `))
-        WHERE ? + upto <= ? OR (n = 1 AND ? = 0)`, append(args, used, budget, used)
+	for i, size := range n {
+		if used+size > budget && (i > 0 || used > 0) {
+			return i
+		}
+		used += size
+	}
+	return len(n)
 }
 
 // inTxPayload is the largest payload a claim reads in its write
@@ -392,7 +396,7 @@ var leasedColumns = strings.TrimSuffix(eventColumns, ", payload") + `, NULL, 0`
 // nil), and the total size of their payloads. The pick reads the
 // payloads before the lease writes the rows: the transaction holds the
 // write lock, nothing changes them in between.
-func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args, lease []any) ([]hookbox.Event, []int64, int64, error) {
+func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args, lease []any, budget, used int64) ([]hookbox.Event, []int64, int64, error) {
 	rows, err := query(ctx, tx, st, q, args...)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
@@ -414,6 +418,14 @@ func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string,
 	}
 	if err := closeRows(rows); err != nil {
 		return nil, nil, 0, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	if budget > 0 {
+		slices.Sort(ids)
+		sizes := make([]int64, len(ids))
+		for i, id := range ids {
+			sizes[i] = pick[id].n.Int64
+		}
+		ids = ids[:withinBudget(sizes, budget, used)]
 	}
 	if len(ids) == 0 {
 		return nil, nil, 0, nil
@@ -775,15 +787,63 @@ func scanQueuedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error)
 	return e, err
 }
 
+// pickedColumns are what a Go handlers' pick reads of each event (see
+// workTx.Pick): eventColumns with the payload only when it is at most
+// inTxPayload bytes, then the payload's length (NULL: cleared), read from
+// the row's header.
+var pickedColumns = strings.TrimSuffix(eventColumns, ", payload") +
+	`, CASE WHEN length(payload) <= ` + strconv.Itoa(inTxPayload) + ` THEN payload END, length(payload)`
+
 // pickTx runs a pick statement (see workTx.Pick), which selects
-// queuedColumns, and returns the events in id order.
-func pickTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any) ([]hookbox.Event, error) {
+// pickedColumns, and returns the events in id order with the sizes of
+// their payloads (0 for a cleared one). A payload larger than
+// inTxPayload is left nil, not cleared, for the caller to read.
+func pickTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string, args []any) ([]hookbox.Event, []int64, error) {
 	rows, err := query(ctx, tx, st, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
 	}
-	return scanQueuedEvents(rows)
+	defer rows.Close()
+	type picked struct {
+		e hookbox.Event
+		n int64
+	}
+	var all []picked
+	for rows.Next() {
+		var n sql.NullInt64
+		e, err := scanEvent(withLength{row: rows, n: &n})
+		if err != nil {
+			return nil, nil, err
+		}
+		switch {
+		case !n.Valid:
+			e.Payload, e.PayloadCleared = nil, true
+		case n.Int64 > inTxPayload:
+			e.Payload = nil // read by the caller
+		case e.Payload == nil:
+			e.Payload = []byte{} // the driver reads an empty blob as nil
+		}
+		all = append(all, picked{e, n.Int64})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	slices.SortFunc(all, func(a, b picked) int { return cmp.Compare(a.e.ID, b.e.ID) })
+	evs, sizes := make([]hookbox.Event, len(all)), make([]int64, len(all))
+	for i, p := range all {
+		evs[i], sizes[i] = p.e, p.n
+	}
+	return evs, sizes, nil
 }
+
+// withLength scans a row whose last column, after those its caller
+// scans, is a payload's length.
+type withLength struct {
+	row interface{ Scan(...any) error }
+	n   *sql.NullInt64
+}
+
+func (r withLength) Scan(dest ...any) error { return r.row.Scan(append(dest, r.n)...) }
 
 // scanQueuedEvents reads rows selected with queuedColumns, closes them and
 // returns the events in id order.

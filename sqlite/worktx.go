@@ -38,10 +38,14 @@ func (s *Store) BeginWork(ctx context.Context) (hookbox.WorkTx, error) {
 }
 
 // Pick reads the events a claim would lease; the write lock keeps them
-// ours until the transaction ends. Their payloads are read here, whatever
-// their size: the events are not leased, so only this transaction may
-// read them as picked. A SELECT copies no row it reads; the payload is
-// read once per event (see queuedColumns).
+// ours until the transaction ends. The events are not leased, so only
+// this transaction may read them as picked: their payloads are read here,
+// in two steps so that a pick holds no more than its budget
+// (hookbox.ClaimParams.MaxPayloadBytes) and one payload: the pick reads
+// the payloads of at most inTxPayload bytes and every size (from the
+// rows' headers), keeps the events within the budget (withinBudget), and
+// then reads the larger payloads of those it kept (pickLarge). A SELECT
+// copies no row it reads; each payload is read once.
 func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, time.Time, error) {
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, time.Time{}, nil
@@ -54,31 +58,69 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	}
 	// Over more than maxUnion sources, part after part (see claimParts).
 	var out []hookbox.Event
+	var large []int64
 	var used int64 // payload bytes the parts before took
 	for _, part := range splitSources(p) {
 		if part.Limit -= len(out); part.Limit <= 0 || p.MaxPayloadBytes > 0 && used >= p.MaxPayloadBytes {
 			break
 		}
 		pick, args, _, _ := claimPick(part)
-		pick, args = payloadBudget(pick, args, p.MaxPayloadBytes, used)
-		q := `SELECT ` + queuedColumns + ` FROM events WHERE id IN (` + pick + `)`
+		q := `SELECT ` + pickedColumns + ` FROM events WHERE id IN (` + pick + `)`
 		// The writer is this transaction's: a statement cannot be prepared
 		// on it now, so a new one runs unprepared this once.
 		st := w.s.claims.lookup(q)
 		if st == nil {
 			w.uncached = append(w.uncached, q)
 		}
-		evs, err := pickTx(ctx, w.tx, st, q, args)
+		evs, sizes, err := pickTx(ctx, w.tx, st, q, args)
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("sqlite: pick: %w", err)
 		}
-		for _, e := range evs {
-			used += int64(len(e.Payload))
+		keep := withinBudget(sizes, p.MaxPayloadBytes, used)
+		for i, e := range evs[:keep] {
+			used += sizes[i]
+			if e.Payload == nil && !e.PayloadCleared {
+				large = append(large, e.ID)
+			}
 		}
-		out = append(out, evs...)
+		out = append(out, evs[:keep]...)
 	}
 	sortByID(out)
+	if err := w.pickLarge(ctx, out, large); err != nil {
+		return nil, time.Time{}, fmt.Errorf("sqlite: pick: %w", err)
+	}
 	return out, fromMillis(millis(p.Now)), nil
+}
+
+// pickLarge reads, in the transaction, the payloads larger than
+// inTxPayload of the picked events evs whose ids are in large.
+func (w *workTx) pickLarge(ctx context.Context, evs []hookbox.Event, large []int64) error {
+	if len(large) == 0 {
+		return nil
+	}
+	rows, err := w.tx.QueryContext(ctx, largeSQL, jsonArray(large))
+	if err != nil {
+		return fmt.Errorf("%w: %v", hookbox.ErrUnavailable, err)
+	}
+	byID := make(map[int64]*hookbox.Event, len(evs))
+	for i := range evs {
+		byID[evs[i].ID] = &evs[i]
+	}
+	for rows.Next() {
+		var id int64
+		var n sql.NullInt64
+		var payload []byte
+		if err := rows.Scan(&id, &n, &payload); err != nil {
+			rows.Close()
+			return err
+		}
+		if e := byID[id]; e != nil {
+			// The write lock is ours: the payload cannot have been
+			// cleared since the pick read its size.
+			e.Payload = payload
+		}
+	}
+	return closeRows(rows)
 }
 
 // Repick checks, event by event, that each is still due and unworked.
