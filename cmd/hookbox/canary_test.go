@@ -158,6 +158,29 @@ func (l *listenWriter) String() string {
 	return l.buf.String()
 }
 
+// serveInProcess runs hookbox serve with the config at cfgPath on dbURL,
+// on a port of its own, until ctx ends; it returns the address it
+// listens on, its log, and where its end is reported.
+func serveInProcess(t *testing.T, ctx context.Context, cfgPath, dbURL string) (string, *listenWriter, chan error) {
+	t.Helper()
+	log := &listenWriter{addr: make(chan string, 1)}
+	served := make(chan error, 1)
+	go func() {
+		root := newRootCmd()
+		root.SetOut(log)
+		root.SetErr(log)
+		root.SetArgs([]string{"serve", "--config", cfgPath, "--db", dbURL, "--listen", "127.0.0.1:0"})
+		served <- root.ExecuteContext(ctx)
+	}()
+	select {
+	case addr := <-log.addr:
+		return addr, log, served
+	case err := <-served:
+		t.Fatalf("serve stopped: %v\n%s", err, log)
+		return "", nil, nil
+	}
+}
+
 // canaryConfig is a configuration with a canary in every slot that holds
 // a secret; app is the echoing app's address.
 func canaryConfig(app string) string {
@@ -299,21 +322,7 @@ func canaryRun(t *testing.T, app, dbURL string) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	log := &listenWriter{addr: make(chan string, 1)}
-	served := make(chan error, 1)
-	go func() {
-		root := newRootCmd()
-		root.SetOut(log)
-		root.SetErr(log)
-		root.SetArgs([]string{"serve", "--config", cfgPath, "--db", dbURL, "--listen", "127.0.0.1:0"})
-		served <- root.ExecuteContext(ctx)
-	}()
-	var addr string
-	select {
-	case addr = <-log.addr:
-	case err := <-served:
-		t.Fatalf("serve stopped: %v\n%s", err, log)
-	}
+	addr, log, served := serveInProcess(t, ctx, cfgPath, dbURL)
 	base := "http://" + addr
 	tailOut, stopTail := startTail(t, "--db", dbURL, "--json")
 	tailText, stopTail2 := startTail(t, "--db", dbURL)
@@ -627,21 +636,7 @@ func TestCanariesWhenPostgresFails(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	log := &listenWriter{addr: make(chan string, 1)}
-	served := make(chan error, 1)
-	go func() {
-		root := newRootCmd()
-		root.SetOut(log)
-		root.SetErr(log)
-		root.SetArgs([]string{"serve", "--config", cfgPath, "--db", dbURL, "--listen", "127.0.0.1:0"})
-		served <- root.ExecuteContext(ctx)
-	}()
-	var addr string
-	select {
-	case addr = <-log.addr:
-	case err := <-served:
-		t.Fatalf("serve stopped: %v\n%s", err, log)
-	}
+	addr, log, served := serveInProcess(t, ctx, cfgPath, dbURL)
 	var emitted strings.Builder
 	send := func(id string) int {
 		out, errOut, _ := runCLI(t, "send", "--config", cfgPath, "--source", "gh", "--url", "http://"+addr+"/webhooks/gh", "--delivery-id", id, "--json")
