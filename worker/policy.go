@@ -178,24 +178,28 @@ func IsConflict(err error) bool {
 	if errors.As(err, &c) {
 		return true
 	}
-	var coded interface{ SQLState() string }
-	if !errors.As(err, &coded) {
-		return false
-	}
-	switch coded.SQLState() {
+	switch sqlState(err) {
 	case "40001", "40P01": // serialization_failure, deadlock_detected
 		return true
 	}
 	return false
 }
 
+// sqlState returns the SQLSTATE of the database error err carries, read
+// through its SQLState method (pgx's *pgconn.PgError and lib/pq's
+// *pq.Error have one), or "".
+func sqlState(err error) string {
+	var coded interface{ SQLState() string }
+	if !errors.As(err, &coded) {
+		return ""
+	}
+	return coded.SQLState()
+}
+
 // cancelledStatement reports whether err carries PostgreSQL's
 // query_canceled (SQLSTATE 57014): a statement ended by a cancel request
 // or by statement_timeout.
-func cancelledStatement(err error) bool {
-	var coded interface{ SQLState() string }
-	return errors.As(err, &coded) && coded.SQLState() == "57014"
-}
+func cancelledStatement(err error) bool { return sqlState(err) == "57014" }
 
 // MaxConflictsInARow is how many attempts in a row of one event a
 // conflict (IsConflict) may end and be given back; the next one that
