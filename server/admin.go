@@ -185,14 +185,12 @@ type admin struct {
 // whether the token is right or not; one that carries none gets 401, as
 // does one whose Authorization header is in another scheme than Bearer,
 // without spending a guess (see BearerToken). No admin route reads a
-// body (each takes its parameters from the query): a request that has one
-// is answered without waiting for it, on a connection then closed
-// (closeUnread), where net/http would read the body before the reply.
+// body (each takes its parameters from the query): on whatever mux the
+// routes are registered, a request that has one is answered without
+// waiting for it (CloseUnreadBodies), where net/http would read the body
+// before the reply.
 func (a *admin) guard(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength != 0 {
-			closeUnread(w, r)
-		}
+	return CloseUnreadBodies(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, bearer := BearerToken(r.Header.Get("Authorization"))
 		refund := func() {}
 		if bearer {
@@ -216,7 +214,7 @@ func (a *admin) guard(h http.HandlerFunc) http.Handler {
 		}
 		refund()
 		h(w, r)
-	})
+	}))
 }
 
 // BearerToken returns the token of an Authorization header in the Bearer

@@ -274,8 +274,9 @@ func New(cfg Config) *Server {
 	s.mux.HandleFunc("/webhooks/{source}", s.wrongMethod)
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	// A body sent here is left unread: ServeHTTP serves every path but a
+	// webhook's through CloseUnreadBodies.
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		closeUnread(w, r)
 		writeError(w, http.StatusNotFound, "no such endpoint")
 	})
 	s.unread = CloseUnreadBodies(s.mux)

@@ -771,9 +771,10 @@ func jsonArray[T int64 | string](vs []T) string {
 	return string(b)
 }
 
-// queuedColumns are the columns an unleased read of events uses
-// (workTx.Pick, the marks of a dead pool): eventColumns
-// and whether the payload was cleared (the driver reads an empty blob as
+// queuedColumns are the columns a read of events with their payloads
+// uses (the marks of a dead pool; a claim's lease returns leasedColumns,
+// a Go handlers' pick pickedColumns): eventColumns and whether the
+// payload was cleared (the driver reads an empty blob as
 // nil too). That is asked of length(payload), which SQLite reads from the
 // row's header: "payload IS NULL" would read the payload a second time.
 const queuedColumns = eventColumns + `, length(payload) IS NULL`
