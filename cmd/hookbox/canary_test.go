@@ -55,6 +55,19 @@ var canaries = map[string]string{
 	"target_fwd_query":     "cnryTgtQuery-5b4a3f2e1d",
 	"env_forward_token":    "cnryEnvFwdTok-6c5b4a3f2e",
 	"target_exec_env_name": "cnryTgtExecEnv-7d6c5b4a3f",
+	// Written literally in exec arguments: a URL's password, curl's
+	// -u user:password, --flag=value and --flag value of credential
+	// flags, a URL query's token, and a flag in a shell script.
+	"arg_url_pass":   "cnryArgUrlPass-8e7d6c5b4a",
+	"arg_curl_user":  "cnryArgCurlPass-9f8e7d6c5b",
+	"arg_token_eq":   "cnryArgTokenEq-0a9f8e7d6c",
+	"arg_password":   "cnryArgPassword-1b0a9f8e7d",
+	"arg_query":      "cnryArgQuery-2c1b0a9f8e",
+	"arg_script_key": "cnryArgScriptKey-3d2c1b0a9f",
+	// ${NAME:-default} defaults used, the variables unset: in an exec
+	// argument and in a forward URL's path.
+	"default_arg":     "cnryDefaultArg-4e3d2c1b0a",
+	"default_forward": "cnryDefaultFwd-5f4e3d2c1b",
 }
 
 // canaryForms returns the strings that would show secret: itself, its
@@ -237,6 +250,10 @@ sources:
       - name: run
         exec: ["/bin/sh", "-c", "env >&2; exit 4"]
         exec_env: ["SOME_SETTING=%s"]
+      - name: args
+        exec: ["/bin/sh", "-c", "echo argv: \"$@\"; exit 5; curl --api-key %s", "sh", "-u", "appuser:%s", "postgres://u:%s@127.0.0.1:1/db", "--token=%s", "--password", "%s", "https://api.example.com/x?access_token=%s", "--data", "${HB_CANARY_UNSET_ARG:-%s}"]
+      - name: fwddefault
+        forward: "http://%s/echo/${HB_CANARY_UNSET_FWD:-%s}"
     max_attempts: 2
     backoff_min: 10ms
     backoff_max: 20ms
@@ -258,6 +275,8 @@ sources:
 		c["github"], c["dead_pass"], c["dead_query"], c["dead_bearer"],
 		c["stripe"], c["exec_env"],
 		c["hmac"], app, c["target_fwd_query"], c["target_fwd_bearer"], whsec(c["sign"]), c["fwd_pass"], app, c["fwd_pass"], app, c["target_fwd_query"], c["target_exec_env_name"],
+		c["arg_script_key"], c["arg_curl_user"], c["arg_url_pass"], c["arg_token_eq"], c["arg_password"], c["arg_query"], c["default_arg"],
+		app, c["default_forward"],
 		c["token"], c["basic"], c["mailgun"])
 }
 
@@ -265,7 +284,8 @@ sources:
 // secret slot of its configuration (signing secrets of every kind, two
 // at once for rotation, the admin token, forward URLs' user info and
 // query tokens, forward headers, a target's signing key, exec_env values,
-// values read from the environment) and drives it through valid,
+// values read from the environment, ${NAME:-default} defaults used in
+// their place, and credentials written literally in exec arguments) and drives it through valid,
 // forged, duplicate and refused deliveries, a forward target that echoes
 // its request back in a 500, one that cannot be reached, commands that
 // print their environment, the admin API, the console, /metrics,
@@ -279,6 +299,10 @@ func TestCanariesNeverEmitted(t *testing.T) {
 	t.Cleanup(app.Close) // after the parallel subtests
 	t.Setenv("HB_CANARY_EXEC_ARG", canaries["exec_arg"])
 	t.Setenv("HB_CANARY_FWD_TOKEN", canaries["env_forward_token"])
+	for _, name := range []string{"HB_CANARY_UNSET_ARG", "HB_CANARY_UNSET_FWD"} {
+		t.Setenv(name, "") // restored after the test
+		os.Unsetenv(name)  // the defaults are used
+	}
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		if !strings.HasPrefix(dbURL, "sqlite:") {
 			u, err := url.Parse(dbURL)
@@ -461,7 +485,7 @@ func canaryRun(t *testing.T, app, dbURL string) {
 	}
 	// The run did what it says: every failing path was taken.
 	for _, want := range []string{"attempt failed", "delivery rejected", "auth=[REDACTED] url=/echo?[REDACTED]", "auth=Basic [REDACTED] url=/echo?[REDACTED]",
-		"Temporary Redirect", "connection refused", "arg=[REDACTED]", "API_TOKEN=[REDACTED]"} {
+		"Temporary Redirect", "connection refused", "arg=[REDACTED]", "API_TOKEN=[REDACTED]", "argv: -u appuser:[REDACTED]"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("nothing emitted holds %q: a path was not driven", want)
 		}
