@@ -1,0 +1,275 @@
+package redact
+
+import (
+	"encoding/base64"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ArgSecrets returns the credentials written in a command's arguments
+// argv (an exec target's), for a Redactor to mask wherever the command's
+// output or a view of the configuration may show them. An argument that
+// holds white space (a shell script after "sh -c") is also read as
+// arguments split at white space, with quotes around a word dropped. The
+// credentials are:
+//
+//   - the password in a URL's user info ("postgres://u:PW@host/db",
+//     "https://deploy:PW@host/x"), as written and decoded, or the user
+//     name of an http or https URL that has no password
+//     ("https://TOKEN@host/x", sent as Basic "TOKEN:");
+//   - the value of a URL query parameter whose name says it holds a
+//     credential (CredentialName: "?access_token=X", "&sig=X", "?key=X");
+//   - the password of curl's -u, --user, -U and --proxy-user
+//     "user:password" ("-u admin:PW", "-uadmin:PW", "--user=admin:PW"), or
+//     the user name of "TOKEN:";
+//   - the value of an option whose name says it holds a credential
+//     (CredentialName): "--token=X", "--password X", "-api-key X"; the
+//     next argument is taken for the value unless it starts with "-";
+//     options named "no-…" and names that end in "file", "path" or "dir"
+//     (a file that holds the credential, not the credential) are left out;
+//   - the value of a NAME=value argument or word whose name says so
+//     ("PGPASSWORD=X" given to env, "password=X" in a connection string);
+//   - the secrets of a "Name: value" argument whose name is a credential
+//     header's (IsCredentialHeader), as curl's -H takes it: the value and
+//     the credential of "Bearer X" (HeaderSecrets).
+//
+// For user info and curl's -u, the Basic credential made of
+// "user:password" is given in base64 too (what curl -v prints), while the
+// user name alone is not a secret and stays readable. Values that read as
+// a number, a duration or a boolean ("--token-ttl 3600"), and, in a
+// shell script, values holding "$" or "`" (the shell expands them: the
+// secret is elsewhere), are left out. So are the rest of each argument
+// and every other argument: masking a whole command line would leave an
+// operator nothing to read in a failed command's output. The result may
+// hold duplicates and values shorter than MinLen (New drops them).
+func ArgSecrets(argv []string) []string {
+	var out []string
+	scanArgs(argv, false, &out)
+	for _, a := range argv {
+		if strings.ContainsAny(a, " \t\n") {
+			words := strings.Fields(a)
+			for i, w := range words {
+				words[i] = unquote(w)
+			}
+			scanArgs(words, true, &out)
+		}
+	}
+	return out
+}
+
+// credentialNameWords are the parts of a name, in lower case, that say
+// its value is a credential (CredentialName).
+var credentialNameWords = []string{"token", "secret", "pass", "pwd", "key", "auth", "sign", "hmac", "credential", "cookie", "session"}
+
+// CredentialName reports whether an option, parameter or variable called
+// name usually holds a credential, as its name says (case aside): it
+// contains token, secret, pass (password, passwd, passphrase), pwd, key
+// (api-key, apikey, access_key), auth (but not as part of author), sign
+// (signature, X-Amz-Signature), hmac, credential, cookie or session.
+func CredentialName(name string) bool {
+	lower := strings.ReplaceAll(strings.ToLower(name), "author", "")
+	for _, w := range credentialNameWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// credentialParam reports whether a URL query parameter called name holds
+// a credential: CredentialName, or one of the short names services use
+// for one (Azure's SAS "sig", Azure Functions' key "code").
+func credentialParam(name string) bool {
+	switch strings.ToLower(name) {
+	case "sig", "code":
+		return true
+	}
+	return CredentialName(name)
+}
+
+// userOptions are curl's options whose value is "user:password".
+var userOptions = map[string]bool{"-u": true, "--user": true, "-U": true, "--proxy-user": true}
+
+// scanArgs appends to out the credentials of args, words of a shell
+// script when script is set.
+func scanArgs(args []string, script bool, out *[]string) {
+	add := func(v string) {
+		v = unquote(v)
+		if v == "" || plainArg(v) || script && strings.ContainsAny(v, "$`") {
+			return
+		}
+		*out = append(*out, v)
+	}
+	for i, a := range args {
+		next := ""
+		if i+1 < len(args) {
+			next = args[i+1]
+		}
+		urlSecrets(a, add)
+		if name, value, ok := strings.Cut(a, ":"); ok && !script && IsCredentialHeader(name) && !strings.ContainsAny(name, " /") && strings.TrimSpace(value) != "" {
+			// A header, as curl's -H takes it: "Authorization: Bearer X".
+			for _, v := range HeaderSecrets(strings.TrimSpace(value)) {
+				add(v)
+			}
+			continue
+		}
+		if userOptions[a] {
+			userPassword(next, add)
+			continue
+		}
+		if strings.HasPrefix(a, "-u") && !strings.HasPrefix(a, "--") && len(a) > 2 {
+			userPassword(a[2:], add) // curl's -uuser:password
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		option := strings.HasPrefix(name, "-")
+		name = strings.TrimLeft(name, "-")
+		if userOptions["--"+name] && option && hasValue {
+			userPassword(value, add)
+			continue
+		}
+		if !credentialOption(name) || strings.ContainsAny(name, ":/ ") {
+			continue
+		}
+		switch {
+		case hasValue:
+			add(value)
+		case option && next != "" && !strings.HasPrefix(next, "-"):
+			add(next)
+		}
+	}
+}
+
+// credentialOption reports whether an option or variable called name (its
+// dashes trimmed) takes a credential as its value.
+func credentialOption(name string) bool {
+	lower := strings.ToLower(name)
+	if len(lower) < 2 || strings.HasPrefix(lower, "no-") || strings.HasPrefix(lower, "no_") {
+		return false
+	}
+	for _, suffix := range []string{"file", "path", "dir"} {
+		if strings.HasSuffix(lower, suffix) {
+			return false
+		}
+	}
+	return CredentialName(lower)
+}
+
+// userPassword adds the credentials of curl's "user:password".
+func userPassword(v string, add func(string)) {
+	user, password, ok := strings.Cut(unquote(v), ":")
+	if !ok {
+		return // a user name alone: curl asks for the password
+	}
+	if password == "" {
+		add(user) // "TOKEN:", an API key as the user name
+		return
+	}
+	add(password)
+	basic(user, password, add)
+}
+
+// basic adds the Basic credential of user and password, as an HTTP client
+// sends it, in base64 with and without padding.
+func basic(user, password string, add func(string)) {
+	cred := []byte(user + ":" + password)
+	add(base64.StdEncoding.EncodeToString(cred))
+	add(base64.RawStdEncoding.EncodeToString(cred))
+}
+
+// urlSecrets adds the credentials of each URL ("scheme://…", up to white
+// space or a quote) in s: see ArgSecrets.
+func urlSecrets(s string, add func(string)) {
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			return
+		}
+		start := i
+		for start > 0 && isSchemeByte(s[start-1]) {
+			start--
+		}
+		end := i + 3
+		for end < len(s) && !strings.ContainsRune(" \t\n\"'`", rune(s[end])) {
+			end++
+		}
+		raw := s[start:end]
+		s = s[end:]
+		u, err := url.Parse(raw)
+		if err != nil || u.Scheme == "" {
+			continue
+		}
+		if u.User != nil {
+			password, hasPassword := u.User.Password()
+			rawUserinfo := raw[len(u.Scheme)+3:]
+			if at := strings.LastIndex(rawUserinfo[:indexAnyEnd(rawUserinfo, "/?#")], "@"); at >= 0 {
+				rawUserinfo = rawUserinfo[:at]
+			}
+			switch {
+			case hasPassword && password != "":
+				add(password)
+				if _, p, ok := strings.Cut(rawUserinfo, ":"); ok {
+					add(p)
+				}
+				basic(u.User.Username(), password, add)
+			case !hasPassword && (u.Scheme == "http" || u.Scheme == "https"):
+				add(u.User.Username())
+				add(rawUserinfo)
+				basic(u.User.Username(), "", add)
+			}
+		}
+		for _, part := range strings.Split(u.RawQuery, "&") {
+			name, v, ok := strings.Cut(part, "=")
+			if !ok {
+				continue
+			}
+			if n, err := url.QueryUnescape(name); err == nil {
+				name = n
+			}
+			if !credentialParam(name) {
+				continue
+			}
+			add(v)
+			if d, err := url.QueryUnescape(v); err == nil {
+				add(d)
+			}
+		}
+	}
+}
+
+// isSchemeByte reports whether c may be part of a URL's scheme.
+func isSchemeByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'
+}
+
+// indexAnyEnd is strings.IndexAny, with len(s) when no char of chars is
+// in s.
+func indexAnyEnd(s, chars string) int {
+	if i := strings.IndexAny(s, chars); i >= 0 {
+		return i
+	}
+	return len(s)
+}
+
+// unquote drops one pair of matching quotes around s, and a quote left
+// alone at either end (a shell word cut at white space).
+func unquote(s string) string {
+	if len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return strings.Trim(s, `"'`)
+}
+
+// plainArg reports whether v reads as a number, a duration or a boolean:
+// a setting, never a credential.
+func plainArg(v string) bool {
+	if _, err := strconv.ParseFloat(v, 64); err == nil {
+		return true
+	}
+	if _, err := time.ParseDuration(v); err == nil {
+		return true
+	}
+	_, err := strconv.ParseBool(v)
+	return err == nil
+}

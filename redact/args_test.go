@@ -1,0 +1,95 @@
+package redact
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// TestArgSecrets: the credentials written in a command's arguments are
+// masked where the arguments are shown, and the rest of each argument
+// (user names, hosts, flags, paths, settings) stays readable.
+func TestArgSecrets(t *testing.T) {
+	cases := []struct {
+		argv []string
+		want string // the arguments joined by spaces, masked
+	}{
+		{[]string{"curl", "-u", "admin:hunter2-long", "https://api.example.com/x"},
+			"curl -u admin:[REDACTED] https://api.example.com/x"},
+		{[]string{"curl", "-uadmin:hunter2-long", "--user=ops:s3cr3t-pass"},
+			"curl -uadmin:[REDACTED] --user=ops:[REDACTED]"},
+		{[]string{"curl", "-u", "sk_test_4eC39HqLyjWDarjtT1zdp7dc:", "https://api.stripe.com"},
+			"curl -u [REDACTED]: https://api.stripe.com"},
+		{[]string{"curl", "-u", "justauser", "https://example.com/a"},
+			"curl -u justauser https://example.com/a"},
+		{[]string{"psql", "postgres://app:pg-pass-word@db.internal:5432/app?sslmode=disable"},
+			"psql postgres://app:[REDACTED]@db.internal:5432/app?sslmode=disable"},
+		{[]string{"psql", "postgres://app:p%40ss-word-1@db/app"},
+			"psql postgres://app:[REDACTED]@db/app"},
+		{[]string{"curl", "https://tok_abcdef123456@hooks.example.com/x"},
+			"curl https://[REDACTED]@hooks.example.com/x"},
+		{[]string{"tool", "--token=abc123def456", "--password", "xyz-very-secret", "--api-key", "k-0123456789"},
+			"tool --token=[REDACTED] --password [REDACTED] --api-key [REDACTED]"},
+		{[]string{"tool", "-token", "go-style-token-1", "-client_secret=oauth-secret-99"},
+			"tool -token [REDACTED] -client_secret=[REDACTED]"},
+		{[]string{"curl", "https://api.example.com/v1?access_token=qwertyuiop123&region=europe-west1&page=20"},
+			"curl https://api.example.com/v1?access_token=[REDACTED]&region=europe-west1&page=20"},
+		{[]string{"curl", "https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=abcDEF123%2Bxyz%3D"},
+			"curl https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=[REDACTED]"},
+		{[]string{"env", "PGPASSWORD=pg-env-password", "psql", "host=db user=app password=dsn-password-1 dbname=app"},
+			"env PGPASSWORD=[REDACTED] psql host=db user=app password=[REDACTED] dbname=app"},
+		{[]string{"curl", "-H", "Authorization: Bearer bearer-token-123", "-H", "Content-Type: application/json"},
+			"curl -H Authorization: [REDACTED] -H Content-Type: application/json"},
+		{[]string{"/bin/sh", "-c", `curl -u 'ops:script-pass-1' --api-key="script-key-12" https://x.example/?token=script-query-1 -H "X-Token: $TOKEN"`},
+			`/bin/sh -c curl -u 'ops:[REDACTED]' --api-key="[REDACTED]" https://x.example/?token=[REDACTED] -H "X-Token: $TOKEN"`},
+		// Settings, files and names are no credentials.
+		{[]string{"tool", "--token-ttl", "3600", "--password-file", "/run/secrets/db-password", "--no-auth", "positional-arg", "--key-size=4096"},
+			"tool --token-ttl 3600 --password-file /run/secrets/db-password --no-auth positional-arg --key-size=4096"},
+		{[]string{"git", "commit", "--author", "Jane Doe <jane@example.com>", "--auth-mode=true"},
+			"git commit --author Jane Doe <jane@example.com> --auth-mode=true"},
+		{[]string{"/bin/sh", "-c", `deploy --token "$DEPLOY_TOKEN" --password=${PASS}`},
+			`/bin/sh -c deploy --token "$DEPLOY_TOKEN" --password=${PASS}`},
+		{[]string{"./scripts/deploy.sh", "--env", "production", "--verbose"},
+			"./scripts/deploy.sh --env production --verbose"},
+	}
+	for _, c := range cases {
+		got := New(ArgSecrets(c.argv)...).String(strings.Join(c.argv, " "))
+		if got != c.want {
+			t.Errorf("%q:\n got %s\nwant %s", c.argv, got, c.want)
+		}
+	}
+}
+
+// TestArgSecretsBasicCredential: curl -v prints the Basic credential that
+// -u user:password or a URL's user info makes; it is masked, in base64.
+func TestArgSecretsBasicCredential(t *testing.T) {
+	for _, argv := range [][]string{
+		{"curl", "-v", "-u", "deploy:basic-pass-1", "https://app.example.com/hook"},
+		{"curl", "-v", "https://deploy:basic-pass-1@app.example.com/hook"},
+	} {
+		out := "> Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("deploy:basic-pass-1"))
+		if got := New(ArgSecrets(argv)...).String(out); got != "> Authorization: Basic [REDACTED]" {
+			t.Errorf("%q: curl -v's output shows %q", argv, got)
+		}
+	}
+}
+
+// FuzzArgSecrets: whatever the arguments, ArgSecrets does not panic, and
+// a value given to --password (as the next argument and after "=") is
+// masked in the command's output whenever ArgSecrets promises it: at
+// least MinLen bytes, no white space or quote, not starting with "-" and
+// not read as a number, a duration or a boolean.
+func FuzzArgSecrets(f *testing.F) {
+	for _, s := range []string{"hunter2-long", "p@ss:w0rd/with?odd#chars", "x://u:p@h/?token=abc", "-dash-first-value", "12345678", "tok en"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		argv := []string{"tool", "--password", s, "--token=" + s, "x://" + s, "-u" + s, s}
+		red := New(ArgSecrets(argv)...)
+		promised := len(s) >= MinLen && !strings.ContainsAny(s, " \t\n\r\v\f\u0085\u00a0\"'") &&
+			!strings.HasPrefix(s, "-") && !plainArg(s) && strings.TrimSpace(s) == s
+		if out := red.String("failed: " + s + " rejected"); promised && strings.Contains(out, s) {
+			t.Errorf("--password %q is shown: %q", s, out)
+		}
+	})
+}
