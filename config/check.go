@@ -144,11 +144,14 @@ func (c *Config) Effective() *Config {
 // name is shown, as in serve's logs), the password and query of the database URL
 // (or the password of a key=value connection string, see MaskDB), the
 // password and query of public_url, and those of forward URLs with the
-// user name of one that has no password (maskForwardURL). It is what
-// `hookbox config check` prints.
+// user name of one that has no password (maskForwardURL), and the
+// credentials written in exec arguments, as serve masks them
+// (ExecArgSecrets: "-u admin:[REDACTED]", "--token=[REDACTED]"). It is
+// what `hookbox config check` prints.
 //
 // Every other text value that came, in whole or in part, from ${NAME}
-// expansion is masked too (an exec argument, a forward URL, a name):
+// expansion, or from a ${NAME:-default} default used in its place, is
+// masked too (an exec argument, a forward URL, a name):
 // hookbox cannot tell a secret kept in the environment from the rest (a
 // bearer token in an exec argument, a Slack URL whose path is the
 // credential), and the loader never repeats such a value in an error
@@ -169,16 +172,20 @@ func (c *Config) Masked() *Config {
 	for _, v := range c.ExecEnvSecrets() {
 		secret[v] = true
 	}
+	// So are the credentials in exec arguments (ExecArgSecrets).
+	args := mask.New(c.ExecArgSecrets()...)
 	for i := range m.Sources {
 		s := &m.Sources[i]
 		for j := range s.Secrets {
 			s.Secrets[j] = mask.Mask
 		}
 		maskWork(s.ForwardHeaders, s.ExecEnv, &s.Forward, secret)
+		maskArgs(s.Exec, args)
 		s.PublicURL = maskURL(s.PublicURL) // Twilio's may hold user:password
 		for j := range s.Targets {
 			t := &s.Targets[j]
 			maskWork(t.ForwardHeaders, t.ExecEnv, &t.Forward, secret)
+			maskArgs(t.Exec, args)
 			if t.Sign != nil {
 				t.Sign.Secret = mask.Mask
 			}
@@ -201,7 +208,7 @@ var shownFromEnv = regexp.MustCompile(`^(listen|admin_listen|db|sources\[\d+\]\.
 func maskFromEnv(v reflect.Value, path string, origins map[string]origin) {
 	switch v.Kind() {
 	case reflect.String:
-		if origins[path].fromEnv && !shownFromEnv.MatchString(path) {
+		if origins[path].outside() && !shownFromEnv.MatchString(path) {
 			v.SetString(mask.Mask)
 		}
 	case reflect.Pointer:
@@ -231,7 +238,7 @@ func maskFromEnv(v reflect.Value, path string, origins map[string]origin) {
 			// A list written as one value (a StringList) has the path of
 			// the list.
 			item := fmt.Sprintf("%s[%d]", path, i)
-			if v.Index(i).Kind() == reflect.String && origins[path].fromEnv && !shownFromEnv.MatchString(item) {
+			if v.Index(i).Kind() == reflect.String && origins[path].outside() && !shownFromEnv.MatchString(item) {
 				v.Index(i).SetString(mask.Mask)
 				continue
 			}
@@ -267,6 +274,15 @@ func maskWork(headers map[string]string, env []string, forward *string, secret m
 		}
 	}
 	*forward = maskForwardURL(*forward)
+}
+
+// maskArgs masks, in place, the secrets of red in each exec argument of
+// argv (an argument that came from the environment is masked whole
+// already).
+func maskArgs(argv []string, red *mask.Redactor) {
+	for i, a := range argv {
+		argv[i] = red.String(a)
+	}
 }
 
 // maskForwardURL masks the password and the query of a forward URL, and

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	mask "github.com/hookbox/hookbox/redact"
 )
 
 // envUse is one environment value substituted by a ${NAME} reference, and
@@ -22,7 +24,9 @@ type envUse struct {
 var plainKey = regexp.MustCompile(`^sources\[\d+\]\.(targets\[\d+\]\.)?exec_dir$`)
 
 // EnvValues returns the values that ${NAME} references took from the
-// environment, for a caller that must keep them out of its logs and
+// environment, and the defaults ${NAME:-default} used in their place (a
+// secret given as a default is as secret as one from the environment),
+// for a caller that must keep them out of its logs and
 // errors (service.Redactor): hookbox cannot tell a secret kept there from
 // the rest (a bearer token in an exec argument, a Slack URL whose path is
 // the credential), so it hides all that can be one. Left out, because
@@ -112,7 +116,7 @@ func (c *Config) ExecEnvSecrets() []string {
 				continue
 			}
 			item := fmt.Sprintf("%s[%d]", path, i)
-			fromEnv := c.origins[item].fromEnv || c.origins[path].fromEnv
+			fromEnv := c.origins[item].outside() || c.origins[path].outside()
 			if fromEnv || strings.Contains(v, "://") || !(SettingEnvName(name) || plainValue(v)) {
 				out = append(out, v)
 			}
@@ -122,6 +126,26 @@ func (c *Config) ExecEnvSecrets() []string {
 		add(fmt.Sprintf("sources[%d].exec_env", i), s.ExecEnv)
 		for j, t := range s.Targets {
 			add(fmt.Sprintf("sources[%d].targets[%d].exec_env", i, j), t.ExecEnv)
+		}
+	}
+	return out
+}
+
+// ExecArgSecrets returns the credentials written in the exec commands'
+// arguments, of the sources and of their targets, that are masked as
+// secrets (service.Redactor, Masked): the password of a URL's user info,
+// curl's -u user:password, the values of --token, --password, --api-key
+// and other options, parameters and NAME=value words whose name says they
+// hold a credential, and the like (see redact.ArgSecrets for the list).
+// The rest of each argument is shown: a failed command's output that
+// quotes its arguments stays readable. An argument that came from the
+// environment is masked whole anyway (EnvValues).
+func (c *Config) ExecArgSecrets() []string {
+	var out []string
+	for _, s := range c.Sources {
+		out = append(out, mask.ArgSecrets(s.Exec)...)
+		for _, t := range s.Targets {
+			out = append(out, mask.ArgSecrets(t.Exec)...)
 		}
 	}
 	return out

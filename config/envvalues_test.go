@@ -1,10 +1,12 @@
 package config_test
 
 import (
+	"os"
 	"slices"
 	"testing"
 
 	"github.com/hookbox/hookbox/config"
+	mask "github.com/hookbox/hookbox/redact"
 )
 
 // TestEnvValues: every value taken from the environment is listed, once,
@@ -127,5 +129,106 @@ sources:
 		if config.SecretEnvName(name) != secret {
 			t.Errorf("SecretEnvName(%q) = %v, want %v", name, !secret, secret)
 		}
+	}
+}
+
+// TestDefaultsMaskedAsEnvValues: a ${NAME:-default} default used in place
+// of an unset variable is masked as a value from the environment would
+// be, where such values are masked: listed by EnvValues (an exec
+// argument, a forward URL's path), masked by Masked, and an exec_env value
+// written with one is masked whatever its name. Where a value from the
+// environment is shown (a name, listen, a number), so is a default.
+func TestDefaultsMaskedAsEnvValues(t *testing.T) {
+	for _, name := range []string{"HB_DEF_ARG", "HB_DEF_FWD", "HB_DEF_ENV", "HB_DEF_NAME", "HB_DEF_LISTEN", "HB_DEF_DAYS"} {
+		t.Setenv(name, "")
+		os.Unsetenv(name)
+	}
+	cfg, err := config.Parse([]byte(`
+listen: "${HB_DEF_LISTEN:-127.0.0.1:18081}"
+retention_days: ${HB_DEF_DAYS:-30}
+sources:
+  - name: "${HB_DEF_NAME:-payments-default}"
+    scheme: none
+    exec: ["deploy", "${HB_DEF_ARG:-default-arg-secret}"]
+    exec_env: ["APP_ENV=${HB_DEF_ENV:-default-env-secret}"]
+  - name: b
+    scheme: none
+    forward: "http://127.0.0.1:9/hooks/${HB_DEF_FWD:-default-path-secret}"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"default-arg-secret", "default-env-secret", "default-path-secret"}
+	if got := cfg.EnvValues(); !slices.Equal(got, want) {
+		t.Errorf("EnvValues = %q, want %q", got, want)
+	}
+	if got := cfg.ExecEnvSecrets(); !slices.Equal(got, []string{"default-env-secret"}) {
+		t.Errorf("ExecEnvSecrets = %q, want the default", got)
+	}
+	m := cfg.Masked()
+	if got := m.Sources[0].Exec; !slices.Equal(got, []string{"deploy", mask.Mask}) {
+		t.Errorf("Masked exec = %q", got)
+	}
+	if got := m.Sources[0].ExecEnv; !slices.Equal(got, []string{"APP_ENV=" + mask.Mask}) {
+		t.Errorf("Masked exec_env = %q", got)
+	}
+	if got := m.Sources[1].Forward; got != mask.Mask {
+		t.Errorf("Masked forward = %q", got)
+	}
+	if m.Listen != "127.0.0.1:18081" || m.RetentionDays != 30 {
+		t.Errorf("Masked listen %q, retention_days %d: want them shown", m.Listen, m.RetentionDays)
+	}
+}
+
+// TestExecArgSecrets: credentials written literally in exec arguments
+// (a URL's password, curl's -u user:password, --token=, --password X, a
+// query token, a flag in a shell script) are listed for the Redactor and
+// masked by Masked, which shows the rest of each argument; a command
+// without credentials is shown as written.
+func TestExecArgSecrets(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+sources:
+  - name: a
+    scheme: none
+    exec: ["curl", "-u", "admin:hunter2-long", "https://api.example.com/x?api_key=query-key-123&page=20"]
+  - name: b
+    scheme: none
+    targets:
+      - name: db
+        exec: ["psql", "postgres://app:pg-pass-word@db/app", "--token=tok-abcdef12", "--password", "pw-abcdef12"]
+      - name: sh
+        exec: ["/bin/sh", "-c", "deploy --api-key script-key-123 --env production"]
+      - name: plain
+        exec: ["./scripts/deploy.sh", "--env", "production"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := cfg.ExecArgSecrets()
+	for _, want := range []string{"hunter2-long", "query-key-123", "pg-pass-word", "tok-abcdef12", "pw-abcdef12", "script-key-123"} {
+		if !slices.Contains(secrets, want) {
+			t.Errorf("ExecArgSecrets = %q, want %q in it", secrets, want)
+		}
+	}
+	for _, shown := range []string{"admin", "production", "./scripts/deploy.sh", "https://api.example.com/x"} {
+		if slices.Contains(secrets, shown) {
+			t.Errorf("ExecArgSecrets = %q, want %q left out", secrets, shown)
+		}
+	}
+	m := cfg.Masked()
+	wants := [][]string{
+		{"curl", "-u", "admin:" + mask.Mask, "https://api.example.com/x?api_key=" + mask.Mask + "&page=20"},
+		{"psql", "postgres://app:" + mask.Mask + "@db/app", "--token=" + mask.Mask, "--password", mask.Mask},
+		{"/bin/sh", "-c", "deploy --api-key " + mask.Mask + " --env production"},
+		{"./scripts/deploy.sh", "--env", "production"},
+	}
+	gots := [][]string{m.Sources[0].Exec, m.Sources[1].Targets[0].Exec, m.Sources[1].Targets[1].Exec, m.Sources[1].Targets[2].Exec}
+	for i := range wants {
+		if !slices.Equal(gots[i], wants[i]) {
+			t.Errorf("Masked exec = %q, want %q", gots[i], wants[i])
+		}
+	}
+	if cfg.Sources[0].Exec[2] != "admin:hunter2-long" {
+		t.Errorf("Masked changed the config's own exec: %q", cfg.Sources[0].Exec)
 	}
 }

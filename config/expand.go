@@ -20,19 +20,28 @@ type origin struct {
 	// fromEnv: some of the text came from the environment.
 	fromEnv bool
 	// defaults names the variables whose non-empty ${NAME:-default}
-	// default was used because the variable was unset or empty.
+	// default was used because the variable was unset or empty. Such a
+	// default counts as a value from the environment wherever one is
+	// masked (see outside), though it is written in the file.
 	defaults []string
 	// emptyVars names the variables of ${NAME} references (no default)
 	// that were set to the empty string.
 	emptyVars []string
 }
 
+// outside reports whether some of the text came from a ${...} reference:
+// the environment's value, or the default used in its place. Such text is
+// masked as a secret kept in the environment is (Masked, EnvValues,
+// ExecEnvSecrets): a secret given as a default is no less secret.
+func (o origin) outside() bool { return o.fromEnv || len(o.defaults) > 0 }
+
 // expansion is the result of expanding one value.
 type expansion struct {
 	value  string
 	origin origin
-	// envValues are the environment values substituted, so that a caller
-	// can check that none reaches an error.
+	// envValues are the environment values substituted, and the
+	// defaults used in their place, so that a caller can check that none
+	// reaches an error.
 	envValues []string
 }
 
@@ -129,7 +138,10 @@ func expandRefs(s string, lookup func(string) (string, bool)) (x expansion, miss
 		if hasDefault {
 			b.WriteString(d.value)
 			if def != "" {
+				// A secret given as a default is as secret as one
+				// from the environment: it is masked as one.
 				x.origin.defaults = append(x.origin.defaults, name)
+				x.envValues = append(x.envValues, d.value)
 			}
 			continue
 		}

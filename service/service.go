@@ -88,15 +88,19 @@ type Service struct {
 // redact.HeaderSecrets), the exec_env values (a command that prints its
 // environment, or fails quoting it, puts them in its output) but the
 // literal settings under a plain name such as APP_ENV=production
-// (config.Config.ExecEnvSecrets), the admin token, the database
+// (config.Config.ExecEnvSecrets), the credentials written in exec
+// arguments (config.Config.ExecArgSecrets: "-u user:PASSWORD",
+// "--token=X", a URL's password), the admin token, the database
 // URL's password as pgx reads it (config.DBSecrets), and the values taken
-// from the environment (config.Config.EnvValues: a secret may be kept in
+// from the environment or from a ${NAME:-default} default used in their
+// place (config.Config.EnvValues: a secret may be kept in
 // any of them, a token in an exec argument or a forward URL above all;
 // those used only where no secret goes, a name or an exec_dir, are
 // shown). It is nil when there is nothing (long enough) to mask.
 func Redactor(cfg *config.Config) *redact.Redactor {
 	secrets := append([]string{cfg.AdminToken}, cfg.EnvValues()...)
 	secrets = append(secrets, cfg.ExecEnvSecrets()...)
+	secrets = append(secrets, cfg.ExecArgSecrets()...)
 	for _, src := range cfg.Sources {
 		secrets = append(secrets, src.Secrets...)
 		for _, v := range src.ForwardHeaders {
