@@ -19,8 +19,14 @@ import (
 //     "https://deploy:PW@host/x"), as written and decoded, or the user
 //     name of an http or https URL that has no password
 //     ("https://TOKEN@host/x", sent as Basic "TOKEN:");
+//   - each segment of a URL's path that looks like a credential
+//     (SecretPathSegment: the token of a Slack incoming-webhook URL), as
+//     the forward target masks its URL's;
 //   - the value of a URL query parameter whose name says it holds a
 //     credential (CredentialName: "?access_token=X", "&sig=X", "?key=X");
+//     other parameters are shown ("?page=2&region=eu-west-1"), as the
+//     values found here are masked in every log line, not in one
+//     target's errors as a forward URL's whole query is;
 //   - the password of curl's -u, --user, -U and --proxy-user
 //     "user:password" ("-u admin:PW", "-uadmin:PW", "--user=admin:PW"), or
 //     the user name of "TOKEN:";
@@ -59,23 +65,14 @@ func ArgSecrets(argv []string) []string {
 	return out
 }
 
-// credentialNameWords are the parts of a name, in lower case, that say
-// its value is a credential (CredentialName).
-var credentialNameWords = []string{"token", "secret", "pass", "pwd", "key", "auth", "sign", "hmac", "credential", "cookie", "session"}
-
 // CredentialName reports whether an option, parameter or variable called
-// name usually holds a credential, as its name says (case aside): it
-// contains token, secret, pass (password, passwd, passphrase), pwd, key
-// (api-key, apikey, access_key), auth (but not as part of author), sign
-// (signature, X-Amz-Signature), hmac, credential, cookie or session.
+// name usually holds a credential, as its name says (case aside): by the
+// words of IsCredentialHeader (token, secret, pass: password, passphrase;
+// key: api-key, access_key; auth, but not as part of author; sign:
+// signature, X-Amz-Signature; hmac, credential, cookie, session), or pwd.
 func CredentialName(name string) bool {
 	lower := strings.ReplaceAll(strings.ToLower(name), "author", "")
-	for _, w := range credentialNameWords {
-		if strings.Contains(lower, w) {
-			return true
-		}
-	}
-	return false
+	return strings.Contains(lower, "pwd") || IsCredentialHeader(lower)
 }
 
 // credentialParam reports whether a URL query parameter called name holds
@@ -219,6 +216,12 @@ func urlSecrets(s string, add func(string)) {
 				basic(u.User.Username(), "", add)
 			}
 		}
+		for _, seg := range strings.Split(u.EscapedPath(), "/") {
+			if d, err := url.PathUnescape(seg); err == nil && SecretPathSegment(d) {
+				add(d)
+				add(seg)
+			}
+		}
 		for _, part := range strings.Split(u.RawQuery, "&") {
 			name, v, ok := strings.Cut(part, "=")
 			if !ok {
@@ -236,6 +239,38 @@ func urlSecrets(s string, add func(string)) {
 			}
 		}
 	}
+}
+
+// MinSecretPathSegment is the length, in bytes, from which a path segment
+// of a URL may be taken for a credential (SecretPathSegment).
+const MinSecretPathSegment = 16
+
+// SecretPathSegment reports whether seg, a decoded segment of a URL's
+// path (a forward URL's, or one in an exec argument), looks like a
+// credential rather than a route: services whose incoming webhooks carry
+// their secret in the path (Slack's /services/T…/B…/<24 letters and
+// digits>, Discord's /api/webhooks/<id>/<68-byte token>, Teams' GUIDs)
+// use long random strings, which mix at least two of lower-case letters,
+// upper-case letters and digits, while route words do not, or are short.
+// A long route that mixes them (order-created-v2) is masked too: a cost
+// worth a credential's safety. A segment of digits alone (Discord's
+// webhook id) is an id, not a secret.
+func SecretPathSegment(seg string) bool {
+	if len(seg) < MinSecretPathSegment {
+		return false
+	}
+	var lower, upper, digit int
+	for _, r := range seg {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower = 1
+		case r >= 'A' && r <= 'Z':
+			upper = 1
+		case r >= '0' && r <= '9':
+			digit = 1
+		}
+	}
+	return lower+upper+digit >= 2
 }
 
 // isSchemeByte reports whether c may be part of a URL's scheme.

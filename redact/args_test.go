@@ -34,6 +34,8 @@ func TestArgSecrets(t *testing.T) {
 			"tool -token [REDACTED] -client_secret=[REDACTED]"},
 		{[]string{"curl", "https://api.example.com/v1?access_token=qwertyuiop123&region=europe-west1&page=20"},
 			"curl https://api.example.com/v1?access_token=[REDACTED]&region=europe-west1&page=20"},
+		{[]string{"curl", "-d", "@-", "https://hooks.slack.com/services/T0123ABCD/B0123ABCD/Xy7abcdefGHIJKLmnop12345"},
+			"curl -d @- https://hooks.slack.com/services/T0123ABCD/B0123ABCD/[REDACTED]"},
 		{[]string{"curl", "https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=abcDEF123%2Bxyz%3D"},
 			"curl https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=[REDACTED]"},
 		{[]string{"env", "PGPASSWORD=pg-env-password", "psql", "host=db user=app password=dsn-password-1 dbname=app"},

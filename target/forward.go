@@ -83,7 +83,8 @@ type ForwardOptions struct {
 	// URL receives a POST per attempt (http:// or https://). Its password
 	// (and the Basic credential made of its userinfo), its query, and the
 	// segments of its path that look like credentials (see
-	// secretSegment: the token of a Slack or Discord incoming-webhook URL)
+	// redact.SecretPathSegment: the token of a Slack or Discord
+	// incoming-webhook URL)
 	// never appear in errors, even where a reply echoes the request.
 	URL string
 	// Headers are added to every request, for example a shared secret the
@@ -521,7 +522,8 @@ const minURLSecret = 4
 //     decoded;
 //   - each query value (a part without "=" counts as a value), as written,
 //     decoded, re-encoded for a query or a path, and JSON-escaped;
-//   - each path segment that looks like a credential (secretSegment), in
+//   - each path segment that looks like a credential
+//     (redact.SecretPathSegment), in
 //     the same forms as a query value.
 //
 // Empty strings are left out.
@@ -595,43 +597,11 @@ func urlSecrets(rawURL string, u *url.URL) []string {
 		if err != nil {
 			d = seg
 		}
-		if secretSegment(d) {
+		if redact.SecretPathSegment(d) {
 			add(d, append([]string{seg}, encoded(d)...)...)
 		}
 	}
 	return out
-}
-
-// minSecretSegment is the length, in bytes, from which a path segment of
-// the forward URL may be taken for a credential (secretSegment).
-const minSecretSegment = 16
-
-// secretSegment reports whether seg, a decoded segment of the forward URL's
-// path, looks like a credential rather than a route: services whose
-// incoming webhooks carry their secret in the path (Slack's
-// /services/T…/B…/<24 letters and digits>, Discord's
-// /api/webhooks/<id>/<68-byte token>, Teams' GUIDs) use long random
-// strings, which mix at least two of lower-case letters, upper-case
-// letters and digits, while route words do not, or are short. A long route
-// that mixes them (order-created-v2) is masked too, in this target's
-// errors only: a cost worth a credential's safety. A segment of digits
-// alone (Discord's webhook id) is an id, not a secret.
-func secretSegment(seg string) bool {
-	if len(seg) < minSecretSegment {
-		return false
-	}
-	var lower, upper, digit int
-	for _, r := range seg {
-		switch {
-		case r >= 'a' && r <= 'z':
-			lower = 1
-		case r >= 'A' && r <= 'Z':
-			upper = 1
-		case r >= '0' && r <= '9':
-			digit = 1
-		}
-	}
-	return lower+upper+digit >= 2
 }
 
 // indexAny is strings.IndexAny, with len(s) when no char of chars is in s.
