@@ -95,3 +95,24 @@ func FuzzArgSecrets(f *testing.F) {
 		}
 	})
 }
+
+// TestWith: a Redactor With more secrets masks its own and the new ones,
+// in their encodings, the longest first; the one it was made from is
+// unchanged, and nothing to add gives it back.
+func TestWith(t *testing.T) {
+	r := New("first-secret-1")
+	both := r.With("second-secret-2", "second-secret-2-longer", "short")
+	text := "first-secret-1 second-secret-2-longer " + base64.RawStdEncoding.EncodeToString([]byte("second-secret-2"))
+	if got, want := both.String(text), "[REDACTED] [REDACTED] [REDACTED]"; got != want {
+		t.Errorf("With: %q, want %q", got, want)
+	}
+	if got := r.String(text); !strings.Contains(got, "second-secret-2") {
+		t.Errorf("With changed the Redactor it was made from: %q", got)
+	}
+	if r.With("short") != r || (*Redactor)(nil).With() != nil {
+		t.Error("With of nothing to mask made a new Redactor")
+	}
+	if got := (*Redactor)(nil).With("alone-secret-3").String("x alone-secret-3"); got != "x [REDACTED]" {
+		t.Errorf("nil With: %q", got)
+	}
+}

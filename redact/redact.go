@@ -78,6 +78,29 @@ func New(secrets ...string) *Redactor {
 	return &Redactor{needles: needles}
 }
 
+// With returns a Redactor that masks r's secrets and secrets (with their
+// encodings, as New takes them); r itself is left as it is. It returns r
+// when secrets adds nothing to mask, and nil when neither has anything.
+func (r *Redactor) With(secrets ...string) *Redactor {
+	add := New(secrets...)
+	if add == nil {
+		return r
+	}
+	if r == nil {
+		return add
+	}
+	seen := map[string]bool{}
+	var needles []string
+	for _, n := range append(append([]string(nil), r.needles...), add.needles...) {
+		if !seen[n] {
+			seen[n] = true
+			needles = append(needles, n)
+		}
+	}
+	sort.SliceStable(needles, func(i, j int) bool { return len(needles[i]) > len(needles[j]) })
+	return &Redactor{needles: needles}
+}
+
 // forms returns s and the encodings of it worth masking.
 func forms(s string) []string {
 	out := []string{s,

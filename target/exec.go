@@ -62,7 +62,9 @@ type ExecOptions struct {
 	// the event's HOOKBOX_* fields.
 	InheritEnv bool
 	// Redactor masks secrets in the errors Deliver returns (the output
-	// tail above all); nil masks nothing.
+	// tail above all). The credentials written in Argv
+	// (redact.ArgSecrets: "-u user:PASSWORD", "--token=X", a URL's
+	// password) are masked in any case, as a Forward masks its URL's.
 	Redactor *redact.Redactor
 	// OutputLimit is how many bytes of combined stdout and stderr are
 	// kept: the last ones (default DefaultOutputLimit). A successful
@@ -137,7 +139,7 @@ func NewExec(opts ExecOptions) (*Exec, error) {
 		dir:       opts.Dir,
 		env:       append([]string(nil), opts.Env...),
 		inherit:   opts.InheritEnv,
-		red:       opts.Redactor,
+		red:       opts.Redactor.With(redact.ArgSecrets(opts.Argv)...),
 		limit:     opts.OutputLimit,
 		log:       opts.Logger,
 		permanent: permanent,

@@ -241,6 +241,35 @@ exit 1
 	}
 }
 
+// TestExecArgumentsRedacted: an Exec masks the credentials written in its
+// own arguments (redact.ArgSecrets) in the output its errors show, with
+// or without a Redactor, as a Forward masks its URL's:
+// a program that embeds hookbox and builds an Exec gets the same masking
+// as hookbox serve. The rest of the command line stays readable.
+func TestExecArgumentsRedacted(t *testing.T) { eachMode(t, testExecArgumentsRedacted) }
+
+func testExecArgumentsRedacted(t *testing.T) {
+	dir := t.TempDir()
+	sh := script(t, dir, "args.sh", `echo "argv: $*"; exit 1`)
+	argv := []string{sh, "-u", "deploy:arg-password-1", "--token=arg-token-123", "postgres://app:arg-pg-pass@db/app", "--env", "production"}
+	for _, r := range []*redact.Redactor{nil, redact.New("another-secret-1")} {
+		e := newExec(t, target.ExecOptions{Argv: argv, Redactor: r})
+		err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+		if err == nil {
+			t.Fatal("want an error")
+		}
+		msg := err.Error()
+		for _, leak := range []string{"arg-password-1", "arg-token-123", "arg-pg-pass"} {
+			if strings.Contains(msg, leak) {
+				t.Errorf("error holds %q: %s", leak, msg)
+			}
+		}
+		if want := "argv: -u deploy:[REDACTED] --token=[REDACTED] postgres://app:[REDACTED]@db/app --env production"; !strings.Contains(msg, want) {
+			t.Errorf("error %q, want it to hold %q", msg, want)
+		}
+	}
+}
+
 // TestExecOutputTailRedacted: the cut that keeps the output's tail never
 // leaves part of a secret showing.
 func TestExecOutputTailRedacted(t *testing.T) { eachMode(t, testExecOutputTailRedacted) }

@@ -69,7 +69,9 @@
 //     configured with (they are often shared secrets), nor the forward URL's
 //     query or password (nor the Basic credential made of its userinfo; a
 //     value under 4 bytes is masked only within the whole query or that
-//     credential), nor any secret of the Redactor the target is given
+//     credential), nor, for Exec, the credentials written in its own
+//     arguments (redact.ArgSecrets: "-u user:PASSWORD", "--token=X", a
+//     URL's password), nor any secret of the Redactor the target is given
 //     (see package redact): a reply body or an output tail that echoes one
 //     shows redact.Mask instead, even where the cut that bounds the text
 //     falls inside the secret.
