@@ -64,8 +64,19 @@ type ReplayParams struct {
 	// events it replayed (a replay that takes pending events, or done
 	// ones, would replay them again).
 	AfterID int64
-	// Now is when the events become due (zero: time.Now()).
+	// Now is when the first events become due (zero: time.Now(), or on
+	// PostgreSQL the server's now()); Rate paces the others after it.
 	Now time.Time
+	// Rate paces a large replay, so that deliveries stored while its
+	// events drain are claimed among them, not behind them all: claims
+	// take events in due order, and a replay that made 100,000 events
+	// due at once left every new delivery waiting for the whole backlog.
+	// The first Rate events of the replay (in id order) are due at Now,
+	// and the rest Rate a second after them (ReplayWait): a token bucket
+	// with a burst of one second, as a target's rate. A replay of up to
+	// Rate events is therefore due at once. Zero means DefaultReplayRate;
+	// ReplayAtOnce (any value below zero) makes every event due at Now.
+	Rate int
 	// Progress, if set, is called with the number of events replayed so
 	// far each time a batch of them has committed (a store that replays in
 	// one statement calls it once, at the end).
@@ -96,6 +107,38 @@ func (p ReplayParams) Expected() (ids, attempts []int64) {
 		}
 	}
 	return ids, attempts
+}
+
+// DefaultReplayRate is a replay's pace when ReplayParams.Rate is zero:
+// events made due per second after the first second's worth. It is
+// meant to stay below what a target works, so that a delivery stored
+// while a replay drains waits behind at most about one second's worth
+// of it; a target that works faster finishes a replay later than it
+// could (100,000 events take about 17 minutes), and an operator who
+// knows its pace passes a higher Rate.
+const DefaultReplayRate = 100
+
+// ReplayAtOnce, as ReplayParams.Rate, makes every replayed event due at
+// Now, however many there are: new deliveries then wait behind all of
+// them.
+const ReplayAtOnce = -1
+
+// ReplayWait is how long after p.Now the i-th event a replay picks (from
+// 0, in id order over the whole replay) becomes due: 0 for the first
+// Rate, then 1/Rate s more for each (see ReplayParams.Rate). Both stores
+// set due times from it.
+func (p ReplayParams) ReplayWait(i int) time.Duration {
+	rate := p.Rate
+	switch {
+	case rate < 0:
+		return 0
+	case rate == 0:
+		rate = DefaultReplayRate
+	}
+	if i < rate {
+		return 0
+	}
+	return time.Duration(i-rate+1) * time.Second / time.Duration(rate)
 }
 
 // ReplayAttempts is the number ReplayParams.Expect compares for e: its
@@ -245,9 +288,10 @@ func DueAge(oldest, now time.Time) time.Duration {
 // Each operation touches only rows in the states it names, guarded in the
 // statement itself, so it cannot race a worker into a wrong state.
 type Ops interface {
-	// Replay sends events back to pending, due now, with attempts reset; the
-	// row (the dedupe memory) stays the same row. Events in flight are
-	// never touched.
+	// Replay sends events back to pending, due from p.Now at p.Rate's pace
+	// (a small replay is due at once), with attempts reset; the row (the
+	// dedupe memory) stays the same row. Events in flight are never
+	// touched.
 	Replay(ctx context.Context, p ReplayParams) (ReplayResult, error)
 
 	// Purge deletes finished events (done and stored, and dead if asked)

@@ -1,0 +1,160 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+)
+
+// backlog is how many dead events the replay pace tests replay: more
+// than two of the stores' replay slices, and far more than the default
+// pace's first second.
+const backlog = 2500
+
+// seedBacklog leaves backlog dead events of source, as an outage that
+// ended two hours ago would.
+func seedBacklog(t *testing.T, s FullStore, source string) []int64 {
+	t.Helper()
+	ids := make([]string, backlog)
+	for i := range ids {
+		ids[i] = fmt.Sprint("down-", i)
+	}
+	dead := finishAs(t, s, source, hookbox.StatusDead, time.Now().Add(-2*time.Hour), ids...)
+	slices.Sort(dead)
+	return dead
+}
+
+// claimAll claims every event of source due at now, batch at a time,
+// finishing each done, and returns the ids in the order the claims took
+// them (each batch in id order).
+func claimAll(t *testing.T, s FullStore, now time.Time, batch int, source string) []int64 {
+	t.Helper()
+	var order []int64
+	for {
+		evs := claim(t, s, now, batch, source)
+		if len(evs) == 0 {
+			return order
+		}
+		outs := make([]hookbox.Outcome, len(evs))
+		for i, e := range evs {
+			order, outs[i] = append(order, e.ID), outcome(e, hookbox.StatusDone, now)
+		}
+		for i, err := range finish(t, s, outs...) {
+			if err != nil {
+				t.Fatalf("finish %d: %v", evs[i].ID, err)
+			}
+		}
+	}
+}
+
+// testReplayLetsLiveThrough: a delivery stored just after a large replay
+// is claimed among the first of the replayed events, not behind them all.
+// Claims take events in due order, so the replay paces the due times of
+// what it replays (ReplayParams.Rate, DefaultReplayRate): the live one
+// waits behind the first second's worth and those due in the time
+// between the replay's start and its own arrival, read back from the
+// stored due times, so the bound holds however slow the machine is.
+// Claimed in batches of 25, it is then worked like the rest: every event
+// ends done.
+func testReplayLetsLiveThrough(t *testing.T, s FullStore) {
+	const batch = 25
+	dead := seedBacklog(t, s, "outage")
+	res := replay(t, s, hookbox.ReplayParams{Filter: hookbox.Filter{Source: "outage", Status: hookbox.StatusDead}})
+	if !slices.Equal(res.Replayed, dead) {
+		t.Fatalf("replayed %d events, want the %d dead", len(res.Replayed), len(dead))
+	}
+	live := ingest(t, s, Delivery("outage", "live"))[0].ID
+	started, arrived := status(t, s, dead[0]).NextAttemptAt, status(t, s, live).NextAttemptAt
+	// Every event is due an hour from now: the claims read only the order.
+	order := claimAll(t, s, time.Now().Add(time.Hour), batch, "outage")
+	if len(order) != backlog+1 {
+		t.Fatalf("claimed %d events, want the %d replayed and the live one", len(order), backlog+1)
+	}
+	before := slices.Index(order, live) / batch * batch // claimed in the batches before the live one's
+	ahead := hookbox.DefaultReplayRate + int(float64(hookbox.DefaultReplayRate)*arrived.Sub(started).Seconds()) + 1
+	if before > ahead || before >= backlog {
+		t.Fatalf("the live delivery was claimed after %d of the %d replayed events; want at most %d "+
+			"(the first second's worth and those due in the %v between the replay's start and its arrival)",
+			before, backlog, ahead, arrived.Sub(started))
+	}
+	for _, id := range append(dead, live) {
+		if e := status(t, s, id); e.Status != hookbox.StatusDone {
+			t.Fatalf("event %d is %s after every claim was worked, want done", id, e.Status)
+		}
+	}
+}
+
+// testReplayPacesDueTimes: a large replay spreads the due times of its
+// events at the pace asked (ReplayParams.Rate): the first Rate are due at
+// the replay's start, each later one 1/Rate s after the one before, in
+// id order across the store's slices; ReplayAtOnce makes all due at the
+// start, as a dry run counts the same events either way.
+func testReplayPacesDueTimes(t *testing.T, s FullStore) {
+	for _, c := range []struct {
+		source string
+		rate   int
+	}{{"paced", 500}, {"at-once", hookbox.ReplayAtOnce}} {
+		t.Run(c.source, func(t *testing.T) {
+			dead := seedBacklog(t, s, c.source)
+			p := hookbox.ReplayParams{Filter: hookbox.Filter{Source: c.source}, Rate: c.rate, DryRun: true}
+			if dry := replay(t, s, p); !slices.Equal(dry.Replayed, dead) {
+				t.Fatalf("dry run counts %d, want %d", len(dry.Replayed), len(dead))
+			}
+			p.DryRun = false
+			if res := replay(t, s, p); !slices.Equal(res.Replayed, dead) {
+				t.Fatalf("replayed %d events, want %d", len(res.Replayed), len(dead))
+			}
+			start := status(t, s, dead[0]).NextAttemptAt
+			for i, id := range dead {
+				e := status(t, s, id)
+				want := p.ReplayWait(i)
+				// The store's slices may each start at their own
+				// transaction's now (PostgreSQL), a little later.
+				if got := e.NextAttemptAt.Sub(start); got < want-time.Millisecond || got > want+10*time.Second {
+					t.Fatalf("replayed event %d (the %dth) is due %v after the first, want %v", id, i, got, want)
+				}
+			}
+			if c.rate > 0 {
+				last := status(t, s, dead[len(dead)-1]).NextAttemptAt.Sub(start)
+				if want := time.Duration(backlog-c.rate) * time.Second / time.Duration(c.rate); last < want-time.Millisecond {
+					t.Fatalf("the last replayed event is due %v after the first, want %v", last, want)
+				}
+			}
+			if got := claimAll(t, s, time.Now().Add(time.Hour), 500, c.source); len(got) != len(dead) {
+				t.Fatalf("worked %d of the %d replayed", len(got), len(dead))
+			}
+		})
+	}
+}
+
+// testReplaySmallIsImmediate: a replay of a handful of events, and of
+// one event named, is due at once: a claim made right after it, at its
+// Now, takes every event.
+func testReplaySmallIsImmediate(t *testing.T, s FullStore) {
+	few := finishAs(t, s, "few", hookbox.StatusDead, time.Now(), "1", "2", "3", "4", "5")
+	one := finishAs(t, s, "one", hookbox.StatusDead, time.Now(), "1")
+	for _, c := range []struct {
+		source string
+		p      hookbox.ReplayParams
+		want   []int64
+	}{
+		{"few", hookbox.ReplayParams{Filter: hookbox.Filter{Source: "few"}}, few},
+		{"one", hookbox.ReplayParams{IDs: one}, one},
+	} {
+		c.p.Now = time.Now().Truncate(time.Millisecond)
+		if res, err := s.Replay(context.Background(), c.p); err != nil || !slices.Equal(res.Replayed, c.want) {
+			t.Fatalf("replay of %s = %v, %v; want %v", c.source, res.Replayed, err, c.want)
+		}
+		var got []int64
+		for _, e := range claim(t, s, c.p.Now, 10, c.source) {
+			got = append(got, e.ID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Fatalf("a claim at the replay's now took %v of %s, want %v", got, c.source, c.want)
+		}
+	}
+}
