@@ -83,8 +83,13 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		if expIDs, expN := p.Expected(); len(expIDs) > 0 {
 			set, setArgs = replaySet(replayable(p.IncludeDone), true), []any{now, expIDs, expN}
 		}
+		// seen counts the events picked by the slices before, for the
+		// pace (ReplayWait).
+		seen := 0
+		wait := func(i int) time.Duration { return p.ReplayWait(seen + i) }
 		for after := max(p.AfterID, 0); ; {
-			picked, err := s.replaySlice(ctx, pick, append(args[:n:n], after, replayBatch), set, setArgs, &res)
+			picked, err := s.replaySlice(ctx, pick, append(args[:n:n], after, replayBatch), set, setArgs, wait, &res)
+			seen += len(picked)
 			if err != nil {
 				// The slices before this one have committed: say where
 				// they end, for a replay that goes on from there.
@@ -180,7 +185,9 @@ const replayLock = `SELECT id FROM queue WHERE id = ANY($1::bigint[]) ORDER BY i
 
 // replaySet replays the events $1 that are still in one of the states
 // (a list for IN) and still hold their payload, due at $2 (NULL: the
-// server's time, the clock claims use). It runs after replayLock in the
+// server's time, the clock claims use) plus the wait the last argument
+// gives each (microseconds, an array in $1's order: the replay's pace,
+// hookbox.ReplayParams.ReplayWait). It runs after replayLock in the
 // same transaction, so its snapshot, taken once every lock is held, sees
 // a payload cleared by a ClearPayloads that held a row first: checked in
 // the snapshot of a statement that waited for the lock, it would not be.
@@ -195,8 +202,9 @@ const replayLock = `SELECT id FROM queue WHERE id = ANY($1::bigint[]) ORDER BY i
 // statement as the states: the rows it changes are locked, and the sum
 // over a FanOut event's deliveries is read once every lock is held.
 func replaySet(states string, expect bool) string {
-	cond := ``
+	cond, waits := ``, `$3`
 	if expect {
+		waits = `$5`
 		cond = `
   AND NOT EXISTS (SELECT 1 FROM unnest($3::bigint[], $4::bigint[]) x(id, n)
     WHERE (x.id = queue.id AND queue.attempts <> x.n)
@@ -205,7 +213,9 @@ func replaySet(states string, expect bool) string {
                 WHERE c.id = ANY (ARRAY(SELECT e.id FROM event_data e WHERE e.parent_id = x.id))) <> x.n))`
 	}
 	return `WITH replayed AS (
-UPDATE queue SET status = 'pending', attempt_base = attempts, next_attempt_at = COALESCE($2::timestamptz, now()),
+UPDATE queue SET status = 'pending', attempt_base = attempts,
+    next_attempt_at = COALESCE($2::timestamptz, now())
+        + (` + waits + `::bigint[])[array_position($1::bigint[], queue.id)] * interval '1 microsecond',
     lease_owner = NULL, last_error = NULL, updated_at = COALESCE($2::timestamptz, now())
 WHERE id = ANY($1::bigint[]) AND NOT fanout AND status IN ` + states + `
   AND EXISTS (SELECT 1 FROM event_data d WHERE d.id = queue.id AND d.payload IS NOT NULL)` + cond + `
@@ -225,16 +235,17 @@ SELECT id FROM replayed`
 
 // replaySlice replays, in one transaction, the events pick (a query over
 // args) lists: it locks their queue rows (replayLock), then replays those
-// still replayable (set, a replaySet, over the ids picked and setArgs). It
-// adds the replayed ids to res and returns the ids picked.
+// still replayable (set, a replaySet, over the ids picked, setArgs and
+// the wait of each: wait(i) for the i-th picked). It adds the replayed
+// ids to res and returns the ids picked.
 //
 // A slice that loses a deadlock (with a purge batch, whose locks are not
 // all in id order: see purgeLock) changed nothing and is run again, picked
 // and judged afresh (runAgain). Without it a replay failed part way, after
 // the slices before had committed.
-func (s *Store) replaySlice(ctx context.Context, pick string, args []any, set string, setArgs []any, res *hookbox.ReplayResult) ([]int64, error) {
+func (s *Store) replaySlice(ctx context.Context, pick string, args []any, set string, setArgs []any, wait func(int) time.Duration, res *hookbox.ReplayResult) ([]int64, error) {
 	return runAgain(ctx, isDeadlock, func() ([]int64, error) {
-		return s.replaySliceTx(ctx, pick, args, set, setArgs, res)
+		return s.replaySliceTx(ctx, pick, args, set, setArgs, wait, res)
 	})
 }
 
@@ -246,7 +257,7 @@ func isDeadlock(err error) bool {
 }
 
 // replaySliceTx is one attempt of replaySlice.
-func (s *Store) replaySliceTx(ctx context.Context, pick string, args []any, set string, setArgs []any, res *hookbox.ReplayResult) ([]int64, error) {
+func (s *Store) replaySliceTx(ctx context.Context, pick string, args []any, set string, setArgs []any, wait func(int) time.Duration, res *hookbox.ReplayResult) ([]int64, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
@@ -263,7 +274,11 @@ func (s *Store) replaySliceTx(ctx context.Context, pick string, args []any, set 
 	if _, err := tx.Exec(ctx, replayLock, picked); err != nil {
 		return nil, err
 	}
-	if rows, err = tx.Query(ctx, set, append([]any{picked}, setArgs...)...); err != nil {
+	waits := make([]int64, len(picked))
+	for i := range picked {
+		waits[i] = wait(i).Microseconds()
+	}
+	if rows, err = tx.Query(ctx, set, slices.Concat([]any{picked}, setArgs, []any{waits})...); err != nil {
 		return nil, err
 	}
 	replayed, err := rowscan.IDs(rows)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"math"
@@ -57,6 +58,9 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	// hold a copy of every page it changes.
 	n := len(args)
 	pick := `SELECT id FROM events` + where + ` AND length(payload) IS NOT NULL AND id > ? ORDER BY id LIMIT ?`
+	// seen counts the events picked by the slices before, for the pace
+	// (ReplayWait).
+	seen := 0
 	for after := max(p.AfterID, 0); !p.DryRun; {
 		picked, err := queryIDs(ctx, s.reader, pick, append(args[:n:n], after, replayBatch)...)
 		if err != nil {
@@ -64,7 +68,12 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
 		if len(picked) > 0 {
-			replayed, err := s.replaySlice(ctx, where, args, picked, now)
+			due := make(map[int64]int64, len(picked))
+			for i, id := range picked {
+				due[id] = millis(now.Add(p.ReplayWait(seen + i)))
+			}
+			seen += len(picked)
+			replayed, err := s.replaySlice(ctx, where, args, picked, now, due)
 			if err != nil {
 				// The slices before this one have committed: say
 				// where they end, for a replay that goes on from there.
@@ -178,10 +187,11 @@ func expectSQL(p hookbox.ReplayParams) (string, []any) {
 
 // replaySlice replays, in one write transaction, the events among picked
 // (ids a read on a reader found) that still match where (replayWhere's,
-// over args) and still hold their payload, and returns their ids. An
-// event claimed, finished, replayed or cleared since the read is judged
-// on what it is now.
-func (s *Store) replaySlice(ctx context.Context, where string, args []any, picked []int64, now time.Time) ([]int64, error) {
+// over args) and still hold their payload, each due at its time in due
+// (milliseconds, by id), and returns their ids. An event claimed,
+// finished, replayed or cleared since the read is judged on what it is
+// now.
+func (s *Store) replaySlice(ctx context.Context, where string, args []any, picked []int64, now time.Time, due map[int64]int64) ([]int64, error) {
 	var replayed []int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		ids, err := queryIDs(ctx, tx, replayJudgeSQL(where, len(picked)), slices.Concat(args, int64sAny(picked))...)
@@ -202,9 +212,17 @@ func (s *Store) replaySlice(ctx context.Context, where string, args []any, picke
 			append([]any{millis(now), millis(now)}, idArgs...)...); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = ?,
-                    lease_owner = NULL, last_error = NULL, updated_at = ?`+in,
-			append([]any{millis(now), millis(now)}, idArgs...)...); err != nil {
+		// Each event's due time comes with its id, a pair of a JSON
+		// array: the update reads the rows by id, one lookup each.
+		pairs := make([][2]int64, len(ids))
+		for i, id := range ids {
+			pairs[i] = [2]int64{id, due[id]}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = d.due,
+                    lease_owner = NULL, last_error = NULL, updated_at = ?
+                FROM (SELECT value ->> 0 AS id, value ->> 1 AS due FROM json_each(?)) AS d
+                WHERE events.id = d.id`,
+			millis(now), jsonPairs(pairs)); err != nil {
 			return err
 		}
 		replayed = ids
@@ -639,4 +657,13 @@ func int64sAny(ids []int64) []any {
 		out[i] = id
 	}
 	return out
+}
+
+// jsonPairs is pairs as a JSON array of two-number arrays, for json_each.
+func jsonPairs(pairs [][2]int64) string {
+	b, err := json.Marshal(pairs)
+	if err != nil {
+		panic(err) // numbers always marshal
+	}
+	return string(b)
 }
