@@ -76,7 +76,7 @@ const MaxListLimit = 10000
 //	                                 ?payload=raw answers the bytes as received)
 //	POST /admin/events/{id}/replay   ?include_done=true
 //	POST /admin/events/{id}/skip     ?reason=: end one dead delivery, releasing its order key
-//	POST /admin/replay               bulk: the listing's filters, dry_run, include_done, after_id
+//	POST /admin/replay               bulk: the listing's filters, dry_run, include_done, after_id, rate
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
 //	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume|retire
 //	GET  /admin/rejected             ?source=&status=&since=&limit=&before_id=
@@ -573,12 +573,13 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	dry, err1 := boolParam(q, "dry_run")
 	includeDone, err2 := boolParam(q, "include_done")
 	afterID, err3 := afterIDParam(q)
-	if err := errors.Join(err1, err2, err3); err != nil {
+	rate, err4 := replayRateParam(q)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ops := a.cfg.Store
-	p := hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry, AfterID: afterID}
+	p := hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry, AfterID: afterID, Rate: rate}
 	res, err := ops.Replay(r.Context(), p)
 	if err != nil && dry {
 		a.internal(w, "replay (dry run, nothing was changed)", err)
@@ -685,6 +686,24 @@ func afterIDParam(q url.Values) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("after_id: want a positive id (a stopped replay's resume_after_id)")
+	}
+	return n, nil
+}
+
+// replayRateParam reads rate, a bulk replay's pace in events a second
+// after the first second's worth (hookbox.ReplayParams.Rate): absent, the
+// default pace; 0, every event due at once.
+func replayRateParam(q url.Values) (int, error) {
+	v := q.Get("rate")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("rate: want events per second, a whole number from 0 (0: all due at once), not %s", quoteClient(v))
+	}
+	if n == 0 {
+		return hookbox.ReplayAtOnce, nil
 	}
 	return n, nil
 }

@@ -24,6 +24,7 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		jsonOut     bool
 		ifAttempts  int
 		afterID     int64
+		rate        int
 	)
 	cmd := &cobra.Command{
 		Use:   "replay [ID…]",
@@ -31,6 +32,15 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		Long: `replay sends events back to pending, due now, with a fresh attempt budget; a
 running hookbox serve works them again. The row stays the same row, so the
 dedupe memory is kept.
+
+A large replay is paced, so that deliveries arriving while it drains are not
+held behind all of it (workers take events in the order they fall due): the
+first --rate events (100 by default, in id order) are due now, and the rest
+--rate a second after them. A replay of up to --rate events is due at once.
+Set --rate about what the target works per second: above it, new deliveries
+wait behind what the target has not caught up with; below it, the replay
+takes longer than it must. --rate 0 makes every event due now, however many:
+new deliveries then wait until the whole replay has been worked.
 
 Name events by id, or select them with filters (--status, --source, --type, --key,
 --since, --until); at least one is required for a bulk replay. Dead and
@@ -57,12 +67,20 @@ and "rerun".`,
 		Example: `  hookbox replay 42 43
   hookbox replay --status dead --source polar --since 24h --dry-run
   hookbox replay --status dead --source polar --since 24h
+  hookbox replay --status dead --source polar --since 24h --rate 500
   hookbox replay 17 --include-done --json
   hookbox replay 17 --include-done --if-attempts 1`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := hookbox.ReplayParams{IncludeDone: includeDone, DryRun: dryRun, AfterID: afterID}
 			if afterID < 0 {
 				return usagef("--after-id: want a positive id (a stopped replay's resume_after_id)")
+			}
+			if rate < 0 {
+				return usagef("--rate: want events per second, a whole number from 0 (0: all due now), not %d", rate)
+			}
+			p.Rate = rate
+			if rate == 0 {
+				p.Rate = hookbox.ReplayAtOnce
 			}
 			switch {
 			case len(args) > 0 && !f.empty():
@@ -118,7 +136,7 @@ and "rerun".`,
 						return skipReason(skips[id])
 					}))
 				}
-				if err := printReplay(out, res, dryRun, skips); err != nil {
+				if err := printReplay(out, res, dryRun, skips, p.Rate); err != nil {
 					return err
 				}
 				if len(res.Replayed) == 0 && p.Filter.Status == hookbox.StatusDone && !includeDone {
@@ -153,6 +171,7 @@ and "rerun".`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&includeDone, "include-done", false, "replay done events too (their work runs again)")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be replayed; change nothing")
+	cmd.Flags().IntVar(&rate, "rate", hookbox.DefaultReplayRate, "events made due per second after the first second's worth, so new deliveries are not held behind a large replay (0: all due now)")
 	cmd.Flags().Int64Var(&afterID, "after-id", 0, "replay only events with larger ids: go on where a replay that stopped part-way stopped (it prints the id)")
 	cmd.Flags().IntVar(&ifAttempts, "if-attempts", 0, "replay the one event named only while its attempts are still N, as you saw them (else it is skipped, exit 1)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "skipped_reasons": {"ID": "why", ...}, "dry_run": bool}, and "no_payload": [...] when an event's payload was cleared; a replay that failed adds "error", "stopped", "replayed_count", "resume_after_id" and "rerun"`)
@@ -185,9 +204,9 @@ func stoppedReplay(w io.Writer, p hookbox.ReplayParams, res hookbox.ReplayResult
 	return err
 }
 
-// printReplay writes what the replay res did, with why it left each of
-// res.Skipped alone (skips, see readSkips).
-func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[int64]server.ReplaySkip) error {
+// printReplay writes what the replay res did, at rate (ReplayParams.Rate),
+// with why it left each of res.Skipped alone (skips, see readSkips).
+func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[int64]server.ReplaySkip, rate int) error {
 	verb := "replayed"
 	if dryRun {
 		verb = "would replay"
@@ -200,6 +219,10 @@ func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[i
 	default:
 		fmt.Fprintf(w, "%s %d events: %s\n", verb, n, idList(res.Replayed, 50))
 	}
+	if last := (hookbox.ReplayParams{Rate: rate}).ReplayWait(len(res.Replayed) - 1); last > 0 {
+		fmt.Fprintf(w, "paced: the first %d due now, the rest %d a second after them (the last in %v; --rate changes it)\n",
+			rate, rate, roundWait(last))
+	}
 	if n := len(res.NoPayload); n > 0 {
 		fmt.Fprintf(w, "not replayed, %d %s whose payload was cleared by payload retention (a replay would send an empty body): %s\n",
 			n, plural(n, "event", "events"), idList(res.NoPayload, 50))
@@ -211,6 +234,15 @@ func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[i
 		fmt.Fprintln(w, "dry run: nothing was changed")
 	}
 	return nil
+}
+
+// roundWait rounds a wait for a person to read: to the second from ten
+// seconds, else to the millisecond.
+func roundWait(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // withoutPayload lists the named events of res that can never be replayed
