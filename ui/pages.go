@@ -309,6 +309,9 @@ type replayData struct {
 	// says why; Finished, that it had dealt with every match by then.
 	Stopped  string
 	Finished bool
+	// Pace is the replay's pace (hookbox.DefaultReplayRate): the first
+	// Pace events are due at once, the rest Pace a second after them.
+	Pace int
 }
 
 // replayBulk replays the dead events matching the posted filter; with
@@ -336,7 +339,7 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		u.internal(w, r, s, "replay", err)
 		return
 	}
-	code, title, data := http.StatusOK, "Replay dead events", replayData{DryRun: dry, Result: res, Filtered: filtered}
+	code, title, data := http.StatusOK, "Replay dead events", replayData{DryRun: dry, Result: res, Filtered: filtered, Pace: hookbox.DefaultReplayRate}
 	if err != nil {
 		// The slices before the failure have committed: say how many
 		// events they replayed, rather than an error page that reads as
