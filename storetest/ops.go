@@ -31,6 +31,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ReplayLetsLiveThrough":           testReplayLetsLiveThrough,
 		"ReplayPacesDueTimes":             testReplayPacesDueTimes,
 		"ReplaySmallIsImmediate":          testReplaySmallIsImmediate,
+		"ReplayPaceKeepsKeyOrder":         testReplayPaceKeepsKeyOrder,
 		"ReplayRefusesClearedPayload":     testReplayRefusesClearedPayload,
 		"FirstAttemptDoneHasNoRow":        testFirstAttemptDone,
 		"EmptyPayloadIsNotCleared":        testEmptyPayloadIsNotCleared,

@@ -158,3 +158,64 @@ func testReplaySmallIsImmediate(t *testing.T, s FullStore) {
 		}
 	}
 }
+
+// testReplayPaceKeepsKeyOrder: a paced replay of an ordered target's dead
+// deliveries (many per order key, more than the first second's worth)
+// keeps each key's order: claims by key, once all are due, take each
+// key's deliveries one at a time in id order, and work every one. The
+// pace follows id order, so no delivery of a key is due before an
+// earlier one of the same key.
+func testReplayPaceKeepsKeyOrder(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	const perKey = 80
+	keys := []string{"k1", "k2", "k3"}
+	var ds []hookbox.Delivery
+	for i := range perKey {
+		for _, k := range keys {
+			ds = append(ds, Keyed("ordered", "app", fmt.Sprint(k, "-", i), k))
+		}
+	}
+	ingest(t, s, ds...)
+	q := hookbox.QueueName("ordered", "app")
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("keys-", claimSeq.Add(1)), Limit: len(ds),
+		Lease: time.Minute, Sources: []string{q}})
+	if err != nil || len(evs) != len(ds) {
+		t.Fatalf("claim: %d of %d, %v", len(evs), len(ds), err)
+	}
+	outs := make([]hookbox.Outcome, len(evs))
+	for i, e := range evs {
+		outs[i] = outcome(e, hookbox.StatusDead, time.Now())
+	}
+	finish(t, s, outs...)
+	res := replay(t, s, hookbox.ReplayParams{Filter: hookbox.Filter{Source: q, Status: hookbox.StatusDead}})
+	if len(res.Replayed) != len(ds) {
+		t.Fatalf("replayed %d, want %d", len(res.Replayed), len(ds))
+	}
+	later := time.Now().Add(time.Hour)
+	worked := map[string][]int64{}
+	after := ""
+	for n := 0; n < len(ds); {
+		got, err := s.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("keys-", claimSeq.Add(1)), Limit: 10,
+			Lease: time.Minute, Sources: []string{q}, ByKey: true, AfterKey: after, Now: later})
+		if err != nil || len(got) == 0 {
+			t.Fatalf("claim by key after %d of %d worked: %v, %v", n, len(ds), got, err)
+		}
+		seen := map[string]bool{}
+		outs := make([]hookbox.Outcome, len(got))
+		for i, e := range got {
+			if seen[e.OrderKey] {
+				t.Fatalf("one claim took two deliveries of key %s", e.OrderKey)
+			}
+			seen[e.OrderKey] = true
+			worked[e.OrderKey] = append(worked[e.OrderKey], e.ID)
+			outs[i], after = outcome(e, hookbox.StatusDone, later), max(after, e.OrderKey)
+		}
+		finish(t, s, outs...)
+		n += len(got)
+	}
+	for _, k := range keys {
+		if len(worked[k]) != perKey || !slices.IsSorted(worked[k]) {
+			t.Errorf("key %s worked %d deliveries in the order %v, want %d in id order", k, len(worked[k]), worked[k], perKey)
+		}
+	}
+}
