@@ -218,11 +218,7 @@ func (s *Store) replaySlice(ctx context.Context, where string, args []any, picke
 		for i, id := range ids {
 			pairs[i] = [2]int64{id, due[id]}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = d.due,
-                    lease_owner = NULL, last_error = NULL, updated_at = ?
-                FROM (SELECT value ->> 0 AS id, value ->> 1 AS due FROM json_each(?)) AS d
-                WHERE events.id = d.id`,
-			millis(now), jsonPairs(pairs)); err != nil {
+		if _, err := tx.ExecContext(ctx, replayUpdate, millis(now), jsonPairs(pairs)); err != nil {
 			return err
 		}
 		replayed = ids
@@ -230,6 +226,14 @@ func (s *Store) replaySlice(ctx context.Context, where string, args []any, picke
 	})
 	return replayed, err
 }
+
+// replayUpdate puts events back to pending, updated at ?1, each due at
+// its own time: ?2 is a JSON array of [id, due] pairs (jsonPairs), read
+// once, each row then found by id.
+const replayUpdate = `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = d.due,
+        lease_owner = NULL, last_error = NULL, updated_at = ?1
+    FROM (SELECT value ->> 0 AS id, value ->> 1 AS due FROM json_each(?2)) AS d
+    WHERE events.id = d.id`
 
 // replayJudgeSQL selects which of n ids (the last n arguments, after
 // where's) still match where and hold their payload. NOT INDEXED: the

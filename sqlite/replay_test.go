@@ -136,6 +136,12 @@ func TestReplayPlans(t *testing.T) {
 			t.Errorf("%+v: the re-check under the write lock is planned as\n%s\nwant its rows read by id", p, judge)
 		}
 	}
+	// The update that sets each event's paced due time reads the pairs
+	// once and each row by id, never the table.
+	if update := plan(replayUpdate, 1, jsonPairs([][2]int64{{1, 1}, {2, 2}})); update !=
+		"SCAN json_each VIRTUAL TABLE INDEX 1:\nSEARCH events USING INTEGER PRIMARY KEY (rowid=?)" {
+		t.Errorf("the replay's update is planned as\n%s\nwant the pairs scanned and each row read by id", update)
+	}
 }
 
 // TestReplayJudgesAgainUnderTheLock: a replay finds its events on a
