@@ -29,8 +29,8 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "replay [ID…]",
 		Short: "Put events back in the queue: named ones, or every one a filter selects",
-		Long: `replay sends events back to pending, due now, with a fresh attempt budget; a
-running hookbox serve works them again. The row stays the same row, so the
+		Long: `replay sends events back to pending, due now (a large one at a pace, below),
+with a fresh attempt budget; a running hookbox serve works them again. The row stays the same row, so the
 dedupe memory is kept.
 
 A large replay is paced, so that deliveries arriving while it drains are not
