@@ -573,6 +573,11 @@ func (s *Store) Close() error {
 	}
 }
 
+// MaxConns is the most connections the store's pool opens (Options.MaxConns,
+// else the URL's pool_max_conns, else DefaultMaxConns). Listen's connection
+// is not one of them: it is taken out of the pool while it listens.
+func (s *Store) MaxConns() int { return int(s.pool.Config().MaxConns) }
+
 // ErrConnectionsLeft is what Close returns when the connections it closes
 // were not all closed within closeWait: a program about to exit may take
 // it for done, as the exit closes them.

@@ -173,7 +173,7 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	txWorkers := 1 // SQLite: one write transaction at a time anyway
 	var storeTimeout time.Duration
 	if concurrentWriters {
-		txWorkers = 4
+		txWorkers = txWorkersFor(st)
 		// Over a network, a statement the database never answers (a
 		// connection a firewall dropped silently) is given up on.
 		storeTimeout = worker.DefaultStoreTimeout
@@ -284,6 +284,46 @@ func newWithStore(cfg *config.Config, st hookbox.Store, concurrentWriters bool, 
 	return s, nil
 }
 
+// maxTxWorkers is how many transactions of Go handlers run at once on
+// PostgreSQL when its pool has room for them (see txWorkersFor).
+const maxTxWorkers = 4
+
+// minPoolForTx is the fewest pooled connections Go handlers that pick in
+// transactions need: a work transaction holds one while it writes its mark
+// on another (worker.Pool.PicksInTransactions).
+const minPoolForTx = 2
+
+// pooled is a store whose connections come from a pool of a set size
+// (PostgreSQL: pool_max_conns).
+type pooled interface{ MaxConns() int }
+
+// txWorkersFor sizes the Go handlers' transactions to st's pool: each holds
+// a connection while it writes its mark on a second, and ingest needs one
+// too, so maxTxWorkers run only in a pool of maxTxWorkers+2 connections,
+// and one in a pool of 3 or fewer. Four transactions in a pool of 2 to 4
+// held every connection with a backlog, each waiting for another for its
+// mark until the mark's timeout, while deliveries waited for one and were
+// answered 503.
+func txWorkersFor(st hookbox.Store) int {
+	p, ok := st.(pooled)
+	if !ok {
+		return maxTxWorkers
+	}
+	return min(maxTxWorkers, max(1, p.MaxConns()-minPoolForTx))
+}
+
+// checkPoolSize refuses a pool with too few connections for the Go
+// handlers registered (minPoolForTx): their work transactions would wait
+// for a connection for their marks, fail, and hold ingest's only one.
+func (s *Service) checkPoolSize() error {
+	p, ok := s.Store.(pooled)
+	if !ok || p.MaxConns() >= minPoolForTx || !s.Pool.PicksInTransactions() {
+		return nil
+	}
+	return fmt.Errorf("pool_max_conns=%d is below the %d connections Go handlers need (a work transaction holds one while it writes its mark on another): raise it or remove it from the database URL",
+		p.MaxConns(), minPoolForTx)
+}
+
 // InTx runs fn in a write transaction on the service's database, for the
 // tables an application's handlers write (create them here at start-up).
 func (s *Service) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) error {
@@ -361,7 +401,11 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 			return errors.Join(fmt.Errorf("admin_listen: %w", err), s.Close())
 		}
 	}
-	if err := s.Pool.Start(ctx); err != nil {
+	err := s.checkPoolSize()
+	if err == nil {
+		err = s.Pool.Start(ctx)
+	}
+	if err != nil {
 		if aln != nil {
 			aln.Close()
 		}
@@ -442,7 +486,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		s.log.Warn(cerr.Error())
 		cerr = nil
 	}
-	err := errors.Join(serveErr, cerr)
+	err = errors.Join(serveErr, cerr)
 	s.log.Info("stopped")
 	return err
 }

@@ -446,6 +446,23 @@ func (p *Pool) Handle(source, eventType string, h Handler) {
 	r.handlers[eventType] = h
 }
 
+// PicksInTransactions reports whether some source's events are run by Go
+// handlers (Handle) in transactions that pick them without a lease: a
+// source that is neither strict nor has a Target or two-phase handlers.
+// Such a transaction holds one of the store's connections while it writes
+// its mark (hookbox.Mark) on another, so a store whose connections are
+// pooled needs at least two for it.
+func (p *Pool) PicksInTransactions() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.routes {
+		if r.hasWork() && !r.leased() && !r.policy.Strict {
+			return true
+		}
+	}
+	return false
+}
+
 // HandlePhases registers a two-phase handler for events of source with the
 // given type ("" for any type without a handler of its own). Once a source
 // has one, all its events are claimed with a lease and prepared outside any
