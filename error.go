@@ -14,4 +14,9 @@ var (
 	// PostgreSQL standby after a failover, or default_transaction_read_only
 	// set); errors that match it match ErrUnavailable too.
 	ErrReadOnly = errors.New("the database is read-only")
+	// ErrTooManyConnections means the database server refused a new
+	// connection because it has none free for it: max_connections, or a
+	// role's or database's connection limit, is reached (PostgreSQL's
+	// SQLSTATE 53300); errors that match it match ErrUnavailable too.
+	ErrTooManyConnections = errors.New("the database refuses more connections")
 )

@@ -43,12 +43,12 @@ var ErrSharedSessions = errors.New("postgres: the database URL goes through a co
 func checkOwnSessions(ctx context.Context, cfg *pgx.ConnConfig) error {
 	a, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
-		return fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
+		return connectError(err)
 	}
 	defer a.Close(context.Background())
 	b, err := pgx.ConnectConfig(ctx, cfg.Copy())
 	if err != nil {
-		return fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
+		return connectError(err)
 	}
 	defer b.Close(context.Background())
 	pid := func(c *pgx.Conn) (int32, error) {

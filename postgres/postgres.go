@@ -320,7 +320,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
+		return nil, connectError(err)
 	}
 	if opts.IngestBytes <= 0 {
 		opts.IngestBytes = DefaultIngestBytes
@@ -598,6 +598,9 @@ const closeWait = 3 * time.Second
 func (s *Store) Ping(ctx context.Context) error {
 	c, err := s.pool.Acquire(ctx)
 	if err != nil {
+		if tooManyConnections(err) {
+			return fmt.Errorf("postgres: ping: %w: %w: %v", hookbox.ErrUnavailable, hookbox.ErrTooManyConnections, err)
+		}
 		return fmt.Errorf("postgres: ping: %w: %v", hookbox.ErrUnavailable, err)
 	}
 	defer c.Release()
@@ -615,12 +618,33 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // SQLSTATE codes the store reacts to.
 const (
+	codeTooManyConnections   = "53300" // too many clients, or a role's or database's connection limit
 	codeSerializationFailure = "40001"
 	codeDeadlockDetected     = "40P01"
 	codeLockNotAvailable     = "55P03" // lock_timeout ran out
 	classDataException       = "22"
 	classProgramLimit        = "54" // 54000: an index row too large, and the like
 )
+
+// tooManyConnections reports whether the server refused a connection
+// because it has none free (max_connections, or a role's or database's
+// CONNECTION LIMIT, is reached).
+func tooManyConnections(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == codeTooManyConnections
+}
+
+// connectError is the error of Open when it cannot connect. When the
+// server has no connection free, it says what to do.
+func connectError(err error) error {
+	if tooManyConnections(err) {
+		return fmt.Errorf("postgres: %w: %w: %v: the server has no connection free for this role and database "+
+			"(max_connections, or the role's or the database's CONNECTION LIMIT, is reached by other clients): "+
+			"close some of their connections or raise the limit; hookbox serve needs pool_max_conns "+
+			"(default %d) connections and one more to listen for new events", hookbox.ErrUnavailable, hookbox.ErrTooManyConnections, err, DefaultMaxConns)
+	}
+	return fmt.Errorf("postgres: %w: %v", hookbox.ErrUnavailable, err)
+}
 
 // retryable reports whether a failed transaction may simply be run again:
 // the server rolled it back because of a conflict with another transaction

@@ -745,8 +745,13 @@ func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt,
 
 // unavailable reports a failure of a queue statement or of its commit as
 // hookbox.ErrUnavailable. When ctx has ended, the error matches ctx's error
-// too, so callers can tell a shutdown from an outage.
+// too, so callers can tell a shutdown from an outage; when the server
+// refused a connection for its limit, it matches
+// hookbox.ErrTooManyConnections.
 func unavailable(ctx context.Context, op string, err error) error {
+	if tooManyConnections(err) {
+		return fmt.Errorf("postgres: %s: %w: %w: %w", op, hookbox.ErrUnavailable, hookbox.ErrTooManyConnections, err)
+	}
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		return fmt.Errorf("postgres: %s: %w: %v (%w)", op, hookbox.ErrUnavailable, err, cerr)
 	}

@@ -644,6 +644,8 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case errors.Is(err, hookbox.ErrReadOnly):
 				msg = "the database is read-only (a standby after a failover, or default_transaction_read_only): deliveries are answered 503 until it is writable"
+			case errors.Is(err, hookbox.ErrTooManyConnections):
+				msg = "the database refuses more connections (max_connections, or a connection limit of hookbox's role or database, is reached): deliveries are answered 503 until it has one free"
 			case errors.Is(err, ErrCommitsFailing):
 				msg = "the store cannot commit deliveries (see the log)"
 			}
