@@ -225,3 +225,29 @@ func TestPostgresConnectionsRefusedMidRun(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresPoolLargerThanServerAllows: a pool_max_conns (here the
+// default, 16) larger than what the server leaves free (a role limited
+// to 4 connections, one of them the listener's). While Go handlers drain a
+// backlog, the pool keeps asking the server for connections it refuses
+// (SQLSTATE 53300); each delivery sent one at a time is still stored
+// (202): ingest waits for one of the pool's own connections, which free
+// up within milliseconds, instead of answering 503 at the first refusal.
+func TestPostgresPoolLargerThanServerAllows(t *testing.T) {
+	_, dbURL := limitedRole(t, 4)
+	backlog(t, dbURL, 400)
+	srv := e2e.Start(t, testConfig, dbURL, func(s *service.Service) error {
+		s.Pool.Handle("polar", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			var one int
+			return tx.QueryRowContext(ctx, `SELECT 1 FROM pg_sleep(0.005)`).Scan(&one)
+		})
+		return nil
+	})
+	for i := range 20 {
+		srv.Send("polar", fmt.Sprint("live-", i), []byte(`{}`)) // fails the test unless 202
+	}
+	srv.WaitIdle(2 * time.Minute)
+	if got := len(srv.Events("polar")); got != 420 {
+		t.Fatalf("%d events, want 420", got)
+	}
+}
