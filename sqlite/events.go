@@ -259,6 +259,31 @@ const statusSummary = `CASE WHEN fanout THEN coalesce((SELECT CASE
 // listedColumns are eventColumns with the status an operator reads.
 var listedColumns = strings.Replace(eventColumns, "status,", statusSummary+",", 1)
 
+// driverBlob is a []byte that a scan takes from the driver as it is,
+// without database/sql's copy: scanned into a *[]byte, a payload was
+// allocated twice, once by the driver and once by the copy (16 MiB to
+// read 8 MiB). database/sql copies because a driver may reuse the
+// memory it hands over; modernc.org/sqlite does not (columnBlob makes a
+// new slice for each value it reads), so the slice is the caller's.
+// TestEventPayloadReadOnce fails if a driver version starts reusing it
+// (the payloads read back would change) or copying twice again.
+type driverBlob []byte
+
+// Scan keeps src's bytes without copying them; NULL is nil.
+func (b *driverBlob) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*b = nil
+	case []byte:
+		*b = v
+	case string:
+		*b = []byte(v)
+	default:
+		return fmt.Errorf("sqlite: scan %T as bytes", src)
+	}
+	return nil
+}
+
 // scanEvent reads one row selected with eventColumns.
 func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	var (
@@ -271,7 +296,7 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	)
 	err := row.Scan(&e.ID, &e.Source, &e.DeliveryID, &e.IDIsHash, &e.EventType, &e.Status,
 		&e.Attempts, &e.AttemptBase, &next, &owner, &lastErr, &created, &upd, &parent, &e.FanOut, &orderKey,
-		&hdr, &e.Payload)
+		&hdr, (*driverBlob)(&e.Payload))
 	if err != nil {
 		return e, err
 	}

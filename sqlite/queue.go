@@ -410,7 +410,7 @@ func (s *Store) leaseTx(ctx context.Context, tx *sql.Tx, st *sql.Stmt, q string,
 	for rows.Next() {
 		var id int64
 		var p picked
-		if err := rows.Scan(&id, &p.n, &p.payload); err != nil {
+		if err := rows.Scan(&id, &p.n, (*driverBlob)(&p.payload)); err != nil {
 			rows.Close()
 			return nil, nil, 0, err
 		}
@@ -498,7 +498,7 @@ func (s *Store) readLarge(ctx context.Context, evs []hookbox.Event, large []int6
 			var id int64
 			var n sql.NullInt64
 			var payload []byte
-			if err := rows.Scan(&id, &n, &payload); err != nil {
+			if err := rows.Scan(&id, &n, (*driverBlob)(&payload)); err != nil {
 				return err
 			}
 			i, ok := at[id]

@@ -110,7 +110,7 @@ func (w *workTx) pickLarge(ctx context.Context, evs []hookbox.Event, large []int
 		var id int64
 		var n sql.NullInt64
 		var payload []byte
-		if err := rows.Scan(&id, &n, &payload); err != nil {
+		if err := rows.Scan(&id, &n, (*driverBlob)(&payload)); err != nil {
 			rows.Close()
 			return err
 		}
