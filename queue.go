@@ -154,7 +154,7 @@ type Mark struct {
 	Worker string
 	// Events are the events as picked (WorkTx.Mark); from
 	// Queue.OrphanMarks, those still unfinished with the attempt count
-	// they were picked with, as stored now.
+	// they were picked with, as stored now, without their payloads.
 	Events []Event
 }
 
@@ -536,7 +536,10 @@ type Queue interface {
 	// OrphanMarks returns the marks (see WorkTx.Mark) whose pool has no
 	// record any more, each with those of its events that are still
 	// unfinished and have the attempt count they were picked with: the
-	// attempt that was running when the pool's process died.
+	// attempt that was running when the pool's process died. The events
+	// come without their payloads (Payload nil): charging them reads
+	// none, and every dead pool's marks are read at once, each holding up
+	// to that pool's payload budget.
 	OrphanMarks(ctx context.Context) ([]Mark, error)
 
 	// DropMark forgets the mark key.

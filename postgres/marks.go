@@ -62,8 +62,9 @@ const orphanMarks = `SELECT m.key, m.worker, m.ids, m.attempts FROM work_marks m
 WHERE NOT EXISTS (SELECT 1 FROM workers w WHERE w.name = m.worker) ORDER BY m.key`
 
 // stillAsPicked reads the events of a mark that are unfinished and still
-// have the attempt count they were picked with.
-const stillAsPicked = `SELECT ` + eventColumns + `, payload FROM events
+// have the attempt count they were picked with, without their payloads
+// (see hookbox.Queue.OrphanMarks), as scanListedEvent reads them.
+const stillAsPicked = `SELECT ` + eventColumns + `, NULL::bytea, payload IS NULL FROM events
 WHERE (id, attempts) IN (SELECT * FROM unnest($1::bigint[], $2::integer[]))
   AND status IN ('pending', 'processing')
 ORDER BY id`
@@ -94,7 +95,7 @@ func (s *Store) OrphanMarks(ctx context.Context) ([]hookbox.Mark, error) {
 			if err != nil {
 				return nil, unavailable(ctx, "marks", err)
 			}
-			if x.m.Events, err = scanEvents(rows); err != nil {
+			if x.m.Events, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (hookbox.Event, error) { return scanListedEvent(r) }); err != nil {
 				return nil, unavailable(ctx, "marks", err)
 			}
 		}

@@ -142,8 +142,13 @@ func parseMark(data []byte) (hookbox.Mark, map[int64]int, bool) {
 	return m, picked, sc.Err() == nil
 }
 
+// markedColumns are queuedColumns with NULL for the payload: a mark's
+// events are read without their payloads (see hookbox.Queue.OrphanMarks).
+var markedColumns = strings.Replace(queuedColumns, "headers, payload", "headers, NULL", 1)
+
 // stillAsPicked reads the events of picked that are unfinished and still
 // have the attempt count they were picked with.
+
 func (s *Store) stillAsPicked(ctx context.Context, picked map[int64]int) ([]hookbox.Event, error) {
 	if len(picked) == 0 {
 		return nil, nil
@@ -152,20 +157,24 @@ func (s *Store) stillAsPicked(ctx context.Context, picked map[int64]int) ([]hook
 	for id := range picked {
 		args = append(args, id)
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+queuedColumns+` FROM events
+	rows, err := s.reader.QueryContext(ctx, `SELECT `+markedColumns+` FROM events
         WHERE status IN ('pending', 'processing') AND id IN (`+placeholders(len(args))+`)`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: marks: %w", err)
 	}
-	evs, err := scanQueuedEvents(rows)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: marks: %w", err)
-	}
-	out := evs[:0]
-	for _, e := range evs {
+	defer rows.Close()
+	var out []hookbox.Event
+	for rows.Next() {
+		e, err := scanListedEvent(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: marks: %w", err)
+		}
 		if picked[e.ID] == e.Attempts {
 			out = append(out, e)
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: marks: %w", err)
 	}
 	return out, nil
 }

@@ -566,7 +566,8 @@ func testClaimWorkRescuesOneAlone(t *testing.T, q QueueStore) {
 // testMarksChargeDeadPool: events a pool picked and marked, whose outcomes
 // never committed (its process died), are charged one attempt each once
 // the pool has no record, and only then; a committed batch leaves nothing
-// to charge; an event worked since its mark is not charged again.
+// to charge; an event worked since its mark is not charged again. The
+// marks are read without their events' payloads.
 func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
 	ctx := context.Background()
 	ingest(t, q, Delivery("mk", "1"), Delivery("mk", "2"), Delivery("mk", "3"), Delivery("mk2", "4"))
@@ -609,6 +610,23 @@ func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
 	}
 	if err := q.WorkerStopped(ctx, "w1"); err != nil {
 		t.Fatal(err)
+	}
+	// The marks come without payloads: the charge reads none, and every
+	// dead pool's marks were read at once, each with up to its pool's
+	// payload budget (workers.max_payload_bytes) of payloads.
+	marks, err := q.OrphanMarks(ctx)
+	var marked []hookbox.Event
+	for _, m := range marks {
+		marked = append(marked, m.Events...)
+	}
+	if err != nil || len(marked) != 2 {
+		t.Fatalf("OrphanMarks after w1 died = %d events, %v; want events 2 and 3", len(marked), err)
+	}
+	for _, ev := range marked {
+		if ev.Payload != nil || ev.PayloadCleared || ev.Source != "mk" || ev.Attempts != 0 {
+			t.Errorf("OrphanMarks event %d: %d payload bytes, cleared %v, source %q, attempts %d; want no payload read, not cleared, mk, 0",
+				ev.ID, len(ev.Payload), ev.PayloadCleared, ev.Source, ev.Attempts)
+		}
 	}
 	res, err = r.Recover(ctx)
 	if err != nil || len(res) != 2 {

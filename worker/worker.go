@@ -190,7 +190,8 @@ type Options struct {
 	// OnAttempt, if set, is called after each attempt is recorded. For an
 	// event worked by a Target, ev.Payload is nil by then: the pool drops
 	// it once the target returns (see Target). Events of Go handlers keep
-	// theirs.
+	// theirs, but for those charged because a dead pool was running them
+	// (see Start), read without their payloads.
 	OnAttempt func(ev *hookbox.Event, o hookbox.Outcome, err error)
 	// Redact, if set, masks secrets in error text before it is stored.
 	Redact func(string) string
