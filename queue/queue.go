@@ -102,11 +102,24 @@ var errBroken = errors.New("the handler broke its transaction")
 // store, not a handler), ClaimWork returns the error with the results of
 // the events worked alone before it, which are committed.
 func (r *Runner) ClaimWork(ctx context.Context, p hookbox.ClaimParams, fn hookbox.WorkFunc) ([]Result, error) {
+	return r.ClaimWorkPicked(ctx, p, nil, fn)
+}
+
+// ClaimWorkPicked is ClaimWork that calls picked, when not nil, once the
+// pick has returned and before any handler runs, with the events picked
+// (none if the pick failed). It is called once, unless the transaction
+// could not begin. A caller that bounds the payloads it holds
+// (hookbox.ClaimParams.MaxPayloadBytes) so learns what this transaction
+// holds as soon as it is known, not when it ends.
+func (r *Runner) ClaimWorkPicked(ctx context.Context, p hookbox.ClaimParams, picked func([]hookbox.Event), fn hookbox.WorkFunc) ([]Result, error) {
 	wt, err := r.Queue.BeginWork(ctx)
 	if err != nil {
 		return nil, err
 	}
 	stored, at, err := wt.Pick(ctx, p)
+	if picked != nil {
+		picked(stored)
+	}
 	if err != nil || len(stored) == 0 {
 		wt.Rollback()
 		return nil, err

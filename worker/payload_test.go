@@ -191,3 +191,118 @@ func TestPayloadsHeldWithinBudget(t *testing.T) {
 		}
 	})
 }
+
+// heldQueue is a store that counts the payload bytes the pool holds at
+// once, as the store hands them out: a claim's until its target returns
+// (the test's target gives them back), a pick's until its transaction
+// ends. peak is the most held at once.
+type heldQueue struct {
+	hookbox.Queue
+	held, peak atomic.Int64
+}
+
+func (q *heldQueue) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, error) {
+	evs, err := q.Queue.Claim(ctx, p)
+	raise(&q.peak, q.held.Add(payloadBytes(evs)))
+	return evs, err
+}
+
+func (q *heldQueue) BeginWork(ctx context.Context) (hookbox.WorkTx, error) {
+	wt, err := q.Queue.BeginWork(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &heldWorkTx{WorkTx: wt, q: q}, nil
+}
+
+// heldWorkTx counts what its picks returned until it commits or rolls
+// back.
+type heldWorkTx struct {
+	hookbox.WorkTx
+	q      *heldQueue
+	picked int64
+}
+
+func (w *heldWorkTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Event, time.Time, error) {
+	evs, at, err := w.WorkTx.Pick(ctx, p)
+	w.picked += payloadBytes(evs)
+	raise(&w.q.peak, w.q.held.Add(payloadBytes(evs)))
+	return evs, at, err
+}
+
+func (w *heldWorkTx) Commit(ctx context.Context) error {
+	defer w.end()
+	return w.WorkTx.Commit(ctx)
+}
+
+func (w *heldWorkTx) Rollback() error {
+	defer w.end()
+	return w.WorkTx.Rollback()
+}
+
+func (w *heldWorkTx) end() {
+	w.q.held.Add(-w.picked)
+	w.picked = 0
+}
+
+// TestPayloadsHeldWithinBudgetTogether: a backlog of large payloads (24
+// of 4 MiB for a target, 24 for a Go handler), each target delivery and
+// each handler holding its event until the test lets it go, one at a
+// time, with four transactions of Go handlers (TxWorkers, as serve runs
+// PostgreSQL): the payload bytes held at once, by the targets' claims
+// and by the transactions' picks together, never pass MaxPayloadBytes
+// (16 MiB). Before, each transaction picked within what the targets
+// left, counting neither the others' picks nor its own, and the
+// targets' claims did not count the transactions': on PostgreSQL four
+// transactions held 16 MiB each at once; on SQLite a transaction took an
+// event (4 MiB) when the targets held the whole budget, and the targets
+// claimed the whole budget after a transaction had picked it. Both
+// databases.
+func TestPayloadsHeldWithinBudgetTogether(t *testing.T) {
+	const size, n, budget = 4 << 20, 24, 16 << 20
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		q := &heldQueue{Queue: s}
+		// A batch of 4, the events the budget fits: on PostgreSQL a pick
+		// locks up to a batch of due rows, those past its budget
+		// included, which the other transactions' picks then skip.
+		p := worker.New(q, worker.Options{PollInterval: 10 * time.Millisecond, MaxPayloadBytes: budget, TxWorkers: 4, BatchSize: 4})
+		release := make(chan struct{})
+		hold := func(ctx context.Context, ev *hookbox.Event) error {
+			if len(ev.Payload) != size {
+				t.Errorf("event %d worked with %d bytes, want %d", ev.ID, len(ev.Payload), size)
+			}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		p.Route("big", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			defer q.held.Add(-int64(len(ev.Payload)))
+			return hold(ctx, ev)
+		}))
+		p.Handle("bigtx", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error { return hold(ctx, ev) })
+		var last []hookbox.Receipt
+		for i := range n {
+			a, b := storetest.Delivery("big", fmt.Sprint(i)), storetest.Delivery("bigtx", fmt.Sprint(i))
+			a.Payload, b.Payload = bytes.Repeat([]byte{byte(i)}, size), bytes.Repeat([]byte{byte(i)}, size)
+			last = ingest(t, s, a, b)
+		}
+		start(t, p)
+		for range 2 * n {
+			select {
+			case release <- struct{}{}:
+			case <-time.After(20 * time.Second):
+				t.Fatal("no delivery or handler came to be let go within 20 s")
+			}
+		}
+		waitStatus(t, s, p, last[0].ID, hookbox.StatusDone)
+		waitStatus(t, s, p, last[1].ID, hookbox.StatusDone)
+		t.Logf("at most %d MiB of payloads held at once by claims and picks together", q.peak.Load()>>20)
+		if got := q.peak.Load(); got > budget {
+			t.Errorf("claims and transactions held %d MiB of payloads at once, past the budget of %d MiB", got>>20, budget>>20)
+		}
+	})
+}

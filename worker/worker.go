@@ -156,9 +156,10 @@ type Options struct {
 	// while nothing is left, and always one when nothing is held, so one
 	// payload larger than the bound is still worked, alone. So the
 	// payloads held stay under it plus one payload (the largest body a
-	// source accepts). Each transaction of Go handlers claims up to what
-	// is left of it too (one event when nothing is), and holds what it
-	// claimed until it ends. Without it, BatchSize (for Go handlers) or
+	// source accepts). The payloads a transaction of Go handlers picks
+	// or claims count against it too, until the transaction ends: the
+	// bound holds for the targets, the Prepares and all TxWorkers
+	// transactions together. Without it, BatchSize (for Go handlers) or
 	// Concurrency (for targets) events were held whatever their size:
 	// 256 payloads of 32 MiB are 8 GiB.
 	MaxPayloadBytes int64
@@ -317,9 +318,16 @@ type Pool struct {
 	exhaustedRun atomic.Int64
 
 	// payloadHeld counts the payload bytes of the events claimed for
-	// targets and Prepares whose work has not returned (see
-	// Options.MaxPayloadBytes).
+	// targets and Prepares whose work has not returned, and of those a
+	// transaction of Go handlers picked or claimed until it ends, plus
+	// what claims in flight have reserved (see reservePayloads and
+	// Options.MaxPayloadBytes). One account for every claiming loop: each
+	// loop counting on its own let TxWorkers transactions each hold the
+	// whole budget.
 	payloadHeld atomic.Int64
+	// payloadWait says a claim found nothing left of MaxPayloadBytes: the
+	// next payloads let go wake the claiming loops (Notify).
+	payloadWait atomic.Bool
 
 	txClaim atomic.Int64 // events the next claim for Go handlers takes; see txLimit
 	txRuns  atomic.Int64 // whole claims run at txClaim since it last changed
@@ -333,6 +341,68 @@ type Pool struct {
 
 // DefaultMaxPayloadBytes is Options.MaxPayloadBytes unless set.
 const DefaultMaxPayloadBytes = 64 << 20
+
+// reservePayloads reserves, for one claim, what is left of
+// MaxPayloadBytes: all of it, so that claims made at once (the claiming
+// loop's for targets, TxWorkers transactions of Go handlers) cannot each
+// take what is left. It returns the claim's budget
+// (hookbox.ClaimParams.MaxPayloadBytes; 0 without a bound), or false
+// when nothing is left: the claim is then not made, and comes when
+// payloads are let go (releasePayloads wakes the pool). The claim then
+// keeps what it took (settlePayloads), and gives it back when its work
+// lets it go (releasePayloads). As a claim takes its first event
+// whatever its size, the payloads held stay under the bound plus one
+// payload, and a payload larger than the bound is worked while nothing
+// else is held.
+func (p *Pool) reservePayloads() (int64, bool) {
+	limit := p.opts.MaxPayloadBytes
+	if limit <= 0 {
+		return 0, true
+	}
+	for {
+		held := p.payloadHeld.Load()
+		if held >= limit {
+			p.payloadWait.Store(true)
+			if p.payloadHeld.Load() >= limit {
+				return 0, false // what is let go after the flag wakes the pool
+			}
+			continue
+		}
+		if p.payloadHeld.CompareAndSwap(held, limit) {
+			return limit - held, true
+		}
+	}
+}
+
+// settlePayloads turns a claim's reservation of budget bytes into the
+// payload bytes of what it took, evs.
+func (p *Pool) settlePayloads(budget int64, evs []hookbox.Event) {
+	if p.opts.MaxPayloadBytes > 0 {
+		p.releasePayloads(budget - payloadBytes(evs))
+	}
+}
+
+// releasePayloads gives n payload bytes back to MaxPayloadBytes (n may
+// be negative: a claim took more than it reserved, its first event's),
+// and wakes the pool if a claim found nothing left.
+func (p *Pool) releasePayloads(n int64) {
+	if n == 0 || p.opts.MaxPayloadBytes <= 0 {
+		return
+	}
+	p.payloadHeld.Add(-n)
+	if n > 0 && p.payloadWait.Swap(false) {
+		p.Notify()
+	}
+}
+
+// payloadBytes is the size of evs' payloads.
+func payloadBytes(evs []hookbox.Event) int64 {
+	var n int64
+	for i := range evs {
+		n += int64(len(evs[i].Payload))
+	}
+	return n
+}
 
 // DefaultStoreTimeout is the Options.StoreTimeout hookbox serve sets on
 // PostgreSQL.
@@ -1175,11 +1245,19 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	}
 	deadline = time.Now().Add(p.opts.TxBudget)
 	lease := p.lease(p.maxTimeout(sources))
-	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict}
-	if p.opts.MaxPayloadBytes > 0 {
-		// What targets hold leaves the rest; with nothing left, one event.
-		params.MaxPayloadBytes = max(1, p.opts.MaxPayloadBytes-p.payloadHeld.Load())
+	// The payloads this transaction takes count against MaxPayloadBytes
+	// with those of targets and of the other transactions until it ends.
+	budget, ok := p.reservePayloads()
+	if !ok {
+		return false, nil // the claim comes when a payload is let go
 	}
+	var held int64
+	settle := func(evs []hookbox.Event) {
+		p.settlePayloads(budget, evs)
+		held, budget = payloadBytes(evs), 0
+	}
+	defer func() { p.releasePayloads(held + budget) }()
+	params := hookbox.ClaimParams{Owner: p.owner(), Limit: limit, Lease: lease, Sources: sources, Strict: strict, MaxPayloadBytes: budget}
 	if !leased {
 		params.Mark = hookbox.Mark{Key: p.markKey(slot), Worker: p.id}
 		// One loop rescues events whose worker died, one per claim, so
@@ -1190,6 +1268,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 	if leased {
 		var evs []hookbox.Event
 		evs, err = p.claim(claimCtx, params)
+		settle(evs)
 		if err != nil || len(evs) == 0 {
 			if err == nil && !strict {
 				p.recovering.Store(0) // nothing due: nothing left from a crash
@@ -1208,7 +1287,7 @@ func (p *Pool) runTx(claimCtx, runCtx context.Context, sources []string, strict 
 		}
 	} else {
 		picked = true
-		res, err = p.runner.ClaimWork(dbCtx, params, work)
+		res, err = p.runner.ClaimWorkPicked(dbCtx, params, settle, work)
 		picked = false
 		if err != nil {
 			// Events worked alone before the failure have their outcomes
@@ -1724,15 +1803,13 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if !strict && !params.ByKey {
 		params.RunningIDs = p.leases.ids()
 	}
-	if p.opts.MaxPayloadBytes > 0 {
-		held := p.payloadHeld.Load()
-		if held >= p.opts.MaxPayloadBytes {
-			// The claim comes when a payload is let go (Notify).
-			return 0, nil
-		}
-		params.MaxPayloadBytes = p.opts.MaxPayloadBytes - held
+	budget, ok := p.reservePayloads()
+	if !ok {
+		return 0, nil // the claim comes when a payload is let go
 	}
+	params.MaxPayloadBytes = budget
 	evs, err := p.claim(claimCtx, params)
+	p.settlePayloads(budget, evs)
 	if ctl != nil && err == nil {
 		p.took(ctl, evs, time.Now(), cursor)
 	}
@@ -1740,9 +1817,6 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		return 0, err
 	}
 	p.leases.add(evs, lease)
-	for i := range evs {
-		p.payloadHeld.Add(int64(len(evs[i].Payload)))
-	}
 	for i := range evs {
 		// Each event runs on a copy of its own, and leaves the claim's
 		// slice: that slice, kept by one goroutine of the batch (or by
@@ -1755,10 +1829,8 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		// two-phase handler's once its Apply has run.
 		held := int64(len(ev.Payload))
 		letGo := func() {
-			if held > 0 {
-				p.payloadHeld.Add(-held)
-				held = 0
-			}
+			p.releasePayloads(held)
+			held = 0
 		}
 		p.takeSlot(ev.Source)
 		inflight.Add(1)
