@@ -117,6 +117,9 @@ func (r *Runner) ClaimWorkPicked(ctx context.Context, p hookbox.ClaimParams, pic
 		return nil, err
 	}
 	stored, at, err := wt.Pick(ctx, p)
+	if err != nil {
+		stored = nil // rolled back below, not worked
+	}
 	if picked != nil {
 		picked(stored)
 	}

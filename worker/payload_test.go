@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,6 +304,42 @@ func TestPayloadsHeldWithinBudgetTogether(t *testing.T) {
 		t.Logf("at most %d MiB of payloads held at once by claims and picks together", q.peak.Load()>>20)
 		if got := q.peak.Load(); got > budget {
 			t.Errorf("claims and transactions held %d MiB of payloads at once, past the budget of %d MiB", got>>20, budget>>20)
+		}
+	})
+}
+
+// TestPayloadLargerThanBudgetWorked: an event whose payload is larger
+// than MaxPayloadBytes is still worked, by a Go handler and by a target,
+// with the four transactions of Go handlers and the targets sharing the
+// budget: a claim takes its first event whatever its size while nothing
+// else is held, so none waits for a budget it can never fit in. Both
+// databases.
+func TestPayloadLargerThanBudgetWorked(t *testing.T) {
+	const budget = 1 << 20
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, MaxPayloadBytes: budget, TxWorkers: 4})
+		var sizes sync.Map
+		p.Route("big", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			sizes.Store(ev.ID, len(ev.Payload))
+			return nil
+		}))
+		p.Handle("bigtx", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+			sizes.Store(ev.ID, len(ev.Payload))
+			return nil
+		})
+		var rs []hookbox.Receipt
+		for i := range 3 {
+			a, b := storetest.Delivery("big", fmt.Sprint(i)), storetest.Delivery("bigtx", fmt.Sprint(i))
+			a.Payload, b.Payload = bytes.Repeat([]byte{'a'}, 3*budget), bytes.Repeat([]byte{'b'}, 3*budget)
+			rs = append(rs, ingest(t, s, a, b)...)
+		}
+		start(t, p)
+		for _, r := range rs {
+			waitStatus(t, s, p, r.ID, hookbox.StatusDone)
+			if n, _ := sizes.Load(r.ID); n != 3*budget {
+				t.Errorf("event %d worked with %v bytes, want %d", r.ID, n, 3*budget)
+			}
 		}
 	})
 }
