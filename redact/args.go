@@ -34,7 +34,10 @@ import (
 //     (CredentialName): "--token=X", "--password X", "-api-key X"; the
 //     next argument is taken for the value unless it starts with "-";
 //     options named "no-…" and names that end in "file", "path" or "dir"
-//     (a file that holds the credential, not the credential) are left out;
+//     (a file that holds the credential, not the credential) are left out,
+//     and so is a value that is a URL (its credentials are found as any
+//     URL's): the URL after a flag that takes none ("curl --anyauth URL")
+//     is the service's address, to be read;
 //   - the value of a NAME=value argument or word whose name says so
 //     ("PGPASSWORD=X" given to env, "password=X" in a connection string);
 //   - the secrets of a "Name: value" argument whose name is a credential
@@ -105,7 +108,7 @@ func scanArgs(args []string, script bool, out *[]string) {
 			next = args[i+1]
 		}
 		urlSecrets(a, add)
-		if name, value, ok := strings.Cut(a, ":"); ok && !script && IsCredentialHeader(name) && !strings.ContainsAny(name, " /") && strings.TrimSpace(value) != "" {
+		if name, value, ok := strings.Cut(a, ":"); ok && !script && IsCredentialHeader(name) && headerName(name) && strings.TrimSpace(value) != "" {
 			// A header, as curl's -H takes it: "Authorization: Bearer X".
 			for _, v := range HeaderSecrets(strings.TrimSpace(value)) {
 				add(v)
@@ -130,12 +133,36 @@ func scanArgs(args []string, script bool, out *[]string) {
 			continue
 		}
 		switch {
-		case hasValue:
+		case hasValue && !isURL(value):
 			add(value)
-		case option && next != "" && !strings.HasPrefix(next, "-"):
+		case !hasValue && option && next != "" && !strings.HasPrefix(next, "-") && !isURL(next):
 			add(next)
 		}
 	}
+}
+
+// isURL reports whether v, an option's value, is a URL: its credentials
+// are found as any URL's (urlSecrets), and the rest of it (the address of
+// a service) is no credential. Taken whole, the URL after a flag that
+// takes no value ("curl --anyauth URL", "wget --keep-session-cookies
+// URL") would be masked in every line that names it.
+func isURL(v string) bool {
+	return strings.Contains(unquote(v), "://")
+}
+
+// headerName reports whether name, the text before the first ":" of an
+// argument, can be a header's name (letters, digits, "-" and "_", not
+// first a "-"): "--auth-url=https" is an option, not a header.
+func headerName(name string) bool {
+	if name == "" || name[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // credentialOption reports whether an option or variable called name (its

@@ -53,6 +53,19 @@ func TestArgSecrets(t *testing.T) {
 			`/bin/sh -c deploy --token "$DEPLOY_TOKEN" --password=${PASS}`},
 		{[]string{"./scripts/deploy.sh", "--env", "production", "--verbose"},
 			"./scripts/deploy.sh --env production --verbose"},
+		// A flag that takes no value, whose name says auth or session,
+		// is not given the URL after it: that URL, the target's address,
+		// is in every log line about the command. A URL given as a
+		// credential option's value is masked for what it holds, as any
+		// URL, not whole; nor is "--name=https://…" read as a header.
+		{[]string{"curl", "--anyauth", "https://api.example.com/hooks/orders"},
+			"curl --anyauth https://api.example.com/hooks/orders"},
+		{[]string{"wget", "--keep-session-cookies", "https://api.example.com/hooks/orders"},
+			"wget --keep-session-cookies https://api.example.com/hooks/orders"},
+		{[]string{"/bin/sh", "-c", "curl --anyauth https://api.example.com/hooks/orders"},
+			"/bin/sh -c curl --anyauth https://api.example.com/hooks/orders"},
+		{[]string{"tool", "--auth-url=https://auth.example.com/oauth/token", "--token-endpoint", "https://ops:url-pass-word@auth.example.com/t"},
+			"tool --auth-url=https://auth.example.com/oauth/token --token-endpoint https://ops:[REDACTED]@auth.example.com/t"},
 	}
 	for _, c := range cases {
 		got := New(ArgSecrets(c.argv)...).String(strings.Join(c.argv, " "))
