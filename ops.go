@@ -77,6 +77,15 @@ type ReplayParams struct {
 	// Rate events is therefore due at once. Zero means DefaultReplayRate;
 	// ReplayAtOnce (any value below zero) makes every event due at Now.
 	Rate int
+	// PaceAfter, for a replay that goes on from one that stopped
+	// part-way (AfterID), is how many events that one's pace counted
+	// (its ReplayResult.PacedCount): this one's are paced after them, as
+	// if one replay, so that none it makes due is due before one the
+	// first paced. Started again from its own first Rate, it made its
+	// first events due at once, before the other's last ones: a strict
+	// source then worked them out of id order, and a new delivery waited
+	// behind the two paces at once.
+	PaceAfter int
 	// Progress, if set, is called with the number of events replayed so
 	// far each time a batch of them has committed (a store that replays in
 	// one statement calls it once, at the end).
@@ -126,7 +135,7 @@ const ReplayAtOnce = -1
 // ReplayWait is how long after p.Now the i-th event a replay picks (from
 // 0, in id order over the whole replay) becomes due: 0 for the first
 // Rate, then 1/Rate s more for each (see ReplayParams.Rate). Both stores
-// set due times from it.
+// set due times from it, i counting from p.PaceAfter.
 func (p ReplayParams) ReplayWait(i int) time.Duration {
 	rate := p.Rate
 	switch {
@@ -195,6 +204,10 @@ type ReplayResult struct {
 	// without an error, on a dry run, and when the error came after every
 	// match was judged (while reading what was left alone).
 	ResumeAfter *int64 `json:"-"`
+	// PacedCount is, with ResumeAfter, how many events the pace of the
+	// slices committed counted (ReplayParams.PaceAfter included): the
+	// PaceAfter of the replay that goes on from this one.
+	PacedCount int `json:"-"`
 }
 
 // PurgeParams say which finished events to delete.

@@ -83,13 +83,13 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		if expIDs, expN := p.Expected(); len(expIDs) > 0 {
 			set, setArgs = replaySet(replayable(p.IncludeDone), true), []any{now, expIDs, expN}
 		}
-		// seen counts the events picked by the slices before, for the
-		// pace (ReplayWait).
-		seen := 0
+		// seen counts the events picked by the slices before, and by the
+		// replay this one goes on from, for the pace (ReplayWait).
+		seen := max(p.PaceAfter, 0)
+		res.PacedCount = seen
 		wait := func(i int) time.Duration { return p.ReplayWait(seen + i) }
 		for after := max(p.AfterID, 0); ; {
 			picked, err := s.replaySlice(ctx, pick, append(args[:n:n], after, replayBatch), set, setArgs, wait, &res)
-			seen += len(picked)
 			if err != nil {
 				// The slices before this one have committed: say where
 				// they end, for a replay that goes on from there.
@@ -97,6 +97,8 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 				slices.Sort(res.Replayed)
 				return res, opError(ctx, "replay", err)
 			}
+			seen += len(picked)
+			res.PacedCount = seen
 			if p.Progress != nil {
 				p.Progress(len(res.Replayed))
 			}

@@ -76,7 +76,7 @@ const MaxListLimit = 10000
 //	                                 ?payload=raw answers the bytes as received)
 //	POST /admin/events/{id}/replay   ?include_done=true
 //	POST /admin/events/{id}/skip     ?reason=: end one dead delivery, releasing its order key
-//	POST /admin/replay               bulk: the listing's filters, dry_run, include_done, after_id, rate
+//	POST /admin/replay               bulk: the listing's filters, dry_run, include_done, after_id, rate, pace_after
 //	POST /admin/purge                ?days=N&dry_run=true&include_dead=true
 //	GET  /admin/targets, POST /admin/targets/{source}[/{target}]/pause|resume|retire
 //	GET  /admin/rejected             ?source=&status=&since=&limit=&before_id=
@@ -574,12 +574,13 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	includeDone, err2 := boolParam(q, "include_done")
 	afterID, err3 := afterIDParam(q)
 	rate, err4 := replayRateParam(q)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	paceAfter, err5 := paceAfterParam(q)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	ops := a.cfg.Store
-	p := hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry, AfterID: afterID, Rate: rate}
+	p := hookbox.ReplayParams{Filter: f, IncludeDone: includeDone, DryRun: dry, AfterID: afterID, Rate: rate, PaceAfter: paceAfter}
 	res, err := ops.Replay(r.Context(), p)
 	if err != nil && dry {
 		a.internal(w, "replay (dry run, nothing was changed)", err)
@@ -704,6 +705,21 @@ func replayRateParam(q url.Values) (int, error) {
 	}
 	if n == 0 {
 		return hookbox.ReplayAtOnce, nil
+	}
+	return n, nil
+}
+
+// paceAfterParam reads pace_after, how many events a stopped replay's
+// pace counted (its resume_pace_after): the replay that goes on from it
+// paces its events after them (hookbox.ReplayParams.PaceAfter).
+func paceAfterParam(q url.Values) (int, error) {
+	v := q.Get("pace_after")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("pace_after: want a count from 0 (a stopped replay's resume_pace_after), not %s", quoteClient(v))
 	}
 	return n, nil
 }

@@ -24,6 +24,11 @@ type ReplayStop struct {
 	// goes on from there. Absent when every match was dealt with and
 	// only the report of those left alone failed.
 	ResumeAfterID *int64 `json:"resume_after_id,omitempty"`
+	// ResumePaceAfter is how many events the replay's pace counted before
+	// it stopped (hookbox.ReplayResult.PacedCount): the replay that goes
+	// on, with pace_after (--pace-after) set to it, paces its events
+	// after them (hookbox.ReplayParams.PaceAfter). Absent when zero.
+	ResumePaceAfter int `json:"resume_pace_after,omitempty"`
 	// Rerun says how to go on, and whether running the same replay again
 	// as it was is safe.
 	Rerun string `json:"rerun"`
@@ -33,8 +38,9 @@ type ReplayStop struct {
 // before it, for a reply. why is the failure in the caller's words (an
 // API reply names no internal error), said in brackets; resume is how
 // the caller's user sets where a replay starts, with a %d for the id
-// ("after_id=%d", "--after-id %d").
-func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume string) *ReplayStop {
+// ("after_id=%d", "--after-id %d"), and pace how they set where its pace
+// starts, with a %d for the count ("&pace_after=%d", " --pace-after %d").
+func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume, pace string) *ReplayStop {
 	n := len(res.Replayed)
 	st := &ReplayStop{Stopped: true, ReplayedCount: n}
 	if n == 0 {
@@ -52,7 +58,13 @@ func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume st
 	}
 	st.ResumeAfterID = res.ResumeAfter
 	st.Error = replayWords.stopError(why, n)
-	st.Rerun = "Run the same replay with " + fmt.Sprintf(resume, *res.ResumeAfter) + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p)
+	goOn := fmt.Sprintf(resume, *res.ResumeAfter)
+	if res.PacedCount > 0 {
+		// Its events are then due after those this one paced.
+		st.ResumePaceAfter = res.PacedCount
+		goOn += fmt.Sprintf(pace, res.PacedCount)
+	}
+	st.Rerun = "Run the same replay with " + goOn + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p)
 	return st
 }
 
@@ -84,6 +96,6 @@ func (a *admin) replayFailed(w http.ResponseWriter, p hookbox.ReplayParams, res 
 	}
 	code, why := FailureStatus(w, err)
 	reply := NewReplayReply(res, false, nil)
-	reply.ReplayStop = StopReplay(p, res, why, "after_id=%d")
+	reply.ReplayStop = StopReplay(p, res, why, "after_id=%d", "&pace_after=%d")
 	writeJSON(w, code, reply)
 }

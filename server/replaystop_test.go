@@ -27,7 +27,9 @@ type stoppedReply struct {
 	Replayed      []int64 `json:"replayed"`
 	ReplayedCount int     `json:"replayed_count"`
 	ResumeAfterID *int64  `json:"resume_after_id"`
-	Rerun         string  `json:"rerun"`
+	// ResumePaceAfter, with pace_after, paces the rest after those.
+	ResumePaceAfter int    `json:"resume_pace_after"`
+	Rerun           string `json:"rerun"`
 }
 
 // TestAdminReplayStoppedPartWay: a bulk replay whose second slice fails
@@ -59,8 +61,8 @@ func TestAdminReplayStoppedPartWay(t *testing.T) {
 			t.Errorf("stopped %v, replayed_count %d, %d ids in replayed; %d pending in the store; want %d, the first slice, in each",
 				rep.Stopped, rep.ReplayedCount, len(rep.Replayed), len(pending), done)
 		}
-		resume := fmt.Sprintf("after_id=%d", ids[done-1])
-		if rep.ResumeAfterID == nil || *rep.ResumeAfterID != ids[done-1] || !strings.Contains(rep.Rerun, resume) ||
+		resume := fmt.Sprintf("after_id=%d&pace_after=%d", ids[done-1], done)
+		if rep.ResumeAfterID == nil || *rep.ResumeAfterID != ids[done-1] || rep.ResumePaceAfter != done || !strings.Contains(rep.Rerun, resume) ||
 			!strings.Contains(rep.Rerun, "safe") || !strings.Contains(rep.Error, "the rest were not replayed") {
 			t.Errorf("resume_after_id %v, error %q, rerun %q: want %d, the rest not replayed, %s and that running it again is safe",
 				rep.ResumeAfterID, rep.Error, rep.Rerun, ids[done-1], resume)
@@ -72,6 +74,18 @@ func TestAdminReplayStoppedPartWay(t *testing.T) {
 		var rest stoppedReply
 		if err := json.Unmarshal(body, &rest); err != nil || code != http.StatusOK || rest.Stopped || !slices.Equal(rest.Replayed, ids[done:]) {
 			t.Errorf("going on with %s = %d, %d replayed (%v); want 200 with the %d left", resume, code, len(rest.Replayed), err, len(ids)-done)
+		}
+		// Paced as one replay: none of the rest is due before one the
+		// stopped replay paced.
+		due := map[int64]time.Time{}
+		for _, e := range listEvents(t, after, hookbox.Filter{Source: "cut", Status: hookbox.StatusPending}) {
+			due[e.ID] = e.NextAttemptAt
+		}
+		for i := 1; i < len(ids); i++ {
+			if due[ids[i]].Before(due[ids[i-1]]) {
+				t.Fatalf("event %d (the %dth) is due at %v, before %d at %v: the replay that went on started its pace again",
+					ids[i], i, due[ids[i]], ids[i-1], due[ids[i-1]])
+			}
 		}
 	}
 	seedCut := func(t *testing.T, h *adminHarness) []int64 {
@@ -197,7 +211,7 @@ func TestStopReplayWords(t *testing.T) {
 		{"after the slices", hookbox.ReplayParams{IDs: []int64{4}}, hookbox.ReplayResult{Replayed: []int64{4}},
 			"each of the 1 event in replayed was replayed", "Nothing is left to replay", false},
 	} {
-		st := server.StopReplay(c.p, c.res, "why", "after_id=%d")
+		st := server.StopReplay(c.p, c.res, "why", "after_id=%d", "&pace_after=%d")
 		if !st.Stopped || st.ReplayedCount != len(c.res.Replayed) || !strings.Contains(st.Error, c.err) ||
 			!strings.Contains(st.Rerun, c.want) || (st.ResumeAfterID != nil) != c.resume {
 			t.Errorf("%s: %+v; want %q in error, %q in rerun, resume_after_id %v", c.name, st, c.err, c.want, c.resume)

@@ -58,9 +58,10 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	// hold a copy of every page it changes.
 	n := len(args)
 	pick := `SELECT id FROM events` + where + ` AND length(payload) IS NOT NULL AND id > ? ORDER BY id LIMIT ?`
-	// seen counts the events picked by the slices before, for the pace
-	// (ReplayWait).
-	seen := 0
+	// seen counts the events picked by the slices before, and by the
+	// replay this one goes on from, for the pace (ReplayWait).
+	seen := max(p.PaceAfter, 0)
+	res.PacedCount = seen
 	for after := max(p.AfterID, 0); !p.DryRun; {
 		picked, err := queryIDs(ctx, s.reader, pick, append(args[:n:n], after, replayBatch)...)
 		if err != nil {
@@ -82,6 +83,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 				return res, fmt.Errorf("sqlite: replay: %w", err)
 			}
 			res.Replayed = append(res.Replayed, replayed...)
+			res.PacedCount = seen
 		}
 		if p.Progress != nil {
 			p.Progress(len(res.Replayed))

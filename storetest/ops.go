@@ -32,6 +32,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ReplayPacesDueTimes":             testReplayPacesDueTimes,
 		"ReplaySmallIsImmediate":          testReplaySmallIsImmediate,
 		"ReplayPaceKeepsKeyOrder":         testReplayPaceKeepsKeyOrder,
+		"ReplayResumedKeepsPace":          testReplayResumedKeepsPace,
 		"ReplayRefusesClearedPayload":     testReplayRefusesClearedPayload,
 		"FirstAttemptDoneHasNoRow":        testFirstAttemptDone,
 		"EmptyPayloadIsNotCleared":        testEmptyPayloadIsNotCleared,

@@ -219,3 +219,42 @@ func testReplayPaceKeepsKeyOrder(t *testing.T, s FullStore) {
 		}
 	}
 }
+
+// testReplayResumedKeepsPace: a replay that stopped part-way, and the one
+// that goes on from it (AfterID), pace their events as one replay: in id
+// order, no event the second makes due is due before one the first
+// paced, so a strict source still works them in id order and a live
+// delivery waits behind one second's worth of them, not two.
+func testReplayResumedKeepsPace(t *testing.T, s FullStore) {
+	dead := seedBacklog(t, s, "resumed")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := hookbox.Filter{Source: "resumed", Status: hookbox.StatusDead}
+	stopped, err := s.Replay(ctx, hookbox.ReplayParams{Filter: f, Progress: func(n int) {
+		if n > 0 {
+			cancel()
+		}
+	}})
+	if err == nil || stopped.ResumeAfter == nil || len(stopped.Replayed) == 0 {
+		t.Fatalf("a replay cancelled after its first slice: %d replayed, ResumeAfter %v, err %v", len(stopped.Replayed), stopped.ResumeAfter, err)
+	}
+	rest := replay(t, s, resumeParams(hookbox.ReplayParams{Filter: f}, stopped))
+	if got := len(stopped.Replayed) + len(rest.Replayed); got != len(dead) {
+		t.Fatalf("the two runs replayed %d events, want %d", got, len(dead))
+	}
+	var last time.Time
+	for i, id := range dead {
+		due := status(t, s, id).NextAttemptAt
+		if due.Before(last) {
+			t.Fatalf("replayed event %d (the %dth, the first run replayed %d) is due at %v, before the one before it (%v): "+
+				"the run that went on started its pace again", id, i, len(stopped.Replayed), due, last)
+		}
+		last = due
+	}
+}
+
+// resumeParams is p going on where the replay stopped stopped.
+func resumeParams(p hookbox.ReplayParams, stopped hookbox.ReplayResult) hookbox.ReplayParams {
+	p.AfterID, p.PaceAfter = *stopped.ResumeAfter, stopped.PacedCount
+	return p
+}

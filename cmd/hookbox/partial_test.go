@@ -135,32 +135,46 @@ func TestReplayStoppedSaysHowToGoOn(t *testing.T) {
 		screen, err := runCLICancelled(t, " replayed", "replay", "--source", "text", "--db", dbURL)
 		shown := screen[strings.LastIndex(screen, "\r")+1:]
 		done := pending("text")
-		goOn := fmt.Sprintf("--after-id %d", done[len(done)-1])
+		goOn := fmt.Sprintf("--after-id %d --pace-after %d", done[len(done)-1], len(done))
 		if err == nil || len(done) == 0 || len(done) == len(text) || !strings.Contains(shown, fmt.Sprintf("replayed %d events: ", len(done))) ||
 			!strings.Contains(shown, partialNote) || !strings.Contains(shown, "Run the same replay with "+goOn) {
 			t.Errorf("text: err %v, %d of %d pending; the screen lacks the count, the part-way note or %q:\n%s", err, len(done), len(text), goOn, shown)
 		}
-		if out := mustCLI(t, "replay", "--source", "text", "--db", dbURL, "--json", strings.Fields(goOn)[0], strings.Fields(goOn)[1]); !strings.Contains(out, fmt.Sprint(text[len(done)])) ||
+		if out := mustCLI(t, append([]string{"replay", "--source", "text", "--db", dbURL, "--json"}, strings.Fields(goOn)...)...); !strings.Contains(out, fmt.Sprint(text[len(done)])) ||
 			!slices.Equal(pending("text"), text) {
 			t.Errorf("going on with %s left %d of %d pending: %s", goOn, len(pending("text")), len(text), out)
+		}
+		// Paced as one replay: none of the rest is due before one the
+		// stopped replay paced.
+		var last time.Time
+		for _, id := range text {
+			e, err := st.Event(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.NextAttemptAt.Before(last) {
+				t.Fatalf("going on with %s: event %d is due at %v, before the one before it (%v)", goOn, id, e.NextAttemptAt, last)
+			}
+			last = e.NextAttemptAt
 		}
 
 		screen, err = runCLICancelled(t, " replayed", "replay", "--source", "json", "--db", dbURL, "--json")
 		var rep struct {
-			Replayed      []int64 `json:"replayed"`
-			Stopped       bool    `json:"stopped"`
-			ReplayedCount int     `json:"replayed_count"`
-			ResumeAfterID *int64  `json:"resume_after_id"`
-			Rerun         string  `json:"rerun"`
-			Error         string  `json:"error"`
+			Replayed        []int64 `json:"replayed"`
+			Stopped         bool    `json:"stopped"`
+			ReplayedCount   int     `json:"replayed_count"`
+			ResumeAfterID   *int64  `json:"resume_after_id"`
+			ResumePaceAfter int     `json:"resume_pace_after"`
+			Rerun           string  `json:"rerun"`
+			Error           string  `json:"error"`
 		}
 		if jerr := json.Unmarshal([]byte(screen[strings.LastIndex(screen, "\r")+1:]), &rep); jerr != nil || err == nil {
 			t.Fatalf("--json: err %v, output %v:\n%s", err, jerr, screen)
 		}
 		done = pending("json")
 		if !rep.Stopped || rep.ReplayedCount != len(done) || !slices.Equal(rep.Replayed, done) || len(done) == len(asJSON) ||
-			rep.ResumeAfterID == nil || *rep.ResumeAfterID != done[len(done)-1] ||
-			!strings.Contains(rep.Rerun, fmt.Sprintf("--after-id %d", done[len(done)-1])) || !strings.Contains(rep.Error, "the rest were not replayed") {
+			rep.ResumeAfterID == nil || *rep.ResumeAfterID != done[len(done)-1] || rep.ResumePaceAfter != len(done) ||
+			!strings.Contains(rep.Rerun, fmt.Sprintf("--after-id %d --pace-after %d", done[len(done)-1], len(done))) || !strings.Contains(rep.Error, "the rest were not replayed") {
 			t.Errorf("--json: %+v; want stopped, the %d events pending counted and listed, where to go on", rep, len(done))
 		}
 	})

@@ -25,6 +25,7 @@ func newReplayCmd(g *globalFlags) *cobra.Command {
 		ifAttempts  int
 		afterID     int64
 		rate        int
+		paceAfter   int
 	)
 	cmd := &cobra.Command{
 		Use:   "replay [ID…]",
@@ -78,7 +79,10 @@ and "rerun".`,
 			if rate < 0 {
 				return usagef("--rate: want events per second, a whole number from 0 (0: all due now), not %d", rate)
 			}
-			p.Rate = rate
+			if paceAfter < 0 {
+				return usagef("--pace-after: want a count from 0 (a stopped replay's resume_pace_after), not %d", paceAfter)
+			}
+			p.Rate, p.PaceAfter = rate, paceAfter
 			if rate == 0 {
 				p.Rate = hookbox.ReplayAtOnce
 			}
@@ -173,6 +177,7 @@ and "rerun".`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be replayed; change nothing")
 	cmd.Flags().IntVar(&rate, "rate", hookbox.DefaultReplayRate, "events made due per second after the first second's worth, so new deliveries are not held behind a large replay (0: all due now)")
 	cmd.Flags().Int64Var(&afterID, "after-id", 0, "replay only events with larger ids: go on where a replay that stopped part-way stopped (it prints the id)")
+	cmd.Flags().IntVar(&paceAfter, "pace-after", 0, "pace the events after this many of a replay that stopped part-way (it prints the count with --after-id), so none is due before those it paced")
 	cmd.Flags().IntVar(&ifAttempts, "if-attempts", 0, "replay the one event named only while its attempts are still N, as you saw them (else it is skipped, exit 1)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, `print {"replayed": [...], "skipped": [...], "skipped_reasons": {"ID": "why", ...}, "dry_run": bool}, and "no_payload": [...] when an event's payload was cleared; a replay that failed adds "error", "stopped", "replayed_count", "resume_after_id" and "rerun"`)
 	return cmd
@@ -183,7 +188,7 @@ and "rerun".`,
 // a finished run, then that it stopped part-way and how to go on; with
 // jsonOut, the reply of a finished run with what server.StopReplay adds.
 func stoppedReplay(w io.Writer, p hookbox.ReplayParams, res hookbox.ReplayResult, err error, jsonOut bool, show func() error) error {
-	stop := server.StopReplay(p, res, stopWhy(err), "--after-id %d")
+	stop := server.StopReplay(p, res, stopWhy(err), "--after-id %d", " --pace-after %d")
 	if jsonOut {
 		// Which of the named events were left alone is not read again:
 		// the database has just failed.
