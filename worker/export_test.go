@@ -18,3 +18,7 @@ func WithRecordRefresh(o Options, d time.Duration) Options {
 // Quiet waits until every goroutine p started to claim and run work has
 // returned, work that Stop abandoned included.
 func Quiet(p *Pool) { p.wg.Wait() }
+
+// PayloadHeld is the payload bytes p counts as held against
+// MaxPayloadBytes (taken by claims, reserved by claims in flight).
+func PayloadHeld(p *Pool) int64 { return p.payloadHeld.Load() }
