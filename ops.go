@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -127,6 +128,11 @@ func (p ReplayParams) Expected() (ids, attempts []int64) {
 // knows its pace passes a higher Rate.
 const DefaultReplayRate = 100
 
+// MaxPaceAfter is the largest ReplayParams.PaceAfter: far more events
+// than a store holds, and far from the overflow of the count of a replay
+// that goes on from it.
+const MaxPaceAfter = 1 << 40
+
 // ReplayAtOnce, as ReplayParams.Rate, makes every replayed event due at
 // Now, however many there are: new deliveries then wait behind all of
 // them.
@@ -147,7 +153,20 @@ func (p ReplayParams) ReplayWait(i int) time.Duration {
 	if i < rate {
 		return 0
 	}
-	return time.Duration(i-rate+1) * time.Second / time.Duration(rate)
+	// k/rate seconds, in whole seconds and the rest, so that no product
+	// overflows: a replay that goes on from another (PaceAfter) or a slow
+	// pace reaches an i·1s past time.Duration's range. Past it, the wait
+	// stays at its largest (292 years).
+	k, r := int64(i-rate)+1, int64(rate)
+	secs, rest := k/r, k%r
+	if secs >= math.MaxInt64/int64(time.Second)-1 {
+		return math.MaxInt64
+	}
+	frac := time.Duration(float64(rest) * float64(time.Second) / float64(r))
+	if r <= math.MaxInt64/int64(time.Second) {
+		frac = time.Duration(rest) * time.Second / time.Duration(r)
+	}
+	return time.Duration(secs)*time.Second + frac
 }
 
 // ReplayAttempts is the number ReplayParams.Expect compares for e: its

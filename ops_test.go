@@ -2,6 +2,7 @@ package hookbox_test
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -123,6 +124,28 @@ func TestSkipJudge(t *testing.T) {
 		}
 		if want := hookbox.SkipError("test", "gone", tc.released); !tc.already && c.LastError != want {
 			t.Errorf("%s: last error %q, want %q", tc.name, c.LastError, want)
+		}
+	}
+}
+
+// TestReplayWaitNeverOverflows: the wait of a replay's i-th event grows
+// with i and stays positive however far the pace goes: a replay that goes
+// on from another (ReplayParams.PaceAfter, a count the API takes from its
+// caller) or a slow pace made i·1s overflow time.Duration, and the events
+// fell due in the past, or centuries apart in the wrong order.
+func TestReplayWaitNeverOverflows(t *testing.T) {
+	for _, rate := range []int{1, 3, hookbox.DefaultReplayRate, 1 << 40} {
+		p := hookbox.ReplayParams{Rate: rate}
+		last := time.Duration(0)
+		for _, i := range []int{0, rate - 1, rate, 1 << 20, 1 << 33, 1 << 40, 1 << 62, math.MaxInt - 1, math.MaxInt} {
+			if i < 0 {
+				continue
+			}
+			w := p.ReplayWait(i)
+			if w < last {
+				t.Fatalf("rate %d: the %dth event waits %v, less than one before it (%v)", rate, i, w, last)
+			}
+			last = w
 		}
 	}
 }

@@ -85,7 +85,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		}
 		// seen counts the events picked by the slices before, and by the
 		// replay this one goes on from, for the pace (ReplayWait).
-		seen := max(p.PaceAfter, 0)
+		seen := min(max(p.PaceAfter, 0), hookbox.MaxPaceAfter)
 		res.PacedCount = seen
 		wait := func(i int) time.Duration { return p.ReplayWait(seen + i) }
 		for after := max(p.AfterID, 0); ; {

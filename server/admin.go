@@ -718,7 +718,7 @@ func paceAfterParam(q url.Values) (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > hookbox.MaxPaceAfter {
 		return 0, fmt.Errorf("pace_after: want a count from 0 (a stopped replay's resume_pace_after), not %s", quoteClient(v))
 	}
 	return n, nil

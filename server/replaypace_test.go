@@ -32,6 +32,12 @@ func TestAdminReplayRate(t *testing.T) {
 				t.Errorf("rate=%s: %d %s, want 400 naming rate", bad, code, b)
 			}
 		}
+		for _, bad := range []string{"-1", "many", "1099511627777", "99999999999999999999"} {
+			code, b := h.call("POST", "/admin/replay?status=dead&source=paced&pace_after="+bad)
+			if code != 400 || !strings.Contains(string(b), "pace_after") {
+				t.Errorf("pace_after=%s: %d %s, want 400 naming pace_after", bad, code, b)
+			}
+		}
 		for _, c := range []struct {
 			source, rate string
 			p            hookbox.ReplayParams

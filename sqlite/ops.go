@@ -60,7 +60,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	pick := `SELECT id FROM events` + where + ` AND length(payload) IS NOT NULL AND id > ? ORDER BY id LIMIT ?`
 	// seen counts the events picked by the slices before, and by the
 	// replay this one goes on from, for the pace (ReplayWait).
-	seen := max(p.PaceAfter, 0)
+	seen := min(max(p.PaceAfter, 0), hookbox.MaxPaceAfter)
 	res.PacedCount = seen
 	for after := max(p.AfterID, 0); !p.DryRun; {
 		picked, err := queryIDs(ctx, s.reader, pick, append(args[:n:n], after, replayBatch)...)

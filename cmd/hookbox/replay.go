@@ -79,7 +79,7 @@ and "rerun".`,
 			if rate < 0 {
 				return usagef("--rate: want events per second, a whole number from 0 (0: all due now), not %d", rate)
 			}
-			if paceAfter < 0 {
+			if paceAfter < 0 || paceAfter > hookbox.MaxPaceAfter {
 				return usagef("--pace-after: want a count from 0 (a stopped replay's resume_pace_after), not %d", paceAfter)
 			}
 			p.Rate, p.PaceAfter = rate, paceAfter
