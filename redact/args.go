@@ -36,8 +36,9 @@ import (
 //     options named "no-…" and names that end in "file", "path" or "dir"
 //     (a file that holds the credential, not the credential) are left out,
 //     and so is a value that is a URL (its credentials are found as any
-//     URL's): the URL after a flag that takes none ("curl --anyauth URL")
-//     is the service's address, to be read;
+//     URL's) unless the name says password or secret: the URL after a
+//     flag that takes none ("curl --anyauth URL") is the service's
+//     address, to be read;
 //   - the value of a NAME=value argument or word whose name says so
 //     ("PGPASSWORD=X" given to env, "password=X" in a connection string);
 //   - the secrets of a "Name: value" argument whose name is a credential
@@ -119,7 +120,7 @@ func scanArgs(args []string, script bool, out *[]string) {
 			userPassword(next, add)
 			continue
 		}
-		if strings.HasPrefix(a, "-u") && !strings.HasPrefix(a, "--") && len(a) > 2 {
+		if strings.HasPrefix(a, "-u") && !strings.HasPrefix(a, "--") && len(a) > 2 && curlUser(a[2:]) {
 			userPassword(a[2:], add) // curl's -uuser:password
 		}
 		name, value, hasValue := strings.Cut(a, "=")
@@ -133,19 +134,45 @@ func scanArgs(args []string, script bool, out *[]string) {
 			continue
 		}
 		switch {
-		case hasValue && !isURL(value):
+		case hasValue && !addressValue(name, value):
 			add(value)
-		case !hasValue && option && next != "" && !strings.HasPrefix(next, "-") && !isURL(next):
+		case !hasValue && option && next != "" && !strings.HasPrefix(next, "-") && !addressValue(name, next):
 			add(next)
 		}
 	}
 }
 
-// isURL reports whether v, an option's value, is a URL: its credentials
-// are found as any URL's (urlSecrets), and the rest of it (the address of
-// a service) is no credential. Taken whole, the URL after a flag that
-// takes no value ("curl --anyauth URL", "wget --keep-session-cookies
-// URL") would be masked in every line that names it.
+// curlUser reports whether v, what follows "-u" in one argument, can be
+// curl's "user:password" rather than the rest of an option's name and
+// value, as Go's flag package writes them ("-url=https://…",
+// "-upstream=host:port"): it holds no "=" before its ":" and is no URL.
+func curlUser(v string) bool {
+	user, _, _ := strings.Cut(v, ":")
+	return !strings.Contains(user, "=") && !isURL(v)
+}
+
+// addressValue reports whether v, the value of the option (or variable)
+// name, is a URL to show, its credentials masked as any URL's
+// (urlSecrets), rather than a credential to mask whole: the URL after a
+// flag that takes no value ("curl --anyauth URL", "wget
+// --keep-session-cookies URL"), or given to one whose name says auth,
+// token or key ("--auth-url=URL"), is the address of a service, and taken
+// whole it was masked in every line that names it. A value given to a
+// password or a secret is one whatever it looks like.
+func addressValue(name, v string) bool {
+	if !isURL(v) {
+		return false
+	}
+	lower := strings.ToLower(name)
+	for _, w := range []string{"password", "passwd", "passphrase", "pwd", "secret"} {
+		if strings.Contains(lower, w) {
+			return false
+		}
+	}
+	return lower != "pass"
+}
+
+// isURL reports whether v holds a URL ("scheme://").
 func isURL(v string) bool {
 	return strings.Contains(unquote(v), "://")
 }

@@ -64,6 +64,10 @@ func TestArgSecrets(t *testing.T) {
 			"wget --keep-session-cookies https://api.example.com/hooks/orders"},
 		{[]string{"/bin/sh", "-c", "curl --anyauth https://api.example.com/hooks/orders"},
 			"/bin/sh -c curl --anyauth https://api.example.com/hooks/orders"},
+		// A single-dash option that starts with u, as Go's flag package
+		// writes options, is not curl's -uUSER:PASSWORD.
+		{[]string{"tool", "-url=https://api.example.com/hooks/orders", "-upstream=http://127.0.0.1:8080/x"},
+			"tool -url=https://api.example.com/hooks/orders -upstream=http://127.0.0.1:8080/x"},
 		{[]string{"tool", "--auth-url=https://auth.example.com/oauth/token", "--token-endpoint", "https://ops:url-pass-word@auth.example.com/t"},
 			"tool --auth-url=https://auth.example.com/oauth/token --token-endpoint https://ops:[REDACTED]@auth.example.com/t"},
 	}
