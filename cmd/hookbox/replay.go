@@ -140,7 +140,7 @@ and "rerun".`,
 						return skipReason(skips[id])
 					}))
 				}
-				if err := printReplay(out, res, dryRun, skips, p.Rate); err != nil {
+				if err := printReplay(out, res, dryRun, skips, p); err != nil {
 					return err
 				}
 				if len(res.Replayed) == 0 && p.Filter.Status == hookbox.StatusDone && !includeDone {
@@ -209,9 +209,10 @@ func stoppedReplay(w io.Writer, p hookbox.ReplayParams, res hookbox.ReplayResult
 	return err
 }
 
-// printReplay writes what the replay res did, at rate (ReplayParams.Rate),
-// with why it left each of res.Skipped alone (skips, see readSkips).
-func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[int64]server.ReplaySkip, rate int) error {
+// printReplay writes what the replay p did, res, at its pace (Rate,
+// PaceAfter), with why it left each of res.Skipped alone (skips, see
+// readSkips).
+func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[int64]server.ReplaySkip, p hookbox.ReplayParams) error {
 	verb := "replayed"
 	if dryRun {
 		verb = "would replay"
@@ -224,9 +225,13 @@ func printReplay(w io.Writer, res hookbox.ReplayResult, dryRun bool, skips map[i
 	default:
 		fmt.Fprintf(w, "%s %d events: %s\n", verb, n, idList(res.Replayed, 50))
 	}
-	if last := (hookbox.ReplayParams{Rate: rate}).ReplayWait(len(res.Replayed) - 1); last > 0 {
+	switch last := p.ReplayWait(p.PaceAfter + len(res.Replayed) - 1); {
+	case last > 0 && p.PaceAfter > 0:
+		fmt.Fprintf(w, "paced after the %d events of the replay it goes on from, %d a second (the last in %v)\n",
+			p.PaceAfter, p.Rate, roundWait(last))
+	case last > 0:
 		fmt.Fprintf(w, "paced: the first %d due now, the rest %d a second after them (the last in %v; --rate changes it)\n",
-			rate, rate, roundWait(last))
+			p.Rate, p.Rate, roundWait(last))
 	}
 	if n := len(res.NoPayload); n > 0 {
 		fmt.Fprintf(w, "not replayed, %d %s whose payload was cleared by payload retention (a replay would send an empty body): %s\n",

@@ -91,6 +91,19 @@ func TestReplayPaceLetsLiveThrough(t *testing.T) {
 				t.Fatalf("--rate 0: event %d is due %v after the first, want all due at once", id, d)
 			}
 		}
+
+		// Going on from a replay that stopped after pacing 1000 events:
+		// the rest are paced after them, and the output says so, not
+		// that the first are due now.
+		cliSeed(t, st, "gh3", "push", hookbox.StatusDead, time.Now(), names[:50]...)
+		out = mustCLI(t, "replay", "--status", "dead", "--source", "gh3", "--pace-after", "1000", "--db", dbURL)
+		if !strings.Contains(out, "paced after the 1000 events of the replay it goes on from, 100 a second") || strings.Contains(out, "due now") {
+			t.Errorf("--pace-after 1000 output:\n%s\nwant it paced after the 1000", out)
+		}
+		if _, _, err := runCLI(t, "replay", "--status", "dead", "--source", "gh3", "--pace-after", "-1", "--db", dbURL); err == nil ||
+			!strings.Contains(err.Error(), "--pace-after") {
+			t.Errorf("--pace-after -1: %v, want a usage error naming --pace-after", err)
+		}
 	})
 }
 
