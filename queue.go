@@ -163,8 +163,8 @@ type Outcome struct {
 	ID         int64
 	Owner      string    // the lease token the event was claimed with
 	Attempt    int       // the attempt number the claim gave it
-	Status     Status    // StatusDone, StatusPending (retry at RetryAt) or StatusDead
-	RetryAt    time.Time // for StatusPending
+	Status     Status    // StatusDone, StatusPending (retry at RetryAt), StatusDead, or StatusProcessing (see NextAttemptAt)
+	RetryAt    time.Time // for StatusPending and StatusProcessing
 	Error      string    // why the attempt failed, truncated by the caller
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -176,6 +176,19 @@ type Outcome struct {
 	// policy applies to stays where it was. The attempt is recorded as
 	// AttemptReleased. With any other Status it is ignored.
 	Released bool
+}
+
+// NextAttemptAt is the next_attempt_at that applying o writes: RetryAt for
+// a retry, and for an attempt charged with its event left processing and
+// leased to nobody (queue.Runner.Recover: the lease ends when the retry is
+// due, and the claim that rescues it then runs it alone); FinishedAt for
+// an event done or dead. Written as FinishedAt, the charged event's lease
+// ended at once and its retry skipped the policy's backoff.
+func (o Outcome) NextAttemptAt() time.Time {
+	if o.Status == StatusPending || o.Status == StatusProcessing {
+		return o.RetryAt
+	}
+	return o.FinishedAt
 }
 
 // AttemptOutcome names the attempt outcome recorded for o: AttemptReleased

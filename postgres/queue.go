@@ -564,10 +564,7 @@ func newFinishBatch(outs []hookbox.Outcome, idx []int) finishBatch {
 	now := time.Now()
 	for k, i := range idx {
 		o := &outs[i]
-		next := o.FinishedAt
-		if o.Status == hookbox.StatusPending {
-			next = o.RetryAt
-		}
+		next := o.NextAttemptAt()
 		ids[k], owners[k], attempts[k] = o.ID, o.Owner, int32(o.Attempt)
 		statuses[k], outcomes[k] = string(o.Status), o.AttemptOutcome()
 		nexts[k], msgs[k], starteds[k], finisheds[k] = fromNow(next), storableText(o.Error), o.StartedAt, o.FinishedAt

@@ -960,10 +960,7 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 			}
 			defer upd.Close()
 		}
-		next := o.FinishedAt
-		if o.Status == hookbox.StatusPending {
-			next = o.RetryAt
-		}
+		next := o.NextAttemptAt()
 		given := 0
 		if o.AttemptOutcome() == hookbox.AttemptReleased {
 			given = 1

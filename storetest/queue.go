@@ -446,8 +446,9 @@ func testClaimWork(t *testing.T, q QueueStore) {
 // is charged a retry an hour later.
 func runner(q hookbox.Queue) *queue.Runner {
 	return &queue.Runner{Queue: q, Charge: func(ev *hookbox.Event, start time.Time, err error) hookbox.Outcome {
-		o := outcome(*ev, hookbox.StatusPending, time.Now().Add(time.Hour))
-		o.StartedAt, o.Error = start, err.Error()
+		now := time.Now()
+		o := outcome(*ev, hookbox.StatusPending, now.Add(time.Hour))
+		o.StartedAt, o.FinishedAt, o.Error = start, now, err.Error()
 		return o
 	}}
 }
@@ -628,6 +629,7 @@ func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
 				ev.ID, len(ev.Payload), ev.PayloadCleared, ev.Source, ev.Attempts)
 		}
 	}
+	charged := time.Now()
 	res, err = r.Recover(ctx)
 	if err != nil || len(res) != 2 {
 		t.Fatalf("Recover after w1 died = %d, %v; want events 2 and 3 charged", len(res), err)
@@ -638,9 +640,15 @@ func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
 			t.Fatal(err)
 		}
 		// Left as if its worker had died holding a lease: the next claim
-		// rescues it, alone.
+		// rescues it, alone, once the lease ends, when the charged
+		// attempt's retry is due (runner's Charge: an hour on). It ended
+		// at once: the backoff was skipped.
 		if got.Attempts != 1 || got.Status != hookbox.StatusProcessing {
 			t.Errorf("event %d after Recover: attempts %d, status %s; want 1, processing", ev.ID, got.Attempts, got.Status)
+		}
+		if want := charged.Add(time.Hour - time.Minute); got.NextAttemptAt.Before(want) {
+			t.Errorf("event %d after Recover: lease ends %v after the charge, want its retry's hour",
+				ev.ID, got.NextAttemptAt.Sub(charged).Round(time.Millisecond))
 		}
 		atts, err := q.Attempts(ctx, ev.ID)
 		if err != nil || len(atts) != 1 || atts[0].Owner != "w1/0" || !strings.Contains(atts[0].Error, "process stopped") {
@@ -652,6 +660,9 @@ func testMarksChargeDeadPool(t *testing.T, q QueueStore) {
 	}
 	if marks, err := q.OrphanMarks(ctx); err != nil || len(marks) != 0 {
 		t.Errorf("OrphanMarks after Recover = %+v, %v; want none", marks, err)
+	}
+	if evs := claim(t, q, time.Now(), 10, "mk"); len(evs) != 0 {
+		t.Errorf("a claim after Recover took %d charged events, before their retries are due", len(evs))
 	}
 }
 

@@ -104,8 +104,17 @@ func TestChargedAttemptsAreReported(t *testing.T) {
 		ok := func(context.Context, *hookbox.Tx, *hookbox.Event) error { return nil }
 		p.Handle("poison", "", ok)
 		p.Handle("crash", "", ok)
+		charged := time.Now()
 		start(t, p) // charges the dead pool's events before it returns
 
+		// The charged attempt of crash waits its backoff (an hour at
+		// least): its lease ended at once, and the pool could run it
+		// again before the first assertion (reported [retry done]).
+		if e, err := s.Event(ctx, crash); err != nil || e.Status != hookbox.StatusProcessing ||
+			e.NextAttemptAt.Before(charged.Add(time.Hour-time.Minute)) {
+			t.Errorf("crash after its charge: %s, due %v after it (%v); want processing until its retry, an hour on",
+				e.Status, e.NextAttemptAt.Sub(charged).Round(time.Millisecond), err)
+		}
 		if got := seen.of(poison); len(got) != 1 || got[0] != hookbox.AttemptDead {
 			t.Errorf("poison (max_attempts 1): reported %v, want [dead]", got)
 		}
