@@ -127,16 +127,28 @@ func raise(peak *atomic.Int64, n int64) {
 	}
 }
 
-// TestPayloadsHeldWithinBudget: a backlog of large payloads (24 of 4 MiB)
+// payloadScale is the payload size of the budget tests: large enough to
+// stand out from everything else a claim holds, small enough that moving
+// 48 of them through SQLite under -race takes seconds, not most of a
+// test's 20 s bounds. The budgets are counted in payloads of it.
+const payloadScale = 1 << 20
+
+// TestPayloadsHeldWithinBudget: a backlog of large payloads (24 of 1 MiB)
 // worked by a target that holds each request until the test lets it
 // answer, and by Go handlers: the payload bytes claimed and not yet
-// returned by their targets never pass MaxPayloadBytes (16 MiB), and no
-// transaction of Go handlers picks more than it. Before, the first claim
-// took every event the free slots allowed (24 of the 32), 96 MiB at once,
-// and a pick for Go handlers every event due up to BatchSize (256): with
-// 32 MiB bodies, 8 GiB. Both databases.
+// returned by their targets never pass MaxPayloadBytes (4 MiB, four
+// payloads), and no transaction of Go handlers picks more than it.
+// Before, the first claim took every event the free slots allowed (24 of
+// the 32), six times the budget at once, and a pick for Go handlers every
+// event due up to BatchSize (256): with 32 MiB bodies, 8 GiB. Both
+// databases.
+//
+// The sizes are payloadScale's: at 4 MiB and 16 MiB, under -race, SQLite
+// took 25 to 45 s on its own (copying each payload through the driver
+// costs time in proportion to its bytes), and a run beside the package's
+// other tests passed its 20 s bounds.
 func TestPayloadsHeldWithinBudget(t *testing.T) {
-	const size, n, budget = 4 << 20, 24, 16 << 20
+	const size, n, budget = payloadScale, 24, 4 * payloadScale
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		q := &budgetQueue{Queue: s}
@@ -247,20 +259,21 @@ func (w *heldWorkTx) end() {
 }
 
 // TestPayloadsHeldWithinBudgetTogether: a backlog of large payloads (24
-// of 4 MiB for a target, 24 for a Go handler), each target delivery and
+// of 1 MiB for a target, 24 for a Go handler), each target delivery and
 // each handler holding its event until the test lets it go, one at a
 // time, with four transactions of Go handlers (TxWorkers, as serve runs
 // PostgreSQL): the payload bytes held at once, by the targets' claims
 // and by the transactions' picks together, never pass MaxPayloadBytes
-// (16 MiB). Before, each transaction picked within what the targets
-// left, counting neither the others' picks nor its own, and the
+// (4 MiB, four payloads). Before, each transaction picked within what the
+// targets left, counting neither the others' picks nor its own, and the
 // targets' claims did not count the transactions': on PostgreSQL four
-// transactions held 16 MiB each at once; on SQLite a transaction took an
-// event (4 MiB) when the targets held the whole budget, and the targets
-// claimed the whole budget after a transaction had picked it. Both
-// databases.
+// transactions held the whole budget each at once; on SQLite a
+// transaction took an event when the targets held the whole budget, and
+// the targets claimed the whole budget after a transaction had picked
+// it. Both databases. The sizes are payloadScale's (see
+// TestPayloadsHeldWithinBudget).
 func TestPayloadsHeldWithinBudgetTogether(t *testing.T) {
-	const size, n, budget = 4 << 20, 24, 16 << 20
+	const size, n, budget = payloadScale, 24, 4 * payloadScale
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		q := &heldQueue{Queue: s}
