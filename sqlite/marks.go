@@ -142,13 +142,14 @@ func parseMark(data []byte) (hookbox.Mark, map[int64]int, bool) {
 	return m, picked, sc.Err() == nil
 }
 
-// markedColumns are queuedColumns with NULL for the payload: a mark's
-// events are read without their payloads (see hookbox.Queue.OrphanMarks).
-var markedColumns = strings.Replace(queuedColumns, "headers, payload", "headers, NULL", 1)
+// markedColumns are queuedColumns with NULL in the payload's place, as
+// leasedColumns are: a mark's events are read without their payloads (see
+// hookbox.Queue.OrphanMarks), and whether the payload was cleared is still
+// read.
+var markedColumns = strings.TrimSuffix(eventColumns, ", payload") + `, NULL, length(payload) IS NULL`
 
 // stillAsPicked reads the events of picked that are unfinished and still
 // have the attempt count they were picked with.
-
 func (s *Store) stillAsPicked(ctx context.Context, picked map[int64]int) ([]hookbox.Event, error) {
 	if len(picked) == 0 {
 		return nil, nil
