@@ -22,6 +22,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/lograte"
+	"github.com/hookbox/hookbox/internal/printable"
 	"github.com/hookbox/hookbox/redact"
 	"github.com/hookbox/hookbox/rejected"
 )
@@ -383,6 +384,7 @@ func EncodeEventDetail(w io.Writer, d EventDetail, indent bool) error {
 	if err != nil {
 		return err
 	}
+	b = printable.JSON(b) // as writeJSON
 	if payload == nil {
 		_, err := w.Write(append(b, '\n'))
 		return err

@@ -76,6 +76,7 @@ import (
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/groupcommit"
 	"github.com/hookbox/hookbox/internal/lograte"
+	"github.com/hookbox/hookbox/internal/printable"
 	"github.com/hookbox/hookbox/rejected"
 	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
@@ -759,11 +760,16 @@ func writeHandshake(w http.ResponseWriter, r *verify.Reply) {
 	w.Write(r.Body)
 }
 
+// writeJSON answers status with v as JSON. What does not print in its
+// strings (text from senders and apps: ids, types, headers, errors) is
+// written as \u escapes, which decode to the same text but cannot drive
+// the terminal of an operator reading the reply (printable.JSON).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"encode reply"}`)
 	}
+	b = printable.JSON(b)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	w.Write(append(b, '\n'))

@@ -150,7 +150,9 @@ type listenWriter struct {
 	sent bool
 }
 
-var listeningLine = regexp.MustCompile(`msg=listening addr=(\S+)`)
+// listeningLine finds the address in the start line, in the text or the
+// JSON format.
+var listeningLine = regexp.MustCompile(`(?:msg=listening addr=|"msg":"listening","addr":")([^\s"]+)`)
 
 func (l *listenWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
+	esc "github.com/hookbox/hookbox/internal/printable"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/service"
 )
@@ -401,8 +402,11 @@ func oneLine(s string) string {
 	return s
 }
 
+// writeJSONOut writes v as indented JSON, with what does not print in
+// its strings (text from senders, apps and the database) written as \u
+// escapes, which decode to the same text (printable.JSON).
 func writeJSONOut(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(esc.JSONWriter(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }

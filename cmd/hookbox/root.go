@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox/config"
+	esc "github.com/hookbox/hookbox/internal/printable"
 )
 
 // globalFlags are shared by every command that touches the database.
@@ -119,7 +120,11 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 	}
 	opts := &slog.HandlerOptions{Level: level}
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		// The text handler quotes a value that does not print and
+		// escapes what does not print in it; the JSON handler escapes
+		// C0 controls only, and would write a sender's C1 controls and
+		// bidi overrides raw (see printable.JSON).
+		return slog.New(slog.NewJSONHandler(esc.JSONWriter(w), opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox"
+	esc "github.com/hookbox/hookbox/internal/printable"
 	"github.com/hookbox/hookbox/server"
 	"github.com/hookbox/hookbox/service"
 )
@@ -269,7 +270,7 @@ func (t *tailer) printRejected(rjs []hookbox.Rejection) error {
 			var b []byte
 			v := server.ViewRejection(rj, t.show, false)
 			if b, err = json.Marshal(map[string]any{"rejected": v}); err == nil {
-				_, err = t.out.Write(append(b, '\n'))
+				_, err = t.out.Write(append(esc.JSON(b), '\n'))
 			}
 		} else {
 			_, err = fmt.Fprintf(t.out, "%s  REJECTED  %s  %d  %s  from %s\n", rj.ReceivedAt.UTC().Format(time.RFC3339Nano),
@@ -395,7 +396,7 @@ func (t *tailer) print(evs []hookbox.Event) error {
 		if t.json {
 			var b []byte
 			if b, err = json.Marshal(e); err == nil {
-				_, err = t.out.Write(append(b, '\n'))
+				_, err = t.out.Write(append(esc.JSON(b), '\n'))
 			}
 		} else {
 			_, err = fmt.Fprintf(t.out, "%s  %d  %s  %s  %s  attempts=%d  %s\n", e.CreatedAt.UTC().Format(time.RFC3339Nano), e.ID,
