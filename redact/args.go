@@ -33,12 +33,16 @@ import (
 //   - the value of an option whose name says it holds a credential
 //     (CredentialName): "--token=X", "--password X", "-api-key X"; the
 //     next argument is taken for the value unless it starts with "-";
-//     options named "no-…" and names that end in "file", "path" or "dir"
-//     (a file that holds the credential, not the credential) are left out,
-//     and so is a value that is a URL (its credentials are found as any
-//     URL's) unless the name says password or secret: the URL after a
-//     flag that takes none ("curl --anyauth URL") is the service's
-//     address, to be read;
+//     options named "no-…", names that end in "file", "path" or "dir"
+//     (a file that holds the credential, not the credential) or in "name"
+//     ("--secret-name prod-db": the name of one), and a record's keys
+//     ("--sort-key", "--partition-key": dataKeyWords) are left out, and
+//     so is a value that is a URL (its credentials are found as any
+//     URL's) or a file's path ("curl --key /etc/ssl/client.key",
+//     "-key client.pem": filePath) unless the name says password or
+//     secret: the URL after a flag that takes none ("curl --anyauth URL")
+//     is the service's address, and the path names the file a failing
+//     command complains about, both to be read;
 //   - the value of a NAME=value argument or word whose name says so
 //     ("PGPASSWORD=X" given to env, "password=X" in a connection string);
 //   - the secrets of a "Name: value" argument whose name is a credential
@@ -134,9 +138,9 @@ func scanArgs(args []string, script bool, out *[]string) {
 			continue
 		}
 		switch {
-		case hasValue && !addressValue(name, value):
+		case hasValue && !addressValue(name, value) && !fileValue(name, value):
 			add(value)
-		case !hasValue && option && next != "" && !strings.HasPrefix(next, "-") && !addressValue(name, next):
+		case !hasValue && option && next != "" && !strings.HasPrefix(next, "-") && !addressValue(name, next) && !fileValue(name, next):
 			add(next)
 		}
 	}
@@ -172,6 +176,83 @@ func addressValue(name, v string) bool {
 	return lower != "pass"
 }
 
+// fileValue reports whether v, the value of the option (or variable)
+// name, is the path of a file to show rather than a credential to mask:
+// "curl --key /etc/ssl/client.key", "openssl s_client -key key.pem",
+// "sslkey=~/.postgresql/client.key". The file holds the credential; its
+// path, masked in every line that names it, would hide what an operator
+// needs most when the command fails ("could not load PEM client
+// certificate from …"). It is a path (filePath), and name does not say
+// password or secret, whose values are credentials whatever they look
+// like, as in addressValue.
+func fileValue(name, v string) bool {
+	if !filePath(unquote(v)) {
+		return false
+	}
+	lower := strings.ToLower(name)
+	for _, w := range []string{"password", "passwd", "passphrase", "pwd", "secret"} {
+		if strings.Contains(lower, w) {
+			return false
+		}
+	}
+	return lower != "pass"
+}
+
+// keyFileExtensions are the extensions of files that hold keys,
+// certificates and credentials, by which a bare file name ("client.key")
+// is told from a credential.
+var keyFileExtensions = []string{".pem", ".key", ".crt", ".cer", ".der", ".p8", ".p12", ".pfx", ".jks", ".keystore", ".pub", ".ppk", ".asc", ".gpg", ".json", ".txt", ".env"}
+
+// filePath reports whether v is a file's path rather than a credential:
+// it starts as a path does ("/", "./", "../", "~/", "C:\") or, relative,
+// ends in a key file's extension (keyFileExtensions), and each of its
+// segments is a file name as people write them (pathSegment). Random
+// credentials mix cases and digits throughout: the chance that one of
+// MinLen bytes or more reads as such a path is negligible.
+func filePath(v string) bool {
+	rest := v
+	if len(v) >= 3 && ('a' <= v[0]|0x20 && v[0]|0x20 <= 'z') && v[1] == ':' && (v[2] == '\\' || v[2] == '/') {
+		rest = v[3:] // a Windows drive
+	}
+	segs := strings.FieldsFunc(rest, func(r rune) bool { return r == '/' || r == '\\' })
+	if len(segs) == 0 {
+		return false
+	}
+	prefixed := rest != v || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "./") || strings.HasPrefix(v, "../") || strings.HasPrefix(v, "~/")
+	if !prefixed {
+		last := strings.ToLower(segs[len(segs)-1])
+		known := false
+		for _, ext := range keyFileExtensions {
+			known = known || strings.HasSuffix(last, ext) && len(last) > len(ext)
+		}
+		if !known {
+			return false
+		}
+	}
+	for _, seg := range segs {
+		if !pathSegment(seg) {
+			return false
+		}
+	}
+	return true
+}
+
+// pathSegment reports whether seg reads as a directory's or a file's
+// name: lower-case letters, digits, ".", "-", "_" and "~" ("client.key",
+// "id_ed25519", ".ssh"), the first letter alone allowed upper-case
+// ("Users", "Documents").
+func pathSegment(seg string) bool {
+	for i, c := range []byte(seg) {
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '.', c == '-', c == '_', c == '~':
+		case i == 0 && 'A' <= c && c <= 'Z':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // isURL reports whether v holds a URL ("scheme://").
 func isURL(v string) bool {
 	return strings.Contains(unquote(v), "://")
@@ -199,13 +280,24 @@ func credentialOption(name string) bool {
 	if len(lower) < 2 || strings.HasPrefix(lower, "no-") || strings.HasPrefix(lower, "no_") {
 		return false
 	}
-	for _, suffix := range []string{"file", "path", "dir"} {
+	for _, suffix := range []string{"file", "path", "dir", "name"} {
 		if strings.HasSuffix(lower, suffix) {
 			return false
 		}
 	}
+	for _, q := range dataKeyWords {
+		for _, sep := range []string{"-", "_", ""} {
+			lower = strings.ReplaceAll(lower, q+sep+"key", "")
+		}
+	}
 	return CredentialName(lower)
 }
+
+// dataKeyWords name keys that are a record's, not a credential:
+// "--sort-key created_at", "--partition-key tenant_id",
+// "--idempotency-key order-42". Keys that are credentials under such a
+// name (PagerDuty's routing_key, a keyed hash's hash_key) are not here.
+var dataKeyWords = []string{"sort", "partition", "primary", "foreign", "cache", "idempotency", "dedup", "dedupe", "shard", "range"}
 
 // userPassword adds the credentials of curl's "user:password".
 func userPassword(v string, add func(string)) {

@@ -2,6 +2,7 @@ package redact
 
 import (
 	"encoding/base64"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -131,5 +132,89 @@ func TestWith(t *testing.T) {
 	}
 	if got := (*Redactor)(nil).With("alone-secret-3").String("x alone-secret-3"); got != "x [REDACTED]" {
 		t.Errorf("nil With: %q", got)
+	}
+}
+
+// TestArgSecretsShowsKeyFilesAndNames: an option whose name says key,
+// token or session but whose value is a file's path ("curl --key
+// /etc/ssl/client.key") or whose name says it takes a name
+// ("--secret-name") or a record's key ("--sort-key") is shown: the path
+// or the name was masked in every line of the command's output, the very
+// line that says which file it could not read. A credential given to the
+// same options, or any value given to a password or a secret, stays
+// masked, whatever slashes it holds.
+func TestArgSecretsShowsKeyFilesAndNames(t *testing.T) {
+	shown := [][]string{
+		{"curl", "--key", "/etc/ssl/private/client.key", "--cert", "/etc/ssl/client.pem", "https://api.example.com/x"},
+		{"curl", "--key=./certs/client-2024.key", "--cookie-jar", "cookies.txt"},
+		{"openssl", "s_client", "-key", "client-key.pem", "-connect", "api.example.com:443"},
+		{"ssh", "-o", "StrictHostKeyChecking=no", "--ssh-key", "~/.ssh/id_ed25519"},
+		{"tool", "--private-key", "/Users/jane/Documents/keys/deploy_rsa", "--api-key", `C:\certs\client.pfx`},
+		{"psql", "sslmode=verify-full sslkey=/var/lib/hookbox/client.key sslcert=/var/lib/hookbox/client.crt"},
+		{"tool", "--keyfile", "/etc/hookbox/keyfile", "--token-file", "/run/secrets/deploy_token", "--password-file", "/run/secrets/db_password"},
+		{"aws", "secretsmanager", "--secret-name", "prod-database-creds", "--key-name", "deploy-signing-key"},
+		{"tool", "--sort-key", "created_at_desc", "--partition-key=tenant_identifier", "--idempotency-key", "order-created-42"},
+		{"/bin/sh", "-c", "curl --key /etc/ssl/private/client.key --sort-key created_at_desc https://x.example/"},
+	}
+	for _, argv := range shown {
+		line := strings.Join(argv, " ")
+		if got := New(ArgSecrets(argv)...).String(line); got != line {
+			t.Errorf("%q:\n got %s\nwant %s", argv, got, line)
+		}
+	}
+	masked := []struct {
+		argv   []string
+		secret string
+	}{
+		{[]string{"tool", "--key", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"}, "sk_live_4eC39HqLyjWDarjtT1zdp7dc"},
+		{[]string{"tool", "--token", "ghp_abcdefghij0123456789ABCDEFGHIJ"}, "ghp_abcdefghij0123456789ABCDEFGHIJ"},
+		{[]string{"tool", "--aws-secret-access-key", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+		{[]string{"tool", "--access-key=/wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE"}, "/wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLE"},
+		{[]string{"tool", "--api-key", "/abc+def/ghi/jkl/mno"}, "/abc+def/ghi/jkl/mno"},
+		{[]string{"tool", "--auth", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl.json"}, "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl.json"},
+		{[]string{"tool", "--password", "/etc/looks-like-a-path"}, "/etc/looks-like-a-path"},
+		{[]string{"tool", "--client-secret=./also/looks/like/one.json"}, "./also/looks/like/one.json"},
+		{[]string{"tool", "--session-id", "abcdef0123456789"}, "abcdef0123456789"},
+		{[]string{"tool", "--routing-key", "R0ut1ngK3yPagerDuty0123"}, "R0ut1ngK3yPagerDuty0123"},
+		{[]string{"tool", "--sort-key-secret", "sorted-secret-99"}, "sorted-secret-99"},
+	}
+	for _, c := range masked {
+		if got := New(ArgSecrets(c.argv)...).String("error: " + c.secret); strings.Contains(got, c.secret) {
+			t.Errorf("%q: the credential is shown: %s", c.argv, got)
+		}
+	}
+}
+
+// TestRandomCredentialsAreNoFilePaths: random credentials, in the
+// alphabets services issue them in and made to look their most like a
+// path (a leading "/", slashes inside), are not read as a file's path,
+// so an option whose name says key or token still masks them.
+func TestRandomCredentialsAreNoFilePaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabets := []string{
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+	}
+	for i := 0; i < 20000; i++ {
+		alphabet := alphabets[i%len(alphabets)]
+		b := make([]byte, 20+rng.IntN(45))
+		for j := range b {
+			b[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		b[0] = "/."[i%2]
+		if b[0] == '.' {
+			b[1] = '/'
+		}
+		for k := 0; k < 3; k++ {
+			b[2+rng.IntN(len(b)-2)] = '/'
+		}
+		v := string(b)
+		if filePath(v) {
+			t.Fatalf("credential %q is read as a file's path", v)
+		}
+		if got := New(ArgSecrets([]string{"tool", "--api-key", v})...).String(v); got != Mask {
+			t.Fatalf("--api-key %q shown as %q", v, got)
+		}
 	}
 }

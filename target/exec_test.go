@@ -606,3 +606,27 @@ exit 1
 		}
 	}
 }
+
+// TestExecErrorShowsKeyFilePath: an exec target given a key file's path
+// ("--key /etc/…/client.key") shows that path in the output its errors
+// quote, where the command says it could not read the file, while the
+// credential given to --token beside it stays masked.
+func TestExecErrorShowsKeyFilePath(t *testing.T) { eachMode(t, testExecErrorShowsKeyFilePath) }
+
+func testExecErrorShowsKeyFilePath(t *testing.T) {
+	dir := t.TempDir()
+	sh := script(t, dir, "key.sh", `echo "could not load PEM client certificate from $2"; exit 58`)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh, "--key", "/etc/hookbox/tls/client.key", "--token", "exec-token-5678"}})
+	err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "could not load PEM client certificate from /etc/hookbox/tls/client.key") {
+		t.Errorf("error %q hides the key file's path", msg)
+	}
+	e = newExec(t, target.ExecOptions{Argv: []string{sh, "--token", "exec-token-5678"}})
+	err = e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	if msg := err.Error(); strings.Contains(msg, "exec-token-5678") || !strings.Contains(msg, redact.Mask) {
+		t.Errorf("error %q shows the token", msg)
+	}
+}
