@@ -64,18 +64,26 @@ func StopReplay(p hookbox.ReplayParams, res hookbox.ReplayResult, why, resume, p
 		st.ResumePaceAfter = res.PacedCount
 		goOn += fmt.Sprintf(pace, res.PacedCount)
 	}
-	st.Rerun = "Run the same replay with " + goOn + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p)
+	st.Rerun = "Run the same replay with " + goOn + " to go on where it stopped, judging only the events it did not reach. " + rerunSafety(p, res)
 	return st
 }
 
 // rerunSafety says whether running the replay p again as it was, after it
-// stopped part-way, would run again the work of events it already
-// replayed.
-func rerunSafety(p hookbox.ReplayParams) string {
+// stopped part-way having done res, would run again the work of events it
+// already replayed, or fall out of its pace.
+func rerunSafety(p hookbox.ReplayParams, res hookbox.ReplayResult) string {
 	switch {
 	case p.IncludeDone:
 		return "Do not run it again as it was: with done events included it would replay again those it replayed that have finished since, " +
 			"and run their work a second time."
+	case p.Filter.Status == hookbox.StatusDead && len(p.IDs) == 0 && p.ReplayWait(res.PacedCount-1) > 0:
+		// Those it replayed are pending, paced into the coming seconds,
+		// and a run taking only dead events does not pace them again:
+		// its own would be due before them.
+		return "Running it again as it was is safe for the work, none of which it would run twice (it takes only events still dead), " +
+			"but not for the order, as it starts its pace again: " +
+			"the events it did not reach would be due at once, before the last of those it paced, " +
+			"so a source worked in id order would take them out of order. Go on as above instead."
 	case p.Filter.Status == hookbox.StatusDead && len(p.IDs) == 0:
 		return "Running it again as it was is safe too: it takes only events still dead, so those it replayed are left alone " +
 			"(unless one ran and died again since: that one is replayed again)."

@@ -39,7 +39,8 @@ type stoppedReply struct {
 // refused the slice (SQLite, a trigger), each time with the events the
 // first slice replayed (exactly those now pending, and counted), that
 // the rest were not, where to go on (after_id) and that running it again
-// is safe. Going on with after_id replays the rest. Before, both were a
+// is safe for the work but, a dead-only replay paced past its first
+// second, not for the order. Going on with after_id replays the rest. Before, both were a
 // bare error: how many were replayed, and which, was lost.
 func TestAdminReplayStoppedPartWay(t *testing.T) {
 	const path = "/admin/replay?source=cut&status=dead"
@@ -66,6 +67,11 @@ func TestAdminReplayStoppedPartWay(t *testing.T) {
 			!strings.Contains(rep.Rerun, "safe") || !strings.Contains(rep.Error, "the rest were not replayed") {
 			t.Errorf("resume_after_id %v, error %q, rerun %q: want %d, the rest not replayed, %s and that running it again is safe",
 				rep.ResumeAfterID, rep.Error, rep.Rerun, ids[done-1], resume)
+		}
+		if strings.Contains(rep.Rerun, "safe too") || !strings.Contains(rep.Rerun, "out of order") {
+			// Its thousand events are paced over ten seconds and, pending
+			// now, a dead-only run would not pace them again.
+			t.Errorf("rerun %q offers the replay again as it was, its pace started afresh", rep.Rerun)
 		}
 		if h.notified.Load() == 0 {
 			t.Error("the workers were not woken for the events replayed")
@@ -206,6 +212,9 @@ func TestStopReplayWords(t *testing.T) {
 			"the 2 events in replayed were replayed before it stopped and stay replayed; the rest were not replayed", "after_id=9", true},
 		{"part-way, dead only", hookbox.ReplayParams{Filter: dead}, hookbox.ReplayResult{Replayed: []int64{4}, ResumeAfter: at(9)},
 			"the 1 event in replayed was replayed", "safe too: it takes only events still dead", true},
+		{"part-way, dead only, paced past its first second", hookbox.ReplayParams{Filter: dead},
+			hookbox.ReplayResult{Replayed: []int64{4}, ResumeAfter: at(9), PacedCount: hookbox.DefaultReplayRate + 1},
+			"the 1 event in replayed was replayed", "after_id=9&pace_after=101 to go on", true},
 		{"part-way, done too", hookbox.ReplayParams{Filter: dead, IncludeDone: true}, hookbox.ReplayResult{Replayed: []int64{4}, ResumeAfter: at(9)},
 			"the rest was not replayed", "Do not run it again as it was", true},
 		{"after the slices", hookbox.ReplayParams{IDs: []int64{4}}, hookbox.ReplayResult{Replayed: []int64{4}},
@@ -215,6 +224,13 @@ func TestStopReplayWords(t *testing.T) {
 		if !st.Stopped || st.ReplayedCount != len(c.res.Replayed) || !strings.Contains(st.Error, c.err) ||
 			!strings.Contains(st.Rerun, c.want) || (st.ResumeAfterID != nil) != c.resume {
 			t.Errorf("%s: %+v; want %q in error, %q in rerun, resume_after_id %v", c.name, st, c.err, c.want, c.resume)
+		}
+		// Run again as it was, a dead-only replay whose pace ran past its
+		// first second makes the events it did not reach due before the
+		// last it paced: the rerun does not call that safe.
+		if paced := c.p.ReplayWait(c.res.PacedCount-1) > 0; paced && (strings.Contains(st.Rerun, "safe too") ||
+			!strings.Contains(st.Rerun, "out of order")) {
+			t.Errorf("%s: rerun %q offers the replay as it was, its pace started again", c.name, st.Rerun)
 		}
 	}
 }
