@@ -312,6 +312,51 @@ type replayData struct {
 	// Pace is the replay's pace (hookbox.DefaultReplayRate): the first
 	// Pace events are due at once, the rest Pace a second after them.
 	Pace int
+	// From is where this replay went on from a stopped one (zero for a
+	// replay of its own), carried from the count to its confirmation;
+	// Resume, set when this one stopped part-way, is where the replay
+	// that goes on from it starts, carried by the stopped page's form.
+	From, Resume resumePoint
+}
+
+// resumePoint is where a replay goes on from one that stopped part-way:
+// after the last event that one reached (hookbox.ReplayParams.AfterID),
+// its events paced after the ones that one paced (PaceAfter), so that the
+// two fall due as one replay, in id order: started afresh, its pace made
+// the events left due at once, before the stopped replay's last ones,
+// and a source worked in id order took them out of order.
+type resumePoint struct {
+	AfterID   int64
+	PaceAfter int
+}
+
+// Fields are the resume point as the hidden inputs of a form (none for
+// the zero point).
+func (p resumePoint) Fields() []hiddenField {
+	if p.AfterID == 0 && p.PaceAfter == 0 {
+		return nil
+	}
+	return []hiddenField{{"after_id", strconv.FormatInt(p.AfterID, 10)}, {"pace_after", strconv.Itoa(p.PaceAfter)}}
+}
+
+// postedResume reads the resume point a form carries (resumePoint.Fields).
+func postedResume(form url.Values) (resumePoint, error) {
+	var p resumePoint
+	if v := form.Get("after_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 0 {
+			return p, errors.New("after_id: want an event id, where a stopped replay stopped")
+		}
+		p.AfterID = id
+	}
+	if v := form.Get("pace_after"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > hookbox.MaxPaceAfter {
+			return p, errors.New("pace_after: want a count from 0, how many events a stopped replay paced")
+		}
+		p.PaceAfter = n
+	}
+	return p, nil
 }
 
 // replayBulk replays the dead events matching the posted filter; with
@@ -322,7 +367,15 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		q.Set(f.Name, f.Value)
 	}
 	dry := r.PostForm.Get("dry_run") == "1"
+	from, err := postedResume(r.PostForm)
+	if err != nil {
+		u.fail(w, r, s, http.StatusBadRequest, err.Error())
+		return
+	}
 	filtered := describe(q)
+	if from.AfterID > 0 {
+		filtered += " after event " + strconv.FormatInt(from.AfterID, 10) + ", where the stopped replay stopped"
+	}
 	if dry && q.Get("until") == "" {
 		// The confirmation replays what the count counted, not events
 		// that arrive meanwhile.
@@ -334,12 +387,12 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		u.fail(w, r, s, http.StatusBadRequest, err.Error())
 		return
 	}
-	res, err := u.cfg.Store.Replay(r.Context(), hookbox.ReplayParams{Filter: f, DryRun: dry})
+	res, err := u.cfg.Store.Replay(r.Context(), hookbox.ReplayParams{Filter: f, DryRun: dry, AfterID: from.AfterID, PaceAfter: from.PaceAfter})
 	if err != nil && (dry || len(res.Replayed) == 0) {
 		u.internal(w, r, s, "replay", err)
 		return
 	}
-	code, title, data := http.StatusOK, "Replay dead events", replayData{DryRun: dry, Result: res, Filtered: filtered, Pace: hookbox.DefaultReplayRate}
+	code, title, data := http.StatusOK, "Replay dead events", replayData{DryRun: dry, Result: res, Filtered: filtered, Pace: hookbox.DefaultReplayRate, From: from}
 	if err != nil {
 		// The slices before the failure have committed: say how many
 		// events they replayed, rather than an error page that reads as
@@ -349,6 +402,9 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		code, data.Stopped = server.FailureStatus(w, err)
 		// Every slice committed and only the report failed: none is left.
 		data.Finished = res.ResumeAfter == nil
+		if !data.Finished {
+			data.Resume = resumePoint{AfterID: *res.ResumeAfter, PaceAfter: res.PacedCount}
+		}
 	}
 	if !dry {
 		u.log.Info("ui bulk replay", "replayed", len(res.Replayed))

@@ -60,3 +60,62 @@ func TestConsoleBulkReplayStoppedPartWay(t *testing.T) {
 		t.Errorf("counting the rest: %d, the page lacks %q:\n%s", resp.StatusCode, want, page)
 	}
 }
+
+// TestConsoleStoppedReplayGoesOnAtItsPace: a bulk replay that stopped
+// part-way and is then gone on with from its page (the count of the dead
+// events left, then its confirmation) paces the events it had not
+// reached after those it had: every replayed event falls due in id
+// order, as one replay's, so a source worked in id order keeps it. Before,
+// the console replayed them afresh, due at once, before the last
+// thousand-odd events the stopped replay had paced into the coming ten
+// seconds.
+func TestConsoleStoppedReplayGoesOnAtItsPace(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		table, change := "events", "UPDATE OF status"
+		if !strings.HasPrefix(dbURL, "sqlite:") {
+			table, change = "queue", "UPDATE" // PostgreSQL keeps an event's status in its queue row
+		}
+		st := dbtest.Open(t, dbURL)
+		var ds []hookbox.Delivery
+		for i := range 1500 {
+			ds = append(ds, storetest.Delivery("strict", fmt.Sprint("msg_", i)))
+		}
+		ids := storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "the app is down", ds...)
+		srv := server.New(server.Config{})
+		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"strict"}})
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		c := browser(t)
+		login(t, c, hs.URL)
+
+		_, page := fetch(t, c, "GET", hs.URL+"/ui/dead?source=strict", nil)
+		_, page = fetch(t, c, "POST", hs.URL+"/ui/replay", replayForm(t, page, "dead page"))
+		confirm := replayForm(t, page, "dry run")
+		lift := dbtest.Refuse(t, dbURL, change, table, ids[1000]) // the first event of the second slice
+		resp, page := fetch(t, c, "POST", hs.URL+"/ui/replay", confirm)
+		lift()
+		if resp.StatusCode == http.StatusOK || !strings.Contains(page, "The replay stopped part-way") {
+			t.Fatalf("confirm: %d, want the replay stopped part-way:\n%s", resp.StatusCode, page)
+		}
+		resp, page = fetch(t, c, "POST", hs.URL+"/ui/replay", replayForm(t, page, "stopped replay"))
+		if want := fmt.Sprintf("%d events would be replayed", len(ids)-1000); resp.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("counting the rest: %d, the page lacks %q:\n%s", resp.StatusCode, want, page)
+		}
+		resp, page = fetch(t, c, "POST", hs.URL+"/ui/replay", replayForm(t, page, "count of the rest"))
+		if want := fmt.Sprintf("Replayed %d events", len(ids)-1000); resp.StatusCode != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("going on: %d, the page lacks %q:\n%s", resp.StatusCode, want, page)
+		}
+		var last time.Time
+		for i, id := range ids {
+			e, err := st.Event(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Status != hookbox.StatusPending || e.NextAttemptAt.Before(last) {
+				t.Fatalf("event %d (the %dth): %s, due %v, before the one before it (%v): the replay that went on started its pace again",
+					id, i, e.Status, e.NextAttemptAt, last)
+			}
+			last = e.NextAttemptAt
+		}
+	})
+}
