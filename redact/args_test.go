@@ -98,7 +98,8 @@ func TestArgSecretsBasicCredential(t *testing.T) {
 // a value given to --password (as the next argument and after "=") is
 // masked in the command's output whenever ArgSecrets promises it: at
 // least MinLen bytes, no white space or quote, not starting with "-" and
-// not read as a number, a duration or a boolean.
+// not read as a number, a duration or a boolean; so is one given to
+// --api-key that is no URL and no file's path.
 func FuzzArgSecrets(f *testing.F) {
 	for _, s := range []string{"hunter2-long", "p@ss:w0rd/with?odd#chars", "x://u:p@h/?token=abc", "-dash-first-value", "12345678", "tok en"} {
 		f.Add(s)
@@ -110,6 +111,13 @@ func FuzzArgSecrets(f *testing.F) {
 			!strings.HasPrefix(s, "-") && !plainArg(s) && strings.TrimSpace(s) == s
 		if out := red.String("failed: " + s + " rejected"); promised && strings.Contains(out, s) {
 			t.Errorf("--password %q is shown: %q", s, out)
+		}
+		// Given to an option whose name says key, it is masked too,
+		// unless it is a URL or a file's path (both shown, a URL's
+		// credentials masked).
+		key := New(ArgSecrets([]string{"tool", "--api-key", s})...)
+		if out := key.String("failed: " + s + " rejected"); promised && !isURL(s) && !filePath(s) && strings.Contains(out, s) {
+			t.Errorf("--api-key %q is shown: %q", s, out)
 		}
 	})
 }
