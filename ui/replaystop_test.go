@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -118,4 +119,35 @@ func TestConsoleStoppedReplayGoesOnAtItsPace(t *testing.T) {
 			last = e.NextAttemptAt
 		}
 	})
+}
+
+// TestConsoleReplayResumeChecked: the resume point a bulk replay's form
+// carries (after_id, pace_after) is checked: a value that is no count
+// from 0 is refused with a 400 naming it, and nothing is replayed.
+func TestConsoleReplayResumeChecked(t *testing.T) {
+	st := dbtest.Open(t, dbtest.SQLiteURL(t))
+	ids := storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "the app is down", storetest.Delivery("polar", "msg_1"))
+	srv := server.New(server.Config{})
+	ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	c := browser(t)
+	login(t, c, hs.URL)
+	_, page := fetch(t, c, "GET", hs.URL+"/ui/dead?source=polar", nil)
+	form := replayForm(t, page, "dead page")
+	for _, bad := range [][2]string{{"after_id", "-1"}, {"after_id", "x"}, {"pace_after", "-1"}, {"pace_after", "1e3"}} {
+		f := url.Values{}
+		for k, v := range form {
+			f[k] = v
+		}
+		f.Del("dry_run")
+		f.Set(bad[0], bad[1])
+		resp, page := fetch(t, c, "POST", hs.URL+"/ui/replay", f)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, bad[0]) {
+			t.Errorf("%s=%s: %d, want a 400 naming it:\n%s", bad[0], bad[1], resp.StatusCode, page)
+		}
+	}
+	if e, err := st.Event(context.Background(), ids[0]); err != nil || e.Status != hookbox.StatusDead {
+		t.Errorf("after the refused forms: %s, %v; want it still dead", e.Status, err)
+	}
 }
