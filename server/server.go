@@ -220,15 +220,26 @@ const failLogEvery = 10 * time.Second
 // readyCache is how long /readyz answers from a failed check of the
 // store: probes and outsiders, who need no token, then cannot set how
 // often a failing store is pinged, or reconnected to while it is down.
-// A store that answers is checked on every request.
+// A store that answers is checked again for every request that does not
+// find a check already running; requests that do share its result.
 const readyCache = time.Second
 
-// readiness is the last check of Config.Ready.
+// readiness is the last check of Config.Ready, and the one running.
 type readiness struct {
-	mu       sync.Mutex
-	at       time.Time // when err was found
-	err      error
-	checking bool
+	mu  sync.Mutex
+	at  time.Time // when err was found
+	err error
+	// cur is the check running, if any; requests that come meanwhile
+	// wait for its result rather than start checks of their own.
+	cur *readyCheck
+	// waiting counts those requests (for tests).
+	waiting int
+}
+
+// readyCheck is one call of Config.Ready: done is closed once err is set.
+type readyCheck struct {
+	done chan struct{}
+	err  error
 }
 
 // New builds a Server.
@@ -661,30 +672,56 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 // checkReady is Config.Ready. A failure is answered again for
 // readyCache, and while another request checks whether it has passed: a
 // flood of /readyz against a failing store costs one check a second.
+// Requests that come while a check runs after a pass wait for that
+// check, so a flood of /readyz against a store that answers runs one
+// check at a time: on SQLite each check takes the one connection that
+// ingest's group commit writes through, and a check per request queued
+// as many callers for it as there were requests.
+//
+// The check runs apart from the request that started it, within 2 s, so
+// that a client going away does not cut short what the others wait for.
 func (s *Server) checkReady(ctx context.Context) error {
 	rd := &s.ready
 	rd.mu.Lock()
-	if rd.err != nil && (rd.checking || time.Since(rd.at) < readyCache) {
+	if rd.err != nil && (rd.cur != nil || time.Since(rd.at) < readyCache) {
 		err := rd.err
 		rd.mu.Unlock()
 		return err
 	}
-	rd.checking = true
+	if c := rd.cur; c != nil {
+		rd.waiting++
+		rd.mu.Unlock()
+		defer func() {
+			rd.mu.Lock()
+			rd.waiting--
+			rd.mu.Unlock()
+		}()
+		select {
+		case <-c.done:
+			return c.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c := &readyCheck{done: make(chan struct{})}
+	rd.cur = c
 	rd.mu.Unlock()
-	var err error
 	defer func() { // also if Ready panics
 		rd.mu.Lock()
-		rd.checking = false
-		if ctx.Err() == nil { // not the result of a client gone
-			rd.at, rd.err = time.Now(), err
-		}
+		rd.cur = nil
+		rd.at, rd.err = time.Now(), c.err
 		rd.mu.Unlock()
+		close(c.done)
 	}()
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	err = s.cfg.Ready(cctx)
-	return err
+	c.err = errReadyPanicked // what waiters see if Ready panics
+	c.err = s.cfg.Ready(cctx)
+	return c.err
 }
+
+// errReadyPanicked is the result of a check whose Ready panicked.
+var errReadyPanicked = errors.New("the readiness check panicked")
 
 // ErrCommitsFailing is what Config.Ready wraps when the store answers but
 // its last commits failed: /readyz then says so rather than that the store
