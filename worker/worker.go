@@ -2063,8 +2063,9 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 // that read must stay a small part of the database's time.
 const fillKeysEvery = 10 * time.Second
 
-// fillKeysLoop runs fillKeys over the ordered queues at Start and then
-// every fillKeysEvery or more, until ctx ends.
+// fillKeysLoop runs fillKeys over the ordered queues with an event due
+// (dueOrdered) at Start and then every fillKeysEvery or more, until ctx
+// ends.
 func (p *Pool) fillKeysLoop(ctx context.Context, queues []string) {
 	wait := func(took time.Duration) time.Duration { return max(fillKeysEvery, 100*took) }
 	if every := p.opts.fillKeysEvery; every > 0 {
@@ -2079,11 +2080,38 @@ func (p *Pool) fillKeysLoop(ctx context.Context, queues []string) {
 		case <-next.C:
 		}
 		start := time.Now()
-		for _, q := range queues {
+		for _, q := range p.dueOrdered(ctx, queues) {
 			p.fillKeys(ctx, q)
 		}
 		next.Reset(wait(time.Since(start)))
 	}
+}
+
+// dueOrdered keeps, of the ordered queues, those with an event due
+// (hookbox.Queue.DueQueues): a delivery without an order key needs one
+// only once a claim could take it, and a claim takes only what is due.
+// One read a round then costs what a read per ordered queue cost, each
+// of the queue's unfinished deliveries, for the queues with none: an idle
+// serve with 588 ordered targets sent 588 reads a round. A queue whose
+// keyless delivery waits for its retry (or runs in another process) is
+// keyed in the first round after it comes due. Below dueProbeMin queues,
+// or when the read fails, every queue is kept, as without it.
+func (p *Pool) dueOrdered(ctx context.Context, queues []string) []string {
+	if len(queues) < dueProbeMin {
+		return queues
+	}
+	sctx, cancel := context.WithTimeout(ctx, dueProbeWait)
+	names, err := p.q.DueQueues(sctx)
+	cancel()
+	p.logErr("list the ordered queues with events due", err)
+	if err != nil {
+		return queues
+	}
+	due := make(map[string]bool, len(names))
+	for _, n := range names {
+		due[n] = true
+	}
+	return slices.DeleteFunc(slices.Clone(queues), func(q string) bool { return !due[q] })
 }
 
 // fillKeys gives the unfinished deliveries of the ordered queue q that
