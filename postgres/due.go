@@ -25,7 +25,7 @@ const dueQueues = `WITH RECURSIVE w(name, due) AS (
 // DueQueues lists the queues with an event due now, in byte order (the
 // walk's is the database collation's); see hookbox.Queue.
 func (s *Store) DueQueues(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, dueQueues)
+	rows, err := s.pool.Pool.Query(ctx, dueQueues)
 	if err != nil {
 		return nil, unavailable(ctx, "due queues", err)
 	}

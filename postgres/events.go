@@ -215,41 +215,21 @@ func (s *Store) BeginIngest(ctx context.Context) (hookbox.IngestTx, error) {
 	return &ingestTx{s: s, tx: tx}, nil
 }
 
-// beginIngest begins an ingest transaction. When the server refuses the
-// pool a new connection because it has none free (SQLSTATE 53300: a
-// pool_max_conns larger than what max_connections or a connection limit
-// leaves hookbox) while connections of the pool are in use, it tries
-// again until ctx ends: one of those is back in the pool within
-// milliseconds (a claim, a finish, a handlers' transaction), where
-// answering 503 at the first refusal turned deliveries away while the
-// workers drained a backlog.
+// beginIngest begins an ingest transaction, waiting while the server
+// refuses the pool a new connection (waitingPool): answering 503 at the
+// first refusal turned deliveries away while the workers drained a
+// backlog.
 func (s *Store) beginIngest(ctx context.Context) (pgx.Tx, error) {
-	pause := time.Millisecond
-	for {
-		tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginIngestQ})
-		if err == nil {
-			return tx, nil
-		}
-		if !tooManyConnections(err) {
-			return nil, fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err)
-		}
-		if s.pool.Stat().AcquiredConns() == 0 {
-			return nil, fmt.Errorf("%w: begin: %w: %v", hookbox.ErrUnavailable, hookbox.ErrTooManyConnections, err)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("%w: begin: %w: %v", hookbox.ErrUnavailable, hookbox.ErrTooManyConnections, err)
-		case <-t.C:
-		}
-		pause = min(2*pause, maxRefusedPause)
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginIngestQ})
+	switch {
+	case err == nil:
+		return tx, nil
+	case tooManyConnections(err):
+		return nil, fmt.Errorf("%w: begin: %w: %v", hookbox.ErrUnavailable, hookbox.ErrTooManyConnections, err)
+	default:
+		return nil, fmt.Errorf("%w: begin: %v", hookbox.ErrUnavailable, err)
 	}
 }
-
-// maxRefusedPause is the longest beginIngest waits before it asks the
-// pool again for a connection the server refused.
-const maxRefusedPause = 20 * time.Millisecond
 
 // ingestTx is an open ingest transaction on one pool connection.
 type ingestTx struct {

@@ -12,7 +12,7 @@ import (
 // AcquireConn lends a test one of the store's own connections, with the
 // statements hookbox prepared on it.
 func (s *Store) AcquireConn(ctx context.Context) (*pgxpool.Conn, error) {
-	return s.pool.Acquire(ctx)
+	return s.pool.Pool.Acquire(ctx)
 }
 
 // ConnSocketTimes reads TCP_USER_TIMEOUT and the keepalive interval from
@@ -56,3 +56,7 @@ const HeldKeysSQL = heldKeys
 // ClearBatchSQL is the statement of one batch of Store.ClearPayloads,
 // for its plan.
 const ClearBatchSQL = clearBatch
+
+// SetRefusedWait sets how long s waits for one of its pool's connections
+// while the server refuses a new one (maxRefusedWait otherwise).
+func (s *Store) SetRefusedWait(d time.Duration) { s.pool.wait = d }

@@ -41,7 +41,7 @@ func (s *Store) HeldKeys(ctx context.Context, names []string) (map[string]int, e
 	if len(names) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, heldKeys, names)
+	rows, err := s.pool.Pool.Query(ctx, heldKeys, names)
 	if err != nil {
 		return nil, opError(ctx, "keys held by dead deliveries", err)
 	}

@@ -38,7 +38,7 @@ func (w *workTx) Mark(ctx context.Context, m hookbox.Mark) error {
 	b.Queue(asyncCommit)
 	b.Queue(markUpsert, m.Key, m.Worker, ids, attempts)
 	b.Queue(`COMMIT`)
-	if err := w.s.pool.SendBatch(ctx, b).Close(); err != nil {
+	if err := w.s.pool.Pool.SendBatch(ctx, b).Close(); err != nil {
 		return unavailable(ctx, "mark", err)
 	}
 	w.marked = m.Key
@@ -51,7 +51,7 @@ const clearMark = `UPDATE work_marks SET ids = '{}', attempts = '{}' WHERE key =
 
 // DropMark forgets the mark key; see hookbox.Queue.
 func (s *Store) DropMark(ctx context.Context, key string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM work_marks WHERE key = $1`, key); err != nil {
+	if _, err := s.pool.Pool.Exec(ctx, `DELETE FROM work_marks WHERE key = $1`, key); err != nil {
 		return unavailable(ctx, "drop mark", err)
 	}
 	return nil
@@ -76,7 +76,7 @@ func (s *Store) OrphanMarks(ctx context.Context) ([]hookbox.Mark, error) {
 		ids      []int64
 		attempts []int32
 	}
-	rows, err := s.pool.Query(ctx, orphanMarks)
+	rows, err := s.pool.Pool.Query(ctx, orphanMarks)
 	if err != nil {
 		return nil, unavailable(ctx, "marks", err)
 	}
@@ -91,7 +91,7 @@ func (s *Store) OrphanMarks(ctx context.Context) ([]hookbox.Mark, error) {
 	out := make([]hookbox.Mark, 0, len(found))
 	for _, x := range found {
 		if len(x.ids) > 0 {
-			rows, err := s.pool.Query(ctx, stillAsPicked, x.ids, x.attempts)
+			rows, err := s.pool.Pool.Query(ctx, stillAsPicked, x.ids, x.attempts)
 			if err != nil {
 				return nil, unavailable(ctx, "marks", err)
 			}

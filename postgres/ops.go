@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -838,7 +839,11 @@ func opError(ctx context.Context, op string, err error) error {
 // back when it returns an error (returned unchanged) or panics. Failing to
 // begin or to commit matches hookbox.ErrUnavailable.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) (err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	var tx *sql.Tx
+	err = s.pool.whileRefused(ctx, func() (err error) {
+		tx, err = s.db.BeginTx(ctx, nil)
+		return err
+	})
 	if err != nil {
 		return unavailable(ctx, "begin", err)
 	}

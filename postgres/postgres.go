@@ -201,7 +201,7 @@ const DefaultIngestBytes = 64 << 20
 
 // Store is a hookbox.Store kept in PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	pool *pgxpool.Pool
+	pool *waitingPool
 	db   *sql.DB // database/sql over pool, for the transactions handed to handlers
 
 	notifier *notifier
@@ -326,7 +326,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		opts.IngestBytes = DefaultIngestBytes
 	}
 	_, planned := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]
-	s := &Store{pool: pool, db: stdlib.OpenDBFromPool(pool), log: opts.Logger, genericIngest: !planned,
+	s := &Store{pool: &waitingPool{Pool: pool, log: opts.Logger, wait: maxRefusedWait},
+		db: stdlib.OpenDBFromPool(pool), log: opts.Logger, genericIngest: !planned,
 		beginIngestQ: beginIngestQuery(ingestIdle(opts.IngestBytes), !planned)}
 	migrate := s.migrate
 	if opts.Existing {

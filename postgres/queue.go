@@ -268,10 +268,10 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		if p.ByKey {
 			out, err = s.claimByKey(ctx, p, lease, now)
 		} else if len(p.RunningIDs) > 0 {
-			if rows, err = s.pool.Query(ctx, claimDueSkipping, append([]any{p.Owner, lease, now, p.Sources, p.Limit, p.RunningIDs}, budget...)...); err == nil {
+			if rows, err = s.pool.Pool.Query(ctx, claimDueSkipping, append([]any{p.Owner, lease, now, p.Sources, p.Limit, p.RunningIDs}, budget...)...); err == nil {
 				out, err = scanEvents(rows)
 			}
-		} else if rows, err = s.pool.Query(ctx, claimDue, append([]any{p.Owner, lease, now, p.Sources, p.Limit}, budget...)...); err == nil {
+		} else if rows, err = s.pool.Pool.Query(ctx, claimDue, append([]any{p.Owner, lease, now, p.Sources, p.Limit}, budget...)...); err == nil {
 			out, err = scanEvents(rows)
 		}
 	}
@@ -316,7 +316,7 @@ func (s *Store) claimByKey(ctx context.Context, p hookbox.ClaimParams, lease int
 // the claims, outside the lock.
 func (s *Store) keyCursor(ctx context.Context, p hookbox.ClaimParams) error {
 	return p.FindKeyCursor(func(after string) (last string, full bool, err error) {
-		err = s.pool.QueryRow(ctx, walkEnd, p.Sources[0], after, p.KeyWalk()-1).Scan(&last, &full)
+		err = s.pool.Pool.QueryRow(ctx, walkEnd, p.Sources[0], after, p.KeyWalk()-1).Scan(&last, &full)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = nil
 		}
@@ -353,7 +353,7 @@ func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(delive
 	var afterDue time.Time // year 1: before every row
 	var afterID int64
 	for {
-		rows, err := s.pool.Query(ctx, unkeyed, queue, fillBatch, afterDue, afterID)
+		rows, err := s.pool.Pool.Query(ctx, unkeyed, queue, fillBatch, afterDue, afterID)
 		if err != nil {
 			return total, unavailable(ctx, "fill order keys", err)
 		}
@@ -376,7 +376,7 @@ func (s *Store) FillOrderKeys(ctx context.Context, queue string, key func(delive
 		if len(ids) == 0 {
 			return total, nil
 		}
-		tag, err := s.pool.Exec(ctx, fillKeys, ids, keys)
+		tag, err := s.pool.Pool.Exec(ctx, fillKeys, ids, keys)
 		if err != nil {
 			return total, opError(ctx, "fill order keys", err)
 		}
@@ -404,7 +404,7 @@ func (s *Store) claimSerial(ctx context.Context, queue, q string, args ...any) (
 	b := &pgx.Batch{}
 	b.Queue(serialLock, queue)
 	b.Queue(q, args...)
-	br := s.pool.SendBatch(ctx, b)
+	br := s.pool.Pool.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		br.Close()
 		return nil, err
@@ -490,7 +490,7 @@ func (s *Store) ExtendLeases(ctx context.Context, owner string, ids []int64, unt
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := s.pool.Exec(ctx, extendLeases, fromNow(until), owner, ids); err != nil {
+	if _, err := s.pool.Pool.Exec(ctx, extendLeases, fromNow(until), owner, ids); err != nil {
 		return unavailable(ctx, "extend leases", err)
 	}
 	return nil
@@ -646,7 +646,7 @@ func toApply(outs []hookbox.Outcome, among []int) []int {
 // empty Status are not applied and get no error.
 func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, error) {
 	errs, err := applyOutcomes(outs, func(args []any) (rowScanner, func(), error) {
-		rows, err := s.pool.Query(ctx, finishOutcomes, args...)
+		rows, err := s.pool.Pool.Query(ctx, finishOutcomes, args...)
 		return rows, func() { rows.Close() }, err
 	})
 	if err != nil {
@@ -736,7 +736,7 @@ const impliedFirstAttempt = `events.status = 'done' AND events.attempts = 1
 // Attempts lists the attempts at one event, oldest first; see
 // hookbox.Queue.
 func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt, error) {
-	rows, err := s.pool.Query(ctx, attemptsSQL, eventID)
+	rows, err := s.pool.Pool.Query(ctx, attemptsSQL, eventID)
 	if err != nil {
 		return nil, queryError("attempts", err)
 	}
@@ -792,7 +792,7 @@ SELECT name, host, pid FROM workers WHERE name <> $1`
 
 // WorkerStarted records a running pool; see hookbox.Queue.
 func (s *Store) WorkerStarted(ctx context.Context, w hookbox.Worker) ([]hookbox.Worker, error) {
-	rows, err := s.pool.Query(ctx, workerStarted, w.Name, w.Host, w.PID)
+	rows, err := s.pool.Pool.Query(ctx, workerStarted, w.Name, w.Host, w.PID)
 	if err != nil {
 		return nil, unavailable(ctx, "worker started", err)
 	}
@@ -817,7 +817,7 @@ SELECT count(*) FROM dead`
 // hookbox.Queue.
 func (s *Store) WorkerSeen(ctx context.Context, name string, staleAfter time.Duration) (int, error) {
 	var dead int64
-	if err := s.pool.QueryRow(ctx, workerSeen, name, staleAfter.Microseconds()).Scan(&dead); err != nil {
+	if err := s.pool.Pool.QueryRow(ctx, workerSeen, name, staleAfter.Microseconds()).Scan(&dead); err != nil {
 		return 0, unavailable(ctx, "worker seen", err)
 	}
 	return int(dead), nil
@@ -825,7 +825,7 @@ func (s *Store) WorkerSeen(ctx context.Context, name string, staleAfter time.Dur
 
 // WorkerStopped deletes a pool's record; see hookbox.Queue.
 func (s *Store) WorkerStopped(ctx context.Context, name string) error {
-	if _, err := s.pool.Exec(ctx, `DELETE FROM workers WHERE name = $1`, name); err != nil {
+	if _, err := s.pool.Pool.Exec(ctx, `DELETE FROM workers WHERE name = $1`, name); err != nil {
 		return unavailable(ctx, "worker stopped", err)
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -23,26 +22,8 @@ import (
 	"github.com/hookbox/hookbox/verify"
 )
 
-// limitedRole creates a login role that may hold at most limit
-// connections (CONNECTION LIMIT: the server refuses one more with SQLSTATE
-// 53300, as it refuses any client past max_connections, without a change
-// to the server's settings) and a database of its own that the role owns,
-// all dropped when the test ends. It returns the role's name and the URL
-// that connects as it.
-func limitedRole(t *testing.T, limit int) (role, dbURL string) {
-	t.Helper()
-	role = fmt.Sprintf("hookbox_conn_test_%d", time.Now().UnixNano())
-	pgtest.AdminExec(t, fmt.Sprintf("CREATE ROLE %s LOGIN CONNECTION LIMIT %d", role, limit))
-	t.Cleanup(func() { pgtest.AdminExec(t, "DROP ROLE IF EXISTS "+role) })
-	name, base := pgtest.Database(t) // dropped before the role: cleanups run last first
-	pgtest.AdminExec(t, fmt.Sprintf("ALTER DATABASE %s OWNER TO %s", name, role))
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(role)
-	return role, u.String()
-}
+// limitedRole is pgtest.LimitedRole.
+func limitedRole(t *testing.T, limit int) (role, dbURL string) { return pgtest.LimitedRole(t, limit) }
 
 // hogs holds connections at dbURL (another app's), closed by release or
 // when the test ends.

@@ -299,3 +299,24 @@ func AdminExec(t testing.TB, q string, args ...any) {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
+
+// LimitedRole creates a login role that may hold at most limit
+// connections (CONNECTION LIMIT: the server refuses one more with SQLSTATE
+// 53300, as it refuses any client past max_connections, without a change
+// to the server's settings) and a database of its own that the role owns,
+// all dropped when the test ends. It returns the role's name and the URL
+// that connects as it.
+func LimitedRole(t testing.TB, limit int) (role, dbURL string) {
+	t.Helper()
+	role = "hookbox_conn_test_" + randomHex(8)
+	AdminExec(t, fmt.Sprintf("CREATE ROLE %s LOGIN CONNECTION LIMIT %d", role, limit))
+	t.Cleanup(func() { AdminExec(t, "DROP ROLE IF EXISTS "+role) })
+	name, base := Database(t) // dropped before the role: cleanups run last first
+	AdminExec(t, fmt.Sprintf("ALTER DATABASE %s OWNER TO %s", name, role))
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	return role, u.String()
+}

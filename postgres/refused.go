@@ -1,0 +1,189 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookbox/hookbox/internal/lograte"
+)
+
+// waitingPool is the store's pgxpool.Pool, each of whose statements,
+// transactions and acquires waits while the server refuses the pool a
+// new connection (whileRefused). Embedded, the pool's other methods are
+// its own.
+//
+// The workers' statements (claims, finishes, marks, BeginWork) use the
+// pool itself (waitingPool.Pool) and fail at the first refusal: waiting,
+// they kept every connection the server allowed busy, and ingest, though
+// it waited too, answered 503 (TestPostgresPoolLargerThanServerAllows).
+// The worker takes fewer connections for a while instead (see its
+// runTx).
+type waitingPool struct {
+	*pgxpool.Pool
+	log *slog.Logger
+	// lines spaces out the warnings of whileRefused.
+	lines lograte.Limiter
+	// wait is how long whileRefused waits (maxRefusedWait; tests set it).
+	wait time.Duration
+}
+
+// whileRefused runs try and, while it fails because the server refuses
+// the pool a new connection (SQLSTATE 53300: a pool_max_conns larger
+// than what max_connections or a connection limit leaves hookbox) and
+// connections of the pool are in use, runs it again, pausing between
+// tries, until it has waited maxRefusedWait or ctx ends; it then returns
+// the refusal. One of the pool's own connections is back within
+// milliseconds (a claim, a finish, a handlers' transaction), where
+// failing at the first refusal turned deliveries away (ingest), failed
+// claims and handlers' transactions while the workers drained a backlog,
+// and failed every other statement (a console page, /readyz) while they
+// kept the pool's connections busy. With no connection of the pool in
+// use, none is coming back: the refusal is returned at once.
+//
+// try must have done nothing when the server refused it: the refusal
+// comes when the pool connects, before any statement is sent. The
+// first refusal of a wait is logged as a warning, one a minute.
+func (p *waitingPool) whileRefused(ctx context.Context, try func() error) error {
+	pause := time.Millisecond
+	var deadline time.Time
+	for {
+		err := try()
+		if err == nil || !tooManyConnections(err) || p.Stat().AcquiredConns() == 0 {
+			return err
+		}
+		if deadline.IsZero() {
+			deadline = time.Now().Add(p.wait)
+			p.lines.Log(ctx, p.log, slog.LevelWarn, "refused",
+				fmt.Sprintf("postgres: the server refuses the pool a new connection (SQLSTATE 53300: max_connections, "+
+					"or the role's or the database's CONNECTION LIMIT, is reached): each statement waits up to %s for one of the pool's own; "+
+					"set pool_max_conns within what the server leaves hookbox, or raise the limit", p.wait),
+				func() []slog.Attr { return []slog.Attr{slog.Int("pool_max_conns", int(p.Config().MaxConns))} })
+		}
+		wait := min(pause, time.Until(deadline))
+		if wait <= 0 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, maxRefusedPause)
+	}
+}
+
+// maxRefusedWait is the longest whileRefused waits for one of the pool's
+// connections: ingest's bound on beginning a transaction
+// (ingestBeginTimeout), and short next to a claim's.
+const maxRefusedWait = time.Second
+
+// maxRefusedPause is the longest whileRefused pauses before it asks the
+// pool again for a connection the server refused.
+const maxRefusedPause = 20 * time.Millisecond
+
+// Acquire is pgxpool.Pool.Acquire, waiting while the server refuses a
+// new connection.
+func (p *waitingPool) Acquire(ctx context.Context) (c *pgxpool.Conn, err error) {
+	err = p.whileRefused(ctx, func() error { c, err = p.Pool.Acquire(ctx); return err })
+	return c, err
+}
+
+// Exec is pgxpool.Pool.Exec, waiting while the server refuses a new
+// connection.
+func (p *waitingPool) Exec(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = p.whileRefused(ctx, func() error { tag, err = p.Pool.Exec(ctx, sql, args...); return err })
+	return tag, err
+}
+
+// Query is pgxpool.Pool.Query, waiting while the server refuses a new
+// connection (its error then comes from Query, not from the rows).
+func (p *waitingPool) Query(ctx context.Context, sql string, args ...any) (rows pgx.Rows, err error) {
+	err = p.whileRefused(ctx, func() error { rows, err = p.Pool.Query(ctx, sql, args...); return err })
+	return rows, err
+}
+
+// Begin is pgxpool.Pool.Begin, waiting while the server refuses a new
+// connection.
+func (p *waitingPool) Begin(ctx context.Context) (pgx.Tx, error) {
+	return p.BeginTx(ctx, pgx.TxOptions{})
+}
+
+// BeginTx is pgxpool.Pool.BeginTx, waiting while the server refuses a
+// new connection.
+func (p *waitingPool) BeginTx(ctx context.Context, opts pgx.TxOptions) (tx pgx.Tx, err error) {
+	err = p.whileRefused(ctx, func() error { tx, err = p.Pool.BeginTx(ctx, opts); return err })
+	return tx, err
+}
+
+// QueryRow is pgxpool.Pool.QueryRow, waiting while the server refuses a
+// new connection: it takes the connection first, and gives it back once
+// the row is read.
+func (p *waitingPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return errRow{err}
+	}
+	return &connRow{row: c.QueryRow(ctx, sql, args...), c: c}
+}
+
+// SendBatch is pgxpool.Pool.SendBatch for a batch that begins no
+// transaction, waiting while the server refuses a new connection: it
+// takes the connection first, and gives it back when the results are
+// closed.
+func (p *waitingPool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	c, err := p.Acquire(ctx)
+	if err != nil {
+		return errBatch{err}
+	}
+	return &connBatch{BatchResults: c.SendBatch(ctx, b), c: c}
+}
+
+// connRow is a row read on a connection taken for it, given back by Scan.
+type connRow struct {
+	row pgx.Row
+	c   *pgxpool.Conn
+}
+
+func (r *connRow) Scan(dest ...any) error {
+	defer r.c.Release()
+	return r.row.Scan(dest...)
+}
+
+// errRow is a row that could not be read: Scan returns err.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+// connBatch is a batch's results on a connection taken for it, given
+// back by Close (so not for a batch that begins a transaction, which
+// would need the connection until it ends).
+type connBatch struct {
+	pgx.BatchResults
+	c *pgxpool.Conn
+}
+
+func (b *connBatch) Close() error {
+	err := b.BatchResults.Close()
+	if b.c != nil {
+		b.c.Release()
+		b.c = nil
+	}
+	return err
+}
+
+// errBatch is a batch that could not be sent: each of its results is err.
+type errBatch struct{ err error }
+
+func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
+func (b errBatch) QueryRow() pgx.Row                { return errRow(b) }
+func (b errBatch) Close() error                     { return b.err }
+func (b errBatch) Tx() pgx.Tx                       { return nil }

@@ -1,0 +1,103 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/syncbuf"
+	"github.com/hookbox/hookbox/postgres"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestRefusedConnectionWaitedFor: a read (Stats) and a transaction of
+// InTx that need a new connection while the server refuses one (SQLSTATE
+// 53300: the role's CONNECTION LIMIT is reached by the pool's own
+// connections, all in use) wait for one of the pool's, as ingest does,
+// log a warning that says why and what to change, and go on once one is
+// back. Before, each failed at the first refusal: while Go handlers kept
+// a pool larger than the server allows busy, reads failed (the console,
+// a test's check of the queue).
+func TestRefusedConnectionWaitedFor(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		op  string
+		run func(s *postgres.Store) error
+	}{
+		{"stats", func(s *postgres.Store) error {
+			st, err := s.Stats(ctx, time.Now())
+			if err == nil && st.ByStatus[hookbox.StatusPending] != 1 {
+				err = fmt.Errorf("stats: %v, want one event pending", st.ByStatus)
+			}
+			return err
+		}},
+		{"in tx", func(s *postgres.Store) error {
+			return s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+				_, err := tx.ExecContext(ctx, `SELECT 1`)
+				return err
+			})
+		}},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			const limit = 3
+			_, dbURL := pgtest.LimitedRole(t, limit)
+			before := open(t, dbURL)
+			if _, err := before.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "1")}); err != nil {
+				t.Fatal(err)
+			}
+			before.Close()
+
+			logs := &syncbuf.Buffer{}
+			s, err := postgres.Open(ctx, dbURL+"&pool_max_conns=4", postgres.Options{
+				Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			// Long enough that only a wrong answer ends the wait below.
+			s.SetRefusedWait(time.Minute)
+			var held []*pgxpool.Conn
+			for range limit {
+				c, err := s.AcquireConn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, c)
+			}
+			t.Cleanup(func() {
+				for _, c := range held {
+					c.Release()
+				}
+			})
+
+			done := make(chan error, 1)
+			go func() { done <- tc.run(s) }()
+			const warning = "the server refuses the pool a new connection"
+			for !strings.Contains(logs.String(), warning) {
+				select {
+				case err := <-done:
+					t.Fatalf("%s with every connection the server allows in use by the pool: %v, at once; want it to wait for one of the pool's", tc.op, err)
+				case <-time.After(time.Millisecond):
+				}
+			}
+			held[0].Release()
+			held = held[1:]
+			if err := <-done; err != nil {
+				t.Fatalf("%s once a connection of the pool is back: %v", tc.op, err)
+			}
+			line := logs.String()
+			for _, want := range []string{"level=WARN", "postgres: " + warning, "53300", "pool_max_conns"} {
+				if !strings.Contains(line, want) {
+					t.Errorf("the log does not say %q:\n%s", want, line)
+				}
+			}
+		})
+	}
+}
