@@ -26,8 +26,9 @@ const DefaultOutputLimit = 64 << 10
 const errorSlack = 32
 
 // execWaitDelay bounds how long Exec waits, once the attempt is over, for a
-// killed process to exit and for its output pipe to close.
-const execWaitDelay = 2 * time.Second
+// killed process to exit and for its output pipe to close. A variable only
+// so that tests can make a wait on the output show as one that never ends.
+var execWaitDelay = 2 * time.Second
 
 // Environment variables Exec sets for the command, on top of PATH, HOME and
 // ExecOptions.Env (or hookbox's whole environment with InheritEnv).

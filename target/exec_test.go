@@ -387,10 +387,15 @@ wait
 
 // TestExecExitKillsLeftovers: a command that exits 0 but leaves a
 // background process holding its output finishes promptly, and the
-// leftover is killed with its group.
+// leftover is killed with its group. Not timed: Exec's wait on the output
+// (execWaitDelay) is made longer than the leftover lives, so an Exec that
+// waits on the leftover's output before killing it does not return while
+// the leftover runs, and the test says so instead of timing a wait of 2 s.
 func TestExecExitKillsLeftovers(t *testing.T) { eachMode(t, testExecExitKillsLeftovers) }
 
 func testExecExitKillsLeftovers(t *testing.T) {
+	was := target.SetExecWaitDelay(time.Hour)
+	t.Cleanup(func() { target.SetExecWaitDelay(was) })
 	dir := t.TempDir()
 	pidfile := filepath.Join(dir, "leftover.pid")
 	sh := script(t, dir, "leave.sh", `sleep 300 &
@@ -399,34 +404,67 @@ echo started
 exit 0
 `)
 	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"PIDFILE=" + pidfile}})
-	start := time.Now()
-	if err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if took := time.Since(start); took > time.Second {
-		t.Errorf("Deliver took %v: it waited on the leftover's output", took)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		// Its leftover sleeps 300 s: Deliver waits on its output.
+		syscall.Kill(readPID(t, pidfile), syscall.SIGKILL)
+		<-done
+		t.Fatal("Deliver still waiting 30 s after the command exited: it waits on the leftover's output")
 	}
 	waitGone(t, readPID(t, pidfile))
 }
 
 // TestExecCancelled: cancelling the context (a shutdown) ends the attempt
-// at once with an error that matches context.Canceled.
+// at once with an error that matches context.Canceled. Not timed: the
+// command sleeps 300 s and Exec's wait for a killed command and its output
+// (execWaitDelay) is made an hour, so an attempt that does not end at the
+// cancel does not end while the test runs, and the test says so.
 func TestExecCancelled(t *testing.T) { eachMode(t, testExecCancelled) }
 
 func testExecCancelled(t *testing.T) {
+	was := target.SetExecWaitDelay(time.Hour)
+	t.Cleanup(func() { target.SetExecWaitDelay(was) })
 	dir := t.TempDir()
-	sh := script(t, dir, "slow.sh", "exec sleep 300\n")
-	e := newExec(t, target.ExecOptions{Argv: []string{sh}})
+	pidfile := filepath.Join(dir, "slow.pid")
+	sh := script(t, dir, "slow.sh", `echo $$ > "$PIDFILE"
+exec sleep 300
+`)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"PIDFILE=" + pidfile}})
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
-	start := time.Now()
-	err := e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("err = %v, want context.Canceled", err)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+	}()
+	// Cancelled once the command runs.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(pidfile); err == nil && strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start within 20 s")
+		}
 	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("cancelled attempt took %v", took)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		syscall.Kill(readPID(t, pidfile), syscall.SIGKILL)
+		<-done
+		t.Fatal("the attempt still runs 30 s after its context was cancelled")
 	}
+	waitGone(t, readPID(t, pidfile))
 }
 
 // TestExecStartFailure: a missing command is an error to retry (it may be
