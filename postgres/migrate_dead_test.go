@@ -1,0 +1,81 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// TestMigrateBuildsDeadIndex: a database of schema version 17, holding
+// events, migrates to 00018 with every row kept, and its dead rows are
+// counted from the new index (queue_dead), valid. A build of it that
+// failed half-way (CREATE INDEX CONCURRENTLY gave up waiting on a
+// transaction that writes the queue) left an invalid index of that name:
+// the migration run again drops it and builds it whole.
+func TestMigrateBuildsDeadIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	var ds []hookbox.Delivery
+	for i := range 20 {
+		ds = append(ds, storetest.Delivery("m", fmt.Sprint("d", i)))
+	}
+	if _, err := s.Ingest(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	pgtest.MigrateDownTo(t, url, 17)
+	conn := connect(t, url)
+	if n := count(t, conn, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'queue_dead'`); n != 0 {
+		t.Fatalf("queue_dead is still there at version 17")
+	}
+	// Rows as version 17 writes them: some dead, some done.
+	if _, err := conn.Exec(ctx, `UPDATE queue SET status = 'dead' WHERE id % 4 = 0;
+        UPDATE queue SET status = 'done' WHERE id % 4 = 1`); err != nil {
+		t.Fatal(err)
+	}
+	// A build interrupted half-way: it waits for a transaction that
+	// writes the queue, and gives up.
+	writer := connect(t, url)
+	tx, err := writer.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE queue SET attempts = attempts WHERE id = (SELECT min(id) FROM queue)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SET lock_timeout = '200ms'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY queue_dead ON queue (source, id) INCLUDE (fanout) WHERE status = 'dead'`); err == nil {
+		t.Fatal("the build did not wait for the writing transaction")
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = 'queue_dead'::regclass AND NOT indisvalid`); n != 1 {
+		t.Fatalf("the interrupted build left no invalid index")
+	}
+
+	s = open(t, url) // migrates to 00018
+	if n := count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = 'queue_dead'::regclass AND indisvalid AND indisready`); n != 1 {
+		t.Errorf("queue_dead is not valid after migrating")
+	}
+	if n := count(t, conn, `SELECT count(*) FROM queue`); n != 20 {
+		t.Errorf("%d queue rows after migrating, want 20", n)
+	}
+	ov, err := s.Overview(ctx, time.Now())
+	if err != nil || len(ov) != 1 || ov[0].ByStatus[hookbox.StatusDead] != 5 || ov[0].ByStatus[hookbox.StatusPending] != 10 {
+		t.Errorf("overview after migrating: %+v, %v; want m: 5 dead, 10 pending", ov, err)
+	}
+	dead, err := s.Events(ctx, hookbox.Filter{Status: hookbox.StatusDead})
+	if err != nil || len(dead) != 5 {
+		t.Errorf("dead events listed after migrating: %d, %v; want 5", len(dead), err)
+	}
+}
