@@ -60,3 +60,7 @@ const ClearBatchSQL = clearBatch
 // SetRefusedWait sets how long s waits for one of its pool's connections
 // while the server refuses a new one (maxRefusedWait otherwise).
 func (s *Store) SetRefusedWait(d time.Duration) { s.pool.wait = d }
+
+// OverviewCountsSQL are the statements of Store.Overview's sources and
+// counts, for their plans.
+var OverviewCountsSQL = []string{overviewSources, overviewCounts}

@@ -10,12 +10,32 @@ import (
 var _ hookbox.Overviewer = (*Store)(nil)
 
 // Overview sums up events and rejections per source; see
-// hookbox.Overviewer. Its counts read the narrow queue table; its chart
-// walks event_data from the newest id (hookbox.OverviewBuilder.WalkStored).
+// hookbox.Overviewer. Nothing it reads grows with the finished events:
+// the sources come from a walk of event_data's (source, delivery_id)
+// index, one seek per source (overviewSources); the counts from the
+// partial indexes of the unfinished (queue_due) and the dead
+// (queue_dead) rows; its chart walks event_data from the newest id
+// (hookbox.OverviewBuilder.WalkStored).
 func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOverview, error) {
 	b := hookbox.NewOverviewBuilder(now)
 	since := b.Since()
-	rows, err := s.pool.Query(ctx, `SELECT source, status, count(*) FROM queue GROUP BY source, status`)
+	rows, err := s.pool.Query(ctx, overviewSources)
+	if err != nil {
+		return nil, opError(ctx, "overview", err)
+	}
+	for rows.Next() {
+		var src string
+		if err := rows.Scan(&src); err != nil {
+			rows.Close()
+			return nil, opError(ctx, "overview", err)
+		}
+		b.Source(src)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, opError(ctx, "overview", err)
+	}
+	rows, err = s.pool.Query(ctx, overviewCounts)
 	if err != nil {
 		return nil, opError(ctx, "overview", err)
 	}
@@ -90,6 +110,24 @@ func (s *Store) Overview(ctx context.Context, now time.Time) ([]hookbox.SourceOv
 	}
 	return b.Result(), nil
 }
+
+// overviewSources lists the sources (queue names among them) that have
+// events: a walk of event_data's (source, delivery_id) index, one seek
+// past each source to the next, as migration 00015 walks it.
+const overviewSources = `WITH RECURSIVE sources (source) AS (
+    (SELECT source FROM event_data ORDER BY source LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.source FROM event_data e WHERE e.source > s.source ORDER BY e.source LIMIT 1)
+    FROM sources s WHERE s.source IS NOT NULL
+)
+SELECT source FROM sources WHERE source IS NOT NULL`
+
+// overviewCounts counts each source's unfinished events by status,
+// through queue_due, and its dead ones, through queue_dead: each read
+// is as long as what it counts.
+const overviewCounts = `SELECT source, status, count(*) FROM queue WHERE status IN ('pending', 'processing') GROUP BY source, status
+UNION ALL
+SELECT source, 'dead', count(*) FROM queue WHERE status = 'dead' GROUP BY source`
 
 // overviewDue finds each source's oldest due event, due by $1 (the
 // caller's now, as fromNow) on the database's clock, as statsDue does.

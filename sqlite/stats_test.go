@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,7 +116,18 @@ func TestOverviewReadsIndexesAndRecentRows(t *testing.T) {
 	if old[hookbox.StatusDead]+old[hookbox.StatusPending] != hookbox.OverviewOldRun || old[hookbox.StatusDead] != hookbox.OverviewOldRun/3 || got["new"].ByStatus[hookbox.StatusPending] != 3 {
 		t.Errorf("counts: old %v, new %v", old, got["new"].ByStatus)
 	}
-	for _, q := range []string{overviewAll, overviewUnfinished, overviewDead} {
+	for _, q := range []string{overviewSources, overviewUnfinished, overviewDead} {
 		noTableScan(t, s, "the overview", q)
+		// Nor through an index of every event (the done ones among
+		// them): a scan only of the partial indexes of the unfinished and
+		// the dead, and seeks.
+		for _, line := range queryPlan(t, s, q) {
+			if strings.HasPrefix(line, "SCAN events") && !strings.Contains(line, "INDEX events_due") && !strings.Contains(line, "INDEX events_dead") {
+				t.Errorf("the overview reads every event: %s\n%s", line, q)
+			}
+		}
+	}
+	if _, ok := got["old"].ByStatus[hookbox.StatusDone]; ok {
+		t.Errorf("the overview counts done events: %v", got["old"].ByStatus)
 	}
 }
