@@ -717,6 +717,19 @@ const statusSummary = `CASE WHEN fanout THEN coalesce((SELECT CASE
         WHEN bool_or(c.status = 'dead') THEN 'dead' ELSE 'done' END
     FROM events c WHERE c.parent_id = events.id), 'stored') ELSE status END`
 
+// statusCandidates holds for the events that may have the status $? as
+// statusSummary reads it, when that is pending, processing or dead: the
+// queue rows in it, and the FanOut events with a delivery in it. Its
+// reads are as long as the rows in that status, which the partial
+// indexes of the unfinished and the dead rows hold: each row's parent is
+// looked up by a LATERAL subquery with a LIMIT, one primary-key lookup
+// each whatever the statistics say (joined plainly, a small table was
+// planned as a walk of every delivery's parent_id).
+const statusCandidates = `id IN (SELECT q.id FROM queue q WHERE q.status = $?
+    UNION ALL SELECT p.parent_id FROM queue q
+        CROSS JOIN LATERAL (SELECT d.parent_id FROM event_data d WHERE d.id = q.id LIMIT 1) p
+        WHERE q.status = $? AND p.parent_id IS NOT NULL)`
+
 // listedColumns are eventColumns with the status an operator reads.
 var listedColumns = strings.Replace(eventColumns, "status,", statusSummary+",", 1)
 
@@ -785,14 +798,7 @@ func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
 
 // Events lists events matching f, newest first, without payloads.
 func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, error) {
-	where, args := filterSQL(f)
-	limit := f.Limit
-	if limit <= 0 {
-		limit = hookbox.DefaultListLimit
-	}
-	args = append(args, limit)
-	q := `SELECT ` + listedColumns + `, NULL::bytea, payload IS NULL FROM events` + where +
-		` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
+	q, args := eventsQuery(f)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, queryError("list events", err)
@@ -812,6 +818,18 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 	return out, nil
 }
 
+// eventsQuery is the statement Events runs for f, and its arguments.
+func eventsQuery(f hookbox.Filter) (string, []any) {
+	where, args := filterSQL(f)
+	limit := f.Limit
+	if limit <= 0 {
+		limit = hookbox.DefaultListLimit
+	}
+	args = append(args, limit)
+	return `SELECT ` + listedColumns + `, NULL::bytea, payload IS NULL FROM events` + where +
+		` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args)), args
+}
+
 // filterSQL turns f into a WHERE clause (with a leading space) and its
 // arguments, numbered from $1.
 func filterSQL(f hookbox.Filter) (string, []any) {
@@ -828,6 +846,13 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 	}
 	if f.Status != "" {
 		add(statusSummary+" = $?", string(f.Status))
+		if f.Status == hookbox.StatusPending || f.Status == hookbox.StatusProcessing || f.Status == hookbox.StatusDead {
+			// The rows that can read so, found through the partial index
+			// of their status (queue_due, queue_dead): a walk down the ids
+			// checking each event's status read every done event below
+			// the page's last (seconds, for a page of the dead ones).
+			add(statusCandidates, string(f.Status))
+		}
 	}
 	if f.EventType != "" {
 		add("event_type = $?", f.EventType)

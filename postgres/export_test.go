@@ -64,3 +64,7 @@ func (s *Store) SetRefusedWait(d time.Duration) { s.pool.wait = d }
 // OverviewCountsSQL are the statements of Store.Overview's sources and
 // counts, for their plans.
 var OverviewCountsSQL = []string{overviewSources, overviewCounts}
+
+// EventsQuery is the statement Store.Events runs for a filter, and its
+// arguments, for its plan.
+var EventsQuery = eventsQuery
