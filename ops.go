@@ -269,7 +269,9 @@ func (r PurgeResult) Total() int { return r.Done + r.Dead + r.Stored }
 type Stats struct {
 	// ByStatus counts the events in each state a queue row has:
 	// pending, processing, done and dead, each there (0 for a state no
-	// event is in), and no other (see NewStats).
+	// event is in), and no other (see NewStats). On PostgreSQL, the done
+	// count may be up to a minute old once it is large (see
+	// postgres.Store.Stats): the other counts are read at each call.
 	ByStatus map[Status]int `json:"by_status"`
 	// OldestDue is when the longest-waiting due pending event became due;
 	// zero when none is due. It is on the clock the store judges due

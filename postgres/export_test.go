@@ -68,3 +68,11 @@ var OverviewCountsSQL = []string{overviewSources, overviewCounts}
 // EventsQuery is the statement Store.Events runs for a filter, and its
 // arguments, for its plan.
 var EventsQuery = eventsQuery
+
+// StatsFreshSQL is the statement of Store.Stats read at each call, for
+// its plan.
+var StatsFreshSQL = statsFresh
+
+// DoneExactBelow is the count of done events from which Store.Stats
+// keeps its count of them.
+const DoneExactBelow = doneExactBelow

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -774,32 +775,83 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 	}
 }
 
-// Stats counts events by status; see hookbox.Ops.
+// Stats counts events by status; see hookbox.Ops. The unfinished and
+// dead events, and the oldest due one, are read at each call from the
+// partial indexes that hold them (statsFresh): what that reads grows
+// with them, never with the done ones. The done events can only be
+// counted by reading every finished row of the queue (a second at three
+// million, at every scrape of every instance), so that count is kept
+// (doneCount): read again at each call while it is below
+// doneExactBelow, and at most every doneRecount above (or ten times as
+// long as the count took, if longer).
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.NewStats()
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM queue WHERE NOT fanout GROUP BY status`)
+	var pending, processing, dead int
+	var oldest *time.Time
+	var at time.Time
+	if err := s.pool.QueryRow(ctx, statsFresh, fromNow(now)).Scan(&pending, &processing, &dead, &oldest, &at); err != nil {
+		return st, opError(ctx, "stats", err)
+	}
+	done, err := s.doneCount(ctx)
 	if err != nil {
 		return st, opError(ctx, "stats", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var n int
-		if err := rows.Scan(&name, &n); err != nil {
-			return st, opError(ctx, "stats", err)
-		}
-		st.ByStatus[hookbox.Status(name)] = n
-	}
-	if err := rows.Err(); err != nil {
-		return st, opError(ctx, "stats", err)
-	}
-	var oldest *time.Time
-	var at time.Time
-	if err := s.pool.QueryRow(ctx, statsDue, fromNow(now)).Scan(&oldest, &at); err != nil {
-		return st, opError(ctx, "stats", err)
-	}
+	st.ByStatus[hookbox.StatusPending] = pending
+	st.ByStatus[hookbox.StatusProcessing] = processing
+	st.ByStatus[hookbox.StatusDead] = dead
+	st.ByStatus[hookbox.StatusDone] = done
 	st.OldestDue, st.OldestDueAge = dueSince(oldest, at)
 	return st, nil
+}
+
+// statsFresh reads Stats' figures of each call: the unfinished events by
+// status, through queue_due; the dead ones, through queue_dead; and the
+// oldest due time (statsDue). FanOut records, which are no events of
+// their own, are left out.
+var statsFresh = `SELECT
+    (SELECT count(*) FROM queue WHERE status = 'pending' AND NOT fanout),
+    (SELECT count(*) FROM queue WHERE status = 'processing' AND NOT fanout),
+    (SELECT count(*) FROM queue WHERE status = 'dead' AND NOT fanout),
+    d.oldest, d.at
+FROM (` + statsDue + `) d`
+
+// statsDone counts the done events (FanOut records left out): a read of
+// the whole queue table.
+const statsDone = `SELECT count(*) FROM queue WHERE status = 'done' AND NOT fanout`
+
+// doneExactBelow is the count of done events below which Stats counts
+// them again at every call; doneRecount is how long a count at or above
+// it serves Stats.
+const (
+	doneExactBelow = 100_000
+	doneRecount    = time.Minute
+)
+
+// doneCache is the last count of the done events.
+type doneCache struct {
+	mu   sync.Mutex
+	n    int
+	at   time.Time // when the count started; zero: never counted
+	took time.Duration
+}
+
+// doneCount returns the count of done events: the last one while it is
+// fresh enough (see Stats), else a new one. Callers wait for a count
+// another has started rather than start their own.
+func (s *Store) doneCount(ctx context.Context) (int, error) {
+	c := &s.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.n >= doneExactBelow && time.Since(c.at) < max(doneRecount, 10*c.took) {
+		return c.n, nil
+	}
+	start := time.Now()
+	var n int
+	if err := s.pool.QueryRow(ctx, statsDone).Scan(&n); err != nil {
+		return 0, err
+	}
+	c.n, c.at, c.took = n, start, time.Since(start)
+	return n, nil
 }
 
 // statsDue finds the oldest due event, due by the time $1 (the caller's
@@ -808,7 +860,7 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 // the caller's clock, as it was, an event read as due (and waiting) as
 // long as its host's clock was ahead of the server's, and a host behind
 // it did not see due events that claims were taking.
-var statsDue = `SELECT min(next_attempt_at), ` + dbNow("$1::bigint") + ` FROM queue
+var statsDue = `SELECT min(next_attempt_at) AS oldest, ` + dbNow("$1::bigint") + ` AS at FROM queue
         WHERE status IN ('pending', 'processing') AND next_attempt_at <= ` + dbNow("$1::bigint")
 
 // dueSince returns the oldest due time a statement found (nil: none) and

@@ -217,6 +217,8 @@ type Store struct {
 	// closing ends when Close is called; it stops the listeners.
 	closing    context.Context
 	closeStore context.CancelFunc
+	// done is Stats' last count of the done events (doneCount).
+	done doneCache
 }
 
 var (

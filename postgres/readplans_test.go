@@ -213,3 +213,90 @@ func TestStatusListingReadsNoFinishedRows(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsReadsNoFinishedRowsAtEachCall: what Stats reads at each call
+// (hookbox_events at every scrape) is the unfinished and dead events,
+// through their partial indexes, and the done ones only while there are
+// few: it counted every status with a GROUP BY over the whole queue
+// table (a second at three million rows). Its counts are a full scan's.
+// From postgres.DoneExactBelow done events on, the done count is kept:
+// one more done event does not show at the next call, while the others
+// do.
+func TestStatsReadsNoFinishedRowsAtEachCall(t *testing.T) {
+	t.Parallel()
+	s, conn := readsFixture(t)
+	ctx := context.Background()
+	full := func() map[hookbox.Status]int {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT status, count(*) FROM queue WHERE NOT fanout GROUP BY status`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[hookbox.Status]int{hookbox.StatusPending: 0, hookbox.StatusProcessing: 0, hookbox.StatusDone: 0, hookbox.StatusDead: 0}
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				t.Fatal(err)
+			}
+			want[hookbox.Status(st)] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return want
+	}
+	stats := func() map[hookbox.Status]int {
+		t.Helper()
+		st, err := s.Stats(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ByStatus
+	}
+	if got, want := stats(), full(); !maps.Equal(got, want) {
+		t.Errorf("Stats %v, a full scan %v", got, want)
+	}
+	// Below DoneExactBelow, a change shows at once.
+	if _, err := conn.Exec(ctx, `UPDATE queue SET status = 'done' WHERE id = (SELECT max(id) FROM queue WHERE status = 'pending')`); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := stats(), full(); !maps.Equal(got, want) {
+		t.Errorf("after a pending event is done: Stats %v, a full scan %v", got, want)
+	}
+	if _, err := conn.Exec(ctx, `SET enable_seqscan = off; SET enable_bitmapscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	const done = 5000
+	read, scans, plan := rowsRead(t, conn, postgres.StatsFreshSQL, int64(0))
+	if read["queue"] > done/20 {
+		t.Errorf("Stats read %v rows (by %v) of about %d done ones at a call:\n%s", read, scans, done, plan)
+	}
+	if _, err := conn.Exec(ctx, `RESET enable_seqscan; RESET enable_bitmapscan`); err != nil {
+		t.Fatal(err)
+	}
+
+	// Past DoneExactBelow done events (queue rows alone: Stats reads
+	// nothing else), the count is kept from one call to the next.
+	if _, err := conn.Exec(ctx, `INSERT INTO queue (id, source, status) SELECT 1000000 + g, 'bulk', 'done' FROM generate_series(1, $1::int) g`,
+		postgres.DoneExactBelow); err != nil {
+		t.Fatal(err)
+	}
+	before := stats()
+	if want := full(); !maps.Equal(before, want) {
+		t.Fatalf("Stats %v, a full scan %v", before, want)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE queue SET status = 'done' WHERE id = (SELECT max(id) FROM queue WHERE status = 'pending' AND id < 1000000);
+        UPDATE queue SET status = 'dead' WHERE id = (SELECT max(id) FROM queue WHERE status = 'pending' AND id < 1000000)`); err != nil {
+		t.Fatal(err)
+	}
+	after, want := stats(), full()
+	if after[hookbox.StatusDone] != before[hookbox.StatusDone] || want[hookbox.StatusDone] != before[hookbox.StatusDone]+1 {
+		t.Errorf("done: %d, then %d after one more is done (a full scan: %d); want the count kept", before[hookbox.StatusDone], after[hookbox.StatusDone], want[hookbox.StatusDone])
+	}
+	for _, st := range []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDead} {
+		if after[st] != want[st] {
+			t.Errorf("%s: Stats %d, a full scan %d", st, after[st], want[st])
+		}
+	}
+}
