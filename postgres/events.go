@@ -719,16 +719,18 @@ const statusSummary = `CASE WHEN fanout THEN coalesce((SELECT CASE
 
 // statusCandidates holds for the events that may have the status $? as
 // statusSummary reads it, when that is pending, processing or dead: the
-// queue rows in it, and the FanOut events with a delivery in it. Its
-// reads are as long as the rows in that status, which the partial
-// indexes of the unfinished and the dead rows hold: each row's parent is
-// looked up by a LATERAL subquery with a LIMIT, one primary-key lookup
-// each whatever the statistics say (joined plainly, a small table was
-// planned as a walk of every delivery's parent_id).
-const statusCandidates = `id IN (SELECT q.id FROM queue q WHERE q.status = $?
+// queue rows in it, and the FanOut events with a delivery in it, below
+// the id $! (0: any). Its reads are as long as the rows in that status,
+// which the partial indexes of the unfinished and the dead rows hold:
+// each row's parent is looked up by a LATERAL subquery with a LIMIT, one
+// primary-key lookup each whatever the statistics say (joined plainly,
+// a small table was planned as a walk of every delivery's parent_id). A
+// parent below $! may have its deliveries above it: the bound is on the
+// parent.
+const statusCandidates = `id IN (SELECT q.id FROM queue q WHERE q.status = $? AND ($! = 0 OR q.id < $!)
     UNION ALL SELECT p.parent_id FROM queue q
         CROSS JOIN LATERAL (SELECT d.parent_id FROM event_data d WHERE d.id = q.id LIMIT 1) p
-        WHERE q.status = $? AND p.parent_id IS NOT NULL)`
+        WHERE q.status = $? AND p.parent_id IS NOT NULL AND ($! = 0 OR p.parent_id < $!))`
 
 // listedColumns are eventColumns with the status an operator reads.
 var listedColumns = strings.Replace(eventColumns, "status,", statusSummary+",", 1)
@@ -821,6 +823,22 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 // eventsQuery is the statement Events runs for f, and its arguments.
 func eventsQuery(f hookbox.Filter) (string, []any) {
 	where, args := filterSQL(f)
+	if f.Status == hookbox.StatusPending || f.Status == hookbox.StatusProcessing || f.Status == hookbox.StatusDead {
+		// The rows that can read so, found through the partial index of
+		// their status (queue_due, queue_dead): a walk down the ids
+		// checking each event's status read every done event below the
+		// page's last (seconds, for a page of the dead ones). Not for
+		// Replay, whose slices walk up the ids from the last one's: the
+		// candidates, all of them for each slice, would cost each slice
+		// as much as every event in the status.
+		args = append(args, string(f.Status), f.BeforeID)
+		cond := strings.NewReplacer("$?", "$"+strconv.Itoa(len(args)-1), "$!", "$"+strconv.Itoa(len(args))).Replace(statusCandidates)
+		if where == "" {
+			where = " WHERE " + cond
+		} else {
+			where += " AND " + cond
+		}
+	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = hookbox.DefaultListLimit
@@ -846,13 +864,6 @@ func filterSQL(f hookbox.Filter) (string, []any) {
 	}
 	if f.Status != "" {
 		add(statusSummary+" = $?", string(f.Status))
-		if f.Status == hookbox.StatusPending || f.Status == hookbox.StatusProcessing || f.Status == hookbox.StatusDead {
-			// The rows that can read so, found through the partial index
-			// of their status (queue_due, queue_dead): a walk down the ids
-			// checking each event's status read every done event below
-			// the page's last (seconds, for a page of the dead ones).
-			add(statusCandidates, string(f.Status))
-		}
 	}
 	if f.EventType != "" {
 		add("event_type = $?", f.EventType)

@@ -197,11 +197,42 @@ func TestStatusListingReadsNoFinishedRows(t *testing.T) {
 			t.Errorf("%+v: listed %v, want %d: %v", c.f, ids, c.want, walked)
 		}
 	}
+	// Page by page, two at a time, the pages hold what one listing of
+	// every dead event does: a FanOut event on a page below its dead
+	// delivery (whose id is above it) among them.
+	for _, st := range []hookbox.Status{hookbox.StatusDead, hookbox.StatusProcessing} {
+		all, err := s.Events(ctx, hookbox.Filter{Status: st, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paged []hookbox.Event
+		for f := (hookbox.Filter{Status: st, Limit: 2}); ; {
+			evs, err := s.Events(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paged = append(paged, evs...)
+			if len(evs) < f.Limit {
+				break
+			}
+			f.BeforeID = evs[len(evs)-1].ID
+		}
+		ids := func(evs []hookbox.Event) (out []int64) {
+			for _, e := range evs {
+				out = append(out, e.ID)
+			}
+			return out
+		}
+		if !slices.Equal(ids(paged), ids(all)) || len(all) == 0 {
+			t.Errorf("%s, two a page: %v; listed at once: %v", st, ids(paged), ids(all))
+		}
+	}
 	if _, err := conn.Exec(ctx, `SET enable_seqscan = off; SET enable_bitmapscan = off`); err != nil {
 		t.Fatal(err)
 	}
 	const done = 5000
 	for _, f := range []hookbox.Filter{
+		{Status: hookbox.StatusDead, Limit: 20, BeforeID: 3000},
 		{Status: hookbox.StatusDead, Limit: 20},
 		{Source: "a", Status: hookbox.StatusDead, Limit: 20},
 		{Status: hookbox.StatusPending, Limit: 20},
