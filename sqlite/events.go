@@ -311,7 +311,7 @@ func scanEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 }
 
 // scanListedEvent reads one row selected with eventColumns followed by
-// length(payload) IS NULL (see queuedColumns).
+// length(payload) IS NULL (see scanQueuedEvent).
 func scanListedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	var cleared bool
 	e, err := scanEvent(rowscan.WithCleared{Row: row, Cleared: &cleared})

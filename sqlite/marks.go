@@ -142,10 +142,10 @@ func parseMark(data []byte) (hookbox.Mark, map[int64]int, bool) {
 	return m, picked, sc.Err() == nil
 }
 
-// markedColumns are queuedColumns with NULL in the payload's place, as
-// leasedColumns are: a mark's events are read without their payloads (see
-// hookbox.Queue.OrphanMarks), and whether the payload was cleared is still
-// read.
+// markedColumns are a queued row's columns (scanQueuedEvent) with NULL in
+// the payload's place, as leasedColumns are: a mark's events are read
+// without their payloads (see hookbox.Queue.OrphanMarks), and whether the
+// payload was cleared is still read.
 var markedColumns = strings.TrimSuffix(eventColumns, ", payload") + `, NULL, length(payload) IS NULL`
 
 // stillAsPicked reads the events of picked that are unfinished and still

@@ -383,10 +383,10 @@ const inTxPayload = 64 << 10
 // against 6 MiB leased by id: the row being written, one at a time).
 var leaseSQL = leaseIDs + `SELECT value FROM json_each(?)) RETURNING ` + leasedColumns
 
-// leasedColumns are queuedColumns without the payload: NULL in its place,
-// and 0 for "cleared", which leaseTx and readLarge then set. A RETURNING
-// clause that names the payload keeps a copy of every payload the
-// statement changed until its last row is read.
+// leasedColumns are a queued row's columns (scanQueuedEvent) without the
+// payload: NULL in its place, and 0 for "cleared", which leaseTx and
+// readLarge then set. A RETURNING clause that names the payload keeps a
+// copy of every payload the statement changed until its last row is read.
 var leasedColumns = strings.TrimSuffix(eventColumns, ", payload") + `, NULL, 0`
 
 // leaseTx runs in tx the pick statement st (q, args: claimSQL) and leases
@@ -771,15 +771,13 @@ func jsonArray[T int64 | string](vs []T) string {
 	return string(b)
 }
 
-// queuedColumns are the columns a read of events with their payloads
-// uses (the marks of a dead pool; a claim's lease returns leasedColumns,
-// a Go handlers' pick pickedColumns): eventColumns and whether the
-// payload was cleared (the driver reads an empty blob as
-// nil too). That is asked of length(payload), which SQLite reads from the
-// row's header: "payload IS NULL" would read the payload a second time.
-const queuedColumns = eventColumns + `, length(payload) IS NULL`
-
-// scanQueuedEvent reads one row selected with queuedColumns.
+// scanQueuedEvent reads one queued row: eventColumns and whether the
+// payload was cleared (the driver reads an empty blob as nil too), the
+// columns a read of events with their payloads uses (the marks of a dead
+// pool read markedColumns, a claim's lease leasedColumns, a Go handlers'
+// pick pickedColumns). That is asked of length(payload), which SQLite
+// reads from the row's header: "payload IS NULL" would read the payload a
+// second time.
 func scanQueuedEvent(row interface{ Scan(...any) error }) (hookbox.Event, error) {
 	e, err := scanListedEvent(row)
 	if err == nil && !e.PayloadCleared && e.Payload == nil {
@@ -846,7 +844,7 @@ type withLength struct {
 
 func (r withLength) Scan(dest ...any) error { return r.row.Scan(append(dest, r.n)...) }
 
-// scanQueuedEvents reads rows selected with queuedColumns, closes them and
+// scanQueuedEvents reads queued rows (scanQueuedEvent), closes them and
 // returns the events in id order.
 func scanQueuedEvents(rows *sql.Rows) ([]hookbox.Event, error) {
 	defer rows.Close()
