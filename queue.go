@@ -36,6 +36,14 @@ type ClaimParams struct {
 	Lease time.Duration
 	// Sources restricts the claim to these sources; empty means none.
 	Sources []string
+	// Limits, when not nil, bounds each source's events apart: at most
+	// Limits[i] of Sources[i] (0: none of it), and Limit all of them, so
+	// that one claim serves several queues each up to its own share
+	// instead of one claim per queue. It has one entry per source. Each
+	// source's events are the first due (next attempt time, then id), as
+	// when it is claimed alone. Strict and ByKey claims ignore it, and
+	// WorkTx.Pick refuses it.
+	Limits []int
 	// Strict claims at most one event of Sources[0], the lowest due id, and
 	// only when no other event of that source holds a live lease.
 	Strict bool

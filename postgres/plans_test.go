@@ -41,6 +41,13 @@ func TestPlansFollowTheQueue(t *testing.T) {
 		claim(false, nil)
 		claim(false, []int64{1})
 		claim(true, nil)
+		for _, running := range [][]int64{nil, {1}} {
+			p := hookbox.ClaimParams{Owner: "t", Limit: 2, Lease: time.Minute, Sources: []string{"s/a", "s/b"},
+				Limits: []int{1, 1}, RunningIDs: running}
+			if _, err := s.Claim(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	// Grow the queue: 20,000 deliveries over 100 order keys.
 	for b := range 20 {
@@ -76,8 +83,9 @@ func TestPlansFollowTheQueue(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if len(claims) != 3 {
-		t.Fatalf("%d claim statements prepared on the connection, want 3 (plain, plain skipping what runs, by key): %v", len(claims), claims)
+	if len(claims) != 5 {
+		t.Fatalf("%d claim statements prepared on the connection, want 5 (plain, plain skipping what runs, by key, "+
+			"and the two plain ones with a limit per source): %v", len(claims), claims)
 	}
 	// The walk of DueQueues (a read before every round of claims) seeks
 	// from one queue name to the next in queue_due.
@@ -90,6 +98,10 @@ func TestPlansFollowTheQueue(t *testing.T) {
 		switch {
 		case strings.Contains(stmt, "$10"):
 			args = `('t', 60000000, NULL, 's/a', 1, '', 4096, '{k1}', 1048576, true)` // claimByKey's
+		case strings.Contains(stmt, "$9"):
+			args = `('t', 60000000, NULL, '{s/a,s/b}', 2, '{1}', 1048576, true, '{1,1}')` // claimDueEachSkipping's
+		case strings.Contains(stmt, "s.lim"):
+			args = `('t', 60000000, NULL, '{s/a,s/b}', 2, 1048576, true, '{1,1}')` // claimDueEach's
 		case strings.Contains(stmt, "$8"):
 			args = `('t', 60000000, NULL, '{s/a}', 1, '{1}', 1048576, true)` // claimDueSkipping's
 		}

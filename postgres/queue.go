@@ -90,6 +90,26 @@ var claimDueSkipping = `WITH due AS (SELECT e.id` + dueFrom1 + `q.id, q.next_att
 // limit.
 var dueIDs = `SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` + dueFrom2
 
+// claimDueEach is claimDue with a limit per source
+// (hookbox.ClaimParams.Limits), $8, beside $4: each source's walk stops
+// at its own, and $5 bounds them all. One statement, one commit, for a
+// round that claims many queues a few events each.
+var claimDueEach = `WITH due AS (SELECT e.id` + dueEachFrom1("$8") + `q.id, q.next_attempt_at FROM queue q` +
+	dueWhereLimit("", "s.lim") + `)` + claimSet("$6", "$7")
+
+// claimDueEachSkipping is claimDueSkipping with a limit per source, $9.
+var claimDueEachSkipping = `WITH due AS (SELECT e.id` + dueEachFrom1("$9") + `q.id, q.next_attempt_at FROM queue q` +
+	dueWhereLimit(` AND q.id <> ALL ($6::bigint[])`, "s.lim") + `)` + claimSet("$7", "$8")
+
+// dueEachFrom1 is dueFrom1 pairing each source of $4 with its limit, of
+// the parameter limits (an integer array as long as $4).
+func dueEachFrom1(limits string) string {
+	return `
+    FROM unnest($4::text[], ` + limits + `::int[]) AS s(source, lim)
+    CROSS JOIN LATERAL (
+        SELECT `
+}
+
 // pickDue locks and reads the events claimDue would lease, without leasing
 // them: the transaction's row locks keep every other claim off them until
 // it ends (see ClaimWork). $1 and $2 are unused but typed, so the
@@ -108,7 +128,7 @@ var dueIDs = `SELECT e.id` + dueFrom1 + `q.id, q.next_attempt_at FROM queue q` +
 // transaction held some of the rows it read first: its walk then locks
 // others in their place, whose payloads may not fit where theirs did.
 var pickDue = `WITH due AS (SELECT e.*` + dueFrom1 + `q.source, q.id, q.next_attempt_at, coalesce(octet_length(d.payload), 0) AS size
-        FROM queue q JOIN event_data d ON d.id = q.id` + dueWalk("", "") + `
+        FROM queue q JOIN event_data d ON d.id = q.id` + dueWalk("", "$5", "") + `
 ), fit AS (
     SELECT w.source, count(*) AS n FROM (SELECT source,
             sum(size) OVER (ORDER BY next_attempt_at, id) AS upto,
@@ -143,15 +163,22 @@ var dueFrom2 = dueWhere("")
 
 // dueWhere is dueFrom2 with the condition and, a conjunction, added to each
 // source's walk.
-func dueWhere(and string) string { return dueWalk(and, "FOR NO KEY UPDATE OF q SKIP LOCKED") }
+func dueWhere(and string) string { return dueWalk(and, "$5", lockDue) }
+
+// dueWhereLimit is dueWhere with each source's walk stopping at limit.
+func dueWhereLimit(and, limit string) string { return dueWalk(and, limit, lockDue) }
+
+// lockDue is the locking clause of each source's walk of dueIDs.
+const lockDue = "FOR NO KEY UPDATE OF q SKIP LOCKED"
 
 // dueWalk is the end of each source's walk of dueIDs, with the condition
-// and added to it and the locking clause lock (none when empty).
-func dueWalk(and, lock string) string {
+// and added to it, stopping at limit, with the locking clause lock (none
+// when empty).
+func dueWalk(and, limit, lock string) string {
 	return `
         WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + and + `
         ORDER BY q.next_attempt_at, q.id
-        LIMIT $5
+        LIMIT ` + limit + `
         ` + lock + `
     ) e
     ORDER BY e.next_attempt_at, e.id
@@ -253,6 +280,9 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
 	}
+	if p.Limits != nil && len(p.Limits) != len(p.Sources) {
+		return nil, fmt.Errorf("postgres: claim: %d limits for %d sources", len(p.Limits), len(p.Sources))
+	}
 	var now any
 	if !p.Now.IsZero() {
 		now = p.Now
@@ -267,6 +297,8 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		budget := budgetArgs(p.MaxPayloadBytes, true)
 		if p.ByKey {
 			out, err = s.claimByKey(ctx, p, lease, now)
+		} else if p.Limits != nil {
+			out, err = s.claimEach(ctx, p, lease, now, budget)
 		} else if len(p.RunningIDs) > 0 {
 			if rows, err = s.pool.Pool.Query(ctx, claimDueSkipping, append([]any{p.Owner, lease, now, p.Sources, p.Limit, p.RunningIDs}, budget...)...); err == nil {
 				out, err = scanEvents(rows)
@@ -282,6 +314,24 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 		return out, unavailable(ctx, "claim", err)
 	}
 	return out, nil
+}
+
+// claimEach runs claimDueEach, or claimDueEachSkipping when p has
+// RunningIDs: a plain claim with a limit per source.
+func (s *Store) claimEach(ctx context.Context, p hookbox.ClaimParams, lease int64, now any, budget []any) ([]hookbox.Event, error) {
+	limits := make([]int32, len(p.Limits))
+	for i, n := range p.Limits {
+		limits[i] = int32(min(max(n, 0), math.MaxInt32))
+	}
+	q, args := claimDueEach, append([]any{p.Owner, lease, now, p.Sources, p.Limit}, budget...)
+	if len(p.RunningIDs) > 0 {
+		q, args = claimDueEachSkipping, append([]any{p.Owner, lease, now, p.Sources, p.Limit, p.RunningIDs}, budget...)
+	}
+	rows, err := s.pool.Query(ctx, q, append(args, limits)...)
+	if err != nil {
+		return nil, err
+	}
+	return scanEvents(rows)
 }
 
 // claimByKey runs claimByKey from p.AfterKey and, when that leaves part

@@ -55,6 +55,9 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if p.Strict {
 		return nil, time.Time{}, errors.New("postgres: pick: strict claims must lease")
 	}
+	if p.Limits != nil {
+		return nil, time.Time{}, errors.New("postgres: pick: limits per source are for claims")
+	}
 	var now any
 	if !p.Now.IsZero() {
 		now = p.Now

@@ -37,6 +37,9 @@ func (s *Store) Claim(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if len(p.Sources) == 0 || p.Limit <= 0 {
 		return nil, nil
 	}
+	if p.Limits != nil && len(p.Limits) != len(p.Sources) {
+		return nil, fmt.Errorf("sqlite: claim: %d limits for %d sources", len(p.Limits), len(p.Sources))
+	}
 	var out []hookbox.Event
 	var large []int64
 	var err error
@@ -232,9 +235,13 @@ func splitSources(p hookbox.ClaimParams) []hookbox.ClaimParams {
 		return []hookbox.ClaimParams{p}
 	}
 	var parts []hookbox.ClaimParams
-	for c := range slices.Chunk(p.Sources, maxUnion) {
+	for i := 0; i < len(p.Sources); i += maxUnion {
 		part := p
-		part.Sources = c
+		end := min(i+maxUnion, len(p.Sources))
+		part.Sources = p.Sources[i:end]
+		if p.Limits != nil {
+			part.Limits = p.Limits[i:end]
+		}
 		parts = append(parts, part)
 	}
 	return parts
@@ -585,6 +592,8 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		if len(p.RunningIDs) > 0 {
 			skip = ` AND id NOT IN (SELECT value FROM json_each(?))`
 		}
+		// With a limit per source (ClaimParams.Limits), each part stops
+		// at its own; the statement is the same.
 		parts := make([]string, len(p.Sources))
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
@@ -594,7 +603,11 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 			if skip != "" {
 				args = append(args, jsonArray(p.RunningIDs))
 			}
-			args = append(args, p.Limit)
+			limit := p.Limit
+			if p.Limits != nil {
+				limit = min(max(p.Limits[i], 0), p.Limit)
+			}
+			args = append(args, limit)
 		}
 		pick = `SELECT id FROM (` + strings.Join(parts, " UNION ALL ") + `) ORDER BY next_attempt_at, id LIMIT ` + limitParam
 		args = append(args, p.Limit)

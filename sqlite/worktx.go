@@ -53,6 +53,9 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 	if p.Strict {
 		return nil, time.Time{}, errors.New("sqlite: pick: strict claims must lease")
 	}
+	if p.Limits != nil {
+		return nil, time.Time{}, errors.New("sqlite: pick: limits per source are for claims")
+	}
 	if p.Now.IsZero() {
 		p.Now = time.Now()
 	}

@@ -57,6 +57,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimManySources":           testClaimManySources,
 		"ClaimReturnsEveryPayload":   testClaimReturnsEveryPayload,
 		"ClaimWithinPayloadBudget":   testClaimWithinPayloadBudget,
+		"ClaimLimitPerSource":        testClaimLimitPerSource,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
