@@ -389,6 +389,44 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 		more = more || n == limit
 		return n == limit
 	}
+	// claimEach takes up to limits[i] events of each queue units[i], and
+	// up to total in all, in one claim per lease (claimUnit.ctl's allowance
+	// taken already), and reports whether it got all it asked. Each queue
+	// that got events is served, as by a claim of its own, when serve
+	// says so.
+	claimEach := func(units []claimUnit, limits []int, total int, serve func(claimUnit) bool) bool {
+		got := make([]int, len(units))
+		taken := 0
+		for _, group := range p.byLease(units) {
+			if taken >= total {
+				break
+			}
+			us, ls := make([]claimUnit, len(group)), make([]int, len(group))
+			for k, i := range group {
+				us[k], ls[k] = units[i], min(limits[i], total-taken)
+			}
+			n, err := p.runTargetsEach(claimCtx, runCtx, inflight, us, ls, total-taken)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("claim of %d queues: %w", len(us), err))
+			}
+			for k, i := range group {
+				got[i] = n[k]
+				taken += n[k]
+			}
+		}
+		for i, u := range units {
+			if got[i] > 0 && serve(u) {
+				p.serveSeq++
+				p.served[u.name] = p.serveSeq
+			}
+			// As for a claim of its own: a queue that got all it asked
+			// may have more due.
+			more = more || got[i] > 0 && got[i] == limits[i]
+		}
+		more = more || taken == total
+		return taken == total
+	}
+	always := func(claimUnit) bool { return true }
 	// Every queue up to its share: those running fewest first, and among
 	// equals the one whose last claim alone got events longest ago (or
 	// never) first, so that each takes its turn. (A rotation advanced
@@ -396,10 +434,16 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 	// the rounds between kept the same rhythm: a healthy queue lost every
 	// turn to two hanging ones until their backlogs were done.) When the
 	// free slots cannot give every queue under its share its due, each is
-	// claimed on its own in that order (a claim of several sources takes
-	// the oldest events first, the backlog of a hanging target's
-	// retries); else routes with Controls one by one and the plain
-	// sources together, a few claims a round.
+	// claimed up to its own due in that order (a claim of several sources
+	// under one limit takes the oldest events first, the backlog of a
+	// hanging target's retries); else the routes with Controls each up
+	// to its due and the plain sources together. Queues claimed each up
+	// to its own due are claimed together, with a limit per queue
+	// (hookbox.ClaimParams.Limits): one claim, one transaction, for as
+	// many queues as the free slots reach, rather than one per queue
+	// (with hundreds of queues a few events each, a PostgreSQL drain ran
+	// at one commit per delivery). A route that claims by key is claimed
+	// alone.
 	running := p.slotsByQueue()
 	var under []claimUnit
 	for _, s := range plain {
@@ -418,11 +462,61 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 		}
 		return cmp.Compare(p.served[a.name], p.served[b.name])
 	})
-	scarce := free() < share*len(under)
-	for _, u := range under {
-		if f := free(); f > 0 && (scarce || u.ctl != nil) {
-			claim([]string{u.name}, u.ctl, min(f, share-running[u.name]))
+	// claimApart claims the first of units (queues under their share, in
+	// turn) the free slots can give their due: each up to its share (and
+	// its Controls' allowance), those that claim by key each alone, the
+	// others in one claim (a queue alone as claim does, with the same
+	// statement). It returns the units it did not reach.
+	claimApart := func(units []claimUnit) []claimUnit {
+		f := free()
+		var batch []claimUnit
+		var limits []int
+		now := time.Now()
+		i := 0
+		for ; i < len(units) && f > 0; i++ {
+			u := units[i]
+			limit := min(f, share-running[u.name])
+			if u.ctl != nil {
+				n, d := p.allowance(u.ctl, limit, now)
+				if n == 0 {
+					if d > 0 && (wait == 0 || d < wait) {
+						wait = d
+					}
+					continue
+				}
+				limit = n
+				if u.ctl.ByKey {
+					claim([]string{u.name}, u.ctl, limit)
+					f -= limit
+					continue
+				}
+			}
+			batch, limits = append(batch, u), append(limits, limit)
+			f -= limit
 		}
+		switch len(batch) {
+		case 0:
+		case 1:
+			claim([]string{batch[0].name}, batch[0].ctl, limits[0])
+		default:
+			total := 0
+			for _, n := range limits {
+				total += n
+			}
+			claimEach(batch, limits, total, always)
+		}
+		return units[i:]
+	}
+	scarce := free() < share*len(under)
+	var apart []claimUnit
+	for _, u := range under {
+		if scarce || u.ctl != nil {
+			apart = append(apart, u)
+		}
+	}
+	for len(apart) > 0 && free() > 0 {
+		// Queues that came back short left their slots to the next.
+		apart = claimApart(apart)
 	}
 	for !scarce && len(plain) > 0 && free() > 0 {
 		running = p.slotsByQueue()
@@ -436,12 +530,43 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 			break
 		}
 	}
-	// Then what is left, to whoever has events due.
-	if f := free(); f > 0 && len(plain) > 0 {
-		claim(plain, nil, f)
+	// Then what is left, to whoever has events due: the plain sources and
+	// the routes with Controls (each as they allow) in one claim, the
+	// oldest events first; a route that claims by key alone, after.
+	if f := free(); f > 0 {
+		var rest []claimUnit
+		var limits []int
+		now := time.Now()
+		for _, s := range plain {
+			rest, limits = append(rest, claimUnit{name: s}), append(limits, f)
+		}
+		for _, c := range ctls {
+			if c.ByKey {
+				continue
+			}
+			n, d := p.allowance(c, f, now)
+			if n == 0 {
+				if d > 0 && (wait == 0 || d < wait) {
+					wait = d
+				}
+				continue
+			}
+			rest, limits = append(rest, claimUnit{name: c.name, ctl: c}), append(limits, n)
+		}
+		switch {
+		case len(rest) == 1:
+			claim([]string{rest[0].name}, rest[0].ctl, f)
+		case len(rest) == len(plain) && len(plain) > 0:
+			claim(plain, nil, f) // one limit for them all, as it always was
+		case len(rest) > 1:
+			// A route with Controls is served as by a claim of its own,
+			// which it had here before; plain sources claimed together
+			// are not.
+			claimEach(rest, limits, f, func(u claimUnit) bool { return u.ctl != nil })
+		}
 	}
 	for _, c := range ctls {
-		if f := free(); f > 0 {
+		if f := free(); f > 0 && c.ByKey {
 			claim([]string{c.name}, c, f)
 		}
 	}
@@ -449,4 +574,24 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 		return more, wait, errs[0]
 	}
 	return more, wait, nil
+}
+
+// byLease groups the indexes of units by the lease their claims take
+// (lease), in the order of units: the queues of one claim share a lease,
+// and none may have a shorter one than its own policy gives it, nor a
+// longer one, which would keep its events from another process for
+// longer after a crash.
+func (p *Pool) byLease(units []claimUnit) [][]int {
+	var groups [][]int
+	var leases []time.Duration
+	for i, u := range units {
+		l := p.lease(p.policy(u.name))
+		k := slices.Index(leases, l)
+		if k < 0 {
+			k = len(groups)
+			groups, leases = append(groups, nil), append(leases, l)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	return groups
 }

@@ -1816,6 +1816,67 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
+	p.startTargets(runCtx, inflight, evs, lease, func(string) *control { return ctl })
+	return len(evs), nil
+}
+
+// runTargetsEach claims, in one claim (hookbox.ClaimParams.Limits), up
+// to limits[i] events of each queue units[i] and up to total in all, and
+// starts them as runTargets does. It returns how many it claimed of
+// each. The queues share one lease, the longest of theirs: callers group
+// them by lease. A route with Controls must allow limits[i] (allowance),
+// and must not claim by key (a claim of its own).
+func (p *Pool) runTargetsEach(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, units []claimUnit, limits []int, total int) ([]int, error) {
+	got := make([]int, len(units))
+	sources := make([]string, len(units))
+	for i, u := range units {
+		sources[i] = u.name
+	}
+	lease := p.lease(p.maxTimeout(sources))
+	params := hookbox.ClaimParams{Owner: p.owner(), Limit: total, Limits: limits, Lease: lease, Sources: sources,
+		RunningIDs: p.leases.ids()}
+	budget, ok := p.reservePayloads()
+	if !ok {
+		return got, nil // the claim comes when a payload is let go
+	}
+	params.MaxPayloadBytes = budget
+	evs, err := p.claim(claimCtx, params)
+	p.settlePayloads(budget, evs)
+	if err != nil {
+		return got, err
+	}
+	at := make(map[string]int, len(units))
+	for i, u := range units {
+		at[u.name] = i
+	}
+	var ofCtl map[string][]hookbox.Event // each route's events, for its Controls
+	for _, ev := range evs {
+		i := at[ev.Source]
+		got[i]++
+		if units[i].ctl != nil {
+			if ofCtl == nil {
+				ofCtl = map[string][]hookbox.Event{}
+			}
+			ofCtl[ev.Source] = append(ofCtl[ev.Source], ev)
+		}
+	}
+	now := time.Now()
+	for _, u := range units {
+		if u.ctl != nil {
+			p.took(u.ctl, ofCtl[u.name], now, "")
+		}
+	}
+	if len(evs) > 0 {
+		p.startTargets(runCtx, inflight, evs, lease, func(source string) *control { return units[at[source]].ctl })
+	}
+	return got, nil
+}
+
+// startTargets starts each of evs, claimed with lease, on a goroutine of
+// its own (one kept warm, see warm), each in a slot (Concurrency). ctlOf
+// names the Controls of an event's queue (nil: none), which count each
+// event in and out of their state.
+func (p *Pool) startTargets(runCtx context.Context, inflight *sync.WaitGroup, evs []hookbox.Event, lease time.Duration, ctlOf func(source string) *control) {
 	p.leases.add(evs, lease)
 	for i := range evs {
 		// Each event runs on a copy of its own, and leaves the claim's
@@ -1824,6 +1885,7 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 		// batch, those of events long finished included (see deliver).
 		ev := new(hookbox.Event)
 		*ev, evs[i] = evs[i], hookbox.Event{}
+		ctl := ctlOf(ev.Source)
 		// The payload counts against MaxPayloadBytes until the work lets
 		// it go: a target's once it returns (deliver drops it), a
 		// two-phase handler's once its Apply has run.
@@ -1882,7 +1944,6 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 			}
 		})
 	}
-	return len(evs), nil
 }
 
 // takeSlot takes one of the slots (Concurrency) for work of queue.
