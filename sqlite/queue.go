@@ -593,7 +593,9 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 			skip = ` AND id NOT IN (SELECT value FROM json_each(?))`
 		}
 		// With a limit per source (ClaimParams.Limits), each part stops
-		// at its own; the statement is the same.
+		// at its own; the statement is the same. Such claims are padded
+		// (paddedLimits), so that they come in a few texts.
+		p.Sources, p.Limits = paddedLimits(p.Sources, p.Limits)
 		parts := make([]string, len(p.Sources))
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
@@ -613,6 +615,34 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		args = append(args, p.Limit)
 	}
 	return pick, args, nowMS, until
+}
+
+// paddedLimits pads the sources of a claim with a limit per source
+// (limits not nil) to a power of two of them, at most maxUnion, with
+// parts that take nothing (no source, a limit of 0), and returns them
+// with their limits. The statement's text depends on how many sources it
+// walks, and a round of claims covers however many queues its free slots
+// reach: unpadded, those claims came in every count, and filled the
+// cache of prepared claims (maxCached), past which a claim is parsed and
+// planned every time it runs, as costly as running it. A part with a
+// limit of 0 reads nothing.
+func paddedLimits(sources []string, limits []int) ([]string, []int) {
+	if limits == nil {
+		return sources, limits
+	}
+	n := 1
+	for n < len(sources) {
+		n *= 2
+	}
+	n = max(min(n, maxUnion), len(sources))
+	if n == len(sources) {
+		return sources, limits
+	}
+	// New slices: the caller's are not written to.
+	padS, padL := make([]string, n), make([]int, n)
+	copy(padS, sources)
+	copy(padL, limits)
+	return padS, padL
 }
 
 // limitParam is a claim's LIMIT parameter. SQLite's planner reads the
