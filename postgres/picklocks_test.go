@@ -100,3 +100,50 @@ func ids(evs []hookbox.Event) []int64 {
 	}
 	return out
 }
+
+// TestPickWhileAnotherHoldsEarlierEvents: a pick while another work
+// transaction holds the first due events of its sources takes the free
+// events after them, of the other sources too. The pick's first read,
+// which locks nothing, sees the held rows as due: it counted them as
+// what it would take, its walk of their source found nothing free in
+// their place, and it took nothing, while the other source's events
+// waited for the first transaction to end (the worker's txLoops ran one
+// at a time).
+func TestPickWhileAnotherHoldsEarlierEvents(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, pgtest.URL(t))
+	var ds []hookbox.Delivery
+	for _, src := range []string{"a", "b"} {
+		for i := range 3 {
+			ds = append(ds, storetest.Delivery(src, fmt.Sprint(src, "-", i)))
+		}
+	}
+	rs, err := s.Ingest(ctx, ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []int64
+	for _, r := range rs {
+		stored = append(stored, r.ID)
+	}
+	pick := func() []int64 {
+		t.Helper()
+		w, err := s.BeginWork(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Rollback() })
+		evs, _, err := w.Pick(ctx, hookbox.ClaimParams{Owner: "picker", Lease: time.Minute, Limit: 3, Sources: []string{"a", "b"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids(evs)
+	}
+	first := pick()
+	if want := stored[:3]; !slices.Equal(first, want) {
+		t.Fatalf("the first pick took %v, want a's events %v", first, want)
+	}
+	if second, want := pick(), stored[3:]; !slices.Equal(second, want) {
+		t.Errorf("a second pick, while the first holds %v: %v; want b's events %v", first, second, want)
+	}
+}

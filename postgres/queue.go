@@ -122,11 +122,18 @@ func dueEachFrom1(limits string) string {
 // walk) and how many of each source fit in the payload budget ($6 and
 // $7, as in withinBudget, but counted in due order: the events it takes
 // are then the first due of each source); then each source's walk locks
-// that many, skipping locked rows, and reads them whole. It returns the
-// rows within the budget, with two more columns, the running total and
-// the row's number. It locks no row it does not return, unless another
-// transaction held some of the rows it read first: its walk then locks
-// others in their place, whose payloads may not fit where theirs did.
+// that many, skipping locked rows, and reads them whole (got). It
+// returns the rows within the budget and the limit, with two more
+// columns, the running total and the row's number.
+//
+// The first read cannot tell the rows another transaction holds (another
+// pick's, running its handlers) from free ones. When the walks lock fewer
+// rows than it counted, each source's walk runs again (more), locking up
+// to $5 free rows past those got holds, as dueIDs does: else a pick,
+// while another held the first due events of one source, took nothing
+// of the other sources, whose events waited for that transaction to end
+// (TestPickWhileAnotherHoldsEarlierEvents). Only then does it lock rows
+// it does not return: those more locked past the budget or the limit.
 var pickDue = `WITH due AS (SELECT e.*` + dueFrom1 + `q.source, q.id, q.next_attempt_at, coalesce(octet_length(d.payload), 0) AS size
         FROM queue q JOIN event_data d ON d.id = q.id` + dueWalk("", "$5", "") + `
 ), fit AS (
@@ -136,19 +143,31 @@ var pickDue = `WITH due AS (SELECT e.*` + dueFrom1 + `q.source, q.id, q.next_att
         FROM due) w
     WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)
     GROUP BY w.source
+), got AS MATERIALIZED (
+    SELECT e.* FROM fit f CROSS JOIN LATERAL (
+        SELECT ` + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id
+        WHERE q.source = f.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + `
+        ORDER BY q.next_attempt_at, q.id
+        LIMIT f.n
+        FOR NO KEY UPDATE OF q SKIP LOCKED
+    ) e
+), more AS (
+    SELECT e.* FROM unnest($4::text[]) AS s(source) CROSS JOIN LATERAL (
+        SELECT ` + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id
+        WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + `
+          AND q.id NOT IN (SELECT id FROM got)
+        ORDER BY q.next_attempt_at, q.id
+        LIMIT $5
+        FOR NO KEY UPDATE OF q SKIP LOCKED
+    ) e
+    WHERE (SELECT count(*) FROM got) < (SELECT coalesce(sum(n), 0) FROM fit)
 )
 SELECT * FROM (SELECT p.*,
         sum(coalesce(octet_length(p.payload), 0)) OVER (ORDER BY p.next_attempt_at, p.id) AS upto,
         row_number() OVER (ORDER BY p.next_attempt_at, p.id) AS n
     FROM (SELECT e.*, ` + claimNow + ` AS picked_at, $1::text AS picked_by, $2::bigint AS picked_lease
-        FROM fit f CROSS JOIN LATERAL (
-            SELECT ` + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id
-            WHERE q.source = f.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + `
-            ORDER BY q.next_attempt_at, q.id
-            LIMIT f.n
-            FOR NO KEY UPDATE OF q SKIP LOCKED
-        ) e) p) w
-WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)`
+        FROM (SELECT * FROM got UNION ALL SELECT * FROM more) e) p) w
+WHERE (w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)) AND w.n <= $5`
 
 // dueFrom1 and dueFrom2 are the FROM clause of dueIDs, around the columns
 // and tables it reads for the due rows it locks (queue rows only:
