@@ -296,8 +296,11 @@ func credentialOption(name string) bool {
 // dataKeyWords name keys that are a record's, not a credential:
 // "--sort-key created_at", "--partition-key tenant_id",
 // "--idempotency-key order-42". Keys that are credentials under such a
-// name (PagerDuty's routing_key, a keyed hash's hash_key) are not here.
-var dataKeyWords = []string{"sort", "partition", "primary", "foreign", "cache", "idempotency", "dedup", "dedupe", "shard", "range"}
+// name (PagerDuty's routing_key, a keyed hash's hash_key, Azure's
+// primary and secondary keys: "az iot hub device-identity create
+// --primary-key", PRIMARY_KEY of a Service Bus or Cosmos DB account) are
+// not here.
+var dataKeyWords = []string{"sort", "partition", "foreign", "cache", "idempotency", "dedup", "dedupe", "shard", "range"}
 
 // userPassword adds the credentials of curl's "user:password".
 func userPassword(v string, add func(string)) {

@@ -185,6 +185,10 @@ func TestArgSecretsShowsKeyFilesAndNames(t *testing.T) {
 		{[]string{"tool", "--session-id", "abcdef0123456789"}, "abcdef0123456789"},
 		{[]string{"tool", "--routing-key", "R0ut1ngK3yPagerDuty0123"}, "R0ut1ngK3yPagerDuty0123"},
 		{[]string{"tool", "--sort-key-secret", "sorted-secret-99"}, "sorted-secret-99"},
+		// Azure's primary (and secondary) keys are credentials: an IoT
+		// Hub device's, a Service Bus or Cosmos DB account's.
+		{[]string{"az", "iot", "hub", "device-identity", "create", "--primary-key", "Q2xpZW50UHJpbWFyeUtleUF6dXJlSW9USHViRGV2aWNlMDE="}, "Q2xpZW50UHJpbWFyeUtleUF6dXJlSW9USHViRGV2aWNlMDE="},
+		{[]string{"env", "IOTHUB_DEVICE_PRIMARY_KEY=U2VydmljZUJ1c1ByaW1hcnlLZXlBenVyZTAxMjM0NTY3OA==", "./send"}, "U2VydmljZUJ1c1ByaW1hcnlLZXlBenVyZTAxMjM0NTY3OA=="},
 	}
 	for _, c := range masked {
 		if got := New(ArgSecrets(c.argv)...).String("error: " + c.secret); strings.Contains(got, c.secret) {
