@@ -112,38 +112,45 @@ func ids(evs []hookbox.Event) []int64 {
 func TestPickWhileAnotherHoldsEarlierEvents(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, pgtest.URL(t))
-	var ds []hookbox.Delivery
-	for _, src := range []string{"a", "b"} {
-		for i := range 3 {
+	ingest := func(src string, n int) []int64 {
+		t.Helper()
+		var ds []hookbox.Delivery
+		for i := range n {
 			ds = append(ds, storetest.Delivery(src, fmt.Sprint(src, "-", i)))
 		}
+		rs, err := s.Ingest(ctx, ds) // one transaction: due at its time
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return out
 	}
-	rs, err := s.Ingest(ctx, ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stored []int64
-	for _, r := range rs {
-		stored = append(stored, r.ID)
-	}
-	pick := func() []int64 {
+	pick := func(sources ...string) []int64 {
 		t.Helper()
 		w, err := s.BeginWork(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { w.Rollback() })
-		evs, _, err := w.Pick(ctx, hookbox.ClaimParams{Owner: "picker", Lease: time.Minute, Limit: 3, Sources: []string{"a", "b"}})
+		evs, _, err := w.Pick(ctx, hookbox.ClaimParams{Owner: "picker", Lease: time.Minute, Limit: 3, Sources: sources})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ids(evs)
 	}
-	first := pick()
-	if want := stored[:3]; !slices.Equal(first, want) {
-		t.Fatalf("the first pick took %v, want a's events %v", first, want)
+	check := func(name string, got, want []int64) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %v, want %v", name, got, want)
+		}
 	}
-	if second, want := pick(), stored[3:]; !slices.Equal(second, want) {
-		t.Errorf("a second pick, while the first holds %v: %v; want b's events %v", first, second, want)
-	}
+
+	// a's three events, then b's: while a pick holds a's, a second takes b's.
+	a := ingest("a", 3)
+	b := ingest("b", 3)
+	check("the first pick", pick("a", "b"), a)
+	check("a second pick while the first holds a's events", pick("a", "b"), b)
 }
