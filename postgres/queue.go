@@ -805,7 +805,7 @@ const impliedFirstAttempt = `events.status = 'done' AND events.attempts = 1
 // Attempts lists the attempts at one event, oldest first; see
 // hookbox.Queue.
 func (s *Store) Attempts(ctx context.Context, eventID int64) ([]hookbox.Attempt, error) {
-	rows, err := s.pool.Pool.Query(ctx, attemptsSQL, eventID)
+	rows, err := s.pool.Query(ctx, attemptsSQL, eventID)
 	if err != nil {
 		return nil, queryError("attempts", err)
 	}
