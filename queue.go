@@ -605,10 +605,8 @@ type Queue interface {
 type WorkTx interface {
 	// Pick locks up to p.Limit due events of p.Sources for this
 	// transaction without leasing them, in id order, and returns them as
-	// stored with the time of the pick (the store's clock). Where other
-	// transactions claim while it runs (PostgreSQL), due events it does
-	// not return (past p.Limit or p.MaxPayloadBytes) are left to them,
-	// not held until it ends. p.Strict is not supported.
+	// stored with the time of the pick (the store's clock). p.Strict is
+	// not supported.
 	Pick(ctx context.Context, p ClaimParams) (evs []Event, at time.Time, err error)
 
 	// Repick locks the events of evs that are still due and have not been

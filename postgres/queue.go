@@ -112,67 +112,25 @@ func dueEachFrom1(limits string) string {
 
 // pickDue locks and reads the events claimDue would lease, without leasing
 // them: the transaction's row locks keep every other claim off them until
-// it ends (see ClaimWork). $1 and $2 are unused but typed, so the
-// parameters keep claimDue's numbers. The last column is the time of the
-// pick.
+// it ends (see ClaimWork). It is dueIDs reading whole rows as it locks
+// them, rather than ids to look up again. $1 and $2 are unused but typed,
+// so the parameters keep claimDue's numbers. The last column is the time
+// of the pick.
 //
-// It locks only the events it returns, since a work transaction holds its
-// locks until it ends and every other claim skips them meanwhile. So it
-// first reads, without locking, the due events it would take (dueIDs'
-// walk) and how many of each source fit in the payload budget ($6 and
-// $7, as in withinBudget, but counted in due order: the events it takes
-// are then the first due of each source); then each source's walk locks
-// that many, skipping locked rows, and reads them whole (got). It
-// returns the rows within the budget and the limit, with two more
-// columns, the running total and the row's number.
-//
-// The first read cannot tell the rows another transaction holds (another
-// pick's, running its handlers) from free ones. When the walks lock fewer
-// rows than it counted, each source's walk runs again (more), locking up
-// to $5 free rows past those got holds, as dueIDs does: else a pick,
-// while another held the first due events of one source, took nothing
-// of the other sources, whose events waited for that transaction to end
-// (TestPickWhileAnotherHoldsEarlierEvents). Only then does it lock rows
-// it does not return: those more locked past the budget or the limit.
-var pickDue = `WITH due AS (SELECT e.*` + dueFrom1 + `q.source, q.id, q.next_attempt_at, coalesce(octet_length(d.payload), 0) AS size
-        FROM queue q JOIN event_data d ON d.id = q.id` + dueWalk("", "$5", "") + `
-), fit AS (
-    SELECT w.source, count(*) AS n FROM (SELECT source,
-            sum(size) OVER (ORDER BY next_attempt_at, id) AS upto,
-            row_number() OVER (ORDER BY next_attempt_at, id) AS n
-        FROM due) w
-    WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)
-    GROUP BY w.source
-), got AS MATERIALIZED (
-    SELECT e.* FROM fit f CROSS JOIN LATERAL (
-        SELECT ` + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id
-        WHERE q.source = f.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + `
-        ORDER BY q.next_attempt_at, q.id
-        LIMIT f.n
-        FOR NO KEY UPDATE OF q SKIP LOCKED
-    ) e
-), more AS (
-    SELECT e.* FROM unnest($4::text[]) AS s(source) CROSS JOIN LATERAL (
-        SELECT ` + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id
-        WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + `
-          AND q.id NOT IN (SELECT id FROM got)
-        ORDER BY q.next_attempt_at, q.id
-        LIMIT $5
-        FOR NO KEY UPDATE OF q SKIP LOCKED
-    ) e
-    WHERE (SELECT count(*) FROM got) < (SELECT coalesce(sum(n), 0) FROM fit)
-)
-SELECT * FROM (SELECT p.*,
-        sum(coalesce(octet_length(p.payload), 0)) OVER (ORDER BY p.next_attempt_at, p.id) AS upto,
-        row_number() OVER (ORDER BY p.next_attempt_at, p.id) AS n
-    FROM (SELECT e.*, ` + claimNow + ` AS picked_at, $1::text AS picked_by, $2::bigint AS picked_lease
-        FROM (SELECT * FROM got UNION ALL SELECT * FROM more) e) p) w
-WHERE (w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)) AND w.n <= $5`
+// Of those, it returns the rows within the payload budget ($6 and $7,
+// see withinBudget), with two more columns, the running total and the
+// row's number. The rows it locked beyond the budget stay locked, not
+// leased, until the transaction ends.
+var pickDue = `SELECT * FROM (SELECT p.*,
+        sum(coalesce(octet_length(p.payload), 0)) OVER (ORDER BY p.id) AS upto,
+        row_number() OVER (ORDER BY p.id) AS n
+    FROM (SELECT e.*, ` + claimNow + ` AS picked_at, $1::text AS picked_by, $2::bigint AS picked_lease` +
+	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2 + `) p) w
+WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)`
 
-// dueFrom1 and dueFrom2 are the FROM clause of dueIDs, around the columns
-// and tables it reads for the due rows it locks (queue rows only:
-// event_data rows never change while queued). pickDue's first read is
-// dueFrom1 and dueWalk without a lock.
+// dueFrom1 and dueFrom2 are the FROM clause of dueIDs and pickDue, around
+// the columns and tables each reads for the due rows it locks (queue rows
+// only: event_data rows never change while queued).
 const dueFrom1 = `
     FROM unnest($4::text[]) AS s(source)
     CROSS JOIN LATERAL (
@@ -182,23 +140,15 @@ var dueFrom2 = dueWhere("")
 
 // dueWhere is dueFrom2 with the condition and, a conjunction, added to each
 // source's walk.
-func dueWhere(and string) string { return dueWalk(and, "$5", lockDue) }
+func dueWhere(and string) string { return dueWhereLimit(and, "$5") }
 
 // dueWhereLimit is dueWhere with each source's walk stopping at limit.
-func dueWhereLimit(and, limit string) string { return dueWalk(and, limit, lockDue) }
-
-// lockDue is the locking clause of each source's walk of dueIDs.
-const lockDue = "FOR NO KEY UPDATE OF q SKIP LOCKED"
-
-// dueWalk is the end of each source's walk of dueIDs, with the condition
-// and added to it, stopping at limit, with the locking clause lock (none
-// when empty).
-func dueWalk(and, limit, lock string) string {
+func dueWhereLimit(and, limit string) string {
 	return `
         WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + and + `
         ORDER BY q.next_attempt_at, q.id
         LIMIT ` + limit + `
-        ` + lock + `
+        FOR NO KEY UPDATE OF q SKIP LOCKED
     ) e
     ORDER BY e.next_attempt_at, e.id
     LIMIT $5`
