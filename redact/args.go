@@ -167,13 +167,19 @@ func addressValue(name, v string) bool {
 	if !isURL(v) {
 		return false
 	}
+	return !namesPassword(name)
+}
+
+// namesPassword reports whether the option or variable name says
+// password or secret: its value is a credential whatever it looks like.
+func namesPassword(name string) bool {
 	lower := strings.ToLower(name)
 	for _, w := range []string{"password", "passwd", "passphrase", "pwd", "secret"} {
 		if strings.Contains(lower, w) {
-			return false
+			return true
 		}
 	}
-	return lower != "pass"
+	return lower == "pass"
 }
 
 // fileValue reports whether v, the value of the option (or variable)
@@ -189,13 +195,7 @@ func fileValue(name, v string) bool {
 	if !filePath(unquote(v)) {
 		return false
 	}
-	lower := strings.ToLower(name)
-	for _, w := range []string{"password", "passwd", "passphrase", "pwd", "secret"} {
-		if strings.Contains(lower, w) {
-			return false
-		}
-	}
-	return lower != "pass"
+	return !namesPassword(name)
 }
 
 // keyFileExtensions are the extensions of files that hold keys,
