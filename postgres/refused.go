@@ -134,18 +134,6 @@ func (p *waitingPool) QueryRow(ctx context.Context, sql string, args ...any) pgx
 	return &connRow{row: c.QueryRow(ctx, sql, args...), c: c}
 }
 
-// SendBatch is pgxpool.Pool.SendBatch for a batch that begins no
-// transaction, waiting while the server refuses a new connection: it
-// takes the connection first, and gives it back when the results are
-// closed.
-func (p *waitingPool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	c, err := p.Acquire(ctx)
-	if err != nil {
-		return errBatch{err}
-	}
-	return &connBatch{BatchResults: c.SendBatch(ctx, b), c: c}
-}
-
 // connRow is a row read on a connection taken for it, given back by Scan.
 type connRow struct {
 	row pgx.Row
@@ -161,29 +149,3 @@ func (r *connRow) Scan(dest ...any) error {
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
-
-// connBatch is a batch's results on a connection taken for it, given
-// back by Close (so not for a batch that begins a transaction, which
-// would need the connection until it ends).
-type connBatch struct {
-	pgx.BatchResults
-	c *pgxpool.Conn
-}
-
-func (b *connBatch) Close() error {
-	err := b.BatchResults.Close()
-	if b.c != nil {
-		b.c.Release()
-		b.c = nil
-	}
-	return err
-}
-
-// errBatch is a batch that could not be sent: each of its results is err.
-type errBatch struct{ err error }
-
-func (b errBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
-func (b errBatch) Query() (pgx.Rows, error)         { return nil, b.err }
-func (b errBatch) QueryRow() pgx.Row                { return errRow(b) }
-func (b errBatch) Close() error                     { return b.err }
-func (b errBatch) Tx() pgx.Tx                       { return nil }

@@ -1803,13 +1803,10 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if !strict && !params.ByKey {
 		params.RunningIDs = p.leases.ids()
 	}
-	budget, ok := p.reservePayloads()
+	evs, ok, err := p.claimWithinBudget(claimCtx, params)
 	if !ok {
 		return 0, nil // the claim comes when a payload is let go
 	}
-	params.MaxPayloadBytes = budget
-	evs, err := p.claim(claimCtx, params)
-	p.settlePayloads(budget, evs)
 	if ctl != nil && err == nil {
 		p.took(ctl, evs, time.Now(), cursor)
 	}
@@ -1835,13 +1832,10 @@ func (p *Pool) runTargetsEach(claimCtx, runCtx context.Context, inflight *sync.W
 	lease := p.lease(p.maxTimeout(sources))
 	params := hookbox.ClaimParams{Owner: p.owner(), Limit: total, Limits: limits, Lease: lease, Sources: sources,
 		RunningIDs: p.leases.ids()}
-	budget, ok := p.reservePayloads()
+	evs, ok, err := p.claimWithinBudget(claimCtx, params)
 	if !ok {
 		return got, nil // the claim comes when a payload is let go
 	}
-	params.MaxPayloadBytes = budget
-	evs, err := p.claim(claimCtx, params)
-	p.settlePayloads(budget, evs)
 	if err != nil {
 		return got, err
 	}
@@ -1870,6 +1864,21 @@ func (p *Pool) runTargetsEach(claimCtx, runCtx context.Context, inflight *sync.W
 		p.startTargets(runCtx, inflight, evs, lease, func(source string) *control { return units[at[source]].ctl })
 	}
 	return got, nil
+}
+
+// claimWithinBudget claims params for targets within what is left of the
+// payload account (reservePayloads), keeping what the events it got
+// hold (settlePayloads). ok is false, with nothing claimed, when nothing
+// is left: the claim comes again when a payload is let go.
+func (p *Pool) claimWithinBudget(ctx context.Context, params hookbox.ClaimParams) (evs []hookbox.Event, ok bool, err error) {
+	budget, ok := p.reservePayloads()
+	if !ok {
+		return nil, false, nil
+	}
+	params.MaxPayloadBytes = budget
+	evs, err = p.claim(ctx, params)
+	p.settlePayloads(budget, evs)
+	return evs, true, err
 }
 
 // startTargets starts each of evs, claimed with lease, on a goroutine of
