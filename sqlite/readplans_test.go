@@ -1,0 +1,143 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/storetest"
+)
+
+// readsFixture is a store whose oldest events are the dead and
+// unfinished ones, below many done ones: source a's 5 dead and 4
+// pending; source b's FanOut events with targets t1 and t2, 3 of whose
+// deliveries ended dead, 2 run now (processing) and 1 has none (stored);
+// then 400 done events of a.
+func readsFixture(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s := openTemp(t)
+	var ds []hookbox.Delivery
+	for i := range 9 {
+		ds = append(ds, storetest.Delivery("a", fmt.Sprint("old", i)))
+	}
+	for i := range 6 {
+		d := storetest.Delivery("b", fmt.Sprint("fan", i))
+		d.FanOut = true
+		d.Routes = []hookbox.Route{{Target: "t1"}, {Target: "t2"}}
+		if i == 5 {
+			d.Routes = nil
+		}
+		ds = append(ds, d)
+	}
+	for i := range 400 {
+		ds = append(ds, storetest.Delivery("a", fmt.Sprint("done", i)))
+	}
+	if _, err := s.Ingest(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`UPDATE events SET status = 'done' WHERE source = 'a' AND delivery_id LIKE 'done%'`,
+		`UPDATE events SET status = 'dead', attempts = 3 WHERE source = 'a' AND delivery_id IN ('old0', 'old2', 'old4', 'old6', 'old8')`,
+		`UPDATE events SET status = 'done' WHERE source LIKE 'b/%'`,
+		`UPDATE events SET status = 'dead', attempts = 3 WHERE source = 'b/t2' AND delivery_id IN ('fan0', 'fan1', 'fan3')`,
+		`UPDATE events SET status = 'processing', lease_owner = 'x' WHERE source = 'b/t1' AND delivery_id IN ('fan2', 'fan4')`,
+	} {
+		if _, err := s.writer.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// TestStatusListingReadsNoFinishedRows: the events listing filtered by a
+// status an event leaves (pending, processing, dead: the console's dead
+// page, hookbox events list --status, /admin/events?status=,
+// effect.Uncertain), and by stored, finds its events through the
+// partial index of the status (events_due, events_dead, events_fanout).
+// It walked down the ids checking each event's status, every done event
+// above the dead ones; and with a source, it read every event of the
+// source through the (source, delivery_id) index and sorted them
+// (seconds, for a page of one source's dead events at three million).
+// It lists what the walk listed, newest first, page by page too: the
+// events and deliveries in the status, and the FanOut events whose
+// deliveries read so.
+func TestStatusListingReadsNoFinishedRows(t *testing.T) {
+	ctx := context.Background()
+	s := readsFixture(t)
+	for _, c := range []struct {
+		f    hookbox.Filter
+		want int
+	}{
+		{hookbox.Filter{Status: hookbox.StatusDead, Limit: 50}, 5 + 3 + 3},
+		{hookbox.Filter{Status: hookbox.StatusDead, Limit: 4}, 4},
+		{hookbox.Filter{Source: "a", Status: hookbox.StatusDead, Limit: 50}, 5},
+		{hookbox.Filter{Source: "b", Status: hookbox.StatusDead, Limit: 50}, 3 + 3},
+		{hookbox.Filter{Source: "b/t2", Status: hookbox.StatusDead, Limit: 50}, 3},
+		{hookbox.Filter{Status: hookbox.StatusPending, Limit: 50}, 4},
+		{hookbox.Filter{Source: "b", Status: hookbox.StatusPending, Limit: 50}, 0},
+		{hookbox.Filter{Status: hookbox.StatusProcessing, Limit: 50}, 2 + 2},
+		{hookbox.Filter{Source: "b", Status: hookbox.StatusProcessing, Limit: 50}, 2 + 2},
+		{hookbox.Filter{Status: hookbox.StatusStored, Limit: 50}, 1},
+	} {
+		// What a walk of every event lists.
+		var walked []int64
+		all, err := s.Events(ctx, hookbox.Filter{Source: c.f.Source, Limit: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range all {
+			if e.Status == c.f.Status && len(walked) < c.f.Limit {
+				walked = append(walked, e.ID)
+			}
+		}
+		listed := func(f hookbox.Filter) []int64 {
+			evs, err := s.Events(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []int64
+			for _, e := range evs {
+				ids = append(ids, e.ID)
+			}
+			return ids
+		}
+		if ids := listed(c.f); len(ids) != c.want || !slices.Equal(ids, walked) {
+			t.Errorf("%+v: listed %v, want %d: %v", c.f, ids, c.want, walked)
+		}
+		// Two at a time, each page below the last one's last id.
+		var paged []int64
+		for f := c.f; len(paged) < c.f.Limit; {
+			f.Limit = min(2, c.f.Limit-len(paged))
+			ids := listed(f)
+			paged = append(paged, ids...)
+			if len(ids) < f.Limit {
+				break
+			}
+			f.BeforeID = ids[len(ids)-1]
+		}
+		if !slices.Equal(paged, walked) {
+			t.Errorf("%+v by pages of 2: listed %v, want %v", c.f, paged, walked)
+		}
+	}
+	for _, f := range []hookbox.Filter{
+		{Status: hookbox.StatusDead, Limit: 20},
+		{Source: "a", Status: hookbox.StatusDead, Limit: 20},
+		{Status: hookbox.StatusPending, Limit: 20},
+		{Source: "a", Status: hookbox.StatusPending, Limit: 20, BeforeID: 100},
+		{Status: hookbox.StatusProcessing, Limit: 20},
+		{Status: hookbox.StatusStored, Limit: 20},
+	} {
+		q, args := eventsQuery(f)
+		for _, line := range queryPlan(t, s, q, args...) {
+			if strings.HasPrefix(line, "SCAN events") && !strings.Contains(line, "INDEX events_due") &&
+				!strings.Contains(line, "INDEX events_dead") && !strings.Contains(line, "INDEX events_fanout") ||
+				strings.Contains(line, "sqlite_autoindex_events") {
+				t.Errorf("listing %+v reads every event, or every event of its source: %s", f, line)
+			}
+		}
+	}
+}
