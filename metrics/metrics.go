@@ -382,7 +382,7 @@ func (m *Metrics) WatchHeldKeys(held HeldKeysFunc, targets []string, cacheFor ti
 
 var (
 	eventsDesc = prometheus.NewDesc("hookbox_events",
-		"Events by status, from the database at scrape time (cached a few seconds, longer when counting them takes long; on PostgreSQL, from 100,000 done events on, the done count is read again at most every minute).", []string{"status"}, nil)
+		"Events by status, from the database at scrape time (cached a few seconds, longer when counting them takes long; from 100,000 done events on, the done count is read again at most every minute).", []string{"status"}, nil)
 	oldestDueDesc = prometheus.NewDesc("hookbox_oldest_due_seconds",
 		"How long the longest-waiting due event has been due; 0 when none is due.", nil, nil)
 	keysHeldDesc = prometheus.NewDesc("hookbox_target_keys_held",

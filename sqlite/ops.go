@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -564,26 +565,47 @@ func judgeFinishedSQL(cond string, n int) string {
         AND id IN (` + placeholders(n) + `)`
 }
 
-// statsUnfinished and statsRest are Stats' queries: the unfinished
-// events by status, then every event, the fan-out records, the dead
-// events and the oldest due time (argument: now).
+// Stats' queries. statsUnfinished counts the unfinished events by
+// status (events_due); statsFresh the dead events (events_dead) and finds
+// the oldest due time (argument: now); statsAll counts every event,
+// through the (source, delivery_id) index, the narrowest that holds every
+// row, and the FanOut records (events_fanout), whose rest are the done
+// events: a read of the whole index (a third of a second at three
+// million events), which Stats keeps (doneCount).
 const (
 	statsUnfinished = `SELECT status, count(*) FROM events INDEXED BY events_due
         WHERE status IN ('pending', 'processing') AND NOT fanout GROUP BY status`
-	statsRest = `SELECT
-            (SELECT count(*) FROM events),
-            (SELECT count(*) FROM events INDEXED BY events_fanout WHERE fanout),
+	statsFresh = `SELECT
             (SELECT count(*) FROM events INDEXED BY events_dead WHERE status = 'dead' AND NOT fanout),
             (SELECT min(next_attempt_at) FROM events
                 WHERE status IN ('pending', 'processing') AND next_attempt_at <= ?)`
+	statsAll = `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM events INDEXED BY events_fanout WHERE fanout)`
 )
+
+// doneExactBelow is the count of done events below which Stats counts
+// them again at every call; doneRecount is how long a count at or above
+// it serves Stats (as on PostgreSQL).
+const (
+	doneExactBelow = 100_000
+	doneRecount    = time.Minute
+)
+
+// doneCache is Stats' last count of the done events.
+type doneCache struct {
+	mu   sync.Mutex
+	n    int
+	at   time.Time // when the count started; zero: never counted
+	took time.Duration
+}
 
 // Stats counts events by status; see hookbox.Ops. It reads indexes, not
 // the table, whose rows hold the payloads: the unfinished events through
 // events_due and the dead through events_dead (each as many rows as there
-// are such events), and all events through the (source, delivery_id)
-// index, the narrowest that holds every row; the done ones are what is
-// left. All in one read transaction, so the counts agree.
+// are such events) at each call, in one read transaction, so those
+// counts agree. The done events are the rest of a count of every event
+// (statsAll), made in the same transaction when it is made: read again
+// at each call while it is below doneExactBelow, and at most every
+// doneRecount above (or ten times as long as the count took, if longer).
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.NewStats()
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -607,16 +629,41 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 	if err := rows.Err(); err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", err)
 	}
-	var all, fanout, dead int
+	var dead int
 	var oldest sql.NullInt64
-	if err := tx.QueryRowContext(ctx, statsRest, millis(now)).Scan(&all, &fanout, &dead, &oldest); err != nil {
+	if err := tx.QueryRowContext(ctx, statsFresh, millis(now)).Scan(&dead, &oldest); err != nil {
 		return st, fmt.Errorf("sqlite: stats: %w", err)
 	}
 	st.ByStatus[hookbox.StatusDead] = dead
-	st.ByStatus[hookbox.StatusDone] = all - fanout - dead - st.ByStatus[hookbox.StatusPending] - st.ByStatus[hookbox.StatusProcessing]
+	done, err := s.doneCount(ctx, tx, dead+st.ByStatus[hookbox.StatusPending]+st.ByStatus[hookbox.StatusProcessing])
+	if err != nil {
+		return st, fmt.Errorf("sqlite: stats: %w", err)
+	}
+	st.ByStatus[hookbox.StatusDone] = done
 	st.OldestDue = fromNullMillis(oldest)
 	st.OldestDueAge = hookbox.DueAge(st.OldestDue, now)
 	return st, nil
+}
+
+// doneCount returns the count of done events: the last one while it is
+// fresh enough (see Stats), else every event counted in tx less the
+// FanOut records and others, the events tx counted in the other statuses.
+// Callers wait for a count another has started rather than start their
+// own.
+func (s *Store) doneCount(ctx context.Context, tx *sql.Tx, others int) (int, error) {
+	c := &s.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.n >= doneExactBelow && time.Since(c.at) < max(doneRecount, 10*c.took) {
+		return c.n, nil
+	}
+	start := time.Now()
+	var all, fanout int
+	if err := tx.QueryRowContext(ctx, statsAll).Scan(&all, &fanout); err != nil {
+		return 0, err
+	}
+	c.n, c.at, c.took = all-fanout-others, start, time.Since(start)
+	return c.n, nil
 }
 
 // queryer is a connection pool or a transaction.

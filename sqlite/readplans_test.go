@@ -3,9 +3,11 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/storetest"
@@ -138,6 +140,90 @@ func TestStatusListingReadsNoFinishedRows(t *testing.T) {
 				strings.Contains(line, "sqlite_autoindex_events") {
 				t.Errorf("listing %+v reads every event, or every event of its source: %s", f, line)
 			}
+		}
+	}
+}
+
+// TestStatsReadsNoFinishedRowsAtEachCall: Stats, at each metrics scrape,
+// reads the unfinished and dead events through their partial indexes
+// (statsUnfinished, statsFresh), never an index of every event. The
+// done events are the rest of a count of every event (a third of a
+// second at three million, at every scrape): that count is read again
+// at each call below doneExactBelow, and kept from one call to the next
+// above it.
+func TestStatsReadsNoFinishedRowsAtEachCall(t *testing.T) {
+	ctx := context.Background()
+	s := readsFixture(t)
+	full := func() map[hookbox.Status]int {
+		t.Helper()
+		rows, err := s.reader.QueryContext(ctx, `SELECT status, count(*) FROM events WHERE NOT fanout GROUP BY status`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		want := map[hookbox.Status]int{hookbox.StatusPending: 0, hookbox.StatusProcessing: 0, hookbox.StatusDone: 0, hookbox.StatusDead: 0}
+		for rows.Next() {
+			var st string
+			var n int
+			if err := rows.Scan(&st, &n); err != nil {
+				t.Fatal(err)
+			}
+			want[hookbox.Status(st)] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return want
+	}
+	stats := func() map[hookbox.Status]int {
+		t.Helper()
+		st, err := s.Stats(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.ByStatus
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := s.writer.ExecContext(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := stats(), full(); !maps.Equal(got, want) {
+		t.Errorf("Stats %v, a full scan %v", got, want)
+	}
+	// Below doneExactBelow, a change shows at once.
+	exec(`UPDATE events SET status = 'done' WHERE id = (SELECT max(id) FROM events WHERE status = 'pending')`)
+	if got, want := stats(), full(); !maps.Equal(got, want) {
+		t.Errorf("after a pending event is done: Stats %v, a full scan %v", got, want)
+	}
+	for _, q := range []string{statsUnfinished, statsFresh} {
+		for _, line := range queryPlan(t, s, q, millis(time.Now())) {
+			if strings.HasPrefix(line, "SCAN events") && !strings.Contains(line, "INDEX events_due") && !strings.Contains(line, "INDEX events_dead") {
+				t.Errorf("Stats reads every event at each call: %s\n%s", line, q)
+			}
+		}
+	}
+
+	// Past doneExactBelow done events, the count is kept from one call
+	// to the next.
+	exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+        INSERT INTO events (source, delivery_id, status, next_attempt_at, created_at, updated_at)
+        SELECT 'bulk', 'd' || i, 'done', 0, 0, 0 FROM n`, doneExactBelow)
+	before := stats()
+	if want := full(); !maps.Equal(before, want) {
+		t.Fatalf("Stats %v, a full scan %v", before, want)
+	}
+	exec(`UPDATE events SET status = 'done' WHERE id = (SELECT max(id) FROM events WHERE status = 'pending')`)
+	exec(`UPDATE events SET status = 'dead' WHERE id = (SELECT max(id) FROM events WHERE status = 'pending')`)
+	after, want := stats(), full()
+	if after[hookbox.StatusDone] != before[hookbox.StatusDone] || want[hookbox.StatusDone] != before[hookbox.StatusDone]+1 {
+		t.Errorf("done: %d, then %d after one more is done (a full scan: %d); want the count kept", before[hookbox.StatusDone], after[hookbox.StatusDone], want[hookbox.StatusDone])
+	}
+	// The other statuses are read at each call.
+	for _, st := range []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDead} {
+		if after[st] != want[st] {
+			t.Errorf("%s: Stats %d, a full scan %d", st, after[st], want[st])
 		}
 	}
 }

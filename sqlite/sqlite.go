@@ -104,6 +104,8 @@ type Store struct {
 	idFloor atomic.Bool
 	// onDead is OnDead's function, nil until it is set.
 	onDead atomic.Pointer[func(*hookbox.Event, hookbox.Outcome)]
+	// done is Stats' last count of the done events (doneCount).
+	done doneCache
 
 	release         func()        // lets go of the serve lock (Options.Serving), also when called again; nil without it
 	checkpointer    *sql.DB       // one connection, for background checkpoints

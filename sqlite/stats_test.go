@@ -61,7 +61,7 @@ func TestStatsReadsNoTableScan(t *testing.T) {
 			t.Errorf("%s: Stats says %d, a scan %d", status, st.ByStatus[status], want[status])
 		}
 	}
-	for _, q := range []string{statsUnfinished, statsRest} {
+	for _, q := range []string{statsUnfinished, statsFresh, statsAll} {
 		noTableScan(t, s, "Stats", q, millis(time.Now()))
 	}
 }
