@@ -227,3 +227,72 @@ func TestStatsReadsNoFinishedRowsAtEachCall(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayDryRunReadsNoFinishedRows: a dry run of a replay of dead or
+// pending events (hookbox replay --dry-run --status dead --source a, or
+// no status: dead and pending) finds them through events_dead and
+// events_due. It read every event of the source through the (source,
+// delivery_id) index, and with --status pending every row (ten seconds
+// and more at three million). It finds what a replay replays.
+func TestReplayDryRunReadsNoFinishedRows(t *testing.T) {
+	ctx := context.Background()
+	s := readsFixture(t)
+	for _, f := range []hookbox.Filter{
+		{Status: hookbox.StatusDead},
+		{Status: hookbox.StatusDead, Source: "a"},
+		{Status: hookbox.StatusDead, Source: "b"},
+		{Status: hookbox.StatusPending},
+		{Status: hookbox.StatusPending, Source: "a"},
+		{Source: "a"},
+		{Source: "b"},
+		{},
+	} {
+		p := hookbox.ReplayParams{Filter: f, DryRun: true}
+		where, args := replayWhere(p)
+		cond, cargs := replayCandidates(p)
+		if cond != "" {
+			where, args = where+" AND "+cond, slices.Concat(args, cargs)
+		}
+		q := `SELECT id, length(payload) IS NULL FROM events` + where + ` ORDER BY id`
+		for _, line := range queryPlan(t, s, q, args...) {
+			if strings.HasPrefix(line, "SCAN events") && !strings.Contains(line, "INDEX events_due") && !strings.Contains(line, "INDEX events_dead") ||
+				strings.Contains(line, "sqlite_autoindex_events") {
+				t.Errorf("dry run of %+v reads every event, or every event of its source: %s", f, line)
+			}
+		}
+		// What a walk of every event finds, and a replay replays.
+		var want []int64
+		all, err := s.Events(ctx, hookbox.Filter{Source: f.Source, Limit: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range all {
+			if !e.FanOut && (e.Status == f.Status || f.Status == "" && (e.Status == hookbox.StatusDead || e.Status == hookbox.StatusPending)) {
+				want = append(want, e.ID)
+			}
+		}
+		slices.Sort(want)
+		res, err := s.Replay(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(res.Replayed, want) || len(want) == 0 {
+			t.Errorf("dry run of %+v: %v, want %v", f, res.Replayed, want)
+		}
+	}
+	// And a replay replays them.
+	p := hookbox.ReplayParams{Filter: hookbox.Filter{Status: hookbox.StatusDead, Source: "a"}}
+	dry := p
+	dry.DryRun = true
+	want, err := s.Replay(ctx, dry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Replay(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Replayed, want.Replayed) || len(got.Replayed) != 5 {
+		t.Errorf("replay of %+v: %v, its dry run %v", p.Filter, got.Replayed, want.Replayed)
+	}
+}
