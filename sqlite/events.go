@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/hookbox/hookbox"
@@ -403,6 +404,14 @@ var statusRows = map[hookbox.Status]string{
 // deliveries), the FanOut events (events_fanout). Empty for any other
 // status: done is most of the table, and a walk down the ids finds a page
 // of it soonest.
+//
+// When f filters on nothing else, the page is the newest of the rows in
+// the status and of the parents, so the rows are those of the page's
+// length from the top of the index (no table row read), and the parents
+// are read only from the deliveries above the lowest of those: a parent
+// on the page is at or above the page's lowest id, which is at or above
+// theirs, and its deliveries are above it. A page of a large backlog of
+// pending events then reads the page's rows, not the backlog's.
 func statusCandidates(f hookbox.Filter) (string, []any) {
 	if f.Status == hookbox.StatusStored {
 		return "fanout", nil
@@ -411,18 +420,30 @@ func statusCandidates(f hookbox.Filter) (string, []any) {
 	if !ok {
 		return "", nil
 	}
-	var args []any
+	var srcArgs []any
 	src := ""
 	if f.Source != "" {
 		// The source's rows, and its targets' deliveries, whose parents
 		// are the source's.
 		src = " AND (source = ? OR (source > ? AND source < ?))"
-		args = append(args, f.Source, f.Source+"/", f.Source+"0")
+		srcArgs = []any{f.Source, f.Source + "/", f.Source + "0"}
 	}
-	args = append(args, f.BeforeID, f.BeforeID)
-	args = append(args, args...)
-	return `id IN (SELECT id FROM ` + rows + src + ` AND (? = 0 OR id < ?)
-        UNION ALL SELECT parent_id FROM ` + rows + src + ` AND parent_id IS NOT NULL AND (? = 0 OR parent_id < ?))`, args
+	own := `SELECT id FROM ` + rows + src + ` AND (? = 0 OR id < ?)`
+	ownArgs := append(srcArgs[:len(srcArgs):len(srcArgs)], f.BeforeID, f.BeforeID)
+	parents := `SELECT parent_id FROM ` + rows + src + ` AND parent_id IS NOT NULL AND (? = 0 OR parent_id < ?)`
+	if f.EventType != "" || f.DeliveryID != "" || f.OrderKey != "" || !f.Since.IsZero() || !f.Until.IsZero() || f.Parent > 0 {
+		// Other terms may leave out rows of the status: all of them.
+		return `id IN (` + own + ` UNION ALL ` + parents + `)`, slices.Concat(ownArgs, ownArgs)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = hookbox.DefaultListLimit
+	}
+	top := own + ` ORDER BY id DESC LIMIT ?`
+	topArgs := append(ownArgs, limit)
+	return `id IN (SELECT id FROM (` + top + `) UNION ALL ` + parents + `
+        AND id > (SELECT CASE WHEN count(*) = ? THEN min(id) ELSE 0 END FROM (` + top + `)))`,
+		slices.Concat(topArgs, ownArgs, []any{limit}, topArgs)
 }
 
 // filterSQL turns f into a WHERE clause (with a leading space) and its args.

@@ -76,6 +76,7 @@ func TestStatusListingReadsNoFinishedRows(t *testing.T) {
 	}{
 		{hookbox.Filter{Status: hookbox.StatusDead, Limit: 50}, 5 + 3 + 3},
 		{hookbox.Filter{Status: hookbox.StatusDead, Limit: 4}, 4},
+		{hookbox.Filter{Status: hookbox.StatusDead, EventType: "test.event", Limit: 50}, 5 + 3 + 3},
 		{hookbox.Filter{Source: "a", Status: hookbox.StatusDead, Limit: 50}, 5},
 		{hookbox.Filter{Source: "b", Status: hookbox.StatusDead, Limit: 50}, 3 + 3},
 		{hookbox.Filter{Source: "b/t2", Status: hookbox.StatusDead, Limit: 50}, 3},
@@ -130,6 +131,7 @@ func TestStatusListingReadsNoFinishedRows(t *testing.T) {
 		{Source: "a", Status: hookbox.StatusDead, Limit: 20},
 		{Status: hookbox.StatusPending, Limit: 20},
 		{Source: "a", Status: hookbox.StatusPending, Limit: 20, BeforeID: 100},
+		{Status: hookbox.StatusDead, EventType: "test.event", Limit: 20},
 		{Status: hookbox.StatusProcessing, Limit: 20},
 		{Status: hookbox.StatusStored, Limit: 20},
 	} {
