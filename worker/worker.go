@@ -292,6 +292,13 @@ type Pool struct {
 	// last given). The claim loop's own.
 	served   map[string]uint64
 	serveSeq uint64
+	// due is the claim loop's last answer to which queues have events
+	// due (see dueNow), reused while no queue can have come due that it
+	// does not list; dueStale says events may have been stored, or come
+	// due, since (Notify, a timer of the claim loop). The claim loop's
+	// own, but dueStale.
+	due      dueAnswer
+	dueStale atomic.Bool
 	// recording holds the events whose work has returned and whose
 	// outcome is being committed; see runTargets.
 	recording chan struct{}
@@ -391,7 +398,7 @@ func (p *Pool) releasePayloads(n int64) {
 	}
 	p.payloadHeld.Add(-n)
 	if n > 0 && p.payloadWait.Swap(false) {
-		p.Notify()
+		p.wakeUp()
 	}
 }
 
@@ -593,6 +600,15 @@ func (p *Pool) SetPolicy(source string, pol Policy) {
 
 // Notify wakes the pool to claim now; call it after new events commit.
 func (p *Pool) Notify() {
+	p.dueStale.Store(true)
+	p.wakeUp()
+}
+
+// wakeUp wakes the pool to claim now, as Notify does, when no event can
+// have come due by what happened (a slot or payload bytes freed, an
+// event done or dead): the queues the claim loop read as due last are
+// still the only ones (see dueNow).
+func (p *Pool) wakeUp() {
 	select {
 	case p.wake <- struct{}{}:
 	default:
@@ -1021,6 +1037,10 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 				}
 			}
 		case <-poll.C:
+			// Time has come for something: a poll, a rate's token, a
+			// circuit's trial, whose retry may have come due since the
+			// queues with events due were read.
+			p.dueStale.Store(true)
 		}
 	}
 }
@@ -1036,19 +1056,9 @@ func (p *Pool) dueOnly(ctx context.Context, strict, leased []string) ([]string, 
 	if len(strict)+len(leased) < dueProbeMin {
 		return strict, leased
 	}
-	// Bounded on its own: on SQLite it waits for one of the readers,
-	// which long reads (console pages, exports) may all hold, and the
-	// claims need none of them.
-	sctx, cancel := context.WithTimeout(ctx, dueProbeWait)
-	names, err := p.q.DueQueues(sctx)
-	cancel()
-	p.logErr("list the queues with events due", err)
-	if err != nil {
+	due := p.dueNow(ctx)
+	if due == nil {
 		return strict, leased
-	}
-	due := make(map[string]bool, len(names))
-	for _, n := range names {
-		due[n] = true
 	}
 	// A queue whose circuit is open stays too, due or not: claimLeased
 	// makes no claim for it, but reads how long until its trial may go,
@@ -1067,6 +1077,64 @@ func (p *Pool) dueOnly(ctx context.Context, strict, leased []string) ([]string, 
 		return out
 	}
 	return keep(strict), keep(leased)
+}
+
+// dueAnswer is an answer of hookbox.Queue.DueQueues, as a set, and when
+// it was asked.
+type dueAnswer struct {
+	names map[string]bool
+	at    time.Time
+}
+
+// dueNow returns the queues with an event due, for dueOnly, or nil when
+// the store cannot say. It reads them from the store (one seek per queue
+// with unfinished events: tens of milliseconds a round at 2,000 queues,
+// more than the round's claims) only when its last answer may miss one:
+// events were stored since (Notify: ingest, a replay, a handler's sends,
+// a retry or an attempt given back here), the claim loop slept until a
+// timer (a poll, a rate's token, a circuit's trial), or PollInterval has
+// passed since it was asked, by which a retry, a lease of another
+// process or that process's ingest may have come due, as an idle pool
+// finds them at its next poll. The rounds answered from memory are
+// those that follow a busy round or a freed slot (wakeUp). In between, a claim that found fewer events of a queue
+// than it asked drops the queue from the answer (claimedShort), so the
+// rounds of a drain do not give their slots to queues it emptied; a
+// queue that came due since waits at most PollInterval, as it would
+// while the pool sleeps.
+func (p *Pool) dueNow(ctx context.Context) map[string]bool {
+	if p.due.names != nil && !p.dueStale.Load() && time.Since(p.due.at) < p.opts.PollInterval {
+		return p.due.names
+	}
+	// Cleared before the read: events stored while it runs mark the
+	// next round's answer stale again.
+	p.dueStale.Store(false)
+	at := time.Now()
+	// Bounded on its own: on SQLite it waits for one of the readers,
+	// which long reads (console pages, exports) may all hold, and the
+	// claims need none of them.
+	sctx, cancel := context.WithTimeout(ctx, dueProbeWait)
+	names, err := p.q.DueQueues(sctx)
+	cancel()
+	p.logErr("list the queues with events due", err)
+	if err != nil {
+		p.due = dueAnswer{}
+		return nil
+	}
+	due := make(map[string]bool, len(names))
+	for _, n := range names {
+		due[n] = true
+	}
+	p.due = dueAnswer{names: due, at: at}
+	return due
+}
+
+// claimedShort drops queues from the claim loop's last answer of which
+// have events due (dueNow): a claim asked them for events and found
+// fewer, so none is due now.
+func (p *Pool) claimedShort(queues ...string) {
+	for _, q := range queues {
+		delete(p.due.names, q)
+	}
 }
 
 // dueProbeMin is how many queues a round must have to claim before it
@@ -1803,12 +1871,15 @@ func (p *Pool) runTargets(claimCtx, runCtx context.Context, inflight *sync.WaitG
 	if !strict && !params.ByKey {
 		params.RunningIDs = p.leases.ids()
 	}
-	evs, ok, err := p.claimWithinBudget(claimCtx, params)
+	evs, budget, ok, err := p.claimWithinBudget(claimCtx, params)
 	if !ok {
 		return 0, nil // the claim comes when a payload is let go
 	}
 	if ctl != nil && err == nil {
 		p.took(ctl, evs, time.Now(), cursor)
+	}
+	if err == nil && !strict && !params.ByKey && len(evs) < limit && !p.payloadBound(budget, evs) {
+		p.claimedShort(sources...)
 	}
 	if err != nil || len(evs) == 0 {
 		return 0, err
@@ -1832,7 +1903,7 @@ func (p *Pool) runTargetsEach(claimCtx, runCtx context.Context, inflight *sync.W
 	lease := p.lease(p.maxTimeout(sources))
 	params := hookbox.ClaimParams{Owner: p.owner(), Limit: total, Limits: limits, Lease: lease, Sources: sources,
 		RunningIDs: p.leases.ids()}
-	evs, ok, err := p.claimWithinBudget(claimCtx, params)
+	evs, budget, ok, err := p.claimWithinBudget(claimCtx, params)
 	if !ok {
 		return got, nil // the claim comes when a payload is let go
 	}
@@ -1854,6 +1925,13 @@ func (p *Pool) runTargetsEach(claimCtx, runCtx context.Context, inflight *sync.W
 			ofCtl[ev.Source] = append(ofCtl[ev.Source], ev)
 		}
 	}
+	if len(evs) < total && !p.payloadBound(budget, evs) {
+		for i, u := range units {
+			if got[i] < limits[i] {
+				p.claimedShort(u.name)
+			}
+		}
+	}
 	now := time.Now()
 	for _, u := range units {
 		if u.ctl != nil {
@@ -1866,19 +1944,28 @@ func (p *Pool) runTargetsEach(claimCtx, runCtx context.Context, inflight *sync.W
 	return got, nil
 }
 
+// payloadBound reports whether a claim within budget payload bytes
+// (claimWithinBudget; 0: no bound) that took evs may have stopped short
+// at that bound rather than for want of events: less than a quarter of
+// what the pool may hold at once was left after it.
+func (p *Pool) payloadBound(budget int64, evs []hookbox.Event) bool {
+	return budget > 0 && budget-payloadBytes(evs) < p.opts.MaxPayloadBytes/4
+}
+
 // claimWithinBudget claims params for targets within what is left of the
 // payload account (reservePayloads), keeping what the events it got
-// hold (settlePayloads). ok is false, with nothing claimed, when nothing
-// is left: the claim comes again when a payload is let go.
-func (p *Pool) claimWithinBudget(ctx context.Context, params hookbox.ClaimParams) (evs []hookbox.Event, ok bool, err error) {
-	budget, ok := p.reservePayloads()
+// hold (settlePayloads), and returns the bytes it claimed within (0: no
+// bound). ok is false, with nothing claimed, when nothing is left: the
+// claim comes again when a payload is let go.
+func (p *Pool) claimWithinBudget(ctx context.Context, params hookbox.ClaimParams) (evs []hookbox.Event, budget int64, ok bool, err error) {
+	budget, ok = p.reservePayloads()
 	if !ok {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
 	params.MaxPayloadBytes = budget
 	evs, err = p.claim(ctx, params)
 	p.settlePayloads(budget, evs)
-	return evs, true, err
+	return evs, budget, true, err
 }
 
 // startTargets starts each of evs, claimed with lease, on a goroutine of
@@ -1931,8 +2018,9 @@ func (p *Pool) startTargets(runCtx context.Context, inflight *sync.WaitGroup, ev
 					letGo()
 				}
 				p.freeSlot(ev.Source)
-				p.Notify()
+				p.wakeUp()
 			}
+			var o hookbox.Outcome
 			defer func() {
 				letGo()
 				if working {
@@ -1942,12 +2030,19 @@ func (p *Pool) startTargets(runCtx context.Context, inflight *sync.WaitGroup, ev
 				}
 				// Again once the outcome is committed: a strict source or an
 				// order key may have been waiting for this event to finish.
-				p.Notify()
+				// An event neither done nor dead (a retry, an attempt given
+				// back, due at once) may make its queue due again.
+				if o.Status == hookbox.StatusDone || o.Status == hookbox.StatusDead {
+					p.wakeUp()
+				} else {
+					p.Notify()
+				}
 			}()
 			// By id: a copy of the event, bound now, would keep its
 			// payload until the goroutine ends.
 			defer func() { p.leases.remove([]hookbox.Event{{ID: ev.ID}}) }()
-			o, refused := p.deliver(runCtx, ev, worked)
+			var refused bool
+			o, refused = p.deliver(runCtx, ev, worked)
 			if ctl != nil && !accounted {
 				p.ended(ctl, ev.ID, o, refused)
 			}
