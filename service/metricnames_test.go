@@ -58,7 +58,7 @@ func TestMetricsPreCreatedWhereTheyMove(t *testing.T) {
 		got := scrapeMetrics(t, h.url)
 
 		const deliveryOutcomes = 9 // every outcome but unknown_source
-		const attemptSeries = 5 + 18 + 1
+		const attemptSeries = 5 + 11 + 1
 		count := func(label string) (deliveries, attempts int) {
 			for k := range got {
 				if !strings.Contains(k, `source="`+label+`"`) {
