@@ -169,6 +169,9 @@ type Options struct {
 	// waits behind handlers.
 	TxBudget time.Duration
 	// PollInterval is the fallback when no wake-up arrives (default 1s).
+	// It is also the longest a busy claim loop goes on from one read of
+	// which queues have events due (see dueNow): a retry that comes due
+	// meanwhile, or another process's ingest, waits at most this long.
 	PollInterval time.Duration
 	// TxWorkers is how many transactions of Go handlers may run at once
 	// (default 1). Above 1 helps PostgreSQL, whose claims skip each other's
