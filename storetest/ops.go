@@ -59,6 +59,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"HeldKeys":                        testHeldKeys,
 	}
 	maps.Copy(tests, parityTests)
+	maps.Copy(tests, pagingTests)
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
