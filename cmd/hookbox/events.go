@@ -116,6 +116,20 @@ func (f *filterFlags) filter(now time.Time) (hookbox.Filter, error) {
 	return out, nil
 }
 
+// checkPage refuses a listing's paging flags out of range: --limit
+// outside 1 to server.MaxListLimit, or a --before-id given that names no
+// page (0 or below), which the store would ignore and list the first page
+// (the admin API refuses such a before_id too).
+func checkPage(cmd *cobra.Command, limit int, beforeID int64) error {
+	if limit <= 0 || limit > server.MaxListLimit {
+		return usagef("--limit: want 1 to %d", server.MaxListLimit)
+	}
+	if cmd.Flags().Changed("before-id") && beforeID <= 0 {
+		return usagef("--before-id: want a positive id (the last id of the page before), not %d", beforeID)
+	}
+	return nil
+}
+
 func newEventsCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "events",
@@ -153,8 +167,8 @@ not listed; see "hookbox events show ID --payload".`,
 			if err != nil {
 				return err
 			}
-			if limit <= 0 || limit > server.MaxListLimit {
-				return usagef("--limit: want 1 to %d", server.MaxListLimit)
+			if err := checkPage(cmd, limit, beforeID); err != nil {
+				return err
 			}
 			filter.Limit, filter.BeforeID = limit, beforeID
 			show, st, err := openShowing(cmd, g)

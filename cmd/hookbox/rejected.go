@@ -47,8 +47,8 @@ func newRejectedListCmd(g *globalFlags) *cobra.Command {
   hookbox rejected list --source polar --status 401 --since 24h --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if limit <= 0 || limit > server.MaxListLimit {
-				return usagef("--limit: want 1 to %d", server.MaxListLimit)
+			if err := checkPage(cmd, limit, beforeID); err != nil {
+				return err
 			}
 			if status != 0 && (status < 100 || status > 599) {
 				return usagef("--status: want an HTTP status such as 401")
