@@ -311,24 +311,54 @@ const uncertainPage = 1000
 // reads it, or a dead send replayed after the pending pass and before the
 // dead pass reads it, is missed by this call; the next call lists it.
 func Uncertain(ctx context.Context, s hookbox.Store, kind string) ([]hookbox.Event, error) {
+	out, _, err := uncertain(ctx, s, kind, 0)
+	return out, err
+}
+
+// UncertainUpTo is Uncertain for a listing that must stay bounded however
+// many sends are uncertain (a page of the console): it returns the newest
+// max of them (max above 0), as Uncertain would list them, and whether
+// there are more. Each pass stops once it holds max sends of its status,
+// so the call holds at most three times max events; the newest max of all
+// are among them. (The pending pass still reads, a page at a time, past
+// the unattempted sends newer than its max-th attempted one.)
+func UncertainUpTo(ctx context.Context, s hookbox.Store, kind string, max int) (evs []hookbox.Event, more bool, err error) {
+	if max <= 0 {
+		return nil, false, fmt.Errorf("uncertain sends: want a bound above 0, not %d", max)
+	}
+	return uncertain(ctx, s, kind, max)
+}
+
+// uncertain is Uncertain (max 0) and UncertainUpTo (max above 0).
+func uncertain(ctx context.Context, s hookbox.Store, kind string, max int) ([]hookbox.Event, bool, error) {
 	// Not SendSource: a kind refused today may name sends recorded before
 	// the check, and listing them must not panic.
 	source := sendPrefix + kind
 	var out []hookbox.Event
+	more := false
 	at := map[int64]int{} // id → index in out
 	for _, st := range []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDead} {
 		f := hookbox.Filter{Source: source, Status: st, Limit: uncertainPage}
+		held := 0 // sends of this pass
+	pass:
 		for {
 			evs, err := s.Events(ctx, f)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			for _, e := range evs {
 				if e.Attempts == 0 || e.Source != source {
 					continue
 				}
-				if i, ok := at[e.ID]; ok {
-					out[i] = e // seen by an earlier pass: keep the later state
+				if max > 0 && held == max {
+					// The newest max of this status are held: older
+					// ones cannot be among the newest max of all.
+					more = true
+					break pass
+				}
+				held++
+				if j, ok := at[e.ID]; ok {
+					out[j] = e // seen by an earlier pass: keep the later state
 					continue
 				}
 				at[e.ID] = len(out)
@@ -341,5 +371,8 @@ func Uncertain(ctx context.Context, s hookbox.Store, kind string) ([]hookbox.Eve
 		}
 	}
 	slices.SortFunc(out, func(a, b hookbox.Event) int { return cmp.Compare(b.ID, a.ID) })
-	return out, nil
+	if max > 0 && len(out) > max {
+		out, more = out[:max], true
+	}
+	return out, more, nil
 }

@@ -363,3 +363,56 @@ func TestSendFromHostAheadDueAtOnce(t *testing.T) {
 		t.Errorf("a claim right after the send was recorded took %d sends, want 1 (stored: %+v)", len(evs), all)
 	}
 }
+
+// rowCounter is a store whose listings count the rows they return.
+type rowCounter struct {
+	dbtest.Store
+	rows int
+}
+
+func (c *rowCounter) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, error) {
+	evs, err := c.Store.Events(ctx, f)
+	c.rows += len(evs)
+	return evs, err
+}
+
+// TestUncertainUpToBounded: UncertainUpTo lists the newest max uncertain
+// sends, those Uncertain lists first, says there are more, and reads a
+// page of them, not every one; with a bound above their number it lists
+// them all and says there are no more. The sends are pending (retrying),
+// processing and dead, newer never-attempted ones among them.
+func TestUncertainUpToBounded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		storeSends(t, s, "email", "dead_", 2500)
+		attempt(t, s, "email", 2500, hookbox.StatusDead)
+		storeSends(t, s, "email", "retry_", 30)
+		attempt(t, s, "email", 30, hookbox.StatusPending)
+		storeSends(t, s, "email", "new_", 20)
+		all, err := effect.Uncertain(ctx, s, "email")
+		if err != nil || len(all) != 2530 {
+			t.Fatalf("Uncertain = %d sends, %v; want 2530", len(all), err)
+		}
+		c := &rowCounter{Store: s}
+		got, more, err := effect.UncertainUpTo(ctx, c, "email", 50)
+		if err != nil || !more || len(got) != 50 {
+			t.Fatalf("UncertainUpTo(50) = %d sends, more %v, %v; want 50 and more", len(got), more, err)
+		}
+		for i := range got {
+			if got[i].ID != all[i].ID || got[i].Status != all[i].Status {
+				t.Fatalf("UncertainUpTo(50)[%d] = %d %s, Uncertain's = %d %s", i, got[i].ID, got[i].Status, all[i].ID, all[i].Status)
+			}
+		}
+		if c.rows > 1100 {
+			t.Errorf("UncertainUpTo(50) read %d rows of 2550; want one page of each status", c.rows)
+		}
+		got, more, err = effect.UncertainUpTo(ctx, s, "email", 2530)
+		if err != nil || more || len(got) != 2530 {
+			t.Fatalf("UncertainUpTo(2530) = %d sends, more %v, %v; want all 2530, no more", len(got), more, err)
+		}
+		if _, _, err := effect.UncertainUpTo(ctx, s, "email", 0); err == nil {
+			t.Error("UncertainUpTo(0) accepted")
+		}
+	})
+}

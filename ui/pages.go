@@ -539,7 +539,16 @@ type recheckData struct {
 type uncertainData struct {
 	Events []hookbox.Event
 	Next   template.URL // never: the list is not paged
+	// More says some kind has more uncertain sends than the page shows
+	// (uncertainShown of each).
+	More  bool
+	Shown int
 }
+
+// uncertainShown is how many uncertain sends of each kind the page shows,
+// the newest: an outage of the receiving side can leave any number of
+// them, and the page must stay a bounded read.
+const uncertainShown = 200
 
 // uncertain lists the recorded sends (effect.RecordSend) that were
 // attempted and not confirmed, of every kind the store holds.
@@ -549,18 +558,19 @@ func (u *console) uncertain(w http.ResponseWriter, r *http.Request, s session) {
 		u.internal(w, r, s, "uncertain sends", err)
 		return
 	}
-	var d uncertainData
+	d := uncertainData{Shown: uncertainShown}
 	for _, o := range ov {
 		kind, ok := strings.CutPrefix(o.Source, effect.SendSource(""))
 		if !ok {
 			continue
 		}
-		evs, err := effect.Uncertain(r.Context(), u.cfg.Store, kind)
+		evs, more, err := effect.UncertainUpTo(r.Context(), u.cfg.Store, kind, uncertainShown)
 		if err != nil {
 			u.internal(w, r, s, "uncertain sends", err)
 			return
 		}
 		d.Events = append(d.Events, evs...)
+		d.More = d.More || more
 	}
 	u.render(w, r, s, http.StatusOK, "uncertain", "Uncertain sends", d)
 }
