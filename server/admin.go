@@ -769,6 +769,9 @@ func boolParam(q url.Values, name string) (bool, error) {
 // source, type, delivery_id, key (an order key), since, until (see
 // ParseTime), limit and before_id.
 func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
+	if err := givenOnce(q, "status", "source", "type", "delivery_id", "key", "since", "until", "limit", "before_id"); err != nil {
+		return hookbox.Filter{}, err
+	}
 	f := hookbox.Filter{Source: q.Get("source"), EventType: q.Get("type"), Status: hookbox.Status(q.Get("status")),
 		DeliveryID: q.Get("delivery_id"), OrderKey: q.Get("key")}
 	if err := errors.Join(CheckFilterText("source", f.Source), CheckFilterText("type", f.EventType),
@@ -787,6 +790,20 @@ func FilterFromQuery(q url.Values, now time.Time) (hookbox.Filter, error) {
 	}
 	f.Limit, f.BeforeID, err = pageFromQuery(q)
 	return f, err
+}
+
+// givenOnce refuses a query that gives one of names more than once: each
+// takes one value, and reading the first of several would page or match
+// what the client did not mean (a client that appends before_id to the
+// last page's address would be handed the same page forever; a bulk
+// replay given "status=&status=dead" would take every status).
+func givenOnce(q url.Values, names ...string) error {
+	for _, n := range names {
+		if len(q[n]) > 1 {
+			return fmt.Errorf("%s: given %d times; give it once", n, len(q[n]))
+		}
+	}
+	return nil
 }
 
 // pageFromQuery reads a listing's page: limit (1 to MaxListLimit, 0 when

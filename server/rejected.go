@@ -35,6 +35,9 @@ func ViewRejection(rj hookbox.Rejection, show func(http.Header) http.Header, wit
 // RejectionFilterFromQuery reads a rejections filter from query
 // parameters: source, status, since (see ParseTime), limit and before_id.
 func RejectionFilterFromQuery(q url.Values, now time.Time) (hookbox.RejectionFilter, error) {
+	if err := givenOnce(q, "source", "status", "since", "limit", "before_id"); err != nil {
+		return hookbox.RejectionFilter{}, err
+	}
 	f := hookbox.RejectionFilter{Source: q.Get("source")}
 	if err := CheckFilterText("source", f.Source); err != nil {
 		return f, err
