@@ -839,7 +839,7 @@ func CheckFilterText(param, v string) error {
 
 // ParseTime reads a point in time: empty (none), a duration back from now
 // ("90m", "24h", "7d", at most hookbox.MaxDays days), an RFC 3339 time or a
-// date (2006-01-02, UTC).
+// date (2006-01-02, UTC) after the start of year 1.
 func ParseTime(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -856,10 +856,16 @@ func ParseTime(s string, now time.Time) (time.Time, error) {
 		}
 		return now.Add(-d), nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t, err = time.Parse("2006-01-02", s)
 	}
-	if t, err := time.Parse("2006-01-02", s); err == nil {
+	if err == nil {
+		if !t.After(time.Time{}) {
+			// The zero time is a filter's "no bound": until it would
+			// match every event instead of none.
+			return time.Time{}, fmt.Errorf("%q: want a time after 0001-01-01T00:00:00Z", s)
+		}
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("%q: want a duration back from now (24h, 7d) or a time (RFC 3339, like 2025-01-02T15:04:05Z)", s)

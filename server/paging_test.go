@@ -45,3 +45,25 @@ func TestListingRefusesRepeatedParams(t *testing.T) {
 		}
 	})
 }
+
+// TestListingRefusesTimeAtZero: since or until at the first instant of
+// year 1 (or before it), which a filter reads as no bound, is refused
+// with 400: until=0001-01-01T00:00:00Z listed every event instead of
+// none.
+func TestListingRefusesTimeAtZero(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		h := startAdmin(t, dbURL, adminToken)
+		seed(t, h.st, "polar", "order.paid", hookbox.StatusDone, time.Now(), "d1")
+		for _, p := range []string{"/admin/events?until=0001-01-01T00:00:00Z", "/admin/events?until=0001-01-01",
+			"/admin/events?since=0000-06-01T00:00:00Z", "/admin/rejected?since=0001-01-01T00:00:00Z"} {
+			if code, b := h.call("GET", p); code != 400 || !strings.Contains(string(b), "want a time after") {
+				t.Errorf("GET %s = %d %s, want 400", p, code, b)
+			}
+		}
+		var evs []hookbox.Event
+		h.json("GET", "/admin/events?until=0001-01-01T00:00:00.001Z", 200, &evs)
+		if len(evs) != 0 {
+			t.Errorf("until the first millisecond of year 1 lists %d events, want none", len(evs))
+		}
+	})
+}
