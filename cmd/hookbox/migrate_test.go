@@ -30,14 +30,15 @@ func TestMigrateSaysWhatItApplied(t *testing.T) {
 		}
 
 		// Take the database back one version by undoing the newest
-		// migration, 00018_dead on PostgreSQL (an index of the dead rows)
+		// migration, 00019_created_ranges on PostgreSQL (a BRIN index of
+		// the received times)
 		// and 00015_dead_keys on SQLite (an index of the dead deliveries
 		// with an order key): through its Down section on PostgreSQL, by
 		// hand on SQLite.
 		newest, undo := "15", []string{`DROP INDEX events_dead_keys`, `DELETE FROM goose_db_version WHERE version_id = 15`}
 		if strings.HasPrefix(dbURL, "postgres") {
-			newest, undo = "18", nil
-			pgtest.MigrateDownTo(t, dbURL, 17)
+			newest, undo = "19", nil
+			pgtest.MigrateDownTo(t, dbURL, 18)
 		}
 		if latest != newest {
 			t.Fatalf("the newest migration is %s: make this test undo it instead of %s", latest, newest)
