@@ -800,7 +800,13 @@ func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
 
 // Events lists events matching f, newest first, without payloads.
 func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, error) {
-	q, args := eventsQuery(f)
+	q, args, err := s.eventsStatement(ctx, f)
+	if err != nil {
+		return nil, queryError("list events", err)
+	}
+	if q == "" {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, queryError("list events", err)
@@ -820,10 +826,101 @@ func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, 
 	return out, nil
 }
 
-// eventsQuery is the statement Events runs for f, and its arguments.
-func eventsQuery(f hookbox.Filter) (string, []any) {
-	where, args := filterSQL(f)
-	if f.Status == hookbox.StatusPending || f.Status == hookbox.StatusProcessing || f.Status == hookbox.StatusDead {
+// eventsStatement is the statement Events runs for f, and its
+// arguments, after reading f's source scope (bySource); "" when nothing
+// can match.
+func (s *Store) eventsStatement(ctx context.Context, f hookbox.Filter) (string, []any, error) {
+	if !bySource(f) {
+		q, args := eventsQuery(f)
+		return q, args, nil
+	}
+	sc, err := s.sourceScope(ctx, f.Source)
+	if err != nil || len(sc.names) == 0 {
+		return "", nil, err // none: no event has that source, nor a delivery of it
+	}
+	q, args := eventsQueryIn(f, &sc)
+	return q, args, nil
+}
+
+// sourceFewRows is the number of rows (events and their deliveries)
+// below which a source's listing reads all of them, through the
+// (source, delivery_id) index, and sorts them, rather than walk down the
+// ids (see sourceScope).
+const sourceFewRows = 10000
+
+// sourceScope is what Events learns of a filter's source before listing
+// it: the source names its rows have (its own and its targets' queue
+// names; none when it has no event), and whether they hold fewer than
+// sourceFewRows rows.
+type sourceScope struct {
+	names []string
+	few   bool
+}
+
+// sourceNamesSQL finds the names of the rows of the source $1: its own
+// and its targets' ("source/target"), by the walk of the sources in the
+// (source, delivery_id) index that the overview makes, one seek a name.
+// The names of targets compare in byte order, as filterSQL's do.
+const sourceNamesSQL = `SELECT coalesce(array_agg(source), '{}') FROM (` + overviewSources + `) s
+WHERE source = $1 OR (source COLLATE "C" > $1 || '/' AND source COLLATE "C" < $1 || '0')`
+
+// sourceCountSQL counts the rows of the names $1, up to $2, in the
+// (source, delivery_id) index.
+const sourceCountSQL = `SELECT count(*) FROM (SELECT FROM event_data WHERE source = ANY($1::text[]) LIMIT $2) n`
+
+// bySource reports whether Events lists f by its source's rows: with a
+// source and no narrower way in (a delivery id or a parent, each an
+// index lookup; a status with its partial index, see statusCandidates).
+func bySource(f hookbox.Filter) bool {
+	return f.Source != "" && f.DeliveryID == "" && f.Parent == 0 && !byStatus(f)
+}
+
+// byStatus reports whether f's status is one statusCandidates finds.
+func byStatus(f hookbox.Filter) bool {
+	return f.Status == hookbox.StatusPending || f.Status == hookbox.StatusProcessing || f.Status == hookbox.StatusDead
+}
+
+// sourceScope reads the scope of the source name: the listing of a
+// source walked down the ids past every other source's events to find
+// its own (seconds at three million events for a source with few or
+// none, or none recent). Its rows are all in the (source, delivery_id)
+// index, in the order of their delivery ids: a source with few is
+// listed from there; a source with none answers at once. A source with
+// many is still walked down the ids, which finds its newest rows soon
+// unless it has been quiet for long (an index in id order of each
+// source's rows would answer that too, at the cost of one more index
+// entry written by every ingest: not taken).
+func (s *Store) sourceScope(ctx context.Context, source string) (sourceScope, error) {
+	var sc sourceScope
+	if err := s.pool.QueryRow(ctx, sourceNamesSQL, source).Scan(&sc.names); err != nil || len(sc.names) == 0 {
+		return sc, err
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, sourceCountSQL, sc.names, sourceFewRows).Scan(&n); err != nil {
+		return sc, err
+	}
+	sc.few = n < sourceFewRows
+	return sc, nil
+}
+
+// eventsQuery is the statement Events runs for f, and its arguments,
+// when it has not read f's source scope.
+func eventsQuery(f hookbox.Filter) (string, []any) { return eventsQueryIn(f, nil) }
+
+// eventsQueryIn is the statement Events runs for f, and its arguments:
+// with a source scope (bySource), its source is matched by the names
+// of its rows, and a source with few rows has them all read (the
+// materialized ids: the server would otherwise walk down every id from
+// the newest, expecting the source's rows to be spread evenly) and the
+// newest of them listed, looked up by id (as an array: as a subquery,
+// they were joined by a walk down the ids from the newest to theirs).
+func eventsQueryIn(f hookbox.Filter, scope *sourceScope) (string, []any) {
+	var names []string
+	if scope != nil {
+		names = scope.names
+	}
+	where, args := filterSQLIn(f, names)
+	if byStatus(f) {
 		// The rows that can read so, found through the partial index of
 		// their status (queue_due, queue_dead): a walk down the ids
 		// checking each event's status read every done event below the
@@ -844,20 +941,32 @@ func eventsQuery(f hookbox.Filter) (string, []any) {
 		limit = hookbox.DefaultListLimit
 	}
 	args = append(args, limit)
+	lim := `$` + strconv.Itoa(len(args))
+	if scope != nil && scope.few {
+		return `WITH matched AS MATERIALIZED (SELECT id FROM events` + where + `)
+SELECT ` + listedColumns + `, NULL::bytea, payload IS NULL FROM events
+WHERE id = ANY(ARRAY(SELECT id FROM matched ORDER BY id DESC LIMIT ` + lim + `)) ORDER BY id DESC LIMIT ` + lim, args
+	}
 	return `SELECT ` + listedColumns + `, NULL::bytea, payload IS NULL FROM events` + where +
-		` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args)), args
+		` ORDER BY id DESC LIMIT ` + lim, args
 }
 
 // filterSQL turns f into a WHERE clause (with a leading space) and its
 // arguments, numbered from $1.
-func filterSQL(f hookbox.Filter) (string, []any) {
+func filterSQL(f hookbox.Filter) (string, []any) { return filterSQLIn(f, nil) }
+
+// filterSQLIn is filterSQL, matching the source by names, the names of
+// its rows (see sourceScope), when they are given.
+func filterSQLIn(f hookbox.Filter, names []string) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, arg any) {
 		args = append(args, arg)
 		conds = append(conds, strings.ReplaceAll(cond, "$?", "$"+strconv.Itoa(len(args))))
 	}
-	if f.Source != "" {
+	if f.Source != "" && names != nil {
+		add("source = ANY($?::text[])", names)
+	} else if f.Source != "" {
 		// The source's events and their targets' deliveries ("source/…":
 		// '0' follows '/'). Both bounds compare in byte order.
 		add("(source = $? OR (source COLLATE \"C\" > $? || '/' AND source COLLATE \"C\" < $? || '0'))", f.Source)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookbox/hookbox"
 )
 
 // AcquireConn lends a test one of the store's own connections, with the
@@ -76,3 +78,14 @@ var StatsFreshSQL = statsFresh
 // DoneExactBelow is the count of done events from which Store.Stats
 // keeps its count of them.
 const DoneExactBelow = doneExactBelow
+
+// EventsStatement is the statement Store.Events runs for a filter, and
+// its arguments, after reading the filter's source scope; "" when
+// nothing can match.
+func (s *Store) EventsStatement(ctx context.Context, f hookbox.Filter) (string, []any, error) {
+	return s.eventsStatement(ctx, f)
+}
+
+// SourceFewRows is the row count below which a source is listed from
+// all its rows.
+const SourceFewRows = sourceFewRows

@@ -408,3 +408,113 @@ func TestTimeListingReadsMatchingRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceListingReadsItsOwnRows: listing one source newest first
+// reads that source's rows, not every event above them. It walked down
+// the ids past every other source's events: for a source with few
+// events, all of them old, most of the table (7.6 s at three million
+// events), and all of it for a source with none (5.9 s). A source with
+// fewer than SourceFewRows rows (its events and its targets' deliveries)
+// is now read from the (source, delivery_id) index, whole, and sorted;
+// one with none answers without a listing. The listing is the walk's:
+// the source's events and its targets' deliveries, newest first, page by
+// page.
+func TestSourceListingReadsItsOwnRows(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	s := open(t, url)
+	conn := connect(t, url)
+	ctx := context.Background()
+	var ds []hookbox.Delivery
+	for i := range 150 { // the oldest: 150 events of few, 50 with a delivery to few/t
+		d := storetest.Delivery("few", fmt.Sprint("f", i))
+		if i%3 == 0 {
+			d.FanOut, d.Routes = true, []hookbox.Route{{Target: "t"}}
+		}
+		ds = append(ds, d)
+	}
+	for i := range 30 { // a source whose name starts as few's does
+		ds = append(ds, storetest.Delivery("few-other", fmt.Sprint("o", i)))
+	}
+	for i := range 5000 {
+		ds = append(ds, storetest.Delivery("many", fmt.Sprint("m", i)))
+	}
+	for b := range slices.Chunk(ds, 1000) {
+		if _, err := s.Ingest(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []string{`VACUUM ANALYZE event_data`, `ANALYZE queue`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// What a walk of every event lists.
+	walked := func(source string, n int) []int64 {
+		t.Helper()
+		rows, err := conn.Query(ctx, `SELECT id FROM event_data WHERE source = $1 OR starts_with(source, $1 || '/') ORDER BY id DESC LIMIT $2`, source, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	ids := func(evs []hookbox.Event) (out []int64) {
+		for _, e := range evs {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	for _, source := range []string{"few", "few-other", "many", "none"} {
+		var paged []hookbox.Event
+		for f := (hookbox.Filter{Source: source, Limit: 70}); ; {
+			evs, err := s.Events(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paged = append(paged, evs...)
+			if len(evs) < f.Limit || len(paged) >= 210 {
+				break
+			}
+			f.BeforeID = evs[len(evs)-1].ID
+		}
+		n := len(paged)
+		if n < 210 {
+			n++ // and nothing after
+		}
+		if want := walked(source, n); !slices.Equal(ids(paged), want) {
+			t.Errorf("%s, 70 a page: %v; a walk: %v", source, ids(paged), want)
+		}
+	}
+	evs, err := s.Events(ctx, hookbox.Filter{Source: "few", EventType: "test.event", Limit: 5})
+	if err != nil || !slices.Equal(ids(evs), walked("few", 5)) {
+		t.Errorf("few, by type: %v, %v; a walk: %v", ids(evs), err, walked("few", 5))
+	}
+	if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []hookbox.Filter{
+		{Source: "few", Limit: 50},
+		{Source: "few", Limit: 50, BeforeID: 100},
+		{Source: "few-other", EventType: "test.event", Limit: 50},
+		{Source: "none", Limit: 50},
+	} {
+		q, args, err := s.EventsStatement(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q == "" {
+			if f.Source != "none" {
+				t.Errorf("listing %+v: no statement", f)
+			}
+			continue
+		}
+		read, scans, plan := rowsRead(t, conn, q, args...)
+		if read["event_data"] > 1000 {
+			t.Errorf("listing %+v read %v rows (by %v) of 5,230:\n%s", f, read, scans, plan)
+		}
+	}
+}
