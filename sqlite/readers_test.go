@@ -95,6 +95,10 @@ func TestLargeClaimNotPastItsLease(t *testing.T) {
 // other for half the lease (30 s by default), and the event, given back
 // due in a second, was claimed first again: the pool's one claiming loop
 // waited with them, and no other target's event was delivered.
+//
+// The cases run in parallel, each on a file of its own: each spends most
+// of its time waiting out readerWait and the pool's bound on the
+// question, not on the cores.
 func TestDeliveryWhileReadersBusy(t *testing.T) {
 	for _, c := range []struct {
 		name           string
@@ -105,6 +109,7 @@ func TestDeliveryWhileReadersBusy(t *testing.T) {
 		{name: "beside a large payload", large: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			s := openTemp(t)
 			ctx := context.Background()
 			p := worker.New(s, worker.Options{PollInterval: 50 * time.Millisecond})
