@@ -1632,6 +1632,12 @@ func (p *Pool) applyBatch(ctx context.Context, in []prepared) ([]queue.Result, e
 	work := func(_ context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 		return p.runHandler(ctx, tx, ev, byID[ev.ID])
 	}
+	// Applies may have queued new events (effect.RecordSend) in the
+	// transactions that committed, as a Go handler's may (runTx): the
+	// claim loop must read the queues with events due again, or a send
+	// in a queue its last answer did not list waits for the poll (the
+	// event the Apply ends, done, only wakes the pool).
+	defer p.Notify()
 	for len(evs) > 0 {
 		res, err := p.runner.Work(ctx, evs, work)
 		if err != nil {
