@@ -506,7 +506,7 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	includeDone, err1 := boolParam(q, "include_done")
 	expect, err2 := ExpectFrom(q, id)
-	if err := errors.Join(err1, err2); err != nil {
+	if err := errors.Join(givenOnce(q, "include_done", "if_attempts"), err1, err2); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -577,7 +577,10 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	afterID, err3 := afterIDParam(q)
 	rate, err4 := replayRateParam(q)
 	paceAfter, err5 := paceAfterParam(q)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	// Its own parameters, as the filter's (FilterFromQuery): read by the
+	// first of several, "dry_run=false&dry_run=true" replayed.
+	once := givenOnce(q, "dry_run", "include_done", "after_id", "rate", "pace_after")
+	if err := errors.Join(once, err1, err2, err3, err4, err5); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -617,6 +620,11 @@ type PurgeReply struct {
 
 func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	// Read by the first of several, "dry_run=false&dry_run=true" purged.
+	if err := givenOnce(q, "days", "dry_run", "include_dead"); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if q.Get("days") == "" {
 		writeError(w, http.StatusBadRequest, "days is required: finished events older than this many days are deleted")
 		return
