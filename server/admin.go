@@ -506,7 +506,7 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	includeDone, err1 := boolParam(q, "include_done")
 	expect, err2 := ExpectFrom(q, id)
-	if err := errors.Join(givenOnce(q, "include_done", "if_attempts"), err1, err2); err != nil {
+	if err := errors.Join(givenOnce(q, "include_done"), err1, err2); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -24,7 +24,7 @@ func (a *admin) skipOne(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	reason := q.Get("reason")
-	if err := CheckSkipReason("reason", reason); err != nil {
+	if err := errors.Join(givenOnce(q, "reason"), CheckSkipReason("reason", reason)); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}

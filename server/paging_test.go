@@ -93,6 +93,8 @@ func TestActionsRefuseRepeatedParams(t *testing.T) {
 			{"/admin/purge?days=1&dry_run=true&include_dead=false&include_dead=true", "include_dead"},
 			{"/admin/events/" + strconv.FormatInt(dead[0], 10) + "/replay?include_done=false&include_done=true", "include_done"},
 			{"/admin/events/" + strconv.FormatInt(dead[0], 10) + "/replay?if_attempts=0&if_attempts=1", "if_attempts"},
+			{"/admin/events/" + strconv.FormatInt(dead[0], 10) + "/skip?if_attempts=0&if_attempts=1", "if_attempts"},
+			{"/admin/events/" + strconv.FormatInt(dead[0], 10) + "/skip?reason=a&reason=b", "reason"},
 		} {
 			code, b := h.call("POST", c.path)
 			if code != 400 || !strings.Contains(string(b), c.param+": given 2 times") {

@@ -21,10 +21,15 @@ type EventReader interface {
 // ExpectFrom reads if_attempts from v (the admin API's query, the
 // console's form) for a replay of the event id: the attempts the caller saw
 // (hookbox.ReplayAttempts), as a hookbox.ReplayParams.Expect. Nil when it
-// is absent; an error for a value that is not a whole number from 0.
+// is absent; an error for a value that is not a whole number from 0, or
+// for if_attempts given more than once.
 func ExpectFrom(v url.Values, id int64) (map[int64]int, error) {
 	if !v.Has("if_attempts") {
 		return nil, nil
+	}
+	// Several: which the caller meant is not known (see givenOnce).
+	if err := givenOnce(v, "if_attempts"); err != nil {
+		return nil, err
 	}
 	// An empty value is refused, not taken for none: a script whose
 	// variable came out empty would replay without its condition.
