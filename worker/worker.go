@@ -1022,11 +1022,20 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		if busy {
 			continue
 		}
-		if wait > 0 && wait < p.opts.PollInterval {
-			poll.Reset(wait) // a rate or a circuit allows a claim then
-		} else {
-			poll.Reset(p.opts.PollInterval)
+		sleep := p.opts.PollInterval
+		if wait > 0 && wait < sleep {
+			sleep = wait // a rate or a circuit allows a claim then
 		}
+		if p.due.names != nil {
+			// The answer of which queues have events due (dueNow) is
+			// reused until PollInterval after it was read: wake then, so
+			// that a retry that came due since waits at most
+			// PollInterval, not a round's reuse of it plus a whole sleep.
+			if left := p.opts.PollInterval - time.Since(p.due.at); left > 0 && left < sleep {
+				sleep = left
+			}
+		}
+		poll.Reset(sleep)
 		select {
 		case <-claimCtx.Done():
 		case <-p.wake:
