@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/slowcount"
 )
 
 // AcquireConn lends a test one of the store's own connections, with the
@@ -77,7 +78,7 @@ var StatsFreshSQL = statsFresh
 
 // DoneExactBelow is the count of done events from which Store.Stats
 // keeps its count of them.
-const DoneExactBelow = doneExactBelow
+const DoneExactBelow = slowcount.ExactBelow
 
 // EventsStatement is the statement Store.Events runs for a filter, and
 // its arguments, after reading the filter's source scope; "" when

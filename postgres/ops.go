@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -781,9 +780,8 @@ func (s *Store) ClearPayloads(ctx context.Context, before time.Time) (int, error
 // with them, never with the done ones. The done events can only be
 // counted by reading every finished row of the queue (a second at three
 // million, at every scrape of every instance), so that count is kept
-// (doneCount): read again at each call while it is below
-// doneExactBelow, and at most every doneRecount above (or ten times as
-// long as the count took, if longer).
+// (doneCount): read again as package slowcount says, at each call below
+// slowcount.ExactBelow, at most every slowcount.Recount above.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.NewStats()
 	var pending, processing, dead int
@@ -819,39 +817,14 @@ FROM (` + statsDue + `) d`
 // the whole queue table.
 const statsDone = `SELECT count(*) FROM queue WHERE status = 'done' AND NOT fanout`
 
-// doneExactBelow is the count of done events below which Stats counts
-// them again at every call; doneRecount is how long a count at or above
-// it serves Stats.
-const (
-	doneExactBelow = 100_000
-	doneRecount    = time.Minute
-)
-
-// doneCache is the last count of the done events.
-type doneCache struct {
-	mu   sync.Mutex
-	n    int
-	at   time.Time // when the count started; zero: never counted
-	took time.Duration
-}
-
 // doneCount returns the count of done events: the last one while it is
-// fresh enough (see Stats), else a new one. Callers wait for a count
-// another has started rather than start their own.
+// fresh enough (slowcount), else a new one (statsDone).
 func (s *Store) doneCount(ctx context.Context) (int, error) {
-	c := &s.done
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.at.IsZero() && c.n >= doneExactBelow && time.Since(c.at) < max(doneRecount, 10*c.took) {
-		return c.n, nil
-	}
-	start := time.Now()
-	var n int
-	if err := s.pool.QueryRow(ctx, statsDone).Scan(&n); err != nil {
-		return 0, err
-	}
-	c.n, c.at, c.took = n, start, time.Since(start)
-	return n, nil
+	return s.done.Get(func() (int, error) {
+		var n int
+		err := s.pool.QueryRow(ctx, statsDone).Scan(&n)
+		return n, err
+	})
 }
 
 // statsDue finds the oldest due event, due by the time $1 (the caller's

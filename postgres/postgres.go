@@ -87,6 +87,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/slowcount"
 )
 
 //go:embed migrations/*.sql
@@ -218,7 +219,7 @@ type Store struct {
 	closing    context.Context
 	closeStore context.CancelFunc
 	// done is Stats' last count of the done events (doneCount).
-	done doneCache
+	done slowcount.Cache
 }
 
 var (

@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hookbox/hookbox"
@@ -628,30 +627,14 @@ const (
 	statsAll = `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM events INDEXED BY events_fanout WHERE fanout)`
 )
 
-// doneExactBelow is the count of done events below which Stats counts
-// them again at every call; doneRecount is how long a count at or above
-// it serves Stats (as on PostgreSQL).
-const (
-	doneExactBelow = 100_000
-	doneRecount    = time.Minute
-)
-
-// doneCache is Stats' last count of the done events.
-type doneCache struct {
-	mu   sync.Mutex
-	n    int
-	at   time.Time // when the count started; zero: never counted
-	took time.Duration
-}
-
 // Stats counts events by status; see hookbox.Ops. It reads indexes, not
 // the table, whose rows hold the payloads: the unfinished events through
 // events_due and the dead through events_dead (each as many rows as there
 // are such events) at each call, in one read transaction, so those
 // counts agree. The done events are the rest of a count of every event
 // (statsAll), made in the same transaction when it is made: read again
-// at each call while it is below doneExactBelow, and at most every
-// doneRecount above (or ten times as long as the count took, if longer).
+// as package slowcount says: at each call below slowcount.ExactBelow,
+// at most every slowcount.Recount above.
 func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error) {
 	st := hookbox.NewStats()
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -692,24 +675,16 @@ func (s *Store) Stats(ctx context.Context, now time.Time) (hookbox.Stats, error)
 }
 
 // doneCount returns the count of done events: the last one while it is
-// fresh enough (see Stats), else every event counted in tx less the
+// fresh enough (slowcount), else every event counted in tx less the
 // FanOut records and others, the events tx counted in the other statuses.
-// Callers wait for a count another has started rather than start their
-// own.
 func (s *Store) doneCount(ctx context.Context, tx *sql.Tx, others int) (int, error) {
-	c := &s.done
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.at.IsZero() && c.n >= doneExactBelow && time.Since(c.at) < max(doneRecount, 10*c.took) {
-		return c.n, nil
-	}
-	start := time.Now()
-	var all, fanout int
-	if err := tx.QueryRowContext(ctx, statsAll).Scan(&all, &fanout); err != nil {
-		return 0, err
-	}
-	c.n, c.at, c.took = all-fanout-others, start, time.Since(start)
-	return c.n, nil
+	return s.done.Get(func() (int, error) {
+		var all, fanout int
+		if err := tx.QueryRowContext(ctx, statsAll).Scan(&all, &fanout); err != nil {
+			return 0, err
+		}
+		return all - fanout - others, nil
+	})
 }
 
 // queryer is a connection pool or a transaction.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/slowcount"
 	"github.com/hookbox/hookbox/storetest"
 )
 
@@ -151,7 +152,7 @@ func TestStatusListingReadsNoFinishedRows(t *testing.T) {
 // (statsUnfinished, statsFresh), never an index of every event. The
 // done events are the rest of a count of every event (a third of a
 // second at three million, at every scrape): that count is read again
-// at each call below doneExactBelow, and kept from one call to the next
+// at each call below slowcount.ExactBelow, and kept from one call to the next
 // above it.
 func TestStatsReadsNoFinishedRowsAtEachCall(t *testing.T) {
 	ctx := context.Background()
@@ -194,7 +195,7 @@ func TestStatsReadsNoFinishedRowsAtEachCall(t *testing.T) {
 	if got, want := stats(), full(); !maps.Equal(got, want) {
 		t.Errorf("Stats %v, a full scan %v", got, want)
 	}
-	// Below doneExactBelow, a change shows at once.
+	// Below slowcount.ExactBelow, a change shows at once.
 	exec(`UPDATE events SET status = 'done' WHERE id = (SELECT max(id) FROM events WHERE status = 'pending')`)
 	if got, want := stats(), full(); !maps.Equal(got, want) {
 		t.Errorf("after a pending event is done: Stats %v, a full scan %v", got, want)
@@ -207,11 +208,11 @@ func TestStatsReadsNoFinishedRowsAtEachCall(t *testing.T) {
 		}
 	}
 
-	// Past doneExactBelow done events, the count is kept from one call
+	// Past slowcount.ExactBelow done events, the count is kept from one call
 	// to the next.
 	exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
         INSERT INTO events (source, delivery_id, status, next_attempt_at, created_at, updated_at)
-        SELECT 'bulk', 'd' || i, 'done', 0, 0, 0 FROM n`, doneExactBelow)
+        SELECT 'bulk', 'd' || i, 'done', 0, 0, 0 FROM n`, slowcount.ExactBelow)
 	before := stats()
 	if want := full(); !maps.Equal(before, want) {
 		t.Fatalf("Stats %v, a full scan %v", before, want)

@@ -33,6 +33,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/slowcount"
 )
 
 //go:embed migrations/*.sql
@@ -105,7 +106,7 @@ type Store struct {
 	// onDead is OnDead's function, nil until it is set.
 	onDead atomic.Pointer[func(*hookbox.Event, hookbox.Outcome)]
 	// done is Stats' last count of the done events (doneCount).
-	done doneCache
+	done slowcount.Cache
 
 	release         func()        // lets go of the serve lock (Options.Serving), also when called again; nil without it
 	checkpointer    *sql.DB       // one connection, for background checkpoints
