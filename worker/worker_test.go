@@ -34,7 +34,7 @@ func start(t *testing.T, p *worker.Pool) {
 
 func ingest(t *testing.T, s dbtest.Store, ds ...hookbox.Delivery) []hookbox.Receipt {
 	t.Helper()
-	rs, err := s.Ingest(context.Background(), ds)
+	rs, err := storetest.IngestRetried(t, s, ds)
 	if err != nil {
 		t.Fatal(err)
 	}
