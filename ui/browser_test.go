@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,34 +28,71 @@ import (
 // chromiumNames are the browser binaries looked for on PATH.
 var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"}
 
-// newTab starts a headless browser for the test and returns a tab's
-// context.
-func newTab(t *testing.T) context.Context {
+// shared is the one headless browser of the test binary: started by
+// the first test that asks for a tab, closed by TestMain after the last.
+// Each test gets a tab in a browser context of its own (incognito-like),
+// so no test sees another's cookies, sessions or storage.
+var shared struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab; parent of every test's tab
+	err    error           // why the browser did not start
+	cancel func()          // closes the browser
+}
+
+// TestMain closes the shared browser, if a test started one, once every
+// test has run.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.cancel != nil {
+		shared.cancel()
+	}
+	os.Exit(code)
+}
+
+// browserPath returns the headless browser on PATH, or skips (or, under
+// CI, fails) the test when there is none.
+func browserPath(t *testing.T) string {
 	t.Helper()
-	var path string
 	for _, n := range chromiumNames {
 		if p, err := exec.LookPath(n); err == nil {
-			path = p
-			break
+			return p
 		}
 	}
-	if path == "" {
-		if os.Getenv("HOOKBOX_NO_BROWSER") != "" {
-			t.Skip("no headless browser, and .ci/run could not install one (HOOKBOX_NO_BROWSER)")
-		}
-		if os.Getenv("CI") != "" {
-			t.Fatalf("no browser (%s) on PATH; CI installs chromium", strings.Join(chromiumNames, ", "))
-		}
-		t.Skip("no headless browser installed (apt-get install chromium)")
+	if os.Getenv("HOOKBOX_NO_BROWSER") != "" {
+		t.Skip("no headless browser, and .ci/run could not install one (HOOKBOX_NO_BROWSER)")
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("no browser (%s) on PATH; CI installs chromium", strings.Join(chromiumNames, ", "))
+	}
+	t.Skip("no headless browser installed (apt-get install chromium)")
+	return ""
+}
+
+// newTab returns the context of a new tab for the test, in a new browser
+// context of the binary's shared headless browser (started on first use).
+// The tab and its browser context close when the test ends.
+func newTab(t *testing.T) context.Context {
+	t.Helper()
+	path := browserPath(t)
+	shared.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+			chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, cancelBrowser := chromedp.NewContext(actx)
+		shared.ctx = bctx
+		shared.cancel = func() { cancelBrowser(); cancelAlloc() }
+		if err := chromedp.Do(bctx); err != nil {
+			shared.err = fmt.Errorf("start %s: %w", path, err)
+		}
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	ctx, cancelTab := chromedp.NewContext(shared.ctx, chromedp.WithNewBrowserContext())
 	ctx, cancelTime := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelTime(); cancelTab(); cancelAlloc() })
+	t.Cleanup(func() { cancelTime(); cancelTab() })
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start %s: %v", path, err)
+		t.Fatalf("open a tab: %v", err)
 	}
 	return ctx
 }
