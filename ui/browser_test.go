@@ -418,3 +418,32 @@ func TestBrowserSkip(t *testing.T) {
 	}
 	h.delivery(t, "evt_2", isDone)
 }
+
+// TestBrowserTabsDoNotShareSessions: the browser tests share one
+// browser, so each test's tab must be in a browser context of its own. A
+// tab logged in to the console does not make another test's tab logged
+// in: the second tab, on the same console, is asked for the token.
+// (Cookies are kept per host, not per port, so without that every test's
+// console on 127.0.0.1 would see the others' session cookies.)
+func TestBrowserTabsDoNotShareSessions(t *testing.T) {
+	first := newTab(t)
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	browserLogin(t, first, a)
+
+	second := newTab(t)
+	run(t, second, "the console in another tab",
+		chromedp.Navigate(a.admin+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(`main`)),
+	)
+	if n := value(t, second, "count nav", chromedp.Evaluate[int](`document.querySelectorAll('nav').length`)); n != 0 {
+		t.Errorf("the second tab is logged in: %d nav elements", n)
+	}
+	if n := value(t, second, "count the token field", chromedp.Evaluate[int](`document.querySelectorAll('#token').length`)); n != 1 {
+		t.Errorf("the second tab is not asked for the token: %d token fields", n)
+	}
+	run(t, first, "the first tab is still logged in",
+		chromedp.Navigate(a.admin+"/ui/"),
+		chromedp.WaitVisible(chromedp.CSS(`nav`)),
+	)
+}
