@@ -732,6 +732,114 @@ const statusCandidates = `id IN (SELECT q.id FROM queue q WHERE q.status = $? AN
         CROSS JOIN LATERAL (SELECT d.parent_id FROM event_data d WHERE d.id = q.id LIMIT 1) p
         WHERE q.status = $? AND p.parent_id IS NOT NULL AND ($! = 0 OR p.parent_id < $!))`
 
+// statusWindow is the number of the newest queue rows (below the
+// filter's BeforeID) statusTop reads first, for each row of the page: a
+// page of a status whose rows are among the newest (a backlog of pending
+// events) is found there.
+const statusWindow = 10
+
+// statusTopMax is the most rows statusTop's window reads: a page longer
+// than statusTopMax/statusWindow (of any status) has its candidates as
+// statusCandidates finds them.
+const statusTopMax = 10000
+
+// statusOnly reports whether f filters on nothing but a status
+// statusCandidates finds (and a BeforeID), for a page statusTop reads:
+// its page is the newest rows in the status and the newest FanOut
+// events with a delivery in it.
+func statusOnly(f hookbox.Filter) bool {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = hookbox.DefaultListLimit
+	}
+	return byStatus(f) && limit*statusWindow <= statusTopMax && f.Source == "" && f.EventType == "" && f.DeliveryID == "" && f.OrderKey == "" &&
+		f.Since.IsZero() && f.Until.IsZero() && f.Parent == 0
+}
+
+// statusTop is the candidates' subquery for a filter that statusOnly
+// holds for, and args with its arguments appended (args end with the
+// status and f.BeforeID, as statusCandidates takes them). It reads the
+// newest queue rows below f.BeforeID, statusWindow for each row of the
+// page, by the primary key. When a page's length of them are in the
+// status (not FanOut records, which are done), those are the newest of
+// it: they are the page's rows, every one listed, and the FanOut events
+// on the page are at or above the lowest of them, so their deliveries,
+// above them, are among the rows read or above f.BeforeID (read
+// through the partial index of the status, as statusCandidates does).
+// Otherwise the candidates are statusCandidates's: every row in the
+// status. A page of a backlog of a million pending events then reads
+// statusWindow rows for each of its own, not the backlog, while a page
+// of a few old pending or processing ones reads the window more than it
+// did. The dead status, which has an index in id order by source, is
+// read by deadTop instead.
+func statusTop(f hookbox.Filter, args []any) (string, []any) {
+	n := func(i int) string { return "$" + strconv.Itoa(i) }
+	st, before := n(len(args)-1), n(len(args))
+	limit := f.Limit
+	if limit <= 0 {
+		limit = hookbox.DefaultListLimit
+	}
+	if f.Status == hookbox.StatusDead {
+		return deadTop(f.BeforeID, limit, args[:len(args)-2])
+	}
+	args = append(args, limit, limit*statusWindow)
+	lim, win := n(len(args)-1), n(len(args))
+	below := ""
+	if f.BeforeID > 0 {
+		below = ` WHERE w.id < ` + before
+	}
+	parent := `CROSS JOIN LATERAL (SELECT d.parent_id FROM event_data d WHERE d.id = q.id LIMIT 1) p`
+	full := `(SELECT count(*) FROM hits) = ` + lim
+	q := `WITH walk AS MATERIALIZED (SELECT w.id, w.status, w.fanout FROM queue w` + below + ` ORDER BY w.id DESC LIMIT ` + win + `),
+    hits AS MATERIALIZED (SELECT id FROM walk WHERE status = ` + st + ` AND NOT fanout ORDER BY id DESC LIMIT ` + lim + `)
+    SELECT id FROM hits WHERE ` + full + `
+    UNION ALL SELECT p.parent_id FROM walk q ` + parent + `
+        WHERE ` + full + ` AND q.status = ` + st + ` AND q.id > (SELECT min(id) FROM hits) AND p.parent_id IS NOT NULL`
+	if f.BeforeID > 0 {
+		q += `
+    UNION ALL SELECT p.parent_id FROM queue q ` + parent + `
+        WHERE ` + full + ` AND q.status = ` + st + ` AND q.id >= ` + before + ` AND p.parent_id IS NOT NULL AND p.parent_id < ` + before
+	}
+	old := strings.TrimSuffix(strings.TrimPrefix(strings.NewReplacer("$?", st, "$!", before).Replace(statusCandidates), "id IN ("), ")")
+	q += `
+    UNION ALL SELECT id FROM (` + old + `) c WHERE NOT ` + full
+	return q, args
+}
+
+// deadTop is statusTop's subquery for the dead status, whose rows are
+// few, and often among the oldest: no window of the newest rows, but
+// the index of the dead rows (queue_dead, by source and id), walked
+// from one source to the next (one seek each), the page's length of
+// each source's newest below beforeID (0: any) read from
+// there, and the newest of them taken. Those are all the dead rows
+// below before when they are fewer than a page; else the FanOut events
+// on the page are at or above the lowest of them, and their deliveries
+// above it: only the dead rows above it are read for parents, again by
+// source. Its arguments are appended to args (the status, a literal
+// here for the partial index, is not one of them).
+func deadTop(beforeID int64, limit int, args []any) (string, []any) {
+	under, parentUnder := "", ""
+	if beforeID > 0 {
+		args = append(args, beforeID)
+		before := "$" + strconv.Itoa(len(args))
+		under = ` AND id < ` + before
+		parentUnder = ` AND p.parent_id < ` + before
+	}
+	args = append(args, limit)
+	lim := "$" + strconv.Itoa(len(args))
+	return `WITH RECURSIVE srcs AS (SELECT (SELECT min(source) FROM queue WHERE status = 'dead') s
+        UNION ALL SELECT (SELECT min(source) FROM queue WHERE status = 'dead' AND source > srcs.s) FROM srcs WHERE srcs.s IS NOT NULL),
+    hits AS MATERIALIZED (SELECT t.id FROM srcs CROSS JOIN LATERAL (SELECT id FROM queue
+            WHERE status = 'dead' AND source = srcs.s AND NOT fanout` + under + ` ORDER BY id DESC LIMIT ` + lim + `) t
+        ORDER BY t.id DESC LIMIT ` + lim + `)
+    SELECT id FROM hits
+    UNION ALL SELECT p.parent_id FROM srcs
+        CROSS JOIN LATERAL (SELECT id FROM queue WHERE status = 'dead' AND source = srcs.s
+            AND id > (SELECT CASE WHEN count(*) = ` + lim + ` THEN min(id) ELSE 0 END FROM hits)) q
+        CROSS JOIN LATERAL (SELECT d.parent_id FROM event_data d WHERE d.id = q.id LIMIT 1) p
+        WHERE p.parent_id IS NOT NULL` + parentUnder, args
+}
+
 // listedColumns are eventColumns with the status an operator reads.
 var listedColumns = strings.Replace(eventColumns, "status,", statusSummary+",", 1)
 
@@ -915,6 +1023,13 @@ func eventsQuery(f hookbox.Filter) (string, []any) { return eventsQueryIn(f, nil
 // newest of them listed, looked up by id (as an array: as a subquery,
 // they were joined by a walk down the ids from the newest to theirs).
 func eventsQueryIn(f hookbox.Filter, scope *sourceScope) (string, []any) {
+	return eventsQueryBy(f, scope, statusOnly(f))
+}
+
+// eventsQueryBy is eventsQueryIn, with a status's candidates read by
+// statusTop when top is set (statusOnly must hold for f), else by
+// statusCandidates.
+func eventsQueryBy(f hookbox.Filter, scope *sourceScope, top bool) (string, []any) {
 	var names []string
 	if scope != nil {
 		names = scope.names
@@ -930,6 +1045,13 @@ func eventsQueryIn(f hookbox.Filter, scope *sourceScope) (string, []any) {
 		// as much as every event in the status.
 		args = append(args, string(f.Status), f.BeforeID)
 		cond := strings.NewReplacer("$?", "$"+strconv.Itoa(len(args)-1), "$!", "$"+strconv.Itoa(len(args))).Replace(statusCandidates)
+		if top {
+			var q string
+			q, args = statusTop(f, args)
+			// As an array, looked up by id: as a subquery, they were
+			// joined by a walk down the ids from the newest to theirs.
+			cond = `id = ANY(ARRAY(` + q + `))`
+		}
 		if where == "" {
 			where = " WHERE " + cond
 		} else {

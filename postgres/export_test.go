@@ -72,6 +72,14 @@ var OverviewCountsSQL = []string{overviewSources, overviewCounts}
 // arguments, for its plan.
 var EventsQuery = eventsQuery
 
+// EventsQueryAllCandidates is EventsQuery with a status's candidates
+// every row in it (statusCandidates), as it was before statusTop: the
+// statement statusTop's are compared with.
+func EventsQueryAllCandidates(f hookbox.Filter) (string, []any) { return eventsQueryBy(f, nil, false) }
+
+// StatusOnly reports whether Store.Events reads f's page by statusTop.
+var StatusOnly = statusOnly
+
 // StatsFreshSQL is the statement of Store.Stats read at each call, for
 // its plan.
 var StatsFreshSQL = statsFresh
@@ -90,3 +98,10 @@ func (s *Store) EventsStatement(ctx context.Context, f hookbox.Filter) (string, 
 // SourceFewRows is the row count below which a source is listed from
 // all its rows.
 const SourceFewRows = sourceFewRows
+
+// StatusSummarySQL is the status an operator reads of a row of the
+// events view.
+const StatusSummarySQL = statusSummary
+
+// StatusWindow is the rows statusTop reads for each row of a page.
+const StatusWindow = statusWindow
