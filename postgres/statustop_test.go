@@ -68,13 +68,13 @@ func TestStatusTopListsAsAllCandidates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := conn.Exec(ctx, `SELECT setseed(0.35)`); err != nil {
+		t.Fatal(err)
+	}
 	// Statuses in runs of ids (a backlog, dead among done ones) and at
 	// random: the window holds a page or not.
 	if _, err := conn.Exec(ctx, `UPDATE queue SET status = (ARRAY['pending','processing','done','dead'])[1 + floor(random() * 4)::int],
     lease_owner = 'x' WHERE NOT fanout`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `SELECT setseed(0.35)`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := conn.Exec(ctx, `UPDATE queue SET status = CASE WHEN random() < 0.1 THEN 'dead' ELSE 'done' END
@@ -89,6 +89,7 @@ func TestStatusTopListsAsAllCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	compared, paged := 0, 0
+	full := map[bool]int{}
 	for _, st := range []hookbox.Status{hookbox.StatusPending, hookbox.StatusProcessing, hookbox.StatusDead} {
 		for _, limit := range []int{1, 2, 3, 5, 10, 50, 200} {
 			befores := []int64{0, hi + 1}
@@ -108,6 +109,15 @@ func TestStatusTopListsAsAllCandidates(t *testing.T) {
 					t.Fatalf("%+v: listed %v, every candidate lists %v", f, got, want)
 				}
 				compared++
+				// Which way statusTop found them: a page's length of
+				// rows in the status (in the window, but for dead), or
+				// every row in it.
+				window := int64(limit * postgres.StatusWindow)
+				if st == hookbox.StatusDead {
+					window = 1 << 40
+				}
+				full[count(t, conn, `SELECT count(*) FROM (SELECT status, fanout FROM queue WHERE ($1 = 0 OR id < $1)
+    ORDER BY id DESC LIMIT $2) w WHERE status = $3 AND NOT fanout`, before, window, string(st)) >= limit]++
 			}
 			// Page after page to the end, by what each page listed.
 			for f := (hookbox.Filter{Status: st, Limit: limit}); ; paged++ {
@@ -131,7 +141,10 @@ func TestStatusTopListsAsAllCandidates(t *testing.T) {
 			t.Errorf("%d FanOut events read %s", n, st)
 		}
 	}
-	t.Logf("%d listings compared, %d pages", compared, paged)
+	if full[true] == 0 || full[false] == 0 {
+		t.Errorf("listings of a page's length of rows found, and not: %v", full)
+	}
+	t.Logf("%d listings compared (%v: found a page's length of rows, or not), %d pages", compared, full, paged)
 }
 
 // TestStatusListingReadsAPageOfABacklog: a page of a backlog of 5,000
