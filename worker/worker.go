@@ -1107,12 +1107,13 @@ type dueAnswer struct {
 // timer (a poll, a rate's token, a circuit's trial), or PollInterval has
 // passed since it was asked, by which a retry, a lease of another
 // process or that process's ingest may have come due, as an idle pool
-// finds them at its next poll. The rounds answered from memory are
-// those that follow a busy round or a freed slot (wakeUp). In between, a claim that found fewer events of a queue
-// than it asked drops the queue from the answer (claimedShort), so the
-// rounds of a drain do not give their slots to queues it emptied; a
-// queue that came due since waits at most PollInterval, as it would
-// while the pool sleeps.
+// finds them at its next poll (the claim loop sleeps no longer than the
+// answer has left). The rounds answered from memory are those that
+// follow a busy round or a freed slot (wakeUp). In between, a claim that
+// found fewer events of a queue than it asked drops the queue from the
+// answer (claimedShort), so the rounds of a drain do not give their
+// slots to queues it emptied; a queue that came due since waits at most
+// PollInterval, as it would while the pool sleeps.
 func (p *Pool) dueNow(ctx context.Context) map[string]bool {
 	if p.due.names != nil && !p.dueStale.Load() && time.Since(p.due.at) < p.opts.PollInterval {
 		return p.due.names
