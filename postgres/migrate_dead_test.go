@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 	"github.com/hookbox/hookbox/storetest"
 )
@@ -99,5 +100,74 @@ func TestMigrateBuildsCreatedRanges(t *testing.T) {
 	recent, err := s.Events(ctx, hookbox.Filter{Since: old.Add(time.Minute)})
 	if err != nil || len(recent) != 5 {
 		t.Errorf("events listed since an hour ago after migrating: %d, %v; want 5", len(recent), err)
+	}
+}
+
+// TestMigrateKeepsCreatedRangesBuiltBefore: an operator who builds
+// event_data_created with CREATE INDEX CONCURRENTLY before upgrading
+// from version 18 (docs/deploy.md: nothing held back) has it kept and
+// version 19 recorded; one whose concurrent build was cancelled, which
+// leaves an invalid index of that name, has it built again. Before, the
+// migration failed on either with "relation already exists", and every
+// serve start with it.
+func TestMigrateKeepsCreatedRangesBuiltBefore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name      string
+		cancelled bool
+	}{{"built", false}, {"cancelled", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			url := pgtest.URL(t)
+			s := open(t, url)
+			var ds []hookbox.Delivery
+			for i := range 20 {
+				ds = append(ds, storetest.Delivery("m", fmt.Sprint("d", i)))
+			}
+			if _, err := s.Ingest(ctx, ds); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			pgtest.MigrateDownTo(t, url, 18)
+			conn := connect(t, url)
+			const build = `CREATE INDEX CONCURRENTLY event_data_created ON event_data USING brin (created_at) WITH (autosummarize = on)`
+			if c.cancelled {
+				// A writer's open transaction makes the concurrent build
+				// wait, after it has made the index, until its lock_timeout.
+				writer := connect(t, url)
+				if _, err := writer.Exec(ctx, `BEGIN; LOCK TABLE event_data IN ROW EXCLUSIVE MODE`); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.Exec(ctx, `SET lock_timeout = '200ms'`); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.Exec(ctx, build); err == nil {
+					t.Fatal("the concurrent build was not cancelled")
+				}
+				if _, err := writer.Exec(ctx, `ROLLBACK`); err != nil {
+					t.Fatal(err)
+				}
+				if n := count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = 'event_data_created'::regclass AND NOT indisvalid`); n != 1 {
+					t.Fatalf("the cancelled build left no invalid index")
+				}
+			} else if _, err := conn.Exec(ctx, build); err != nil {
+				t.Fatal(err)
+			}
+			s, err := postgres.Open(ctx, url, postgres.Options{}) // migrates to 00019
+			if err != nil {
+				t.Fatalf("migrating with event_data_created built before: %v", err)
+			}
+			s.Close()
+			if n := count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = 'event_data_created'::regclass AND indisvalid AND indisready`); n != 1 {
+				t.Errorf("event_data_created is not valid after migrating")
+			}
+			if n := count(t, conn, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`); n != 19 {
+				t.Errorf("schema at version %d after migrating, want 19", n)
+			}
+			if n := count(t, conn, `SELECT count(*) FROM event_data`); n != 20 {
+				t.Errorf("%d events after migrating, want 20", n)
+			}
+		})
 	}
 }
