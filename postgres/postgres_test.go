@@ -820,13 +820,17 @@ func TestListenWakesAcrossStores(t *testing.T) {
 }
 
 // TestThreeProcessesDrainOnce: three stores with pools of their own (three
-// processes) each run a worker pool on one schema and drain 10,000 events.
+// processes) each run a worker pool on one schema and drain 3,000 events.
 // Every event ends done, its effect is applied exactly once, and no two
-// handlers ever run for the same event at the same time.
+// handlers ever run for the same event at the same time. 3,000, not
+// 10,000: the three pools claim against each other from the first
+// round to the last whatever the backlog (41 s under -race on a loaded
+// machine for 10,000); claims that do not skip each other's locked rows
+// still fail it.
 func TestThreeProcessesDrainOnce(t *testing.T) {
 	t.Parallel()
 	url := pgtest.URL(t)
-	const total = 10000
+	const total = 3000
 	stores := []*postgres.Store{open(t, url), open(t, url), open(t, url)}
 	ingestN(t, stores[0], "drain", 0, total)
 	conn := connect(t, url)
