@@ -71,6 +71,9 @@ func (c *Config) Effective() *Config {
 	if e.SQLite.Synchronous == "" {
 		e.SQLite.Synchronous = "FULL"
 	}
+	if e.SQLite.BusyTimeout == 0 {
+		e.SQLite.BusyTimeout = Duration(5 * time.Second) // sqlite.Options' default
+	}
 	// The rejected package fills these in the same way (NewRecorder).
 	if e.Rejected.MaxCount == 0 {
 		e.Rejected.MaxCount = rejected.DefaultMaxCount

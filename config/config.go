@@ -205,6 +205,11 @@ type SQLite struct {
 	// Synchronous is FULL (default), NORMAL or OFF. Anything but FULL can
 	// lose acknowledged deliveries on power loss.
 	Synchronous string `yaml:"synchronous"`
+	// BusyTimeout is how long a write waits for SQLite's write lock held
+	// by another process (a backup, a hookbox command) before giving up:
+	// a delivery is then answered 503, a worker's call fails and is tried
+	// again. Unset: 5 s (sqlite.Options.BusyTimeout).
+	BusyTimeout Duration `yaml:"busy_timeout"`
 }
 
 // Source is one configured sender.
@@ -1025,6 +1030,9 @@ func (c *Config) validate() error {
 	case "", "FULL", "NORMAL", "OFF", "EXTRA":
 	default:
 		bad("sqlite.synchronous", "must be FULL, NORMAL, OFF or EXTRA")
+	}
+	if c.SQLite.BusyTimeout < 0 {
+		bad("sqlite.busy_timeout", "must not be negative")
 	}
 	if len(c.Sources) == 0 {
 		bad("sources", "at least one source is required")

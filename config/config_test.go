@@ -110,6 +110,7 @@ func TestErrorsNameTheKey(t *testing.T) {
 		{"sources:\n  - name: a\n    scheme: none\n    backoff_min: 1h\n    backoff_max: 1m", "backoff_min"},
 		{"log:\n  format: xml\nsources:\n  - name: a\n    scheme: none", "log.format"},
 		{"sqlite:\n  synchronous: maybe\nsources:\n  - name: a\n    scheme: none", "sqlite.synchronous"},
+		{"sqlite:\n  busy_timeout: -1s\nsources:\n  - name: a\n    scheme: none", "sqlite.busy_timeout"},
 		{"retention_days: -1\nsources:\n  - name: a\n    scheme: none", "retention_days"},
 		{"listen: x\nunknown_key: 1\nsources:\n  - name: a\n    scheme: none", "unknown_key"},
 		{"rejected:\n  max_count: -1\nsources:\n  - name: a\n    scheme: none", "rejected.max_count"},

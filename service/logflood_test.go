@@ -54,8 +54,19 @@ func infoLogged(t *testing.T, doc string) (*e2e.Server, *syncbuf.Buffer, string)
 	return e2e.StartLogged(t, doc, dbURL, log, nil), logs, dbURL
 }
 
-// openStoreOnly is a config of one unsigned store_only source, open.
-const openStoreOnly = `
+// lockWait is the config of a SQLite store whose writes wait half a
+// second, not the default 5 s, for the write lock holdWriteLock holds:
+// how long each delivery and each worker's call waits before it fails,
+// which is all these tests wait for (a failed call is a failed call
+// after any wait).
+const lockWait = `
+sqlite:
+  busy_timeout: 500ms
+`
+
+// openStoreOnly is a config of one unsigned store_only source, open,
+// with lockWait.
+const openStoreOnly = lockWait + `
 sources:
   - name: open
     scheme: none
@@ -164,7 +175,7 @@ func TestStoreBackLogged(t *testing.T) {
 // read.
 func TestWorkerStoreFailuresCounted(t *testing.T) {
 	t.Parallel()
-	srv, _, dbURL := infoLogged(t, `
+	srv, _, dbURL := infoLogged(t, lockWait+`
 sources:
   - name: fwd
     scheme: none

@@ -133,7 +133,8 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger) (*Service, e
 		dbURL = config.DefaultDB
 	}
 	storeLog := slog.New(redact.NewHandler(log.Handler(), Redactor(cfg)))
-	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous, Serving: true, Logger: storeLog},
+	st, err := OpenStore(ctx, dbURL, StoreOptions{SQLite: sqlite.Options{Synchronous: cfg.SQLite.Synchronous,
+		BusyTimeout: time.Duration(cfg.SQLite.BusyTimeout), Serving: true, Logger: storeLog},
 		Postgres: postgres.Options{IngestBytes: cfg.InflightBodyBytes(), Logger: storeLog}})
 	if err != nil {
 		return nil, err
