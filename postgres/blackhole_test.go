@@ -66,13 +66,14 @@ func TestIngestRollbackOnADeadNetwork(t *testing.T) {
 // (idle_in_transaction_session_timeout, 10 s for a store whose ingest
 // sends little, more as it may send more): a sender retrying the delivery
 // gets it stored then, instead of a 503 for each retry until the server's
-// keepalive noticed (two hours by default).
+// keepalive noticed (two hours by default). The store here sets the limit
+// to 2 s (Options.IngestIdle), so the test does not wait 10 s for it.
 func TestIdleIngestReleasesItsKeys(t *testing.T) {
 	t.Parallel()
 	if got := postgres.IngestIdle(80 << 20); got != 20*time.Second {
 		t.Errorf("idle limit for 80 MiB at 8 MiB/s: %v, want 20s", got)
 	}
-	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{IngestBytes: 1})
+	s, err := postgres.Open(context.Background(), pgtest.URL(t), postgres.Options{IngestBytes: 1, IngestIdle: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

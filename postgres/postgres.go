@@ -63,6 +63,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -176,6 +177,12 @@ type Options struct {
 	// bodies in flight); the server's idle limit for ingest transactions
 	// grows with it (see ingestIdle). Default DefaultIngestBytes.
 	IngestBytes int64
+	// IngestIdle, when positive, is the server's idle limit for ingest
+	// transactions (idle_in_transaction_session_timeout) in place of the
+	// one IngestBytes gives (10 s and more): how long a connection that
+	// fell silent in an ingest transaction holds its deliveries' keys.
+	// For tests that wait for that limit; hookbox serve leaves it unset.
+	IngestIdle time.Duration
 	// Logger receives the store's own lines (that the database is
 	// read-only, say). Nil means slog.Default().
 	Logger *slog.Logger
@@ -331,7 +338,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	_, planned := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]
 	s := &Store{pool: &waitingPool{Pool: pool, log: opts.Logger, wait: maxRefusedWait},
 		db: stdlib.OpenDBFromPool(pool), log: opts.Logger, genericIngest: !planned,
-		beginIngestQ: beginIngestQuery(ingestIdle(opts.IngestBytes), !planned)}
+		beginIngestQ: beginIngestQuery(cmp.Or(opts.IngestIdle, ingestIdle(opts.IngestBytes)), !planned)}
 	migrate := s.migrate
 	if opts.Existing {
 		migrate = s.checkSchema
