@@ -182,7 +182,10 @@ func TestClaimKeyPoolsRaceAndFail(t *testing.T) {
 			}
 			return err
 		}
-		pol := worker.Policy{MaxAttempts: 100, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}
+		// A timeout of 100 ms, not 300: a quarter of the first attempts
+		// wait for it, and on SQLite each holds the one writer meanwhile
+		// (19.5 s for the sqlite run under -race with 300 ms, 8.7 s now).
+		pol := worker.Policy{MaxAttempts: 100, BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Timeout: 100 * time.Millisecond}
 		var pools []*worker.Pool
 		for _, s := range []dbtest.Store{a, b} {
 			p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond, BatchSize: 16, TxWorkers: 2})
