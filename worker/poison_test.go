@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -153,6 +154,10 @@ func TestBadHandlersGoDeadAlone(t *testing.T) {
 // TestPoisonChild).
 const poisonChildEnv = "HOOKBOX_TEST_POISON_DB"
 
+// poisonBatch is the most events a poison child's claim for Go handlers
+// takes (Options.BatchSize): no more can share the poison's first death.
+const poisonBatch = 256
+
 // TestPoisonChild is not a test on its own: TestProcessKillingHandler runs
 // the test binary with only this test and poisonChildEnv set, as a hookbox
 // process whose handler kills it on the event "poison".
@@ -162,7 +167,10 @@ func TestPoisonChild(t *testing.T) {
 		t.Skip("run by TestProcessKillingHandler")
 	}
 	s := dbtest.Open(t, dbURL)
-	p := worker.New(s, worker.Options{PollInterval: 20 * time.Millisecond})
+	// Warnings and errors to stderr, which the parent shows when it fails:
+	// a store failure or a pool found dead says why a claim ran alone.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	p := worker.New(s, worker.Options{PollInterval: 20 * time.Millisecond, BatchSize: poisonBatch, Logger: log})
 	p.SetPolicy("crash", poisonPolicy)
 	p.Handle("crash", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
 		if ev.DeliveryID == "poison" {
@@ -179,15 +187,20 @@ func TestPoisonChild(t *testing.T) {
 
 // TestProcessKillingHandler: a handler calls os.Exit(1) on one event. The
 // test restarts the process after each death. The event must end dead
-// within MaxAttempts deaths and every other event done. Every death is
-// counted: the first, in a shared transaction that picked its events
-// without a lease, through the mark written before the handlers ran (each
-// event of that batch is charged the attempt it was in, so the others of
-// the batch end done after two attempts, one of them charged to the
-// process's death); the later ones through the counted, one-at-a-time
-// claims of the recovering process. The poison sits past the first
-// BatchSize events on purpose, where a fresh process no longer leases one
-// at a time.
+// within MaxAttempts deaths, every death on its record, and every other
+// event done. A death in a shared transaction, which picked its events
+// without a lease, is counted through the mark written before the
+// handlers ran: each event of that batch is charged the attempt it was in,
+// so the others of the batch end done after two attempts, one of them
+// charged to the process's death (through the poison's mark, no other);
+// the later deaths through the counted, one-at-a-time claims of the
+// recovering process. The poison sits past the first BatchSize events, so
+// that its first death is usually in a shared transaction; but the claim's
+// limit halves when a transaction runs out of its TxBudget (under load,
+// down to one event), and a child recovering from a store failure leases
+// one event at a time, so the poison may die alone the first time too
+// (seen about once in eight runs with two copies of the test on a loaded
+// machine): then no other event may be charged.
 func TestProcessKillingHandler(t *testing.T) {
 	if os.Getenv(poisonChildEnv) != "" {
 		t.Skip("in a child")
@@ -220,6 +233,7 @@ func TestProcessKillingHandler(t *testing.T) {
 			return st.ByStatus[hookbox.StatusPending]+st.ByStatus[hookbox.StatusProcessing] == 0
 		}
 		deaths := 0
+		var said []string // what each child said, for a failure to show
 		deadline := time.Now().Add(60 * time.Second)
 		for !settled() {
 			if time.Now().After(deadline) {
@@ -261,35 +275,106 @@ func TestProcessKillingHandler(t *testing.T) {
 				}
 			}
 			tick.Stop()
+			said = append(said, out.String())
 		}
 		e, err := s.Event(ctx, poison)
 		if err != nil {
 			t.Fatal(err)
 		}
+		// explain shows, for the next reader of a failure, the attempts of
+		// the poison and of its neighbours, and what each child said.
+		explain := func() {
+			for i, r := range rs {
+				if d := i - 300; d >= -2 && d <= 2 {
+					as, err := s.Attempts(ctx, r.ID)
+					t.Logf("%s (event %d): attempts %+v (%v)", ds[i].DeliveryID, r.ID, as, err)
+				}
+			}
+			for i, out := range said {
+				t.Logf("child %d said:\n%s", i+1, out)
+			}
+		}
 		if e.Status != hookbox.StatusDead || deaths > poisonPolicy.MaxAttempts {
 			t.Errorf("poison: %s after %d deaths (attempts %d), want dead within %d", e.Status, deaths, e.Attempts, poisonPolicy.MaxAttempts)
+			explain()
 		}
+		// Every death is on the poison's record: charged through the mark
+		// of the batch it ended (the error says the process stopped), or
+		// a counted claim that left no outcome (unknown). After them, only
+		// attempts given back (released) and the claim that ended it dead
+		// without running it.
+		poisonAtts, err := s.Attempts(ctx, poison)
+		if err != nil {
+			t.Fatal(err)
+		}
+		died := func(a hookbox.Attempt) bool {
+			return strings.Contains(a.Error, "process stopped") || a.Outcome == hookbox.AttemptUnknown
+		}
+		counted, markOwner := 0, ""
+		for i, a := range poisonAtts {
+			switch {
+			case died(a):
+				if counted == 0 && a.Outcome != hookbox.AttemptUnknown {
+					markOwner = a.Owner // the mark of the batch of the first death
+				}
+				counted++
+			case a.Outcome == hookbox.AttemptReleased, a.Outcome == hookbox.AttemptDead && i == len(poisonAtts)-1:
+			default:
+				t.Errorf("poison: attempt %d is %s (%q), neither a death nor given back nor its end", a.Attempt, a.Outcome, a.Error)
+			}
+		}
+		if counted != deaths || len(poisonAtts) == 0 || poisonAtts[len(poisonAtts)-1].Outcome != hookbox.AttemptDead {
+			t.Errorf("poison: %d deaths, %d of them on its record, ending %+v; want every death on record, then dead", deaths, counted, poisonAtts[len(poisonAtts)-1:])
+			explain()
+		}
+		// The others end done. A death on a batch-mate's record is the
+		// poison's first, charged through the same mark, and no other
+		// death is on it. How many shared that batch depends on the
+		// claim: as many as the claim's limit, which halves when a
+		// transaction runs out of TxBudget (under load, down to one event:
+		// the poison alone); none when the first child leased the poison
+		// alone (recovering after a store failure). Never more than a
+		// batch. A healthy handler's only failure of its own is its
+		// timeout (300 ms), which a loaded machine can make it reach (once
+		// in 40 runs with two copies of the test at load 8 on 2 cores): a
+		// retry, charged to it, not a death.
 		charged := 0
 		for i, r := range rs {
 			if r.ID == poison {
 				continue
 			}
 			ev, err := s.Event(ctx, r.ID)
-			if err != nil || ev.Status != hookbox.StatusDone || ev.Attempts > 2 {
-				t.Fatalf("event %s: %s after %d attempts (%v), want done after 1 or 2", ds[i].DeliveryID, ev.Status, ev.Attempts, err)
+			if err != nil || ev.Status != hookbox.StatusDone {
+				explain()
+				t.Fatalf("event %s: %s after %d attempts (%v), want done", ds[i].DeliveryID, ev.Status, ev.Attempts, err)
 			}
-			if ev.Attempts == 2 {
-				// The first attempt must be the one the death was charged.
-				atts, err := s.Attempts(ctx, r.ID)
-				if err != nil || len(atts) != 2 || !strings.Contains(atts[0].Error, "process stopped") || atts[1].Outcome != hookbox.AttemptDone {
-					t.Fatalf("event %s: attempts %+v (%v), want a charged death then done", ds[i].DeliveryID, atts, err)
+			if ev.Attempts == 1 {
+				continue
+			}
+			atts, err := s.Attempts(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deathsOn, ok := 0, len(atts) == ev.Attempts && atts[len(atts)-1].Outcome == hookbox.AttemptDone
+			for _, a := range atts[:max(len(atts)-1, 0)] {
+				switch {
+				case died(a):
+					deathsOn++
+					ok = ok && a.Outcome != hookbox.AttemptUnknown && markOwner != "" && a.Owner == markOwner
+				default:
+					ok = ok && a.Outcome == hookbox.AttemptRetry && strings.Contains(a.Error, "deadline exceeded")
 				}
-				charged++
 			}
+			if !ok || deathsOn > 1 {
+				explain()
+				t.Fatalf("event %s: attempts %+v, want at most the poison's first death (mark %q) and its own timeouts, then done", ds[i].DeliveryID, atts, markOwner)
+			}
+			charged += deathsOn
 		}
-		if charged == 0 || charged >= len(rs)-1 {
-			t.Errorf("%d other events were charged a death; want those of the poison's batch only", charged)
+		if charged > poisonBatch {
+			t.Errorf("%d other events were charged the poison's first death; want those of its batch only, at most %d", charged, poisonBatch)
+			explain()
 		}
-		t.Logf("poison dead after %d process deaths, attempts on record %d; %d others charged the first death", deaths, e.Attempts, charged)
+		t.Logf("poison dead after %d process deaths, attempts on record %d; %d others charged the first death (mark %q)", deaths, e.Attempts, charged, markOwner)
 	})
 }
