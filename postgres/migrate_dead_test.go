@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
@@ -19,17 +21,7 @@ func TestMigrateBuildsDeadIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	s := open(t, url)
-	var ds []hookbox.Delivery
-	for i := range 20 {
-		ds = append(ds, storetest.Delivery("m", fmt.Sprint("d", i)))
-	}
-	if _, err := s.Ingest(ctx, ds); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	pgtest.MigrateDownTo(t, url, 17)
-	conn := connect(t, url)
+	conn := seededAt(t, url, 17, twenty())
 	if n := count(t, conn, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'queue_dead'`); n != 0 {
 		t.Fatalf("queue_dead is still there at version 17")
 	}
@@ -38,8 +30,8 @@ func TestMigrateBuildsDeadIndex(t *testing.T) {
         UPDATE queue SET status = 'done' WHERE id % 4 = 1`); err != nil {
 		t.Fatal(err)
 	}
-	s = open(t, url) // migrates to 00018
-	if n := count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = 'queue_dead'::regclass AND indisvalid AND indisready`); n != 1 {
+	s := open(t, url) // migrates to 00018
+	if !indexValid(t, conn, "queue_dead") {
 		t.Errorf("queue_dead is not valid after migrating")
 	}
 	if n := count(t, conn, `SELECT count(*) FROM queue`); n != 20 {
@@ -63,27 +55,17 @@ func TestMigrateBuildsCreatedRanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.URL(t)
-	s := open(t, url)
 	old := time.Now().Add(-time.Hour)
-	var ds []hookbox.Delivery
-	for i := range 20 {
-		d := storetest.Delivery("m", fmt.Sprint("d", i))
-		if i < 15 {
-			d.ReceivedAt = old
-		}
-		ds = append(ds, d)
+	ds := twenty()
+	for i := range 15 {
+		ds[i].ReceivedAt = old
 	}
-	if _, err := s.Ingest(ctx, ds); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	pgtest.MigrateDownTo(t, url, 18)
-	conn := connect(t, url)
+	conn := seededAt(t, url, 18, ds)
 	if n := count(t, conn, `SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'event_data_created'`); n != 0 {
 		t.Fatalf("event_data_created is still there at version 18")
 	}
-	s = open(t, url) // migrates to 00019
-	if n := count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = 'event_data_created'::regclass AND indisvalid AND indisready`); n != 1 {
+	s := open(t, url) // migrates to 00019
+	if !indexValid(t, conn, "event_data_created") {
 		t.Errorf("event_data_created is not valid after migrating")
 	}
 	if n := count(t, conn, `SELECT count(*) FROM event_data`); n != 20 {
@@ -120,17 +102,7 @@ func TestMigrateKeepsCreatedRangesBuiltBefore(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			url := pgtest.URL(t)
-			s := open(t, url)
-			var ds []hookbox.Delivery
-			for i := range 20 {
-				ds = append(ds, storetest.Delivery("m", fmt.Sprint("d", i)))
-			}
-			if _, err := s.Ingest(ctx, ds); err != nil {
-				t.Fatal(err)
-			}
-			s.Close()
-			pgtest.MigrateDownTo(t, url, 18)
-			conn := connect(t, url)
+			conn := seededAt(t, url, 18, twenty())
 			const build = `CREATE INDEX CONCURRENTLY event_data_created ON event_data USING brin (created_at) WITH (autosummarize = on)`
 			if c.cancelled {
 				// A writer's open transaction makes the concurrent build
@@ -159,7 +131,7 @@ func TestMigrateKeepsCreatedRangesBuiltBefore(t *testing.T) {
 				t.Fatalf("migrating with event_data_created built before: %v", err)
 			}
 			s.Close()
-			if n := count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = 'event_data_created'::regclass AND indisvalid AND indisready`); n != 1 {
+			if !indexValid(t, conn, "event_data_created") {
 				t.Errorf("event_data_created is not valid after migrating")
 			}
 			if n := count(t, conn, `SELECT max(version_id) FROM goose_db_version WHERE is_applied`); n != 19 {
@@ -170,4 +142,34 @@ func TestMigrateKeepsCreatedRangesBuiltBefore(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seededAt stores ds in a fresh schema at url, brings the schema down to
+// version, and returns a connection to it: a database an older hookbox
+// made, with its rows, for a test of the migrations after version.
+func seededAt(t *testing.T, url string, version int64, ds []hookbox.Delivery) *pgx.Conn {
+	t.Helper()
+	s := open(t, url)
+	if _, err := s.Ingest(context.Background(), ds); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	pgtest.MigrateDownTo(t, url, version)
+	return connect(t, url)
+}
+
+// indexValid reports whether the index name of the schema is valid and
+// ready, as a build that finished leaves it.
+func indexValid(t *testing.T, conn *pgx.Conn, name string) bool {
+	t.Helper()
+	return count(t, conn, `SELECT count(*) FROM pg_index WHERE indexrelid = '`+name+`'::regclass AND indisvalid AND indisready`) == 1
+}
+
+// twenty is 20 deliveries of source m, d0 to d19.
+func twenty() []hookbox.Delivery {
+	var ds []hookbox.Delivery
+	for i := range 20 {
+		ds = append(ds, storetest.Delivery("m", fmt.Sprint("d", i)))
+	}
+	return ds
 }
