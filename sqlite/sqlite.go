@@ -39,6 +39,11 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
+// Migrations returns the schema's migrations, the files goose applies (a
+// "-- +goose Up" and a "-- +goose Down" section each), for tools and tests
+// that take a database to an earlier version, as postgres.Migrations.
+func Migrations() fs.FS { return mustSub(migrations, "migrations") }
+
 // Options tune how the database file is opened.
 type Options struct {
 	// Synchronous is "FULL" (default: Ingest returns only after its commit
@@ -529,7 +534,7 @@ var outOfOrder = goose.WithAllowOutofOrder(true)
 // one file at once take turns, and refuses a database a newer hookbox
 // migrated (newerSchema), before applying anything and again after.
 func (s *Store) migrate(ctx context.Context) error {
-	p, err := goose.NewProvider(goose.DialectSQLite3, s.writer, mustSub(migrations, "migrations"), outOfOrder)
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.writer, Migrations(), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
@@ -605,7 +610,7 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	if n < 2 {
 		return noSchema("sqlite: no hookbox database at %s (the file has no hookbox tables); run `hookbox migrate` or `hookbox serve` first", path)
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, mustSub(migrations, "migrations"), outOfOrder)
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, Migrations(), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
+	"github.com/hookbox/hookbox/sqlite"
 )
 
 // migrateHelperEnv makes the test binary run `hookbox migrate --db` on
@@ -141,7 +142,7 @@ func seedOldSchema(t *testing.T, store, dbURL string, base int64) *sql.DB {
 	case "sqlite":
 		path := strings.TrimPrefix(dbURL, "sqlite:")
 		db, err = sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(wal)")
-		dialect, fsys = goose.DialectSQLite3, os.DirFS("../../sqlite/migrations")
+		dialect, fsys = goose.DialectSQLite3, sqlite.Migrations()
 		now := time.Now().UnixMilli()
 		seedStmt = []string{fmt.Sprintf(`WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < %d)
             INSERT INTO events (source, delivery_id, payload, status, attempts, lease_owner, next_attempt_at, created_at, updated_at)
