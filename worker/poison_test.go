@@ -339,7 +339,7 @@ func TestProcessKillingHandler(t *testing.T) {
 			}
 		}
 		if counted != deaths || len(poisonAtts) == 0 || poisonAtts[len(poisonAtts)-1].Outcome != hookbox.AttemptDead {
-			t.Errorf("poison: %d deaths, %d of them on its record, ending %+v; want every death on record, then dead", deaths, counted, poisonAtts[len(poisonAtts)-1:])
+			t.Errorf("poison: %d deaths, %d of them on its record, ending %+v; want every death on record, then dead", deaths, counted, poisonAtts[max(len(poisonAtts)-1, 0):])
 			explain()
 		}
 		// The others end done. A death on a batch-mate's record is the
