@@ -206,7 +206,8 @@ type SQLite struct {
 	// lose acknowledged deliveries on power loss.
 	Synchronous string `yaml:"synchronous"`
 	// BusyTimeout is how long a write waits for SQLite's write lock held
-	// by another process (a backup, a hookbox command) before giving up:
+	// by another process (a hookbox command that writes, such as purge or
+	// replay, run beside serve) before giving up:
 	// a delivery is then answered 503, a worker's call fails and is tried
 	// again. Unset: 5 s (sqlite.Options.BusyTimeout).
 	BusyTimeout Duration `yaml:"busy_timeout"`
