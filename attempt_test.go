@@ -30,9 +30,11 @@ func TestAttemptTook(t *testing.T) {
 }
 
 // TestWithUnknown: each attempt number without a row is listed as
-// unknown, before the first row of a later attempt and before the mark of
-// a replay that followed it; the running attempt of a processing event
-// is not; a row written late (a lost finish) still counts.
+// unknown, before the first row of a later attempt and before a mark that
+// followed it (a replay, an end without running, a skip), which bears the
+// number of the attempt before it and is no attempt of its own; the
+// running attempt of a processing event is not; a row written late (a
+// lost finish) still counts.
 func TestWithUnknown(t *testing.T) {
 	a := func(n int, outcome string) hookbox.Attempt { return hookbox.Attempt{Attempt: n, Outcome: outcome} }
 	const (
@@ -41,6 +43,8 @@ func TestWithUnknown(t *testing.T) {
 		rt   = hookbox.AttemptRetry
 		rp   = hookbox.AttemptReplay
 		lost = hookbox.AttemptLost
+		nr   = hookbox.AttemptNotRun
+		sk   = hookbox.AttemptSkip
 	)
 	for _, c := range []struct {
 		name     string
@@ -61,6 +65,14 @@ func TestWithUnknown(t *testing.T) {
 			[]hookbox.Attempt{a(1, rt), a(1, rp), a(2, u), a(3, done)}},
 		{"lost finish written late", []hookbox.Attempt{a(2, done), a(1, lost)}, 2, hookbox.StatusDone,
 			[]hookbox.Attempt{a(2, done), a(1, lost)}},
+		{"last died, then ended without running", []hookbox.Attempt{a(1, rt), a(3, nr)}, 3, hookbox.StatusDead,
+			[]hookbox.Attempt{a(1, rt), a(2, u), a(3, u), a(3, nr)}},
+		{"last ran, then ended without running", []hookbox.Attempt{a(1, rt), a(2, rt), a(2, nr)}, 2, hookbox.StatusDead,
+			[]hookbox.Attempt{a(1, rt), a(2, rt), a(2, nr)}},
+		{"ended without running, then skipped", []hookbox.Attempt{a(2, nr), a(2, sk)}, 2, hookbox.StatusDead,
+			[]hookbox.Attempt{a(1, u), a(2, u), a(2, nr), a(2, sk)}},
+		{"ended without running, replayed, done", []hookbox.Attempt{a(1, nr), a(1, rp), a(2, done)}, 2, hookbox.StatusDone,
+			[]hookbox.Attempt{a(1, u), a(1, nr), a(1, rp), a(2, done)}},
 		{"pending after one that died", []hookbox.Attempt{a(2, rt)}, 2, hookbox.StatusPending, []hookbox.Attempt{a(1, u), a(2, rt)}},
 	} {
 		got := hookbox.WithUnknown(c.rows, c.attempts, c.status)

@@ -184,6 +184,15 @@ type Outcome struct {
 	// policy applies to stays where it was. The attempt is recorded as
 	// AttemptReleased. With any other Status it is ignored.
 	Released bool
+	// NotRun, with StatusDead, ends the event without making the attempt
+	// its claim counted: the claim came after the event's last attempt,
+	// whose worker stopped without an outcome (its work may have killed
+	// the process, and would kill this one). Finish takes that count back
+	// in the write that marks the event dead, so the event's attempts are
+	// those that were made (max_attempts, not one more), and records the
+	// end as an AttemptNotRun row numbered after the last of them (see
+	// AttemptsAfter). With any other Status it is ignored.
+	NotRun bool
 }
 
 // NextAttemptAt is the next_attempt_at that applying o writes: RetryAt for
@@ -200,13 +209,27 @@ func (o Outcome) NextAttemptAt() time.Time {
 }
 
 // AttemptOutcome names the attempt outcome recorded for o: AttemptReleased
-// for an attempt given back (see Released), else the one that leads to
+// for an attempt given back (see Released), AttemptNotRun for an event
+// ended without running (see NotRun), else the one that leads to
 // o.Status.
 func (o Outcome) AttemptOutcome() string {
-	if o.Released && o.Status == StatusPending {
+	switch {
+	case o.Released && o.Status == StatusPending:
 		return AttemptReleased
+	case o.NotRun && o.Status == StatusDead:
+		return AttemptNotRun
 	}
 	return AttemptOutcome(o.Status)
+}
+
+// AttemptsAfter is the event's attempt count once o is applied, and the
+// number its attempts row bears: o.Attempt, the number its claim gave
+// it, or one less for an event ended without running (see NotRun).
+func (o Outcome) AttemptsAfter() int {
+	if o.AttemptOutcome() == AttemptNotRun {
+		return o.Attempt - 1
+	}
+	return o.Attempt
 }
 
 // Dialect names the SQL flavour of a transaction handed to a handler.
@@ -662,7 +685,7 @@ type WorkTx interface {
 type Attempt struct {
 	Attempt int    `json:"attempt"`
 	Owner   string `json:"owner"`
-	Outcome string `json:"outcome"` // AttemptDone, AttemptRetry, AttemptReleased, AttemptDead, AttemptLost, AttemptReplay, AttemptSkip or AttemptUnknown
+	Outcome string `json:"outcome"` // AttemptDone, AttemptRetry, AttemptReleased, AttemptDead, AttemptNotRun, AttemptLost, AttemptReplay, AttemptSkip or AttemptUnknown
 	Error   string `json:"error,omitempty"`
 	// StartedAt and FinishedAt are zero, and left out of JSON, for an
 	// AttemptUnknown attempt.
@@ -693,6 +716,10 @@ const (
 	// AttemptReplay marks where an operator replayed the event; its number
 	// is that of the last attempt before the replay.
 	AttemptReplay = "replay"
+	// AttemptNotRun marks where an event claimed past its last attempt
+	// was ended dead without running (Outcome.NotRun): the claim's count
+	// was taken back, and its number is that of the last attempt made.
+	AttemptNotRun = "not_run"
 	// AttemptUnknown is an attempt that left no row (see WithUnknown):
 	// it was counted when its event was claimed, and nothing recorded
 	// how it ended. It is never stored.
@@ -713,7 +740,7 @@ const UnknownAttemptError = "no outcome was recorded: the process running it sto
 // attempts, the event's count, or one below it while the event is
 // processing (status): its last attempt may still be running. Each
 // unknown entry comes before the first row of a later attempt, and
-// before the mark of a replay that followed it.
+// before a mark that followed it (see notAnAttempt).
 func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 	last := attempts
 	if status == StatusProcessing {
@@ -721,7 +748,7 @@ func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 	}
 	have := make(map[int]bool, len(as))
 	for _, a := range as {
-		if a.Outcome != AttemptReplay {
+		if !notAnAttempt(a.Outcome) {
 			have[a.Attempt] = true
 		}
 	}
@@ -735,7 +762,7 @@ func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 		}
 	}
 	for _, a := range as {
-		if a.Outcome == AttemptReplay {
+		if notAnAttempt(a.Outcome) {
 			upTo(min(a.Attempt, last))
 		} else {
 			upTo(min(a.Attempt-1, last))
@@ -744,6 +771,14 @@ func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 	}
 	upTo(last)
 	return out
+}
+
+// notAnAttempt reports whether an attempts row with outcome is a mark
+// rather than an attempt: a replay (AttemptReplay), a skip (AttemptSkip)
+// or an end without running (AttemptNotRun), numbered with the last
+// attempt made before it, which may itself have left no row.
+func notAnAttempt(outcome string) bool {
+	return outcome == AttemptReplay || outcome == AttemptSkip || outcome == AttemptNotRun
 }
 
 // AttemptStored reports whether an attempt that ended with outcome (one of
