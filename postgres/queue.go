@@ -537,6 +537,13 @@ var nextAt = dbClock("o.next_in")
 // carries; its attempt row keeps the text), as SQLite's finish does.
 const lastError = `CASE WHEN o.status = 'done' THEN NULL ELSE NULLIF(o.error, '') END`
 
+// takenBack is what the finish takes back of the attempt count an
+// outcome row o's claim made: 1 for an event ended without running
+// (hookbox.Outcome.NotRun, whose outcome is AttemptNotRun), else 0. It is
+// read from the outcome the row carries anyway, so the finish of every
+// other outcome sends nothing more.
+const takenBack = `(o.outcome = '` + hookbox.AttemptNotRun + `')::int`
+
 // finishedAt is the updated_at an outcome row o sets: when the attempt
 // ended, on the database's clock, as every other write of updated_at is
 // (a claim's, a replay's, a retire's). A purge and payload retention
@@ -549,8 +556,11 @@ var finishedAt = dbNow("o.finished_in")
 // finishOutcomes applies a batch of outcomes and records their attempts in
 // one statement. It returns the ordinals (1-based positions in the arrays)
 // of the outcomes that were applied; the others were refused, and their
-// attempt rows say "lost". $10 says, per outcome, whether its attempt gets
-// a row if applied (hookbox.AttemptStored); a lost attempt always does.
+// attempt rows say "lost", numbered as claimed. $10 says, per outcome,
+// whether its attempt gets a row if applied (hookbox.AttemptStored); a
+// lost attempt always does. An event ended without running has its
+// claim's count taken back (takenBack), and its row numbered after the
+// last attempt made (hookbox.Outcome.AttemptsAfter).
 //
 // held locks the events concerned in id order first, so a concurrent
 // finish, lease extension or Work transaction cannot deadlock with this one,
@@ -561,7 +571,8 @@ var finishOutcomes = `WITH o AS (` + outcomeRows + `
 ), held AS (
     SELECT id FROM queue WHERE id IN (SELECT id FROM o) ORDER BY id FOR NO KEY UPDATE
 ), applied AS (
-    UPDATE queue e SET status = o.status, attempt_base = e.attempt_base + o.given, lease_owner = NULL,
+    UPDATE queue e SET status = o.status, attempts = e.attempts - ` + takenBack + `,
+        attempt_base = e.attempt_base + o.given, lease_owner = NULL,
         next_attempt_at = ` + nextAt + `, last_error = ` + lastError + `, updated_at = ` + finishedAt + `
     FROM o
     WHERE e.id = o.id AND e.lease_owner = o.owner AND e.attempts = o.attempt
@@ -569,7 +580,8 @@ var finishOutcomes = `WITH o AS (` + outcomeRows + `
     RETURNING o.n
 ), recorded AS (
     INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
-    SELECT o.id, o.attempt, o.owner, CASE WHEN applied.n IS NULL THEN 'lost' ELSE o.outcome END,
+    SELECT o.id, CASE WHEN applied.n IS NULL THEN o.attempt ELSE o.attempt - ` + takenBack + ` END, o.owner,
+        CASE WHEN applied.n IS NULL THEN 'lost' ELSE o.outcome END,
         NULLIF(o.error, ''), o.started, o.finished
     FROM o LEFT JOIN applied ON applied.n = o.n
     WHERE o.id IN (SELECT id FROM held) AND (applied.n IS NULL OR o.stored)
@@ -701,17 +713,19 @@ func applyOutcomes(outs []hookbox.Outcome, query func(args []any) (rowScanner, f
 
 // finishPicked is finishOutcomes for events picked, not leased, by this
 // transaction (see ClaimWork): its row locks are the guard, and the finish
-// also counts the attempt.
+// also counts the attempt, unless the event was ended without running
+// (takenBack).
 var finishPicked = `WITH o AS (` + outcomeRows + `
 ), applied AS (
-    UPDATE queue e SET status = o.status, attempts = e.attempts + 1, attempt_base = e.attempt_base + o.given,
+    UPDATE queue e SET status = o.status, attempts = e.attempts + 1 - ` + takenBack + `,
+        attempt_base = e.attempt_base + o.given,
         lease_owner = NULL, next_attempt_at = ` + nextAt + `, last_error = ` + lastError + `, updated_at = ` + finishedAt + `
     FROM o
     WHERE e.id = o.id
     RETURNING o.n
 ), recorded AS (
     INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
-    SELECT o.id, o.attempt, o.owner, o.outcome, NULLIF(o.error, ''), o.started, o.finished
+    SELECT o.id, o.attempt - ` + takenBack + `, o.owner, o.outcome, NULLIF(o.error, ''), o.started, o.finished
     FROM o WHERE o.stored ORDER BY o.n
 )
 SELECT n FROM applied`

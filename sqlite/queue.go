@@ -955,7 +955,11 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 // attempt, and needs no guard, the write lock having been held since.
 //
 // A released attempt (hookbox.Outcome.Released) moves attempt_base up with
-// attempts, giving the attempt back to the retry budget.
+// attempts, giving the attempt back to the retry budget. An event ended
+// without running (hookbox.Outcome.NotRun) has the count its claim made
+// taken back by the same UPDATE that marks it dead (for a picked one, the
+// count is not made): done outcomes, the common case, run a statement of
+// their own that neither change.
 //
 // Every UPDATE here is OR FAIL, as leaseIDs is and for its reason: under
 // ABORT, a statement over several rows copies each page it changes, a
@@ -980,17 +984,18 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 			continue
 		}
 		if upd == nil {
-			// ?8 is 1 for a released attempt, else 0.
+			// ?8 is 1 for a released attempt, else 0; ?9 is 1 for an
+			// event ended without running, else 0.
 			q := `UPDATE OR FAIL events
-                SET status = ?1, attempt_base = attempt_base + ?8, lease_owner = NULL, next_attempt_at = ?2,
-                    last_error = ?3, updated_at = ?4
+                SET status = ?1, attempts = attempts - ?9, attempt_base = attempt_base + ?8, lease_owner = NULL,
+                    next_attempt_at = ?2, last_error = ?3, updated_at = ?4
                 WHERE id = ?5 AND lease_owner = ?6 AND attempts = ?7 AND status = 'processing'`
 			if !claimed {
 				// Same arguments; the owner and attempt (?6, ?7) guard
 				// nothing here, the write lock having been held since
 				// the pick.
 				q = `UPDATE OR FAIL events
-                SET status = ?1, attempts = attempts + 1, attempt_base = attempt_base + ?8, lease_owner = NULL,
+                SET status = ?1, attempts = attempts + 1 - ?9, attempt_base = attempt_base + ?8, lease_owner = NULL,
                     next_attempt_at = ?2, last_error = ?3, updated_at = ?4
                 WHERE id = ?5 AND ?6 IS NOT NULL AND ?7 IS NOT NULL`
 			}
@@ -1006,8 +1011,9 @@ func (s *Store) finishTx(ctx context.Context, tx *sql.Tx, outs []hookbox.Outcome
 		if o.AttemptOutcome() == hookbox.AttemptReleased {
 			given = 1
 		}
+		takenBack := o.Attempt - o.AttemptsAfter()
 		res, err := upd.ExecContext(ctx, string(o.Status), millis(next), nullString(o.Error), millis(o.FinishedAt),
-			o.ID, o.Owner, o.Attempt, given)
+			o.ID, o.Owner, o.Attempt, given, takenBack)
 		if err != nil {
 			return nil, err
 		}
@@ -1104,14 +1110,15 @@ func (s *Store) recordAttempts(ctx context.Context, tx *sql.Tx, outs []hookbox.O
 		if o.Status == "" {
 			continue
 		}
-		outcome := o.AttemptOutcome()
+		outcome, number := o.AttemptOutcome(), o.AttemptsAfter()
 		if !applied[i] {
-			outcome = hookbox.AttemptLost
+			// The claim's count stands: the row is the claimed attempt's.
+			outcome, number = hookbox.AttemptLost, o.Attempt
 		}
-		if !hookbox.AttemptStored(o.Attempt, outcome) {
+		if !hookbox.AttemptStored(number, outcome) {
 			continue
 		}
-		rows = append(rows, o.ID, o.Attempt, o.Owner, outcome, nullString(o.Error),
+		rows = append(rows, o.ID, number, o.Owner, outcome, nullString(o.Error),
 			millis(o.StartedAt), millis(o.FinishedAt))
 	}
 	for len(rows) > 0 {

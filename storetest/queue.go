@@ -53,6 +53,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 		"ReleasedAttemptIsGivenBack": testReleasedAttemptIsGivenBack,
+		"NotRunTakesItsCountBack":    testNotRunTakesItsCountBack,
 		"DueQueues":                  testDueQueues,
 		"ClaimManySources":           testClaimManySources,
 		"ClaimReturnsEveryPayload":   testClaimReturnsEveryPayload,
