@@ -21,7 +21,9 @@
 //	hookbox_ingest_batch_size                 deliveries per group commit that
 //	    committed
 //	hookbox_attempts_total{source,outcome}    attempts: done, retry, dead, lost,
-//	    released (cut short by shutdown and given back, not counted)
+//	    released (cut short by shutdown and given back, not counted); an
+//	    event ended dead without running (its last attempt's worker
+//	    stopped) counts under dead
 //	hookbox_attempt_seconds{source}           how long an attempt's work ran
 //	    (buckets 5 ms, 25 ms, 100 ms, 500 ms, 1 s, 5 s, 30 s, 2 min)
 //	hookbox_dead_total{source}                events that went dead
@@ -332,6 +334,12 @@ func (m *Metrics) Circuit(target string, open bool) {
 func (m *Metrics) Attempt(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	src := m.source(ev.Source)
 	outcome := o.AttemptOutcome()
+	if outcome == hookbox.AttemptNotRun {
+		// Ended dead without running (hookbox.Outcome.NotRun): the end of
+		// the event's attempts, counted with the other deaths, so that
+		// every dead event is one dead here as in hookbox_dead_total.
+		outcome = hookbox.AttemptDead
+	}
 	if errors.Is(err, hookbox.ErrLeaseLost) {
 		outcome = hookbox.AttemptLost
 	}

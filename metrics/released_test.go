@@ -30,3 +30,28 @@ func TestReleasedAttemptCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestNotRunCountedDead: an event ended dead without running
+// (hookbox.Outcome.NotRun, its last attempt's worker stopped) is counted
+// as a death, in hookbox_dead_total and under dead, as it was before its
+// claim's count was taken back, and makes no series of its own.
+func TestNotRunCountedDead(t *testing.T) {
+	m := metrics.New([]string{"polar"})
+	ev := &hookbox.Event{ID: 1, Source: "polar"}
+	m.Attempt(ev, hookbox.Outcome{Status: hookbox.StatusDead, NotRun: true}, nil)
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	got := scrape(t, srv.URL)
+	want := map[string]float64{
+		`hookbox_attempts_total{outcome="dead",source="polar"}`: 1,
+		`hookbox_dead_total{source="polar"}`:                    1,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if _, ok := got[`hookbox_attempts_total{outcome="`+hookbox.AttemptNotRun+`",source="polar"}`]; ok {
+		t.Errorf("a series of its own for %s", hookbox.AttemptNotRun)
+	}
+}

@@ -309,21 +309,30 @@ func TestProcessKillingHandler(t *testing.T) {
 				t.Logf("child %d said:\n%s", i+1, out)
 			}
 		}
-		if e.Status != hookbox.StatusDead || deaths > poisonPolicy.MaxAttempts {
-			t.Errorf("poison: %s after %d deaths (attempts %d), want dead within %d", e.Status, deaths, e.Attempts, poisonPolicy.MaxAttempts)
+		// Dead with the attempts it made, max_attempts: the claim that
+		// found its last attempt unfinished and ended it without running
+		// it counts none (it used to read max_attempts + 1).
+		if e.Status != hookbox.StatusDead || deaths > poisonPolicy.MaxAttempts || e.Attempts != poisonPolicy.MaxAttempts {
+			t.Errorf("poison: %s after %d deaths (attempts %d), want dead within %d, with attempts %d",
+				e.Status, deaths, e.Attempts, poisonPolicy.MaxAttempts, poisonPolicy.MaxAttempts)
 			explain()
 		}
 		// Every death is on the poison's record: charged through the mark
 		// of the batch it ended (the error says the process stopped), or
 		// a counted claim that left no outcome (unknown). After them, only
-		// attempts given back (released) and the claim that ended it dead
-		// without running it.
+		// attempts given back (released) and its end: dead (its last
+		// death charged through a mark), or the claim that ended it
+		// without running it (not_run), numbered as the last attempt.
 		poisonAtts, err := s.Attempts(ctx, poison)
 		if err != nil {
 			t.Fatal(err)
 		}
 		died := func(a hookbox.Attempt) bool {
 			return strings.Contains(a.Error, "process stopped") || a.Outcome == hookbox.AttemptUnknown
+		}
+		ended := func(a hookbox.Attempt) bool {
+			return a.Outcome == hookbox.AttemptDead ||
+				a.Outcome == hookbox.AttemptNotRun && a.Attempt == e.Attempts && strings.Contains(a.Error, "not run again")
 		}
 		counted, markOwner := 0, ""
 		for i, a := range poisonAtts {
@@ -333,13 +342,13 @@ func TestProcessKillingHandler(t *testing.T) {
 					markOwner = a.Owner // the mark of the batch of the first death
 				}
 				counted++
-			case a.Outcome == hookbox.AttemptReleased, a.Outcome == hookbox.AttemptDead && i == len(poisonAtts)-1:
+			case a.Outcome == hookbox.AttemptReleased, ended(a) && i == len(poisonAtts)-1:
 			default:
 				t.Errorf("poison: attempt %d is %s (%q), neither a death nor given back nor its end", a.Attempt, a.Outcome, a.Error)
 			}
 		}
-		if counted != deaths || len(poisonAtts) == 0 || poisonAtts[len(poisonAtts)-1].Outcome != hookbox.AttemptDead {
-			t.Errorf("poison: %d deaths, %d of them on its record, ending %+v; want every death on record, then dead", deaths, counted, poisonAtts[max(len(poisonAtts)-1, 0):])
+		if counted != deaths || len(poisonAtts) == 0 || !ended(poisonAtts[len(poisonAtts)-1]) {
+			t.Errorf("poison: %d deaths, %d of them on its record, ending %+v; want every death on record, then its end", deaths, counted, poisonAtts[max(len(poisonAtts)-1, 0):])
 			explain()
 		}
 		// The others end done. A death on a batch-mate's record is the

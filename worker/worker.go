@@ -1608,6 +1608,8 @@ func tries(ev *hookbox.Event) int { return ev.Attempts - ev.AttemptBase }
 // running it: that can only happen when an attempt was counted and its
 // worker stopped before recording how it ended, most likely because the
 // event's work killed the process. Running it again would kill the next one.
+// Its outcome is NotRun (see outcome): the claim that found it counted an
+// attempt that is not made, and the finish takes that count back.
 var errUnfinished = Permanent(errors.New("the last attempt's worker stopped without an outcome (the process died?); not run again"))
 
 // prepared is an event whose Prepare phase succeeded, waiting for Apply.
@@ -1800,6 +1802,9 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 		return o
 	case IsPermanent(err) || tries(ev) >= pol.MaxAttempts:
 		o.Status = hookbox.StatusDead
+		// Claimed past its last attempt and not run: the store takes the
+		// claim's count back, so the event reads the attempts it had.
+		o.NotRun = err == errUnfinished
 	default:
 		o.Status = hookbox.StatusPending
 		o.RetryAt = now.Add(pol.retryDelay(tries(ev), err))
@@ -2199,7 +2204,7 @@ func (p *Pool) report(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	case errors.Is(err, hookbox.ErrLeaseLost):
 		p.log.Warn("attempt refused: lease lost", "event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt)
 	case o.Status == hookbox.StatusDead:
-		attrs := []any{"event_id", ev.ID, "source", ev.Source, "attempt", o.Attempt, "err", o.Error}
+		attrs := []any{"event_id", ev.ID, "source", ev.Source, "attempt", o.AttemptsAfter(), "err", o.Error}
 		if ev.OrderKey != "" {
 			// A dead delivery holds its order key unless its target has
 			// on_dead: skip: the key's later deliveries wait until it is
