@@ -545,7 +545,8 @@ type Queue interface {
 	// Finish applies outcomes of claimed events in one transaction and
 	// records each attempt. errs[i] is ErrLeaseLost where outcome i was
 	// refused; err is set when nothing could be applied. Outcomes with an
-	// empty Status are skipped. An event finished done keeps no last
+	// empty Status are skipped; one NotRun takes back the attempt its
+	// claim counted (see Outcome.NotRun). An event finished done keeps no last
 	// error, whatever Error its outcome carries (its attempt's record
 	// keeps it): the last error says why the last attempt failed.
 	Finish(ctx context.Context, outs []Outcome) (errs []error, err error)
@@ -670,7 +671,8 @@ type WorkTx interface {
 	Finish(ctx context.Context, outs []Outcome) ([]error, error)
 
 	// FinishPicked applies outcomes of events this transaction picked,
-	// counting their attempt: outs[i].Attempt is the attempt number.
+	// counting their attempt: outs[i].Attempt is the attempt number. An
+	// outcome NotRun counts none (see Outcome.NotRun).
 	FinishPicked(ctx context.Context, outs []Outcome) error
 
 	// LeasePicked leases events this transaction picked but did not run
