@@ -958,8 +958,8 @@ func (s *Store) Finish(ctx context.Context, outs []hookbox.Outcome) ([]error, er
 // attempts, giving the attempt back to the retry budget. An event ended
 // without running (hookbox.Outcome.NotRun) has the count its claim made
 // taken back by the same UPDATE that marks it dead (for a picked one, the
-// count is not made): done outcomes, the common case, run a statement of
-// their own that neither change.
+// count is not made). Done outcomes, the common case, have statements of
+// their own (finishDone), which neither of these changes.
 //
 // Every UPDATE here is OR FAIL, as leaseIDs is and for its reason: under
 // ABORT, a statement over several rows copies each page it changes, a
