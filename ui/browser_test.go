@@ -447,3 +447,35 @@ func TestBrowserTabsDoNotShareSessions(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`nav`)),
 	)
 }
+
+// TestBrowserBadFilter: an address with a filter the console cannot read
+// (a mistyped since, a before_id from a hand-edited link) shows the filter
+// form and a message naming the filter; correcting the field and pressing
+// Filter lists the events.
+func TestBrowserBadFilter(t *testing.T) {
+	ctx := newTab(t)
+	sink, failing := newSink(t)
+	a := startApp(t, dbtest.SQLiteURL(t), sink, rightSecret, failing)
+	a.send(rightSecret, "msg_listed", []byte(`{"type":"order.paid"}`))
+	a.eventByDelivery("msg_listed", hookbox.StatusDone)
+	browserLogin(t, ctx, a)
+	run(t, ctx, "a bad filter",
+		chromedp.Navigate(a.admin+"/ui/events?since=yesterday&before_id=-1"),
+		chromedp.WaitVisible(chromedp.CSS(`.error`)),
+	)
+	if got := text(t, ctx, `.error`); !strings.Contains(got, "since:") || !strings.Contains(got, "want a duration back from now") {
+		t.Errorf("the message says %q", got)
+	}
+	if n := value(t, ctx, "count tables", chromedp.Evaluate[int](`document.querySelectorAll('table').length`)); n != 0 {
+		t.Errorf("the page shows %d tables", n)
+	}
+	run(t, ctx, "correct the filter",
+		chromedp.SetValue(chromedp.CSS(`input[name=since]`), "1d"),
+		chromedp.Submit(chromedp.CSS(`input[name=since]`)),
+	)
+	waitLocation(t, ctx, "since=1d")
+	run(t, ctx, "the results", chromedp.WaitVisible(chromedp.CSS(`table.events`)))
+	if got := text(t, ctx, `table.events tbody`); !strings.Contains(got, "msg_listed") {
+		t.Errorf("the corrected filter lists %q", got)
+	}
+}

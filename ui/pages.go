@@ -108,8 +108,10 @@ func sum(ns []int) int {
 }
 
 type eventsData struct {
-	Q        url.Values
-	Events   []hookbox.Event
+	Q      url.Values
+	Events []hookbox.Event
+	// Error, set when the filter could not be read (filterError), is
+	// shown in place of the listing.
 	Error    string
 	Next     template.URL // the next page's "?query", "" on the last page
 	Statuses []hookbox.Status
@@ -126,7 +128,7 @@ func (u *console) listEvents(r *http.Request, q url.Values, status hookbox.Statu
 		Sources: u.cfg.Sources}
 	f, err := server.FilterFromQuery(q, u.cfg.Now())
 	if err != nil {
-		d.Error = err.Error()
+		d.Error = filterError(err)
 		return d, nil
 	}
 	if f.Limit == 0 {
@@ -149,7 +151,7 @@ func (u *console) events(w http.ResponseWriter, r *http.Request, s session) {
 		u.internal(w, r, s, "list events", err)
 		return
 	}
-	u.render(w, r, s, http.StatusOK, "events", "Events", d)
+	u.render(w, r, s, listingStatus(d.Error), "events", "Events", d)
 }
 
 func (u *console) dead(w http.ResponseWriter, r *http.Request, s session) {
@@ -158,7 +160,26 @@ func (u *console) dead(w http.ResponseWriter, r *http.Request, s session) {
 		u.internal(w, r, s, "list dead events", err)
 		return
 	}
-	u.render(w, r, s, http.StatusOK, "dead", "Dead events", d)
+	u.render(w, r, s, listingStatus(d.Error), "dead", "Dead events", d)
+}
+
+// filterError is what a listing says in place of its rows when its filter
+// could not be read: server's words, which name the parameter and what it
+// takes. The filter form above the message sends each parameter once and
+// leaves paging out, so correcting it there and pressing Filter always
+// sends a filter the page can read, whichever address led to the page.
+func filterError(err error) string {
+	return "Correct the filter and press Filter — " + err.Error() + "."
+}
+
+// listingStatus is a listing page's status: 400 when its filter could not
+// be read (msg, from filterError), as the admin API answers, so that a
+// client of the page learns the listing is not "nothing matches".
+func listingStatus(msg string) int {
+	if msg != "" {
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 type eventData struct {
@@ -444,8 +465,8 @@ func (u *console) rejectedList(w http.ResponseWriter, r *http.Request, s session
 	d := rejectedListData{Q: q, Recheck: u.cfg.Recheck != nil}
 	f, err := server.RejectionFilterFromQuery(q, u.cfg.Now())
 	if err != nil {
-		d.Error = err.Error()
-		u.render(w, r, s, http.StatusOK, "rejected", "Rejected deliveries", d)
+		d.Error = filterError(err)
+		u.render(w, r, s, listingStatus(d.Error), "rejected", "Rejected deliveries", d)
 		return
 	}
 	if f.Limit == 0 {

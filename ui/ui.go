@@ -42,6 +42,10 @@
 //     sender wrote renders inert.
 //   - Signature and credential header values are masked (ShowHeader) and
 //     configured secrets are never shown.
+//   - A listing (events, dead, rejected) whose address holds a filter it
+//     cannot read (a wrong value, a parameter given twice) answers 400,
+//     as the admin API does, and lists nothing: its page shows the filter
+//     form and says which filter is wrong and what it takes.
 package ui
 
 import (

@@ -264,23 +264,24 @@ func TestConsolePages(t *testing.T) {
 		}
 		srv := server.New(server.Config{})
 		ui.Register(srv, ui.Config{Token: token, Store: st, Sources: []string{"polar"}})
-		get := func(path string) string {
+		getCode := func(path string, want int) string {
 			rec := httptest.NewRecorder()
 			req := mustRequest(t, "GET", path)
 			req.Header.Set("Authorization", "Bearer "+token)
 			srv.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				t.Fatalf("%s: %d", path, rec.Code)
+			if rec.Code != want {
+				t.Fatalf("%s: %d, want %d", path, rec.Code, want)
 			}
 			return rec.Body.String()
 		}
+		get := func(path string) string { return getCode(path, 200) }
 		if page := get("/ui/uncertain"); !strings.Contains(page, "order-1") || !strings.Contains(page, "smtp said no") {
 			t.Errorf("uncertain page lacks the send")
 		}
 		if page := get("/ui/events/" + strconv.FormatInt(binID, 10)); !strings.Contains(page, "shown as binary") || !strings.Contains(page, "ff 00 fe 78") {
 			t.Errorf("binary payload page:\n%s", page)
 		}
-		if page := get("/ui/events?status=sideways"); !strings.Contains(page, "status: want pending") {
+		if page := getCode("/ui/events?status=sideways", 400); !strings.Contains(page, "status: want pending") {
 			t.Errorf("a bad filter is not explained")
 		}
 		page := get("/ui/events?source=polar&limit=2")
