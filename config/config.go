@@ -209,8 +209,31 @@ type SQLite struct {
 	// by another process (a hookbox command that writes, such as purge or
 	// replay, run beside serve) before giving up:
 	// a delivery is then answered 503, a worker's call fails and is tried
-	// again. Unset: 5 s (sqlite.Options.BusyTimeout).
+	// again. Unset: 5 s (sqlite.Options.BusyTimeout). Below
+	// LowBusyTimeout, serve and config check warn (StoreWarnings).
 	BusyTimeout Duration `yaml:"busy_timeout"`
+}
+
+// LowBusyTimeout is the sqlite.busy_timeout below which hookbox serve and
+// config check warn: hookbox purge, replay and events skip hold SQLite's
+// write lock for a moment at a time while they write, and a wait shorter
+// than that moment turns each of them into 503s at ingest. The repository's
+// own tests, which hold the lock from another connection on purpose, set
+// 500ms.
+const LowBusyTimeout = 100 * time.Millisecond
+
+// StoreWarnings warns about settings of the store c.DB names that work
+// but are probably not meant: a sqlite.busy_timeout under LowBusyTimeout
+// (0 is the default, 5 s) on a SQLite database. It judges c.DB as it is,
+// so hookbox serve and config check call it once --db and HOOKBOX_DB are
+// applied; on PostgreSQL the sqlite keys do nothing.
+func (c *Config) StoreWarnings() []string {
+	bt := time.Duration(c.SQLite.BusyTimeout)
+	if !isSQLite(c.DB) || bt <= 0 || bt >= LowBusyTimeout {
+		return nil
+	}
+	return []string{fmt.Sprintf("sqlite.busy_timeout is %s: whenever another process holds SQLite's write lock longer than that (a hookbox purge, replay or events skip run beside serve), deliveries are answered 503 and workers' calls fail and are tried again; set it to at least %s, or leave it out for the default 5s",
+		bt, LowBusyTimeout)}
 }
 
 // Source is one configured sender.

@@ -87,6 +87,12 @@ func SQLitePath(db string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(db, "sqlite:"), "//")
 }
 
+// isSQLite reports whether db names a SQLite database: "" (DefaultDB)
+// or a sqlite: URL.
+func isSQLite(db string) bool {
+	return db == "" || strings.HasPrefix(db, "sqlite:")
+}
+
 // sqliteQuery matches what follows the "?" of a sqlite: path that is a
 // query string (_pragma=…, mode=ro), not part of a file name.
 var sqliteQuery = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)

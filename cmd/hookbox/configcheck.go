@@ -47,7 +47,8 @@ short to be masked in logs, sources that check no signature and admit every
 address, sources with no forward, exec or targets that do not say
 store_only, exec commands that cannot be found, an admin_listen without
 admin_token, a config file others can read, a db that --db or HOOKBOX_DB
-overrides (README's Commands section lists them all). The --db
+overrides, a sqlite.busy_timeout under 100ms (README's Commands section
+lists them all). The --db
 and --listen flags, HOOKBOX_DB and RETENTION_DAYS are applied as serve
 applies them. --strict exits 1 when there is any warning.`,
 		Example: `  hookbox config check --config hookbox.yaml

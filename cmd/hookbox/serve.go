@@ -137,12 +137,16 @@ func (g *globalFlags) serveConfig(listen string) (*config.Config, error) {
 // other checks extend: example secrets, secrets too short to be masked,
 // sources that check no signature and admit every address, ...), sources
 // with no target (serve runs forward and exec targets only, so such a
-// source's events are stored and nothing here works them), and exec
-// commands that cannot be run. Nothing else logs a warning about the
-// config at start (service.New logs none), so the two lists cannot drift.
+// source's events are stored and nothing here works them), exec
+// commands that cannot be run, and settings of the store cfg.DB names, as
+// --db and HOOKBOX_DB left it (a sqlite.busy_timeout so short that any
+// other writer makes ingest answer 503). Nothing else logs a warning about
+// the config at start (service.New logs none), so the two lists cannot
+// drift.
 func serveWarnings(cfg *config.Config) []string {
 	ws := append([]string(nil), cfg.Warnings...)
 	ws = append(ws, cfg.NoTargetWarnings()...)
+	ws = append(ws, cfg.StoreWarnings()...)
 	return append(ws, cfg.ExecWarnings()...)
 }
 
