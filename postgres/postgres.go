@@ -43,6 +43,10 @@
 //     classified by SQLSTATE codes, never by message text.
 //   - Open applies the embedded migrations under a PostgreSQL advisory lock, so
 //     several processes starting at once migrate the schema exactly once.
+//     With Options.ClientCheckInterval, on PostgreSQL 14 and later, the
+//     server ends a session whose client is gone while its statement runs
+//     or waits for a lock, so a process killed while it migrates leaves no
+//     statement holding locks behind it.
 //   - The store is a hookbox.Queue that several processes may drain at once:
 //     claims take due rows with FOR NO KEY UPDATE SKIP LOCKED, so no two
 //     claims take the same event; every transition is guarded by the lease
@@ -202,6 +206,17 @@ type Options struct {
 	// run long but must not wait long for locks held elsewhere, queuing
 	// every other session's statements behind them.
 	LockTimeout time.Duration
+	// ClientCheckInterval, when positive, is the sessions'
+	// client_connection_check_interval: while a statement runs or waits
+	// for a lock, the server checks that often whether the client is
+	// still there, and ends the session of one that is gone (a process
+	// killed, whose host closed its connections) instead of running the
+	// statement to its end with its locks held. For hookbox migrate,
+	// whose statements may wait for, then hold, locks every other
+	// session queues behind. PostgreSQL 14 added the setting; an older
+	// server (or one on a platform where the server cannot check) goes
+	// without, as before (see setClientCheck).
+	ClientCheckInterval time.Duration
 }
 
 // DefaultIngestBytes is Options.IngestBytes's default: 64 MiB.
@@ -248,8 +263,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.MaxConns = opts.MaxConns
 	case opts.MaxConns < 0:
 		return nil, fmt.Errorf("postgres: MaxConns must not be negative, got %d", opts.MaxConns)
-	case opts.StatementTimeout < 0 || opts.LockTimeout < 0:
-		return nil, errors.New("postgres: StatementTimeout and LockTimeout must not be negative")
+	case opts.StatementTimeout < 0 || opts.LockTimeout < 0 || opts.ClientCheckInterval < 0:
+		return nil, errors.New("postgres: StatementTimeout, LockTimeout and ClientCheckInterval must not be negative")
 	case !strings.Contains(url, "pool_max_conns"):
 		cfg.MaxConns = DefaultMaxConns
 	}
@@ -312,8 +327,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.PingTimeout = opts.StatementTimeout + answerGrace
 	}
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, settings)
-		return err
+		if _, err := c.Exec(ctx, settings); err != nil {
+			return err
+		}
+		return setClientCheck(ctx, c, opts.ClientCheckInterval)
 	}
 	// A cancelled context cancels the statement on the server instead of
 	// closing the connection: a handler whose attempt times out in the

@@ -44,6 +44,35 @@ func (o Options) lockTimeout() time.Duration {
 	return o.StatementTimeout - o.StatementTimeout/10
 }
 
+// SQLSTATEs of a SET that setClientCheck lets pass: a parameter the
+// server does not know (before PostgreSQL 14, client_connection_check_interval),
+// and a value the parameter refuses (a nonzero one, where the server's
+// platform cannot tell that a client left).
+const (
+	codeUndefinedObject       = "42704"
+	codeInvalidParameterValue = "22023"
+)
+
+// setClientCheck sets the session's client_connection_check_interval to
+// d (Options.ClientCheckInterval) when positive. It is a statement of its
+// own, after the session's settings, and not a startup parameter: a
+// server before PostgreSQL 14 refuses a connection whose startup names a
+// parameter it does not know, and one statement of several that fails
+// undoes the others. A server that does not know the parameter, or
+// cannot check on its platform, keeps the old behaviour: a session whose
+// client vanished runs its statement to the end.
+func setClientCheck(ctx context.Context, c *pgx.Conn, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	_, err := c.Exec(ctx, fmt.Sprintf("SET client_connection_check_interval = %d", max(d.Milliseconds(), 1)))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == codeUndefinedObject || pgErr.Code == codeInvalidParameterValue) {
+		return nil
+	}
+	return err
+}
+
 // answerBound is a pgx query tracer that gives each statement (and the
 // reading of its rows) a deadline d: past it, the context watcher asks
 // the server to cancel the statement and, cancelDeadlineDelay later,

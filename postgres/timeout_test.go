@@ -115,3 +115,43 @@ func TestBadURLSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCheckIntervalSetsSessions: a store opened with a
+// ClientCheckInterval (hookbox migrate's) sets the sessions'
+// client_connection_check_interval to it, after the connection is made
+// (a startup parameter would be refused by a server before PostgreSQL
+// 14), and its sessions work; a store opened without (serve's) leaves the
+// server's default, no check.
+func TestClientCheckIntervalSetsSessions(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.URL(t)
+	for _, c := range []struct {
+		interval time.Duration
+		want     string
+	}{{1500 * time.Millisecond, "1500ms"}, {0, "0"}} {
+		s, err := postgres.Open(context.Background(), dbURL, postgres.Options{ClientCheckInterval: c.interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := s.AcquireConn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = conn.QueryRow(context.Background(), `SHOW client_connection_check_interval`).Scan(&got)
+		conn.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("ClientCheckInterval %v: the session's client_connection_check_interval is %s, want %s", c.interval, got, c.want)
+		}
+		if _, err := s.Events(context.Background(), hookbox.Filter{Limit: 1}); err != nil {
+			t.Errorf("ClientCheckInterval %v: Events: %v", c.interval, err)
+		}
+		s.Close()
+	}
+	if _, err := postgres.Open(context.Background(), dbURL, postgres.Options{ClientCheckInterval: -time.Second}); err == nil {
+		t.Error("a negative ClientCheckInterval is accepted")
+	}
+}

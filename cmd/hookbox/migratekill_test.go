@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,14 +197,7 @@ func killMigrateAt(t *testing.T, db *sql.DB, dbURL string, at int64) int64 {
 	app := fmt.Sprintf("migkill%d", time.Now().UnixNano())
 	runningMigration := func() bool { return true }
 	if !strings.HasPrefix(dbURL, "sqlite:") {
-		if u, err := url.Parse(dbURL); err == nil && u.Scheme != "" {
-			q := u.Query()
-			q.Set("application_name", app)
-			u.RawQuery = q.Encode()
-			dbURL = u.String()
-		} else {
-			dbURL += " application_name=" + app
-		}
+		dbURL = withApplicationName(dbURL, app)
 		runningMigration = func() bool {
 			var running string
 			err := db.QueryRow(`SELECT left(regexp_replace(query, '\s+', ' ', 'g'), 60) FROM pg_stat_activity
