@@ -42,6 +42,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"WorkerRecords":              testWorkerRecords,
 		"FinishStoresAnyErrorText":   testFinishAnyErrorText,
 		"FanOut":                     testFanOut,
+		"StoredListingPages":         testStoredListingPages,
 		"FanOutPurgedAsDead":         testFanOutPurgedAsDead,
 		"ClaimByKey":                 testClaimByKey,
 		"ClaimByKeyWhileOneRuns":     testClaimByKeyWhileOneRuns,

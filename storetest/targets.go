@@ -39,6 +39,68 @@ func cutEq(s string) (string, string, bool) {
 	return s, "", false
 }
 
+// testStoredListingPages: the events listed as stored (FanOut events
+// with no delivery: a store_only source's, and those no target's filter
+// matched), page by page, with and without a source, are the ones a
+// listing of every event shows as stored, newest first: not a FanOut
+// event with a delivery, nor an ordinary event, however finished.
+func testStoredListingPages(t *testing.T, q QueueStore) {
+	ctx := context.Background()
+	var ds []hookbox.Delivery
+	for i := range 40 {
+		switch i % 4 {
+		case 0:
+			ds = append(ds, fanOut("so", fmt.Sprint("k", i))) // store_only
+		case 1:
+			ds = append(ds, fanOut("fo", fmt.Sprint("f", i), "a"))
+		case 2:
+			ds = append(ds, Delivery("plain", fmt.Sprint("p", i)))
+		default:
+			if i%8 == 3 {
+				ds = append(ds, fanOut("fo", fmt.Sprint("n", i))) // no target matched
+			} else {
+				ds = append(ds, fanOut("fo", fmt.Sprint("f", i), "a", "b"))
+			}
+		}
+	}
+	ingest(t, q, ds...)
+	for _, c := range []struct {
+		source string
+		want   int
+	}{{"", 15}, {"so", 10}, {"fo", 5}, {"plain", 0}, {"nosuch", 0}} {
+		all, err := q.Events(ctx, hookbox.Filter{Source: c.source, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var walked []int64
+		for _, e := range all {
+			if e.Status == hookbox.StatusStored {
+				walked = append(walked, e.ID)
+			}
+		}
+		var paged []int64
+		for f := (hookbox.Filter{Source: c.source, Status: hookbox.StatusStored, Limit: 4}); ; {
+			evs, err := q.Events(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				if !e.FanOut || e.Status != hookbox.StatusStored {
+					t.Errorf("listed as stored: %+v", e)
+				}
+				paged = append(paged, e.ID)
+			}
+			if len(evs) < f.Limit {
+				break
+			}
+			f.BeforeID = evs[len(evs)-1].ID
+		}
+		if len(paged) != c.want || !slices.Equal(paged, walked) {
+			t.Errorf("stored events of %q, four a page: %v, want %d: %v", c.source, paged, c.want, walked)
+		}
+	}
+}
+
 // testFanOut: an event of a source with targets is stored once with a
 // delivery per route; each delivery is a queue row of its own, the event
 // is never claimed, its status summarises its deliveries, a replay of it
