@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -297,5 +299,186 @@ func TestReplayDryRunReadsNoFinishedRows(t *testing.T) {
 	}
 	if !slices.Equal(got.Replayed, want.Replayed) || len(got.Replayed) != 5 {
 		t.Errorf("replay of %+v: %v, its dry run %v", p.Filter, got.Replayed, want.Replayed)
+	}
+}
+
+// sourceFixture is a store holding, oldest first: source few's 150
+// events, 50 of them FanOut with a delivery to few/t; few-other's 30 (a
+// name that starts as few's does); quiet's sourceFewRows + 500; then
+// sourceWalkIDs + 10,000 rows shared by busy (every other one, 12 of
+// them of type "rare"), busy/t and noise. Their created times follow
+// their ids.
+func sourceFixture(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s := openTemp(t)
+	var ds []hookbox.Delivery
+	for i := range 150 {
+		d := storetest.Delivery("few", fmt.Sprint("f", i))
+		if i%3 == 0 {
+			d.FanOut, d.Routes = true, []hookbox.Route{{Target: "t"}}
+		}
+		ds = append(ds, d)
+	}
+	for i := range 30 {
+		ds = append(ds, storetest.Delivery("few-other", fmt.Sprint("o", i)))
+	}
+	if _, err := s.Ingest(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`UPDATE events SET status = 'done' WHERE source = 'few/t' AND delivery_id IN ('f0', 'f3')`, nil},
+		{`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+            INSERT INTO events (source, delivery_id, event_type, status, next_attempt_at, created_at, updated_at)
+            SELECT 'quiet', 'q' || i, 't' || (i % 10), 'done', 0, 1000 + i, 1000 + i FROM n`, []any{sourceFewRows + 500}},
+		{`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?)
+            INSERT INTO events (source, delivery_id, event_type, status, next_attempt_at, created_at, updated_at)
+            SELECT CASE i % 4 WHEN 1 THEN 'busy/t' WHEN 3 THEN 'noise' ELSE 'busy' END, 'b' || i,
+                CASE WHEN i % 10000 = 0 THEN 'rare' ELSE 't' || (i % 10) END, 'done', 0, 100000 + i, 100000 + i FROM n`,
+			[]any{sourceWalkIDs + 10000}},
+	} {
+		if _, err := s.writer.ExecContext(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+// recordingQueryer runs its statements on a database and keeps them.
+type recordingQueryer struct {
+	db         queryer
+	statements []recordedStatement
+}
+
+type recordedStatement struct {
+	q    string
+	args []any
+}
+
+func (r *recordingQueryer) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	r.statements = append(r.statements, recordedStatement{q, args})
+	return r.db.QueryContext(ctx, q, args...)
+}
+
+// TestSourceListingReadsItsOwnRows: listing one source newest first (the
+// most common operator listing: hookbox events list --source a, the
+// console's source page) reads that source's rows, not every row of the
+// source sorted. SQLite's planner read every row of the source through
+// the (source, delivery_id) index and sorted them (a second a page for a
+// source of 600,000 events at three million), and a source with none
+// could walk every id. Now a source with no rows runs no listing, one
+// with fewer than sourceFewRows is read from that index and its ids
+// sorted, and one with more is walked down the ids, with no sort, for
+// sourceWalkIDs ids, the rest of the page read from the index. The
+// listing is what the planner's statement lists: the source's events and
+// its targets' deliveries, newest first, page by page, with every other
+// filter.
+func TestSourceListingReadsItsOwnRows(t *testing.T) {
+	ctx := context.Background()
+	s := sourceFixture(t)
+	ids := func(evs []hookbox.Event) (out []int64) {
+		for _, e := range evs {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	// Pages of f from list, each below the last one's last id.
+	pages := func(f hookbox.Filter, n int, list func(hookbox.Filter) ([]hookbox.Event, error)) []hookbox.Event {
+		t.Helper()
+		var out []hookbox.Event
+		for range n {
+			evs, err := list(f)
+			if err != nil {
+				t.Fatalf("%+v: %v", f, err)
+			}
+			out = append(out, evs...)
+			if len(evs) < listLimit(f) {
+				break
+			}
+			f.BeforeID = evs[len(evs)-1].ID
+		}
+		return out
+	}
+	planned := func(f hookbox.Filter) ([]hookbox.Event, error) {
+		q, args := eventsQuery(f)
+		return listEvents(ctx, s.reader, q, args)
+	}
+	for _, f := range []hookbox.Filter{
+		{Source: "few", Limit: 70},
+		{Source: "few", Limit: 70, Status: hookbox.StatusDone},
+		{Source: "few", Limit: 70, EventType: "test.event", BeforeID: 100},
+		{Source: "few-other", Limit: 70},
+		{Source: "few/t", Limit: 70},
+		{Source: "quiet", Limit: 70},
+		{Source: "quiet", Limit: 70, EventType: "t3", Until: time.UnixMilli(5000)},
+		{Source: "busy", Limit: 70},
+		{Source: "busy", Limit: 70, EventType: "rare"}, // 11 from the walk, 1 below its floor
+		{Source: "busy", Limit: 4, EventType: "rare"},
+		{Source: "busy", Limit: 70, EventType: "absent"},
+		{Source: "busy", Limit: 70, Since: time.UnixMilli(200000), Status: hookbox.StatusDone},
+		{Source: "busy/t", Limit: 70},
+		{Source: "busy", Limit: 70, BeforeID: 20000},
+		{Source: "none", Limit: 70},
+		{Source: "few", Limit: 1 << 20},
+	} {
+		got, want := pages(f, 4, func(f hookbox.Filter) ([]hookbox.Event, error) { return s.Events(ctx, f) }), pages(f, 4, planned)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%+v: listed %d events %v…, the planner's statement %d %v…", f, len(got), ids(got)[:min(len(got), 8)], len(want), ids(want)[:min(len(want), 8)])
+		}
+	}
+
+	// The statements each listing runs, and what their plans read.
+	for _, c := range []struct {
+		f hookbox.Filter
+		// want is the number of statements after the scope's, and
+		// whether the last reads the source's rows from the index.
+		want      int
+		fromIndex bool
+	}{
+		{hookbox.Filter{Source: "none", Limit: 50}, 0, false},
+		{hookbox.Filter{Source: "few", Limit: 50}, 1, true},
+		{hookbox.Filter{Source: "few", Limit: 50, BeforeID: 100, EventType: "test.event"}, 1, true},
+		{hookbox.Filter{Source: "busy", Limit: 50}, 1, false},
+		{hookbox.Filter{Source: "busy", Limit: 50, BeforeID: 50000}, 1, false},
+		{hookbox.Filter{Source: "busy", Limit: 50, Since: time.UnixMilli(200000)}, 1, false},
+		{hookbox.Filter{Source: "quiet", Limit: 50}, 2, true},
+	} {
+		rec := &recordingQueryer{db: s.reader}
+		if _, err := listBySource(ctx, rec, c.f); err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.statements) != 1+c.want || rec.statements[0].q != sourceScopeSQL {
+			t.Errorf("listing %+v ran %d statements, want the scope's and %d", c.f, len(rec.statements), c.want)
+		}
+		var listings int
+		for _, st := range rec.statements {
+			plan := queryPlan(t, s, st.q, st.args...)
+			text := strings.Join(plan, "\n")
+			for _, line := range plan {
+				if strings.HasPrefix(line, "SCAN events") {
+					t.Errorf("listing %+v reads every event: %s\n%s", c.f, line, text)
+				}
+			}
+			if st.q != sourceScopeSQL {
+				listings++
+			}
+			switch {
+			case st.q == sourceScopeSQL: // the source's rows counted in the index, no table row
+				if !strings.Contains(text, "COVERING INDEX "+uniqueIndex) {
+					t.Errorf("listing %+v: the scope is not read from %s:\n%s", c.f, uniqueIndex, text)
+				}
+			case listings == c.want && c.fromIndex:
+				if !strings.Contains(text, "INDEX "+uniqueIndex) {
+					t.Errorf("listing %+v: its rows are not read from %s:\n%s", c.f, uniqueIndex, text)
+				}
+			default: // a walk down the ids, in their order
+				if strings.Contains(text, "TEMP B-TREE") || strings.Contains(text, uniqueIndex) {
+					t.Errorf("listing %+v reads the source's rows and sorts them:\n%s", c.f, text)
+				}
+			}
+		}
 	}
 }
