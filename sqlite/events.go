@@ -338,7 +338,8 @@ func (s *Store) Event(ctx context.Context, id int64) (hookbox.Event, error) {
 
 // Events lists events matching f, newest first, without payloads. A
 // listing by source (bySource) first reads how many rows the source has
-// (sourceScope), in the same read transaction as the listing.
+// (sourceScope), in the same read transaction as the listing, and reads
+// them as listBySource says.
 func (s *Store) Events(ctx context.Context, f hookbox.Filter) ([]hookbox.Event, error) {
 	if !bySource(f) {
 		q, args := eventsQuery(f)
@@ -398,7 +399,7 @@ const uniqueIndex = "sqlite_autoindex_events_1"
 // sourceFewRows is the number of rows (events and their targets'
 // deliveries) below which a source's listing reads all of them through
 // uniqueIndex and sorts their ids, rather than walk down the ids (see
-// sourceScope), as PostgreSQL's does.
+// listBySource): PostgreSQL's listing takes the same threshold.
 const sourceFewRows = 10000
 
 // sourceWalkIDs is how far down the ids, from the page's start, the
