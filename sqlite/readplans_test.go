@@ -305,8 +305,9 @@ func TestReplayDryRunReadsNoFinishedRows(t *testing.T) {
 // sourceFixture is a store holding, oldest first: source few's 150
 // events, 50 of them FanOut with a delivery to few/t; few-other's 30 (a
 // name that starts as few's does); quiet's sourceFewRows + 500; then
-// sourceWalkIDs + 10,000 rows shared by busy (every other one, 12 of
-// them of type "rare"), busy/t and noise. Their created times follow
+// sourceWalkIDs + 10,000 rows shared by busy (every other one; every
+// 10,000th row is busy's, of type "rare": one below the walk's floor
+// from the newest, the others above it), busy/t and noise. Their created times follow
 // their ids.
 func sourceFixture(t *testing.T) *Store {
 	t.Helper()
@@ -415,10 +416,10 @@ func TestSourceListingReadsItsOwnRows(t *testing.T) {
 		{Source: "quiet", Limit: 70},
 		{Source: "quiet", Limit: 70, EventType: "t3", Until: time.UnixMilli(5000)},
 		{Source: "busy", Limit: 70},
-		{Source: "busy", Limit: 70, EventType: "rare"}, // 11 from the walk, 1 below its floor
+		{Source: "busy", Limit: 70, EventType: "rare"}, // from the walk, then 1 below its floor
 		{Source: "busy", Limit: 4, EventType: "rare"},
 		{Source: "busy", Limit: 70, EventType: "absent"},
-		{Source: "busy", Limit: 70, Since: time.UnixMilli(200000), Status: hookbox.StatusDone},
+		{Source: "busy", Limit: 70, Since: time.UnixMilli(100000 + sourceWalkIDs), Status: hookbox.StatusDone},
 		{Source: "busy/t", Limit: 70},
 		{Source: "busy", Limit: 70, BeforeID: 20000},
 		{Source: "none", Limit: 70},
@@ -442,8 +443,8 @@ func TestSourceListingReadsItsOwnRows(t *testing.T) {
 		{hookbox.Filter{Source: "few", Limit: 50}, 1, true},
 		{hookbox.Filter{Source: "few", Limit: 50, BeforeID: 100, EventType: "test.event"}, 1, true},
 		{hookbox.Filter{Source: "busy", Limit: 50}, 1, false},
-		{hookbox.Filter{Source: "busy", Limit: 50, BeforeID: 50000}, 1, false},
-		{hookbox.Filter{Source: "busy", Limit: 50, Since: time.UnixMilli(200000)}, 1, false},
+		{hookbox.Filter{Source: "busy", Limit: 50, BeforeID: 30000}, 1, false},
+		{hookbox.Filter{Source: "busy", Limit: 50, Since: time.UnixMilli(100000 + sourceWalkIDs)}, 1, false},
 		{hookbox.Filter{Source: "quiet", Limit: 50}, 2, true},
 	} {
 		rec := &recordingQueryer{db: s.reader}
