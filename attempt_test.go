@@ -31,12 +31,17 @@ func TestAttemptTook(t *testing.T) {
 
 // TestWithUnknown: each attempt number without a row is listed as
 // unknown, before the first row of a later attempt and before a mark that
-// followed it (a replay, an end without running, a skip), which bears the
+// followed it (a replay, an end without running, a skip, a retire: any
+// row by the operator), which bears the
 // number of the attempt before it and is no attempt of its own; the
 // running attempt of a processing event is not; a row written late (a
 // lost finish) still counts.
 func TestWithUnknown(t *testing.T) {
 	a := func(n int, outcome string) hookbox.Attempt { return hookbox.Attempt{Attempt: n, Outcome: outcome} }
+	// retired is the row of a retire (Ops.RetireTarget): dead, by the operator.
+	retired := func(n int) hookbox.Attempt {
+		return hookbox.Attempt{Attempt: n, Owner: hookbox.OperatorOwner, Outcome: hookbox.AttemptDead}
+	}
 	const (
 		u    = hookbox.AttemptUnknown
 		done = hookbox.AttemptDone
@@ -73,6 +78,10 @@ func TestWithUnknown(t *testing.T) {
 			[]hookbox.Attempt{a(1, u), a(2, u), a(2, nr), a(2, sk)}},
 		{"ended without running, replayed, done", []hookbox.Attempt{a(1, nr), a(1, rp), a(2, done)}, 2, hookbox.StatusDone,
 			[]hookbox.Attempt{a(1, u), a(1, nr), a(1, rp), a(2, done)}},
+		{"last died, then retired", []hookbox.Attempt{a(1, rt), retired(2)}, 2, hookbox.StatusDead,
+			[]hookbox.Attempt{a(1, rt), a(2, u), retired(2)}},
+		{"last ran, then retired", []hookbox.Attempt{a(1, rt), retired(1)}, 1, hookbox.StatusDead,
+			[]hookbox.Attempt{a(1, rt), retired(1)}},
 		{"pending after one that died", []hookbox.Attempt{a(2, rt)}, 2, hookbox.StatusPending, []hookbox.Attempt{a(1, u), a(2, rt)}},
 	} {
 		got := hookbox.WithUnknown(c.rows, c.attempts, c.status)
@@ -81,7 +90,7 @@ func TestWithUnknown(t *testing.T) {
 			continue
 		}
 		for i := range got {
-			if got[i].Attempt != c.want[i].Attempt || got[i].Outcome != c.want[i].Outcome {
+			if got[i].Attempt != c.want[i].Attempt || got[i].Outcome != c.want[i].Outcome || got[i].Owner != c.want[i].Owner {
 				t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
 				break
 			}

@@ -421,7 +421,9 @@ type Ops interface {
 	// nothing works any more (a target or source removed from the
 	// config): each pending one, and each processing one whose lease
 	// has ended, becomes dead with p.Reason as its last error and an
-	// attempts row by the operator saying so. A delivery leased to a
+	// attempts row by the operator (OperatorOwner) saying so: a mark
+	// numbered with its last attempt, which a history still lists as
+	// unknown when that attempt left no row. A delivery leased to a
 	// live worker is left alone and counted. The dead deliveries keep
 	// their payload: a replay sends them again, and a purge with dead
 	// events takes them (and so, at last, their FanOut event). Nothing

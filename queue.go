@@ -705,6 +705,12 @@ func (a Attempt) Took() (time.Duration, bool) {
 	return a.FinishedAt.Sub(a.StartedAt), true
 }
 
+// OperatorOwner is the Owner of the attempts rows an operator's command
+// writes: a replay (AttemptReplay), a skip (AttemptSkip) and a retire
+// (Ops.RetireTarget, AttemptDead). Each is a mark in the event's history,
+// never an attempt: an operator runs no work.
+const OperatorOwner = "operator"
+
 // Attempt outcomes as recorded in the attempts table.
 const (
 	AttemptDone  = "done"
@@ -742,7 +748,7 @@ const UnknownAttemptError = "no outcome was recorded: the process running it sto
 // attempts, the event's count, or one below it while the event is
 // processing (status): its last attempt may still be running. Each
 // unknown entry comes before the first row of a later attempt, and
-// before a mark that followed it (see notAnAttempt).
+// before a mark that followed it (see Attempt.Made).
 func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 	last := attempts
 	if status == StatusProcessing {
@@ -750,7 +756,7 @@ func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 	}
 	have := make(map[int]bool, len(as))
 	for _, a := range as {
-		if !notAnAttempt(a.Outcome) {
+		if a.Made() {
 			have[a.Attempt] = true
 		}
 	}
@@ -764,7 +770,7 @@ func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 		}
 	}
 	for _, a := range as {
-		if notAnAttempt(a.Outcome) {
+		if !a.Made() {
 			upTo(min(a.Attempt, last))
 		} else {
 			upTo(min(a.Attempt-1, last))
@@ -775,12 +781,13 @@ func WithUnknown(as []Attempt, attempts int, status Status) []Attempt {
 	return out
 }
 
-// notAnAttempt reports whether an attempts row with outcome is a mark
-// rather than an attempt: a replay (AttemptReplay), a skip (AttemptSkip)
-// or an end without running (AttemptNotRun), numbered with the last
-// attempt made before it, which may itself have left no row.
-func notAnAttempt(outcome string) bool {
-	return outcome == AttemptReplay || outcome == AttemptSkip || outcome == AttemptNotRun
+// Made reports whether a is an attempt made at its event (run, or
+// counted and left without a row: AttemptUnknown) rather than a mark in
+// its history: a row by the operator (OperatorOwner: a replay, a skip, a
+// retire) or an end without running (AttemptNotRun), each numbered with
+// the last attempt made before it, which may itself have left no row.
+func (a Attempt) Made() bool {
+	return a.Owner != OperatorOwner && a.Outcome != AttemptReplay && a.Outcome != AttemptSkip && a.Outcome != AttemptNotRun
 }
 
 // AttemptStored reports whether an attempt that ended with outcome (one of

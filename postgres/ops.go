@@ -230,7 +230,7 @@ SELECT id, attempt, owner, outcome, started_at, finished_at FROM (
         events.updated_at AS started_at, events.updated_at AS finished_at
     FROM events JOIN replayed r ON r.id = events.id WHERE ` + impliedFirstAttempt + `
     UNION ALL
-    SELECT id, 1, attempts, 'operator', '` + hookbox.AttemptReplay + `', updated_at, updated_at FROM replayed) m
+    SELECT id, 1, attempts, '` + hookbox.OperatorOwner + `', '` + hookbox.AttemptReplay + `', updated_at, updated_at FROM replayed) m
 ORDER BY id, k
 )
 SELECT id FROM replayed`

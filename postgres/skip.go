@@ -50,7 +50,7 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
     RETURNING id, attempts, updated_at
 )
 INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
-SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', $3, updated_at, updated_at FROM u`,
+SELECT id, attempts, '`+hookbox.OperatorOwner+`', '`+hookbox.AttemptSkip+`', $3, updated_at, updated_at FROM u`,
 		p.ID, c.OrderKey, c.LastError); err != nil {
 		return c.Result, opError(ctx, op, err)
 	}

@@ -135,7 +135,7 @@ const retireSlice = `WITH picked AS (
     RETURNING id, attempts, updated_at
 ), marked AS (
     INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
-    SELECT id, attempts, 'operator', '` + hookbox.AttemptDead + `', $2, updated_at, updated_at FROM ended ORDER BY id
+    SELECT id, attempts, '` + hookbox.OperatorOwner + `', '` + hookbox.AttemptDead + `', $2, updated_at, updated_at FROM ended ORDER BY id
 )
 SELECT (SELECT count(*) FROM picked), (SELECT count(*) FROM ended)`
 

@@ -256,7 +256,7 @@ func (s *Store) replaySlice(ctx context.Context, where string, args []any, picke
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, started_at, finished_at)
-                SELECT id, attempts, 'operator', '`+hookbox.AttemptReplay+`', ?, ? FROM events`+in,
+                SELECT id, attempts, '`+hookbox.OperatorOwner+`', '`+hookbox.AttemptReplay+`', ?, ? FROM events`+in,
 			append([]any{millis(now), millis(now)}, idArgs...)...); err != nil {
 			return err
 		}

@@ -31,7 +31,7 @@ func (s *Store) Skip(ctx context.Context, p hookbox.SkipParams) (hookbox.SkipRes
 		}
 		now := millis(time.Now())
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
-            SELECT id, attempts, 'operator', '`+hookbox.AttemptSkip+`', ?, ?, ? FROM events WHERE id = ?`,
+            SELECT id, attempts, '`+hookbox.OperatorOwner+`', '`+hookbox.AttemptSkip+`', ?, ?, ? FROM events WHERE id = ?`,
 			c.LastError, now, now, p.ID); err != nil {
 			return err
 		}

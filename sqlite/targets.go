@@ -156,7 +156,7 @@ func (s *Store) RetireTarget(ctx context.Context, p hookbox.RetireParams) (hookb
 			}
 			in, idArgs := ` WHERE id IN (`+placeholders(len(ids))+`)`, int64sAny(ids)
 			if _, err := tx.ExecContext(ctx, `INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
-                SELECT id, attempts, 'operator', '`+hookbox.AttemptDead+`', ?, ?, ? FROM events`+in,
+                SELECT id, attempts, '`+hookbox.OperatorOwner+`', '`+hookbox.AttemptDead+`', ?, ?, ? FROM events`+in,
 				append([]any{p.Reason, now, now}, idArgs...)...); err != nil {
 				return err
 			}

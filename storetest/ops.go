@@ -48,6 +48,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ProgressAfterEachBatch":          testProgress,
 		"RetireTargetEndsUnworked":        testRetireTarget,
 		"RetireManyInSlices":              testRetireManyInSlices,
+		"RetireKeepsUnknownAttempt":       testRetireKeepsUnknownAttempt,
 		"DiedAttemptIsNotDone":            testDiedAttemptIsNotDone,
 		"RaiseIDFloor":                    testRaiseIDFloor,
 		"ReplayFanOutReportsEachDelivery": testReplayFanOutReportsEachDelivery,

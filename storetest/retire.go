@@ -157,3 +157,107 @@ func testRetireManyInSlices(t *testing.T, s FullStore) {
 		t.Errorf("%d dead after the retire, want %d", dead, n)
 	}
 }
+
+// testRetireKeepsUnknownAttempt: a delivery whose last attempt left no row
+// (its process died, and its lease has ended) still lists that attempt as
+// unknown once RetireTarget has ended it: the retire's row, numbered with
+// that attempt, is a mark in its history, not the attempt's outcome. So
+// are the rows of a replay and of a skip that follow it, and a later
+// death and retire is listed the same way.
+func testRetireKeepsUnknownAttempt(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	history := func(id int64) string {
+		t.Helper()
+		as, err := s.Attempts(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := ""
+		for _, a := range as {
+			h += fmt.Sprintf("%d %s", a.Attempt, a.Outcome)
+			if a.Owner == hookbox.OperatorOwner {
+				h += " by the operator"
+			}
+			h += "; "
+		}
+		return h
+	}
+	// dies claims id's queue name with a lease of a millisecond, and its
+	// worker dies, recording nothing.
+	dies := func(name string, id int64) {
+		t.Helper()
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("test-", claimSeq.Add(1)), Limit: 1,
+			Lease: time.Millisecond, Sources: []string{name}})
+		if err != nil || len(evs) != 1 || evs[0].ID != id {
+			t.Fatalf("claim of %s: %v, %v; want event %d", name, evs, err, id)
+		}
+	}
+	// retire ends name's one delivery once its lease has ended, on the
+	// store's clock.
+	retire := func(name string) {
+		t.Helper()
+		p := hookbox.RetireParams{Name: name, Reason: hookbox.RetireReason(name), DryRun: true}
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			res, err := s.RetireTarget(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Ended == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("dry retire of %s = %+v 10 s after a lease of 1 ms began; want 1 ended", name, res)
+			}
+		}
+		p.DryRun = false
+		res, err := s.RetireTarget(ctx, p)
+		if err != nil || res.Ended != 1 {
+			t.Fatalf("retire of %s = %+v, %v; want 1 ended", name, res, err)
+		}
+	}
+
+	// A first attempt that died, retired.
+	id := ingest(t, s, Delivery("ru-first", "1"))[0].ID
+	dies("ru-first", id)
+	retire("ru-first")
+	if got, want := history(id), "1 unknown; 1 dead by the operator; "; got != want {
+		t.Errorf("history of a delivery retired after its first attempt died:\n got %q\nwant %q", got, want)
+	}
+
+	// A retry recorded, then an attempt that died, retired, replayed; then
+	// one more that died, retired.
+	id = ingest(t, s, Delivery("ru-later", "1"))[0].ID
+	evs := claim(t, s, time.Now(), 1, "ru-later")
+	if len(evs) != 1 {
+		t.Fatalf("claimed %d, want 1", len(evs))
+	}
+	if errs := finish(t, s, outcome(evs[0], hookbox.StatusPending, time.Now())); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	dies("ru-later", id)
+	retire("ru-later")
+	replay(t, s, hookbox.ReplayParams{IDs: []int64{id}})
+	dies("ru-later", id)
+	retire("ru-later")
+	want := "1 retry; 2 unknown; 2 dead by the operator; 2 replay by the operator; 3 unknown; 3 dead by the operator; "
+	if got := history(id); got != want {
+		t.Errorf("history of a delivery retired twice after attempts that died:\n got %q\nwant %q", got, want)
+	}
+
+	// A delivery that holds an order key, retired after its attempt died,
+	// then skipped.
+	ingest(t, s, Keyed("ru-skip", "t", "1", "K"))
+	ds, err := s.Events(ctx, hookbox.Filter{Source: "ru-skip/t"})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries: %v, %v", ds, err)
+	}
+	id = ds[0].ID
+	dies("ru-skip/t", id)
+	retire("ru-skip/t")
+	if _, err := s.Skip(ctx, hookbox.SkipParams{ID: id, Reason: "gone", Key: ownKey}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := history(id), "1 unknown; 1 dead by the operator; 1 skip by the operator; "; got != want {
+		t.Errorf("history of a delivery skipped after a retire:\n got %q\nwant %q", got, want)
+	}
+}
