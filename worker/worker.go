@@ -1570,7 +1570,7 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 		run = func(ctx context.Context) error { return h(ctx, tx, ev) }
 	}
 	if tries(ev) > pol.MaxAttempts {
-		return p.outcome(ev, pol, start, errUnfinished)
+		return p.outcome(ev, pol, start, p.notRun(ctx, ev, pol))
 	}
 	var err error
 	if run != nil {
@@ -1604,13 +1604,55 @@ func (p *Pool) trace(ctx context.Context, phase string, ev *hookbox.Event) (cont
 // replayed: the count its retry policy applies to.
 func tries(ev *hookbox.Event) int { return ev.Attempts - ev.AttemptBase }
 
-// errUnfinished ends an event claimed past its last attempt without
-// running it: that can only happen when an attempt was counted and its
-// worker stopped before recording how it ended, most likely because the
-// event's work killed the process. Running it again would kill the next one.
-// Its outcome is NotRun (see outcome): the claim that found it counted an
-// attempt that is not made, and the finish takes that count back.
-var errUnfinished = Permanent(errors.New("the last attempt's worker stopped without an outcome (the process died?); not run again"))
+// notRunError ends an event claimed past its last attempt without running
+// it. Its outcome is NotRun (see outcome): the claim that found it counted
+// an attempt that is not made, and the finish takes that count back. Its
+// text says how the event got there (see notRun).
+type notRunError struct{ why string }
+
+func (e *notRunError) Error() string { return e.why }
+
+// errUnfinished is the notRunError of an event whose last attempt's worker
+// stopped before recording how it ended, most likely because the event's
+// work killed the process. Running it again would kill the next one.
+var errUnfinished = Permanent(&notRunError{"the last attempt's worker stopped without an outcome (the process died?); not run again"})
+
+// notRun is the error that ends ev, claimed past its last attempt under
+// pol (tries(ev) > pol.MaxAttempts), without running it. There are two
+// ways there: the last attempt's worker stopped without an outcome
+// (errUnfinished), or that attempt recorded a retry and pol.MaxAttempts
+// was lowered (max_attempts in the config) while the event waited. The
+// event's history, read only on this rare path, tells which: whether
+// attempt ev.Attempts-1 has a row with the outcome applied to the event.
+// When it cannot be read, the text says what is known and why no more.
+func (p *Pool) notRun(ctx context.Context, ev *hookbox.Event, pol Policy) error {
+	made := tries(ev) - 1
+	ctx, cancel := p.storeCtx(ctx)
+	defer cancel()
+	as, err := p.q.Attempts(ctx, ev.ID)
+	switch {
+	case err != nil:
+		return Permanent(&notRunError{fmt.Sprintf("max_attempts is %d and the event has made %d attempts; not run again "+
+			"(whether the last one recorded an outcome could not be read: %v)", pol.MaxAttempts, made, err)})
+	case !recorded(as, ev.Attempts-1):
+		return errUnfinished
+	}
+	return Permanent(&notRunError{fmt.Sprintf("max_attempts is now %d and the event has made %d attempts; not run again "+
+		"(the limit was lowered while it waited for its next attempt)", pol.MaxAttempts, made)})
+}
+
+// recorded reports whether as, an event's history, holds the outcome of
+// attempt n as applied to the event: a row of that attempt (a mark is
+// none) that is neither unknown nor refused (AttemptLost: the lease had
+// moved on).
+func recorded(as []hookbox.Attempt, n int) bool {
+	for _, a := range as {
+		if a.Attempt == n && a.Made() && a.Outcome != hookbox.AttemptUnknown && a.Outcome != hookbox.AttemptLost {
+			return true
+		}
+	}
+	return false
+}
 
 // prepared is an event whose Prepare phase succeeded, waiting for Apply.
 type prepared struct {
@@ -1706,7 +1748,7 @@ func (e applyErrors) ItemError(i int) error { return e[i] }
 // unrun, by the next process (errUnfinished). err is what ended the
 // attempt: a permanent refusal (Permanent: a 410, say) is a judgement even
 // when it comes back during shutdown, and is not released; nor is an
-// event refused errUnfinished, which was not run.
+// event refused unrun (notRunError).
 //
 // A release cannot repeat within one process: only Stop cancels the
 // work's context, after claiming has stopped, so the pool never claims the
@@ -1804,7 +1846,7 @@ func (p *Pool) outcome(ev *hookbox.Event, pol Policy, start time.Time, err error
 		o.Status = hookbox.StatusDead
 		// Claimed past its last attempt and not run: the store takes the
 		// claim's count back, so the event reads the attempts it had.
-		o.NotRun = err == errUnfinished
+		o.NotRun = errors.As(err, new(*notRunError))
 	default:
 		o.Status = hookbox.StatusPending
 		o.RetryAt = now.Add(pol.retryDelay(tries(ev), err))
@@ -2120,7 +2162,7 @@ func (p *Pool) deliver(ctx context.Context, ev *hookbox.Event, worked func(o *ho
 	attemptCtx, cancel := context.WithTimeout(ctx, r.policy.Timeout)
 	switch {
 	case tries(ev) > r.policy.MaxAttempts:
-		err = errUnfinished
+		err = p.notRun(ctx, ev, r.policy)
 	case r.target != nil:
 		err = call(func() error { return r.target.Deliver(attemptCtx, ev) })
 	case phased && ph.Prepare != nil:
