@@ -105,3 +105,6 @@ const StatusSummarySQL = statusSummary
 
 // StatusWindow is the rows statusTop reads for each row of a page.
 const StatusWindow = statusWindow
+
+// MigrationPools counts the pools Open opened to apply migrations.
+func MigrationPools() int64 { return migrationPools.Load() }

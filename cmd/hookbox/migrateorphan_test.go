@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,65 @@ import (
 // migration's statement to its end, holding its locks meanwhile. A second
 // migrate then brings the schema to the newest version.
 func TestKilledMigrateLeavesNoSession(t *testing.T) {
+	killWhileMigrating(t, func(dbURL string) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMigrateKilledHelper$", "-test.count=1")
+		// No --db-timeout: nothing but the server's check ends the wait.
+		cmd.Env = append(os.Environ(), migrateHelperEnv+"="+dbURL, dbTimeoutEnv+"=0")
+		return cmd
+	})
+}
+
+// serveHelperEnv makes the test binary run `hookbox serve --config` on
+// its value, for TestKilledServeMigrationLeavesNoSession to kill.
+const serveHelperEnv = "HOOKBOX_TEST_SERVE_CONFIG"
+
+// TestServeKilledHelper is skipped unless
+// TestKilledServeMigrationLeavesNoSession starts it.
+func TestServeKilledHelper(t *testing.T) {
+	cfg := os.Getenv(serveHelperEnv)
+	if cfg == "" {
+		t.Skip("run by TestKilledServeMigrationLeavesNoSession")
+	}
+	root := newRootCmd()
+	root.SetArgs([]string{"serve", "--config", cfg})
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKilledServeMigrationLeavesNoSession: the same for a `hookbox serve`
+// that migrates at start: its migrations run on sessions of their own
+// that ask the server to check that the client is still there, so a
+// serve killed while one waits for a lock leaves no session behind
+// either. Before, they ran on serve's serving pool, without the check,
+// and the orphaned backend waited for the lock for ever (serve sets no
+// lock timeout).
+func TestKilledServeMigrationLeavesNoSession(t *testing.T) {
+	killWhileMigrating(t, func(dbURL string) *exec.Cmd {
+		cfg := filepath.Join(t.TempDir(), "hookbox.yaml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: "127.0.0.1:0"
+db: %q
+sources:
+  - name: s
+    scheme: none
+    exec: ["true"]
+`, dbURL)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestServeKilledHelper$", "-test.count=1")
+		cmd.Env = append(os.Environ(), serveHelperEnv+"="+cfg)
+		return cmd
+	})
+}
+
+// killWhileMigrating brings a fresh PostgreSQL schema to version 18, holds
+// the lock version 19's CREATE INDEX waits for, and starts the command
+// start returns for a database URL (one whose sessions it can find by
+// their application name) that migrates it. Once that CREATE INDEX waits
+// for the lock, it kills the process and awaits the end of its backend
+// while the lock is still held; then a `hookbox migrate` brings the schema
+// to the newest version.
+func killWhileMigrating(t *testing.T, start func(dbURL string) *exec.Cmd) {
 	dbURL := pgtest.URL(t)
 	ctx := context.Background()
 	db, err := sql.Open("pgx", dbURL)
@@ -57,9 +117,7 @@ func TestKilledMigrateLeavesNoSession(t *testing.T) {
 
 	app := fmt.Sprintf("migorphan%d", time.Now().UnixNano())
 	out := &syncbuf.Buffer{}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMigrateKilledHelper$", "-test.count=1")
-	// No --db-timeout: nothing but the server's check ends the wait.
-	cmd.Env = append(os.Environ(), migrateHelperEnv+"="+withApplicationName(dbURL, app), dbTimeoutEnv+"=0")
+	cmd := start(withApplicationName(dbURL, app))
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -69,10 +127,10 @@ func TestKilledMigrateLeavesNoSession(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill() })
 
 	var backend int
-	await(t, "migrate's CREATE INDEX to wait for the lock", func() bool {
+	await(t, "the migration's CREATE INDEX to wait for the lock", func() bool {
 		select {
 		case err := <-exited:
-			t.Fatalf("migrate ended before it waited for the lock: %v\n%s", err, out)
+			t.Fatalf("the process ended before it waited for the lock: %v\n%s", err, out)
 		default:
 		}
 		err := db.QueryRow(`SELECT pid FROM pg_stat_activity WHERE application_name = $1
@@ -89,7 +147,7 @@ func TestKilledMigrateLeavesNoSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-exited
-	await(t, fmt.Sprintf("the killed migrate's backend (pid %d) to end while the lock is held", backend), func() bool {
+	await(t, fmt.Sprintf("the killed process's backend (pid %d) to end while the lock is held", backend), func() bool {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, backend).Scan(&n); err != nil {
 			t.Fatal(err)
