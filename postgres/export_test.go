@@ -108,3 +108,8 @@ const StatusWindow = statusWindow
 
 // MigrationPools counts the pools Open opened to apply migrations.
 func MigrationPools() int64 { return migrationPools.Load() }
+
+// SourceWalkIDs is how far down the ids the listing of a source with
+// many rows walks before it reads the rest of its page from the
+// (source, delivery_id) index.
+const SourceWalkIDs = sourceWalkIDs
