@@ -1085,8 +1085,9 @@ func eventsQueryBy(f hookbox.Filter, scope *sourceScope, top bool) (string, []an
 	args = append(args, limit)
 	lim := `$` + strconv.Itoa(len(args))
 	columns := `SELECT ` + listedColumns + `, NULL::bytea, payload IS NULL FROM events`
+	ids := idsTable(f)
 	if scope != nil && scope.few {
-		return `WITH matched AS MATERIALIZED (SELECT id FROM events` + where + `)
+		return `WITH matched AS MATERIALIZED (SELECT id FROM ` + ids + where + `)
 ` + columns + `
 WHERE id = ANY(ARRAY(SELECT id FROM matched ORDER BY id DESC LIMIT ` + lim + `)) ORDER BY id DESC LIMIT ` + lim, args
 	}
@@ -1097,13 +1098,27 @@ WHERE id = ANY(ARRAY(SELECT id FROM matched ORDER BY id DESC LIMIT ` + lim + `))
 		// as a small source's are, and the newest of them.
 		args = append(args, floor)
 		fl := `$` + strconv.Itoa(len(args))
-		return `WITH walk AS MATERIALIZED (SELECT id FROM events` + where + ` AND id >= ` + fl + ` ORDER BY id DESC LIMIT ` + lim + `),
-    rest AS MATERIALIZED (SELECT id FROM events` + where + ` AND id < ` + fl + ` AND (SELECT count(*) FROM walk) < ` + lim + `)
+		return `WITH walk AS MATERIALIZED (SELECT id FROM ` + ids + where + ` AND id >= ` + fl + ` ORDER BY id DESC LIMIT ` + lim + `),
+    rest AS MATERIALIZED (SELECT id FROM ` + ids + where + ` AND id < ` + fl + ` AND (SELECT count(*) FROM walk) < ` + lim + `)
 ` + columns + `
 WHERE id = ANY(ARRAY(SELECT id FROM walk UNION ALL (SELECT id FROM rest ORDER BY id DESC LIMIT ` + lim + `)))
 ORDER BY id DESC LIMIT ` + lim, args
 	}
 	return columns + where + ` ORDER BY id DESC LIMIT ` + lim, args
+}
+
+// idsTable is where a listing by source reads the ids of f's rows:
+// event_data when f names no column of the queue table (a status, an
+// order key), so that each row the listing reads is not joined to its
+// queue row as the events view joins it (a primary-key lookup each: 90%
+// of what a page of a source of 30,000 old events read). Every
+// event_data row has its queue row (migration 00016; ingest and purge
+// write both in one statement), so the ids are the view's.
+func idsTable(f hookbox.Filter) string {
+	if f.Status != "" || f.OrderKey != "" {
+		return "events"
+	}
+	return "event_data"
 }
 
 // walkFloor is the lowest id the listing of f walks down to, for a
