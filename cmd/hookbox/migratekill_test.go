@@ -27,22 +27,32 @@ import (
 	"github.com/hookbox/hookbox/sqlite"
 )
 
-// migrateHelperEnv makes the test binary run `hookbox migrate --db` on
-// its value, for TestMigrateKilledPartWay to kill.
-const migrateHelperEnv = "HOOKBOX_TEST_MIGRATE_DB"
+// childArgsEnv makes the test binary run hookbox with the arguments its
+// value holds, one a line, for the tests that kill a real hookbox
+// process part way (childCmd).
+const childArgsEnv = "HOOKBOX_TEST_CHILD_ARGS"
 
-// TestMigrateKilledHelper is skipped unless TestMigrateKilledPartWay
-// starts it.
-func TestMigrateKilledHelper(t *testing.T) {
-	db := os.Getenv(migrateHelperEnv)
-	if db == "" {
-		t.Skip("run by TestMigrateKilledPartWay")
+// TestChildHelper runs hookbox with the arguments childArgsEnv holds; it
+// is skipped unless childCmd starts it.
+func TestChildHelper(t *testing.T) {
+	args := os.Getenv(childArgsEnv)
+	if args == "" {
+		t.Skip("run by childCmd")
 	}
 	root := newRootCmd()
-	root.SetArgs([]string{"migrate", "--db", db})
+	root.SetArgs(strings.Split(args, "\n"))
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// childCmd is the test binary running `hookbox args...` in a process of
+// its own (TestChildHelper), with env added to the test's environment:
+// a real hookbox a test can kill.
+func childCmd(env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestChildHelper$", "-test.count=1")
+	cmd.Env = append(append(os.Environ(), childArgsEnv+"="+strings.Join(args, "\n")), env...)
+	return cmd
 }
 
 // The events TestMigrateKilledPartWay seeds, by status: of killSeeded
@@ -215,8 +225,7 @@ func killMigrateAt(t *testing.T, db *sql.DB, dbURL string, at int64) int64 {
 		}
 	}
 	out := &syncbuf.Buffer{}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMigrateKilledHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), migrateHelperEnv+"="+dbURL)
+	cmd := childCmd(nil, "migrate", "--db", dbURL)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -32,29 +32,9 @@ import (
 // migrate then brings the schema to the newest version.
 func TestKilledMigrateLeavesNoSession(t *testing.T) {
 	killWhileMigrating(t, func(dbURL string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestMigrateKilledHelper$", "-test.count=1")
 		// No --db-timeout: nothing but the server's check ends the wait.
-		cmd.Env = append(os.Environ(), migrateHelperEnv+"="+dbURL, dbTimeoutEnv+"=0")
-		return cmd
+		return childCmd([]string{dbTimeoutEnv + "=0"}, "migrate", "--db", dbURL)
 	})
-}
-
-// serveHelperEnv makes the test binary run `hookbox serve --config` on
-// its value, for TestKilledServeMigrationLeavesNoSession to kill.
-const serveHelperEnv = "HOOKBOX_TEST_SERVE_CONFIG"
-
-// TestServeKilledHelper is skipped unless
-// TestKilledServeMigrationLeavesNoSession starts it.
-func TestServeKilledHelper(t *testing.T) {
-	cfg := os.Getenv(serveHelperEnv)
-	if cfg == "" {
-		t.Skip("run by TestKilledServeMigrationLeavesNoSession")
-	}
-	root := newRootCmd()
-	root.SetArgs([]string{"serve", "--config", cfg})
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestKilledServeMigrationLeavesNoSession: the same for a `hookbox serve`
@@ -76,9 +56,7 @@ sources:
 `, dbURL)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestServeKilledHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), serveHelperEnv+"="+cfg)
-		return cmd
+		return childCmd(nil, "serve", "--config", cfg)
 	})
 }
 
