@@ -404,11 +404,12 @@ func TestTimeListingReadsMatchingRanges(t *testing.T) {
 	// of the last run when it is partial (VACUUM summarizes full runs
 	// only; a run not summarized is always read). Which pages the recent
 	// rows land on is the server's choice, not the test's: the store
-	// ingests through several sessions, and each inserts into the page it
-	// last filled while that page has room, so the three may share a page,
-	// and its run, with old rows (2 runs in 12 under load, the runs
-	// holding 1,419 rows; 523 otherwise). A fixed share of the table was
-	// that layout's luck.
+	// ingests through several sessions, each of which goes on inserting
+	// into the page it last inserted into while that page has room, so
+	// the three land on the last page of whichever earlier chunk their
+	// session stored, in the middle of the old rows, when the pool hands
+	// them that session (2 runs in 12 under load: runs holding 1,419
+	// rows; 523 otherwise). A fixed share of the table was that luck.
 	since := now.Add(-time.Minute)
 	var allowed, runs int
 	if err := conn.QueryRow(ctx, `WITH per AS (
