@@ -47,12 +47,16 @@ func TestRefusedConnectionWaitedFor(t *testing.T) {
 	} {
 		t.Run(tc.op, func(t *testing.T) {
 			const limit = 3
-			_, dbURL := pgtest.LimitedRole(t, limit)
+			role, dbURL := pgtest.LimitedRole(t, limit)
 			before := open(t, dbURL)
 			if _, err := before.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("s", "1")}); err != nil {
 				t.Fatal(err)
 			}
 			before.Close()
+			// The closed store's backends (its pool's and those it
+			// migrated through) end a moment after it closes, and count
+			// against the limit until they do.
+			pgtest.AwaitNoSessions(t, role)
 
 			logs := &syncbuf.Buffer{}
 			s, err := postgres.Open(ctx, dbURL+"&pool_max_conns=4", postgres.Options{

@@ -320,3 +320,33 @@ func LimitedRole(t testing.TB, limit int) (role, dbURL string) {
 	u.User = url.User(role)
 	return role, u.String()
 }
+
+// AwaitNoSessions waits until the server holds no session of role: a
+// client that closed its connections has its backends end a moment
+// later, and until they do they count against the role's CONNECTION
+// LIMIT (LimitedRole). It fails the test if they have not ended within
+// a minute.
+func AwaitNoSessions(t testing.TB, role string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s is unreachable: %v", EnvURL, err)
+	}
+	defer conn.Close(context.Background())
+	for {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE usename = $1`, role).Scan(&n); err != nil {
+			t.Fatalf("sessions of %s, after a minute: %v", role, err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d sessions of %s still open after a minute", n, role)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
