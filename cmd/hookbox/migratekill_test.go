@@ -55,6 +55,21 @@ func childCmd(env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// startChild starts cmd (childCmd) with its output in out, kills it if
+// it still runs when the test ends, and reports its end on exited.
+func startChild(t *testing.T, cmd *exec.Cmd) (out *syncbuf.Buffer, exited <-chan error) {
+	t.Helper()
+	out = &syncbuf.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return out, done
+}
+
 // The events TestMigrateKilledPartWay seeds, by status: of killSeeded
 // events of source m, every thousandth pending, the next processing with
 // a lease that ended (its worker gone), every hundredth dead, the rest
@@ -224,15 +239,8 @@ func killMigrateAt(t *testing.T, db *sql.DB, dbURL string, at int64) int64 {
 			return true
 		}
 	}
-	out := &syncbuf.Buffer{}
 	cmd := childCmd(nil, "migrate", "--db", dbURL)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
+	out, exited := startChild(t, cmd)
 	var ended bool
 	await(t, fmt.Sprintf("version %d or the process's end", at), func() bool {
 		select {

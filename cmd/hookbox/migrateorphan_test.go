@@ -15,7 +15,6 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/hookbox/hookbox/internal/syncbuf"
 	"github.com/hookbox/hookbox/postgres"
 	"github.com/hookbox/hookbox/postgres/pgtest"
 )
@@ -94,15 +93,8 @@ func killWhileMigrating(t *testing.T, start func(dbURL string) *exec.Cmd) {
 	}
 
 	app := fmt.Sprintf("migorphan%d", time.Now().UnixNano())
-	out := &syncbuf.Buffer{}
 	cmd := start(withApplicationName(dbURL, app))
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { cmd.Process.Kill() })
+	out, exited := startChild(t, cmd)
 
 	var backend int
 	await(t, "the migration's CREATE INDEX to wait for the lock", func() bool {
