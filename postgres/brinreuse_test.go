@@ -66,13 +66,12 @@ func TestTimeListingFindsRowsInFreedPages(t *testing.T) {
 	exec(`VACUUM ANALYZE event_data`)
 	type run struct{ lo, hi time.Time }
 	summarized := map[int64]run{}
-	var pagesPerRange int64
-	if err := conn.QueryRow(ctx, `SELECT coalesce((SELECT option_value::int FROM pg_options_to_table(reloptions) WHERE option_name = 'pages_per_range'), 128)
-        FROM pg_class WHERE oid = 'event_data_created'::regclass`).Scan(&pagesPerRange); err != nil {
+	var pagesPerRange, heap int64
+	if err := conn.QueryRow(ctx, brinRunsSQL).Scan(&pagesPerRange, &heap); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := conn.Query(ctx, `SELECT (ctid::text::point)[0]::bigint / $1 AS run, min(created_at), max(created_at) FROM event_data
-        GROUP BY 1 HAVING (ctid::text::point)[0]::bigint / $1 < pg_relation_size('event_data') / current_setting('block_size')::int / $1`, pagesPerRange)
+	rows, err := conn.Query(ctx, `SELECT `+rowPageSQL+` / $1 AS run, min(created_at), max(created_at) FROM event_data
+        GROUP BY 1 HAVING `+rowPageSQL+` / $1 < $2::bigint / $1`, pagesPerRange, heap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +154,7 @@ func TestTimeListingFindsRowsInFreedPages(t *testing.T) {
 	// summary not widened at insert would exclude from a listing since
 	// a minute ago.
 	since := now.Add(-time.Minute)
-	rows, err = conn.Query(ctx, `SELECT (ctid::text::point)[0]::bigint FROM event_data WHERE id = ANY($1)`, newIDs)
+	rows, err = conn.Query(ctx, `SELECT `+rowPageSQL+` FROM event_data WHERE id = ANY($1)`, newIDs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -333,6 +333,16 @@ func TestStatsReadsNoFinishedRowsAtEachCall(t *testing.T) {
 	}
 }
 
+// brinRunsSQL reads the runs of pages event_data_created summarizes:
+// pages, its pages_per_range (PostgreSQL's default, 128, unless the
+// index sets one), and heap, event_data's size in pages.
+const brinRunsSQL = `SELECT coalesce((SELECT option_value::int FROM pg_options_to_table(reloptions) WHERE option_name = 'pages_per_range'), 128) AS pages,
+    pg_relation_size('event_data') / current_setting('block_size')::int AS heap
+FROM pg_class WHERE oid = 'event_data_created'::regclass`
+
+// rowPageSQL is the heap page an event_data row sits on, from its ctid.
+const rowPageSQL = `(ctid::text::point)[0]::bigint`
+
 // TestTimeListingReadsMatchingRanges: a listing bounded by received time
 // (--since, --until) reads the runs of pages whose range of times meets
 // the bound (event_data_created, a BRIN index), not every event. With no
@@ -412,11 +422,8 @@ func TestTimeListingReadsMatchingRanges(t *testing.T) {
 	// rows; 523 otherwise). A fixed share of the table was that luck.
 	since := now.Add(-time.Minute)
 	var allowed, runs int
-	if err := conn.QueryRow(ctx, `WITH per AS (
-            SELECT coalesce((SELECT option_value::int FROM pg_options_to_table(reloptions) WHERE option_name = 'pages_per_range'), 128) AS pages,
-                pg_relation_size('event_data') / current_setting('block_size')::int AS heap
-            FROM pg_class WHERE oid = 'event_data_created'::regclass),
-        placed AS (SELECT (ctid::text::point)[0]::bigint / per.pages AS run, created_at FROM event_data, per),
+	if err := conn.QueryRow(ctx, `WITH per AS (`+brinRunsSQL+`),
+        placed AS (SELECT `+rowPageSQL+` / per.pages AS run, created_at FROM event_data, per),
         read AS (SELECT run FROM placed WHERE created_at >= $1
             UNION SELECT heap / pages FROM per WHERE heap % pages <> 0)
         SELECT count(*), (SELECT count(*) FROM read) FROM placed WHERE run IN (SELECT run FROM read)`, since).Scan(&allowed, &runs); err != nil {
