@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"time"
 
@@ -110,3 +111,11 @@ const StatusWindow = statusWindow
 // many rows walks before it reads the rest of its page from the
 // (source, delivery_id) index.
 const SourceWalkIDs = sourceWalkIDs
+
+// WaitingAcquire is the store's Acquire (waitingPool.Acquire, which waits
+// up to wait while the server refuses a new connection) on pool, a pool
+// a test made with hooks of its own.
+func WaitingAcquire(ctx context.Context, pool *pgxpool.Pool, wait time.Duration) (*pgxpool.Conn, error) {
+	p := &waitingPool{Pool: pool, log: slog.New(slog.DiscardHandler), wait: wait}
+	return p.Acquire(ctx)
+}

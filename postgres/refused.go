@@ -36,15 +36,18 @@ type waitingPool struct {
 // whileRefused runs try and, while it fails because the server refuses
 // the pool a new connection (SQLSTATE 53300: a pool_max_conns larger
 // than what max_connections or a connection limit leaves hookbox) and
-// connections of the pool are in use, runs it again, pausing between
-// tries, until it has waited maxRefusedWait or ctx ends; it then returns
-// the refusal. One of the pool's own connections is back within
-// milliseconds (a claim, a finish, a handlers' transaction), where
-// failing at the first refusal turned deliveries away (ingest), failed
-// claims and handlers' transactions while the workers drained a backlog,
-// and failed every other statement (a console page, /readyz) while they
-// kept the pool's connections busy. With no connection of the pool in
-// use, none is coming back: the refusal is returned at once.
+// the pool holds connections of its own, in use or idle, runs it again,
+// pausing between tries, until it has waited maxRefusedWait or ctx ends;
+// it then returns the refusal. One of the pool's own connections is back
+// within milliseconds (a claim, a finish, a handlers' transaction),
+// where failing at the first refusal turned deliveries away (ingest),
+// failed claims and handlers' transactions while the workers drained a
+// backlog, and failed every other statement (a console page, /readyz)
+// while they kept the pool's connections busy. An idle one was given
+// back while try's new connection was refused (the pool connects for an
+// acquire that found none idle, and hands it no connection given back
+// meanwhile): the next try takes it. With none in use and none idle,
+// none is coming back: the refusal is returned at once.
 //
 // try must have done nothing when the server refused it: the refusal
 // comes when the pool connects, before any statement is sent. The
@@ -54,7 +57,7 @@ func (p *waitingPool) whileRefused(ctx context.Context, try func() error) error 
 	var deadline time.Time
 	for {
 		err := try()
-		if err == nil || !tooManyConnections(err) || p.Stat().AcquiredConns() == 0 {
+		if err == nil || !tooManyConnections(err) || !p.holdsConns() {
 			return err
 		}
 		if deadline.IsZero() {
@@ -78,6 +81,13 @@ func (p *waitingPool) whileRefused(ctx context.Context, try func() error) error 
 		}
 		pause = min(2*pause, maxRefusedPause)
 	}
+}
+
+// holdsConns reports whether the pool holds connections of its own, in
+// use or idle. Only those it is connecting are left out.
+func (p *waitingPool) holdsConns() bool {
+	st := p.Stat()
+	return st.AcquiredConns()+st.IdleConns() > 0
 }
 
 // maxRefusedWait is the longest whileRefused waits for one of the pool's

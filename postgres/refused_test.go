@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookbox/hookbox"
@@ -102,5 +104,64 @@ func TestRefusedConnectionWaitedFor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRefusedWhileConnectionGivenBack: an acquire that finds every
+// connection of the pool in use connects a new one; when the server
+// refuses it (53300) after the others were given back, it takes one of
+// those, idle now, instead of failing because none is in use. Before,
+// the refusal was returned at once: under load, service's
+// TestPostgresPoolLargerThanServerAllows had its first delivery answered
+// 503 about one run in twenty, ingest's new connection refused while
+// Serve's start-up reads gave back theirs (the pool then held two idle
+// connections, none in use, and the role's four sessions were all
+// hookbox's own). Here the connection is given back as the new one is
+// about to connect (the pool's BeforeConnect), and the role's limit is
+// reached by it and another app's.
+func TestRefusedWhileConnectionGivenBack(t *testing.T) {
+	const limit = 2
+	ctx := context.Background()
+	_, dbURL := pgtest.LimitedRole(t, limit)
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = limit + 2
+	var giveBack atomic.Pointer[pgxpool.Conn]
+	cfg.BeforeConnect = func(context.Context, *pgx.ConnConfig) error {
+		if c := giveBack.Swap(nil); c != nil {
+			c.Release()
+		}
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	held, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+
+	pid := held.Conn().PgConn().PID()
+	giveBack.Store(held)
+	// Long enough that only a wrong answer ends the wait.
+	c, err := postgres.WaitingAcquire(ctx, pool, time.Minute)
+	if err != nil {
+		t.Fatalf("acquire, its new connection refused once the pool's other was given back: %v; want the one given back", err)
+	}
+	defer c.Release()
+	if giveBack.Load() != nil {
+		t.Fatal("the acquire took the pool's connection without connecting: the case was not exercised")
+	}
+	if got := c.Conn().PgConn().PID(); got != pid {
+		t.Errorf("the acquire has the connection of pid %d, want the one given back (pid %d)", got, pid)
 	}
 }
