@@ -107,6 +107,9 @@ const StatusSummarySQL = statusSummary
 // StatusWindow is the rows statusTop reads for each row of a page.
 const StatusWindow = statusWindow
 
+// MigrationPools counts the pools Open opened to apply migrations.
+func MigrationPools() int64 { return migrationPools.Load() }
+
 // SourceWalkIDs is how far down the ids the listing of a source with
 // many rows walks before it reads the rest of its page from the
 // (source, delivery_id) index.

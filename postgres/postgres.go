@@ -43,10 +43,13 @@
 //     classified by SQLSTATE codes, never by message text.
 //   - Open applies the embedded migrations under a PostgreSQL advisory lock, so
 //     several processes starting at once migrate the schema exactly once.
-//     With Options.ClientCheckInterval, on PostgreSQL 14 and later, the
-//     server ends a session whose client is gone while its statement runs
-//     or waits for a lock, so a process killed while it migrates leaves no
-//     statement holding locks behind it.
+//     It applies them through sessions of their own, opened only when
+//     migrations are pending, on which (PostgreSQL 14 and later) the
+//     server ends a session whose client is gone while its statement
+//     runs or waits for a lock (MigrationClientCheck), so a process
+//     killed while it migrates leaves no statement holding locks behind
+//     it. The store's own sessions have no such check unless
+//     Options.ClientCheckInterval asks for one.
 //   - The store is a hookbox.Queue that several processes may drain at once:
 //     claims take due rows with FOR NO KEY UPDATE SKIP LOCKED, so no two
 //     claims take the same event; every transition is guarded by the lease
@@ -211,9 +214,11 @@ type Options struct {
 	// for a lock, the server checks that often whether the client is
 	// still there, and ends the session of one that is gone (a process
 	// killed, whose host closed its connections) instead of running the
-	// statement to its end with its locks held. For hookbox migrate,
-	// whose statements may wait for, then hold, locks every other
-	// session queues behind. PostgreSQL 14 added the setting; an older
+	// statement to its end with its locks held. The sessions Open applies
+	// migrations through have it in any case (MigrationClientCheck, or
+	// this when set), since their statements may wait for, then hold,
+	// locks every other session queues behind; hookbox serve's own
+	// sessions go without. PostgreSQL 14 added the setting; an older
 	// server (or one on a platform where the server cannot check) goes
 	// without, as before (see setClientCheck).
 	ClientCheckInterval time.Duration
@@ -356,11 +361,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s := &Store{pool: &waitingPool{Pool: pool, log: opts.Logger, wait: maxRefusedWait},
 		db: stdlib.OpenDBFromPool(pool), log: opts.Logger, genericIngest: !planned,
 		beginIngestQ: beginIngestQuery(cmp.Or(opts.IngestIdle, ingestIdle(opts.IngestBytes)), !planned)}
-	migrate := s.migrate
-	if opts.Existing {
-		migrate = s.checkSchema
-	}
-	if err := migrate(ctx); err != nil {
+	if err := s.openSchema(ctx, cfg, settings, opts); err != nil {
 		s.db.Close()
 		pool.Close()
 		return nil, err
@@ -447,22 +448,85 @@ func (h *cancelHandler) HandleUnwatchAfterCancel() { h.cur.HandleUnwatchAfterCan
 // may reach a database in either order.
 var outOfOrder = goose.WithAllowOutofOrder(true)
 
-// migrate applies the embedded migrations through a database/sql handle over
-// the pool, holding a session-level advisory lock while it does.
-func (s *Store) migrate(ctx context.Context) error {
+// MigrationClientCheck is the client_connection_check_interval of the
+// sessions Open applies migrations through, unless
+// Options.ClientCheckInterval sets another: while a migration's statement
+// runs or waits for a lock, the server checks that often that the
+// process is still there (a poll of the socket, next to nothing beside a
+// migration's statements), and ends the session of one that was killed,
+// with its locks, instead of running the statement to its end.
+const MigrationClientCheck = time.Second
+
+// migrationConns is the size of the pool Open applies migrations through:
+// one connection holds the migration lock, another runs the migrations
+// goose runs outside a transaction.
+const migrationConns = 2
+
+// migrationPools counts the pools openSchema opened to apply migrations,
+// for tests: a store that finds its schema current opens none.
+var migrationPools atomic.Int64
+
+// openSchema makes sure the current schema holds hookbox's tables at this
+// hookbox's version. It looks first, on the store's pool, changing
+// nothing (checkSchema), so a process that finds the schema current
+// opens no more connections than it serves with. When migrations are
+// pending, it applies them (unless opts.Existing, which refuses the
+// schema) through a pool of its own, opened like the store's (cfg, whose
+// sessions run settings) and closed once they are applied, whose
+// sessions also ask the server to check that the process is still
+// there (MigrationClientCheck): a process killed while a migration runs
+// or waits for a lock leaves no statement running, or waiting, with the
+// locks it took held until it ends. The store's own sessions go without
+// the check.
+func (s *Store) openSchema(ctx context.Context, cfg *pgxpool.Config, settings string, opts Options) error {
+	var schema *string
+	var tables int
+	err := s.pool.QueryRow(ctx, `SELECT current_schema(), (SELECT count(*) FROM pg_class
+        WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND relname IN ('events', 'goose_db_version'))`).Scan(&schema, &tables)
+	switch {
+	case err != nil:
+		return fmt.Errorf("postgres: open: %w: %w", hookbox.ErrUnavailable, err)
+	case schema == nil && opts.Existing:
+		return noSchema("postgres: no hookbox database: no schema on the search_path exists; create it, then run `hookbox migrate`")
+	case schema == nil:
+		return errors.New("postgres: migrate: no schema on the search_path exists; create it first")
+	}
+	pending, err := s.checkSchema(ctx, *schema, tables)
+	switch {
+	case err != nil || pending == nil:
+		return err
+	case opts.Existing:
+		return pending
+	}
+	mcfg := cfg.Copy()
+	mcfg.MinConns, mcfg.MinIdleConns, mcfg.MaxConns = 0, 0, migrationConns
+	check := cmp.Or(opts.ClientCheckInterval, MigrationClientCheck)
+	mcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, settings); err != nil {
+			return err
+		}
+		return setClientCheck(ctx, c, check)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, mcfg)
+	if err != nil {
+		return connectError(err)
+	}
+	migrationPools.Add(1)
+	defer pool.Close()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	return migrate(ctx, db, *schema)
+}
+
+// migrate applies the embedded migrations to schema through db, holding a
+// session-level advisory lock while it does.
+func migrate(ctx context.Context, db *sql.DB, schema string) error {
 	// The migrations and goose's version table live in the current schema,
 	// so the lock is per schema: processes sharing a schema take turns,
 	// processes using different schemas of one database do not wait for each
 	// other.
-	var schema *string
-	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return fmt.Errorf("postgres: migrate: %w: %w", hookbox.ErrUnavailable, err)
-	}
-	if schema == nil {
-		return errors.New("postgres: migrate: no schema on the search_path exists; create it first")
-	}
 	locker, err := lock.NewPostgresSessionLocker(
-		lock.WithLockID(lockID(*schema)),
+		lock.WithLockID(lockID(schema)),
 		lock.WithLockTimeout(1, 300), // poll every second, for up to 5 minutes
 	)
 	if err != nil {
@@ -472,61 +536,56 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, goose.WithSessionLocker(locker), outOfOrder)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub, goose.WithSessionLocker(locker), outOfOrder)
 	if err != nil {
 		return fmt.Errorf("postgres: migrations: %w", err)
 	}
 	// A database a newer hookbox migrated is refused before anything is
 	// applied to it, and again after, in case a newer hookbox migrated it
 	// between this look and taking the lock.
-	if err := newerSchema(ctx, s.db, p, *schema); err != nil {
+	if err := newerSchema(ctx, db, p, schema); err != nil {
 		return err
 	}
 	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate schema %q: %w", *schema, err)
+		return fmt.Errorf("postgres: migrate schema %q: %w", schema, err)
 	}
-	return newerSchema(ctx, s.db, p, *schema)
+	return newerSchema(ctx, db, p, schema)
 }
 
-// checkSchema makes sure the current schema holds hookbox's tables at the
-// version this hookbox needs, changing nothing.
-func (s *Store) checkSchema(ctx context.Context) error {
-	var schema *string
-	var n int
-	err := s.pool.QueryRow(ctx, `SELECT current_schema(), (SELECT count(*) FROM pg_class
-        WHERE relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema()) AND relname IN ('events', 'goose_db_version'))`).Scan(&schema, &n)
-	if err != nil {
-		return fmt.Errorf("postgres: open: %w: %w", hookbox.ErrUnavailable, err)
-	}
-	if schema == nil {
-		return noSchema("postgres: no hookbox database: no schema on the search_path exists; create it, then run `hookbox migrate`")
-	}
-	if n < 2 {
-		return noSchema("postgres: no hookbox database in schema %q (no hookbox tables); run `hookbox migrate` or `hookbox serve` first", *schema)
+// checkSchema looks at schema, which holds tables of hookbox's two
+// marker tables (events and goose's version table), changing nothing. It
+// returns pending, an error matching hookbox.ErrNoSchema, when migrations
+// would bring the schema to this hookbox's version (it has no hookbox
+// tables yet, or lacks versions this hookbox needs); nil when the schema
+// is at that version. err is a failure to look, or a schema a newer
+// hookbox migrated.
+func (s *Store) checkSchema(ctx context.Context, schema string, tables int) (pending, err error) {
+	if tables < 2 {
+		return noSchema("postgres: no hookbox database in schema %q (no hookbox tables); run `hookbox migrate` or `hookbox serve` first", schema), nil
 	}
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, outOfOrder)
 	if err != nil {
-		return fmt.Errorf("postgres: migrations: %w", err)
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
-	if err := newerSchema(ctx, s.db, p, *schema); err != nil {
-		return err
+	if err := newerSchema(ctx, s.db, p, schema); err != nil {
+		return nil, err
 	}
 	current, target, err := p.GetVersions(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: schema version of %q: %w", *schema, err)
+		return nil, fmt.Errorf("postgres: schema version of %q: %w", schema, err)
 	}
-	pending, err := p.HasPending(ctx)
+	more, err := p.HasPending(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: schema version of %q: %w", *schema, err)
+		return nil, fmt.Errorf("postgres: schema version of %q: %w", schema, err)
 	}
-	if pending {
-		return noSchema("postgres: the hookbox database in schema %q lacks migrations this hookbox needs (newest applied %d, newest known %d); run `hookbox migrate` first", *schema, current, target)
+	if more {
+		return noSchema("postgres: the hookbox database in schema %q lacks migrations this hookbox needs (newest applied %d, newest known %d); run `hookbox migrate` first", schema, current, target), nil
 	}
-	return nil
+	return nil, nil
 }
 
 func noSchema(format string, args ...any) error {

@@ -55,8 +55,9 @@ func TestRefusedConnectionWaitedFor(t *testing.T) {
 				t.Fatal(err)
 			}
 			before.Close()
-			// The closed store's backends end a moment after it closes,
-			// and count against the limit until they do.
+			// The closed store's backends (its pool's and those it
+			// migrated through) end a moment after it closes, and count
+			// against the limit until they do.
 			pgtest.AwaitNoSessions(t, role)
 
 			logs := &syncbuf.Buffer{}

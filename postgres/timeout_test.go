@@ -117,18 +117,21 @@ func TestBadURLSaysWhy(t *testing.T) {
 }
 
 // TestClientCheckIntervalSetsSessions: a store opened with a
-// ClientCheckInterval (hookbox migrate's) sets the sessions'
-// client_connection_check_interval to it, after the connection is made
-// (a startup parameter would be refused by a server before PostgreSQL
-// 14), and its sessions work; a store opened without (serve's) leaves the
-// server's default, no check.
+// ClientCheckInterval sets the sessions' client_connection_check_interval
+// to it, after the connection is made (a startup parameter would be
+// refused by a server before PostgreSQL 14), and its sessions work; a
+// store opened without (serve's) leaves the server's default, no check,
+// also when it migrated the schema as it opened (the first here), which
+// it did through sessions of their own (see
+// TestOpenAtCurrentVersionOpensNoMigrationPool, and
+// TestKilledServeMigrationLeavesNoSession in cmd/hookbox).
 func TestClientCheckIntervalSetsSessions(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.URL(t)
 	for _, c := range []struct {
 		interval time.Duration
 		want     string
-	}{{1500 * time.Millisecond, "1500ms"}, {0, "0"}} {
+	}{{0, "0"}, {1500 * time.Millisecond, "1500ms"}} {
 		s, err := postgres.Open(context.Background(), dbURL, postgres.Options{ClientCheckInterval: c.interval})
 		if err != nil {
 			t.Fatal(err)
@@ -154,4 +157,42 @@ func TestClientCheckIntervalSetsSessions(t *testing.T) {
 	if _, err := postgres.Open(context.Background(), dbURL, postgres.Options{ClientCheckInterval: -time.Second}); err == nil {
 		t.Error("a negative ClientCheckInterval is accepted")
 	}
+}
+
+// TestOpenAtCurrentVersionOpensNoMigrationPool: a store opened on a
+// schema at this hookbox's version (serve's start, every time but the
+// first) only looks at it, on its own pool, and opens no pool of
+// migration sessions: no more connections per start. A store opened on a
+// fresh schema applies its migrations through such a pool, and its own
+// sessions still have no client check. Not parallel: the count is the
+// package's.
+func TestOpenAtCurrentVersionOpensNoMigrationPool(t *testing.T) {
+	ctx := context.Background()
+	opened := func(what, dbURL string, want int64) {
+		t.Helper()
+		before := postgres.MigrationPools()
+		s, err := postgres.Open(ctx, dbURL, postgres.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		defer s.Close()
+		if got := postgres.MigrationPools() - before; got != want {
+			t.Errorf("%s opened %d migration pools, want %d", what, got, want)
+		}
+		conn, err := s.AcquireConn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		var check string
+		if err := conn.QueryRow(ctx, `SHOW client_connection_check_interval`).Scan(&check); err != nil {
+			t.Fatal(err)
+		}
+		if check != "0" {
+			t.Errorf("%s: the store's session has client_connection_check_interval %s, want 0", what, check)
+		}
+	}
+	dbURL := pgtest.URL(t)
+	opened("Open of a fresh schema", dbURL, 1)
+	opened("Open at the current version", dbURL, 0)
 }

@@ -43,11 +43,6 @@ already at this hookbox's version it says so and changes nothing.`,
 	}
 }
 
-// migrateClientCheck is how often the PostgreSQL server checks that a
-// migrate is still there while one of its statements runs or waits: a
-// poll of the socket, next to nothing beside a migration's statements.
-const migrateClientCheck = time.Second
-
 // versionTable is the table in which goose, the migration library both
 // stores use, records the schema versions applied.
 const versionTable = "goose_db_version"
@@ -61,11 +56,11 @@ const versionTable = "goose_db_version"
 // applying the migrations, whose statements may run long on a large
 // database, only by its lock timeout, so that a migration waiting for a
 // lock held elsewhere gives up instead of holding up every session
-// queued behind it. Its sessions also ask PostgreSQL (14 and later) to
-// check every second that migrate is still there
-// (postgres.Options.ClientCheckInterval): a migrate killed part-way
-// leaves no statement running, or waiting for a lock, with the locks it
-// took held until it ends.
+// queued behind it. The PostgreSQL store applies them through sessions
+// that ask the server (14 and later) to check every second that migrate
+// is still there (postgres.MigrationClientCheck), as serve's do: a
+// migrate killed part-way leaves no statement running, or waiting for a
+// lock, with the locks it took held until it ends.
 func migrate(ctx context.Context, w io.Writer, dbURL string, opts service.StoreOptions) error {
 	st, err := service.OpenStore(ctx, dbURL, opts)
 	if err == nil {
@@ -86,7 +81,6 @@ func migrate(ctx context.Context, w io.Writer, dbURL string, opts service.StoreO
 	apply := opts
 	apply.Existing = false
 	apply.Postgres.LockTimeout, apply.Postgres.StatementTimeout = opts.Postgres.StatementTimeout, 0
-	apply.Postgres.ClientCheckInterval = migrateClientCheck
 	st, err = service.OpenStore(ctx, dbURL, apply)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,29 @@ func TestKilledMigrateLeavesNoSession(t *testing.T) {
 	killWhileMigrating(t, func(dbURL string) *exec.Cmd {
 		// No --db-timeout: nothing but the server's check ends the wait.
 		return childCmd([]string{dbTimeoutEnv + "=0"}, "migrate", "--db", dbURL)
+	})
+}
+
+// TestKilledServeMigrationLeavesNoSession: the same for a `hookbox serve`
+// that migrates at start: its migrations run on sessions of their own
+// that ask the server to check that the client is still there, so a
+// serve killed while one waits for a lock leaves no session behind
+// either. Before, they ran on serve's serving pool, without the check,
+// and the orphaned backend waited for the lock for ever (serve sets no
+// lock timeout).
+func TestKilledServeMigrationLeavesNoSession(t *testing.T) {
+	killWhileMigrating(t, func(dbURL string) *exec.Cmd {
+		cfg := filepath.Join(t.TempDir(), "hookbox.yaml")
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: "127.0.0.1:0"
+db: %q
+sources:
+  - name: s
+    scheme: none
+    exec: ["true"]
+`, dbURL)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return childCmd(nil, "serve", "--config", cfg)
 	})
 }
 
@@ -73,10 +97,10 @@ func killWhileMigrating(t *testing.T, start func(dbURL string) *exec.Cmd) {
 	out, exited := startChild(t, cmd)
 
 	var backend int
-	await(t, "migrate's CREATE INDEX to wait for the lock", func() bool {
+	await(t, "the migration's CREATE INDEX to wait for the lock", func() bool {
 		select {
 		case err := <-exited:
-			t.Fatalf("migrate ended before it waited for the lock: %v\n%s", err, out)
+			t.Fatalf("the process ended before it waited for the lock: %v\n%s", err, out)
 		default:
 		}
 		err := db.QueryRow(`SELECT pid FROM pg_stat_activity WHERE application_name = $1
@@ -93,7 +117,7 @@ func killWhileMigrating(t *testing.T, start func(dbURL string) *exec.Cmd) {
 		t.Fatal(err)
 	}
 	<-exited
-	await(t, fmt.Sprintf("the killed migrate's backend (pid %d) to end while the lock is held", backend), func() bool {
+	await(t, fmt.Sprintf("the killed process's backend (pid %d) to end while the lock is held", backend), func() bool {
 		var n int
 		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, backend).Scan(&n); err != nil {
 			t.Fatal(err)
