@@ -240,6 +240,11 @@ type Options struct {
 	// fillKeys, however long they take (zero: see fillKeysEvery). Tests
 	// shorten it.
 	fillKeysEvery time.Duration
+	// onClaimWait, when set, is called by the claim loop each time it
+	// waits: for a wake-up (woken false), or for ClaimDelay after one
+	// (woken true), with the slots freed since it last claimed. Tests use
+	// it to know the loop waits rather than claims.
+	onClaimWait func(woken bool, freed int)
 }
 
 // route is what runs a source's events.
@@ -1036,6 +1041,10 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			}
 		}
 		poll.Reset(sleep)
+		running := len(p.slots)
+		if p.opts.onClaimWait != nil {
+			p.opts.onClaimWait(false, 0)
+		}
 		select {
 		case <-claimCtx.Done():
 		case <-p.wake:
@@ -1043,6 +1052,9 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			// transaction works many events instead of one; on SQLite every
 			// transaction takes the write lock that ingest needs too.
 			if p.opts.ClaimDelay > 0 {
+				if p.opts.onClaimWait != nil {
+					p.opts.onClaimWait(true, running-len(p.slots))
+				}
 				select {
 				case <-claimCtx.Done():
 				case <-time.After(p.opts.ClaimDelay):
