@@ -359,7 +359,14 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 		return false, 0, nil
 	}
 	share := max(1, p.opts.Concurrency/queues)
-	free := func() int { return min(p.opts.Concurrency-len(p.slots), p.opts.BatchSize) }
+	// free is what the round may still claim: the slots free when it
+	// began, less what it claimed. Slots freed while its claims ran are
+	// left to the next round, which the claim loop starts once enough
+	// have freed for a claim worth its transaction (awaitSlots): taken
+	// here, they were claimed one or two at a time, each claim a
+	// transaction (on SQLite, the write lock ingest waits for).
+	slotsFree, claimed := p.freeSlots(), 0
+	free := func() int { return min(slotsFree-claimed, p.opts.BatchSize) }
 	var errs []error
 	// claim takes up to limit events of sources (ctl's route when ctl is
 	// set, as its controls allow) and reports whether it got all it asked.
@@ -375,6 +382,7 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 			limit = n
 		}
 		n, err := p.runTargets(claimCtx, runCtx, inflight, sources, false, limit, ctl)
+		claimed += n
 		if err != nil {
 			if ctl != nil {
 				err = fmt.Errorf("%s: %w", ctl.name, err)
@@ -412,6 +420,7 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 			for k, i := range group {
 				got[i] = n[k]
 				taken += n[k]
+				claimed += n[k]
 			}
 		}
 		for i, u := range units {
