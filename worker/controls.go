@@ -347,12 +347,14 @@ type claimUnit struct {
 // due before anyone else's new events, would be claimed first every time
 // a slot freed, and a healthy source's event would wait behind that
 // whole backlog, each event of it holding a slot for its full timeout.
-// With it, a queue with events due gets a slot as soon as one frees,
-// while slots no other queue asks for still go to whoever has events
-// due, the one queue of a busy pool included. A queue's share is counted
-// in slots, which its work holds while it runs (not while its outcome is
-// recorded). Strict sources are claimed before this (claimLoop), so
-// their one event takes a slot as soon as one frees.
+// With it, a queue with events due gets a slot at the next round after
+// one frees (the claim loop's wait for more to free, awaitSlots, is at
+// most ClaimDelay), while slots no other queue asks for still go to
+// whoever has events due, the one queue of a busy pool included. A
+// queue's share is counted in slots, which its work holds while it runs
+// (not while its outcome is recorded). Strict sources are claimed before
+// this (claimLoop), so their one event takes a slot at that round too.
+// A round hands out only the slots free when it began.
 func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, plain []string, ctls []*control) (more bool, wait time.Duration, err error) {
 	queues := len(plain) + len(ctls)
 	if queues == 0 {
