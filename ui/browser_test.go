@@ -128,11 +128,20 @@ func browserLogin(t *testing.T, ctx context.Context, a *app) {
 }
 
 // waitLocation waits until the tab's address holds part: a submitted
-// form's page has replaced the one it was on.
+// form's page has replaced the one it was on. While the old page is
+// being replaced, reading the address can fail (its document is going
+// away): that is read as "not yet", and each such error is logged, so a
+// wait that gives up shows them.
 func waitLocation(t *testing.T, ctx context.Context, part string) {
 	t.Helper()
-	await(t, "the address to hold "+part, func() bool {
-		return strings.Contains(value(t, ctx, "location", chromedp.Location()), part)
+	what := "the address to hold " + part
+	await(t, what, func() bool {
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			t.Logf("%s: reading the address: %v", what, err)
+			return false
+		}
+		return strings.Contains(loc, part)
 	})
 }
 
