@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,5 +107,193 @@ func TestFreedSlotsEndClaimDelay(t *testing.T) {
 		// A second freed slot makes a claim worth it: it comes now.
 		release <- struct{}{}
 		awaitStarts(2)
+	})
+}
+
+// TestRateTokenEndsWaitForSlots: a route with a rate, whose claim took
+// every token it had, is claimed again when its next token comes, not
+// at the next wake-up or poll (an hour here), even when too few slots
+// are free for a claim worth its transaction (claimWorth: 2 of 4 here),
+// where the claim loop waits for a wake-up rather than claim again at
+// once. Its target holds each delivery, so no slot frees and nothing
+// wakes the loop: a rate of 2 a second starts 2 events, a third half a
+// second later, and a fourth, on the last free slot, half a second
+// after that. What the round leaves (claimLeased, to whoever has events
+// due) reads the route's allowance again and sets the loop's sleep to
+// its next token.
+func TestRateTokenEndsWaitForSlots(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		s := dbtest.Open(t, dbURL)
+		release := make(chan struct{})
+		started := make(chan string, 16)
+		p := New(s, Options{Concurrency: 4, PollInterval: time.Hour})
+		p.Route("slow", TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			started <- ev.DeliveryID
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}))
+		p.SetControls("slow", Controls{Rate: 2})
+		var ds []hookbox.Delivery
+		for i := range 6 {
+			ds = append(ds, storetest.Delivery("slow", fmt.Sprint(i)))
+		}
+		if _, err := storetest.IngestRetried(t, s, ds); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			close(release)
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			p.Stop(stopCtx)
+		}()
+		deadline := time.After(20 * time.Second)
+		for n := range 4 {
+			select {
+			case <-started:
+			case <-deadline:
+				t.Fatalf("after 20s, %d deliveries started, want 4 (a rate of 2 a second, 4 slots)", n)
+			}
+		}
+	})
+}
+
+// TestCappedRouteBelowClaimWorth: a route whose max_concurrency (2) is
+// below claimWorth (4 of 8 slots here), with the other slots free and a
+// backlog, is claimed again each time its deliveries end, not at the
+// next poll (an hour here): its freed slots never reach claimWorth, and
+// the loop's wait after them ends at ClaimDelay. It never runs more
+// than its 2 at once.
+func TestCappedRouteBelowClaimWorth(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		const events = 20
+		ctx := context.Background()
+		s := dbtest.Open(t, dbURL)
+		var mu sync.Mutex
+		running, widest, delivered := 0, 0, 0
+		all := make(chan struct{})
+		p := New(s, Options{Concurrency: 8, PollInterval: time.Hour})
+		p.Route("capped", TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			mu.Lock()
+			running++
+			widest = max(widest, running)
+			mu.Unlock()
+			mu.Lock()
+			defer mu.Unlock()
+			running--
+			if delivered++; delivered == events {
+				close(all)
+			}
+			return nil
+		}))
+		p.SetControls("capped", Controls{MaxConcurrency: 2})
+		var ds []hookbox.Delivery
+		for i := range events {
+			ds = append(ds, storetest.Delivery("capped", fmt.Sprint(i)))
+		}
+		if _, err := storetest.IngestRetried(t, s, ds); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			p.Stop(stopCtx)
+		}()
+		select {
+		case <-all:
+		case <-time.After(20 * time.Second):
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("after 20s, %d of %d events delivered", delivered, events)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if widest > 2 {
+			t.Errorf("%d deliveries of the route ran at once, want at most its max_concurrency, 2", widest)
+		}
+	})
+}
+
+// TestSlotsFreedBeforeTheWaitWakeIt: a claim that took every slot (4
+// of 4 events asked, 4 more due) leaves the claim loop to wait for
+// slots; when every delivery has ended before the loop reaches its wait
+// (held here, in onClaimWait, until they have), their slots count as
+// freed, and the next claim comes at once, with ClaimDelay and
+// PollInterval an hour: the wake-ups they sent are still there to be
+// taken, and the loop counts its slots before they freed.
+func TestSlotsFreedBeforeTheWaitWakeIt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		ctx := context.Background()
+		s := dbtest.Open(t, dbURL)
+		release := make(chan struct{})
+		started := make(chan string, 16)
+		var p *Pool
+		first, held := true, make(chan struct{})
+		p = New(s, Options{Concurrency: 4, ClaimDelay: time.Hour, PollInterval: time.Hour,
+			onClaimWait: func(woken bool, _ int) {
+				// Called by the claim loop only: first is its own.
+				if woken || !first {
+					return
+				}
+				first = false
+				for range 4 {
+					<-started
+				}
+				for range 4 {
+					release <- struct{}{}
+				}
+				for p.freeSlots() < 4 {
+					time.Sleep(time.Millisecond)
+				}
+				close(held)
+			}})
+		p.Route("fwd", TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+			started <- ev.DeliveryID
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}))
+		var ds []hookbox.Delivery
+		for i := range 8 {
+			ds = append(ds, storetest.Delivery("fwd", fmt.Sprint(i)))
+		}
+		if _, err := storetest.IngestRetried(t, s, ds); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			close(release)
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			p.Stop(stopCtx)
+		}()
+		deadline := time.After(20 * time.Second)
+		select {
+		case <-held:
+		case <-deadline:
+			t.Fatal("after 20s, the claim loop has not waited after claiming 4 events")
+		}
+		for n := range 4 {
+			select {
+			case <-started:
+			case <-deadline:
+				t.Fatalf("after 20s, %d of the 4 events left started", n)
+			}
+		}
 	})
 }
