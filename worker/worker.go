@@ -1007,11 +1007,12 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 				// Its circuit is open: no claim until the trial's turn.
 			case leased && p.leases.runs(src):
 				// Its one event runs here, whatever its lease says; the
-				// claim comes when it ends (Notify).
+				// claim comes when it ends (its end wakes the loop:
+				// wakeUp).
 			case leased && len(p.slots) >= p.opts.Concurrency:
 				// No slot is free: its event, claimed now, would hold this
 				// loop (and the Go handlers it runs) until one frees. The
-				// claim comes then (Notify).
+				// claim comes then (a freed slot wakes the loop: wakeUp).
 			case leased:
 				_, err = p.runTargets(claimCtx, runCtx, &inflight, []string{src}, true, 1, ctl)
 			default:
