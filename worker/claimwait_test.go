@@ -23,7 +23,6 @@ import (
 // half idle).
 func TestFreedSlotsEndClaimDelay(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
 		s := dbtest.Open(t, dbURL)
 		release := make(chan struct{})
 		started := make(chan string, 16)
@@ -41,31 +40,8 @@ func TestFreedSlotsEndClaimDelay(t *testing.T) {
 				default:
 				}
 			}})
-		p.Route("fwd", TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
-			started <- ev.DeliveryID
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}))
-		var ds []hookbox.Delivery
-		for i := range 8 {
-			ds = append(ds, storetest.Delivery("fwd", fmt.Sprint(i)))
-		}
-		if _, err := storetest.IngestRetried(t, s, ds); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			close(release)
-			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			p.Stop(stopCtx)
-		}()
+		p.Route("fwd", heldTarget(started, release))
+		startBacklog(t, s, p, "fwd", 8, release)
 		awaitStarts := func(n int) {
 			t.Helper()
 			deadline := time.After(20 * time.Second)
@@ -123,37 +99,13 @@ func TestFreedSlotsEndClaimDelay(t *testing.T) {
 // its next token.
 func TestRateTokenEndsWaitForSlots(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
 		s := dbtest.Open(t, dbURL)
 		release := make(chan struct{})
 		started := make(chan string, 16)
 		p := New(s, Options{Concurrency: 4, PollInterval: time.Hour})
-		p.Route("slow", TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
-			started <- ev.DeliveryID
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}))
+		p.Route("slow", heldTarget(started, release))
 		p.SetControls("slow", Controls{Rate: 2})
-		var ds []hookbox.Delivery
-		for i := range 6 {
-			ds = append(ds, storetest.Delivery("slow", fmt.Sprint(i)))
-		}
-		if _, err := storetest.IngestRetried(t, s, ds); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			close(release)
-			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			p.Stop(stopCtx)
-		}()
+		startBacklog(t, s, p, "slow", 6, release)
 		deadline := time.After(20 * time.Second)
 		for n := range 4 {
 			select {
@@ -174,7 +126,6 @@ func TestRateTokenEndsWaitForSlots(t *testing.T) {
 func TestCappedRouteBelowClaimWorth(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		const events = 20
-		ctx := context.Background()
 		s := dbtest.Open(t, dbURL)
 		var mu sync.Mutex
 		running, widest, delivered := 0, 0, 0
@@ -194,21 +145,7 @@ func TestCappedRouteBelowClaimWorth(t *testing.T) {
 			return nil
 		}))
 		p.SetControls("capped", Controls{MaxConcurrency: 2})
-		var ds []hookbox.Delivery
-		for i := range events {
-			ds = append(ds, storetest.Delivery("capped", fmt.Sprint(i)))
-		}
-		if _, err := storetest.IngestRetried(t, s, ds); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			p.Stop(stopCtx)
-		}()
+		startBacklog(t, s, p, "capped", events, nil)
 		select {
 		case <-all:
 		case <-time.After(20 * time.Second):
@@ -233,7 +170,6 @@ func TestCappedRouteBelowClaimWorth(t *testing.T) {
 // taken, and the loop counts its slots before they freed.
 func TestSlotsFreedBeforeTheWaitWakeIt(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
-		ctx := context.Background()
 		s := dbtest.Open(t, dbURL)
 		release := make(chan struct{})
 		started := make(chan string, 16)
@@ -257,31 +193,8 @@ func TestSlotsFreedBeforeTheWaitWakeIt(t *testing.T) {
 				}
 				close(held)
 			}})
-		p.Route("fwd", TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
-			started <- ev.DeliveryID
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}))
-		var ds []hookbox.Delivery
-		for i := range 8 {
-			ds = append(ds, storetest.Delivery("fwd", fmt.Sprint(i)))
-		}
-		if _, err := storetest.IngestRetried(t, s, ds); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			close(release)
-			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			p.Stop(stopCtx)
-		}()
+		p.Route("fwd", heldTarget(started, release))
+		startBacklog(t, s, p, "fwd", 8, release)
 		deadline := time.After(20 * time.Second)
 		select {
 		case <-held:
@@ -295,5 +208,45 @@ func TestSlotsFreedBeforeTheWaitWakeIt(t *testing.T) {
 				t.Fatalf("after 20s, %d of the 4 events left started", n)
 			}
 		}
+	})
+}
+
+// heldTarget is a target that sends each delivery's id on started when
+// it begins, and holds it until a value (or the close) of release, or
+// the end of its context.
+func heldTarget(started chan<- string, release <-chan struct{}) TargetFunc {
+	return func(ctx context.Context, ev *hookbox.Event) error {
+		started <- ev.DeliveryID
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// startBacklog stores n deliveries of source in s, starts p, and stops
+// it when the test ends, after closing release (unless nil), so that
+// the deliveries a heldTarget holds end.
+func startBacklog(t *testing.T, s hookbox.Store, p *Pool, source string, n int, release chan struct{}) {
+	t.Helper()
+	var ds []hookbox.Delivery
+	for i := range n {
+		ds = append(ds, storetest.Delivery(source, fmt.Sprint(i)))
+	}
+	if _, err := storetest.IngestRetried(t, s, ds); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if release != nil {
+			close(release)
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		p.Stop(stopCtx)
 	})
 }
