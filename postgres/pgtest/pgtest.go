@@ -290,14 +290,22 @@ func AdminExec(t testing.TB, q string, args ...any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s is unreachable: %v", EnvURL, err)
-	}
+	conn := adminConn(t, ctx)
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, q, args...); err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
+}
+
+// adminConn connects to the server's own database (the one the
+// environment names), failing the test if it cannot.
+func adminConn(t testing.TB, ctx context.Context) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, serverURL(t))
+	if err != nil {
+		t.Fatalf("PostgreSQL at %s is unreachable: %v", EnvURL, err)
+	}
+	return conn
 }
 
 // LimitedRole creates a login role that may hold at most limit
@@ -330,10 +338,7 @@ func AwaitNoSessions(t testing.TB, role string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, serverURL(t))
-	if err != nil {
-		t.Fatalf("PostgreSQL at %s is unreachable: %v", EnvURL, err)
-	}
+	conn := adminConn(t, ctx)
 	defer conn.Close(context.Background())
 	for {
 		var n int
