@@ -1071,12 +1071,10 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 // write lock that ingest needs too. It ends the wait early once
 // claimWorth slots have freed since the loop last claimed (running were
 // taken then): a claim then takes that many events at least, if so many
-// are due, and waiting on would leave those slots idle. At the default
-// Concurrency a forward drain to a fast target spent most of each round
-// in this wait, whatever had freed meanwhile: about 8k events/s, the
-// cores half idle, and twice that at four times the slots. A lone freed
-// slot (a slow target, a route at its max_concurrency, a trickle of
-// ingest with the slots free) still waits the whole ClaimDelay.
+// are due, and waiting on would leave those slots idle (with a fast
+// target, most of each round). A lone freed slot (a slow target, a
+// route at its max_concurrency, a trickle of ingest with the slots
+// free) still waits the whole ClaimDelay.
 func (p *Pool) awaitSlots(ctx context.Context, running int) {
 	if p.opts.ClaimDelay <= 0 {
 		return
