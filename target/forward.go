@@ -27,6 +27,7 @@ import (
 	"github.com/hookbox/hookbox/tracing"
 	"github.com/hookbox/hookbox/verify"
 	"github.com/hookbox/hookbox/worker"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Headers Forward sets on every request; the stored and the extra headers
@@ -202,7 +203,7 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 	}
 	given := map[string]string{} // canonical name → the name as configured
 	for name, value := range opts.Headers {
-		if !validHeaderName(name) {
+		if !httpguts.ValidHeaderFieldName(name) {
 			return nil, fmt.Errorf("forward: headers: %q is not a valid header name", name)
 		}
 		if other, ok := given[http.CanonicalHeaderKey(name)]; ok {
@@ -916,23 +917,6 @@ func cleanText(s string, n int) string {
 func validHost(v string) bool {
 	u, err := url.Parse("http://" + v)
 	return err == nil && u.Host == v && u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && !strings.HasSuffix(v, ":")
-}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // validHeaderValue rejects line breaks and other controls (tab is allowed).

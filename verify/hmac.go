@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Algorithms of the hmac scheme besides the HMAC hashes: public-key
@@ -72,7 +74,7 @@ func newHMAC(cfg Config) (*hmacVerifier, error) {
 	if cfg.Header == "" {
 		return nil, errors.New("hmac: header is required")
 	}
-	if !validHeaderName(cfg.Header) {
+	if !httpguts.ValidHeaderFieldName(cfg.Header) {
 		return nil, errors.New("header: not a valid header name")
 	}
 	v := &hmacVerifier{
@@ -136,7 +138,7 @@ func newHMAC(cfg Config) (*hmacVerifier, error) {
 		return nil, errors.New("timestamp_header: is required when signed uses {timestamp}")
 	case !usesTS && cfg.TimestampHeader != "":
 		return nil, errors.New("signed: must use {timestamp} when timestamp_header is set")
-	case cfg.TimestampHeader != "" && !validHeaderName(cfg.TimestampHeader):
+	case cfg.TimestampHeader != "" && !httpguts.ValidHeaderFieldName(cfg.TimestampHeader):
 		return nil, errors.New("timestamp_header: not a valid header name")
 	}
 	if usesTS {

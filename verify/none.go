@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // noneVerifier checks no signature; it only extracts the delivery id. Use it
@@ -65,14 +67,14 @@ func newIDSpec(scheme string, cfg Config) (idSpec, error) {
 		}
 	}
 	if cfg.IDHeader != "" {
-		if !validHeaderName(cfg.IDHeader) {
+		if !httpguts.ValidHeaderFieldName(cfg.IDHeader) {
 			return idSpec{}, errors.New("id_header: not a valid header name")
 		}
 		s.idHeader = http.CanonicalHeaderKey(cfg.IDHeader)
 		s.errIDHeader = malformed(scheme + ": missing " + cfg.IDHeader + " header (id_header)")
 	}
 	if cfg.TypeHeader != "" {
-		if !validHeaderName(cfg.TypeHeader) {
+		if !httpguts.ValidHeaderFieldName(cfg.TypeHeader) {
 			return idSpec{}, errors.New("type_header: not a valid header name")
 		}
 		s.typeHeader = http.CanonicalHeaderKey(cfg.TypeHeader)

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // tokenVerifier verifies the two schemes that carry the secret itself
@@ -48,7 +50,7 @@ func newToken(cfg Config) (*tokenVerifier, error) {
 		if cfg.Header == "" {
 			return nil, errors.New("token: header is required (the header that carries the token, e.g. X-Gitlab-Token)")
 		}
-		if !validHeaderName(cfg.Header) {
+		if !httpguts.ValidHeaderFieldName(cfg.Header) {
 			return nil, errors.New("header: not a valid header name")
 		}
 		v.header = http.CanonicalHeaderKey(cfg.Header)

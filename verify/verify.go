@@ -653,21 +653,3 @@ func checkSignID(scheme, id string) error {
 	}
 	return nil
 }
-
-// validHeaderName reports whether name is an RFC 9110 token, as a header
-// field name must be.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
