@@ -29,7 +29,11 @@
 //   - No queue (a source, or a named target) keeps another's events
 //     waiting for slots: each may fill an equal share of Concurrency
 //     before any takes more (see claimLeased), so a target that hangs
-//     holds its share, not every slot.
+//     holds its share, not every slot, while others have events due.
+//     Slots that no other queue asks for go to whoever has events due:
+//     a target that hangs while the others are idle may hold them all,
+//     and another queue's next event then runs as soon as one of them
+//     frees (its attempt's timeout at the latest).
 //   - Leases stay extended until the last running handler or target
 //     returns, also while Stop waits for it (until Stop gives up on work
 //     that ignores its cancelled context: see Stop).
