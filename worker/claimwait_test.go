@@ -211,6 +211,80 @@ func TestSlotsFreedBeforeTheWaitWakeIt(t *testing.T) {
 	})
 }
 
+// TestHangingSlotsDoNotCountTowardsClaimWorth: slots held by deliveries
+// that hang (a target that does not answer) are not slots a claim can
+// wait for. Here a hanging queue holds 6 of 8 slots (claimWorth 4), a
+// healthy one 2 and has a backlog: its 2 deliveries ending must bring
+// the claim of 2 more at once, not after ClaimDelay (an hour here).
+// Without it, the slots that can free never reached claimWorth, and
+// every round of the healthy queue waited the whole ClaimDelay for as
+// long as the other hung. The hanging queue's slots taken in the first
+// round count as slow once a whole later round has passed (the second);
+// it takes its last 2 in the third, when the healthy queue's first
+// events are all claimed ("what is left", see claimLeased).
+func TestHangingSlotsDoNotCountTowardsClaimWorth(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		release, hang := make(chan struct{}), make(chan struct{})
+		started, hung := make(chan string, 16), make(chan string, 16)
+		p := New(s, Options{Concurrency: 8, ClaimDelay: time.Hour, PollInterval: time.Hour})
+		p.Route("fwd", heldTarget(started, release))
+		p.Route("hang", heldTarget(hung, hang)) // released only when the test ends
+		ingest := func(source, prefix string, n int) {
+			t.Helper()
+			var ds []hookbox.Delivery
+			for i := range n {
+				ds = append(ds, storetest.Delivery(source, fmt.Sprint(prefix, i)))
+			}
+			if _, err := storetest.IngestRetried(t, s, ds); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ingest("fwd", "a", 10)
+		startBacklog(t, s, p, "hang", 6, hang)
+		t.Cleanup(func() { close(release) })
+		deadline := time.After(20 * time.Second)
+		await := func(ch <-chan string, n int, what string) {
+			t.Helper()
+			for i := range n {
+				select {
+				case <-ch:
+				case <-deadline:
+					t.Fatalf("after 20s, %d of %d %s started", i, n, what)
+				}
+			}
+		}
+		// Round 1: each queue its share, 4 of 8 slots.
+		await(hung, 4, "hanging deliveries (round 1)")
+		await(started, 4, "healthy deliveries (round 1)")
+		// Round 2: the healthy queue's 4 ended, 4 more of it.
+		for range 4 {
+			release <- struct{}{}
+		}
+		await(started, 4, "healthy deliveries (round 2)")
+		// Round 3: the healthy queue has 2 left; the hanging one takes
+		// the 2 slots left, and holds 6 of 8.
+		for range 4 {
+			release <- struct{}{}
+		}
+		await(started, 2, "healthy deliveries (round 3)")
+		await(hung, 2, "hanging deliveries (round 3)")
+		ingest("fwd", "b", 8)
+		p.Notify()
+		// 2 slots free of the 8, the 6 others hang: a claim worth it.
+		for range 2 {
+			release <- struct{}{}
+		}
+		select {
+		case <-started:
+		case <-deadline:
+			t.Fatal("after 20s, no healthy delivery started on the 2 slots freed beside 6 hanging ones: " +
+				"the claim waited for ClaimDelay (an hour)")
+		}
+		await(started, 1, "more healthy deliveries (the second of 2 freed slots)")
+	})
+}
+
 // heldTarget is a target that sends each delivery's id on started when
 // it begins, and holds it until a value (or the close) of release, or
 // the end of its context.

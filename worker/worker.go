@@ -185,7 +185,9 @@ type Options struct {
 	// claims, to gather more events per transaction (default 2ms; negative
 	// for none). The wait ends early once enough slots (Concurrency) have
 	// freed since the last claim for a claim to take half of what one
-	// claim can, min(Concurrency, BatchSize).
+	// claim can, min(Concurrency, BatchSize), counting only slots free or
+	// held by work that began within the claim loop's last two rounds:
+	// slots held longer (a target that hangs) are left out.
 	ClaimDelay time.Duration
 	// FinishWait is how long the outcome of a target's delivery may wait
 	// for the outcomes of deliveries still running, so that one
@@ -301,6 +303,13 @@ type Pool struct {
 	slots      chan struct{} // work running: a target or a Prepare
 	slotMu     sync.Mutex
 	slotsBy    map[string]int // slots held, by queue (see claimLeased)
+	// slotRound numbers the claim loop's rounds (newRound). slotsHeld
+	// counts the slots held, slotsNew those of them taken in this round
+	// ([0]) and in the one before ([1]); the others are slow (see
+	// slowSlots). Under slotMu.
+	slotRound uint64
+	slotsHeld int
+	slotsNew  [2]int
 	// served orders the queues claimLeased claims alone: the sequence
 	// number of each one's last claim that got events (serveSeq the
 	// last given). The claim loop's own.
@@ -989,6 +998,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 	defer poll.Stop()
 	for claimCtx.Err() == nil {
 		busy := false
+		p.newRound()
 		p.refreshPaused(claimCtx)
 		if txs := p.active(txSources); len(txs) > 0 {
 			full, err := p.runTx(claimCtx, runCtx, txs, false, 0)
@@ -1033,8 +1043,10 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		// A claim for targets that got all it asked may have left more
 		// due: claim again at once, unless too few slots are free for a
 		// claim worth its transaction (the one or two freed while the
-		// claim ran). Those events are claimed when enough slots free,
-		// as after any wake-up (awaitSlots).
+		// claim ran; claimWorth counts only the slots that are free or
+		// can free soon, not those held by work that hangs). Those
+		// events are claimed when enough slots free, as after any
+		// wake-up (awaitSlots).
 		if busy || more && (p.opts.ClaimDelay <= 0 || p.freeSlots() >= p.claimWorth()) {
 			continue
 		}
@@ -1078,7 +1090,11 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 // are due, and waiting on would leave those slots idle (with a fast
 // target, most of each round). A lone freed slot (a slow target, a
 // route at its max_concurrency, a trickle of ingest with the slots
-// free) still waits the whole ClaimDelay.
+// free) still waits the whole ClaimDelay. Slots held by slow work (a
+// target that hangs until its timeout) do not count towards claimWorth:
+// they cannot free within the wait, and, counted, they kept the early
+// end from ever coming once they held more than Concurrency less
+// claimWorth.
 func (p *Pool) awaitSlots(ctx context.Context, running int) {
 	if p.opts.ClaimDelay <= 0 {
 		return
@@ -1107,8 +1123,37 @@ func (p *Pool) awaitSlots(ctx context.Context, running int) {
 
 // claimWorth is how many slots a claim for targets waits for (see
 // awaitSlots): half of what one claim can take, min(Concurrency,
-// BatchSize).
-func (p *Pool) claimWorth() int { return max(1, min(p.opts.Concurrency, p.opts.BatchSize)/2) }
+// BatchSize), of the slots that are free or can free soon: the slots
+// held by slow work (slowSlots) are left out. Free slots count, so a
+// lone freed slot beside idle ones still waits for ClaimDelay.
+func (p *Pool) claimWorth() int {
+	return max(1, min(p.opts.Concurrency-p.slowSlots(), p.opts.BatchSize)/2)
+}
+
+// newRound begins a round of the claim loop (each pass, whether it
+// claims or not): the slots taken in the round before it are now those
+// of the one before, and those taken before that are slow (slowSlots).
+func (p *Pool) newRound() {
+	p.slotMu.Lock()
+	p.slotRound++
+	p.slotsNew[1], p.slotsNew[0] = p.slotsNew[0], 0
+	p.slotMu.Unlock()
+}
+
+// slowSlots counts the slots held by slow work: taken before the
+// previous round of the claim loop (newRound), and held still after a
+// whole round began and ended since. Work that ends within a round or
+// two (a fast target, whose end is what wakes the loop for the next)
+// is not slow; work that hangs until its timeout is, after two rounds,
+// a few ClaimDelays. A remote target (tens of milliseconds) counts as
+// slow too: its slots rarely free within one ClaimDelay, and the claims
+// for it, sized by what its last two rounds took (the slots not slow),
+// still take what a ClaimDelay gathers.
+func (p *Pool) slowSlots() int {
+	p.slotMu.Lock()
+	defer p.slotMu.Unlock()
+	return p.slotsHeld - p.slotsNew[0] - p.slotsNew[1]
+}
 
 // freeSlots is how many of the slots (Concurrency) are free now.
 func (p *Pool) freeSlots() int { return p.opts.Concurrency - len(p.slots) }
@@ -2112,7 +2157,7 @@ func (p *Pool) startTargets(runCtx context.Context, inflight *sync.WaitGroup, ev
 			p.releasePayloads(held)
 			held = 0
 		}
-		p.takeSlot(ev.Source)
+		round := p.takeSlot(ev.Source)
 		inflight.Add(1)
 		p.warm.run(func() {
 			defer inflight.Done()
@@ -2139,14 +2184,14 @@ func (p *Pool) startTargets(runCtx context.Context, inflight *sync.WaitGroup, ev
 				if ev.Payload == nil {
 					letGo()
 				}
-				p.freeSlot(ev.Source)
+				p.freeSlot(ev.Source, round)
 				p.wakeUp()
 			}
 			var o hookbox.Outcome
 			defer func() {
 				letGo()
 				if working {
-					p.freeSlot(ev.Source)
+					p.freeSlot(ev.Source, round)
 				} else {
 					<-p.recording
 				}
@@ -2172,19 +2217,28 @@ func (p *Pool) startTargets(runCtx context.Context, inflight *sync.WaitGroup, ev
 	}
 }
 
-// takeSlot takes one of the slots (Concurrency) for work of queue.
-func (p *Pool) takeSlot(queue string) {
+// takeSlot takes one of the slots (Concurrency) for work of queue, and
+// returns the round of the claim loop it was taken in (newRound), for
+// freeSlot.
+func (p *Pool) takeSlot(queue string) uint64 {
 	p.slots <- struct{}{}
 	p.slotMu.Lock()
+	defer p.slotMu.Unlock()
 	p.slotsBy[queue]++
-	p.slotMu.Unlock()
+	p.slotsHeld++
+	p.slotsNew[0]++
+	return p.slotRound
 }
 
-// freeSlot gives back a slot takeSlot took for queue.
-func (p *Pool) freeSlot(queue string) {
+// freeSlot gives back a slot takeSlot took for queue in round.
+func (p *Pool) freeSlot(queue string, round uint64) {
 	p.slotMu.Lock()
 	if p.slotsBy[queue]--; p.slotsBy[queue] == 0 {
 		delete(p.slotsBy, queue)
+	}
+	p.slotsHeld--
+	if age := p.slotRound - round; age < 2 {
+		p.slotsNew[age]--
 	}
 	p.slotMu.Unlock()
 	<-p.slots
