@@ -185,9 +185,11 @@ type Options struct {
 	// claims, to gather more events per transaction (default 2ms; negative
 	// for none). The wait ends early once enough slots (Concurrency) have
 	// freed since the last claim for a claim to take half of what one
-	// claim can, min(Concurrency, BatchSize), counting only slots free or
-	// held by work that began within the claim loop's last two rounds:
-	// slots held longer (a target that hangs) are left out.
+	// claim can, min(Concurrency, BatchSize), counting only the slots
+	// free or held by work that began within the last two rounds of
+	// claims (each pass of the pool's claim loop, after a wake-up or a
+	// poll, is a round): slots held longer (a target that hangs) are left
+	// out.
 	ClaimDelay time.Duration
 	// FinishWait is how long the outcome of a target's delivery may wait
 	// for the outcomes of deliveries still running, so that one
@@ -1141,14 +1143,14 @@ func (p *Pool) newRound() {
 }
 
 // slowSlots counts the slots held by slow work: taken before the
-// previous round of the claim loop (newRound), and held still after a
-// whole round began and ended since. Work that ends within a round or
-// two (a fast target, whose end is what wakes the loop for the next)
-// is not slow; work that hangs until its timeout is, after two rounds,
-// a few ClaimDelays. A remote target (tens of milliseconds) counts as
-// slow too: its slots rarely free within one ClaimDelay, and the claims
-// for it, sized by what its last two rounds took (the slots not slow),
-// still take what a ClaimDelay gathers.
+// previous round of the claim loop (newRound) and held still, so that a
+// whole round has begun and ended since. Work that ends within a round
+// or two (a fast target, whose end is what wakes the loop for the next
+// round) is not slow; a target that hangs until its timeout is, two
+// rounds after its claim (a few ClaimDelays). A remote target (tens of
+// milliseconds) is slow too, its slots rarely freeing within one
+// ClaimDelay: claimWorth is then about half of what its last two rounds
+// took, and its claims come somewhat more often, each a little smaller.
 func (p *Pool) slowSlots() int {
 	p.slotMu.Lock()
 	defer p.slotMu.Unlock()
