@@ -34,6 +34,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	m.WatchHeldKeys(func(ctx context.Context, names []string) (map[string]int, error) {
 		return map[string]int{"a": 1}, nil
 	}, []string{"a"}, 0, nil)
+	m.WatchSlots(func() (int, int) { return 1, 2 })
 	m.Delivery("a", metrics.OutcomeNew, time.Millisecond)
 	m.Batch(1, time.Millisecond, nil)
 	m.RejectionUnlogged("a", "rate")
@@ -54,7 +55,7 @@ func exportedNames(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	for _, want := range []string{"hookbox_deliveries_total", "hookbox_dead_total", "hookbox_oldest_due_seconds", "hookbox_events", "hookbox_target_keys_held", "hookbox_rejections_unlogged_total", "hookbox_target_circuit_open"} {
+	for _, want := range []string{"hookbox_deliveries_total", "hookbox_dead_total", "hookbox_oldest_due_seconds", "hookbox_events", "hookbox_target_keys_held", "hookbox_rejections_unlogged_total", "hookbox_target_circuit_open", "hookbox_worker_slots", "hookbox_worker_slots_busy"} {
 		if !names[want] {
 			t.Fatalf("%s not gathered; the test's Metrics lack a sample", want)
 		}

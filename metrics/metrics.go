@@ -36,6 +36,11 @@
 //	    time, cached as hookbox_events; see WatchHeldKeys)
 //	hookbox_worker_store_errors_total         the workers' calls to the database
 //	    that failed (claims, outcomes, the due-queue question, ...)
+//	hookbox_worker_slots                      the workers' slots
+//	    (workers.concurrency): a target's delivery or a two-phase
+//	    handler's Prepare holds one while it runs
+//	hookbox_worker_slots_busy                 the slots held now (at scrape
+//	    time); at hookbox_worker_slots for long, deliveries wait for slots
 //	hookbox_rejections_unlogged_total{source,why}  refused deliveries left out
 //	    of the rejected-deliveries log: rate_limited, queue_full, store_failed,
 //	    stopped (refused while hookbox stopped)
@@ -375,6 +380,21 @@ type StatsFunc func(ctx context.Context, now time.Time) (hookbox.Stats, error)
 // scrape. Call it at most once.
 func (m *Metrics) WatchStats(stats StatsFunc, cacheFor time.Duration, log *slog.Logger) {
 	m.reg.MustRegister(&statsCollector{cache: newScrapeCache(stats, "queue stats", cacheFor, log)})
+}
+
+// WatchSlots adds hookbox_worker_slots and hookbox_worker_slots_busy,
+// read from slots (worker.Pool.Slots has its shape) when scraped: how
+// many slots the workers have, and how many work holds now. Call it at
+// most once.
+func (m *Metrics) WatchSlots(slots func() (held, total int)) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hookbox_worker_slots",
+			Help: "The workers' slots (workers.concurrency): a target's delivery or a two-phase handler's Prepare holds one while it runs."},
+			func() float64 { _, total := slots(); return float64(total) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "hookbox_worker_slots_busy",
+			Help: "The workers' slots held now; at hookbox_worker_slots for long, deliveries wait for slots (raise workers.concurrency, or a target hangs)."},
+			func() float64 { held, _ := slots(); return float64(held) }),
+	)
 }
 
 // HeldKeysFunc counts, per queue name, the order keys a dead delivery

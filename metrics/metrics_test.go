@@ -184,3 +184,22 @@ func TestDeliveryCountsAndUnlogged(t *testing.T) {
 		t.Errorf("unlogged: %v", s)
 	}
 }
+
+// TestSlotsReadAtScrape: hookbox_worker_slots and
+// hookbox_worker_slots_busy are what the slots function says at each
+// scrape, not a value kept from an earlier one.
+func TestSlotsReadAtScrape(t *testing.T) {
+	m := metrics.New(nil)
+	var held atomic.Int32
+	m.WatchSlots(func() (int, int) { return int(held.Load()), 32 })
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	for _, n := range []int32{0, 7, 32, 3} {
+		held.Store(n)
+		got := scrape(t, srv.URL)
+		if got["hookbox_worker_slots"] != 32 || got["hookbox_worker_slots_busy"] != float64(n) {
+			t.Errorf("with %d slots held: hookbox_worker_slots %v, hookbox_worker_slots_busy %v; want 32 and %d",
+				n, got["hookbox_worker_slots"], got["hookbox_worker_slots_busy"], n)
+		}
+	}
+}

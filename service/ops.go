@@ -44,6 +44,7 @@ func (s *Service) registerOps() {
 	mux.Handle("GET /metrics", s.Metrics.Handler())
 	s.Metrics.WatchStats(s.Store.Stats, metrics.DefaultStatsCache, s.log)
 	s.Metrics.WatchHeldKeys(s.Store.HeldKeys, heldKeyTargets(s.Config), metrics.DefaultStatsCache, s.log)
+	s.Metrics.WatchSlots(s.Pool.Slots)
 	guesses := server.NewAuthLimiter(s.Config.TrustedProxyPrefixes())
 	server.RegisterAdmin(mux, server.AdminConfig{
 		Token:      s.Config.AdminToken,

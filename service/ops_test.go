@@ -718,3 +718,47 @@ func TestClientLimitExempt(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerSlotsMetrics: /metrics reports the workers' slots
+// (workers.concurrency) and how many deliveries hold one now, read when
+// scraped: two deliveries held by their target hold two, and none once
+// they end.
+func TestWorkerSlotsMetrics(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		release := make(chan struct{})
+		var once sync.Once
+		letGo := func() { once.Do(func() { close(release) }) }
+		defer letGo()
+		h := startOps(t, dbURL, opsConfig+"workers:\n  concurrency: 5\n", func(s *Service) {
+			s.Pool.Route("github", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+				select {
+				case <-release:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}))
+		})
+		for _, id := range []string{"gh-1", "gh-2"} {
+			if code := h.send("github", id, payload(id), nil); code != http.StatusAccepted {
+				t.Fatalf("delivery %s answered %d", id, code)
+			}
+		}
+		await := func(busy float64) map[string]float64 {
+			t.Helper()
+			got := scrapeMetrics(t, h.url)
+			for deadline := time.Now().Add(10 * time.Second); got["hookbox_worker_slots_busy"] != busy; got = scrapeMetrics(t, h.url) {
+				if time.Now().After(deadline) {
+					t.Fatalf("hookbox_worker_slots_busy = %v after 10s, want %v", got["hookbox_worker_slots_busy"], busy)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return got
+		}
+		if got := await(2); got["hookbox_worker_slots"] != 5 {
+			t.Errorf("hookbox_worker_slots = %v, want 5 (workers.concurrency)", got["hookbox_worker_slots"])
+		}
+		letGo()
+		await(0)
+	})
+}

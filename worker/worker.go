@@ -1160,6 +1160,13 @@ func (p *Pool) slowSlots() int {
 // freeSlots is how many of the slots (Concurrency) are free now.
 func (p *Pool) freeSlots() int { return p.opts.Concurrency - len(p.slots) }
 
+// Slots reports how many of the pool's slots (Options.Concurrency) work
+// holds now, a target's delivery or a two-phase handler's Prepare each,
+// and how many it has. Held at the total for long, the pool's
+// deliveries wait for slots: they are bound by Concurrency or by a
+// target that hangs, not by the database or the CPU.
+func (p *Pool) Slots() (held, total int) { return len(p.slots), p.opts.Concurrency }
+
 // dueOnly keeps, of the strict and the other queues a round of claimLoop
 // is about to claim, those with an event due (hookbox.Queue.DueQueues) or
 // a circuit waiting to try again:
