@@ -135,7 +135,9 @@ func testClaimReturnsEveryPayload(t *testing.T, q QueueStore) {
 		want[d.DeliveryID] = d.Payload
 		ds = append(ds, d)
 	}
-	ingest(t, q, ds...)
+	if _, err := IngestBySize(t, q, ds, 2<<20); err != nil { // 12 MiB in all
+		t.Fatalf("Ingest: %v", err)
+	}
 	evs = claim(t, q, time.Now(), 1000, sources...)
 	if len(evs) != len(ds) {
 		t.Fatalf("claimed %d events of %d sources, want %d", len(evs), len(sources), len(ds))

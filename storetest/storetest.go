@@ -106,6 +106,31 @@ func IngestRetried(t testing.TB, s hookbox.Store, ds []hookbox.Delivery) ([]hook
 	return rs, err
 }
 
+// IngestBySize stores ds as IngestRetried does, in calls of at most
+// maxBytes of payload each (a larger delivery alone), and returns the
+// receipts of all in order. For tests that store many large payloads:
+// PostgreSQL bounds one ingest step by a time that grows with its bytes
+// (see postgres.ingestContext), and under the race detector, on a
+// loaded machine, the client's copies of ten megabytes alone took
+// longer than that.
+func IngestBySize(t testing.TB, s hookbox.Store, ds []hookbox.Delivery, maxBytes int) ([]hookbox.Receipt, error) {
+	t.Helper()
+	var out []hookbox.Receipt
+	for len(ds) > 0 {
+		n, size := 1, len(ds[0].Payload)
+		for n < len(ds) && size+len(ds[n].Payload) <= maxBytes {
+			size += len(ds[n].Payload)
+			n++
+		}
+		rs, err := IngestRetried(t, s, ds[:n])
+		if err != nil {
+			return out, err
+		}
+		out, ds = append(out, rs...), ds[n:]
+	}
+	return out, nil
+}
+
 // ingestNewer stores one pending event, newer than every event before it.
 // A store may keep the newest event from a purge (hookbox.Ops.Purge), so
 // a test that wants every finished event purged stores one after them.

@@ -89,7 +89,10 @@ func TestPayloadBudgetGivenBack(t *testing.T) {
 				ds = append(ds, d)
 			}
 		}
-		rs := ingest(t, s, ds...)
+		rs, err := storetest.IngestBySize(t, s, ds, 2<<20) // 10 MiB in all
+		if err != nil {
+			t.Fatal(err)
+		}
 		start(t, p)
 		for i, r := range rs {
 			want := hookbox.StatusDone
@@ -125,7 +128,9 @@ func TestPayloadBudgetGivenBack(t *testing.T) {
 				more = append(more, d)
 			}
 		}
-		ingest(t, s, more...)
+		if _, err := storetest.IngestBySize(t, s, more, 2<<20); err != nil { // 8 MiB
+			t.Fatal(err)
+		}
 		p.Notify()
 		if err := p.Stop(context.Background()); err != nil {
 			t.Fatal(err)
