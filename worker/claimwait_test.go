@@ -42,17 +42,6 @@ func TestFreedSlotsEndClaimDelay(t *testing.T) {
 			}})
 		p.Route("fwd", heldTarget(started, release))
 		startBacklog(t, s, p, "fwd", 8, release)
-		awaitStarts := func(n int) {
-			t.Helper()
-			deadline := time.After(20 * time.Second)
-			for range n {
-				select {
-				case <-started:
-				case <-deadline:
-					t.Fatalf("after 20s, fewer than %d more deliveries started", n)
-				}
-			}
-		}
 		awaitWait := func(want wait) {
 			t.Helper()
 			deadline := time.After(20 * time.Second)
@@ -69,7 +58,7 @@ func TestFreedSlotsEndClaimDelay(t *testing.T) {
 		}
 		// Every slot busy, 4 events left due: the loop sleeps until a
 		// wake-up (it cannot claim before a slot frees).
-		awaitStarts(4)
+		awaitStarted(t, started, 4, time.After(20*time.Second), "deliveries")
 		awaitWait(wait{woken: false})
 		release <- struct{}{}
 		awaitWait(wait{woken: true, freed: 1})
@@ -82,7 +71,7 @@ func TestFreedSlotsEndClaimDelay(t *testing.T) {
 		}
 		// A second freed slot makes a claim worth it: it comes now.
 		release <- struct{}{}
-		awaitStarts(2)
+		awaitStarted(t, started, 2, time.After(20*time.Second), "more deliveries")
 	})
 }
 
@@ -106,14 +95,7 @@ func TestRateTokenEndsWaitForSlots(t *testing.T) {
 		p.Route("slow", heldTarget(started, release))
 		p.SetControls("slow", Controls{Rate: 2})
 		startBacklog(t, s, p, "slow", 6, release)
-		deadline := time.After(20 * time.Second)
-		for n := range 4 {
-			select {
-			case <-started:
-			case <-deadline:
-				t.Fatalf("after 20s, %d deliveries started, want 4 (a rate of 2 a second, 4 slots)", n)
-			}
-		}
+		awaitStarted(t, started, 4, time.After(20*time.Second), "deliveries (a rate of 2 a second, 4 slots)")
 	})
 }
 
@@ -201,13 +183,7 @@ func TestSlotsFreedBeforeTheWaitWakeIt(t *testing.T) {
 		case <-deadline:
 			t.Fatal("after 20s, the claim loop has not waited after claiming 4 events")
 		}
-		for n := range 4 {
-			select {
-			case <-started:
-			case <-deadline:
-				t.Fatalf("after 20s, %d of the 4 events left started", n)
-			}
-		}
+		awaitStarted(t, started, 4, deadline, "events left")
 	})
 }
 
@@ -230,29 +206,13 @@ func TestHangingSlotsDoNotCountTowardsClaimWorth(t *testing.T) {
 		p := New(s, Options{Concurrency: 8, ClaimDelay: time.Hour, PollInterval: time.Hour})
 		p.Route("fwd", heldTarget(started, release))
 		p.Route("hang", heldTarget(hung, hang)) // released only when the test ends
-		ingest := func(source, prefix string, n int) {
-			t.Helper()
-			var ds []hookbox.Delivery
-			for i := range n {
-				ds = append(ds, storetest.Delivery(source, fmt.Sprint(prefix, i)))
-			}
-			if _, err := storetest.IngestRetried(t, s, ds); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ingest("fwd", "a", 10)
+		ingestN(t, s, "fwd", "a", 10)
 		startBacklog(t, s, p, "hang", 6, hang)
 		t.Cleanup(func() { close(release) })
 		deadline := time.After(20 * time.Second)
 		await := func(ch <-chan string, n int, what string) {
 			t.Helper()
-			for i := range n {
-				select {
-				case <-ch:
-				case <-deadline:
-					t.Fatalf("after 20s, %d of %d %s started", i, n, what)
-				}
-			}
+			awaitStarted(t, ch, n, deadline, what)
 		}
 		// Round 1: each queue its share, 4 of 8 slots.
 		await(hung, 4, "hanging deliveries (round 1)")
@@ -269,7 +229,7 @@ func TestHangingSlotsDoNotCountTowardsClaimWorth(t *testing.T) {
 		}
 		await(started, 2, "healthy deliveries (round 3)")
 		await(hung, 2, "hanging deliveries (round 3)")
-		ingest("fwd", "b", 8)
+		ingestN(t, s, "fwd", "b", 8)
 		p.Notify()
 		// 2 slots free of the 8, the 6 others hang: a claim worth it.
 		for range 2 {
@@ -305,13 +265,7 @@ func heldTarget(started chan<- string, release <-chan struct{}) TargetFunc {
 // the deliveries a heldTarget holds end.
 func startBacklog(t *testing.T, s hookbox.Store, p *Pool, source string, n int, release chan struct{}) {
 	t.Helper()
-	var ds []hookbox.Delivery
-	for i := range n {
-		ds = append(ds, storetest.Delivery(source, fmt.Sprint(i)))
-	}
-	if _, err := storetest.IngestRetried(t, s, ds); err != nil {
-		t.Fatal(err)
-	}
+	ingestN(t, s, source, "", n)
 	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -323,4 +277,31 @@ func startBacklog(t *testing.T, s hookbox.Store, p *Pool, source string, n int, 
 		defer cancel()
 		p.Stop(stopCtx)
 	})
+}
+
+// ingestN stores n deliveries of source in s, their ids prefix and a
+// number from 0.
+func ingestN(t *testing.T, s hookbox.Store, source, prefix string, n int) {
+	t.Helper()
+	var ds []hookbox.Delivery
+	for i := range n {
+		ds = append(ds, storetest.Delivery(source, fmt.Sprint(prefix, i)))
+	}
+	if _, err := storetest.IngestRetried(t, s, ds); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitStarted waits for n deliveries to start (their ids sent on
+// started by heldTarget), and fails the test, naming them what, once
+// deadline (20 s from a point the caller chose) has passed.
+func awaitStarted(t *testing.T, started <-chan string, n int, deadline <-chan time.Time, what string) {
+	t.Helper()
+	for i := range n {
+		select {
+		case <-started:
+		case <-deadline:
+			t.Fatalf("after 20s, %d of %d %s started", i, n, what)
+		}
+	}
 }
