@@ -1090,13 +1090,15 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 // claimWorth slots have freed since the loop last claimed (running were
 // taken then): a claim then takes that many events at least, if so many
 // are due, and waiting on would leave those slots idle (with a fast
-// target, most of each round). A lone freed slot (a slow target, a
-// route at its max_concurrency, a trickle of ingest with the slots
-// free) still waits the whole ClaimDelay. Slots held by slow work (a
-// target that hangs until its timeout) do not count towards claimWorth:
-// they cannot free within the wait, and, counted, they kept the early
-// end from ever coming once they held more than Concurrency less
-// claimWorth.
+// target, most of each round). A lone freed slot beside free ones or
+// ones taken lately (a route at its max_concurrency, a trickle of
+// ingest with the slots free) still waits the whole ClaimDelay. Slots
+// held by slow work (a target that hangs until its timeout, or a remote
+// one slower than two rounds) do not count towards claimWorth: they
+// cannot free within the wait, and, counted, they kept the early end
+// from ever coming once they held more than Concurrency less
+// claimWorth. So beside slots that are nearly all slow, a lone freed
+// slot may end the wait: a claim of one or two, as few as can free.
 func (p *Pool) awaitSlots(ctx context.Context, running int) {
 	if p.opts.ClaimDelay <= 0 {
 		return
