@@ -345,6 +345,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &cancelHandler{conn: c}
 	}
+	cfg.AfterRelease = keepUncancelled
 	// A pooler that shares server sessions between clients is refused
 	// before anything is prepared, listened for or migrated through it.
 	if err := checkOwnSessions(ctx, cfg.ConnConfig); err != nil {
@@ -440,8 +441,33 @@ func (h *cancelHandler) HandleCancel(ctx context.Context) {
 	h.cur.HandleCancel(ctx)
 }
 
-// HandleUnwatchAfterCancel finishes what HandleCancel started.
-func (h *cancelHandler) HandleUnwatchAfterCancel() { h.cur.HandleUnwatchAfterCancel() }
+// HandleUnwatchAfterCancel finishes what HandleCancel started, and marks
+// the connection as one a cancel request was sent for (see
+// keepUncancelled).
+func (h *cancelHandler) HandleUnwatchAfterCancel() {
+	h.cur.HandleUnwatchAfterCancel()
+	h.conn.CustomData()[cancelSentKey] = true
+}
+
+// cancelSentKey marks, in a connection's CustomData, one whose statement
+// was interrupted by its context: a cancel request was sent for it.
+const cancelSentKey = "hookbox.cancel-sent"
+
+// keepUncancelled is the pool's AfterRelease: a connection a cancel
+// request was sent for is closed when it is given back, not lent again.
+//
+// A cancel request travels on a connection of its own, and the server
+// acts on it when the signal reaches the session's process, which a
+// loaded server may run well after the statement it was meant for has
+// ended (pgx waits 100 ms after sending it, no more). Lent again, the
+// connection's next statement, another caller's, could be the one
+// cancelled: a finish, a claim or a read failing with 57014 for a
+// timeout that was not theirs. Closing the connection instead costs one
+// connect after each interrupted statement, which is rare (a handler's
+// timeout, a shutdown, a client gone from an API call).
+func keepUncancelled(c *pgx.Conn) bool {
+	return c.PgConn().CustomData()[cancelSentKey] == nil
+}
 
 // outOfOrder lets goose apply a migration numbered below the newest one
 // applied: migrations written on parallel branches (00007 and 00008, say)
