@@ -355,7 +355,14 @@ type claimUnit struct {
 // (not while its outcome is recorded). Strict sources are claimed before
 // this (claimLoop), so their one event takes a slot at that round too.
 // A round hands out only the slots free when it began.
-func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, plain []string, ctls []*control) (more bool, wait time.Duration, err error) {
+//
+// While a queue of all (every queue the pool serves now, due or not)
+// holds no slot, the last keep of the free slots (see slotsKept) go only
+// to a queue that holds none: a queue that holds slots takes more only
+// while more than keep are free. So an idle queue's next event starts at
+// once, even when the queues with events due, their targets hanging,
+// took every slot the idle ones left them.
+func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.WaitGroup, plain []string, ctls []*control, all []string, keep int) (more bool, wait time.Duration, err error) {
 	queues := len(plain) + len(ctls)
 	if queues == 0 {
 		return false, 0, nil
@@ -369,6 +376,38 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 	// transaction (on SQLite, the write lock ingest waits for).
 	slotsFree, claimed := p.freeSlots(), 0
 	free := func() int { return min(slotsFree-claimed, p.opts.BatchSize) }
+	// idle counts the queues of all that hold no slot (running), as
+	// last read: those the kept slots wait for.
+	var running map[string]int
+	idle := 0
+	readRunning := func() {
+		running, idle = p.slotsByQueue(), 0
+		if keep > 0 {
+			for _, q := range all {
+				if running[q] == 0 {
+					idle++
+				}
+			}
+		}
+	}
+	// spare is what a claim for a queue holding held slots may take when
+	// left are free: all of them when no other queue is idle, else all
+	// but keep, or one at least for a queue that holds none; no more than
+	// a claim takes (BatchSize).
+	spare := func(left, held int) int {
+		others := idle
+		if held == 0 {
+			others-- // itself
+		}
+		n := left
+		if others > 0 {
+			n = left - keep
+			if held == 0 {
+				n = max(n, min(left, 1))
+			}
+		}
+		return min(max(n, 0), p.opts.BatchSize)
+	}
 	var errs []error
 	// claim takes up to limit events of sources (ctl's route when ctl is
 	// set, as its controls allow) and reports whether it got all it asked.
@@ -455,7 +494,7 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 	// (with hundreds of queues a few events each, a PostgreSQL drain ran
 	// at one commit per delivery). A route that claims by key is claimed
 	// alone.
-	running := p.slotsByQueue()
+	readRunning()
 	var under []claimUnit
 	for _, s := range plain {
 		if running[s] < share {
@@ -479,14 +518,20 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 	// others in one claim (a queue alone as claim does, with the same
 	// statement). It returns the units it did not reach.
 	claimApart := func(units []claimUnit) []claimUnit {
-		f := free()
+		f, left := free(), slotsFree-claimed
 		var batch []claimUnit
 		var limits []int
 		now := time.Now()
 		i := 0
 		for ; i < len(units) && f > 0; i++ {
 			u := units[i]
-			limit := min(f, share-running[u.name])
+			limit := min(f, share-running[u.name], spare(left, running[u.name]))
+			if limit <= 0 {
+				continue
+			}
+			if running[u.name] == 0 {
+				idle-- // it holds slots once claimed (counted again at the next read)
+			}
 			if u.ctl != nil {
 				n, d := p.allowance(u.ctl, limit, now)
 				if n == 0 {
@@ -498,12 +543,12 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 				limit = n
 				if u.ctl.ByKey {
 					claim([]string{u.name}, u.ctl, limit)
-					f -= limit
+					f, left = f-limit, left-limit
 					continue
 				}
 			}
 			batch, limits = append(batch, u), append(limits, limit)
-			f -= limit
+			f, left = f-limit, left-limit
 		}
 		switch len(batch) {
 		case 0:
@@ -530,21 +575,26 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 		apart = claimApart(apart)
 	}
 	for !scarce && len(plain) > 0 && free() > 0 {
-		running = p.slotsByQueue()
+		readRunning()
 		var group []string
+		held := 0 // the most any of the group holds
 		for _, s := range plain {
 			if running[s] < share {
 				group = append(group, s)
+				held = max(held, running[s])
 			}
 		}
-		if len(group) == 0 || !claim(group, nil, min(free(), share)) {
+		limit := min(free(), share, spare(slotsFree-claimed, held))
+		if len(group) == 0 || limit <= 0 || !claim(group, nil, limit) {
 			break
 		}
 	}
-	// Then what is left, to whoever has events due: the plain sources and
-	// the routes with Controls (each as they allow) in one claim, the
-	// oldest events first; a route that claims by key alone, after.
-	if f := free(); f > 0 {
+	// Then what is left but keep, to whoever has events due: the plain
+	// sources and the routes with Controls (each as they allow) in one
+	// claim, the oldest events first; a route that claims by key alone,
+	// after. (A queue that holds no slot had its turn above.)
+	readRunning()
+	if f := spare(slotsFree-claimed, 1); f > 0 {
 		var rest []claimUnit
 		var limits []int
 		now := time.Now()
@@ -577,7 +627,7 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 		}
 	}
 	for _, c := range ctls {
-		if f := free(); f > 0 && c.ByKey {
+		if f := spare(slotsFree-claimed, 1); f > 0 && c.ByKey {
 			claim([]string{c.name}, c, f)
 		}
 	}

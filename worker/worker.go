@@ -30,10 +30,11 @@
 //     waiting for slots: each may fill an equal share of Concurrency
 //     before any takes more (see claimLeased), so a target that hangs
 //     holds its share, not every slot, while others have events due.
-//     Slots that no other queue asks for go to whoever has events due:
-//     a target that hangs while the others are idle may hold them all,
-//     and another queue's next event then runs as soon as one of them
-//     frees (its attempt's timeout at the latest).
+//     Slots that no other queue asks for go to whoever has events due,
+//     but for one in 32 of them (one at least, in a pool of 4 slots or
+//     more) while a queue holds none: those are kept for it, so an idle
+//     queue's next event starts at the next round even while targets
+//     that hang hold all the others.
 //   - Leases stay extended until the last running handler or target
 //     returns, also while Stop waits for it (until Stop gives up on work
 //     that ignores its cancelled context: see Stop).
@@ -1037,7 +1038,8 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			p.logErr("strict claim", err)
 		}
 		plain, ctls := p.controlled(leasedNow)
-		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls)
+		all := slices.Concat(p.active(strict), p.active(leasedSources))
+		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls, all, p.slotsKept(len(all)))
 		if strictWait > 0 && (wait == 0 || strictWait < wait) {
 			wait = strictWait
 		}
@@ -1157,6 +1159,25 @@ func (p *Pool) slowSlots() int {
 	p.slotMu.Lock()
 	defer p.slotMu.Unlock()
 	return p.slotsHeld - p.slotsNew[0] - p.slotsNew[1]
+}
+
+// slotsKept is how many free slots claimLeased keeps for a queue that
+// holds none, while the pool serves queues of them (paused ones left out,
+// due or not) and one of them holds none: none for a lone queue, or in a pool of fewer than 4 slots,
+// where a slot kept from busy queues would cost them a quarter of their
+// pace or more; else one in 32 (at least one). Without them, queues whose
+// targets hang took every slot the idle queues left, and the next event
+// of another queue waited for one of them to free, as long as the hanging
+// targets' timeout (30 s by default), each time until their circuits
+// opened. Busy queues so run on Concurrency less a 32nd while the other
+// queues are idle, which costs a target bound by its slots (a remote one,
+// slow to answer) 3% of its pace.
+func (p *Pool) slotsKept(queues int) int {
+	c := p.opts.Concurrency
+	if queues < 2 || c < 4 {
+		return 0
+	}
+	return max(1, c/32)
 }
 
 // freeSlots is how many of the slots (Concurrency) are free now.
