@@ -54,7 +54,7 @@ func TestTimeListingFindsRowsInFreedPages(t *testing.T) {
 		ds = append(ds, d)
 	}
 	for b := range slices.Chunk(ds, 1000) {
-		if _, err := s.Ingest(ctx, b); err != nil {
+		if _, err := storetest.IngestRetried(t, s, b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -43,7 +43,7 @@ func readsFixture(t *testing.T) (*postgres.Store, *pgx.Conn) {
 		ds = append(ds, storetest.Delivery("c", fmt.Sprint("c", i)))
 	}
 	for b := range slices.Chunk(ds, 1000) {
-		if _, err := s.Ingest(ctx, b); err != nil {
+		if _, err := storetest.IngestRetried(t, s, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -371,7 +371,7 @@ func TestTimeListingReadsMatchingRanges(t *testing.T) {
 		ds = append(ds, d)
 	}
 	for b := range slices.Chunk(ds, 1000) {
-		if _, err := s.Ingest(ctx, b); err != nil {
+		if _, err := storetest.IngestRetried(t, s, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -479,7 +479,7 @@ func TestSourceListingReadsItsOwnRows(t *testing.T) {
 		ds = append(ds, storetest.Delivery("many", fmt.Sprint("m", i)))
 	}
 	for b := range slices.Chunk(ds, 1000) {
-		if _, err := s.Ingest(ctx, b); err != nil {
+		if _, err := storetest.IngestRetried(t, s, b); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -165,7 +165,7 @@ func TestStatusListingReadsAPageOfABacklog(t *testing.T) {
 		ds = append(ds, storetest.Delivery("a", fmt.Sprint("a", i)))
 	}
 	for b := range slices.Chunk(ds, 1000) {
-		if _, err := s.Ingest(ctx, b); err != nil {
+		if _, err := storetest.IngestRetried(t, s, b); err != nil {
 			t.Fatal(err)
 		}
 	}
