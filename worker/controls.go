@@ -529,9 +529,6 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 			if limit <= 0 {
 				continue
 			}
-			if running[u.name] == 0 {
-				idle-- // it holds slots once claimed (counted again at the next read)
-			}
 			if u.ctl != nil {
 				n, d := p.allowance(u.ctl, limit, now)
 				if n == 0 {
@@ -541,11 +538,14 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 					continue
 				}
 				limit = n
-				if u.ctl.ByKey {
-					claim([]string{u.name}, u.ctl, limit)
-					f, left = f-limit, left-limit
-					continue
-				}
+			}
+			if running[u.name] == 0 {
+				idle-- // it holds slots once claimed (counted again at the next read)
+			}
+			if u.ctl != nil && u.ctl.ByKey {
+				claim([]string{u.name}, u.ctl, limit)
+				f, left = f-limit, left-limit
+				continue
 			}
 			batch, limits = append(batch, u), append(limits, limit)
 			f, left = f-limit, left-limit

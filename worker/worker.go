@@ -1038,7 +1038,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			p.logErr("strict claim", err)
 		}
 		plain, ctls := p.controlled(leasedNow)
-		all := slices.Concat(p.active(strict), p.active(leasedSources))
+		all := slices.Concat(p.leasedOnly(p.active(strict)), p.active(leasedSources))
 		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls, all, p.slotsKept(len(all)))
 		if strictWait > 0 && (wait == 0 || strictWait < wait) {
 			wait = strictWait
@@ -1162,10 +1162,11 @@ func (p *Pool) slowSlots() int {
 }
 
 // slotsKept is how many free slots claimLeased keeps for a queue that
-// holds none, while the pool serves queues of them (paused ones left out,
-// due or not) and one of them holds none: none for a lone queue, or in a pool of fewer than 4 slots,
-// where a slot kept from busy queues would cost them a quarter of their
-// pace or more; else one in 32 (at least one). Without them, queues whose
+// holds none, while the pool serves queues of them that take slots
+// (paused ones left out, due or not) and one of them holds none: none
+// for a lone queue, or in a pool of fewer than 4 slots, where a slot kept
+// from busy queues would cost them a quarter of their pace or more; else
+// one in 32 (at least one). Without them, queues whose
 // targets hang took every slot the idle queues left, and the next event
 // of another queue waited for one of them to free, as long as the hanging
 // targets' timeout (30 s by default), each time until their circuits
@@ -1178,6 +1179,21 @@ func (p *Pool) slotsKept(queues int) int {
 		return 0
 	}
 	return max(1, c/32)
+}
+
+// leasedOnly keeps, of sources, those whose events take a slot: a target
+// or a two-phase handler's, not a Go handler's that runs in the claim's
+// transaction.
+func (p *Pool) leasedOnly(sources []string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, s := range sources {
+		if r := p.routes[s]; r != nil && r.leased() {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // freeSlots is how many of the slots (Concurrency) are free now.
