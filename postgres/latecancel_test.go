@@ -24,56 +24,41 @@ const cancelRequestCode = 80877102
 // the statement it was meant for has ended. It returns its address.
 func lateCanceller(t *testing.T, upstream string, late time.Duration) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan struct{})
-	t.Cleanup(func() { close(done); ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	t.Cleanup(func() { close(done) })
+	return serveConns(t, func(c net.Conn) {
+		var head [8]byte
+		if _, err := io.ReadFull(c, head[:]); err != nil {
+			return
+		}
+		if binary.BigEndian.Uint32(head[:4]) == 16 && binary.BigEndian.Uint32(head[4:]) == cancelRequestCode {
+			req := make([]byte, 16)
+			copy(req, head[:])
+			if _, err := io.ReadFull(c, req[8:]); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				var head [8]byte
-				if _, err := io.ReadFull(c, head[:]); err != nil {
-					return
-				}
-				n := binary.BigEndian.Uint32(head[:4])
-				if n == 16 && binary.BigEndian.Uint32(head[4:]) == cancelRequestCode {
-					req := make([]byte, 16)
-					copy(req, head[:])
-					if _, err := io.ReadFull(c, req[8:]); err != nil {
-						return
-					}
-					c.Close()
-					select {
-					case <-time.After(late):
-					case <-done:
-						return
-					}
-					if up, err := net.Dial("tcp", upstream); err == nil {
-						up.Write(req)
-						io.Copy(io.Discard, up) // the server closes it once it has signalled
-						up.Close()
-					}
-					return
-				}
-				up, err := net.Dial("tcp", upstream)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				up.Write(head[:])
-				go io.Copy(up, c)
-				io.Copy(c, up)
-			}()
+			c.Close()
+			select {
+			case <-time.After(late):
+			case <-done:
+				return
+			}
+			if up, err := net.Dial("tcp", upstream); err == nil {
+				up.Write(req)
+				io.Copy(io.Discard, up) // the server closes it once it has signalled
+				up.Close()
+			}
+			return
 		}
-	}()
-	return ln.Addr().String()
+		up, err := net.Dial("tcp", upstream)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		up.Write(head[:])
+		go io.Copy(up, c)
+		io.Copy(c, up)
+	})
 }
 
 // TestLateCancelMissesTheNextStatement: a statement interrupted by its

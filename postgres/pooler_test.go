@@ -24,13 +24,56 @@ func strictPooler(t *testing.T, upstream string) (addr string, refused func() []
 	known := map[string]bool{"user": true, "database": true, "application_name": true, "client_encoding": true,
 		"datestyle": true, "timezone": true, "standard_conforming_strings": true,
 		"search_path": true} // the tests' own schema; PgBouncer can track it (track_extra_parameters)
+	var mu sync.Mutex
+	var bad []string
+	addr = serveConns(t, func(c net.Conn) {
+		var n uint32
+		if binary.Read(c, binary.BigEndian, &n) != nil || n < 8 || n > 10000 {
+			return
+		}
+		msg := make([]byte, n-4)
+		if _, err := io.ReadFull(c, msg); err != nil {
+			return
+		}
+		fields := bytes.Split(bytes.TrimRight(msg[4:], "\x00"), []byte{0})
+		for i := 0; i+1 < len(fields); i += 2 {
+			if name := string(fields[i]); !known[name] {
+				mu.Lock()
+				bad = append(bad, name)
+				mu.Unlock()
+				e := []byte("SFATAL\x00C08P01\x00Munsupported startup parameter: " + name + "\x00\x00")
+				reply := binary.BigEndian.AppendUint32([]byte{'E'}, uint32(4+len(e)))
+				c.Write(append(reply, e...))
+				return
+			}
+		}
+		up, err := net.Dial("tcp", upstream)
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		up.Write(binary.BigEndian.AppendUint32(nil, n))
+		up.Write(msg)
+		go io.Copy(up, c)
+		io.Copy(c, up)
+	})
+	return addr, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), bad...)
+	}
+}
+
+// serveConns listens on a port of its own until the test ends, and runs
+// handle on each connection it accepts (closing it after), each on a
+// goroutine of its own. It returns the address.
+func serveConns(t *testing.T, handle func(c net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var mu sync.Mutex
-	var bad []string
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -39,43 +82,11 @@ func strictPooler(t *testing.T, upstream string) (addr string, refused func() []
 			}
 			go func() {
 				defer c.Close()
-				var n uint32
-				if binary.Read(c, binary.BigEndian, &n) != nil || n < 8 || n > 10000 {
-					return
-				}
-				msg := make([]byte, n-4)
-				if _, err := io.ReadFull(c, msg); err != nil {
-					return
-				}
-				fields := bytes.Split(bytes.TrimRight(msg[4:], "\x00"), []byte{0})
-				for i := 0; i+1 < len(fields); i += 2 {
-					if name := string(fields[i]); !known[name] {
-						mu.Lock()
-						bad = append(bad, name)
-						mu.Unlock()
-						e := []byte("SFATAL\x00C08P01\x00Munsupported startup parameter: " + name + "\x00\x00")
-						reply := binary.BigEndian.AppendUint32([]byte{'E'}, uint32(4+len(e)))
-						c.Write(append(reply, e...))
-						return
-					}
-				}
-				up, err := net.Dial("tcp", upstream)
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				up.Write(binary.BigEndian.AppendUint32(nil, n))
-				up.Write(msg)
-				go io.Copy(up, c)
-				io.Copy(c, up)
+				handle(c)
 			}()
 		}
 	}()
-	return ln.Addr().String(), func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), bad...)
-	}
+	return ln.Addr().String()
 }
 
 // TestConnectsThroughStrictPooler: hookbox's session settings (synchronous
