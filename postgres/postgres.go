@@ -341,7 +341,8 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// closing the connection: a handler whose attempt times out in the
 	// middle of a query fails alone, and the Work transaction it ran in goes
 	// on with the other events, as on SQLite. Ingest steps close the
-	// connection at once instead (closeOnCancel).
+	// connection at once instead (closeOnCancel). Either way the
+	// connection is not lent again once given back (keepUncancelled).
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &cancelHandler{conn: c}
 	}

@@ -1010,8 +1010,9 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 		}
 		// Strict sources first: each runs one event at a time, and a slot
 		// free now must not go to another queue's backlog (claimLeased
-		// gives whoever has events due what is left).
-		strictNow, leasedNow := p.dueOnly(claimCtx, p.active(strict), p.active(leasedSources))
+		// gives whoever has events due what is left, a kept slot aside).
+		strictOn, leasedOn := p.active(strict), p.active(leasedSources) // not paused
+		strictNow, leasedNow := p.dueOnly(claimCtx, strictOn, leasedOn)
 		var strictWait time.Duration // until an open circuit allows a trial
 		for _, src := range strictNow {
 			p.mu.Lock()
@@ -1038,7 +1039,7 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			p.logErr("strict claim", err)
 		}
 		plain, ctls := p.controlled(leasedNow)
-		all := slices.Concat(p.leasedOnly(p.active(strict)), p.active(leasedSources))
+		all := slices.Concat(p.leasedOnly(strictOn), leasedOn)
 		more, wait, err := p.claimLeased(claimCtx, runCtx, &inflight, plain, ctls, all, p.slotsKept(len(all)))
 		if strictWait > 0 && (wait == 0 || strictWait < wait) {
 			wait = strictWait
@@ -1166,13 +1167,13 @@ func (p *Pool) slowSlots() int {
 // (paused ones left out, due or not) and one of them holds none: none
 // for a lone queue, or in a pool of fewer than 4 slots, where a slot kept
 // from busy queues would cost them a quarter of their pace or more; else
-// one in 32 (at least one). Without them, queues whose
-// targets hang took every slot the idle queues left, and the next event
-// of another queue waited for one of them to free, as long as the hanging
-// targets' timeout (30 s by default), each time until their circuits
-// opened. Busy queues so run on Concurrency less a 32nd while the other
-// queues are idle, which costs a target bound by its slots (a remote one,
-// slow to answer) 3% of its pace.
+// one in 32 (at least one). Without them, queues whose targets hang took
+// every slot the idle queues left, and the next event of another queue
+// waited for one of them to free, as long as the hanging targets'
+// timeout (30 s by default), each time until their circuits opened. Busy
+// queues so run on Concurrency less a 32nd while the other queues are
+// idle, which costs a target bound by its slots (a remote one, slow to
+// answer) 3% of its pace.
 func (p *Pool) slotsKept(queues int) int {
 	c := p.opts.Concurrency
 	if queues < 2 || c < 4 {
