@@ -145,10 +145,35 @@ func waitLocation(t *testing.T, ctx context.Context, part string) {
 	})
 }
 
-// text returns the text of the first element matching sel.
+// pageText is what text reads from the page in one go.
+type pageText struct {
+	Loaded bool   `json:"loaded"`
+	Found  bool   `json:"found"`
+	Text   string `json:"text"`
+}
+
+// text returns the text of the first element matching sel, once the
+// page has loaded and holds one. It reads through one script rather than
+// by the element's node id: right after a form's answer replaced a page,
+// an id found in the old page's tree can be gone by the time its text is
+// asked for ("No node with given id found"), so a failed or early read
+// is "not yet" and is tried again.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	return value(t, ctx, "read "+sel, chromedp.Text(chromedp.CSS(sel)))
+	what := "the text of " + sel
+	script := fmt.Sprintf(`(() => { const e = document.querySelector(%q); `+
+		`return {loaded: document.readyState === 'complete', found: e !== null, text: e ? e.innerText : ''}; })()`, sel)
+	var got pageText
+	await(t, what, func() bool {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[pageText](script))
+		if err != nil {
+			t.Logf("%s: %v", what, err)
+			return false
+		}
+		got = v
+		return v.Loaded && v.Found
+	})
+	return got.Text
 }
 
 // screenshot saves the page as docs/screenshots/name.png when
