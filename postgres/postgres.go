@@ -349,7 +349,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg.AfterRelease = keepUncancelled
 	// A pooler that shares server sessions between clients is refused
 	// before anything is prepared, listened for or migrated through it.
-	if err := checkOwnSessions(ctx, cfg.ConnConfig); err != nil {
+	if err := whileRefusedAtOpen(ctx, func() error { return checkOwnSessions(ctx, cfg.ConnConfig) }); err != nil {
 		return nil, err
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -363,7 +363,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s := &Store{pool: &waitingPool{Pool: pool, log: opts.Logger, wait: maxRefusedWait},
 		db: stdlib.OpenDBFromPool(pool), log: opts.Logger, genericIngest: !planned,
 		beginIngestQ: beginIngestQuery(cmp.Or(opts.IngestIdle, ingestIdle(opts.IngestBytes)), !planned)}
-	if err := s.openSchema(ctx, cfg, settings, opts); err != nil {
+	if err := whileRefusedAtOpen(ctx, func() error { return s.openSchema(ctx, cfg, settings, opts) }); err != nil {
 		s.db.Close()
 		pool.Close()
 		return nil, err

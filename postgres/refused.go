@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/internal/lograte"
 )
 
@@ -98,6 +100,48 @@ const maxRefusedWait = time.Second
 // maxRefusedPause is the longest whileRefused pauses before it asks the
 // pool again for a connection the server refused.
 const maxRefusedPause = 20 * time.Millisecond
+
+// openRefusedWait is the longest each step of Open waits while the
+// server refuses it a connection (whileRefusedAtOpen).
+const openRefusedWait = 2 * time.Second
+
+// whileRefusedAtOpen runs step, a step of Open (the check for a pooler,
+// the schema's check and migrations), and runs it again while it fails
+// because the server refuses a new connection (SQLSTATE 53300), pausing
+// between tries, for up to openRefusedWait or until ctx ends; it then
+// returns the refusal. Open's connections come and go: the pooler check's
+// two are closed before the pool's first connects, and the migrations'
+// pool is closed before the listener connects, but a closed connection's
+// backend ends a moment after the client has gone, and counts against
+// the role's or the database's CONNECTION LIMIT until it does (as do
+// those of a hookbox that has just stopped). With a limit that leaves
+// hookbox little more than it uses, such a refusal is over within
+// milliseconds, and Open failed at it. A limit that other clients'
+// connections fill is still refused, once the wait is over. Each step
+// may be run again: a refused connection sent no statement, and the
+// migrations are applied under their lock, each at most once.
+func whileRefusedAtOpen(ctx context.Context, step func() error) error {
+	deadline := time.Now().Add(openRefusedWait)
+	pause := time.Millisecond
+	for {
+		err := step()
+		if err == nil || !tooManyConnections(err) && !errors.Is(err, hookbox.ErrTooManyConnections) {
+			return err
+		}
+		wait := min(pause, time.Until(deadline))
+		if wait <= 0 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, maxRefusedPause)
+	}
+}
 
 // Acquire is pgxpool.Pool.Acquire, waiting while the server refuses a
 // new connection.
