@@ -313,15 +313,30 @@ func (t *Tx) End() {
 	t.ended = true
 	// Rows left open keep the connection busy: PostgreSQL's driver cannot
 	// run the savepoint's release until they are closed.
-	for _, r := range t.rows {
-		r.Close()
-	}
+	t.CloseRows()
 	// Statements prepared through t are left to database/sql, which closes
 	// them as the transaction ends, once their rows are closed: closed
 	// here, a statement whose rows were still open was finalized under
 	// them, and SQLite's driver then reset freed memory as the rows closed
 	// (the process died).
+}
+
+// CloseRows closes the rows of t's QueryContext that are still open, and
+// leaves t usable. The worker calls it as soon as the handler returns,
+// before it cancels the handler's context (End comes after): a query
+// whose rows are still open when its context is cancelled has the driver
+// ask the server to cancel it, and on PostgreSQL a cancel request the
+// server acts on late cancels whatever statement the transaction runs
+// next (the savepoint's release, the next handler's statement, the done
+// marks). Closing the rows first sends none.
+func (t *Tx) CloseRows() {
+	t.state.Lock()
+	rows := t.rows
 	t.rows = nil
+	t.state.Unlock()
+	for _, r := range rows {
+		r.Close()
+	}
 }
 
 // use admits a statement: it refuses one after End or one that controls

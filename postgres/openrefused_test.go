@@ -26,7 +26,7 @@ func refusalSpotter(t *testing.T, upstream string) (addr string, refused <-chan 
 	t.Helper()
 	ch := make(chan struct{})
 	var once sync.Once
-	addr = serveConns(t, func(c net.Conn) {
+	addr = pgtest.ServeConns(t, func(c net.Conn) {
 		up, err := net.Dial("tcp", upstream)
 		if err != nil {
 			return

@@ -26,7 +26,7 @@ func strictPooler(t *testing.T, upstream string) (addr string, refused func() []
 		"search_path": true} // the tests' own schema; PgBouncer can track it (track_extra_parameters)
 	var mu sync.Mutex
 	var bad []string
-	addr = serveConns(t, func(c net.Conn) {
+	addr = pgtest.ServeConns(t, func(c net.Conn) {
 		var n uint32
 		if binary.Read(c, binary.BigEndian, &n) != nil || n < 8 || n > 10000 {
 			return
@@ -62,31 +62,6 @@ func strictPooler(t *testing.T, upstream string) (addr string, refused func() []
 		defer mu.Unlock()
 		return append([]string(nil), bad...)
 	}
-}
-
-// serveConns listens on a port of its own until the test ends, and runs
-// handle on each connection it accepts (closing it after), each on a
-// goroutine of its own. It returns the address.
-func serveConns(t *testing.T, handle func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // TestConnectsThroughStrictPooler: hookbox's session settings (synchronous

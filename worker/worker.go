@@ -1737,6 +1737,10 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 			err = Conflict(err)
 		}
 		end(err)
+		// Rows the handler left open are closed before its context is
+		// cancelled, so that no cancel request is sent for them (see
+		// hookbox.Tx.CloseRows).
+		tx.CloseRows()
 		cancel()
 	}
 	return p.released(ctx, ev, err, p.outcome(ev, pol, start, err))
