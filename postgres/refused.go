@@ -70,19 +70,30 @@ func (p *waitingPool) whileRefused(ctx context.Context, try func() error) error 
 					"set pool_max_conns within what the server leaves hookbox, or raise the limit", p.wait),
 				func() []slog.Attr { return []slog.Attr{slog.Int("pool_max_conns", int(p.Config().MaxConns))} })
 		}
-		wait := min(pause, time.Until(deadline))
-		if wait <= 0 {
+		if !pauseRefused(ctx, &pause, deadline) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		pause = min(2*pause, maxRefusedPause)
 	}
+}
+
+// pauseRefused pauses before a refused connection is asked for again:
+// for *pause, or until deadline if that comes first, and doubles *pause
+// up to maxRefusedPause. It reports false, without pausing, once the
+// deadline has passed, and false when ctx ends during the pause.
+func pauseRefused(ctx context.Context, pause *time.Duration, deadline time.Time) bool {
+	wait := min(*pause, time.Until(deadline))
+	if wait <= 0 {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	*pause = min(*pause*2, maxRefusedPause)
+	return true
 }
 
 // holdsConns reports whether the pool holds connections of its own, in
@@ -128,18 +139,9 @@ func whileRefusedAtOpen(ctx context.Context, step func() error) error {
 		if err == nil || !tooManyConnections(err) && !errors.Is(err, hookbox.ErrTooManyConnections) {
 			return err
 		}
-		wait := min(pause, time.Until(deadline))
-		if wait <= 0 {
+		if !pauseRefused(ctx, &pause, deadline) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		pause = min(2*pause, maxRefusedPause)
 	}
 }
 

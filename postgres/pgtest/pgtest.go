@@ -5,6 +5,10 @@
 // postgres://postgres@127.0.0.1:5432/test?sslmode=disable. When it is unset,
 // tests that need PostgreSQL are skipped, except under CI (the CI variable is
 // set), where a missing server must not pass unnoticed and the test fails.
+//
+// Its relays (LateCanceller, CountCancels, ServeConns) stand between a
+// test's store and the server, to play a server that acts on cancel
+// requests late, count them, or answer as a pooler would.
 package pgtest
 
 import (
