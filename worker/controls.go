@@ -592,8 +592,11 @@ func (p *Pool) claimLeased(claimCtx, runCtx context.Context, inflight *sync.Wait
 	// Then what is left but keep, to whoever has events due: the plain
 	// sources and the routes with Controls (each as they allow) in one
 	// claim, the oldest events first; a route that claims by key alone,
-	// after. (A queue that holds no slot had its turn above.)
-	readRunning()
+	// after. (A queue that holds no slot had its turn above.) Only the
+	// kept slots need the slots held read again.
+	if keep > 0 {
+		readRunning()
+	}
 	if f := spare(slotsFree-claimed, 1); f > 0 {
 		var rest []claimUnit
 		var limits []int

@@ -155,6 +155,20 @@ func TestLateWriteLeavesTheNextHandlersSavepointAlone(t *testing.T) {
 	})
 }
 
+// leaveRowsOpen is a handler that writes its event's key, then reads the
+// first row of a 1,000-row query and returns without closing its rows.
+func leaveRowsOpen(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
+	if _, err := claimKey(ctx, tx, "open-"+ev.DeliveryID); err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT x FROM c`)
+	if err != nil {
+		return err
+	}
+	rows.Next() // the first row only, and no Close
+	return nil
+}
+
 // TestRowsLeftOpenAreClosed: handlers that return without closing the
 // *sql.Rows of a query they read one row of are done after one attempt,
 // their writes kept. On PostgreSQL the open rows made the release of the
@@ -165,17 +179,7 @@ func TestRowsLeftOpenAreClosed(t *testing.T) {
 		s := dbtest.Open(t, dbURL)
 		p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
 		p.SetPolicy("shop", fast)
-		p.Handle("shop", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
-			if _, err := claimKey(ctx, tx, "open-"+ev.DeliveryID); err != nil {
-				return err
-			}
-			rows, err := tx.QueryContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT x FROM c`)
-			if err != nil {
-				return err
-			}
-			rows.Next() // the first row only, and no Close
-			return nil
-		})
+		p.Handle("shop", "", leaveRowsOpen)
 		rs := ingest(t, s, storetest.Delivery("shop", "a"), storetest.Delivery("shop", "b"))
 		start(t, p)
 		for _, r := range rs {

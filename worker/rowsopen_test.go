@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"context"
 	"net/url"
 	"testing"
 	"time"
@@ -32,17 +31,7 @@ func TestRowsLeftOpenSendNoCancel(t *testing.T) {
 	s := dbtest.Open(t, u.String())
 	p := worker.New(s, worker.Options{PollInterval: 10 * time.Millisecond})
 	p.SetPolicy("shop", fast)
-	p.Handle("shop", "", func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) error {
-		if _, err := claimKey(ctx, tx, "open-"+ev.DeliveryID); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, `WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1000) SELECT x FROM c`)
-		if err != nil {
-			return err
-		}
-		rows.Next() // the first row only, and no Close
-		return nil
-	})
+	p.Handle("shop", "", leaveRowsOpen)
 	var ds []hookbox.Delivery
 	for _, id := range []string{"a", "b", "c", "d", "e", "f"} {
 		ds = append(ds, storetest.Delivery("shop", id))
