@@ -74,12 +74,7 @@ func (p Policy) withDefaults() Policy {
 func (p Policy) Backoff(n int) time.Duration {
 	p = p.withDefaults()
 	n = max(n, 1)
-	ceiling := p.BackoffMax
-	if shift := max(n-1, 1); shift < 62 {
-		if c := p.BackoffMin << shift; c > 0 && c < ceiling {
-			ceiling = c
-		}
-	}
+	ceiling := doubled(p.BackoffMin, int64(max(n-1, 1)), p.BackoffMax)
 	if ceiling <= p.BackoffMin {
 		return p.BackoffMin
 	}
@@ -220,10 +215,7 @@ const conflictDelayMin = 20 * time.Millisecond
 // do not meet again at once.
 func conflictDelay(pol Policy, run int) time.Duration {
 	pol = pol.withDefaults()
-	d := pol.BackoffMin
-	if shift := run - 1; shift >= 0 && shift < 20 {
-		d = min(d, conflictDelayMin<<shift)
-	}
+	d := doubled(conflictDelayMin, int64(run-1), pol.BackoffMin)
 	return d/2 + rand.N(d/2+1)
 }
 
@@ -241,11 +233,19 @@ func exhaustedDelay(pol Policy, tries int, run int64) time.Duration {
 	if run <= 1 {
 		return d
 	}
-	grown := min(pol.BackoffMax, time.Minute)
-	if shift := run - 1; shift < 40 {
-		grown = min(grown, pol.BackoffMin<<shift)
-	}
+	grown := doubled(pol.BackoffMin, run-1, min(pol.BackoffMax, time.Minute))
 	return max(d, grown/2+rand.N(grown/2+1))
+}
+
+// doubled returns base doubled shift times, or limit if that is less
+// (limit too for a negative shift). It never shifts past limit, so a long run cannot overflow: base<<34
+// of a second is negative, and rand.N panicked on such a wait (a run of
+// 35 exhausted attempts in a row, TestExhaustedDelayLongRun).
+func doubled(base time.Duration, shift int64, limit time.Duration) time.Duration {
+	if shift < 0 || shift >= 63 || base > limit>>shift {
+		return limit
+	}
+	return base << shift
 }
 
 // retryAfterError asks for a retry no sooner than After.
