@@ -292,13 +292,36 @@ func maskArgs(argv []string, red *mask.Redactor) {
 // its user name when it comes without a password: then the name is the
 // credential (https://TOKEN@app.example.com/hooks, which the client sends
 // as Basic "TOKEN:"), as the forward target takes it when it masks its
-// errors.
+// errors; and each segment of its path that looks like a credential
+// (redact.SecretPathSegment: the token of a Slack or Discord incoming
+// webhook), as the forward's errors and an exec argument's URL mask it.
 func maskForwardURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Opaque == "" && u.User != nil {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Opaque != "" {
+		return maskURL(raw)
+	}
+	masked := false
+	if u.User != nil {
 		if _, ok := u.User.Password(); !ok && u.User.Username() != "" {
 			u.User = url.User("MASKED")
-			raw = u.String()
+			masked = true
 		}
+	}
+	segs := strings.Split(u.EscapedPath(), "/")
+	for i, seg := range segs {
+		if d, err := url.PathUnescape(seg); err == nil && mask.SecretPathSegment(d) {
+			segs[i] = "MASKED"
+			masked = true
+		}
+	}
+	if masked {
+		// The other segments keep their escapes: RawPath is a valid
+		// encoding of Path, so String writes it as it is.
+		u.RawPath = strings.Join(segs, "/")
+		if p, err := url.PathUnescape(u.RawPath); err == nil {
+			u.Path = p
+		}
+		raw = u.String()
 	}
 	return maskURL(raw)
 }
