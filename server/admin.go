@@ -760,7 +760,14 @@ func quoteClient(v string) string {
 	return strconv.Quote(v[:cut]) + "…"
 }
 
+// boolParam reads a flag: absent is false, given without a value true.
+// Given more than once it is refused (givenOnce): every flag of the admin
+// API steers an action, and "dry_run=false&dry_run=true" read by its
+// first value retired a target's deliveries for good.
 func boolParam(q url.Values, name string) (bool, error) {
+	if err := givenOnce(q, name); err != nil {
+		return false, err
+	}
 	v := q.Get(name)
 	if v == "" {
 		_, present := q[name]
