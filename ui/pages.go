@@ -408,6 +408,16 @@ func (u *console) replayBulk(w http.ResponseWriter, r *http.Request, s session) 
 		u.fail(w, r, s, http.StatusBadRequest, err.Error())
 		return
 	}
+	if dry {
+		// A relative since or until ("1h", "7d") is read against now: the
+		// confirmation carries the times the count used, or, pressed
+		// later, it would replay events the count never counted.
+		for k, t := range map[string]time.Time{"since": f.Since, "until": f.Until} {
+			if q.Get(k) != "" && !t.IsZero() {
+				q.Set(k, t.UTC().Format(time.RFC3339Nano))
+			}
+		}
+	}
 	res, err := u.cfg.Store.Replay(r.Context(), hookbox.ReplayParams{Filter: f, DryRun: dry, AfterID: from.AfterID, PaceAfter: from.PaceAfter})
 	if err != nil && (dry || len(res.Replayed) == 0) {
 		u.internal(w, r, s, "replay", err)
