@@ -108,16 +108,25 @@ func forms(s string) []string {
 		base64.RawURLEncoding.EncodeToString([]byte(s)),
 		url.QueryEscape(s),
 	}
-	// JSON string escaping, with and without the HTML-safe \u0026 forms.
+	// JSON string escaping, with and without the HTML-safe \u0026 forms,
+	// each also with "/" written "\/", as encoders that escape it write
+	// it (PHP's json_encode, by default): a base64 token holds "/".
+	var js []string
 	if b, err := json.Marshal(s); err == nil {
-		out = append(out, string(b[1:len(b)-1]))
+		js = append(js, string(b[1:len(b)-1]))
 	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if enc.Encode(s) == nil {
 		j := strings.TrimSuffix(b.String(), "\n")
-		out = append(out, j[1:len(j)-1])
+		js = append(js, j[1:len(j)-1])
+	}
+	for _, j := range js {
+		out = append(out, j)
+		if strings.Contains(j, "/") {
+			out = append(out, strings.ReplaceAll(j, "/", `\/`))
+		}
 	}
 	return out
 }

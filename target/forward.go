@@ -352,25 +352,36 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		return errors.New("forward: cannot build the request") // the URL was validated; never quote it
 	}
 	req.Header = ForwardHeader(ev.Header)
-	if f.dropSender != nil {
-		for k := range req.Header {
-			if SenderSignatureHeader(k) || f.dropSender[k] {
-				delete(req.Header, k)
-			}
+	key := ForwardKey(ev, f.sign != nil)
+	var signed http.Header
+	if f.sign != nil {
+		signed, err = verify.Sign(*f.sign, ev.Payload, key, time.Now())
+		if err != nil {
+			return worker.Permanent(fmt.Errorf("forward: sign: %w", err))
 		}
+	}
+	for k := range req.Header {
+		// A sender's header is judged by the name an app behind CGI,
+		// FastCGI, WSGI or Rack reads it as ("_" as "-", see dropped): the
+		// sender's X_Api_Key would otherwise reach the app beside the
+		// configured X-Api-Key, and its Webhook_Id beside hookbox's own.
+		name := k
+		if strings.Contains(k, "_") {
+			name = http.CanonicalHeaderKey(strings.ReplaceAll(k, "_", "-"))
+		}
+		switch {
+		case f.dropSender != nil && (SenderSignatureHeader(name) || f.dropSender[name]):
+		case name != k && (f.extra[name] != nil || signed[name] != nil):
+		default:
+			continue
+		}
+		delete(req.Header, k)
 	}
 	for k, v := range f.extra {
 		req.Header[k] = v
 	}
-	key := ForwardKey(ev, f.sign != nil)
-	if f.sign != nil {
-		signed, err := verify.Sign(*f.sign, ev.Payload, key, time.Now())
-		if err != nil {
-			return worker.Permanent(fmt.Errorf("forward: sign: %w", err))
-		}
-		for k, v := range signed {
-			req.Header[k] = v
-		}
+	for k, v := range signed {
+		req.Header[k] = v
 	}
 	if f.host != "" {
 		req.Host = f.host
@@ -614,14 +625,23 @@ func indexAny(s, chars string) int {
 }
 
 // sortSecrets returns secrets without duplicates or empty strings, longest
-// first, so that a secret that contains another is masked whole.
+// first, so that a secret that contains another is masked whole. A
+// secret that holds "/" comes with it written "\/" too, as JSON encoders
+// that escape it (PHP's json_encode, by default) echo it: a base64 token
+// holds "/".
 func sortSecrets(secrets []string) []string {
 	seen := map[string]bool{}
-	out := secrets[:0]
-	for _, s := range secrets {
+	var out []string
+	add := func(s string) {
 		if s != "" && !seen[s] {
 			seen[s] = true
 			out = append(out, s)
+		}
+	}
+	for _, s := range secrets {
+		add(s)
+		if strings.Contains(s, "/") {
+			add(strings.ReplaceAll(s, "/", `\/`))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
