@@ -402,7 +402,7 @@ func (c *Config) TrustedProxyPrefixes() []netip.Prefix {
 // received: its request's overhead and headers. The server raises a
 // smaller budget to it (package server's requestReserve, kept equal by
 // a test there).
-const InflightReserve = 88 << 10
+const InflightReserve = 128 << 10
 
 // InflightBodyBytes returns the budget for body bytes in flight as the
 // server runs it: max_inflight_body_bytes, or else the larger of

@@ -427,7 +427,7 @@ func TestLeftClientGets503(t *testing.T) {
 // many for little).
 func TestBusyLoggedOnceAMinute(t *testing.T) {
 	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000 + requestReserve})
-	holdBudget(t, b, 3)
+	holdBudget(t, b, 4)
 	for i := range 5 {
 		if status, _, _ := b.post(t, "a", strings.NewReader(strings.Repeat("b", 4000)), "X-Id", fmt.Sprint("busy-", i)); status != http.StatusServiceUnavailable {
 			t.Fatalf("delivery %d: %d, want 503", i, status)

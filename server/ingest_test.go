@@ -105,7 +105,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // is not stored; once they are answered or gone their bytes are free again.
 func TestInflightBudget(t *testing.T) {
 	b := setup(t, Config{Sources: []Source{{Name: "a"}}, MaxBodyBytes: 20_000, MaxInflightBodyBytes: 40_000 + requestReserve})
-	held := holdBudget(t, b, 3)
+	held := holdBudget(t, b, 4)
 
 	status, h, reply := b.post(t, "a", strings.NewReader(strings.Repeat("b", 4000)), "X-Id", "second")
 	if status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
@@ -120,10 +120,11 @@ func TestInflightBudget(t *testing.T) {
 		t.Fatalf("%d deliveries stored while the first are unfinished, want 0", n)
 	}
 
-	// Two holders leave; the third finishes its body, which now fits
+	// Three holders leave; the first finishes its body, which now fits
 	// with what the delivery holds besides it.
 	held[1].Close()
 	held[2].Close()
+	held[3].Close()
 	waitFor(t, "the budget of the holders that left to be free", func() bool { return b.srv.budget.inUse() == firstBodyBuffer+20_000 })
 	held[0].Write([]byte("a"))
 	if status := statusOf(t, held[0]); status != http.StatusAccepted {
@@ -141,7 +142,7 @@ func TestInflightBudget(t *testing.T) {
 // holdBudget opens n deliveries to source a, each announcing 20,000 bytes
 // and sending 19,999, and waits until each holds its buffers (a first of
 // 16 KiB, then one of its whole length): with a budget of 40,000 bytes and
-// requestReserve, the floor for a limit of 20,000, three leave less than a
+// requestReserve, the floor for a limit of 20,000, four leave less than a
 // small delivery's body and requestOverhead. Writing the last byte on a
 // connection finishes its delivery, once the budget has room for its
 // requestCost.

@@ -349,6 +349,11 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		s.rejectUnread(w, r, start, name, http.StatusForbidden, "this source does not accept deliveries from your address")
 		return
 	}
+	if n := headerLines(r.Header); n > MaxHeaderLines {
+		s.rejectUnread(w, r, start, name, http.StatusRequestHeaderFieldsTooLarge,
+			strconv.Itoa(n)+" header lines; at most "+strconv.Itoa(MaxHeaderLines)+" are accepted")
+		return
+	}
 	if r.ContentLength > src.MaxBodyBytes {
 		s.rejectUnread(w, r, start, name, http.StatusRequestEntityTooLarge, "body larger than "+strconv.FormatInt(src.MaxBodyBytes, 10)+" bytes")
 		return
@@ -615,7 +620,7 @@ func (s *Server) reject(w http.ResponseWriter, r *http.Request, at time.Time, so
 		outcome = "bad_signature"
 	case http.StatusForbidden:
 		outcome = "forbidden"
-	case http.StatusRequestEntityTooLarge:
+	case http.StatusRequestEntityTooLarge, http.StatusRequestHeaderFieldsTooLarge:
 		outcome = "too_large"
 	case http.StatusRequestTimeout:
 		outcome = "too_slow"
