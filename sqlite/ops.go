@@ -114,7 +114,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	if len(p.IDs) > 0 && len(res.Replayed) > 0 {
 		var err error
 		parents, err = queryIDs(ctx, s.reader, `SELECT DISTINCT parent_id FROM events
-            WHERE parent_id IS NOT NULL AND id IN (`+placeholders(len(res.Replayed))+`)`, int64sAny(res.Replayed)...)
+            WHERE parent_id IS NOT NULL AND id IN `+idList, jsonIDs(res.Replayed))
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
@@ -124,7 +124,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		// alone (in flight, done, changed) are reported by their own id.
 		var err error
 		deliveries, err = queryIDs(ctx, s.reader, `SELECT id FROM events
-            WHERE parent_id IN (`+placeholders(len(p.IDs))+`) ORDER BY id`, int64sAny(p.IDs)...)
+            WHERE parent_id IN `+idList+` ORDER BY id`, jsonIDs(p.IDs))
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
@@ -145,10 +145,12 @@ func replayWhere(p hookbox.ReplayParams) (string, []any) {
 	var args []any
 	if len(p.IDs) > 0 {
 		// A FanOut event named is replayed as its deliveries.
-		conds = append(conds, `(id IN (`+placeholders(len(p.IDs))+`) OR parent_id IN (`+placeholders(len(p.IDs))+`))`)
-		for range 2 {
-			args = append(args, int64sAny(p.IDs)...)
-		}
+		// The ids as one JSON array each, not a placeholder each: SQLite
+		// binds at most 32,766 arguments to a statement, and a replay of
+		// 16,384 named events failed with "too many SQL variables".
+		conds = append(conds, `(id IN `+idList+` OR parent_id IN `+idList+`)`)
+		named := jsonIDs(p.IDs)
+		args = append(args, named, named)
 		if cond, cargs := expectSQL(p); cond != "" {
 			conds, args = append(conds, cond), append(args, cargs...)
 		}
@@ -731,6 +733,19 @@ func int64sAny(ids []int64) []any {
 		out[i] = id
 	}
 	return out
+}
+
+// idList is an IN list of the ids in its argument, a JSON array of
+// numbers (jsonIDs), read once: one argument however many ids there are.
+const idList = `(SELECT value FROM json_each(?))`
+
+// jsonIDs is ids as a JSON array, for idList.
+func jsonIDs(ids []int64) string {
+	b, err := json.Marshal(ids)
+	if err != nil {
+		panic(err) // numbers always marshal
+	}
+	return string(b)
 }
 
 // jsonPairs is pairs as a JSON array of two-number arrays, for json_each.

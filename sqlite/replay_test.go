@@ -132,7 +132,15 @@ func TestReplayPlans(t *testing.T) {
 	for _, p := range params {
 		where, args := replayWhere(p)
 		judge := plan(replayJudgeSQL(where, 3), append(args, 1, 2, 3)...)
-		if judge != "SEARCH events USING INTEGER PRIMARY KEY (rowid=?)" {
+		// Named ids come as a JSON array (idList), read once into a list:
+		// only those lines beside the rows read by id.
+		var lines []string
+		for _, l := range strings.Split(judge, "\n") {
+			if l != "LIST SUBQUERY 1" && l != "LIST SUBQUERY 2" && l != "SCAN json_each VIRTUAL TABLE INDEX 1:" && l != "CREATE BLOOM FILTER" {
+				lines = append(lines, l)
+			}
+		}
+		if strings.Join(lines, "\n") != "SEARCH events USING INTEGER PRIMARY KEY (rowid=?)" {
 			t.Errorf("%+v: the re-check under the write lock is planned as\n%s\nwant its rows read by id", p, judge)
 		}
 	}

@@ -27,6 +27,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ReplayNeverTouchesInFlight":      testReplayInFlight,
 		"ReplayByFilterAndDryRun":         testReplayFilter,
 		"ReplayManyByFilter":              testReplayMany,
+		"ReplayManyNamed":                 testReplayManyNamed,
 		"ReplayStoppedPartWay":            testReplayStoppedPartWay,
 		"ReplayLetsLiveThrough":           testReplayLetsLiveThrough,
 		"ReplayPacesDueTimes":             testReplayPacesDueTimes,
