@@ -109,7 +109,7 @@ func (a *admin) pause(pause bool) http.HandlerFunc {
 			return
 		}
 		if a.cfg.KnownTarget != nil && !a.cfg.KnownTarget(name) {
-			writeError(w, http.StatusNotFound, "no target "+name+" is configured")
+			writeError(w, http.StatusNotFound, "no target "+name+" is configured: a source with targets is paused target by target (SOURCE/TARGET, as GET /admin/targets lists them)")
 			return
 		}
 		ops := a.cfg.Store

@@ -192,10 +192,23 @@ func (s *Service) configured(name string) (known bool, t *config.Target) {
 	return false, nil
 }
 
-// knownTarget reports whether name is a configured source or target.
+// knownTarget reports whether name is a configured target: a named
+// target, or a source worked as itself (its own forward or exec, or Go
+// handlers). A source with named targets, or store_only, is no target:
+// its events are stored as fan-outs that no worker claims under its
+// name, so a pause of that name would stop nothing (its targets' queues
+// are "source/target").
 func (s *Service) knownTarget(name string) bool {
-	known, _ := s.configured(name)
-	return known
+	known, t := s.configured(name)
+	if !known || t != nil {
+		return known
+	}
+	for _, src := range s.Config.Sources {
+		if src.Name == name {
+			return len(src.Targets) == 0 && !src.StoreOnly
+		}
+	}
+	return false
 }
 
 // works reports whether name's deliveries have a worker: this process's

@@ -490,6 +490,11 @@ sources:
 		if code, _ := call("POST", "/admin/targets/s/nope/pause"); code != http.StatusNotFound {
 			t.Errorf("pause of an unknown target: %d", code)
 		}
+		// A source with targets is worked by its targets alone: a pause
+		// of its name stopped nothing, and was answered "paused".
+		if code, body := call("POST", "/admin/targets/s/pause"); code != http.StatusNotFound || !strings.Contains(body, "target by target") {
+			t.Errorf("pause of a source with targets: %d %s, want 404 saying to pause its targets", code, body)
+		}
 		if code, body := call("POST", "/admin/targets/s/a/resume"); code != http.StatusOK {
 			t.Errorf("resume: %d %s", code, body)
 		}

@@ -297,7 +297,24 @@ func warnUnknownName(cmd *cobra.Command, g *globalFlags, st opsStore, cfg *confi
 	if worksName(cfg, name) {
 		return
 	}
-	if names, err := st.UnfinishedTargets(cmd.Context()); err != nil || slices.Contains(names, name) {
+	names, err := st.UnfinishedTargets(cmd.Context())
+	if err != nil || slices.Contains(names, name) {
+		return
+	}
+	// A source with targets has its deliveries queued under its targets'
+	// names: a pause of the source's name holds none of them.
+	var of []string
+	for _, n := range names {
+		if strings.HasPrefix(n, name+"/") {
+			of = append(of, n)
+		}
+	}
+	if len(of) > 0 {
+		if len(of) > 5 {
+			of = append(of[:5], "…")
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the deliveries of %s's targets (%s) are queued under the targets' own names, which this does not pause or resume: name each target (SOURCE/TARGET)\n",
+			printable(name), printable(strings.Join(of, ", ")))
 		return
 	}
 	// The look is bounded: on a large table a name no row has may take

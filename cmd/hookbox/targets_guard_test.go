@@ -128,9 +128,17 @@ func TestPauseResumeSayWhatTheyDid(t *testing.T) {
 			t.Errorf("resume of an unknown name: exit %d\n%s%s", code, out, errOut)
 		}
 		// A name that only the source's own events have is known too.
-		seedTarget(t, st, "gh", "ci", "2")
-		if code, _, errOut := cli("pause", "gh"); code != 0 || errOut != "" {
+		if _, err := st.Ingest(context.Background(), []hookbox.Delivery{storetest.Delivery("plain", "2")}); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := cli("pause", "plain"); code != 0 || errOut != "" {
 			t.Errorf("pause of a source with events: exit %d %s", code, errOut)
+		}
+		// A source with targets: a pause of its name holds none of its
+		// targets' deliveries (it printed "paused gh" and nothing else).
+		seedTarget(t, st, "gh", "ci", "3")
+		if code, _, errOut := cli("pause", "gh"); code != 0 || !strings.Contains(errOut, "warning: the deliveries of gh's targets (gh/ci)") {
+			t.Errorf("pause of a source with targets: exit %d %s, want a warning naming gh/ci", code, errOut)
 		}
 	})
 }
