@@ -1722,6 +1722,17 @@ func (p *Pool) runHandler(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event
 	if tries(ev) > pol.MaxAttempts {
 		return p.outcome(ev, pol, start, p.notRun(ctx, ev, pol))
 	}
+	if run != nil && ctx.Err() != nil {
+		// Shutdown cancelled the work before this handler began (one
+		// after the running one in a shared transaction): it is not run,
+		// and its attempt is given back as a cancelled one is. Run with
+		// the cancelled context, its first statement could not open its
+		// savepoint, which was taken for the handler breaking the
+		// transaction: run alone, it was charged, and ended dead on its
+		// last attempt without having run.
+		err := ctx.Err()
+		return p.released(ctx, ev, err, p.outcome(ev, pol, start, err))
+	}
 	var err error
 	if run != nil {
 		hctx, cancel := context.WithTimeout(ctx, pol.Timeout)
