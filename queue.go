@@ -260,6 +260,18 @@ const (
 // END, ROLLBACK without TO, BEGIN, START, ABORT) is refused with
 // ErrTxControl. A handler's own SAVEPOINT, RELEASE and ROLLBACK TO are
 // allowed.
+//
+// The handlers of a batch share one transaction, each in a savepoint of
+// its own. So on PostgreSQL a setting a handler makes for the transaction
+// (SET LOCAL, set_config(name, value, true): a row-level security
+// tenant, a lock_timeout) outlives its savepoint: it holds for the
+// handlers after it in the batch, and for the statements that mark them
+// done. A handler that relies on such a setting sets it itself, before
+// its first statement that needs it; one that changes what any statement
+// needs (the role, search_path, a short statement_timeout) sets it back
+// before it returns. A setting for the session (SET without LOCAL)
+// outlives the transaction, on a connection the store lends again: make
+// it LOCAL.
 type Tx struct {
 	tx      *sql.Tx
 	Dialect Dialect
