@@ -654,6 +654,13 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Ready != nil {
 		if err := s.checkReady(r.Context()); err != nil {
+			if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+				// The client left while it waited for another request's
+				// check: that says nothing of the store, and a line
+				// "not ready" (then "ready again") would be any
+				// client's to write.
+				return
+			}
 			s.failLog.Log(r.Context(), s.log, slog.LevelWarn, "readyz", "not ready", func() []slog.Attr {
 				return []slog.Attr{slog.Any("err", err)}
 			})

@@ -393,12 +393,13 @@ func (s *Service) ListenAndServe(ctx context.Context) error {
 
 // Serve answers HTTP on ln (and, with admin_listen, the admin endpoints on
 // their own address) until ctx ends, then shuts down in order and closes
-// the store.
+// the store. It closes ln, also when it fails to start.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	aln := s.AdminListener
 	if s.Admin != nil && aln == nil {
 		var err error
 		if aln, err = net.Listen("tcp", s.Config.AdminListen); err != nil {
+			ln.Close() // as http.Server.Serve would have: ln is Serve's to close
 			return errors.Join(fmt.Errorf("admin_listen: %w", err), s.Close())
 		}
 	}
@@ -407,6 +408,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 		err = s.Pool.Start(ctx)
 	}
 	if err != nil {
+		ln.Close()
 		if aln != nil {
 			aln.Close()
 		}
