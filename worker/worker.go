@@ -1007,6 +1007,11 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 			full, err := p.runTx(claimCtx, runCtx, txs, false, 0)
 			busy = busy || full
 			p.logErr("claim and run handlers", err)
+			// Its Go handlers ran in this loop, for as long as they
+			// took: the pauses are read again (if older than
+			// pausedEvery) before anything else is claimed, so a pause
+			// committed meanwhile holds the claims below.
+			p.refreshPaused(claimCtx)
 		}
 		// Strict sources first: each runs one event at a time, and a slot
 		// free now must not go to another queue's backlog (claimLeased
@@ -1037,6 +1042,12 @@ func (p *Pool) claimLoop(claimCtx, runCtx context.Context, txSources, leasedSour
 				_, err = p.runTx(claimCtx, runCtx, []string{src}, true, 0)
 			}
 			p.logErr("strict claim", err)
+		}
+		if len(strictNow) > 0 {
+			// A strict source's claim may have run Go handlers: as after
+			// runTx above.
+			p.refreshPaused(claimCtx)
+			strictOn, leasedOn, leasedNow = p.active(strictOn), p.active(leasedOn), p.active(leasedNow)
 		}
 		plain, ctls := p.controlled(leasedNow)
 		all := slices.Concat(p.leasedOnly(strictOn), leasedOn)
