@@ -79,7 +79,8 @@ const pgDumpNote = "(The URL without its password, which pg_dump reads from PGPA
 
 // pgDumpCommand is the pg_dump command line that copies the PostgreSQL
 // database at dbURL to file, in pg_dump's custom format, quoted for a
-// POSIX shell: dbURL without its password, its pool_* parameters (pgx's,
+// POSIX shell: dbURL without its password (in its userinfo or its
+// query: password=, sslpassword=), its pool_* parameters (pgx's,
 // which libpq refuses) and its search_path (a server setting for pgx,
 // --schema for pg_dump).
 func pgDumpCommand(dbURL, file string) string {
@@ -94,7 +95,9 @@ func pgDumpCommand(dbURL, file string) string {
 	q := u.Query()
 	for k, vs := range q {
 		switch {
-		case strings.HasPrefix(k, "pool_"):
+		case strings.HasPrefix(k, "pool_"), strings.Contains(strings.ToLower(k), "password"):
+			// password and sslpassword in the query are passwords as
+			// much as the userinfo's (pgx and libpq read both).
 			q.Del(k)
 		case k == "search_path":
 			for _, v := range vs {

@@ -268,15 +268,14 @@ ID for a pending delivery waiting behind a dead one of its order key.`,
 				if d.Event.PayloadCleared {
 					return fmt.Errorf("event %d: the payload was cleared by payload retention (the id and status are kept)", id)
 				}
-				_, err := out.Write(d.Payload)
-				return err
+				return writeBody(out, d.Payload)
 			case jsonOut:
 				return server.EncodeEventDetail(out, d, true)
 			}
 			return printEvent(out, d)
 		},
 	}
-	cmd.Flags().BoolVar(&payload, "payload", false, "print only the payload, exactly as received")
+	cmd.Flags().BoolVar(&payload, "payload", false, "print only the payload, exactly as received (escaped on a terminal: pipe it for the bytes)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the event, its attempts and its payload (base64) as JSON")
 	return cmd
 }

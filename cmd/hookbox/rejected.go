@@ -137,15 +137,14 @@ only the kept body, byte for byte; --json prints it all, the body in base64.`,
 			out := cmd.OutOrStdout()
 			switch {
 			case body:
-				_, err := out.Write(v.Body)
-				return err
+				return writeBody(out, v.Body)
 			case jsonOut:
 				return writeJSONOut(out, v)
 			}
 			return printRejection(out, v)
 		},
 	}
-	cmd.Flags().BoolVar(&body, "body", false, "print only the kept body, exactly as received")
+	cmd.Flags().BoolVar(&body, "body", false, "print only the kept body, exactly as received (escaped on a terminal: pipe it for the bytes)")
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the delivery as JSON (body in base64)")
 	return cmd
 }

@@ -227,7 +227,7 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 		res, err := v.Verify(verify.Request{Header: hdr, Body: body, Now: now})
 		switch {
 		case err != nil:
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the receiver will refuse this delivery: %v\n", err)
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: the receiver will refuse this delivery: %s\n", printableLines(err.Error()))
 		default:
 			shown = res.DeliveryID
 		}
@@ -247,7 +247,8 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 		if u, err := url.Parse(target); err == nil {
 			shownURL = u.Redacted()
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "POST %s (%s, delivery %s, %d bytes%s)\n", shownURL, vc.Scheme, shown, len(body), copies)
+		// The id may come from a --file body, a sender's: escaped.
+		fmt.Fprintf(cmd.ErrOrStderr(), "POST %s (%s, delivery %s, %d bytes%s)\n", printable(shownURL), vc.Scheme, printable(shown), len(body), copies)
 	}
 
 	client := &http.Client{
@@ -284,9 +285,9 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 		}
 	}
 	if f.jsonOut {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(replies); err != nil {
+		// The replies come from whatever answers at the URL: what does
+		// not print in them is written as \u escapes (writeJSONOut).
+		if err := writeJSONOut(out, replies); err != nil {
 			return err
 		}
 	} else if refused < f.copies {
