@@ -111,6 +111,10 @@ func (c *Config) Effective() *Config {
 		if s.Timeout == 0 {
 			s.Timeout = Duration(worker.DefaultPolicy.Timeout)
 		}
+		// The worker raises a backoff_max below backoff_min to it
+		// (worker.Policy): a backoff_min above the default backoff_max
+		// runs so.
+		s.BackoffMax = max(s.BackoffMax, s.BackoffMin)
 		if s.Forward != "" && s.PermanentStatuses == nil {
 			s.PermanentStatuses = []int{410}
 		}
@@ -124,7 +128,7 @@ func (c *Config) Effective() *Config {
 		for j := range s.Targets {
 			t := &s.Targets[j]
 			p := t.Policy(*s)
-			t.MaxAttempts, t.BackoffMin, t.BackoffMax, t.Timeout = p.MaxAttempts, Duration(p.BackoffMin), Duration(p.BackoffMax), Duration(p.Timeout)
+			t.MaxAttempts, t.BackoffMin, t.BackoffMax, t.Timeout = p.MaxAttempts, Duration(p.BackoffMin), Duration(max(p.BackoffMax, p.BackoffMin)), Duration(p.Timeout)
 			if t.Forward != "" && t.PermanentStatuses == nil {
 				t.PermanentStatuses = []int{410}
 			}

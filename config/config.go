@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"net/url"
 	"os"
@@ -1129,8 +1130,34 @@ func (c *Config) validate() error {
 			errs = append(errs, permanentExitCodeErrors(key, s.PermanentExitCodes)...)
 		}
 		errs = append(errs, validateTargets(key, s)...)
+		errs = append(errs, c.emptyHeaderErrors(key, fmt.Sprintf("sources[%d]", i), s.ForwardHeaders)...)
+		for j, t := range s.Targets {
+			errs = append(errs, c.emptyHeaderErrors(fmt.Sprintf("%s.targets[%d]", key, j), fmt.Sprintf("sources[%d].targets[%d]", i, j), t.ForwardHeaders)...)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// emptyHeaderErrors reports each forward_headers value (of the source or
+// target named key, at key path path) that holds a ${NAME} whose variable
+// is set to nothing: a credential most likely missing from the service's
+// environment (an EnvironmentFile line "APP_TOKEN="), which the forward
+// would send empty to an app that refuses every delivery. ${NAME:-} says
+// empty on purpose. Header names are keys, never expanded; no value is
+// repeated.
+func (c *Config) emptyHeaderErrors(key, path string, headers map[string]string) []error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		vars := c.origins[path+".forward_headers."+name].emptyVars
+		switch len(vars) {
+		case 0:
+		case 1:
+			errs = append(errs, fmt.Errorf("%s.forward_headers.%s: the variable %s is set but empty; set it, or write ${%s:-} if the header may be sent without it", key, name, vars[0], vars[0]))
+		default:
+			errs = append(errs, fmt.Errorf("%s.forward_headers.%s: the variables %s are set but empty; set them, or write ${NAME:-} for those that may be", key, name, strings.Join(vars, ", ")))
+		}
+	}
+	return errs
 }
 
 // checkVerifier checks the signature settings of s as verify.New does.

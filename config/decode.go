@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -463,7 +464,9 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, depth i
 		}
 		src := d.resolve(mv.Value, path)
 		if seq, ok := src.(*ast.SequenceNode); ok {
-			for _, item := range seq.Values {
+			// The maps earlier in the list override the later ones (the
+			// YAML merge type): apply them from the last to the first.
+			for _, item := range slices.Backward(seq.Values) {
 				d.decodeStruct(d.resolve(item, path), v, path, depth+1)
 			}
 		} else if src != nil {
@@ -499,8 +502,41 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, depth i
 			}
 			continue
 		}
-		d.decode(mv.Value, v.Field(f.index), kpath, depth+1)
+		field := v.Field(f.index)
+		if d.isNull(mv.Value) {
+			// A key written null wins over a merged value as any
+			// other written key does: it is unset.
+			field.Set(reflect.Zero(field.Type()))
+		}
+		d.decode(mv.Value, field, kpath, depth+1)
 	}
+}
+
+// isNull reports whether n, through tags, anchors and aliases, is a
+// null. It records no error: decode reports a bad alias.
+func (d *decoder) isNull(n ast.Node) bool {
+	for range maxDepth {
+		switch x := n.(type) {
+		case *ast.TagNode:
+			n = x.Value
+		case *ast.AnchorNode:
+			n = x.Value
+		case *ast.AliasNode:
+			if x.Value == nil {
+				return false
+			}
+			target, ok := d.anchors[x.Value.GetToken().Value]
+			if !ok {
+				return false
+			}
+			n = target
+		case *ast.NullNode:
+			return true
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // keyOfChild returns the field of t whose struct (or list of structs) has

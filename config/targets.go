@@ -313,6 +313,11 @@ func validateTargets(key string, s Source) []error {
 		}
 		if t.BackoffMin < 0 || t.BackoffMax < 0 || t.Timeout < 0 || t.CircuitCooldown < 0 {
 			bad(k, "backoff_min, backoff_max, timeout and circuit_cooldown must not be negative")
+		} else if p := t.Policy(s); p.BackoffMax > 0 && p.BackoffMin > p.BackoffMax {
+			// As a source's (validate): the worker would raise
+			// backoff_max to backoff_min without a word.
+			bad(k+".backoff_min", "is larger than backoff_max (%s against %s, each the target's own, else its source's); raise backoff_max or lower backoff_min",
+				p.BackoffMin, p.BackoffMax)
 		}
 	}
 	return errs
