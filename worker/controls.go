@@ -322,8 +322,10 @@ func (p *Pool) ended(c *control, id int64, o hookbox.Outcome, refused bool) {
 		if c.CircuitAfter <= 0 || (!wasTrial && (c.open || c.fails < c.CircuitAfter)) {
 			return
 		}
-		if wasTrial {
-			c.cooldown = min(2*c.cooldown, MaxCooldown)
+		if wasTrial && c.cooldown < MaxCooldown {
+			// Doubled up to MaxCooldown, never shortened: a first
+			// cool-down above it stays, and none wraps negative.
+			c.cooldown = doubled(c.cooldown, 1, MaxCooldown)
 		}
 		c.open, c.until = true, time.Now().Add(c.cooldown)
 		p.log.Warn("target circuit open: pausing its deliveries", "target", c.name,

@@ -2598,6 +2598,28 @@ func (p *Pool) extendLoop(ctx context.Context) {
 	}
 	every := min(p.shortestLease/3, refresh)
 	retry := extendRetry(every)
+	// The pool's record is refreshed on a goroutine of its own: a refresh
+	// that waits (for a lock on the workers table, a connection that
+	// stopped answering, up to StoreTimeout) must not hold back the
+	// extensions, whose leases may be far shorter than that wait.
+	kick := make(chan struct{}, 1)
+	var refreshFailed atomic.Bool
+	var refresher sync.WaitGroup
+	refresher.Add(1)
+	go func() {
+		defer refresher.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+			if !p.refreshRecord(ctx) {
+				refreshFailed.Store(true)
+			}
+		}
+	}()
+	defer refresher.Wait()
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -2606,33 +2628,45 @@ func (p *Pool) extendLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		select {
+		case kick <- struct{}{}:
+		default: // a refresh is still waiting to run
+		}
 		began, next := time.Now(), every
-		if !p.extendRound(ctx) {
+		if !p.extendRound(ctx) || refreshFailed.Swap(false) {
 			next = retry
 		}
 		t.Reset(max(0, next-time.Since(began)))
 	}
 }
 
-// extendRetry is how soon a failed round of extensions is tried again,
-// given the interval between rounds: a quarter of it, at most a second.
-func extendRetry(every time.Duration) time.Duration { return min(time.Second, every/4) }
-
-// extendRound refreshes the pool's record and extends every claim's
-// leases, and reports whether all of it reached the database.
-func (p *Pool) extendRound(ctx context.Context) bool {
-	ok := true
+// refreshRecord refreshes the pool's record, charging what pools found
+// dead were running, and reports whether the refresh reached the
+// database.
+func (p *Pool) refreshRecord(ctx context.Context) bool {
 	sctx, cancel := p.storeCtx(ctx)
 	dead, err := p.q.WorkerSeen(sctx, p.id, p.staleAfter())
 	cancel()
 	p.logErr("refresh the pool's record", err)
 	if err != nil {
-		ok = false
-	} else if dead > 0 {
+		return false
+	}
+	if dead > 0 {
 		p.log.Warn("worker: a pool stopped without a trace; working its events one at a time", "pools", dead)
 		p.recover()
 		p.chargeOrphans(ctx)
 	}
+	return true
+}
+
+// extendRetry is how soon a failed round of extensions is tried again,
+// given the interval between rounds: a quarter of it, at most a second.
+func extendRetry(every time.Duration) time.Duration { return min(time.Second, every/4) }
+
+// extendRound extends every claim's leases, and reports whether all of
+// it reached the database.
+func (p *Pool) extendRound(ctx context.Context) bool {
+	ok := true
 	for owner, held := range p.leases.byOwner() {
 		// Each from its own call: one that waited (for SQLite's writer,
 		// a lock) must not shorten the leases extended after it.
