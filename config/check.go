@@ -92,7 +92,7 @@ func (c *Config) Effective() *Config {
 	}
 	for i := range e.Sources {
 		s := &e.Sources[i]
-		s.MaxBodyBytes = c.bodyLimit(*s)
+		s.MaxBodyBytes = c.BodyLimit(*s)
 		if s.Tolerance == 0 && verify.ChecksTimestamp(s.Scheme, s.TimestampHeader) {
 			s.Tolerance = Duration(verify.DefaultTolerance)
 		}

@@ -416,7 +416,7 @@ func (c *Config) InflightBodyBytes() int64 {
 	}
 	var largest int64
 	for _, s := range c.Sources {
-		largest = max(largest, c.bodyLimit(s))
+		largest = max(largest, c.BodyLimit(s))
 	}
 	return max(n, 2*largest+InflightReserve)
 }
@@ -448,8 +448,9 @@ func (c *Config) BodyRate() int64 {
 	return DefaultMinBodyRate
 }
 
-// bodyLimit is the largest body s accepts.
-func (c *Config) bodyLimit(s Source) int64 {
+// BodyLimit is the largest body s accepts: its max_body_bytes, else the
+// top level's, else DefaultMaxBodyBytes (what ingest answers 413 above).
+func (c *Config) BodyLimit(s Source) int64 {
 	switch {
 	case s.MaxBodyBytes > 0:
 		return s.MaxBodyBytes
@@ -1090,9 +1091,9 @@ func (c *Config) validate() error {
 		} else if s.MaxBodyBytes > MaxBodyLimit {
 			bad(key+".max_body_bytes", "%d is more than %d (1 GiB): a body is held in memory whole until it is stored", s.MaxBodyBytes, MaxBodyLimit)
 		}
-		if c.MaxInflightBodyBytes > 0 && 2*c.bodyLimit(s) > c.MaxInflightBodyBytes {
+		if c.MaxInflightBodyBytes > 0 && 2*c.BodyLimit(s) > c.MaxInflightBodyBytes {
 			bad("max_inflight_body_bytes", "%d is less than twice %s's body limit of %d bytes (a body's buffers grow as it arrives, and the ones it outgrew count until the reply): its largest deliveries could never be received; set it to at least %d, or lower the limit",
-				c.MaxInflightBodyBytes, key, c.bodyLimit(s), 2*c.bodyLimit(s))
+				c.MaxInflightBodyBytes, key, c.BodyLimit(s), 2*c.BodyLimit(s))
 		}
 		if _, err := ParsePrefixes(s.AllowIPs); err != nil {
 			errs = append(errs, errors.New(key+".allow_ips"+err.Error()))

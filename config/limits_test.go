@@ -81,8 +81,8 @@ sources:
 	}
 	// Set to exactly twice the largest limit, which the check accepts: the
 	// server raises it by the reserve, and so does what config check shows.
-	c.MaxInflightBodyBytes = 2 * c.bodyLimit(c.Sources[0])
-	if got, want := c.InflightBodyBytes(), 2*c.bodyLimit(c.Sources[0])+InflightReserve; got != want {
+	c.MaxInflightBodyBytes = 2 * c.BodyLimit(c.Sources[0])
+	if got, want := c.InflightBodyBytes(), 2*c.BodyLimit(c.Sources[0])+InflightReserve; got != want {
 		t.Errorf("InflightBodyBytes = %d, want %d (as the server runs it)", got, want)
 	}
 }

@@ -36,6 +36,10 @@ type Source struct {
 	// with named targets or store_only would be stored as a plain event
 	// that no worker runs.
 	Route func(*hookbox.Delivery)
+	// MaxBodyBytes, when above 0, is the largest body the source accepts
+	// (config's max_body_bytes, as serve applies it): ingest answers 413 to
+	// a larger one, and a re-check refuses it.
+	MaxBodyBytes int64
 }
 
 // RecheckStore is what a re-check reads and writes.
@@ -129,6 +133,9 @@ const (
 	// url_verification, Discord's PING, Zoom's endpoint.url_validation),
 	// which ingest answers and never stores.
 	ReasonHandshake = "a handshake (the sender's check of the URL), which ingest answers and never stores as an event"
+	// ReasonTooLarge: the body is larger than the source's max_body_bytes
+	// now, which ingest answers with 413.
+	ReasonTooLarge = "the body is larger than this source's max_body_bytes, which ingest refuses (413)"
 )
 
 // recheckPage is how many rejections one read of a re-check takes.
@@ -378,6 +385,9 @@ func admissible(rj hookbox.Rejection, sources map[string]Source) (hookbox.Delive
 	}
 	if rj.Reason == hookbox.ReplayReason {
 		return hookbox.Delivery{}, verify.Result{}, ReasonReplayed
+	}
+	if src.MaxBodyBytes > 0 && int64(len(rj.Body)) > src.MaxBodyBytes {
+		return hookbox.Delivery{}, verify.Result{}, ReasonTooLarge
 	}
 	if HeaderAltered(rj.Header) {
 		return hookbox.Delivery{}, verify.Result{}, ReasonHeaderAltered

@@ -199,9 +199,15 @@ type RejectionLog interface {
 type Server struct {
 	cfg     Config
 	sources map[string]*Source
-	mux     *http.ServeMux
-	log     *slog.Logger
-	budget  *byteBudget
+	// anyCredentials are the credential and signature headers of every
+	// source (Source.credentials, Source.signatures), listed in the row of
+	// a delivery to a name no source has: a sender with the right secret
+	// and a wrong path sends them there, and a view without the
+	// configuration would show them in clear.
+	anyCredentials []string
+	mux            *http.ServeMux
+	log            *slog.Logger
+	budget         *byteBudget
 	// rejectLog spaces out the info lines about refused deliveries.
 	rejectLog lograte.Limiter
 	// failLog spaces out the lines about a failing store (one per
@@ -279,6 +285,11 @@ func New(cfg Config) *Server {
 		src.signatures = verify.SignatureHeaders(src.Verifier)
 		largest = max(largest, src.MaxBodyBytes)
 		s.sources[src.Name] = &src
+		for _, name := range slices.Concat(src.credentials, src.signatures) {
+			if !slices.Contains(s.anyCredentials, name) {
+				s.anyCredentials = append(s.anyCredentials, name)
+			}
+		}
 	}
 	s.cfg.MaxInflightBodyBytes = max(s.cfg.MaxInflightBodyBytes, 2*largest+requestReserve)
 	s.budget = newByteBudget(s.cfg.MaxInflightBodyBytes, largest)
@@ -910,6 +921,8 @@ func (s *Server) record(r *http.Request, at time.Time, source string, unknown bo
 			}
 		}
 		header = rejected.MarkCredentials(header, marked)
+	} else if unknown {
+		header = rejected.MarkCredentials(header, s.anyCredentials)
 	}
 	remote := r.RemoteAddr
 	if addr, ok := clientAddr(r, s.cfg.TrustedProxies); ok {

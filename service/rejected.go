@@ -26,7 +26,8 @@ func RecheckSources(cfg *config.Config) (map[string]rejected.Source, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sources[%d] (%s): %w", i, src.Name, err)
 		}
-		out[src.Name] = rejected.Source{Verifier: v, DedupesByBody: src.DedupesByBody(), AllowIPs: src.AllowedIPs(), Route: route}
+		out[src.Name] = rejected.Source{Verifier: v, DedupesByBody: src.DedupesByBody(), AllowIPs: src.AllowedIPs(), Route: route,
+			MaxBodyBytes: cfg.BodyLimit(src)}
 	}
 	return out, nil
 }
