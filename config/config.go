@@ -332,14 +332,20 @@ type Source struct {
 // the SHA-256 of their body, or of what the signature covers of it where
 // that differs (verify.BodyKey: twilio's sorted parameters): for schemes
 // whose signature covers no delivery id (github, hmac, twilio, token,
-// basic, none), unless allow_identical_bodies is set.
+// basic, none, and paddle with an id_header), unless
+// allow_identical_bodies is set.
 func (s Source) DedupesByBody() bool {
 	if s.AllowIdenticalBodies {
 		return false
 	}
-	switch s.WithPreset().Scheme {
+	s = s.WithPreset()
+	switch s.Scheme {
 	case "github", "hmac", "twilio", "token", "basic", "none":
 		return true
+	case "paddle":
+		// Its signature covers the body, not a header: an id_header
+		// is an id no signature covers.
+		return s.IDHeader != ""
 	}
 	return false
 }
