@@ -110,8 +110,7 @@ func (p *Pool) IsPaused(source string) bool {
 const pausedEvery = 200 * time.Millisecond
 
 // refreshPaused reads the paused names when the last read is older than
-// pausedEvery. A store that cannot say keeps the last known set; before
-// the first read, no name is active.
+// pausedEvery. A store that cannot say keeps the last known set.
 func (p *Pool) refreshPaused(ctx context.Context) {
 	p.ctlMu.Lock()
 	stale := time.Since(p.pausedRead) >= pausedEvery
@@ -137,16 +136,10 @@ func (p *Pool) refreshPaused(ctx context.Context) {
 	p.ctlMu.Unlock()
 }
 
-// active returns the names of list that are not paused: none until the
-// pool has read the pauses once. A pool that started while the store
-// could not say which names are paused (a read that timed out at start)
-// worked a paused target's deliveries until a read succeeded.
+// active returns the names of list that are not paused.
 func (p *Pool) active(list []string) []string {
 	p.ctlMu.Lock()
 	defer p.ctlMu.Unlock()
-	if p.pausedRead.IsZero() {
-		return nil
-	}
 	if len(p.paused) == 0 {
 		return list
 	}
