@@ -28,14 +28,18 @@ import (
 // The database file is known by its identity at Open (device and inode,
 // through os.SameFile): its inode stays allocated while the store holds it
 // open, so no file created later at the path can have the same identity.
-// The -wal file is only required to exist: SQLite itself replaces it when
-// every connection has closed (see walSyncer.sync), and the store keeps
-// connections open, so while the store is open it is never missing.
+// The -wal file is known the same way: SQLite replaces it only when every
+// connection has closed (see walSyncer.sync), and the store keeps
+// connections open, so while the store is open the path names the WAL
+// its writer writes. Existing is not enough: after a deletion, any
+// connection opened on the file (a new reader of the store's pools,
+// `hookbox events list`) creates a new, empty -wal at the path, while
+// the writer goes on committing into the deleted one.
 type fileGuard struct {
 	path string
 	log  *slog.Logger
 	file os.FileInfo // the database file Open opened
-	wal  bool        // whether the -wal file existed after Open
+	wal  os.FileInfo // the -wal file after Open, or nil if there was none
 	// failed is the first check that found a path naming another file or
 	// none, wrapped in a message for the operator; never cleared.
 	failed atomic.Pointer[error]
@@ -52,8 +56,11 @@ func newFileGuard(path string, log *slog.Logger) (*fileGuard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	_, err = os.Stat(path + "-wal")
-	return &fileGuard{path: path, log: log, file: fi, wal: err == nil}, nil
+	wal, err := os.Stat(path + "-wal")
+	if err != nil {
+		wal = nil
+	}
+	return &fileGuard{path: path, log: log, file: fi, wal: wal}, nil
 }
 
 // errStoreClosed is what every check returns once the store is closing.
@@ -94,14 +101,16 @@ func (g *fileGuard) check() error {
 	case !os.SameFile(cur, g.file):
 		return g.fail(g.path, "its name now belongs to another file")
 	}
-	if !g.wal {
+	if g.wal == nil {
 		return nil
 	}
-	switch _, err := os.Stat(g.path + "-wal"); {
+	switch cur, err := os.Stat(g.path + "-wal"); {
 	case errors.Is(err, fs.ErrNotExist):
 		return g.fail(g.path+"-wal", "no file has its name")
 	case err != nil:
 		return fmt.Errorf("check database file: %w", err)
+	case !os.SameFile(cur, g.wal):
+		return g.fail(g.path+"-wal", "its name now belongs to another file")
 	}
 	return nil
 }
