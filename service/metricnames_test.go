@@ -105,16 +105,26 @@ func TestMetricsPreCreatedWhereTheyMove(t *testing.T) {
 		if code := h.send("fan", "", `{"type":"order.paid"}`, nil); code != http.StatusAccepted {
 			t.Fatalf("delivery to fan: %d", code)
 		}
-		const done = `hookbox_attempts_total{outcome="done",source="fan/app"}`
-		for deadline := time.Now().Add(10 * time.Second); got[done] < 1 && time.Now().Before(deadline); {
+		after := map[string]float64{
+			`hookbox_deliveries_total{outcome="new",source="fan"}`: 1,
+			`hookbox_attempts_total{outcome="done",source="fan/app"}`: 1,
+			`hookbox_attempt_seconds_count{source="fan/app"}`: 1,
+		}
+		// The attempt's count and its time are two updates: a scrape
+		// between them sees the one and not the other. Await both.
+		counted := func() bool {
+			for k, want := range after {
+				if got[k] < want {
+					return false
+				}
+			}
+			return true
+		}
+		for deadline := time.Now().Add(10 * time.Second); !counted() && time.Now().Before(deadline); {
 			time.Sleep(20 * time.Millisecond)
 			got = scrapeMetrics(t, h.url)
 		}
-		for k, want := range map[string]float64{
-			`hookbox_deliveries_total{outcome="new",source="fan"}`: 1,
-			done: 1,
-			`hookbox_attempt_seconds_count{source="fan/app"}`: 1,
-		} {
+		for k, want := range after {
 			if got[k] != want {
 				t.Errorf("%s = %v after one delivery to fan, want %v", k, got[k], want)
 			}
