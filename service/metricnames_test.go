@@ -106,9 +106,9 @@ func TestMetricsPreCreatedWhereTheyMove(t *testing.T) {
 			t.Fatalf("delivery to fan: %d", code)
 		}
 		after := map[string]float64{
-			`hookbox_deliveries_total{outcome="new",source="fan"}`: 1,
+			`hookbox_deliveries_total{outcome="new",source="fan"}`:    1,
 			`hookbox_attempts_total{outcome="done",source="fan/app"}`: 1,
-			`hookbox_attempt_seconds_count{source="fan/app"}`: 1,
+			`hookbox_attempt_seconds_count{source="fan/app"}`:         1,
 		}
 		// The attempt's count and its time are two updates: a scrape
 		// between them sees the one and not the other. Await both.
