@@ -203,6 +203,9 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string, depth int) {
 		return
 	}
 	if _, ok := n.(*ast.NullNode); ok {
+		// Unset: a key written null wins over a value merged before it
+		// (<<), as any written key does.
+		v.Set(reflect.Zero(v.Type()))
 		return
 	}
 	if v.Kind() == reflect.Pointer {
@@ -502,41 +505,8 @@ func (d *decoder) decodeStruct(n ast.Node, v reflect.Value, path string, depth i
 			}
 			continue
 		}
-		field := v.Field(f.index)
-		if d.isNull(mv.Value) {
-			// A key written null wins over a merged value as any
-			// other written key does: it is unset.
-			field.Set(reflect.Zero(field.Type()))
-		}
-		d.decode(mv.Value, field, kpath, depth+1)
+		d.decode(mv.Value, v.Field(f.index), kpath, depth+1)
 	}
-}
-
-// isNull reports whether n, through tags, anchors and aliases, is a
-// null. It records no error: decode reports a bad alias.
-func (d *decoder) isNull(n ast.Node) bool {
-	for range maxDepth {
-		switch x := n.(type) {
-		case *ast.TagNode:
-			n = x.Value
-		case *ast.AnchorNode:
-			n = x.Value
-		case *ast.AliasNode:
-			if x.Value == nil {
-				return false
-			}
-			target, ok := d.anchors[x.Value.GetToken().Value]
-			if !ok {
-				return false
-			}
-			n = target
-		case *ast.NullNode:
-			return true
-		default:
-			return false
-		}
-	}
-	return false
 }
 
 // keyOfChild returns the field of t whose struct (or list of structs) has

@@ -506,7 +506,7 @@ func (a *admin) replayOne(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	includeDone, err1 := boolParam(q, "include_done")
 	expect, err2 := ExpectFrom(q, id)
-	if err := errors.Join(givenOnce(q, "include_done"), err1, err2); err != nil {
+	if err := errors.Join(err1, err2); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -577,9 +577,10 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	afterID, err3 := afterIDParam(q)
 	rate, err4 := replayRateParam(q)
 	paceAfter, err5 := paceAfterParam(q)
-	// Its own parameters, as the filter's (FilterFromQuery): read by the
-	// first of several, "dry_run=false&dry_run=true" replayed.
-	once := givenOnce(q, "dry_run", "include_done", "after_id", "rate", "pace_after")
+	// Its own parameters, as the filter's (FilterFromQuery) and the
+	// flags (boolParam): read by the first of several, a value given
+	// twice would pick one the client did not mean.
+	once := givenOnce(q, "after_id", "rate", "pace_after")
 	if err := errors.Join(once, err1, err2, err3, err4, err5); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -620,8 +621,9 @@ type PurgeReply struct {
 
 func (a *admin) purge(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	// Read by the first of several, "dry_run=false&dry_run=true" purged.
-	if err := givenOnce(q, "days", "dry_run", "include_dead"); err != nil {
+	// Read by the first of several, "days=1&days=100" purged by the
+	// first (the flags refuse repeats themselves: boolParam).
+	if err := givenOnce(q, "days"); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}

@@ -63,7 +63,8 @@ func newByteBudget(limit, largestBody int64) *byteBudget {
 // of headers. Without it the budget counted 10 bytes for such a
 // delivery and so did not bound how many waited at once (only the
 // connections did, which behind a proxy is nothing); with it, at most
-// about 2,700 wait under the default budget, some 70 MiB, and the next is
+// about 2,500 of a few header lines wait under the default budget (each
+// line counts headerLineOverhead too), some 70 MiB, and the next is
 // answered 503 at once instead of after StoreWait.
 const requestOverhead = 24 << 10
 

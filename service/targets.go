@@ -171,25 +171,26 @@ func (s *Service) targets(ctx context.Context) ([]server.TargetStatus, error) {
 	return out, nil
 }
 
-// configured finds the queue name name in the config: known is true for
-// a configured source or target, and t is the target when name is one.
-func (s *Service) configured(name string) (known bool, t *config.Target) {
-	src, tgt := hookbox.SplitQueueName(name)
+// configured finds the queue name name in the config: src is the source
+// it is or belongs to (nil when it names none of the config), and t the
+// target when name is one.
+func (s *Service) configured(name string) (src *config.Source, t *config.Target) {
+	source, target := hookbox.SplitQueueName(name)
 	for i := range s.Config.Sources {
 		c := &s.Config.Sources[i]
-		if c.Name != src {
+		if c.Name != source {
 			continue
 		}
-		if tgt == "" {
-			return true, nil
+		if target == "" {
+			return c, nil
 		}
 		for j := range c.Targets {
-			if c.Targets[j].Name == tgt {
-				return true, &c.Targets[j]
+			if c.Targets[j].Name == target {
+				return c, &c.Targets[j]
 			}
 		}
 	}
-	return false, nil
+	return nil, nil
 }
 
 // knownTarget reports whether name is a configured target: a named
@@ -199,16 +200,14 @@ func (s *Service) configured(name string) (known bool, t *config.Target) {
 // name, so a pause of that name would stop nothing (its targets' queues
 // are "source/target").
 func (s *Service) knownTarget(name string) bool {
-	known, t := s.configured(name)
-	if !known || t != nil {
-		return known
+	src, t := s.configured(name)
+	switch {
+	case src == nil:
+		return false
+	case t != nil:
+		return true
 	}
-	for _, src := range s.Config.Sources {
-		if src.Name == name {
-			return len(src.Targets) == 0 && !src.StoreOnly
-		}
-	}
-	return false
+	return len(src.Targets) == 0 && !src.StoreOnly
 }
 
 // works reports whether name's deliveries have a worker: this process's
@@ -273,8 +272,8 @@ func (s *Service) warnUnworked(ctx context.Context) {
 // target's entries of the order index (Ops.KeyedUnfinished), for targets
 // with unfinished deliveries only.
 func (s *Service) warnUnordered(ctx context.Context, name string) {
-	known, t := s.configured(name)
-	if !known || t == nil || t.OrderBy != "" || t.GoHandler || !s.Pool.Works(name) {
+	_, t := s.configured(name)
+	if t == nil || t.OrderBy != "" || t.GoHandler || !s.Pool.Works(name) {
 		return
 	}
 	n, err := s.Store.KeyedUnfinished(ctx, name)

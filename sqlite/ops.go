@@ -114,7 +114,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 	if len(p.IDs) > 0 && len(res.Replayed) > 0 {
 		var err error
 		parents, err = queryIDs(ctx, s.reader, `SELECT DISTINCT parent_id FROM events
-            WHERE parent_id IS NOT NULL AND id IN `+idList, jsonIDs(res.Replayed))
+            WHERE parent_id IS NOT NULL AND id IN `+idList, jsonNumbers(res.Replayed))
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
@@ -124,7 +124,7 @@ func (s *Store) Replay(ctx context.Context, p hookbox.ReplayParams) (hookbox.Rep
 		// alone (in flight, done, changed) are reported by their own id.
 		var err error
 		deliveries, err = queryIDs(ctx, s.reader, `SELECT id FROM events
-            WHERE parent_id IN `+idList+` ORDER BY id`, jsonIDs(p.IDs))
+            WHERE parent_id IN `+idList+` ORDER BY id`, jsonNumbers(p.IDs))
 		if err != nil {
 			return res, fmt.Errorf("sqlite: replay: %w", err)
 		}
@@ -149,7 +149,7 @@ func replayWhere(p hookbox.ReplayParams) (string, []any) {
 		// binds at most 32,766 arguments to a statement, and a replay of
 		// 16,384 named events failed with "too many SQL variables".
 		conds = append(conds, `(id IN `+idList+` OR parent_id IN `+idList+`)`)
-		named := jsonIDs(p.IDs)
+		named := jsonNumbers(p.IDs)
 		args = append(args, named, named)
 		if cond, cargs := expectSQL(p); cond != "" {
 			conds, args = append(conds, cond), append(args, cargs...)
@@ -268,7 +268,7 @@ func (s *Store) replaySlice(ctx context.Context, where string, args []any, picke
 		for i, id := range ids {
 			pairs[i] = [2]int64{id, due[id]}
 		}
-		if _, err := tx.ExecContext(ctx, replayUpdate, millis(now), jsonPairs(pairs)); err != nil {
+		if _, err := tx.ExecContext(ctx, replayUpdate, millis(now), jsonNumbers(pairs)); err != nil {
 			return err
 		}
 		replayed = ids
@@ -278,7 +278,7 @@ func (s *Store) replaySlice(ctx context.Context, where string, args []any, picke
 }
 
 // replayUpdate puts events back to pending, updated at ?1, each due at
-// its own time: ?2 is a JSON array of [id, due] pairs (jsonPairs), read
+// its own time: ?2 is a JSON array of [id, due] pairs (jsonNumbers), read
 // once, each row then found by id.
 const replayUpdate = `UPDATE events SET status = 'pending', attempt_base = attempts, next_attempt_at = d.due,
         lease_owner = NULL, last_error = NULL, updated_at = ?1
@@ -736,21 +736,13 @@ func int64sAny(ids []int64) []any {
 }
 
 // idList is an IN list of the ids in its argument, a JSON array of
-// numbers (jsonIDs), read once: one argument however many ids there are.
+// numbers (jsonNumbers), read once: one argument however many ids there
+// are.
 const idList = `(SELECT value FROM json_each(?))`
 
-// jsonIDs is ids as a JSON array, for idList.
-func jsonIDs(ids []int64) string {
-	b, err := json.Marshal(ids)
-	if err != nil {
-		panic(err) // numbers always marshal
-	}
-	return string(b)
-}
-
-// jsonPairs is pairs as a JSON array of two-number arrays, for json_each.
-func jsonPairs(pairs [][2]int64) string {
-	b, err := json.Marshal(pairs)
+// jsonNumbers is ids, or pairs of them, as a JSON array for json_each.
+func jsonNumbers[T int64 | [2]int64](v []T) string {
+	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // numbers always marshal
 	}

@@ -146,7 +146,7 @@ func TestReplayPlans(t *testing.T) {
 	}
 	// The update that sets each event's paced due time reads the pairs
 	// once and each row by id, never the table.
-	if update := plan(replayUpdate, 1, jsonPairs([][2]int64{{1, 1}, {2, 2}})); update !=
+	if update := plan(replayUpdate, 1, jsonNumbers([][2]int64{{1, 1}, {2, 2}})); update !=
 		"SCAN json_each VIRTUAL TABLE INDEX 1:\nSEARCH events USING INTEGER PRIMARY KEY (rowid=?)" {
 		t.Errorf("the replay's update is planned as\n%s\nwant the pairs scanned and each row read by id", update)
 	}

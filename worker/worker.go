@@ -2584,7 +2584,9 @@ func (p *Pool) checkOrdered() error {
 // shortest lease, or recordRefresh if that is sooner, each claim's events
 // are extended by that claim's own lease length, so a source with a long
 // timeout does not stretch the leases of the others (which a crash would
-// then leave locked longer).
+// then leave locked longer). The record is refreshed on a goroutine of
+// its own, kicked each round, so that a refresh held up cannot hold back
+// the extensions.
 //
 // A round in which a call failed (the database unreachable) is tried
 // again after extendRetry instead of a third of a lease: a lease then
@@ -2598,10 +2600,9 @@ func (p *Pool) extendLoop(ctx context.Context) {
 	}
 	every := min(p.shortestLease/3, refresh)
 	retry := extendRetry(every)
-	// The pool's record is refreshed on a goroutine of its own: a refresh
-	// that waits (for a lock on the workers table, a connection that
-	// stopped answering, up to StoreTimeout) must not hold back the
-	// extensions, whose leases may be far shorter than that wait.
+	// A refresh may wait (for a lock on the workers table, a connection
+	// that stopped answering, up to StoreTimeout) far longer than the
+	// shortest lease.
 	kick := make(chan struct{}, 1)
 	var refreshFailed atomic.Bool
 	var refresher sync.WaitGroup
