@@ -368,7 +368,8 @@ type Ops interface {
 
 	// PauseTarget pauses the queue name (a source worked as itself, or
 	// "source/target"): workers claim none of its events until
-	// ResumeTarget; ingest goes on. Pausing a paused name keeps its first
+	// ResumeTarget (every claim checks it; see Queue.Claim), and those
+	// claimed before it run to their end; ingest goes on. Pausing a paused name keeps its first
 	// pause. A name that is no queue name, or a reason that is not
 	// StorableText, is refused (CheckPause) and nothing is stored.
 	PauseTarget(ctx context.Context, name, reason string) error

@@ -552,7 +552,10 @@ type Queue interface {
 	// process dies while working it. The commit is on disk, and with it
 	// every commit before it, before any event is returned: a worker acts
 	// on the world with what it gets, so a power loss must undo neither
-	// the claim nor what made the event claimable. Each lease runs p.Lease
+	// the claim nor what made the event claimable. It leases no event of
+	// a paused queue (Ops.PauseTarget), whatever p.Sources says: the
+	// pause is checked in the claim's own statement, so one committed
+	// before the claim began holds for it. Each lease runs p.Lease
 	// from its write, not from before the claim's waits (for a lock, or
 	// SQLite's writer), unless p.Now is set. Events returned with an error are
 	// leased all the same (a step after a commit failed: a by-key claim's
@@ -656,8 +659,8 @@ type Queue interface {
 type WorkTx interface {
 	// Pick locks up to p.Limit due events of p.Sources for this
 	// transaction without leasing them, in id order, and returns them as
-	// stored with the time of the pick (the store's clock). p.Strict is
-	// not supported.
+	// stored with the time of the pick (the store's clock). Like Claim,
+	// it returns none of a paused queue. p.Strict is not supported.
 	Pick(ctx context.Context, p ClaimParams) (evs []Event, at time.Time, err error)
 
 	// Repick locks the events of evs that are still due and have not been

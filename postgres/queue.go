@@ -33,7 +33,8 @@ const claimNow = `COALESCE($3::timestamptz, now())`
 // lock, or ran long, must not hand out leases already over, which any
 // claim could take again at once.
 //
-// It leases only the rows of due within the payload budget
+// It leases no row of a paused queue (notPaused), and only the rows of
+// due within the payload budget
 // (hookbox.ClaimParams.MaxPayloadBytes), whose two parameters follow the
 // claim's own: budget and first, see withinBudget.
 func claimSet(budget, first string) string {
@@ -41,10 +42,18 @@ func claimSet(budget, first string) string {
 UPDATE queue SET status = 'processing', attempts = attempts + 1, lease_owner = $1,
     next_attempt_at = COALESCE($3::timestamptz, clock_timestamp()) + $2::bigint * interval '1 microsecond',
     updated_at = ` + claimNow + `
-WHERE id IN (SELECT id FROM within)
+WHERE id IN (SELECT id FROM within)` + notPaused + `
 RETURNING *)
 SELECT ` + queuedColumns + `, d.payload FROM leased q JOIN event_data d ON d.id = q.id`
 }
+
+// notPaused is the condition on a row of queue that its queue is not
+// paused (hookbox.Ops.PauseTarget). Claims and picks check it in their
+// own statement, whatever pauses the worker asking has read: one that
+// could not read them (at start, say) still takes nothing of a paused
+// queue, and a pause committed before a claim's statement began holds
+// for it. It costs a probe of a table of a few rows per row leased.
+const notPaused = ` AND queue.source NOT IN (SELECT name FROM paused_targets)`
 
 // withinBudget keeps, of the rows of the query ids (a column id), in id
 // order, those before the first whose payload would bring the total past
@@ -117,15 +126,16 @@ func dueEachFrom1(limits string) string {
 // so the parameters keep claimDue's numbers. The last column is the time
 // of the pick.
 //
-// Of those, it returns the rows within the payload budget ($6 and $7,
-// see withinBudget), with two more columns, the running total and the
-// row's number. The rows it locked beyond the budget stay locked, not
-// leased, until the transaction ends.
+// Of those, it returns the rows of queues not paused (as notPaused)
+// within the payload budget ($6 and $7, see withinBudget), with two more
+// columns, the running total and the row's number. The rows it locked
+// and left out stay locked, not leased, until the transaction ends.
 var pickDue = `SELECT * FROM (SELECT p.*,
         sum(coalesce(octet_length(p.payload), 0)) OVER (ORDER BY p.id) AS upto,
         row_number() OVER (ORDER BY p.id) AS n
     FROM (SELECT e.*, ` + claimNow + ` AS picked_at, $1::text AS picked_by, $2::bigint AS picked_lease` +
-	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2 + `) p) w
+	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2 + `) p
+    WHERE p.source NOT IN (SELECT name FROM paused_targets)) w
 WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)`
 
 // dueFrom1 and dueFrom2 are the FROM clause of dueIDs and pickDue, around

@@ -341,7 +341,7 @@ const leaseIDs = `UPDATE OR FAIL events SET status = 'processing', attempts = at
         WHERE id IN (`
 
 // claimSQL builds the statement that picks the events of the claim p, and
-// its arguments. It reads, for each event picked, its id, the length of
+// its arguments, leaving out those of paused queues (notPaused). It reads, for each event picked, its id, the length of
 // its payload (NULL: cleared) and the payload itself when it is at most
 // inTxPayload bytes: length() reads the size from the row's header,
 // without the payload's pages.
@@ -351,8 +351,16 @@ func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	}
 	pick, args, _, _ := claimPick(p)
 	return `SELECT id, length(payload), CASE WHEN length(payload) <= ` + strconv.Itoa(inTxPayload) + ` THEN payload END
-        FROM events WHERE id IN (` + pick + `)`, args
+        FROM events WHERE id IN (` + pick + `)` + notPaused, args
 }
+
+// notPaused is the condition on a picked event (of the table events) that
+// its queue is not paused (hookbox.Ops.PauseTarget). Claims and picks
+// check it in their own statement, on the writer, whatever pauses the
+// worker asking has read: one that could not read them (at start, while
+// long reads hold every reader) still takes nothing of a paused queue.
+// It costs a lookup in a table of a few rows for each event picked.
+const notPaused = ` AND source NOT IN (SELECT name FROM paused_targets)`
 
 // withinBudget returns how many of the payload sizes n (in id order; a
 // cleared payload counts 0) a claim keeps within budget

@@ -158,6 +158,65 @@ func TestDeliveryWhileReadersBusy(t *testing.T) {
 	}
 }
 
+// TestPausedWhileReadersBusy: a pool that cannot read which queues are
+// paused, because long reads hold every reader from its start on, works
+// the other queues and not a paused one. The claim checks the pause
+// itself, on the writer; before, the pool went by the set it had read,
+// which at start was empty, and delivered the paused queue's event with
+// the first.
+func TestPausedWhileReadersBusy(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	if err := s.PauseTarget(ctx, "held", "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{{Source: "held", DeliveryID: "1", Header: map[string][]string{}, Payload: []byte("{}")}}); err != nil {
+		t.Fatal(err)
+	}
+	var heldRan atomic.Bool
+	delivered := make(chan struct{}, 1)
+	p := worker.New(s, worker.Options{PollInterval: 50 * time.Millisecond})
+	p.Route("held", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+		heldRan.Store(true)
+		return nil
+	}))
+	p.Route("free", worker.TargetFunc(func(ctx context.Context, ev *hookbox.Event) error {
+		delivered <- struct{}{}
+		return nil
+	}))
+	release := holdReaders(t, s)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release()
+		p.Stop(context.Background())
+	})
+	// Ingested after held's, so due after it: every claim round that
+	// reaches free's event has had held's before it.
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{{Source: "free", DeliveryID: "1", Header: map[string][]string{}, Payload: []byte("{}")}}); err != nil {
+		t.Fatal(err)
+	}
+	p.Notify()
+	select {
+	case <-delivered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("nothing delivered in 20 s while long reads held every reader")
+	}
+	if heldRan.Load() {
+		t.Error("the paused queue's event was delivered while the pool could not read the pauses")
+	}
+	var status string
+	var attempts, base int
+	if err := s.writer.QueryRowContext(ctx, `SELECT status, attempts, attempt_base FROM events WHERE source = 'held'`).
+		Scan(&status, &attempts, &base); err != nil {
+		t.Fatal(err)
+	}
+	if status != "pending" || attempts-base != 0 {
+		t.Errorf("the paused queue's event: %s, %d attempts (base %d); want pending and unattempted", status, attempts, base)
+	}
+}
+
 // TestWorkerStoreBackLogged: a call of the pool's that failed (its read of
 // the paused targets, which gives up after a second while long reads hold
 // every reader) is logged, and once the call works again one line says

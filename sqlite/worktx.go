@@ -68,7 +68,7 @@ func (w *workTx) Pick(ctx context.Context, p hookbox.ClaimParams) ([]hookbox.Eve
 			break
 		}
 		pick, args, _, _ := claimPick(part)
-		q := `SELECT ` + pickedColumns + ` FROM events WHERE id IN (` + pick + `)`
+		q := `SELECT ` + pickedColumns + ` FROM events WHERE id IN (` + pick + `)` + notPaused
 		// The writer is this transaction's: a statement cannot be prepared
 		// on it now, so a new one runs unprepared this once.
 		st := w.s.claims.lookup(q)

@@ -53,6 +53,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"ClaimSkipsRunning":          testClaimSkipsRunning,
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
+		"ClaimSkipsPaused":           testClaimSkipsPaused,
 		"ReleasedAttemptIsGivenBack": testReleasedAttemptIsGivenBack,
 		"NotRunTakesItsCountBack":    testNotRunTakesItsCountBack,
 		"DueQueues":                  testDueQueues,

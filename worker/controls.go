@@ -110,7 +110,13 @@ func (p *Pool) IsPaused(source string) bool {
 const pausedEvery = 200 * time.Millisecond
 
 // refreshPaused reads the paused names when the last read is older than
-// pausedEvery. A store that cannot say keeps the last known set.
+// pausedEvery. A store that cannot say keeps the last known set. The set
+// keeps paused queues out of the pool's claim rounds, their slots and
+// its view (TargetState); it is not what holds their events back: the
+// store checks the pause in every claim and pick itself (see
+// hookbox.Queue.Claim), so a set that is stale or was never read (a
+// first read that failed at start) costs claims that take nothing, never
+// a paused queue's delivery.
 func (p *Pool) refreshPaused(ctx context.Context) {
 	p.ctlMu.Lock()
 	stale := time.Since(p.pausedRead) >= pausedEvery
