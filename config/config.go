@@ -260,6 +260,9 @@ type Source struct {
 	IDField    string `yaml:"id_field"`
 	TypeHeader string `yaml:"type_header"`
 	TypeField  string `yaml:"type_field"`
+	// IDOptional keys a delivery that lacks its id_header or id_field by
+	// the body hash instead of refusing it (see verify.Config.IDOptional).
+	IDOptional bool `yaml:"id_optional"`
 
 	// Provider names a preset (provider.go) that fills the keys the source
 	// leaves empty; the rest configure the newer schemes (see verify.Config).
@@ -384,6 +387,7 @@ func (s Source) Verify() verify.Config {
 		PublicURL:       s.PublicURL,
 		IDHeader:        s.IDHeader,
 		IDField:         s.IDField,
+		IDOptional:      s.IDOptional,
 		TypeHeader:      s.TypeHeader,
 		TypeField:       s.TypeField,
 		Handshake:       s.Handshake,

@@ -62,9 +62,9 @@ var Presets = []Preset{
 		Note: "the old client secret may still sign for about an hour after rotation: keep both in secrets"},
 	{Name: "slack",
 		Keys: Source{Scheme: verify.SchemeHMAC, Header: "X-Slack-Signature", Prefix: "v0=", TimestampHeader: "X-Slack-Request-Timestamp",
-			Signed: "v0:{timestamp}:{body}", IDField: "event_id", TypeField: "event.type", Handshake: verify.HandshakeSlack},
+			Signed: "v0:{timestamp}:{body}", IDField: "event_id", IDOptional: true, TypeField: "event.type", Handshake: verify.HandshakeSlack},
 		Redelivery: time.Hour, RedeliveryNote: "3 retries within about an hour",
-		Note: "Events API (JSON bodies); url_verification is answered and not stored"},
+		Note: "Events API (JSON bodies); url_verification is answered and not stored; app_rate_limited, which has no event_id, is kept under its body hash"},
 	{Name: "twilio", Keys: Source{Scheme: verify.SchemeTwilio},
 		RedeliveryNote: "no automatic redelivery unless the URL asks for it (#rc=), and then within minutes",
 		Note:           "set public_url to the URL configured in Twilio; form bodies only (not JSON bodies signed through bodySHA256)"},
@@ -154,7 +154,9 @@ func (s Source) WithPreset() Source {
 	fill(&s.TimestampUnit, keys.TimestampUnit)
 	fill(&s.Handshake, keys.Handshake)
 	if s.IDHeader == "" && s.IDField == "" {
-		s.IDHeader, s.IDField = keys.IDHeader, keys.IDField
+		// The preset's place for the id, and whether it may be missing:
+		// a source that names its own place says that itself.
+		s.IDHeader, s.IDField, s.IDOptional = keys.IDHeader, keys.IDField, keys.IDOptional
 	}
 	if s.TypeHeader == "" && s.TypeField == "" {
 		s.TypeHeader, s.TypeField = keys.TypeHeader, keys.TypeField

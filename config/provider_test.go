@@ -802,3 +802,17 @@ sources:
 		t.Fatalf("after SetRetentionDays(30): %q", ws)
 	}
 }
+
+// TestIDOptionalNeedsAPlace: id_optional without id_header or id_field is
+// refused at load, saying what to set: a source with neither keys every
+// delivery by its body hash already, and the key would read as if it did
+// something.
+func TestIDOptionalNeedsAPlace(t *testing.T) {
+	_, err := Parse([]byte("sources:\n  - {name: a, scheme: hmac, header: X-Sig, secrets: [x], id_optional: true, store_only: true}\n"))
+	if err == nil || !strings.Contains(err.Error(), "id_optional: set id_header or id_field") {
+		t.Fatalf("id_optional without a place for the id: %v", err)
+	}
+	if _, err := Parse([]byte("sources:\n  - {name: a, scheme: hmac, header: X-Sig, secrets: [x], id_header: X-Id, id_optional: true, store_only: true}\n")); err != nil {
+		t.Fatalf("id_optional with id_header: %v", err)
+	}
+}

@@ -81,3 +81,52 @@ func TestPresetsEndToEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestSlackRateLimitedKeptByBodyHash: Slack's app_rate_limited event has
+// no event_id. The slack preset keeps it under its body hash (id_optional),
+// once however often Slack sends it again; a source that names its own
+// id_field without id_optional still refuses a delivery without the id.
+// The preset refused it with 400, and Slack counted a failed delivery.
+func TestSlackRateLimitedKeptByBodyHash(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		h := startWith(t, dbURL, `
+sources:
+  - {name: slack, provider: slack, secrets: ["slack-signing-secret-1"], store_only: true}
+  - {name: strict, provider: slack, id_field: event_id, secrets: ["slack-signing-secret-1"], store_only: true}
+`)
+		post := func(source string, body []byte) (int, string) {
+			t.Helper()
+			hdr, signed, err := verify.SignRequest(h.source(source).Verify(), body, "", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(http.MethodPost, h.url+"/webhooks/"+source, bytes.NewReader(signed))
+			req.Header = hdr
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		limited := []byte(`{"token":"tok","type":"app_rate_limited","team_id":"T123","minute_rate_limited":1518467820,"api_app_id":"A123"}`)
+		for i, dup := range []bool{false, true} {
+			if status, reply := post("slack", limited); status != 202 || (dup != bytes.Contains([]byte(reply), []byte(`"duplicate":true`))) {
+				t.Fatalf("app_rate_limited copy %d: %d %s", i, status, reply)
+			}
+		}
+		if status, reply := post("strict", limited); status != 400 || !bytes.Contains([]byte(reply), []byte("event_id")) {
+			t.Errorf("app_rate_limited to a source with its own id_field: %d %s, want 400 naming event_id", status, reply)
+		}
+		es, err := h.svc.Store.Events(t.Context(), hookbox.Filter{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(limited)
+		if len(es) != 1 || es[0].Source != "slack" || !es[0].IDIsHash || es[0].DeliveryID != hex.EncodeToString(sum[:]) {
+			t.Fatalf("stored %+v, want slack's app_rate_limited once, under its body's SHA-256", es)
+		}
+	})
+}

@@ -49,14 +49,18 @@ type idSpec struct {
 	scheme                 string
 	idHeader, typeHeader   string // canonical keys, "" when unset
 	idField, typeField     string // "" when unset
+	idOptional             bool   // a missing id falls back to the body hash
 	errIDHeader, errIDBody error
 	errIDField             error
 }
 
 func newIDSpec(scheme string, cfg Config) (idSpec, error) {
-	s := idSpec{scheme: scheme, idField: cfg.IDField, typeField: cfg.TypeField}
+	s := idSpec{scheme: scheme, idField: cfg.IDField, typeField: cfg.TypeField, idOptional: cfg.IDOptional}
 	if cfg.IDHeader != "" && cfg.IDField != "" {
 		return idSpec{}, errors.New("id_header, id_field: set at most one")
+	}
+	if cfg.IDOptional && cfg.IDHeader == "" && cfg.IDField == "" {
+		return idSpec{}, errors.New("id_optional: set id_header or id_field with it (without either, the body hash is always the id)")
 	}
 	if cfg.TypeHeader != "" && cfg.TypeField != "" {
 		return idSpec{}, errors.New("type_header, type_field: set at most one")
@@ -86,12 +90,15 @@ func newIDSpec(scheme string, cfg Config) (idSpec, error) {
 	return s, nil
 }
 
-// extract finds the delivery id and event type of r.
+// extract finds the delivery id and event type of r. Without an id where
+// the source says (idHeader, idField), the id is the body hash when the
+// source has none of its own or makes it optional; otherwise the delivery
+// is refused.
 func (s *idSpec) extract(r Request) (Result, error) {
 	var res Result
 	if s.idHeader != "" {
 		id, _ := headerValue(r.Header, s.idHeader)
-		if id == "" {
+		if id == "" && !s.idOptional {
 			return Result{}, absent(r.Header, s.errIDHeader, s.idHeader)
 		}
 		res.DeliveryID = id
@@ -102,11 +109,14 @@ func (s *idSpec) extract(r Request) (Result, error) {
 	if s.idField != "" || s.typeField != "" {
 		idRaw, typeRaw, ok := jsonPaths(r.Body, s.idField, s.typeField)
 		if s.idField != "" {
-			if !ok {
-				return Result{}, s.errIDBody
+			var id string
+			if ok {
+				id, _ = jsonScalarText(idRaw)
 			}
-			id, _ := jsonScalarText(idRaw)
-			if id == "" {
+			switch {
+			case !ok && !s.idOptional:
+				return Result{}, s.errIDBody
+			case id == "" && !s.idOptional:
 				return Result{}, s.errIDField
 			}
 			res.DeliveryID = id
@@ -115,7 +125,7 @@ func (s *idSpec) extract(r Request) (Result, error) {
 			res.EventType, _ = jsonScalarText(typeRaw)
 		}
 	}
-	if s.idHeader == "" && s.idField == "" {
+	if res.DeliveryID == "" {
 		res.DeliveryID = bodyHash(r.Body)
 		res.IDIsHash = true
 	}

@@ -242,6 +242,12 @@ type Config struct {
 	IDField    string // JSON field holding the delivery id
 	TypeHeader string // optional header holding the event type
 	TypeField  string // optional JSON field holding the event type
+	// IDOptional keys a delivery whose IDHeader or IDField is missing or
+	// empty by the body hash (Result.IDIsHash), as a source with neither
+	// does, instead of refusing it: for senders that leave the id out of
+	// some kinds of delivery (Slack's app_rate_limited). It needs IDHeader
+	// or IDField.
+	IDOptional bool
 
 	// Handshake names the URL check the sender makes and expects answered:
 	// "slack", "zoom" or "discord" ("" for none).
