@@ -289,7 +289,8 @@ type Stats struct {
 // CheckPause refuses what Ops.PauseTarget cannot keep alike in every
 // store: a name that is not a queue name (ValidQueueName), or a reason
 // that is not StorableText (PostgreSQL refuses NUL bytes and text that
-// is not UTF-8, which SQLite would keep). Both stores call it first.
+// is not UTF-8, which SQLite would keep) or is longer than MaxPauseReason
+// characters. Both stores call it first.
 func CheckPause(name, reason string) error {
 	if !ValidQueueName(name) {
 		return fmt.Errorf("pause: %s is not a queue name (source or source/target)", ShortQuote(name))
@@ -297,8 +298,16 @@ func CheckPause(name, reason string) error {
 	if !StorableText(reason) {
 		return fmt.Errorf("pause %s: the reason must be UTF-8 text without NUL bytes", name)
 	}
+	if n := utf8.RuneCountInString(reason); n > MaxPauseReason {
+		return fmt.Errorf("pause %s: the reason must be at most %d characters, not %d", name, MaxPauseReason, n)
+	}
 	return nil
 }
+
+// MaxPauseReason bounds the reason of a pause, in characters, as
+// MaxSkipReason bounds a skip's: it is kept with the pause and shown in
+// every listing of the targets.
+const MaxPauseReason = MaxSkipReason
 
 // NewStats returns Stats that count 0 events in each state a queue row
 // has, for a store to add its counts to: the stores' ByStatus hold the

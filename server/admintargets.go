@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -114,8 +115,15 @@ func (a *admin) pause(pause bool) http.HandlerFunc {
 		}
 		ops := a.cfg.Store
 		if pause {
-			reason := r.URL.Query().Get("reason")
-			if err := CheckFilterText("reason", reason); err != nil {
+			// Given once, and what the store keeps (hookbox.CheckPause):
+			// its refusal is the client's mistake, not a failing store.
+			q := r.URL.Query()
+			reason := q.Get("reason")
+			if err := errors.Join(givenOnce(q, "reason"), CheckFilterText("reason", reason)); err != nil {
+				writeError(w, http.StatusBadRequest, err.Error())
+				return
+			}
+			if err := hookbox.CheckPause(name, reason); err != nil {
 				writeError(w, http.StatusBadRequest, err.Error())
 				return
 			}

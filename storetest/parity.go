@@ -346,6 +346,7 @@ func testPauseRefusesBadText(t *testing.T, s FullStore) {
 	ctx := context.Background()
 	for _, c := range []struct{ name, reason string }{
 		{"shop/app", "a\x00b"}, {"shop/app", "caf\xe9"}, {"shop\x00/app", "r"}, {"shop/app/x", "r"}, {"", "r"},
+		{"shop/app", strings.Repeat("x", hookbox.MaxPauseReason+1)},
 	} {
 		if err := s.PauseTarget(ctx, c.name, c.reason); err == nil || errors.Is(err, hookbox.ErrUnavailable) {
 			t.Errorf("pause %q with reason %q: %v, want it refused as bad input", c.name, c.reason, err)
@@ -354,7 +355,7 @@ func testPauseRefusesBadText(t *testing.T, s FullStore) {
 	if ps, err := s.Paused(ctx); len(ps) != 0 || err != nil {
 		t.Errorf("after refused pauses: %+v, %v; want nothing paused", ps, err)
 	}
-	long := strings.Repeat("\u00e9\u4e2d", 4000)
+	long := strings.Repeat("\u00e9\u4e2d", hookbox.MaxPauseReason/2) // the longest, in characters
 	if err := s.PauseTarget(ctx, "shop/app", long); err != nil {
 		t.Fatal(err)
 	}
