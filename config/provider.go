@@ -156,7 +156,8 @@ func (s Source) WithPreset() Source {
 	if s.IDHeader == "" && s.IDField == "" {
 		// The preset's place for the id, and whether it may be missing:
 		// a source that names its own place says that itself.
-		s.IDHeader, s.IDField, s.IDOptional = keys.IDHeader, keys.IDField, keys.IDOptional
+		s.IDHeader, s.IDField = keys.IDHeader, keys.IDField
+		s.IDOptional = s.IDOptional || keys.IDOptional
 	}
 	if s.TypeHeader == "" && s.TypeField == "" {
 		s.TypeHeader, s.TypeField = keys.TypeHeader, keys.TypeField

@@ -98,7 +98,8 @@ func (s *idSpec) extract(r Request) (Result, error) {
 	var res Result
 	if s.idHeader != "" {
 		id, _ := headerValue(r.Header, s.idHeader)
-		if id == "" && !s.idOptional {
+		if id == "" && (!s.idOptional || len(r.Header[s.idHeader]) > 1) {
+			// Sent on two lines is not missing: refused even when optional.
 			return Result{}, absent(r.Header, s.errIDHeader, s.idHeader)
 		}
 		res.DeliveryID = id
@@ -109,14 +110,14 @@ func (s *idSpec) extract(r Request) (Result, error) {
 	if s.idField != "" || s.typeField != "" {
 		idRaw, typeRaw, ok := jsonPaths(r.Body, s.idField, s.typeField)
 		if s.idField != "" {
-			var id string
-			if ok {
-				id, _ = jsonScalarText(idRaw)
-			}
-			switch {
-			case !ok && !s.idOptional:
+			if !ok {
 				return Result{}, s.errIDBody
-			case id == "" && !s.idOptional:
+			}
+			id, scalar := jsonScalarText(idRaw)
+			// Only a missing id (absent, null or "") may be optional: one
+			// that is there but not a string or number is refused.
+			missing := idRaw == nil || string(idRaw) == "null" || (scalar && id == "")
+			if id == "" && (!s.idOptional || !missing) {
 				return Result{}, s.errIDField
 			}
 			res.DeliveryID = id

@@ -446,6 +446,9 @@ func checkKeysUsed(cfg Config) error {
 			return err
 		}
 	}
+	if cfg.IDOptional && fixedID(cfg.Scheme) {
+		return errors.New("id_optional: only used by the schemes whose id is not fixed (not standard-webhooks, stripe or github)")
+	}
 	return nil
 }
 
