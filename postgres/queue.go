@@ -48,11 +48,14 @@ SELECT ` + queuedColumns + `, d.payload FROM leased q JOIN event_data d ON d.id 
 }
 
 // notPaused is the condition on a row of queue that its queue is not
-// paused (hookbox.Ops.PauseTarget). Claims and picks check it in their
-// own statement, whatever pauses the worker asking has read: one that
-// could not read them (at start, say) still takes nothing of a paused
-// queue, and a pause committed before a claim's statement began holds
-// for it. It costs a probe of a table of a few rows per row leased.
+// paused (hookbox.Ops.PauseTarget). Claims and picks check pauses in
+// their own statement, whatever pauses the worker asking has read: one
+// that could not read them (at start, say) still takes nothing of a
+// paused queue, and a pause committed before a claim's statement began
+// holds for it. The walks over several sources skip a paused one before
+// they read it (dueWhereLimit), so that its events take none of the
+// claim's limit or budget, nor locks; this check on the rows leased
+// covers the claims of one source (strict, by key).
 const notPaused = ` AND queue.source NOT IN (SELECT name FROM paused_targets)`
 
 // withinBudget keeps, of the rows of the query ids (a column id), in id
@@ -126,10 +129,12 @@ func dueEachFrom1(limits string) string {
 // so the parameters keep claimDue's numbers. The last column is the time
 // of the pick.
 //
-// Of those, it returns the rows of queues not paused (as notPaused)
-// within the payload budget ($6 and $7, see withinBudget), with two more
-// columns, the running total and the row's number. The rows it locked
-// and left out stay locked, not leased, until the transaction ends.
+// Of those, it returns the rows within the payload budget ($6 and $7,
+// see withinBudget), with two more columns, the running total and the
+// row's number. The rows it locked beyond the budget stay locked, not
+// leased, until the transaction ends. A paused queue's walk reads and
+// locks nothing (dueWhereLimit); the outer check of its rows is the same
+// guard as claimSet's.
 var pickDue = `SELECT * FROM (SELECT p.*,
         sum(coalesce(octet_length(p.payload), 0)) OVER (ORDER BY p.id) AS upto,
         row_number() OVER (ORDER BY p.id) AS n
@@ -156,6 +161,7 @@ func dueWhere(and string) string { return dueWhereLimit(and, "$5") }
 func dueWhereLimit(and, limit string) string {
 	return `
         WHERE q.source = s.source AND q.status IN ('pending', 'processing') AND q.next_attempt_at <= ` + claimNow + and + `
+          AND s.source NOT IN (SELECT name FROM paused_targets)
         ORDER BY q.next_attempt_at, q.id
         LIMIT ` + limit + `
         FOR NO KEY UPDATE OF q SKIP LOCKED

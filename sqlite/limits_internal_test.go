@@ -29,10 +29,11 @@ func TestClaimLimitsComeInFewTexts(t *testing.T) {
 				t.Fatalf("claimSQL changed its caller's sources or limits")
 			}
 			// Each part binds its source, the time, the running ids when
-			// there are, and its limit; then the claim's limit.
-			per := 3
+			// there are, its source again (unlessPaused) and its limit;
+			// then the claim's limit.
+			per := 4
 			if running != nil {
-				per = 4
+				per = 5
 			}
 			parts := (len(args) - 1) / per
 			if parts < n || parts > maxUnion {

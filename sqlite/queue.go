@@ -356,10 +356,13 @@ func claimSQL(p hookbox.ClaimParams) (string, []any) {
 
 // notPaused is the condition on a picked event (of the table events) that
 // its queue is not paused (hookbox.Ops.PauseTarget). Claims and picks
-// check it in their own statement, on the writer, whatever pauses the
+// check pauses in their own statement, on the writer, whatever pauses the
 // worker asking has read: one that could not read them (at start, while
 // long reads hold every reader) still takes nothing of a paused queue.
-// It costs a lookup in a table of a few rows for each event picked.
+// The walks over several sources give a paused one a limit of 0
+// (unlessPaused), so that its events take none of the claim's limit or
+// budget; this check on the events picked covers the claims of one
+// source (strict, by key).
 const notPaused = ` AND source NOT IN (SELECT name FROM paused_targets)`
 
 // withinBudget returns how many of the payload sizes n (in id order; a
@@ -608,11 +611,12 @@ func claimPick(p hookbox.ClaimParams) (pick string, args []any, nowMS, until int
 		for i, src := range p.Sources {
 			parts[i] = `SELECT * FROM (SELECT id, next_attempt_at FROM events INDEXED BY events_due
                 WHERE source = ? AND status IN ('pending', 'processing') AND next_attempt_at <= ?` + skip + `
-                ORDER BY next_attempt_at, id LIMIT ` + limitParam + `)`
+                ORDER BY next_attempt_at, id LIMIT ` + unlessPaused + `)`
 			args = append(args, src, nowMS)
 			if skip != "" {
 				args = append(args, jsonArray(p.RunningIDs))
 			}
+			args = append(args, src) // unlessPaused
 			limit := p.Limit
 			if p.Limits != nil {
 				limit = min(max(p.Limits[i], 0), p.Limit)
@@ -659,6 +663,15 @@ func paddedLimits(sources []string, limits []int) ([]string, []int) {
 // asks for as many events as it has room for, which changes all the time.
 // The cast hides the value from the planner.
 const limitParam = `CAST(? AS INTEGER)`
+
+// unlessPaused is a part's LIMIT, with two parameters: its source and
+// limitParam's. It is 0 when the source is a paused queue
+// (hookbox.Ops.PauseTarget), so that a paused queue's events take none
+// of the claim's limit (nor of its payload budget), and its walk reads
+// none of them: a LIMIT is evaluated once, before the walk, where a
+// condition in the WHERE clause would be tested on every due event of
+// the queue.
+const unlessPaused = `CASE WHEN EXISTS (SELECT 1 FROM paused_targets WHERE name = ?) THEN 0 ELSE ` + limitParam + ` END`
 
 // keyHeld is the condition on an event that holds its order key.
 const keyHeld = `status IN ('pending', 'processing', 'dead')`

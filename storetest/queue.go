@@ -54,6 +54,7 @@ func RunQueue(t *testing.T, open QueueOpener) {
 		"FanOutPayloadKept":          testFanOutPayloadKept,
 		"PauseTargets":               testPauseTargets,
 		"ClaimSkipsPaused":           testClaimSkipsPaused,
+		"ClaimPausedLeavesRoom":      testClaimPausedLeavesRoomForOthers,
 		"ReleasedAttemptIsGivenBack": testReleasedAttemptIsGivenBack,
 		"NotRunTakesItsCountBack":    testNotRunTakesItsCountBack,
 		"DueQueues":                  testDueQueues,
