@@ -378,7 +378,24 @@ func (r *Runner) workOnce(ctx context.Context, evs []hookbox.Event, todo []int, 
 // events after that get a zero outcome. When the savepoint of evs[broken]
 // cannot be released or rolled back, the handler broke the transaction:
 // runAll returns at once with that index (else -1) and the error.
+//
+// A handler that does not return (it panics, or calls runtime.Goexit)
+// leaves wt rolled back: on SQLite it held the one writer connection, on
+// PostgreSQL the picked rows' locks, for as long as the process ran.
 func runAll(ctx context.Context, wt hookbox.WorkTx, evs []hookbox.Event, fn hookbox.WorkFunc) (outs []hookbox.Outcome, broken int, err error) {
+	returned := false
+	defer func() {
+		if !returned {
+			wt.Rollback()
+		}
+	}()
+	outs, broken, err = runEach(ctx, wt, evs, fn)
+	returned = true
+	return outs, broken, err
+}
+
+// runEach is runAll's loop over the handlers.
+func runEach(ctx context.Context, wt hookbox.WorkTx, evs []hookbox.Event, fn hookbox.WorkFunc) (outs []hookbox.Outcome, broken int, err error) {
 	outs = make([]hookbox.Outcome, len(evs))
 	kept, maxKept := 0, wt.MaxKept()
 	for i := range evs {
