@@ -288,7 +288,37 @@ type Tx struct {
 	state       sync.Mutex
 	beforeFirst func(context.Context) error // run once, before the first statement
 	used        bool
+	lost        bool        // a failed statement ended the whole transaction (SQLite)
 	rows        []*sql.Rows // returned by QueryContext, closed by End
+}
+
+// ErrTxLost is returned by the methods of a Tx after one of its
+// statements failed in a way that ended the whole transaction, not only
+// itself. On SQLite some do (INSERT OR ROLLBACK, a trigger's
+// RAISE(ROLLBACK), a full disk, an I/O error); the connection is then
+// outside any transaction, and a statement after it would have committed
+// on its own, apart from the event's outcome, and been applied again when
+// the event ran again. The store rolls back what remains, and the
+// handlers of the batch run again, each alone.
+var ErrTxLost = errors.New("hookbox: tx: a failed statement ended the transaction; the handler's writes are rolled back and the event runs again")
+
+// checkLost is called after a statement through t failed. On SQLite it
+// finds out whether the failure ended the transaction: if BEGIN succeeds
+// there was none, and the one it opens holds whatever still runs on the
+// connection until the store rolls it back; t then refuses every later
+// statement (ErrTxLost). Inside a transaction, BEGIN fails and changes
+// nothing. (A failure only a *sql.Row's Scan reports, or a *sql.Stmt
+// from PrepareContext, is not seen here: the store still finds the
+// handler's savepoint gone when the handler returns.)
+func (t *Tx) checkLost(err error) {
+	if err == nil || t.Dialect != DialectSQLite {
+		return
+	}
+	if _, berr := t.tx.ExecContext(context.WithoutCancel(context.Background()), "BEGIN"); berr == nil {
+		t.state.Lock()
+		t.lost = true
+		t.state.Unlock()
+	}
 }
 
 // ErrTxEnded is returned by the methods of a Tx whose handler has
@@ -364,6 +394,11 @@ func (t *Tx) use(ctx context.Context, query string) (done func(), err error) {
 		return nil, ErrTxEnded
 	}
 	t.state.Lock()
+	if t.lost {
+		t.state.Unlock()
+		t.mu.RUnlock()
+		return nil, ErrTxLost
+	}
 	if !t.used {
 		t.used = true
 		if t.beforeFirst != nil {
@@ -385,7 +420,9 @@ func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Re
 		return nil, err
 	}
 	defer done()
-	return t.tx.ExecContext(ctx, query, args...)
+	res, err := t.tx.ExecContext(ctx, query, args...)
+	t.checkLost(err)
+	return res, err
 }
 
 // QueryContext runs a query. Rows still open when the handler returns are
@@ -397,6 +434,7 @@ func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.
 	}
 	defer done()
 	rows, err := t.tx.QueryContext(ctx, query, args...)
+	t.checkLost(err)
 	if err == nil {
 		t.state.Lock()
 		t.rows = append(t.rows, rows)
