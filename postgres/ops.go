@@ -707,7 +707,10 @@ func (s *Store) purgeTx(ctx context.Context, q purgeQueries, before time.Time, i
 // rows written are found by = ANY of an array, a plan by index whatever
 // the CTE's estimate (see purgeBatch); written IN (SELECT id FROM picked),
 // the payloads' update was a hash join over a scan of all of event_data.
-// Whether a FanOut event has a delivery left to work is a scalar subquery
+// A FanOut event is cleared once every delivery of it has finished
+// before $1 (the event row's time is when it was stored; a delivery that
+// finished late starts the window again, as in purgeBatch). Whether it
+// has a delivery left to work, or finished since, is a scalar subquery
 // (a lookup by events_children for each FanOut row the walk meets), not
 // an EXISTS, which the planner ran as a hashed subplan built from all of
 // event_data, with a queue lookup for each of its rows, at every batch
@@ -718,7 +721,7 @@ const clearBatch = `WITH picked AS (
       AND (d.payload IS NOT NULL OR d.headers NOT IN ('{}', 'null')
            OR q.order_key IS NOT NULL OR q.last_error IS NOT NULL)
       AND (NOT q.fanout OR (SELECT c.id FROM event_data c JOIN queue cq ON cq.id = c.id
-          WHERE c.parent_id IS NOT NULL AND c.parent_id = q.id AND cq.status NOT IN ('done', 'dead') LIMIT 1) IS NULL)
+          WHERE c.parent_id IS NOT NULL AND c.parent_id = q.id AND (cq.status NOT IN ('done', 'dead') OR cq.updated_at >= $1) LIMIT 1) IS NULL)
     ORDER BY q.updated_at, q.id LIMIT 1000 FOR NO KEY UPDATE OF q SKIP LOCKED
 ), data AS (
     UPDATE event_data SET payload = NULL, headers = '{}'

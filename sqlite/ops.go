@@ -471,11 +471,13 @@ const keepsNewest = `id <> (SELECT coalesce(parent_id, id) FROM events WHERE id 
 
 // clearable selects, among the finished rows, those whose sender data
 // ClearPayloads drops: done rows that still hold some (holdsSenderData).
-// A fan-out event keeps its data while a delivery of it is still to be
-// worked, since the delivery reads it from there.
+// A fan-out event keeps its data until every delivery of it has finished
+// before the cutoff (?1), as purgeable judges it: the event row's own
+// time is when it was stored, and a delivery that finished late (a
+// target paused, retried for days, a replay) starts the window again.
 const clearable = `status = 'done' AND ` + holdsSenderData + `
     AND NOT (fanout AND EXISTS (SELECT 1 FROM events c WHERE c.parent_id = events.id
-        AND c.status NOT IN ('done', 'dead')))`
+        AND (c.status NOT IN ('done', 'dead') OR c.updated_at >= ?1)))`
 
 // holdsSenderData is true of a row that holds data clearEventData drops:
 // its payload, a header (headers longer than '{}' or 'null', which is

@@ -45,6 +45,7 @@ func RunOps(t *testing.T, open func(t *testing.T) FullStore) {
 		"ClearPayloadsKeepsTheRecord":     testClearPayloads,
 		"ClearPayloadsManyInSlices":       testClearPayloadsMany,
 		"ClearPayloadsDropsSenderData":    testClearPayloadsDropsSenderData,
+		"ClearWaitsForLateDeliveries":     testClearWaitsForLateDeliveries,
 		"StatsCountByStatus":              testStats,
 		"ProgressAfterEachBatch":          testProgress,
 		"RetireTargetEndsUnworked":        testRetireTarget,
@@ -987,5 +988,46 @@ func testRaiseIDFloor(t *testing.T, s FullStore) {
 	}
 	if _, err := s.RaiseIDFloor(ctx, hookbox.IDFloorParams{Gap: -1}); err == nil {
 		t.Error("a negative gap was taken")
+	}
+}
+
+// testClearWaitsForLateDeliveries: payload retention clears an event last
+// changed before the window; a fan-out event whose delivery finished just
+// now keeps its data, though it was stored long before, as a purge keeps
+// it. Its own row's time is when it was stored, and clearing went by
+// that alone.
+func testClearWaitsForLateDeliveries(t *testing.T, s FullStore) {
+	ctx := context.Background()
+	d := Delivery("late", "1")
+	d.FanOut = true
+	d.Routes = []hookbox.Route{{Target: "a"}}
+	d.ReceivedAt = time.Now().Add(-48 * time.Hour)
+	rs, err := s.Ingest(ctx, []hookbox.Delivery{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "late", Limit: 1, Lease: time.Minute, Sources: []string{"late/a"}, Now: now})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("claim: %v, %v", evs, err)
+	}
+	a := evs[0]
+	if _, err := s.Finish(ctx, []hookbox.Outcome{{ID: a.ID, Owner: a.LeaseOwner, Attempt: a.Attempts, Status: hookbox.StatusDone,
+		RetryAt: now, StartedAt: now, FinishedAt: now}}); err != nil {
+		t.Fatal(err)
+	}
+	dayAgo := time.Now().Add(-24 * time.Hour)
+	if n, err := s.ClearPayloads(ctx, dayAgo); err != nil || n != 0 {
+		t.Errorf("ClearPayloads a day back = %d, %v; want 0 (the event's delivery finished just now)", n, err)
+	}
+	if e, err := s.Event(ctx, rs[0].ID); err != nil || e.PayloadCleared || len(e.Header) == 0 {
+		t.Errorf("the event whose delivery finished just now: cleared %v, %d headers, %v; want its payload and headers kept", e.PayloadCleared, len(e.Header), err)
+	}
+	if res, err := s.Purge(ctx, hookbox.PurgeParams{Before: dayAgo}); err != nil || res.Total() != 0 {
+		t.Errorf("purge a day back = %+v, %v; want nothing purged", res, err)
+	}
+	// A day later, by the cutoff, it is cleared.
+	if n, err := s.ClearPayloads(ctx, time.Now()); err != nil || n == 0 {
+		t.Errorf("ClearPayloads up to now = %d, %v; want the event cleared", n, err)
 	}
 }
