@@ -27,30 +27,13 @@ sources:
 func TestPresetsEndToEnd(t *testing.T) {
 	forEachDB(t, func(t *testing.T, dbURL string) {
 		h := startWith(t, dbURL, presetConfig)
-		post := func(source string, body []byte) (int, string) {
-			t.Helper()
-			hdr, signed, err := verify.SignRequest(h.source(source).Verify(), body, "", time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			req, _ := http.NewRequest(http.MethodPost, h.url+"/webhooks/"+source, bytes.NewReader(signed))
-			req.Header = hdr
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
-		if status, reply := post("slack", []byte(`{"type":"url_verification","challenge":"abc123"}`)); status != 200 || reply != `{"challenge":"abc123"}` {
+		if status, reply := postSigned(t, h, "slack", []byte(`{"type":"url_verification","challenge":"abc123"}`)); status != 200 || reply != `{"challenge":"abc123"}` {
 			t.Fatalf("slack handshake: %d %s", status, reply)
 		}
 		m := hmac.New(sha256.New, []byte("zoom-secret-token-1"))
 		m.Write([]byte("plain-xyz"))
 		want := `{"encryptedToken":"` + hex.EncodeToString(m.Sum(nil)) + `","plainToken":"plain-xyz"}`
-		if status, reply := post("zoom", []byte(`{"event":"endpoint.url_validation","payload":{"plainToken":"plain-xyz"}}`)); status != 200 || reply != want {
+		if status, reply := postSigned(t, h, "zoom", []byte(`{"event":"endpoint.url_validation","payload":{"plainToken":"plain-xyz"}}`)); status != 200 || reply != want {
 			t.Fatalf("zoom handshake: %d %s, want %s", status, reply, want)
 		}
 		if n := h.count(hookbox.Filter{}); n != 0 {
@@ -58,14 +41,14 @@ func TestPresetsEndToEnd(t *testing.T) {
 		}
 		event := []byte(`{"type":"event_callback","event_id":"Ev42","event":{"type":"app_mention"}}`)
 		for i, dup := range []bool{false, true} {
-			if status, reply := post("slack", event); status != 202 || (dup != bytes.Contains([]byte(reply), []byte(`"duplicate":true`))) {
+			if status, reply := postSigned(t, h, "slack", event); status != 202 || (dup != bytes.Contains([]byte(reply), []byte(`"duplicate":true`))) {
 				t.Fatalf("slack event copy %d: %d %s", i, status, reply)
 			}
 		}
-		if status, reply := post("zoom", []byte(`{"event":"meeting.started","payload":{}}`)); status != 202 {
+		if status, reply := postSigned(t, h, "zoom", []byte(`{"event":"meeting.started","payload":{}}`)); status != 202 {
 			t.Fatalf("zoom event: %d %s", status, reply)
 		}
-		if status, reply := post("mailgun", []byte(`{"event-data":{"id":"mg-1","event":"delivered"}}`)); status != 202 {
+		if status, reply := postSigned(t, h, "mailgun", []byte(`{"event-data":{"id":"mg-1","event":"delivered"}}`)); status != 202 {
 			t.Fatalf("mailgun event: %d %s", status, reply)
 		}
 		es, err := h.svc.Store.Events(t.Context(), hookbox.Filter{Limit: 10})
@@ -94,30 +77,13 @@ sources:
   - {name: slack, provider: slack, secrets: ["slack-signing-secret-1"], store_only: true}
   - {name: strict, provider: slack, id_field: event_id, secrets: ["slack-signing-secret-1"], store_only: true}
 `)
-		post := func(source string, body []byte) (int, string) {
-			t.Helper()
-			hdr, signed, err := verify.SignRequest(h.source(source).Verify(), body, "", time.Now())
-			if err != nil {
-				t.Fatal(err)
-			}
-			req, _ := http.NewRequest(http.MethodPost, h.url+"/webhooks/"+source, bytes.NewReader(signed))
-			req.Header = hdr
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			return resp.StatusCode, string(b)
-		}
 		limited := []byte(`{"token":"tok","type":"app_rate_limited","team_id":"T123","minute_rate_limited":1518467820,"api_app_id":"A123"}`)
 		for i, dup := range []bool{false, true} {
-			if status, reply := post("slack", limited); status != 202 || (dup != bytes.Contains([]byte(reply), []byte(`"duplicate":true`))) {
+			if status, reply := postSigned(t, h, "slack", limited); status != 202 || (dup != bytes.Contains([]byte(reply), []byte(`"duplicate":true`))) {
 				t.Fatalf("app_rate_limited copy %d: %d %s", i, status, reply)
 			}
 		}
-		if status, reply := post("strict", limited); status != 400 || !bytes.Contains([]byte(reply), []byte("event_id")) {
+		if status, reply := postSigned(t, h, "strict", limited); status != 400 || !bytes.Contains([]byte(reply), []byte("event_id")) {
 			t.Errorf("app_rate_limited to a source with its own id_field: %d %s, want 400 naming event_id", status, reply)
 		}
 		es, err := h.svc.Store.Events(t.Context(), hookbox.Filter{Limit: 10})
@@ -129,4 +95,24 @@ sources:
 			t.Fatalf("stored %+v, want slack's app_rate_limited once, under its body's SHA-256", es)
 		}
 	})
+}
+
+// postSigned posts body to source, signed as the source's provider signs,
+// and returns the reply's status and body.
+func postSigned(t *testing.T, h *harness, source string, body []byte) (int, string) {
+	t.Helper()
+	hdr, signed, err := verify.SignRequest(h.source(source).Verify(), body, "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/webhooks/"+source, bytes.NewReader(signed))
+	req.Header = hdr
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

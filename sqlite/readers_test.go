@@ -69,16 +69,23 @@ func TestLargeClaimNotPastItsLease(t *testing.T) {
 	// again, not left leased to nobody with an attempt spent (read on
 	// the writer: the readers are still held).
 	if len(evs) == 0 {
-		var status string
-		var attempts, base int
-		if err := s.writer.QueryRowContext(ctx, `SELECT status, attempts, attempt_base FROM events WHERE source = 'big'`).
-			Scan(&status, &attempts, &base); err != nil {
-			t.Fatal(err)
-		}
-		if status != "pending" || attempts-base != 0 {
-			t.Errorf("the event whose payload could not be read: %s, %d attempts, base %d; want pending, its attempt given back", status, attempts, base)
+		if status, spent := onWriter(t, s, "big"); status != "pending" || spent != 0 {
+			t.Errorf("the event whose payload could not be read: %s, %d attempts spent; want pending, its attempt given back", status, spent)
 		}
 	}
+}
+
+// onWriter reads the status of source's one event, and the attempts it
+// has spent (attempts less those given back), on the writer: with the
+// readers held, only it answers.
+func onWriter(t *testing.T, s *Store, source string) (status string, spent int) {
+	t.Helper()
+	var attempts, base int
+	if err := s.writer.QueryRowContext(context.Background(), `SELECT status, attempts, attempt_base FROM events WHERE source = ?`, source).
+		Scan(&status, &attempts, &base); err != nil {
+		t.Fatal(err)
+	}
+	return status, attempts - base
 }
 
 // TestDeliveryWhileReadersBusy: with every reader held by long reads, a
@@ -206,14 +213,8 @@ func TestPausedWhileReadersBusy(t *testing.T) {
 	if heldRan.Load() {
 		t.Error("the paused queue's event was delivered while the pool could not read the pauses")
 	}
-	var status string
-	var attempts, base int
-	if err := s.writer.QueryRowContext(ctx, `SELECT status, attempts, attempt_base FROM events WHERE source = 'held'`).
-		Scan(&status, &attempts, &base); err != nil {
-		t.Fatal(err)
-	}
-	if status != "pending" || attempts-base != 0 {
-		t.Errorf("the paused queue's event: %s, %d attempts (base %d); want pending and unattempted", status, attempts, base)
+	if status, spent := onWriter(t, s, "held"); status != "pending" || spent != 0 {
+		t.Errorf("the paused queue's event: %s, %d attempts spent; want pending and unattempted", status, spent)
 	}
 }
 
