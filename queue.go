@@ -259,7 +259,9 @@ const (
 // commits or rolls back the transaction; a statement that would (COMMIT,
 // END, ROLLBACK without TO, BEGIN, START, ABORT) is refused with
 // ErrTxControl. A handler's own SAVEPOINT, RELEASE and ROLLBACK TO are
-// allowed.
+// allowed. A statement that fails and takes the whole transaction with it
+// (SQLite's INSERT OR ROLLBACK, say) makes every later one fail with
+// ErrTxLost: return its error.
 //
 // The handlers of a batch share one transaction, each in a savepoint of
 // its own. So on PostgreSQL a setting a handler makes for the transaction
