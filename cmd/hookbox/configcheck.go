@@ -125,7 +125,7 @@ func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []s
 	// again, or the output would not load. Keys are never expanded, so
 	// they are left as they are.
 	escapeDollars(reflect.ValueOf(shown).Elem())
-	b, err := yaml.MarshalWithOptions(shown, yaml.OmitEmpty(), yaml.IndentSequence(true))
+	b, err := yaml.MarshalWithOptions(shown, yaml.OmitZero(), yaml.IndentSequence(true))
 	if err != nil {
 		return fmt.Errorf("print config: %w", err)
 	}

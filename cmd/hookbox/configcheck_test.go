@@ -406,3 +406,32 @@ func TestConfigCheckTimestampUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigCheckKeepsEmptyPermanentStatuses: permanent_statuses: [] means
+// "no status is permanent" (target.ForwardOptions: an empty, non-nil slice
+// means none), and config check prints it so: its output left the empty
+// list out, and loaded back ran the default [410].
+func TestConfigCheckKeepsEmptyPermanentStatuses(t *testing.T) {
+	path := writeConfig(t, `sources:
+  - name: a
+    scheme: github
+    secrets: ["s3cret-value-long-enough"]
+    forward: "http://127.0.0.1:9/hooks"
+    permanent_statuses: []
+`)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Sources[0].PermanentStatuses == nil || len(cfg.Sources[0].PermanentStatuses) != 0 {
+		t.Fatalf("loaded permanent_statuses = %#v, want empty non-nil", cfg.Sources[0].PermanentStatuses)
+	}
+	out := mustCLI(t, "config", "check", "--config", path)
+	back, err := config.Parse([]byte(strings.ReplaceAll(out, "[REDACTED]", "s3cret-value-long-enough")))
+	if err != nil {
+		t.Fatalf("check output does not load back: %v\n%s", err, out)
+	}
+	if got := back.Effective().Sources[0].PermanentStatuses; len(got) != 0 {
+		t.Errorf("serve runs permanent_statuses [] (none), config check prints a config that runs %v:\n%s", got, out)
+	}
+}

@@ -198,6 +198,11 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 		}
 	}
 
+	publicKey := vc.Scheme == verify.SchemeStandardWebhooks ||
+		vc.Scheme == verify.SchemeHMAC && (vc.Algorithm == verify.AlgorithmEd25519 || vc.Algorithm == verify.AlgorithmECDSAP256)
+	if f.signingKey != "" && !publicKey {
+		return usagef("--signing-key: only used by public-key signatures (standard-webhooks v1a, hmac with algorithm ed25519 or ecdsa-p256); %s with algorithm %q signs with its secret", vc.Scheme, vc.Algorithm)
+	}
 	now := time.Now()
 	if vc.SigningKey = f.signingKey; vc.SigningKey == "" {
 		vc.SigningKey = os.Getenv("HOOKBOX_SIGNING_KEY")

@@ -557,3 +557,19 @@ func TestSendMasksURLPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestSendRefusesIgnoredSigningKey: send refuses --signing-key with a
+// scheme that signs with a shared secret, as it refuses any flag its
+// scheme does not use (--header with --scheme github); it signed with
+// the secret, ignored the key and exited 0.
+func TestSendRefusesIgnoredSigningKey(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	_, _, err := runSendCmd(t, "", "send", "--scheme", "github", "--secret", "gh-send-secret-long",
+		"--signing-key", "whsk_not-used-by-github", "--url", srv.URL+"/webhooks/github")
+	if err == nil || !strings.Contains(err.Error(), "signing-key") {
+		t.Fatalf("send --scheme github --signing-key K: err = %v; want it refused as --header is, since github signs with the secret and the key is ignored", err)
+	}
+}
