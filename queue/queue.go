@@ -216,7 +216,9 @@ var ErrProcessDied = errors.New("the process stopped while this event's batch of
 // is so charged for every death, including one in a shared transaction,
 // and goes dead after its last attempt. It returns what it charged (an
 // attempt to be retried has Outcome.Status processing, see below), also
-// when it fails part way: those charges are committed, to be reported.
+// when it fails part way: those charges are committed, to be reported. A
+// mark whose event another transaction still holds is kept, and charged
+// by a later call.
 func (r *Runner) Recover(ctx context.Context) ([]Result, error) {
 	marks, err := r.Queue.OrphanMarks(ctx)
 	if err != nil {
@@ -224,6 +226,7 @@ func (r *Runner) Recover(ctx context.Context) ([]Result, error) {
 	}
 	var charged []Result
 	for _, m := range marks {
+		skipped := false
 		for _, ev := range m.Events {
 			claimed := ev
 			claimed.Status, claimed.Attempts, claimed.LeaseOwner = hookbox.StatusProcessing, ev.Attempts+1, m.Key
@@ -236,13 +239,42 @@ func (r *Runner) Recover(ctx context.Context) ([]Result, error) {
 			if err != nil {
 				return charged, err
 			}
+			skipped = skipped || len(res) == 0
 			charged = append(charged, res...)
+		}
+		if skipped && stillPicked(ctx, r.Queue, m.Key) {
+			// An event was passed over, and is still as the dead pool
+			// picked it: a transaction holds its row (PostgreSQL's
+			// Repick skips locked rows), the dead process's own until
+			// its server notices the connection gone (minutes, where a
+			// pool is taken for dead after one), or a live pool's that
+			// picked it since. The mark is kept, to be charged once that
+			// transaction has ended (the pools look again at each
+			// refresh of their records).
+			continue
 		}
 		if err := r.Queue.DropMark(ctx, m.Key); err != nil {
 			return charged, err
 		}
 	}
 	return charged, nil
+}
+
+// stillPicked reports whether the orphan mark key still names an event
+// unfinished with the attempt count it was picked with (as
+// hookbox.Queue.OrphanMarks returns them); true when that cannot be read,
+// so that the mark is kept for the next look.
+func stillPicked(ctx context.Context, q hookbox.Queue, key string) bool {
+	marks, err := q.OrphanMarks(ctx)
+	if err != nil {
+		return true
+	}
+	for _, m := range marks {
+		if m.Key == key {
+			return len(m.Events) > 0
+		}
+	}
+	return false
 }
 
 // Work runs fn over events claimed earlier with a lease (Claim, or left

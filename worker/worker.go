@@ -2655,8 +2655,11 @@ func (p *Pool) refreshRecord(ctx context.Context) bool {
 	if dead > 0 {
 		p.log.Warn("worker: a pool stopped without a trace; working its events one at a time", "pools", dead)
 		p.recover()
-		p.chargeOrphans(ctx)
 	}
+	// At every refresh, not only when this one found a pool dead: a dead
+	// pool's mark whose event a transaction still held was kept (see
+	// queue.Runner.Recover), and another pool may have deleted the record.
+	p.chargeOrphans(ctx)
 	return true
 }
 
