@@ -342,14 +342,21 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
 	ctx, span := r.Context(), trace.Span(noop.Span{})
 	raw := w // http.MaxBytesReader needs net/http's own writer to close the connection
+	src, ok := s.sources[name]
 	if tracing.On() {
+		// A configured name, or "" as in the metrics: any other is the
+		// sender's to choose, control characters and all, and as many as
+		// it likes.
+		known := ""
+		if ok {
+			known = name
+		}
 		ctx, span = tracing.Start(ctx, "receive", trace.WithNewRoot(), trace.WithLinks(tracing.Link(r.Header)...),
-			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(logText(name))))
+			trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(tracing.AttrSource.String(known)))
 		sw := &statusWriter{ResponseWriter: w}
 		w = sw
 		defer sw.endSpan(span)
 	}
-	src, ok := s.sources[name]
 	if !ok {
 		s.unknownSource(w, r, name)
 		return
