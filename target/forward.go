@@ -441,8 +441,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	if code < 300 {
 		return nil
 	}
-	// Read a little more than is shown, so that a secret straddling the cut
-	// is still redacted whole.
+	// The longest text masked: a secret the read cuts is shorter.
 	longest := f.red.Longest()
 	for _, s := range f.secrets {
 		longest = max(longest, len(s))
@@ -451,9 +450,9 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	// open, would otherwise keep the attempt, and its slot, until the
 	// attempt's time limit for a reply whose status is already known.
 	cut := time.AfterFunc(errorBodyWait, func() { resp.Body.Close() })
-	head, _ := io.ReadAll(io.LimitReader(resp.Body, int64(errorBodyBytes+longest)))
+	text := f.refusalText(resp.Body, longest)
 	cut.Stop()
-	serr := &statusError{code: code, body: cleanText(f.redact(string(head)), errorBodyBytes)}
+	serr := &statusError{code: code, body: cleanText(text, errorBodyBytes)}
 	if code >= 300 && code < 400 {
 		serr.note = "redirect not followed; point forward at the final URL"
 	}
@@ -464,6 +463,33 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		return worker.RetryAfter(serr, d)
 	}
 	return serr
+}
+
+// refusalText reads the start of a refusal's body, secrets masked, for
+// its first errorBodyBytes to be shown. longest is the longest masked
+// text. A secret the read cuts (the body goes on, or errorBodyWait, the
+// attempt's end or a lost connection ends the read mid-body) is not
+// masked: it is at most longest-1 bytes at the very end of the read,
+// which are never shown. So the read goes on, in growing steps up to
+// drainBytes, until what comes before them fills errorBodyBytes once
+// cleanText has collapsed its white space (an indented echo of the
+// request's headers is mostly white space), or the body ends.
+func (f *Forward) refusalText(body io.Reader, longest int) string {
+	want := errorBodyBytes + longest
+	var head []byte
+	for {
+		chunk, err := io.ReadAll(io.LimitReader(body, int64(want-len(head))))
+		head = append(head, chunk...)
+		text := f.redact(string(head))
+		if longest == 0 || err == nil && len(head) < want {
+			return text // the body ended within the read: none of it is cut
+		}
+		text = text[:max(len(text)-(longest-1), 0)]
+		if err != nil || want >= drainBytes || len(cleanText(text, errorBodyBytes)) >= errorBodyBytes-utf8.UTFMax {
+			return text
+		}
+		want = min(2*want, drainBytes)
+	}
 }
 
 // ForwardKey returns the Idempotency-Key Forward sends for ev, which is
@@ -884,7 +910,9 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+	// delay-seconds too large for a uint64 is still a (very long) delay:
+	// ParseUint gives its largest value with ErrRange.
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 		const maxSeconds = 1 << 31 // about 68 years; the policy caps it anyway
 		if n == 0 {
 			return 0, false

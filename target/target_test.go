@@ -25,7 +25,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"-5", 0, false},
 		{"1.5", 0, false},
 		{"soon", 0, false},
-		{"99999999999999999999", 0, false}, // overflows uint64
+		{"99999999999999999999", (1 << 31) * time.Second, true}, // past a uint64: still a delay, capped
 		{"9999999999", (1 << 31) * time.Second, true},
 		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
 		{now.Add(90 * time.Second).Format(time.RFC850), 90 * time.Second, true},
