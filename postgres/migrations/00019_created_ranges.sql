@@ -22,11 +22,15 @@
 -- the statement): it is then kept, and this migration only records its
 -- version. One such build that failed or was cancelled leaves an invalid
 -- index of this name, used by no query: it is dropped and built here.
+-- The schema is found by its name as stored (current_schema() cast to
+-- regnamespace is read as an identifier, folded to lower case: a schema
+-- named with capitals was not found).
 -- +goose StatementBegin
 DO $$
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-               WHERE c.relname = 'event_data_created' AND c.relnamespace = current_schema()::regnamespace
+               WHERE c.relname = 'event_data_created'
+                 AND c.relnamespace = (SELECT oid FROM pg_namespace WHERE nspname = current_schema())
                  AND NOT (i.indisvalid AND i.indisready)) THEN
         DROP INDEX event_data_created;
     END IF;
