@@ -86,7 +86,10 @@ const pgDumpNote = "(The URL without its password, which pg_dump reads from PGPA
 func pgDumpCommand(dbURL, file string) string {
 	args := []string{"pg_dump", "--format=custom", "--file=" + shellQuote(file)}
 	u, err := url.Parse(dbURL)
-	if err != nil {
+	// A password with an unescaped '/', '?' or '#' ends the authority
+	// early: the rest of it, '@' and all, parses as the path, query or
+	// fragment, where the userinfo's password is not looked for.
+	if err != nil || u.Fragment != "" || u.User == nil && strings.Contains(dbURL, "@") {
 		return strings.Join(append(args, `"$HOOKBOX_DB"`), " ")
 	}
 	if u.User != nil {

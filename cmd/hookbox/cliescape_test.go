@@ -37,6 +37,27 @@ func TestBackupPgDumpHidesQueryPassword(t *testing.T) {
 	}
 }
 
+// TestBackupPgDumpHidesUnescapedPassword: a password with a '#' or '/'
+// the operator did not percent-encode ends the URL's authority early
+// (url.Parse reads "hookbox:1234" as a host and port, and the rest of
+// the password as the fragment or path): backup's pg_dump line printed
+// it whole, the userinfo rule never seeing it. It now gives the line with
+// "$HOOKBOX_DB".
+func TestBackupPgDumpHidesUnescapedPassword(t *testing.T) {
+	for _, pg := range []string{
+		"postgres://hookbox:1234#tops3cret@db/hookbox",
+		"postgres://hookbox:5432/tops3cret@db/hookbox",
+	} {
+		code, out, errOut := runExit(t, "backup", "/backup/h.dump", "--db", pg)
+		if code == exitOK {
+			t.Fatalf("backup on PostgreSQL: exit 0, %q %q", out, errOut)
+		}
+		if strings.Contains(out+errOut, "tops3cret") {
+			t.Errorf("backup printed the password of %s:\n%s", pg, errOut)
+		}
+	}
+}
+
 // TestSendJSONEscapesReply: send prints the reply of whatever answers at
 // the URL; its text form escapes what does not print, but --json wrote a
 // JSON reply's C1 controls and bidi overrides raw (a plain json.Encoder,
