@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/internal/rowscan"
 )
 
 // PauseTarget pauses a queue name; see hookbox.Ops.
@@ -119,29 +120,62 @@ const retireBatch = 1000
 // judged by): pending, or processing with their lease ended.
 const retirable = `source = $1 AND status IN ('pending', 'processing') AND (status = 'pending' OR next_attempt_at <= now())`
 
-// retireSlice ends up to $3 of a queue name's retirable deliveries with
-// the last error $2, and marks each in its history (an attempts row by
-// the operator, numbered as its last attempt). It follows queue_due and
-// skips the rows another transaction holds rather than waiting for them,
-// so it cannot deadlock with the queue's statements, which lock in id
-// order; a row it skipped is taken by the next slice if it is still
-// retirable then.
-const retireSlice = `WITH picked AS (
-    SELECT id FROM queue WHERE ` + retirable + `
-    ORDER BY next_attempt_at, id LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED
-), ended AS (
+// retirePick picks up to $2 of a queue name's retirable deliveries,
+// along queue_due, without locking them: retireOnce then locks them in id
+// order, waiting for a transaction that holds one (a work transaction's
+// pick, a replay), as the queue's statements lock, so it cannot deadlock
+// with them. Skipping locked rows (SKIP LOCKED) left a delivery a work
+// transaction had picked pending, neither ended nor counted in flight,
+// once that transaction rolled back.
+const retirePick = `SELECT id FROM queue WHERE ` + retirable + `
+    ORDER BY next_attempt_at, id LIMIT $2`
+
+// retireSlice ends those of the deliveries $3 (locked, by retireOnce)
+// that are still retirable, with the last error $2, and marks each in its
+// history (an attempts row by the operator, numbered as its last
+// attempt).
+const retireSlice = `WITH ended AS (
     UPDATE queue SET status = 'dead', lease_owner = NULL, last_error = $2, updated_at = now()
-    WHERE id IN (SELECT id FROM picked) AND ` + retirable + `
+    WHERE id = ANY($3::bigint[]) AND ` + retirable + `
     RETURNING id, attempts, updated_at
 ), marked AS (
     INSERT INTO attempts (event_id, attempt, owner, outcome, error, started_at, finished_at)
     SELECT id, attempts, '` + hookbox.OperatorOwner + `', '` + hookbox.AttemptDead + `', $2, updated_at, updated_at FROM ended ORDER BY id
 )
-SELECT (SELECT count(*) FROM picked), (SELECT count(*) FROM ended)`
+SELECT count(*) FROM ended`
+
+// retireOnce picks, locks and ends one slice in a transaction, and
+// returns how many it picked and how many it ended.
+func (s *Store) retireOnce(ctx context.Context, p hookbox.RetireParams) ([2]int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return [2]int{}, err
+	}
+	defer tx.Rollback(ctx)
+	rows, err := tx.Query(ctx, retirePick, p.Name, retireBatch)
+	if err != nil {
+		return [2]int{}, err
+	}
+	picked, err := rowscan.IDs(rows)
+	if err != nil || len(picked) == 0 {
+		return [2]int{}, err
+	}
+	if _, err := tx.Exec(ctx, replayLock, picked); err != nil {
+		return [2]int{}, err
+	}
+	var ended int
+	if err := tx.QueryRow(ctx, retireSlice, p.Name, p.Reason, picked).Scan(&ended); err != nil {
+		return [2]int{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return [2]int{}, err
+	}
+	return [2]int{len(picked), ended}, nil
+}
 
 // RetireTarget ends a queue name's unfinished deliveries; see hookbox.Ops.
-// It works in slices of retireBatch deliveries, each one statement in a
-// transaction of its own (retireSlice).
+// It works in slices of retireBatch deliveries, each in a transaction of
+// its own (retireOnce).
 func (s *Store) RetireTarget(ctx context.Context, p hookbox.RetireParams) (hookbox.RetireResult, error) {
 	var res hookbox.RetireResult
 	op := fmt.Sprintf("retire %q", p.Name)
@@ -153,8 +187,9 @@ func (s *Store) RetireTarget(ctx context.Context, p hookbox.RetireParams) (hookb
 		return hookbox.RetireResult{Ended: ended, InFlight: inFlight}, nil
 	}
 	for {
-		var picked, ended int
-		if err := s.pool.QueryRow(ctx, retireSlice, p.Name, p.Reason, retireBatch).Scan(&picked, &ended); err != nil {
+		n, err := runAgain(ctx, isDeadlock, func() ([2]int, error) { return s.retireOnce(ctx, p) })
+		picked, ended := n[0], n[1]
+		if err != nil {
 			// The slices before this one have committed.
 			return res, opError(ctx, op, err)
 		}
