@@ -309,9 +309,9 @@ var ErrTxLost = errors.New("hookbox: tx: a failed statement ended the transactio
 // there was none, and the one it opens holds whatever still runs on the
 // connection until the store rolls it back; t then refuses every later
 // statement (ErrTxLost). Inside a transaction, BEGIN fails and changes
-// nothing. (A failure only a *sql.Row's Scan reports, or a *sql.Stmt
-// from PrepareContext, is not seen here: the store still finds the
-// handler's savepoint gone when the handler returns.)
+// nothing. (A failure of a *sql.Stmt from PrepareContext is not seen
+// here: the store still finds the handler's savepoint gone when the
+// handler returns.)
 func (t *Tx) checkLost(err error) {
 	if err == nil || t.Dialect != DialectSQLite {
 		return
@@ -330,6 +330,19 @@ var ErrTxEnded = errors.New("hookbox: tx used after its handler returned (a goro
 // ErrTxControl is returned for a statement through a Tx that would begin
 // or end the transaction (see Tx).
 var ErrTxControl = errors.New("hookbox: transaction control through a handler's tx refused: the store commits or rolls back the transaction with the event's outcome (return an error to roll back the handler's writes; SAVEPOINT, RELEASE and ROLLBACK TO are allowed)")
+
+// Lost returns ErrTxLost when a statement through t ended the whole
+// transaction (see ErrTxLost), else nil. A store that commits once the
+// function given the Tx returns checks it first: what it would commit is
+// not what the function wrote.
+func (t *Tx) Lost() error {
+	t.state.Lock()
+	defer t.state.Unlock()
+	if t.lost {
+		return ErrTxLost
+	}
+	return nil
+}
 
 // NewTx wraps tx for a handler. beforeFirst, if not nil, runs once before
 // the handler's first statement (a store opens its savepoint there).
@@ -456,7 +469,11 @@ func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 		return t.tx.QueryRowContext(refused{ctx, err}, query, args...)
 	}
 	defer done()
-	return t.tx.QueryRowContext(ctx, query, args...)
+	row := t.tx.QueryRowContext(ctx, query, args...)
+	// The query's own failure is known before Scan (Row.Err): one that
+	// ended the transaction is noticed as ExecContext's is.
+	t.checkLost(row.Err())
+	return row
 }
 
 // PrepareContext prepares a statement for use within the transaction;

@@ -140,8 +140,19 @@ var pickDue = `SELECT * FROM (SELECT p.*,
         row_number() OVER (ORDER BY p.id) AS n
     FROM (SELECT e.*, ` + claimNow + ` AS picked_at, $1::text AS picked_by, $2::bigint AS picked_lease` +
 	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2 + `) p
-    WHERE p.source NOT IN (SELECT name FROM paused_targets)) w
+    WHERE p.source NOT IN (SELECT name FROM paused_targets) AND p.id NOT IN (` + orphanMarked + `)) w
 WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)`
+
+// orphanMarked lists the events named by the marks of pools that have no
+// record (see hookbox.Queue.OrphanMarks), which pickDue passes over: the
+// attempt that was running when such a pool died is charged first
+// (queue.Runner.Recover, at the next refresh of any pool's record). A
+// dead pool's transaction can hold their rows for minutes after its
+// record is gone (until the server notices its host gone); a pick the
+// moment they came free ran the event again, and the death was never
+// charged. Normally there are none, and the list is read once per pick.
+const orphanMarked = `SELECT unnest(m.ids) FROM work_marks m
+        WHERE NOT EXISTS (SELECT 1 FROM workers w WHERE w.name = m.worker)`
 
 // dueFrom1 and dueFrom2 are the FROM clause of dueIDs and pickDue, around
 // the columns and tables each reads for the due rows it locks (queue rows

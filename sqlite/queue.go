@@ -1241,7 +1241,13 @@ var _ hookbox.Transactor = (*Store)(nil)
 // InTx runs fn in a write transaction; see hookbox.Transactor.
 func (s *Store) InTx(ctx context.Context, fn func(ctx context.Context, tx *hookbox.Tx) error) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		return fn(ctx, hookbox.NewTx(tx, hookbox.DialectSQLite, nil))
+		htx := hookbox.NewTx(tx, hookbox.DialectSQLite, nil)
+		if err := fn(ctx, htx); err != nil {
+			return err
+		}
+		// A statement that ended the transaction, its error swallowed by
+		// fn: what is left to commit is not what fn wrote.
+		return htx.Lost()
 	})
 }
 
