@@ -302,7 +302,7 @@ type Tx struct {
 // on its own, apart from the event's outcome, and been applied again when
 // the event ran again. The store rolls back what remains, and the
 // handlers of the batch run again, each alone.
-var ErrTxLost = errors.New("hookbox: tx: a failed statement ended the transaction; the handler's writes are rolled back and the event runs again")
+var ErrTxLost = errors.New("hookbox: tx: a failed statement ended the whole transaction: nothing written through this tx commits (return that statement's error)")
 
 // checkLost is called after a statement through t failed. On SQLite it
 // finds out whether the failure ended the transaction: if BEGIN succeeds
