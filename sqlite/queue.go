@@ -341,10 +341,11 @@ const leaseIDs = `UPDATE OR FAIL events SET status = 'processing', attempts = at
         WHERE id IN (`
 
 // claimSQL builds the statement that picks the events of the claim p, and
-// its arguments, leaving out those of paused queues (notPaused). It reads, for each event picked, its id, the length of
-// its payload (NULL: cleared) and the payload itself when it is at most
-// inTxPayload bytes: length() reads the size from the row's header,
-// without the payload's pages.
+// its arguments, leaving out those of paused queues (notPaused). It
+// reads, for each event picked, its id, the length of its payload (NULL:
+// cleared) and the payload itself when it is at most inTxPayload bytes:
+// length() reads the size from the row's header, without the payload's
+// pages.
 func claimSQL(p hookbox.ClaimParams) (string, []any) {
 	if p.Now.IsZero() {
 		p.Now = time.Now()
