@@ -202,6 +202,10 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string, depth int) {
 	if n == nil {
 		return
 	}
+	if v.Type() == jsonTextsType {
+		d.jsonTexts(n, v, path)
+		return
+	}
 	if _, ok := n.(*ast.NullNode); ok {
 		// Unset: a key written null wins over a value merged before it
 		// (<<), as any written key does.
@@ -344,6 +348,42 @@ func (d *decoder) integer(n ast.Node, path string) (int64, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// jsonTexts decodes n, a value or a list of values, into v, a JSONTexts:
+// a null or a boolean as JSON writes it, any other scalar as scalar reads
+// it.
+func (d *decoder) jsonTexts(n ast.Node, v reflect.Value, path string) {
+	one := func(n ast.Node, path string) (string, bool) {
+		switch x := n.(type) {
+		case *ast.NullNode:
+			return "null", true
+		case *ast.BoolNode:
+			return strconv.FormatBool(x.Value), true
+		}
+		return d.scalar(n, path)
+	}
+	seq, ok := n.(*ast.SequenceNode)
+	if !ok {
+		if s, ok := one(n, path); ok {
+			v.Set(reflect.ValueOf(JSONTexts{s}))
+		}
+		return
+	}
+	out := make(JSONTexts, 0, len(seq.Values))
+	for i, item := range seq.Values {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if !d.step(p, item) {
+			return
+		}
+		if item = d.resolve(item, p); item == nil {
+			return
+		}
+		if s, ok := one(item, p); ok {
+			out = append(out, s)
+		}
+	}
+	v.Set(reflect.ValueOf(out))
 }
 
 // scalar returns the text of a scalar, with ${...} expanded in strings. It

@@ -16,6 +16,16 @@ type StringList []string
 
 var stringListType = reflect.TypeOf(StringList{})
 
+// JSONTexts is a list of values compared as JSON text (a target's match
+// values), which may also be written as one value. YAML's null and
+// booleans, in any of YAML's spellings (~, Null, True, FALSE), are read
+// as JSON writes them: null, true, false. Read as strings, a null became
+// "" (or, alone, no value at all, matching nothing) and True stayed
+// "True", which no JSON body holds.
+type JSONTexts []string
+
+var jsonTextsType = reflect.TypeOf(JSONTexts{})
+
 // Target is one named target of a source: a forward or an exec, the filter
 // that picks the events it gets, and the controls on how fast and in what
 // order its deliveries run. Each event a target's filter matches gets a
@@ -46,7 +56,7 @@ type Target struct {
 	// The filter: event-type globs, JSON paths with accepted values,
 	// headers with accepted values. All set parts must match.
 	Types   []string              `yaml:"types"`
-	Match   map[string]StringList `yaml:"match"`
+	Match   map[string]JSONTexts  `yaml:"match"`
 	Headers map[string]StringList `yaml:"headers"`
 
 	// MaxConcurrency bounds this target's deliveries in flight in one
