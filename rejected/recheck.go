@@ -124,7 +124,7 @@ const (
 	// that are not UTF-8 text replaced, when the delivery was logged
 	// (HeaderAltered): verifying what the log holds could admit it under
 	// an id, or with headers, the sender never sent.
-	ReasonHeaderAltered = "a header was cut, or had bytes that are not UTF-8 text replaced (U+FFFD), when it was logged, so the delivery as sent cannot be verified again"
+	ReasonHeaderAltered = "a header was cut, left out (one the sender named in Connection), or had bytes that are not UTF-8 text replaced (U+FFFD), when it was logged, so the delivery as sent cannot be verified again"
 	// ReasonCredentialsNotLogged: the source's secret travels in a header
 	// the log never keeps (basic's Authorization: the log does not store
 	// passwords), so none of its deliveries can be verified again.

@@ -79,6 +79,27 @@ const maxHeaderValues = 64
 // cannot send it.
 const leftOutHeader = "\uFFFD-Values-Left-Out"
 
+// droppedHeader names the header the log adds, with their count, when
+// the server left out of the kept headers some the sender sent and
+// ingest verified (those its Connection header names; see MarkDropped).
+// Like leftOutHeader it holds U+FFFD, so HeaderAltered takes the row for
+// one not kept as sent, and a sender cannot send it.
+const droppedHeader = "\uFFFD-Headers-Dropped"
+
+// MarkDropped returns h, the headers kept of a refused delivery, marked
+// as lacking n headers that ingest verified (the sender named them in
+// Connection, and only what is kept for an event is logged), so that a
+// re-check refuses it (ReasonHeaderAltered): it would verify other
+// headers than ingest did, and one sender could choose which (a bad
+// webhook-signature named in Connection, a good svix-signature kept).
+// h is changed in place.
+func MarkDropped(h http.Header, n int) http.Header {
+	if n > 0 && h != nil {
+		h[droppedHeader] = []string{strconv.Itoa(n)}
+	}
+	return h
+}
+
 // credentialsHeader names the header the log adds to list, as its values,
 // the names of the kept headers that carry a source's secret itself (a
 // token source's header, kept for a re-check: see MarkCredentials), so

@@ -918,6 +918,14 @@ func (s *Server) record(r *http.Request, at time.Time, source string, unknown bo
 		size = int64(len(body))
 	}
 	header := KeptHeader(r.Header)
+	// The headers the sender named in Connection are not kept, but ingest
+	// verified them: a re-check of the rest must not admit the delivery.
+	dropped := 0
+	for k := range r.Header {
+		if _, kept := header[k]; !kept && !hiddenHeaders[k] {
+			dropped++
+		}
+	}
 	if src, ok := s.sources[source]; ok && !unknown {
 		marked := src.signatures
 		if len(src.credentials) > 0 {
@@ -931,6 +939,7 @@ func (s *Server) record(r *http.Request, at time.Time, source string, unknown bo
 	} else if unknown {
 		header = rejected.MarkCredentials(header, s.anyCredentials)
 	}
+	header = rejected.MarkDropped(header, dropped)
 	remote := r.RemoteAddr
 	if addr, ok := clientAddr(r, s.cfg.TrustedProxies); ok {
 		remote = addr.String()
