@@ -59,13 +59,26 @@ func (s *Store) AddRejections(ctx context.Context, rs []hookbox.Rejection, b hoo
 // than max_age deleted the refusals every other host had just logged.
 var trimByAge = `DELETE FROM rejected_deliveries WHERE received_at < ` + dbNow("$1::bigint")
 
+// trimLock serializes the trims of the rejected log of one schema until
+// the end of the transaction (see trimGroups).
+const trimLock = `SELECT pg_advisory_xact_lock(hashtext('hookbox-rejected-trim:' || current_schema()))`
+
 // trimGroups deletes the rows beyond maxCount: the oldest of the largest
 // groups first (rejtrim.Cuts), each configured source's rows a group and
 // every unknown name's one more. The groups are counted through
 // rejected_deliveries_group and each one's oldest rows found through it
 // or rejected_deliveries_unknown: a round trip to count, one to delete
 // from at most every group once.
+//
+// One trim at a time per schema (trimLock, held until the transaction
+// ends): two writers counting at once (two processes, or the recorder
+// and the hourly Trim) each missed the other's new rows, deleted the same
+// oldest ones, and left the log above maxCount. Under READ COMMITTED the
+// count, a statement after the lock, sees the rows of the trims before.
 func trimGroups(ctx context.Context, tx pgx.Tx, maxCount int) (int, error) {
+	if _, err := tx.Exec(ctx, trimLock); err != nil {
+		return 0, err
+	}
 	rows, err := tx.Query(ctx, `SELECT unknown_source, CASE WHEN unknown_source THEN '' ELSE source END, count(*)
         FROM rejected_deliveries GROUP BY 1, 2`)
 	if err != nil {
