@@ -218,6 +218,9 @@ type tailBuffer struct {
 	limit int
 	red   *redact.Redactor
 	total int64
+	// front: output was dropped before buf, whose start may be inside a
+	// secret.
+	front bool
 }
 
 // keep is how many bytes the buffer holds on to.
@@ -225,9 +228,19 @@ func (t *tailBuffer) keep() int { return t.limit + t.red.Longest() }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.total += int64(len(p))
-	t.buf = append(t.buf, p...)
+	// Control bytes but newline and tab are never shown: dropped here, as
+	// written (ASCII, never part of a longer UTF-8 sequence), so that the
+	// cut in Last is made in the text shown, and a secret they split
+	// ("s3cr\x00et") is one there.
+	for _, c := range p {
+		if (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+			continue
+		}
+		t.buf = append(t.buf, c)
+	}
 	if keep := t.keep(); len(t.buf) > 2*keep {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
+		t.front = true
 	}
 	return len(p), nil
 }
@@ -245,37 +258,61 @@ func (t *tailBuffer) String() string { return t.Last(t.limit) }
 // cut in turn.
 func (t *tailBuffer) Last(n int) string {
 	n = min(n, t.limit)
-	b := t.buf
-	if keep := n + t.red.Longest(); len(b) > keep {
+	raw := t.buf
+	// Trailing white space and control bytes (all ASCII) are dropped
+	// anyway: trimmed first, so that they take none of the n bytes.
+	for len(raw) > 0 && droppedAtEnd(raw[len(raw)-1]) {
+		raw = raw[:len(raw)-1]
+	}
+	// The cut is made in the bytes as written, where Tail keeps the
+	// Longest bytes before the window as context only: a secret the
+	// cut splits is masked whole, and one cut off by the buffer's own
+	// start (output dropped before it) is never shown in part. Cutting
+	// after bytes were dropped would let the window reach into that
+	// context.
+	ctx := t.red.Longest()
+	m := n
+	front := t.front
+	if front {
+		m = min(m, max(len(raw)-ctx, 0))
+	}
+	b := raw
+	if keep := m + ctx; len(b) > keep {
 		b = b[len(b)-keep:]
 	}
-	// Masked before and after it is made safe: a secret is found as
-	// written, and so is one that dropping control bytes put together
-	// ("s3cr\x00et" shows as "s3cret"), which the cut below would
-	// otherwise show in part.
+	s := t.red.Tail(string(b), m)
+	cut := t.total > int64(n) || len(b) > m
+	if (front || len(b) > m) && !strings.HasPrefix(s, redact.Mask) {
+		// Cut inside a rune, perhaps: start on the next.
+		for len(s) > 0 && !utf8.RuneStart(s[0]) {
+			s = s[1:]
+		}
+	}
+	// Masked again once made safe: a secret that dropping control bytes
+	// put together ("s3cr\x00et" shows as "s3cret").
 	safe := strings.Map(func(r rune) rune {
 		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
 			return -1
 		}
 		return r
-	}, strings.ToValidUTF8(t.red.String(string(b)), "\uFFFD"))
-	// White space at the ends is trimmed before the cut, so that it takes
-	// none of the n bytes.
-	safe = strings.TrimSpace(safe)
-	s := t.red.Tail(safe, n)
-	cut := t.total > int64(n) || len(safe) > n
-	// Tail cuts bytes, and a mask that reaches back lengthens it: cut
-	// again to n bytes, on a rune's start.
-	start := max(len(s)-n, 0)
-	for start < len(s) && !utf8.RuneStart(s[start]) {
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	safe = strings.TrimSpace(t.red.String(safe))
+	// Making it valid and masking may have lengthened it: cut again to
+	// n bytes, on a rune's start.
+	start := max(len(safe)-n, 0)
+	for start < len(safe) && !utf8.RuneStart(safe[start]) {
 		start++
 	}
 	if start > 0 {
-		s, cut = s[start:], true
+		safe, cut = safe[start:], true
 	}
-	s = strings.TrimSpace(s)
+	safe = strings.TrimSpace(safe)
 	if cut {
-		s = "…" + s
+		safe = "…" + safe
 	}
-	return s
+	return safe
 }
+
+// droppedAtEnd reports whether Last drops byte c at the end of the output:
+// ASCII white space or a control byte.
+func droppedAtEnd(c byte) bool { return c < 0x20 || c == 0x7f || c == ' ' }
