@@ -15,9 +15,34 @@ import (
 // TestSwallowedRollbackDoesNotAutocommit: on SQLite a failed statement can
 // end the whole transaction (INSERT OR ROLLBACK, a trigger's
 // RAISE(ROLLBACK), SQLITE_FULL/IOERR/BUSY). A handler that swallows that
-// failure and writes on must not have those writes committed on their own
-// (autocommit): its event's outcome is not, and it runs again.
+// failure and writes on does not have those writes committed on their own
+// (autocommit), apart from its event's outcome: they were, the event ran
+// again, and its effect landed twice.
 func TestSwallowedRollbackDoesNotAutocommit(t *testing.T) {
+	swallowedRollback(t, func(ctx context.Context, tx *hookbox.Tx) {
+		tx.ExecContext(ctx, `INSERT OR ROLLBACK INTO effect_keys (scope, key) VALUES ('test', 'taken')`)
+	})
+}
+
+// TestSwallowedRollbackInQueryRowDoesNotAutocommit: as
+// TestSwallowedRollbackDoesNotAutocommit, with the statement that ends the
+// whole transaction run by QueryRowContext (INSERT ... RETURNING, the
+// usual way to read back an id), its Scan error swallowed: the loss was
+// noticed only for ExecContext and QueryContext, and the effect landed
+// twice.
+func TestSwallowedRollbackInQueryRowDoesNotAutocommit(t *testing.T) {
+	swallowedRollback(t, func(ctx context.Context, tx *hookbox.Tx) {
+		var k string
+		tx.QueryRowContext(ctx, `INSERT OR ROLLBACK INTO effect_keys (scope, key) VALUES ('test', 'taken') RETURNING key`).Scan(&k)
+	})
+}
+
+// swallowedRollback runs, on SQLite, a batch of two events whose first
+// handler, on its first run only, calls swallow (a statement that fails
+// and ends the whole transaction, its error ignored) and then writes its
+// effect; it fails the test unless the effect is stored once.
+func swallowedRollback(t *testing.T, swallow func(ctx context.Context, tx *hookbox.Tx)) {
+	t.Helper()
 	s := dbtest.Open(t, dbtest.SQLiteURL(t))
 	ctx := context.Background()
 	if err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
@@ -33,18 +58,14 @@ func TestSwallowedRollbackDoesNotAutocommit(t *testing.T) {
 		return hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusDead, Error: err.Error()}
 	}}
 	runs := 0
-	broke := false
 	res, err := r.ClaimWork(ctx, hookbox.ClaimParams{Owner: "w-1", Limit: 2, Lease: time.Minute, Sources: []string{"app"}},
 		func(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event) hookbox.Outcome {
 			done := hookbox.Outcome{ID: ev.ID, Owner: ev.LeaseOwner, Attempt: ev.Attempts, Status: hookbox.StatusDone}
 			if ev.DeliveryID != "breaks" {
 				return done
 			}
-			runs++
-			if !broke {
-				broke = true
-				// Swallowed: the statement fails and takes the transaction with it.
-				tx.ExecContext(ctx, `INSERT OR ROLLBACK INTO effect_keys (scope, key) VALUES ('test', 'taken')`)
+			if runs++; runs == 1 {
+				swallow(ctx, tx)
 			}
 			// The handler's effect, which must commit with its outcome only.
 			if _, err := tx.ExecContext(ctx, `INSERT INTO effect_keys (scope, key) VALUES ('ledger', $1)`, fmt.Sprint("run-", runs)); err != nil {
