@@ -316,7 +316,7 @@ func (t *Tx) checkLost(err error) {
 	if err == nil || t.Dialect != DialectSQLite {
 		return
 	}
-	if _, berr := t.tx.ExecContext(context.WithoutCancel(context.Background()), "BEGIN"); berr == nil {
+	if _, berr := t.tx.ExecContext(context.Background(), "BEGIN"); berr == nil {
 		t.state.Lock()
 		t.lost = true
 		t.state.Unlock()

@@ -133,14 +133,13 @@ func dueEachFrom1(limits string) string {
 // see withinBudget), with two more columns, the running total and the
 // row's number. The rows it locked beyond the budget stay locked, not
 // leased, until the transaction ends. A paused queue's walk reads and
-// locks nothing (dueWhereLimit); the outer check of its rows is the same
-// guard as claimSet's.
+// locks nothing (dueWhereLimit).
 var pickDue = `SELECT * FROM (SELECT p.*,
         sum(coalesce(octet_length(p.payload), 0)) OVER (ORDER BY p.id) AS upto,
         row_number() OVER (ORDER BY p.id) AS n
     FROM (SELECT e.*, ` + claimNow + ` AS picked_at, $1::text AS picked_by, $2::bigint AS picked_lease` +
 	dueFrom1 + queuedColumns + `, d.payload FROM queue q JOIN event_data d ON d.id = q.id` + dueFrom2 + `) p
-    WHERE p.source NOT IN (SELECT name FROM paused_targets) AND p.id NOT IN (` + orphanMarked + `)) w
+    WHERE p.id NOT IN (` + orphanMarked + `)) w
 WHERE w.upto <= $6::bigint OR (w.n = 1 AND $7::boolean)`
 
 // orphanMarked lists the events named by the marks of pools that have no

@@ -225,8 +225,9 @@ func (r *Runner) Recover(ctx context.Context) ([]Result, error) {
 		return nil, err
 	}
 	var charged []Result
+	var skipped []string // marks an event of which was passed over
 	for _, m := range marks {
-		skipped := false
+		passed := false
 		for _, ev := range m.Events {
 			claimed := ev
 			claimed.Status, claimed.Attempts, claimed.LeaseOwner = hookbox.StatusProcessing, ev.Attempts+1, m.Key
@@ -239,42 +240,45 @@ func (r *Runner) Recover(ctx context.Context) ([]Result, error) {
 			if err != nil {
 				return charged, err
 			}
-			skipped = skipped || len(res) == 0
+			passed = passed || len(res) == 0
 			charged = append(charged, res...)
 		}
-		if skipped && stillPicked(ctx, r.Queue, m.Key) {
-			// An event was passed over, and is still as the dead pool
-			// picked it: a transaction holds its row (PostgreSQL's
-			// Repick skips locked rows), the dead process's own until
-			// its server notices the connection gone (minutes, where a
-			// pool is taken for dead after one), or a live pool's that
-			// picked it since. The mark is kept, to be charged once that
-			// transaction has ended (the pools look again at each
-			// refresh of their records).
+		if passed {
+			skipped = append(skipped, m.Key)
 			continue
 		}
 		if err := r.Queue.DropMark(ctx, m.Key); err != nil {
 			return charged, err
 		}
 	}
-	return charged, nil
-}
-
-// stillPicked reports whether the orphan mark key still names an event
-// unfinished with the attempt count it was picked with (as
-// hookbox.Queue.OrphanMarks returns them); true when that cannot be read,
-// so that the mark is kept for the next look.
-func stillPicked(ctx context.Context, q hookbox.Queue, key string) bool {
-	marks, err := q.OrphanMarks(ctx)
-	if err != nil {
-		return true
+	if len(skipped) == 0 {
+		return charged, nil
 	}
-	for _, m := range marks {
-		if m.Key == key {
-			return len(m.Events) > 0
+	// An event passed over may still be as the dead pool picked it: a
+	// transaction holds its row (PostgreSQL's Repick skips locked rows),
+	// the dead process's own until its server notices the connection gone
+	// (minutes, where a pool is taken for dead after one), or a live
+	// pool's that picked it since. Such a mark is kept, to be charged once
+	// that transaction has ended (the pools look again at each refresh of
+	// their records); the others are dropped. One read for all of them;
+	// when it fails, they are all kept for the next look.
+	still, err := r.Queue.OrphanMarks(ctx)
+	if err != nil {
+		return charged, nil
+	}
+	held := map[string]bool{}
+	for _, m := range still {
+		held[m.Key] = len(m.Events) > 0
+	}
+	for _, key := range skipped {
+		if held[key] {
+			continue
+		}
+		if err := r.Queue.DropMark(ctx, key); err != nil {
+			return charged, err
 		}
 	}
-	return false
+	return charged, nil
 }
 
 // Work runs fn over events claimed earlier with a lease (Claim, or left

@@ -288,17 +288,10 @@ func (t *tailBuffer) Last(n int) string {
 			s = s[1:]
 		}
 	}
-	// Masked again once made safe: a secret that dropping control bytes
-	// put together ("s3cr\x00et" shows as "s3cret").
-	safe := strings.Map(func(r rune) rune {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
-			return -1
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-	safe = strings.TrimSpace(t.red.String(safe))
-	// Making it valid and masking may have lengthened it: cut again to
-	// n bytes, on a rune's start.
+	// Control bytes never reached buf (Write), so a secret they split is
+	// whole there and Tail masked it; what is left is made valid UTF-8,
+	// which may lengthen it: cut again to n bytes, on a rune's start.
+	safe := strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
 	start := max(len(safe)-n, 0)
 	for start < len(safe) && !utf8.RuneStart(safe[start]) {
 		start++
