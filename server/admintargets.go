@@ -66,7 +66,7 @@ func (a *admin) retire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a.cfg.Works != nil && a.cfg.Works(name) {
-		writeError(w, http.StatusConflict, name+" is worked by this process (or, a go_handler target, by the Go program that registers it): retire ends the deliveries of a target no process has any more; "+
+		writeError(w, http.StatusConflict, name+" is worked by this process (or, a go_handler target or a source with no forward, exec or targets, by the Go program that registers its handlers): retire ends the deliveries of a target no process has any more; "+
 			"remove it from the config and restart every process first, or pause it")
 		return
 	}

@@ -211,15 +211,19 @@ func (s *Service) knownTarget(name string) bool {
 }
 
 // works reports whether name's deliveries have a worker: this process's
-// pool (worker.Pool.Works), or, for a go_handler target of the config,
-// the Go program that registers its handlers (serve never does, and the
-// target is no less in the config for that).
+// pool (worker.Pool.Works), or, for a go_handler target of the config or
+// a source worked as itself with no forward or exec, the Go program that
+// registers its handlers (serve never does, and the target is no less in
+// the config for that: knownTarget).
 func (s *Service) works(name string) bool {
 	if s.Pool.Works(name) {
 		return true
 	}
-	_, t := s.configured(name)
-	return t != nil && t.GoHandler
+	src, t := s.configured(name)
+	if t != nil {
+		return t.GoHandler
+	}
+	return src != nil && src.Forward == "" && len(src.Exec) == 0 && s.knownTarget(name)
 }
 
 // warnUnworked logs, once, a warning for each queue name with unfinished

@@ -85,12 +85,14 @@ sources:
 // serve; it was taken for a removed one: serve told the operator to
 // retire it at every start, and the admin API retired it, while `hookbox
 // targets retire --config` refused. Now neither warns nor retires it.
+// Nor one of books, a source with no forward, exec or targets: its events
+// wait for Go handlers under its own name.
 func TestGoHandlerTargetIsNotUnworked(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
 		d := storetest.Delivery("shop", "1")
 		d.FanOut, d.Routes = true, []hookbox.Route{{Target: "ledger"}}
-		if _, err := st.Ingest(context.Background(), []hookbox.Delivery{d}); err != nil {
+		if _, err := st.Ingest(context.Background(), []hookbox.Delivery{d, storetest.Delivery("books", "1")}); err != nil {
 			t.Fatal(err)
 		}
 		h := startOps(t, dbURL, `
@@ -100,6 +102,8 @@ sources:
     scheme: none
     targets:
       - {name: ledger, go_handler: true}
+  - name: books
+    scheme: none
 `, nil)
 		// The warning comes before the "listening" line.
 		deadline := time.Now().Add(time.Minute)
@@ -110,13 +114,15 @@ sources:
 			time.Sleep(10 * time.Millisecond)
 		}
 		if strings.Contains(h.logs.String(), UnworkedWarning) {
-			t.Errorf("serve tells the operator to retire shop/ledger, a go_handler target of its config")
+			t.Errorf("serve tells the operator to retire a queue of Go handlers of its config:\n%s", h.logs.String())
 		}
-		if code := h.admin("POST", "/admin/targets/shop/ledger/retire", opsAdminToken, nil); code != http.StatusConflict {
-			t.Errorf("admin retire of the go_handler target shop/ledger = %d, want 409", code)
-		}
-		if b, err := st.TargetBacklog(context.Background(), "shop/ledger", time.Now()); err != nil || b.Pending != 1 {
-			t.Errorf("shop/ledger's backlog after the refused retire: %+v, %v; want its 1 pending delivery", b, err)
+		for _, name := range []string{"shop/ledger", "books"} {
+			if code := h.admin("POST", "/admin/targets/"+name+"/retire", opsAdminToken, nil); code != http.StatusConflict {
+				t.Errorf("admin retire of %s, worked by Go handlers = %d, want 409", name, code)
+			}
+			if b, err := st.TargetBacklog(context.Background(), name, time.Now()); err != nil || b.Pending != 1 {
+				t.Errorf("%s's backlog after the refused retire: %+v, %v; want its 1 pending delivery", name, b, err)
+			}
 		}
 	})
 }

@@ -20,12 +20,19 @@ import (
 // shows them, targets pause s/a says how to end them, and targets
 // retire ends them as dead (refusing a target the config still has), so
 // that a purge of dead events takes the removed source's events.
+//
+// Source ledger has no forward, exec or targets: its events wait for a
+// Go program's handlers, as a go_handler target's do. serve named its
+// waiting events as unworked and told to retire them, targets list
+// --config did too, pause refused it as no target of the config, and
+// retire ended its events as dead. It is now a target of the config (kind
+// go) to all of them.
 func TestTargetsRetire(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
 		d := storetest.Delivery("s", "1")
 		d.FanOut, d.Routes = true, []hookbox.Route{{Target: "a"}, {Target: "b"}}
-		if _, err := st.Ingest(context.Background(), []hookbox.Delivery{d, storetest.Delivery("old", "1")}); err != nil {
+		if _, err := st.Ingest(context.Background(), []hookbox.Delivery{d, storetest.Delivery("old", "1"), storetest.Delivery("ledger", "1")}); err != nil {
 			t.Fatal(err)
 		}
 		doc := `sources:
@@ -34,6 +41,9 @@ func TestTargetsRetire(t *testing.T) {
     allow_ips: ["127.0.0.1"]
     targets:
       - {name: b, forward: "http://127.0.0.1:9/b"}
+  - name: ledger
+    scheme: none
+    allow_ips: ["127.0.0.1"]
 `
 		cfgPath := filepath.Join(t.TempDir(), "hookbox.yaml")
 		if err := os.WriteFile(cfgPath, []byte(doc), 0o600); err != nil {
@@ -45,8 +55,10 @@ func TestTargetsRetire(t *testing.T) {
 				t.Errorf("serve did not warn about %s; log:\n%s", name, log)
 			}
 		}
-		if line := logLine(log, "target=s/b "); line != "" {
-			t.Errorf("serve warned about s/b, which it works: %s", line)
+		for _, name := range []string{"s/b", "ledger"} {
+			if line := logLine(log, "target="+name+" "); line != "" {
+				t.Errorf("serve warned about %s, which it or a Go program works: %s", name, line)
+			}
 		}
 
 		base := []string{"--config", cfgPath, "--db", dbURL, "targets"}
@@ -54,12 +66,13 @@ func TestTargetsRetire(t *testing.T) {
 		if err := json.Unmarshal([]byte(mustCLI(t, append(base, "list", "--json")...)), &rows); err != nil {
 			t.Fatal(err)
 		}
-		unworked := map[string]int{}
+		unworked, kind := map[string]int{}, map[string]string{}
 		for _, r := range rows {
-			unworked[r.Name] = r.Unworked
+			unworked[r.Name], kind[r.Name] = r.Unworked, r.Kind
 		}
-		if len(rows) != 3 || unworked["s/a"] != 1 || unworked["old"] != 1 || unworked["s/b"] != 0 {
-			t.Errorf("targets list = %+v; want s/b, and s/a and old with 1 unworked delivery each", rows)
+		if len(rows) != 4 || unworked["s/a"] != 1 || unworked["old"] != 1 || unworked["s/b"] != 0 ||
+			kind["ledger"] != "go" || unworked["ledger"] != 0 {
+			t.Errorf("targets list = %+v; want s/b and ledger (go), and s/a and old with 1 unworked delivery each", rows)
 		}
 		if out := mustCLI(t, append(base, "list")...); !strings.Contains(out, "s/a is not a target of") ||
 			!strings.Contains(out, "hookbox --config FILE targets retire s/a") {
@@ -69,9 +82,15 @@ func TestTargetsRetire(t *testing.T) {
 			!strings.Contains(err.Error(), "1 unfinished delivery of s/a waits") || !strings.Contains(err.Error(), "hookbox --config FILE targets retire s/a") {
 			t.Errorf("pause of the removed target: %v", err)
 		}
-		if _, _, err := runCLI(t, append(base, "retire", "s/b")...); err == nil || !strings.Contains(err.Error(), "s/b is a target of") {
-			t.Errorf("retire of a configured target: %v", err)
+		for _, name := range []string{"s/b", "ledger"} {
+			if _, _, err := runCLI(t, append(base, "retire", name)...); err == nil || !strings.Contains(err.Error(), name+" is a target of") {
+				t.Errorf("retire of configured target %s: %v", name, err)
+			}
 		}
+		if out, _, err := runCLI(t, append(base, "pause", "ledger")...); err != nil || !strings.HasPrefix(out, "paused ledger") {
+			t.Errorf("pause of a source Go handlers work: %q %v", out, err)
+		}
+		mustCLI(t, append(base, "resume", "ledger")...)
 
 		var reply server.RetireReply
 		if err := json.Unmarshal([]byte(mustCLI(t, append(base, "retire", "s/a", "--dry-run", "--json")...)), &reply); err != nil ||

@@ -147,6 +147,11 @@ func configuredTargets(cfg *config.Config) []targetInfo {
 			rows = append(rows, targetInfo{Name: src.Name, Kind: "forward"})
 		case len(src.Exec) > 0:
 			rows = append(rows, targetInfo{Name: src.Name, Kind: "exec"})
+		case len(src.Targets) == 0 && !src.StoreOnly:
+			// Its events wait under its own name for a Go program's
+			// handlers (config.NoTargetWarnings), as a go_handler
+			// target's deliveries do under theirs.
+			rows = append(rows, targetInfo{Name: src.Name, Kind: "go"})
 		}
 		for _, t := range src.Targets {
 			r := targetInfo{Name: hookbox.QueueName(src.Name, t.Name), Kind: t.Kind()}
@@ -335,8 +340,10 @@ func warnUnknownName(cmd *cobra.Command, g *globalFlags, st opsStore, cfg *confi
 }
 
 // worksName reports whether cfg has a target that works the queue name:
-// a source's own forward or exec, or a named target (a go_handler one
-// included: the program that runs this config works it).
+// a source's own forward or exec, a named target, or what a Go program's
+// handlers work (a go_handler target, a source with no forward, exec or
+// targets that is not store_only: the program that runs this config
+// works it).
 func worksName(cfg *config.Config, name string) bool {
 	return slices.ContainsFunc(configuredTargets(cfg), func(r targetInfo) bool { return r.Name == name })
 }
