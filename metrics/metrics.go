@@ -339,7 +339,8 @@ func (m *Metrics) Circuit(target string, open bool) {
 func (m *Metrics) Attempt(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	src := m.source(ev.Source)
 	outcome := o.AttemptOutcome()
-	if outcome == hookbox.AttemptNotRun {
+	ran := outcome != hookbox.AttemptNotRun // and so has no run time
+	if !ran {
 		// Ended dead without running (hookbox.Outcome.NotRun): the end of
 		// the event's attempts, counted with the other deaths, so that
 		// every dead event is one dead here as in hookbox_dead_total.
@@ -353,7 +354,7 @@ func (m *Metrics) Attempt(ev *hookbox.Event, o hookbox.Outcome, err error) {
 	} else {
 		m.attempts.WithLabelValues(src, outcome).Inc()
 	}
-	if !o.StartedAt.IsZero() && !o.FinishedAt.Before(o.StartedAt) {
+	if ran && !o.StartedAt.IsZero() && !o.FinishedAt.Before(o.StartedAt) {
 		obs, ok := m.seconds[src]
 		if !ok {
 			obs = m.attemptSeconds.WithLabelValues(src)

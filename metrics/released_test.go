@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/metrics"
@@ -34,17 +35,21 @@ func TestReleasedAttemptCounted(t *testing.T) {
 // TestNotRunCountedDead: an event ended dead without running
 // (hookbox.Outcome.NotRun, its last attempt's worker stopped) is counted
 // as a death, in hookbox_dead_total and under dead, as it was before its
-// claim's count was taken back, and makes no series of its own.
+// claim's count was taken back, and makes no series of its own. Nor is it
+// an attempt's run time: the worker gives it the times of its judgement,
+// and hookbox_attempt_seconds observed it as a run of 0 s.
 func TestNotRunCountedDead(t *testing.T) {
 	m := metrics.New([]string{"polar"})
 	ev := &hookbox.Event{ID: 1, Source: "polar"}
-	m.Attempt(ev, hookbox.Outcome{Status: hookbox.StatusDead, NotRun: true}, nil)
+	now := time.Now()
+	m.Attempt(ev, hookbox.Outcome{Status: hookbox.StatusDead, NotRun: true, StartedAt: now, FinishedAt: now}, nil)
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
 	got := scrape(t, srv.URL)
 	want := map[string]float64{
 		`hookbox_attempts_total{outcome="dead",source="polar"}`: 1,
 		`hookbox_dead_total{source="polar"}`:                    1,
+		`hookbox_attempt_seconds_count{source="polar"}`:         0,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
