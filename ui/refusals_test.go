@@ -258,3 +258,42 @@ func TestConsoleTossedCookie(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleCookieBatchSpendsAGuessEach: each session cookie signed with
+// a guessed token tests that guess, but a request spent one guess whatever
+// the number of its cookies, and gave it back when any was signed with
+// the right token: one client tested 500 candidate tokens with the
+// allowance of 10 and was not even out of guesses after. Each cookie
+// checked now spends one, and at most maxSessionCookies are checked.
+func TestConsoleCookieBatchSpendsAGuessEach(t *testing.T) {
+	srv := server.New(server.Config{})
+	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"},
+		Guesses: server.NewAuthLimiter(nil)})
+	do := func(req *http.Request) int {
+		req.RemoteAddr = "203.0.113.77:4000"
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	exp := time.Now().Add(time.Hour)
+	batches := 0
+	for ; batches < server.AuthBurst; batches++ {
+		req := httptest.NewRequest("GET", "/ui/events", nil)
+		for i := range 50 {
+			req.AddCookie(forgedCookie(fmt.Sprintf("candidate-%d-%d", batches, i), exp))
+		}
+		if do(req) == http.StatusTooManyRequests {
+			break
+		}
+	}
+	// Four guesses a batch (the cookies checked): the third batch finds
+	// two left of ten.
+	if batches != 2 {
+		t.Errorf("batches of 50 forged cookies answered before 429: %d, want 2 (each checks 4 cookies, a guess each)", batches)
+	}
+	req := httptest.NewRequest("GET", "/ui/events", nil)
+	req.AddCookie(forgedCookie(token, exp))
+	if code := do(req); code != http.StatusTooManyRequests {
+		t.Errorf("a cookie signed with the right token, the guesses spent: %d, want 429", code)
+	}
+}

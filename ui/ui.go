@@ -233,13 +233,15 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			h(w, r, session{bearer: true})
 			return
 		}
-		signed, state := u.sessionCookies(r)
+		signed, state, n := u.sessionCookies(r)
 		if state != cookieNone {
 			// The cookie's key derives from the token, so a cookie made
-			// with a guessed token is a guess too: every signed cookie
-			// spends a guess, given back when it is valid, so that a
-			// client out of guesses learns nothing from its cookies.
-			refund, ok := u.takeGuess(w, r)
+			// with a guessed token is a guess too: every cookie checked
+			// spends a guess, all given back when one is valid, so that
+			// a client out of guesses learns nothing from its cookies,
+			// and one that sends many, each signed with another
+			// candidate, tests no more tokens than it has guesses.
+			refund, ok := u.takeGuesses(w, r, n)
 			if !ok {
 				return
 			}
@@ -408,13 +410,19 @@ const (
 // signedCookie is a session cookie whose MAC is right.
 type signedCookie struct{ id, sig string }
 
+// maxSessionCookies bounds the session cookies checked of one request:
+// a browser sends the console's own, and one or two of the same name that
+// sibling domains set. Those past it are not read.
+const maxSessionCookies = 4
+
 // sessionCookies returns the request's session cookies whose MAC is
-// right and that have not expired, and what its session cookies are:
-// signed if any is (a sibling domain may set one of the same name beside
-// the console's own), forged if none is but one is well formed and
-// unexpired.
-func (u *console) sessionCookies(r *http.Request) ([]signedCookie, int) {
-	state := cookieNone
+// right and that have not expired, what its session cookies are (signed
+// if any is: a sibling domain may set one of the same name beside the
+// console's own; forged if none is but one is well formed and
+// unexpired), and how many well formed, unexpired ones it checked (at
+// most maxSessionCookies).
+func (u *console) sessionCookies(r *http.Request) ([]signedCookie, int, int) {
+	state, checked := cookieNone, 0
 	var signed []signedCookie
 	for _, c := range r.CookiesNamed(cookieName) {
 		id, rest, ok := strings.Cut(c.Value, ".")
@@ -426,6 +434,10 @@ func (u *console) sessionCookies(r *http.Request) ([]signedCookie, int) {
 		if err != nil || u.cfg.Now().Unix() >= exp {
 			continue
 		}
+		if checked++; checked > maxSessionCookies {
+			checked = maxSessionCookies
+			break
+		}
 		if hmac.Equal([]byte(sig), []byte(u.mac("session", id, e))) {
 			signed = append(signed, signedCookie{id, sig})
 			state = cookieSigned
@@ -433,7 +445,7 @@ func (u *console) sessionCookies(r *http.Request) ([]signedCookie, int) {
 			state = cookieForged
 		}
 	}
-	return signed, state
+	return signed, state, checked
 }
 
 // liveSession returns the session of the first of signed that the store
@@ -547,6 +559,25 @@ func (u *console) takeGuess(w http.ResponseWriter, r *http.Request) (refund func
 		http.Error(w, server.TooManyGuesses(w, wait), http.StatusTooManyRequests)
 	}
 	return refund, ok
+}
+
+// takeGuesses spends n of r's client's guesses, as takeGuess does one,
+// and returns the function that gives them all back. Out of guesses part
+// way, it answers 429 and reports false: those it took stay spent.
+func (u *console) takeGuesses(w http.ResponseWriter, r *http.Request, n int) (refund func(), ok bool) {
+	refunds := make([]func(), 0, n)
+	for range n {
+		refund, ok := u.takeGuess(w, r)
+		if !ok {
+			return nil, false
+		}
+		refunds = append(refunds, refund)
+	}
+	return func() {
+		for _, f := range refunds {
+			f()
+		}
+	}, true
 }
 
 // safeNext keeps a post-login destination inside the console.
