@@ -335,7 +335,7 @@ type Source struct {
 // the SHA-256 of their body, or of what the signature covers of it where
 // that differs (verify.BodyKey: twilio's sorted parameters): for schemes
 // whose signature covers no delivery id (github, hmac, twilio, token,
-// basic, none, and paddle with an id_header), unless
+// basic, none, and paddle and mailgun with an id_header), unless
 // allow_identical_bodies is set.
 func (s Source) DedupesByBody() bool {
 	if s.AllowIdenticalBodies {
@@ -345,9 +345,10 @@ func (s Source) DedupesByBody() bool {
 	switch s.Scheme {
 	case "github", "hmac", "twilio", "token", "basic", "none":
 		return true
-	case "paddle":
-		// Its signature covers the body, not a header: an id_header
-		// is an id no signature covers.
+	case "paddle", "mailgun":
+		// Paddle's signature covers the body, mailgun's a token the
+		// body is bound to (its nonce), neither a header: an
+		// id_header is an id nothing covers.
 		return s.IDHeader != ""
 	}
 	return false

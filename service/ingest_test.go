@@ -25,6 +25,10 @@ sources:
   - name: plain
     scheme: none
     id_header: X-Id
+  - name: mg
+    provider: mailgun
+    secrets: ["mg-signing-key"]
+    id_header: X-Request-Id
 `
 
 // TestBadDeliveryAlone: one delivery the store cannot keep (a 6 KB id),
@@ -64,7 +68,12 @@ func TestBadDeliveryAlone(t *testing.T) {
 
 // TestReplayedBodyUnderNewID: a GitHub body and signature sent again under
 // a fresh X-GitHub-Delivery is a duplicate of the first event, unless the
-// source allows identical bodies (issue 13 item 1).
+// source allows identical bodies (issue 13 item 1). So is a Mailgun body
+// sent again under a fresh id_header: Mailgun's signature covers a token
+// the body is bound to, not the header, and such a replay was stored as a
+// new event; and the id hookbox's signing helper (verify.SignRequest,
+// hookbox send) was given is in that header, which it left out, so that
+// the source refused what it signed.
 func TestReplayedBodyUnderNewID(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		srv := e2e.Start(t, ingestConfig, dbURL, nil)
@@ -85,6 +94,22 @@ func TestReplayedBodyUnderNewID(t *testing.T) {
 		b := srv.Send("gh-open", "44444444", body)
 		if a.Duplicate || b.Duplicate || a.ID == b.ID {
 			t.Errorf("allow_identical_bodies: %+v then %+v, want two new events", a, b)
+		}
+
+		h, signed, err := verify.SignRequest(srv.Source("mg").Verify(), []byte(`{"event-data":{"id":"ev-1","event":"delivered"}}`), "req-1", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mg := srv.Post("mg", h, signed)
+		if mg.Status != http.StatusAccepted {
+			t.Fatalf("mailgun delivery signed by SignRequest: %+v", mg)
+		}
+		h.Set("X-Request-Id", "a-fresh-id")
+		if replay := srv.Post("mg", h, signed); replay.Status != http.StatusAccepted || !replay.Duplicate || replay.ID != mg.ID {
+			t.Errorf("mailgun body replayed under a fresh id_header = %+v, want 202 duplicate of %d", replay, mg.ID)
+		}
+		if evs := srv.Events("mg"); len(evs) != 1 || evs[0].DeliveryID != "req-1" {
+			t.Errorf("mailgun events = %+v, want one, delivery id req-1", evs)
 		}
 	})
 }

@@ -151,7 +151,11 @@ func (v *mailgunVerifier) sign([]byte, string, time.Time) (http.Header, error) {
 
 // signBody implements bodySigner: it sets the "signature" object of body,
 // a JSON object, with a fresh token.
-func (v *mailgunVerifier) signBody(body []byte, _ string, now time.Time) (http.Header, []byte, error) {
+func (v *mailgunVerifier) signBody(body []byte, deliveryID string, now time.Time) (http.Header, []byte, error) {
+	h := http.Header{}
+	if err := v.ids.sign(h, deliveryID); err != nil {
+		return nil, nil, err
+	}
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
 		return nil, nil, errors.New("mailgun: to sign, the body must be a JSON object")
@@ -169,5 +173,5 @@ func (v *mailgunVerifier) signBody(body []byte, _ string, now time.Time) (http.H
 	if err != nil {
 		return nil, nil, err
 	}
-	return http.Header{}, out, nil
+	return h, out, nil
 }
