@@ -79,6 +79,13 @@ func ShortQuote(s string) string {
 //     "source/target", so a source named "shop/app" would share its
 //     delivery ids' dedupe with, and be claimed and worked by, the
 //     target app of the source shop;
+//   - a source holding a ':' or named "send": a program's sends are
+//     queued under "send:KIND" (effect.RecordSend), and an event's
+//     idempotency key is "source:delivery id" (effect.IdempotencyKey),
+//     so a delivery of source "send:email", or of "send" with id
+//     "email:ord_7", would take the place of a send, and one of
+//     "shop:eu" with id "42" share the key of one of "shop" with id
+//     "eu:42";
 //   - a delivery id or event type longer than MaxIDLength or not
 //     StorableText;
 //   - a header name or value holding a NUL byte (PostgreSQL's jsonb
@@ -103,6 +110,9 @@ func CheckStorable(d *Delivery) error {
 	}
 	if strings.IndexByte(d.Source, '/') >= 0 {
 		return BadDelivery("source holds a '/', which names a target's queue (source/target):", d.Source)
+	}
+	if strings.IndexByte(d.Source, ':') >= 0 || d.Source == "send" {
+		return BadDelivery("source holds a ':' or is send, as the sends a program records are (send:KIND), which its events' idempotency keys (source:delivery id) would be mistaken for:", d.Source)
 	}
 	if len(d.Source) > MaxNameLength {
 		return BadDelivery(fmt.Sprintf("source longer than %d bytes:", MaxNameLength), d.Source)

@@ -166,6 +166,8 @@ func claim(ctx context.Context, tx *hookbox.Tx, ev *hookbox.Event, scope, key st
 // services it calls. It names the event: where the effect is one per
 // business object (one licence per order, whatever the events about it), a
 // key built from that object's id keeps two events from causing it twice.
+// No two events share it: no stored source holds a ':', and a source is
+// named "send" or starts with "send:" only for sends (hookbox.CheckStorable).
 func IdempotencyKey(ev *hookbox.Event) string {
 	return ev.Source + ":" + ev.DeliveryID
 }

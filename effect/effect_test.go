@@ -2,6 +2,7 @@ package effect_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -96,16 +97,12 @@ func TestUncertainListsEveryDeadSend(t *testing.T) {
 // only, not the rows of queue "send:email/eu" (which the store's source
 // filter counts as the deliveries of "send:email", and which data recorded
 // before kinds were checked may hold: a kind "email/eu"). Stores now refuse
-// a source holding '/', so the row is made as a target's delivery is.
+// such a source, so the row is written as an older RecordSend wrote it.
 func TestUncertainOnlyItsKind(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
 		ctx := context.Background()
-		_, err := s.Ingest(ctx, []hookbox.Delivery{{Source: effect.SendSource("email"), DeliveryID: "ord_9",
-			Payload: []byte(`{}`), ReceivedAt: time.Now(), FanOut: true, Routes: []hookbox.Route{{Target: "eu"}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		legacySends(t, s, effect.SendSource("email")+"/eu", "ord_9")
 		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute,
 			Sources: []string{effect.SendSource("email") + "/eu"}})
 		if err != nil || len(evs) != 1 {
@@ -157,19 +154,44 @@ func TestSendKindChecked(t *testing.T) {
 // time under the race detector.
 func storeSends(t *testing.T, s dbtest.Store, kind, prefix string, n int) {
 	t.Helper()
-	ds := make([]hookbox.Delivery, n)
-	for i := range ds {
-		ds[i] = hookbox.Delivery{Source: effect.SendSource(kind), DeliveryID: fmt.Sprintf("%s%d", prefix, i),
-			Payload: []byte(`{}`), ReceivedAt: time.Now()}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("%s%d", prefix, i)
 	}
-	// In slices: one ingest step of 10,000 rows can pass PostgreSQL's
+	// In slices: one statement of 10,000 rows can pass PostgreSQL's
 	// step limit (1.5 s) on a loaded machine.
-	for len(ds) > 0 {
-		n := min(len(ds), 1000)
-		if _, err := s.Ingest(context.Background(), ds[:n]); err != nil {
-			t.Fatal(err)
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		legacySends(t, s, effect.SendSource(kind), keys[:n]...)
+		keys = keys[n:]
+	}
+}
+
+// legacySends writes what an older hookbox's RecordSend wrote, at once for
+// each key: the send's event, of source, with no key in effect_keys (and
+// no check of its kind). The stores' Ingest refuses such a source
+// (hookbox.CheckStorable).
+func legacySends(t *testing.T, s dbtest.Store, source string, keys ...string) {
+	t.Helper()
+	err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		q := `WITH d AS (INSERT INTO event_data (source, delivery_id, payload, created_at)
+                SELECT $1, k, $3, now() FROM unnest($2::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n RETURNING id)
+            INSERT INTO queue (id, source, next_attempt_at, updated_at) SELECT id, $1, now(), now() FROM d`
+		args := []any{source, keys, []byte(`{}`)}
+		if tx.Dialect == hookbox.DialectSQLite {
+			b, err := json.Marshal(keys)
+			if err != nil {
+				return err
+			}
+			q = `INSERT INTO events (source, delivery_id, payload, next_attempt_at, created_at, updated_at)
+                SELECT $1, value, $3, $4, $4, $4 FROM json_each($2) ORDER BY key`
+			args = []any{source, string(b), []byte(`{}`), time.Now().UnixMilli()}
 		}
-		ds = ds[n:]
+		_, err := tx.ExecContext(ctx, q, args...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -246,12 +268,7 @@ func TestRecordSendAfterPurge(t *testing.T) {
 func TestRecordSendRecordedBeforeKeys(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
-		ctx := context.Background()
-		_, err := s.Ingest(ctx, []hookbox.Delivery{{Source: effect.SendSource("email"), DeliveryID: "ord_2",
-			Payload: []byte(`{}`), ReceivedAt: time.Now()}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		legacySends(t, s, effect.SendSource("email"), "ord_2")
 		if recordSend(t, s, "email", "ord_2") {
 			t.Fatal("a send queued before the upgrade was recorded again")
 		}
@@ -271,13 +288,7 @@ func TestRecordSendRecordedBeforeKeys(t *testing.T) {
 func TestRecordSendRecordedBeforeKeysThenPurged(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		s := dbtest.Open(t, dbURL)
-		ctx := context.Background()
-		// What an older hookbox's RecordSend wrote: the send's event, no key.
-		_, err := s.Ingest(ctx, []hookbox.Delivery{{Source: effect.SendSource("email"), DeliveryID: "ord_3",
-			Payload: []byte(`{}`), ReceivedAt: time.Now()}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		legacySends(t, s, effect.SendSource("email"), "ord_3") // no key
 		attempt(t, s, "email", 1, hookbox.StatusDone)
 		purgeDone(t, s, 1)
 		if recordSend(t, s, "email", "ord_3") {

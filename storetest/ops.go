@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookbox/hookbox"
+	"github.com/hookbox/hookbox/effect"
 )
 
 // FullStore is everything a hookbox store is.
@@ -562,13 +563,55 @@ func Seed(t testing.TB, s QueueStore, st hookbox.Status, at time.Time, errText s
 	if st == hookbox.StatusPending || len(ds) == 0 {
 		return ids
 	}
-	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("seed-", claimSeq.Add(1)), Limit: len(ds),
-		Lease: time.Minute, Sources: []string{ds[0].Source}})
-	if err != nil || len(evs) != len(ds) {
-		t.Fatalf("claim: %d of %d, %v", len(evs), len(ds), err)
+	seedFinish(t, s, st, at, errText, ds[0].Source, len(ds))
+	return ids
+}
+
+// SeedSends records a send of kind for each key, in one transaction
+// (effect.RecordSend, as a program's handler does), and takes them to
+// status st as Seed does, returning their event ids. st must not be
+// pending: the ids are read by claiming the sends.
+func SeedSends(t testing.TB, s interface {
+	QueueStore
+	hookbox.Transactor
+}, st hookbox.Status, at time.Time, errText, kind string, keys ...string) []int64 {
+	t.Helper()
+	if st == hookbox.StatusPending {
+		t.Fatal("SeedSends: a pending send's id is not read")
+	}
+	err := s.InTx(context.Background(), func(ctx context.Context, tx *hookbox.Tx) error {
+		for _, k := range keys {
+			if recorded, err := effect.RecordSend(ctx, tx, kind, k, []byte(`{}`)); err != nil || !recorded {
+				return fmt.Errorf("record send %s/%s: %v, %v", kind, k, recorded, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := seedFinish(t, s, st, at, errText, effect.SendSource(kind), len(keys))
+	ids := make([]int64, len(evs))
+	for i, e := range evs {
+		ids[i] = e.ID
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// seedFinish claims the n due events of source and takes them to status
+// st (processing, done or dead), as Seed says, and returns them as
+// claimed.
+func seedFinish(t testing.TB, s QueueStore, st hookbox.Status, at time.Time, errText, source string, n int) []hookbox.Event {
+	t.Helper()
+	ctx := context.Background()
+	evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: fmt.Sprint("seed-", claimSeq.Add(1)), Limit: n,
+		Lease: time.Minute, Sources: []string{source}})
+	if err != nil || len(evs) != n {
+		t.Fatalf("claim: %d of %d, %v", len(evs), n, err)
 	}
 	if st == hookbox.StatusProcessing {
-		return ids
+		return evs
 	}
 	outs := make([]hookbox.Outcome, len(evs))
 	for i, e := range evs {
@@ -584,7 +627,7 @@ func Seed(t testing.TB, s QueueStore, st hookbox.Status, at time.Time, errText s
 			t.Fatalf("finish %d: %v", i, err)
 		}
 	}
-	return ids
+	return evs
 }
 
 // testReplayMany: a filter matching more events than one replay

@@ -53,7 +53,10 @@ var storableCases = []storableCase{
 	{"source with NUL", false, func(d *hookbox.Delivery) { d.Source = "a\x00b" }},
 	{"source empty", false, func(d *hookbox.Delivery) { d.Source = "" }},
 	{"source named like a target's queue", false, func(d *hookbox.Delivery) { d.Source = hookbox.QueueName("alike", "app") }},
-	{"source with a colon", true, func(d *hookbox.Delivery) { d.Source = "send:email" }},
+	{"source of a send", false, func(d *hookbox.Delivery) { d.Source = "send:email" }},
+	{"source with a colon", false, func(d *hookbox.Delivery) { d.Source = "shop:eu" }},
+	{"source named send", false, func(d *hookbox.Delivery) { d.Source = "send" }},
+	{"source starting send", true, func(d *hookbox.Delivery) { d.Source = "sender" }},
 
 	{"header not UTF-8", true, func(d *hookbox.Delivery) { d.Header = http.Header{"X-Name": {"caf\xe9"}, "X-\xe9": {"v"}} }},
 	{"header name with NUL", false, func(d *hookbox.Delivery) { d.Header = http.Header{"X-\x00": {"v"}} }},

@@ -255,7 +255,7 @@ func mustRequest(t *testing.T, method, path string) *http.Request {
 func TestConsolePages(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
-		storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "smtp said no", storetest.Delivery("send:email", "order-1"))
+		storetest.SeedSends(t, st, hookbox.StatusDead, time.Now(), "smtp said no", "email", "order-1")
 		bin := storetest.Delivery("polar", "binary")
 		bin.Payload = []byte{0xff, 0x00, 0xfe, 'x'}
 		binID := storetest.Seed(t, st, hookbox.StatusPending, time.Now(), "", bin)[0]

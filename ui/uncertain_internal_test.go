@@ -22,12 +22,12 @@ import (
 func TestUncertainPageBounded(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
 		st := dbtest.Open(t, dbURL)
-		var ds []hookbox.Delivery
+		var keys []string
 		for i := range uncertainShown + 1 {
-			ds = append(ds, storetest.Delivery("send:email", fmt.Sprint("order-", i)))
+			keys = append(keys, fmt.Sprint("order-", i))
 		}
-		ids := storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "smtp said no", ds...)
-		storetest.Seed(t, st, hookbox.StatusDead, time.Now(), "sms said no", storetest.Delivery("send:sms", "text-1"))
+		ids := storetest.SeedSends(t, st, hookbox.StatusDead, time.Now(), "smtp said no", "email", keys...)
+		storetest.SeedSends(t, st, hookbox.StatusDead, time.Now(), "sms said no", "sms", "text-1")
 		srv := server.New(server.Config{})
 		Register(srv, Config{Token: "uncertain-page-token-0123456789", Store: st})
 		ts := httptest.NewServer(srv)
