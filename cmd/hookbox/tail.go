@@ -305,7 +305,23 @@ type follow struct {
 	// tail's clock): an id visible then was drawn before, and so was
 	// every id below it, so tailWindow later it becomes the floor.
 	marks []idMark
+	// deep is where the next look's deep page reads below (0: below
+	// where its newest pages stop), and deepAt when the last one was
+	// read (see tailDeepEvery).
+	deep   int64
+	deepAt time.Time
 }
+
+// tailDeepEvery is how often a look reads one page more, below the
+// pages it has seen all of: a row that commits late (PostgreSQL) below
+// a page of rows shown since is otherwise never read again. Each such
+// page starts where the last one ended, down to the floor, then from the
+// top again, so every row within tailWindow is read again once every
+// tailWindow as long as that window holds fewer than
+// tailPage*tailWindow/tailDeepEvery rows (75,000): a late row is shown
+// at rates up to 2,500 a second, and the deep pages cost 2,500 rows read
+// a second at most.
+const tailDeepEvery = 200 * time.Millisecond
 
 type idMark struct {
 	at time.Time
@@ -315,7 +331,8 @@ type idMark struct {
 // freshIn reads rows newest first, a page at a time (page lists those
 // below an id, 0 for the newest), and returns those above f's floor not
 // in f's seen, oldest first, marking them seen (none, when a page fails); it stops at a page it has
-// seen all of, or one that reaches the floor. The first look marks what
+// seen all of (after one page more, below, every tailDeepEvery), or one
+// that reaches the floor. The first look marks what
 // is stored as seen, reading back until a row received tailWindow before
 // now (by key's time: only where to stop, not what to show) or the
 // oldest, and puts the floor under the oldest row it read.
@@ -326,6 +343,7 @@ func freshIn[T any](f *follow, first bool, page func(before int64) ([]T, error),
 	start := time.Now()
 	var out []T
 	var before, top, lowest int64
+	deep := false // this page is the look's deep one
 	for {
 		rows, err := page(before)
 		if err != nil {
@@ -353,10 +371,29 @@ func freshIn[T any](f *follow, first bool, page func(before int64) ([]T, error),
 				out = append(out, r)
 			}
 		}
-		if len(rows) < tailPage || floored || (first && last.Before(start.Add(-tailWindow))) || (!first && unseen == 0) {
+		if len(rows) < tailPage || floored {
+			if deep {
+				f.deep = 0 // the deep pages reached the floor: from the top next
+			}
+			break
+		}
+		if deep {
+			f.deep, _ = key(rows[len(rows)-1])
+			break
+		}
+		if first && last.Before(start.Add(-tailWindow)) {
 			break
 		}
 		before, _ = key(rows[len(rows)-1])
+		if !first && unseen == 0 {
+			if start.Sub(f.deepAt) < tailDeepEvery {
+				break
+			}
+			deep, f.deepAt = true, start
+			if f.deep > f.floor+1 && f.deep < before {
+				before = f.deep
+			}
+		}
 	}
 	now := time.Now()
 	if first && lowest > 0 {

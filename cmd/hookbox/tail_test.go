@@ -300,6 +300,63 @@ func TestTailShowsEventsOfHostBehind(t *testing.T) {
 	})
 }
 
+// TestTailShowsLateCommitBelowAFullPage: on PostgreSQL an ingest
+// transaction may draw its id and commit it after more than a page (500)
+// of higher ids were committed and shown. tail looks below the newest id
+// for tailWindow for that, but each look stopped at the first page it
+// had seen all of, so the late event was never shown. A look now reads
+// one page more below those, every tailDeepEvery.
+func TestTailShowsLateCommitBelowAFullPage(t *testing.T) {
+	s := dbtest.Open(t, pgtest.URL(t))
+	ctx := context.Background()
+	if _, err := s.Ingest(ctx, []hookbox.Delivery{storetest.Delivery("orders", "before-tail")}); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncbuf.Buffer{}
+	tl := &tailer{st: s, out: out, show: func(h http.Header) http.Header { return h }}
+	tctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- tl.run(tctx, 1, 20*time.Millisecond) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	await := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second) // well within tailWindow
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				t.Fatalf("tail did not print %s within 15 s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	await("before-tail")
+	// A slow ingest transaction draws its id first, while 600 deliveries
+	// are stored and shown.
+	tx, err := s.(hookbox.IngestBeginner).BeginIngest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Add(ctx, []hookbox.Delivery{storetest.Delivery("orders", "late-commit")}); err != nil {
+		t.Fatal(err)
+	}
+	var ds []hookbox.Delivery
+	for i := range 600 {
+		ds = append(ds, storetest.Delivery("orders", fmt.Sprint("bulk-", i)))
+	}
+	if _, err := s.Ingest(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	await("bulk-599")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	await("late-commit")
+}
+
 // TestTailLookFailingMidwayLosesNothing: a look that reads a full page of
 // new events and then fails on the next page marks none of them seen:
 // the next look shows them all. The failed look used to mark the first
