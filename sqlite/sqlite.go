@@ -75,6 +75,12 @@ type Options struct {
 	// or change existing events. Either way, a database migrated by a
 	// newer hookbox is refused with an error matching ErrNoSchema.
 	Existing bool
+	// OlderSchema, with Existing, opens a database an older hookbox
+	// migrated too (one lacking migrations this hookbox has), as it is,
+	// for Backup: an operator who installed the new binary before taking
+	// the backup the upgrade calls for must not be told to migrate
+	// first. Only Backup may be called on such a store.
+	OlderSchema bool
 	// Serving marks the store as the one that serves the file: Open
 	// takes a lock on PATH-serve.lock, held until Close, and refuses while
 	// another store holds it, in this process or another, naming the
@@ -191,7 +197,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	if opts.Existing {
-		if err := checkSchema(ctx, path, busy); err != nil {
+		if err := checkSchema(ctx, path, busy, opts.OlderSchema); err != nil {
 			return nil, err
 		}
 	} else if err := createPrivate(path); err != nil {
@@ -585,10 +591,11 @@ func (s *Store) writable(ctx context.Context) error {
 }
 
 // checkSchema makes sure the file at path exists and holds hookbox's
-// tables at the version this hookbox needs. It opens the file without
+// tables at the version this hookbox needs (olderOK: at that version or
+// an older one, never a newer). It opens the file without
 // creating it and only reads: another application's database, or an empty
 // file, is left exactly as it was.
-func checkSchema(ctx context.Context, path string, busy time.Duration) error {
+func checkSchema(ctx context.Context, path string, busy time.Duration, olderOK bool) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return noSchema("sqlite: no hookbox database at %s (no such file); run `hookbox migrate` or `hookbox serve` first", path)
 	}
@@ -614,7 +621,7 @@ func checkSchema(ctx context.Context, path string, busy time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	if err := newerSchema(ctx, db, p, path); err != nil {
+	if err := newerSchema(ctx, db, p, path); err != nil || olderOK {
 		return err
 	}
 	current, target, err := p.GetVersions(ctx)

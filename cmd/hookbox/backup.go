@@ -30,7 +30,9 @@ The copy holds every payload and header: FILE is created readable by its
 owner only (0600); keep backups in a directory only that user can read. The
 copy is one file, synced to disk before backup returns. To restore it, see
 docs/deploy.md: stop hookbox, remove the -wal and -shm files, put the copy in
-place, run hookbox restore-ids, start hookbox.
+place, run hookbox restore-ids, start hookbox. A database an older hookbox
+migrated is copied as it is, at its version: a backup taken after the new
+binary was installed, before it migrated the database, is still the way back.
 
 On PostgreSQL, backup prints the pg_dump command that copies the database
 and exits with an error: it copies nothing itself.`,
@@ -54,7 +56,9 @@ func backup(ctx context.Context, w io.Writer, dbURL, file string) error {
 		return fmt.Errorf("backup copies SQLite databases; this one is PostgreSQL, "+
 			"whose pg_dump copies a running database consistently:\n\n  %s\n\n%s", pgDumpCommand(dbURL, file), pgDumpNote)
 	}
-	st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true})
+	// A database an older hookbox migrated is copied as it is: the
+	// upgrade's backup may come after the new binary was installed.
+	st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true, SQLite: sqlite.Options{OlderSchema: true}})
 	if err != nil {
 		return err
 	}

@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pressly/goose/v3"
+
 	"github.com/hookbox/hookbox"
 	"github.com/hookbox/hookbox/config"
 	"github.com/hookbox/hookbox/internal/dbtest"
+	"github.com/hookbox/hookbox/sqlite"
 	"github.com/hookbox/hookbox/storetest"
 )
 
@@ -46,5 +50,40 @@ func TestBackupCommand(t *testing.T) {
 		`pg_dump --format=custom --file='/backup/hookbox 1.dump' --schema=hb 'postgres://hookbox@db.internal:5432/hookbox?sslmode=require'`) ||
 		strings.Contains(err.Error(), "s3cret") {
 		t.Errorf("backup on PostgreSQL: %v", err)
+	}
+}
+
+// TestBackupOfAnOlderSchema: the upgrade's backup may come after the new
+// binary was installed. backup refused a database an older hookbox had
+// migrated ("run hookbox migrate first"), which sent the operator to
+// migrate without the copy that is the only way back. It now copies the
+// database as it is, at its version.
+func TestBackupOfAnOlderSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectSQLite3, db, sqlite.Migrations(), goose.WithAllowOutofOrder(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const older = 10
+	if _, err := p.UpTo(context.Background(), older); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "copy.db")
+	if out, _, err := runCLI(t, "backup", file, "--db", "sqlite:"+path); err != nil || !strings.Contains(out, "backed up") {
+		t.Fatalf("backup of a database at version %d: %q, %v", older, out, err)
+	}
+	cp, err := sql.Open("sqlite", "file:"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	var v int64
+	if err := cp.QueryRow(`SELECT max(version_id) FROM goose_db_version`).Scan(&v); err != nil || v != older {
+		t.Errorf("the copy is at version %d (%v), want %d", v, err, older)
 	}
 }
