@@ -233,14 +233,21 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			h(w, r, session{bearer: true})
 			return
 		}
-		signed, state, n := u.sessionCookies(r)
+		signed, state, forged := u.sessionCookies(r)
 		if state != cookieNone {
 			// The cookie's key derives from the token, so a cookie made
-			// with a guessed token is a guess too: every cookie checked
-			// spends a guess, all given back when one is valid, so that
-			// a client out of guesses learns nothing from its cookies,
-			// and one that sends many, each signed with another
-			// candidate, tests no more tokens than it has guesses.
+			// with a guessed token is a guess too. A request with a
+			// valid one spends a guess, given back, so that a client
+			// out of guesses learns nothing from its cookies (and
+			// cookies of the same name that sibling domains set beside
+			// it cost the operator nothing); one with none spends a
+			// guess for each cookie, so that a client that sends many,
+			// each signed with another candidate, tests no more tokens
+			// than it has guesses.
+			n := 1
+			if state == cookieForged {
+				n = forged
+			}
 			refund, ok := u.takeGuesses(w, r, n)
 			if !ok {
 				return
@@ -410,19 +417,15 @@ const (
 // signedCookie is a session cookie whose MAC is right.
 type signedCookie struct{ id, sig string }
 
-// maxSessionCookies bounds the session cookies checked of one request:
-// a browser sends the console's own, and one or two of the same name that
-// sibling domains set. Those past it are not read.
-const maxSessionCookies = 4
-
 // sessionCookies returns the request's session cookies whose MAC is
 // right and that have not expired, what its session cookies are (signed
-// if any is: a sibling domain may set one of the same name beside the
+// if any is: a sibling domain may set some of the same name beside the
 // console's own; forged if none is but one is well formed and
-// unexpired), and how many well formed, unexpired ones it checked (at
-// most maxSessionCookies).
+// unexpired), and how many well formed, unexpired ones have a wrong MAC.
+// Each is checked: the request's headers bound their number (about 540
+// in 64 KiB), and a MAC costs a microsecond.
 func (u *console) sessionCookies(r *http.Request) ([]signedCookie, int, int) {
-	state, checked := cookieNone, 0
+	state, forged := cookieNone, 0
 	var signed []signedCookie
 	for _, c := range r.CookiesNamed(cookieName) {
 		id, rest, ok := strings.Cut(c.Value, ".")
@@ -434,18 +437,17 @@ func (u *console) sessionCookies(r *http.Request) ([]signedCookie, int, int) {
 		if err != nil || u.cfg.Now().Unix() >= exp {
 			continue
 		}
-		if checked++; checked > maxSessionCookies {
-			checked = maxSessionCookies
-			break
-		}
 		if hmac.Equal([]byte(sig), []byte(u.mac("session", id, e))) {
 			signed = append(signed, signedCookie{id, sig})
 			state = cookieSigned
-		} else if state == cookieNone {
-			state = cookieForged
+		} else {
+			forged++
+			if state == cookieNone {
+				state = cookieForged
+			}
 		}
 	}
-	return signed, state, checked
+	return signed, state, forged
 }
 
 // liveSession returns the session of the first of signed that the store
@@ -563,7 +565,8 @@ func (u *console) takeGuess(w http.ResponseWriter, r *http.Request) (refund func
 
 // takeGuesses spends n of r's client's guesses, as takeGuess does one,
 // and returns the function that gives them all back. Out of guesses part
-// way, it answers 429 and reports false: those it took stay spent.
+// way, it answers 429 and reports false: those it took stay spent (it is
+// given n > 1 only for cookies none of which is valid).
 func (u *console) takeGuesses(w http.ResponseWriter, r *http.Request, n int) (refund func(), ok bool) {
 	refunds := make([]func(), 0, n)
 	for range n {
