@@ -114,18 +114,51 @@ func RegisterAdmin(s Mux, cfg AdminConfig) {
 	}))
 }
 
-// register adds every admin route but the catch-all to s.
+// register adds every admin route but the catch-all to s, each with the
+// query parameters it takes (see takes).
 func (a *admin) register(s Mux) {
-	s.Handle("GET /admin/events", a.guard(a.list))
-	s.Handle("GET /admin/events/{id}", a.guard(a.show))
-	s.Handle("POST /admin/events/{id}/replay", a.guard(a.replayOne))
-	s.Handle("POST /admin/events/{id}/skip", a.guard(a.skipOne))
-	s.Handle("POST /admin/replay", a.guard(a.replayBulk))
-	s.Handle("POST /admin/purge", a.guard(a.purge))
+	s.Handle("GET /admin/events", a.guard(takes(a.list, filterParams...)))
+	s.Handle("GET /admin/events/{id}", a.guard(takes(a.show, "payload")))
+	s.Handle("POST /admin/events/{id}/replay", a.guard(takes(a.replayOne, "include_done", "if_attempts")))
+	s.Handle("POST /admin/events/{id}/skip", a.guard(takes(a.skipOne, "reason", "if_attempts")))
+	// limit and if_attempts are refused by the replay itself, with why.
+	s.Handle("POST /admin/replay", a.guard(takes(a.replayBulk,
+		append([]string{"if_attempts", "dry_run", "include_done", "after_id", "rate", "pace_after"}, filterParams...)...)))
+	s.Handle("POST /admin/purge", a.guard(takes(a.purge, "days", "dry_run", "include_dead")))
 	a.registerTargets(s)
-	s.Handle("GET /admin/rejected", a.guard(a.listRejected))
-	s.Handle("GET /admin/rejected/{id}", a.guard(a.showRejected))
-	s.Handle("POST /admin/rejected/recheck", a.guard(a.recheck))
+	s.Handle("GET /admin/rejected", a.guard(takes(a.listRejected, "source", "status", "since", "limit", "before_id")))
+	s.Handle("GET /admin/rejected/{id}", a.guard(takes(a.showRejected)))
+	s.Handle("POST /admin/rejected/recheck", a.guard(takes(a.recheck, "dry_run", "id")))
+}
+
+// filterParams are the query parameters FilterFromQuery reads.
+var filterParams = []string{"status", "source", "type", "delivery_id", "key", "since", "until", "limit", "before_id"}
+
+// takes wraps h, an admin route's handler, so that a request with a
+// query parameter not among params is refused (400) before h runs: a
+// misspelled parameter (dry-run for dry_run, event_source for source), or
+// one the route has none of (dry_run on the replay of one event), was
+// ignored, and the action taken for real or over more than was asked.
+func takes(h http.HandlerFunc, params ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var unknown []string
+		for name := range q {
+			if !slices.Contains(params, name) {
+				unknown = append(unknown, name)
+			}
+		}
+		if len(unknown) > 0 {
+			slices.Sort(unknown)
+			takes := "none"
+			if len(params) > 0 {
+				takes = strings.Join(params, ", ")
+			}
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("unknown parameter %s: this endpoint takes %s", quoteClient(unknown[0]), takes))
+			return
+		}
+		h(w, r)
+	}
 }
 
 // methodRoutes is a Mux that passes each route on and registers it again
@@ -554,6 +587,15 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	// An empty value would match every event, as if left out: a script
+	// whose variable came out empty (source=$SOURCE) replayed every
+	// source's events. Listings read it as no filter; a replay refuses.
+	for _, n := range filterParams {
+		if q.Has(n) && q.Get(n) == "" {
+			writeError(w, http.StatusBadRequest, n+": given empty, which would match every event; give a value or leave it out")
+			return
+		}
 	}
 	if q.Has("limit") {
 		// A limit would read as "replay N of them"; a replay takes every

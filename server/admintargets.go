@@ -32,11 +32,11 @@ type TargetStatus struct {
 //	POST /admin/targets/{source}/resume, …/{target}/resume
 //	POST /admin/targets/{source}[/{target}]/retire  ?dry_run=true
 func (a *admin) registerTargets(s Mux) {
-	s.Handle("GET /admin/targets", a.guard(a.targets))
+	s.Handle("GET /admin/targets", a.guard(takes(a.targets)))
 	for _, p := range []string{"/admin/targets/{source}", "/admin/targets/{source}/{target}"} {
-		s.Handle("POST "+p+"/pause", a.guard(a.pause(true)))
-		s.Handle("POST "+p+"/resume", a.guard(a.pause(false)))
-		s.Handle("POST "+p+"/retire", a.guard(a.retire))
+		s.Handle("POST "+p+"/pause", a.guard(takes(a.pause(true), "reason")))
+		s.Handle("POST "+p+"/resume", a.guard(takes(a.pause(false))))
+		s.Handle("POST "+p+"/retire", a.guard(takes(a.retire, "dry_run")))
 	}
 }
 
