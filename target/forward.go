@@ -723,8 +723,15 @@ var hopByHop = map[string]bool{
 // the app's tracing keeps, and its baggage would enter the app's context,
 // before anything about it is verified. With tracing on, the attempt's
 // span gives the app a traceparent of hookbox's trace (tracing.InjectHeader),
-// which links the sender's.
-var traceHeaders = map[string]bool{"Traceparent": true, "Tracestate": true, "Baggage": true}
+// which links the sender's. The other formats' headers, whose sampled
+// flags an app's tracing reads as much, are never forwarded either:
+// Zipkin's B3 (B3, X-B3-*), Jaeger's (Uber-Trace-Id, Uberctx-*), Google
+// Cloud's X-Cloud-Trace-Context, AWS X-Ray's X-Amzn-Trace-Id, and
+// Sentry's Sentry-Trace. A name ending in "*" stands for every name that
+// starts with what comes before it.
+var traceHeaders = map[string]bool{"Traceparent": true, "Tracestate": true, "Baggage": true,
+	"B3": true, "X-B3-*": true, "Uber-Trace-Id": true, "Uberctx-*": true,
+	"X-Cloud-Trace-Context": true, "X-Amzn-Trace-Id": true, "Sentry-Trace": true}
 
 // hookboxPrefix starts the names of the headers hookbox sets. A sender's
 // header of that namespace is never forwarded, whether hookbox sets the
@@ -752,12 +759,13 @@ func reservedHeader(key string) bool {
 var routingHeaders = map[string]bool{
 	// Standard and de facto client, host and scheme headers.
 	"Forwarded": true, "X-Forwarded": true, "X-Forwarded-*": true, "Via": true,
-	"X-Real-Ip": true, "X-Client-Ip": true, "True-Client-Ip": true,
-	"X-Cluster-Client-Ip": true, "X-Original-Forwarded-For": true,
+	"X-Real-Ip": true, "X-Client-Ip": true, "Client-Ip": true, "True-Client-Ip": true,
+	"X-Cluster-Client-Ip": true, "X-Original-Forwarded-For": true, "X-Originating-Ip": true,
 	"X-Host": true, "X-Original-Host": true,
 	"X-Scheme": true, "X-Url-Scheme": true, "Front-End-Https": true,
 	// CDNs' and proxies' own.
-	"Cf-Connecting-Ip": true, "Fastly-Client-Ip": true, "X-Envoy-*": true,
+	"Cf-Connecting-Ip": true, "Cf-Connecting-Ipv6": true, "Fastly-Client-Ip": true, "X-Envoy-*": true,
+	"Wl-Proxy-Client-Ip": true, "X-Appengine-*": true,
 	// The URL and method the request was meant for.
 	"X-Original-Url": true, "X-Original-Uri": true, "X-Rewrite-Url": true,
 	"X-Original-Method": true, "X-Http-Method": true,
@@ -788,12 +796,15 @@ var routingHeaders = map[string]bool{
 	"X-Client-Verify": true, "X-Client-Dn": true, "X-Arr-Clientcert": true,
 }
 
-// routingPrefixes are the prefixes of routingHeaders' "*" names.
-var routingPrefixes = func() []string {
+// droppedPrefixes are the prefixes of routingHeaders' and traceHeaders'
+// "*" names.
+var droppedPrefixes = func() []string {
 	var out []string
-	for name := range routingHeaders {
-		if p, ok := strings.CutSuffix(name, "*"); ok {
-			out = append(out, p)
+	for _, m := range []map[string]bool{routingHeaders, traceHeaders} {
+		for name := range m {
+			if p, ok := strings.CutSuffix(name, "*"); ok {
+				out = append(out, p)
+			}
 		}
 	}
 	sort.Strings(out)
@@ -821,7 +832,7 @@ func dropped(key string) bool {
 	if hopByHop[key] || routingHeaders[key] || traceHeaders[key] || reservedHeader(key) || proxyHeader(key) || strings.HasPrefix(key, hookboxPrefix) {
 		return true
 	}
-	for _, p := range routingPrefixes {
+	for _, p := range droppedPrefixes {
 		if strings.HasPrefix(key, p) {
 			return true
 		}
@@ -834,13 +845,16 @@ func dropped(key string) bool {
 // (Connection, Keep-Alive, Transfer-Encoding, TE, Trailer, Upgrade,
 // Proxy and every Proxy-*, Host, Content-Length, Expect) and those a
 // Connection header names; the routing ones (Forwarded, X-Forwarded,
-// X-Forwarded-*, Via, X-Real-Ip, X-Client-Ip, True-Client-Ip,
-// X-Cluster-Client-Ip, X-Original-Forwarded-For, X-Host, X-Original-Host,
-// X-Scheme, X-Url-Scheme, Front-End-Https, Cf-Connecting-Ip,
-// Fastly-Client-Ip, X-Envoy-*, X-Original-Url, X-Original-Uri,
+// X-Forwarded-*, Via, X-Real-Ip, X-Client-Ip, Client-Ip, True-Client-Ip,
+// X-Cluster-Client-Ip, X-Original-Forwarded-For, X-Originating-Ip, X-Host,
+// X-Original-Host, X-Scheme, X-Url-Scheme, Front-End-Https,
+// Cf-Connecting-Ip, Cf-Connecting-Ipv6, Fastly-Client-Ip, X-Envoy-*,
+// Wl-Proxy-Client-Ip, X-Appengine-*, X-Original-Url, X-Original-Uri,
 // X-Rewrite-Url, X-Original-Method, X-Http-Method, X-*-Method-Override);
 // Content-Encoding and Accept-Encoding; Authorization and Cookie; the
-// trace context (Traceparent, Tracestate, Baggage); the
+// trace context (Traceparent, Tracestate, Baggage, B3, X-B3-*,
+// Uber-Trace-Id, Uberctx-*, X-Cloud-Trace-Context, X-Amzn-Trace-Id,
+// Sentry-Trace); the
 // identity ones an authenticating proxy sets (Remote-User, X-Remote-*,
 // X-Auth-Request-*, Gap-Auth, X-Webauth-*, X-Amzn-Oidc-*, X-Amzn-Mtls-*,
 // X-Goog-Authenticated-User-*, X-Goog-Iap-Jwt-Assertion,

@@ -139,7 +139,7 @@ func TestForwardDropsIdentityHeaders(t *testing.T) {
 	} {
 		dropped = append(dropped, strings.ToLower(name))
 	}
-	kept := []string{"X-Remote", "Remote-Addr-Note", "X-Amzn-Trace-Id", "X-Amz-Sns-Message-Type", "X-Goog-Resource-State", "Cf-Ray", "X-Client-Name", "Webhook-Id"}
+	kept := []string{"X-Remote", "Remote-Addr-Note", "X-Amzn-Requestid", "X-Amz-Sns-Message-Type", "X-Goog-Resource-State", "Cf-Ray", "X-Client-Name", "Webhook-Id"}
 	forwardedBut(t, app, f, dropped, kept)
 }
 
@@ -197,18 +197,30 @@ func TestForwardDropsSendersHookboxHeaders(t *testing.T) {
 // joined, forced their sampling with its sampled flag under a parent-based
 // sampler, and put baggage in the app's context. They are the sender's,
 // like X-Forwarded-For: never forwarded (with tracing on, hookbox's attempt
-// span gives the app its traceparent, and the sender's is a link).
+// span gives the app its traceparent, and the sender's is a link). So are
+// the other formats' (B3, Jaeger's, Google Cloud's, AWS X-Ray's,
+// Sentry's), whose sampled flags an app's tracing reads as much: they
+// reached the app (found by a helper's review, session 44).
 func TestForwardDropsSendersTraceContext(t *testing.T) {
 	app := newSink(t, status(http.StatusOK, ""))
 	f := newForward(t, target.ForwardOptions{URL: app.srv.URL})
 	stored := http.Header{
-		"traceparent": {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
-		"TraceState":  {"vendor=x"},
-		"Baggage":     {"user.id=admin"},
-		"Trace-Note":  {"kept"},
+		"traceparent":           {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		"TraceState":            {"vendor=x"},
+		"Baggage":               {"user.id=admin"},
+		"B3":                    {"80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-1"},
+		"X-B3-Sampled":          {"1"},
+		"X-B3-Traceid":          {"80f198ee56343ba864fe8b2a57d3eff7"},
+		"Uber-Trace-Id":         {"abc:def:0:1"},
+		"Uberctx-User":          {"admin"},
+		"X-Cloud-Trace-Context": {"105445aa7843bc8bf206b12000100000/1;o=1"},
+		"X-Amzn-Trace-Id":       {"Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"},
+		"Sentry-Trace":          {"771a43a4192642f0b136d5159a501700-b7ad6b7169203331-1"},
+		"Trace-Note":            {"kept"},
 	}
 	got := forwarded(t, app, f, stored)
-	for _, name := range []string{"Traceparent", "Tracestate", "Baggage"} {
+	for _, name := range []string{"Traceparent", "Tracestate", "Baggage", "B3", "X-B3-Sampled", "X-B3-Traceid",
+		"Uber-Trace-Id", "Uberctx-User", "X-Cloud-Trace-Context", "X-Amzn-Trace-Id", "Sentry-Trace"} {
 		if v := got.Values(name); len(v) != 0 {
 			t.Errorf("app got the sender's %s: %q", name, v)
 		}
