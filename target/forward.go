@@ -215,15 +215,19 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 			return nil, fmt.Errorf("forward: headers: the value of %s contains a line break or control character", name)
 		}
 		key := http.CanonicalHeaderKey(name)
+		// Judged with each "_" read as "-", as dropped judges a
+		// sender's: an app behind CGI, WSGI or Rack reads
+		// Idempotency_Key as Idempotency-Key, beside hookbox's own.
+		dashed := http.CanonicalHeaderKey(strings.ReplaceAll(key, "_", "-"))
 		switch {
 		case key == "Host":
 			if !validHost(value) {
 				return nil, errors.New("forward: headers: Host must be a host name or address with an optional port, like app.internal or 10.0.0.5:8080")
 			}
 			f.host = value
-		case reservedHeader(key):
+		case reservedHeader(dashed):
 			return nil, fmt.Errorf("forward: headers: %s is set by hookbox and cannot be configured", key)
-		case hopByHop[key]:
+		case hopByHop[dashed]:
 			return nil, fmt.Errorf("forward: headers: %s is a connection header and cannot be configured", key)
 		default:
 			f.extra.Set(key, value)

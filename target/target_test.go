@@ -136,6 +136,10 @@ func TestNewForwardValidates(t *testing.T) {
 		{"header value", ForwardOptions{URL: "http://x", Headers: map[string]string{"X-Key": secret + "\r\nX-Evil: 1"}}, "value of X-Key contains a line break"},
 		{"reserved", ForwardOptions{URL: "http://x", Headers: map[string]string{"idempotency-key": secret}}, "Idempotency-Key is set by hookbox"},
 		{"hop", ForwardOptions{URL: "http://x", Headers: map[string]string{"Transfer-Encoding": "chunked"}}, "connection header"},
+		// An app behind CGI, WSGI or Rack reads "_" as "-" (session 44,
+		// a helper's review: they were sent beside hookbox's own).
+		{"reserved with _", ForwardOptions{URL: "http://x", Headers: map[string]string{"Idempotency_Key": secret}}, "Idempotency_key is set by hookbox"},
+		{"hop with _", ForwardOptions{URL: "http://x", Headers: map[string]string{"Transfer_Encoding": "chunked"}}, "connection header"},
 		{"same header twice", ForwardOptions{URL: "http://x", Headers: map[string]string{"Authorization": secret, "authorization": secret + "2"}}, `"Authorization" and "authorization" name the same header`},
 		{"2xx permanent", ForwardOptions{URL: "http://x", PermanentStatuses: []int{204}}, "204 is not a reply a forward fails with"},
 		// Deliver retries a 101 without looking at the permanent ones.
