@@ -181,26 +181,34 @@ func forgedCookie(guess string, exp time.Time) *http.Cookie {
 	return &http.Cookie{Name: "hookbox_session", Value: id + "." + e + "." + hex.EncodeToString(m.Sum(nil))}
 }
 
+// guessConsole registers a console with a guess limiter on a new server
+// and returns a function that serves a request from client address addr,
+// and one that makes a login request with a token.
+func guessConsole(t *testing.T, addr string) (do func(*http.Request) *httptest.ResponseRecorder, loginReq func(string) *http.Request) {
+	srv := server.New(server.Config{})
+	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"},
+		Guesses: server.NewAuthLimiter(nil)})
+	do = func(req *http.Request) *httptest.ResponseRecorder {
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		return rec
+	}
+	loginReq = func(tok string) *http.Request {
+		req := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		return req
+	}
+	return do, loginReq
+}
+
 // TestConsoleCookieGuessesLimited: a session cookie signed with a guessed
 // token tests that guess, so it spends one like a wrong token does (and
 // is cleared); past the allowance such a cookie, and the right token at
 // the login form, get 429. A login posted from another site is refused
 // before it spends anything, and an empty token costs nothing.
 func TestConsoleCookieGuessesLimited(t *testing.T) {
-	srv := server.New(server.Config{})
-	guesses := server.NewAuthLimiter(nil)
-	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"}, Guesses: guesses})
-	do := func(req *http.Request) *httptest.ResponseRecorder {
-		req.RemoteAddr = "203.0.113.7:4000"
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, req)
-		return rec
-	}
-	loginReq := func(tok string) *http.Request {
-		req := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		return req
-	}
+	do, loginReq := guessConsole(t, "203.0.113.7:4000")
 	for range 20 {
 		if rec := do(loginReq("")); rec.Code != http.StatusUnauthorized {
 			t.Fatalf("empty token: %d, want 401", rec.Code)
@@ -266,15 +274,8 @@ func TestConsoleTossedCookie(t *testing.T) {
 // allowance of 10 and was not even out of guesses after. A request none
 // of whose cookies is valid now spends a guess for each.
 func TestConsoleCookieBatchSpendsAGuessEach(t *testing.T) {
-	srv := server.New(server.Config{})
-	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"},
-		Guesses: server.NewAuthLimiter(nil)})
-	do := func(req *http.Request) int {
-		req.RemoteAddr = "203.0.113.77:4000"
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, req)
-		return rec.Code
-	}
+	serve, _ := guessConsole(t, "203.0.113.77:4000")
+	do := func(req *http.Request) int { return serve(req).Code }
 	exp := time.Now().Add(time.Hour)
 	batches := 0
 	for ; batches < server.AuthBurst; batches++ {
@@ -305,20 +306,7 @@ func TestConsoleCookieBatchSpendsAGuessEach(t *testing.T) {
 // cleared, and it spent a guess for each cookie before it knew one was
 // valid.)
 func TestConsoleTossedCookiesCostNothing(t *testing.T) {
-	srv := server.New(server.Config{})
-	ui.Register(srv, ui.Config{Token: token, Store: dbtest.Open(t, dbtest.SQLiteURL(t)), Sources: []string{"polar"},
-		Guesses: server.NewAuthLimiter(nil)})
-	do := func(req *http.Request) *httptest.ResponseRecorder {
-		req.RemoteAddr = "203.0.113.10:4000"
-		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, req)
-		return rec
-	}
-	loginReq := func(tok string) *http.Request {
-		req := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		return req
-	}
+	do, loginReq := guessConsole(t, "203.0.113.10:4000")
 	rec := do(loginReq(token))
 	cookies := rec.Result().Cookies()
 	if rec.Code != http.StatusSeeOther || len(cookies) != 1 {
