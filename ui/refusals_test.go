@@ -271,8 +271,8 @@ func TestConsoleTossedCookie(t *testing.T) {
 // a guessed token tests that guess, but a request spent one guess whatever
 // the number of its cookies, and gave it back when any was signed with
 // the right token: one client tested 500 candidate tokens with the
-// allowance of 10 and was not even out of guesses after. A request none
-// of whose cookies is valid now spends a guess for each.
+// allowance of 10 and was not even out of guesses after. A request
+// without a live session now spends a guess for each of its cookies.
 func TestConsoleCookieBatchSpendsAGuessEach(t *testing.T) {
 	serve, _ := guessConsole(t, "203.0.113.77:4000")
 	do := func(req *http.Request) int { return serve(req).Code }
@@ -294,6 +294,27 @@ func TestConsoleCookieBatchSpendsAGuessEach(t *testing.T) {
 	req.AddCookie(forgedCookie(token, exp))
 	if code := do(req); code != http.StatusTooManyRequests {
 		t.Errorf("a cookie signed with the right token, the guesses spent: %d, want 429", code)
+	}
+
+	// A batch that holds a cookie signed with the right token, but no
+	// live session, is answered and charged as one that does not: the
+	// first version of the fix spent a guess for it and gave it back, so
+	// the answer told whether the batch held the token, for free.
+	batch := func(addr string, withRight bool) int {
+		serve, _ := guessConsole(t, addr)
+		req := httptest.NewRequest("GET", "/ui/events", nil)
+		for i := range 5 * server.AuthBurst {
+			guess := fmt.Sprintf("candidate-%d", i)
+			if withRight && i == 37 {
+				guess = token
+			}
+			req.AddCookie(forgedCookie(guess, exp))
+		}
+		return serve(req).Code
+	}
+	if without, with := batch("203.0.113.90:4000", false), batch("203.0.113.91:4000", true); without != http.StatusTooManyRequests || with != without {
+		t.Errorf("a batch of %d candidate cookies with %d guesses: %d without the right token, %d with it; want 429 for both",
+			5*server.AuthBurst, server.AuthBurst, without, with)
 	}
 }
 

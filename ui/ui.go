@@ -234,34 +234,10 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			return
 		}
 		signed, state, forged := u.sessionCookies(r)
-		if state != cookieNone {
-			// The cookie's key derives from the token, so a cookie made
-			// with a guessed token is a guess too. A request with a
-			// valid one spends a guess, given back, so that a client
-			// out of guesses learns nothing from its cookies (and
-			// cookies of the same name that sibling domains set beside
-			// it cost the operator nothing); one with none spends a
-			// guess for each cookie, so that a client that sends many,
-			// each signed with another candidate, tests no more tokens
-			// than it has guesses.
-			n := 1
-			if state == cookieForged {
-				n = forged
-			}
-			refund, ok := u.takeGuesses(w, r, n)
-			if !ok {
-				return
-			}
-			if state == cookieSigned {
-				refund()
-			} else {
-				// Cleared, so that a browser holding one from before the
-				// token changed stops sending it.
-				u.clearSession(w, r)
-			}
-		}
 		var s session
 		if state == cookieSigned {
+			// Only a request whose MAC is right gets here: the store is
+			// asked before a guess is taken.
 			var err error
 			if s, err = u.liveSession(r.Context(), signed); err != nil {
 				// Fail closed: a session the store cannot vouch for may
@@ -274,10 +250,37 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 				return
 			}
 			if s.id == "" {
-				// Logged out (here or at another process) or forgotten:
-				// cleared like a cookie of an old token.
-				u.clearSession(w, r)
+				// Logged out (here or at another process) or forgotten.
 				state = cookieEnded
+			}
+		}
+		if state != cookieNone {
+			// The cookie's key derives from the token, so a cookie made
+			// with a guessed token is a guess too. A request with a live
+			// session spends a guess, given back, so that a client out
+			// of guesses learns nothing from its cookies (and cookies of
+			// the same name that sibling domains set beside it cost the
+			// operator nothing). Any other spends a guess for each
+			// cookie, one signed with the right token but no live
+			// session as much as one signed with a wrong one: a client
+			// that sends many, each signed with another candidate, tests
+			// no more tokens than it has guesses, and is answered alike
+			// whether the right one is among them or not.
+			n := 1
+			if state != cookieSigned {
+				n = forged + len(signed)
+			}
+			refund, ok := u.takeGuesses(w, r, n)
+			if !ok {
+				return
+			}
+			if state == cookieSigned {
+				refund()
+			} else {
+				// Cleared, so that a browser holding one from before the
+				// token changed, or from a session that ended, stops
+				// sending it.
+				u.clearSession(w, r)
 			}
 		}
 		if state != cookieSigned {
@@ -566,7 +569,7 @@ func (u *console) takeGuess(w http.ResponseWriter, r *http.Request) (refund func
 // takeGuesses spends n of r's client's guesses, as takeGuess does one,
 // and returns the function that gives them all back. Out of guesses part
 // way, it answers 429 and reports false: those it took stay spent (it is
-// given n > 1 only for cookies none of which is valid).
+// given n > 1 only for cookies none of which has a live session).
 func (u *console) takeGuesses(w http.ResponseWriter, r *http.Request, n int) (refund func(), ok bool) {
 	refunds := make([]func(), 0, n)
 	for range n {
