@@ -72,6 +72,27 @@ func (s *Store) Backup(ctx context.Context, path string) (BackupResult, error) {
 	return res, nil
 }
 
+// BackupFile is Backup of the database at dbPath without a Store: it
+// makes sure the file holds hookbox's tables at this hookbox's version
+// or an older one (never a newer), then copies it as Backup does, as it
+// is. An upgrade's backup may come after the new binary was installed,
+// before it migrated the file: opening a Store would prepare statements
+// an older schema cannot run. busy is how long to wait for a lock
+// (5 s when 0).
+func BackupFile(ctx context.Context, dbPath, path string, busy time.Duration) (BackupResult, error) {
+	if busy <= 0 {
+		busy = 5 * time.Second
+	}
+	real, err := realPath(dbPath)
+	if err != nil {
+		return BackupResult{}, err
+	}
+	if err := checkSchema(ctx, real, busy, true); err != nil {
+		return BackupResult{}, err
+	}
+	return (&Store{path: real, busy: busy}).Backup(ctx, path)
+}
+
 // createBackupFile makes the file at path for VACUUM INTO: created new
 // and private (0600), or an existing empty regular file made private.
 // created says which, so that a failed backup removes only a file it

@@ -75,12 +75,6 @@ type Options struct {
 	// or change existing events. Either way, a database migrated by a
 	// newer hookbox is refused with an error matching ErrNoSchema.
 	Existing bool
-	// OlderSchema, with Existing, opens a database an older hookbox
-	// migrated too (one lacking migrations this hookbox has), as it is,
-	// for Backup: an operator who installed the new binary before taking
-	// the backup the upgrade calls for must not be told to migrate
-	// first. Only Backup may be called on such a store.
-	OlderSchema bool
 	// Serving marks the store as the one that serves the file: Open
 	// takes a lock on PATH-serve.lock, held until Close, and refuses while
 	// another store holds it, in this process or another, naming the
@@ -197,7 +191,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 
 	if opts.Existing {
-		if err := checkSchema(ctx, path, busy, opts.OlderSchema); err != nil {
+		if err := checkSchema(ctx, path, busy, false); err != nil {
 			return nil, err
 		}
 	} else if err := createPrivate(path); err != nil {

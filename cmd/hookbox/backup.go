@@ -58,22 +58,13 @@ func backup(ctx context.Context, w io.Writer, dbURL, file string) error {
 	}
 	// A database an older hookbox migrated is copied as it is: the
 	// upgrade's backup may come after the new binary was installed.
-	st, err := service.OpenStore(ctx, dbURL, service.StoreOptions{Existing: true, SQLite: sqlite.Options{OlderSchema: true}})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	s, ok := st.(*sqlite.Store)
-	if !ok {
-		return fmt.Errorf("this database's store (%T) cannot make a backup", st)
-	}
-	res, err := s.Backup(ctx, file)
+	res, err := sqlite.BackupFile(ctx, config.SQLitePath(dbURL), file, 0)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "backed up %s to %s: %s in %v\n", config.SQLitePath(dbURL), res.Path, byteSize(res.Bytes),
 		res.Took.Round(time.Millisecond))
-	return st.Close()
+	return nil
 }
 
 // pgDumpNote says how pgDumpCommand's URL differs from hookbox's.
