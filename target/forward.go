@@ -169,9 +169,10 @@ func SenderSignatureHeader(name string) bool {
 // to a URL. It is safe for concurrent use.
 type Forward struct {
 	url        string
-	host       string      // Host override from the extra headers
-	extra      http.Header // extra headers, canonical keys
-	secrets    []string    // extra headers' secrets and URL secrets, masked in errors; longest first
+	host       string          // Host override from the extra headers
+	extra      http.Header     // extra headers, canonical keys
+	extraAs    map[string]bool // their names with "_" read as "-" (see dropped)
+	secrets    []string        // extra headers' secrets and URL secrets, masked in errors; longest first
 	red        *redact.Redactor
 	permanent  map[int]bool
 	client     *http.Client
@@ -186,7 +187,7 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("forward: URL must be an absolute http:// or https:// URL")
 	}
-	f := &Forward{url: opts.URL, extra: http.Header{}, permanent: map[int]bool{}, client: opts.Client, red: opts.Redactor}
+	f := &Forward{url: opts.URL, extra: http.Header{}, extraAs: map[string]bool{}, permanent: map[int]bool{}, client: opts.Client, red: opts.Redactor}
 	if opts.Sign != nil {
 		cfg := verify.Config{Scheme: verify.SchemeStandardWebhooks, Secrets: []string{opts.Sign.Secret}}
 		if _, err := verify.New(cfg); err != nil || !strings.HasPrefix(opts.Sign.Secret, "whsec_") {
@@ -231,6 +232,7 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 			return nil, fmt.Errorf("forward: headers: %s is a connection header and cannot be configured", key)
 		default:
 			f.extra.Set(key, value)
+			f.extraAs[dashed] = true
 		}
 		f.secrets = append(f.secrets, redact.HeaderSecrets(value)...)
 	}
@@ -366,16 +368,19 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 	}
 	for k := range req.Header {
 		// A sender's header is judged by the name an app behind CGI,
-		// FastCGI, WSGI or Rack reads it as ("_" as "-", see dropped): the
-		// sender's X_Api_Key would otherwise reach the app beside the
-		// configured X-Api-Key, and its Webhook_Id beside hookbox's own.
+		// FastCGI, WSGI or Rack reads it as ("_" as "-", see dropped), as
+		// the configured ones are (extraAs): the sender's X_Api_Key would
+		// otherwise reach the app beside the configured X-Api-Key, its
+		// X-Api-Key beside a configured X_Api_Key, and its Webhook_Id
+		// beside hookbox's own. (A configured header is set after.)
 		name := k
 		if strings.Contains(k, "_") {
 			name = http.CanonicalHeaderKey(strings.ReplaceAll(k, "_", "-"))
 		}
 		switch {
 		case f.dropSender != nil && (SenderSignatureHeader(name) || f.dropSender[name]):
-		case name != k && (f.extra[name] != nil || signed[name] != nil):
+		case f.extraAs[name]:
+		case name != k && signed[name] != nil:
 		default:
 			continue
 		}
@@ -730,12 +735,14 @@ var hopByHop = map[string]bool{
 // which links the sender's. The other formats' headers, whose sampled
 // flags an app's tracing reads as much, are never forwarded either:
 // Zipkin's B3 (B3, X-B3-*), Jaeger's (Uber-Trace-Id, Uberctx-*), Google
-// Cloud's X-Cloud-Trace-Context, AWS X-Ray's X-Amzn-Trace-Id, and
-// Sentry's Sentry-Trace. A name ending in "*" stands for every name that
-// starts with what comes before it.
+// Cloud's X-Cloud-Trace-Context, AWS X-Ray's X-Amzn-Trace-Id, Sentry's
+// Sentry-Trace, Datadog's X-Datadog-*, Elastic APM's
+// Elastic-Apm-Traceparent and SkyWalking's Sw8 and Sw8-*. A name ending
+// in "*" stands for every name that starts with what comes before it.
 var traceHeaders = map[string]bool{"Traceparent": true, "Tracestate": true, "Baggage": true,
 	"B3": true, "X-B3-*": true, "Uber-Trace-Id": true, "Uberctx-*": true,
-	"X-Cloud-Trace-Context": true, "X-Amzn-Trace-Id": true, "Sentry-Trace": true}
+	"X-Cloud-Trace-Context": true, "X-Amzn-Trace-Id": true, "Sentry-Trace": true,
+	"X-Datadog-*": true, "Elastic-Apm-Traceparent": true, "Sw8": true, "Sw8-*": true}
 
 // hookboxPrefix starts the names of the headers hookbox sets. A sender's
 // header of that namespace is never forwarded, whether hookbox sets the
@@ -858,7 +865,7 @@ func dropped(key string) bool {
 // Content-Encoding and Accept-Encoding; Authorization and Cookie; the
 // trace context (Traceparent, Tracestate, Baggage, B3, X-B3-*,
 // Uber-Trace-Id, Uberctx-*, X-Cloud-Trace-Context, X-Amzn-Trace-Id,
-// Sentry-Trace); the
+// Sentry-Trace, X-Datadog-*, Elastic-Apm-Traceparent, Sw8, Sw8-*); the
 // identity ones an authenticating proxy sets (Remote-User, X-Remote-*,
 // X-Auth-Request-*, Gap-Auth, X-Webauth-*, X-Amzn-Oidc-*, X-Amzn-Mtls-*,
 // X-Goog-Authenticated-User-*, X-Goog-Iap-Jwt-Assertion,

@@ -199,28 +199,33 @@ func TestForwardDropsSendersHookboxHeaders(t *testing.T) {
 // like X-Forwarded-For: never forwarded (with tracing on, hookbox's attempt
 // span gives the app its traceparent, and the sender's is a link). So are
 // the other formats' (B3, Jaeger's, Google Cloud's, AWS X-Ray's,
-// Sentry's), whose sampled flags an app's tracing reads as much: they
+// Sentry's, Datadog's, Elastic APM's, SkyWalking's), whose sampled flags an app's tracing reads as much: they
 // reached the app (found by a helper's review, session 44).
 func TestForwardDropsSendersTraceContext(t *testing.T) {
 	app := newSink(t, status(http.StatusOK, ""))
 	f := newForward(t, target.ForwardOptions{URL: app.srv.URL})
 	stored := http.Header{
-		"traceparent":           {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
-		"TraceState":            {"vendor=x"},
-		"Baggage":               {"user.id=admin"},
-		"B3":                    {"80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-1"},
-		"X-B3-Sampled":          {"1"},
-		"X-B3-Traceid":          {"80f198ee56343ba864fe8b2a57d3eff7"},
-		"Uber-Trace-Id":         {"abc:def:0:1"},
-		"Uberctx-User":          {"admin"},
-		"X-Cloud-Trace-Context": {"105445aa7843bc8bf206b12000100000/1;o=1"},
-		"X-Amzn-Trace-Id":       {"Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"},
-		"Sentry-Trace":          {"771a43a4192642f0b136d5159a501700-b7ad6b7169203331-1"},
-		"Trace-Note":            {"kept"},
+		"traceparent":                 {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		"TraceState":                  {"vendor=x"},
+		"Baggage":                     {"user.id=admin"},
+		"B3":                          {"80f198ee56343ba864fe8b2a57d3eff7-e457b5a2e4d86bd1-1"},
+		"X-B3-Sampled":                {"1"},
+		"X-B3-Traceid":                {"80f198ee56343ba864fe8b2a57d3eff7"},
+		"Uber-Trace-Id":               {"abc:def:0:1"},
+		"Uberctx-User":                {"admin"},
+		"X-Cloud-Trace-Context":       {"105445aa7843bc8bf206b12000100000/1;o=1"},
+		"X-Amzn-Trace-Id":             {"Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"},
+		"Sentry-Trace":                {"771a43a4192642f0b136d5159a501700-b7ad6b7169203331-1"},
+		"X-Datadog-Trace-Id":          {"1234567890"},
+		"X-Datadog-Sampling-Priority": {"2"},
+		"Elastic-Apm-Traceparent":     {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		"Sw8":                         {"1-MWYy-NDRi-0-c2Vydmlj-aW5zdGFu-L2FwaQ==-bG9jYWw="},
+		"Trace-Note":                  {"kept"},
 	}
 	got := forwarded(t, app, f, stored)
 	for _, name := range []string{"Traceparent", "Tracestate", "Baggage", "B3", "X-B3-Sampled", "X-B3-Traceid",
-		"Uber-Trace-Id", "Uberctx-User", "X-Cloud-Trace-Context", "X-Amzn-Trace-Id", "Sentry-Trace"} {
+		"Uber-Trace-Id", "Uberctx-User", "X-Cloud-Trace-Context", "X-Amzn-Trace-Id", "Sentry-Trace",
+		"X-Datadog-Trace-Id", "X-Datadog-Sampling-Priority", "Elastic-Apm-Traceparent", "Sw8"} {
 		if v := got.Values(name); len(v) != 0 {
 			t.Errorf("app got the sender's %s: %q", name, v)
 		}
@@ -241,4 +246,27 @@ func TestForwardDropsUnderscoreNames(t *testing.T) {
 	forwardedBut(t, app, f,
 		[]string{"X_Forwarded_For", "X-Real_Ip", "X_Remote_User", "Hookbox_Source", "X_Http_Method_Override", "Proxy_Authorization"},
 		[]string{"X_Custom_Id", "Webhook_Id"})
+}
+
+// TestForwardConfiguredUnderscoreNameWins: forward_headers may name a
+// header with "_" (X_Api_Key), which an app behind CGI, WSGI or Rack reads
+// as X-Api-Key (HTTP_X_API_KEY). A sender's X_Api_Key was dropped beside a
+// configured X-Api-Key, but a sender's X-Api-Key reached the app beside a
+// configured X_Api_Key, where the app might read the sender's value
+// (found by a helper's review, session 44).
+func TestForwardConfiguredUnderscoreNameWins(t *testing.T) {
+	app := newSink(t, status(http.StatusOK, ""))
+	f := newForward(t, target.ForwardOptions{URL: app.srv.URL, Headers: map[string]string{"X_Api_Key": "operator-secret"}})
+	got := forwarded(t, app, f, http.Header{"X-Api-Key": {"sender-value"}, "X_api_key": {"sender-value"}})
+	var vals []string
+	for k, vs := range got {
+		if strings.EqualFold(strings.ReplaceAll(k, "_", "-"), "X-Api-Key") {
+			for _, v := range vs {
+				vals = append(vals, k+": "+v)
+			}
+		}
+	}
+	if len(vals) != 1 || !strings.HasSuffix(vals[0], "operator-secret") {
+		t.Errorf("the app's HTTP_X_API_KEY comes from %q; want only the configured value", vals)
+	}
 }
