@@ -588,12 +588,14 @@ func (a *admin) replayBulk(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	// An empty value would match every event, as if left out: a script
+	// An empty value would be read as none, as if left out: a script
 	// whose variable came out empty (source=$SOURCE) replayed every
-	// source's events. Listings read it as no filter; a replay refuses.
-	for _, n := range filterParams {
+	// source's events, and one resuming a stopped replay
+	// (after_id=$RESUME_AFTER_ID) the events it had already sent.
+	// Listings read an empty filter as none; a replay refuses.
+	for _, n := range append([]string{"after_id", "rate", "pace_after"}, filterParams...) {
 		if q.Has(n) && q.Get(n) == "" {
-			writeError(w, http.StatusBadRequest, n+": given empty, which would match every event; give a value or leave it out")
+			writeError(w, http.StatusBadRequest, n+": given empty, which would be read as not given; give a value or leave it out")
 			return
 		}
 	}

@@ -19,7 +19,8 @@ import (
 // deleted events; dry_run on the replay of one event, or on a skip, was
 // no preview; a replay with a misspelled source (event_source), or with
 // source= or status= empty (a script's variable that came out empty),
-// replayed every source's events, or done ones. Each is now refused
+// replayed every source's events, or done ones; and one resuming with
+// after_id= empty all of them again (found by a second review). Each is now refused
 // (400), and nothing changes.
 func TestAdminRefusesUnknownAndEmptyParams(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, dbURL string) {
@@ -38,6 +39,7 @@ func TestAdminRefusesUnknownAndEmptyParams(t *testing.T) {
 			{"/admin/replay?status=dead&event_source=polar", `unknown parameter \"event_source\"`},
 			{"/admin/replay?status=dead&source=", "source: given empty"},
 			{"/admin/replay?source=polar&status=&include_done=true", "status: given empty"},
+			{"/admin/replay?status=dead&after_id=", "after_id: given empty"},
 			{"/admin/targets/shop/app/resume?reason=x", `unknown parameter \"reason\"`},
 		} {
 			code, b := h.call("POST", c.path)
