@@ -316,11 +316,12 @@ type follow struct {
 // pages it has seen all of: a row that commits late (PostgreSQL) below
 // a page of rows shown since is otherwise never read again. Each such
 // page starts where the last one ended, down to the floor, then from the
-// top again, so every row within tailWindow is read again once every
-// tailWindow as long as that window holds fewer than
-// tailPage*tailWindow/tailDeepEvery rows (75,000): a late row is shown
-// at rates up to 2,500 a second, and the deep pages cost 2,500 rows read
-// a second at most.
+// top again, so every row within tailWindow is read again before the
+// floor passes it while that window holds well under
+// tailPage*tailWindow/tailDeepEvery rows (75,000, at which one pass
+// takes the whole window): a late row is shown at rates well under 2,500
+// events a second (one pass takes 12 s at 1,000 a second), and the deep
+// pages cost 2,500 rows read a second at most.
 const tailDeepEvery = 200 * time.Millisecond
 
 type idMark struct {
