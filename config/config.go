@@ -262,7 +262,9 @@ type Source struct {
 	TypeField  string `yaml:"type_field"`
 	// IDOptional keys a delivery that lacks its id_header or id_field by
 	// the body hash instead of refusing it (see verify.Config.IDOptional).
-	IDOptional bool `yaml:"id_optional"`
+	// Unset, it is the preset's (slack: on); written, even false, it is
+	// what is written.
+	IDOptional *bool `yaml:"id_optional"`
 
 	// Provider names a preset (provider.go) that fills the keys the source
 	// leaves empty; the rest configure the newer schemes (see verify.Config).
@@ -388,7 +390,7 @@ func (s Source) Verify() verify.Config {
 		PublicURL:       s.PublicURL,
 		IDHeader:        s.IDHeader,
 		IDField:         s.IDField,
-		IDOptional:      s.IDOptional,
+		IDOptional:      s.IDOptional != nil && *s.IDOptional,
 		TypeHeader:      s.TypeHeader,
 		TypeField:       s.TypeField,
 		Handshake:       s.Handshake,

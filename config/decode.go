@@ -167,6 +167,14 @@ func (d *decoder) resolve(n ast.Node, path string) ast.Node {
 			if x.Name != nil {
 				d.anchors[x.Name.GetToken().Value] = x.Value
 			}
+			if _, null := x.Value.(*ast.NullNode); x.Value == nil || null {
+				// An unquoted value that starts with '&' (a generated
+				// token) is an anchor with nothing after it: it would
+				// load as no value at all, without a word. The name is
+				// not repeated: it may be the rest of a secret.
+				d.fail(path, x, "a value starting with '&' is a YAML anchor, and this one has no value after it; if it is text (a token, a password), quote it")
+				return nil
+			}
 			n = x.Value
 		case *ast.AliasNode:
 			name := ""
@@ -175,7 +183,10 @@ func (d *decoder) resolve(n ast.Node, path string) ast.Node {
 			}
 			target, ok := d.anchors[name]
 			if !ok {
-				d.fail(path, x, "alias *%s has no anchor before it", name)
+				// The name is not repeated: an unquoted value that
+				// starts with '*' (a generated token) is read as an
+				// alias, and its name is the rest of the secret.
+				d.fail(path, x, "a value starting with '*' is a YAML alias, and no anchor of its name comes before it; if it is text (a token, a password), quote it")
 				return nil
 			}
 			n = target
@@ -327,6 +338,12 @@ func (d *decoder) decode(n ast.Node, v reflect.Value, path string, depth int) {
 // expansion.
 func (d *decoder) integer(n ast.Node, path string) (int64, bool) {
 	if in, ok := n.(*ast.IntegerNode); ok {
+		if tk := in.GetToken(); tk != nil && legacyOctal(tk.Value) {
+			// YAML 1.1 reads 010 as 8; the same text from the
+			// environment reads as 10. Neither is sure to be meant.
+			d.fail(path, n, "a whole number written with a leading 0 reads as octal in YAML (010 is 8): write it without the 0, or as 0o10 if octal is meant")
+			return 0, false
+		}
 		switch i := in.Value.(type) {
 		case int64:
 			return i, true
@@ -348,6 +365,13 @@ func (d *decoder) integer(n ast.Node, path string) (int64, bool) {
 		return 0, false
 	}
 	return i, true
+}
+
+// legacyOctal reports whether s, an integer's text, has a leading 0
+// followed by digits (010, -07): YAML 1.1's octal.
+func legacyOctal(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	return len(s) > 1 && s[0] == '0' && strings.Trim(s, "0123456789_") == ""
 }
 
 // jsonTexts decodes n, a value or a list of values, into v, a JSONTexts:

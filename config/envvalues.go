@@ -100,7 +100,9 @@ func SettingEnvName(name string) bool {
 // sources and of their targets, that are masked as secrets
 // (service.Redactor): every value but a literal setting under a name
 // that plainly holds one (SettingEnvName: APP_ENV=production,
-// RELEASE_DIR=/srv/app), or a number, duration, boolean or IP address.
+// RELEASE_DIR=/srv/app), or a number, duration, boolean or IP address
+// under a name that does not say it holds a secret (SecretEnvName:
+// API_SECRET=83748271938475629384 is masked).
 // Masked, such settings would be masked in every log line and error, in
 // delivery ids and command output alike. A value written with a ${NAME}
 // reference is masked whatever its name (a secret kept in the
@@ -117,7 +119,7 @@ func (c *Config) ExecEnvSecrets() []string {
 			}
 			item := fmt.Sprintf("%s[%d]", path, i)
 			fromEnv := c.origins[item].outside() || c.origins[path].outside()
-			if fromEnv || strings.Contains(v, "://") || !(SettingEnvName(name) || plainValue(v)) {
+			if fromEnv || strings.Contains(v, "://") || SecretEnvName(name) || !(SettingEnvName(name) || plainValue(v)) {
 				out = append(out, v)
 			}
 		}

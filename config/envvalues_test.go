@@ -3,6 +3,7 @@ package config_test
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/hookbox/hookbox/config"
@@ -230,5 +231,21 @@ sources:
 	}
 	if cfg.Sources[0].Exec[2] != "admin:hunter2-long" {
 		t.Errorf("Masked changed the config's own exec: %q", cfg.Sources[0].Exec)
+	}
+}
+
+// TestNumericExecEnvSecretMasked: an exec_env value under a name that
+// says it holds a secret is masked even when it reads as a number:
+// API_SECRET=83748271938475629384 was shown by config check (Masked) and
+// left out of the redactor's secrets, as APP_PORT=8080 still is (found by
+// a helper's review, session 44).
+func TestNumericExecEnvSecretMasked(t *testing.T) {
+	c, err := config.Parse([]byte("sources:\n  - {name: a, scheme: none, allow_ips: [127.0.0.1], exec: [/bin/true], exec_env: [\"API_SECRET=83748271938475629384\", \"APP_PORT=8080\"]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Join(c.Masked().Sources[0].ExecEnv, " ")
+	if strings.Contains(env, "83748271938475629384") || !strings.Contains(env, "APP_PORT=8080") {
+		t.Errorf("Masked exec_env = %q, want API_SECRET masked and APP_PORT shown", env)
 	}
 }

@@ -47,6 +47,27 @@ func TestPresetKeepsSourcesIDOptional(t *testing.T) {
 	}
 }
 
+// TestPresetKeepsSourcesIDOptionalFalse: explicit keys override a preset,
+// but the slack preset turned on a source's written id_optional: false
+// (refuse deliveries without an event_id), and config check printed
+// true: a bool could not tell false written from no key at all.
+func TestPresetKeepsSourcesIDOptionalFalse(t *testing.T) {
+	c, err := Parse([]byte("sources:\n  - {name: sl, provider: slack, secrets: [slack-signing-secret-long], id_optional: false, store_only: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sources[0].Verify().IDOptional {
+		t.Error("id_optional: false written under the slack preset: Verify().IDOptional = true")
+	}
+	c, err = Parse([]byte("sources:\n  - {name: sl, provider: slack, secrets: [slack-signing-secret-long], store_only: true}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Sources[0].Verify().IDOptional {
+		t.Error("the slack preset without id_optional: Verify().IDOptional = false, want the preset's true")
+	}
+}
+
 // TestIDOptionalOnFixedIDScheme: id_optional means nothing to the schemes
 // whose id is fixed (stripe, github, standard-webhooks), as id_header and
 // id_field do not; it should be refused at load like them, not ignored.

@@ -62,7 +62,7 @@ var Presets = []Preset{
 		Note: "the old client secret may still sign for about an hour after rotation: keep both in secrets"},
 	{Name: "slack",
 		Keys: Source{Scheme: verify.SchemeHMAC, Header: "X-Slack-Signature", Prefix: "v0=", TimestampHeader: "X-Slack-Request-Timestamp",
-			Signed: "v0:{timestamp}:{body}", IDField: "event_id", IDOptional: true, TypeField: "event.type", Handshake: verify.HandshakeSlack},
+			Signed: "v0:{timestamp}:{body}", IDField: "event_id", IDOptional: new(bool(true)), TypeField: "event.type", Handshake: verify.HandshakeSlack},
 		Redelivery: time.Hour, RedeliveryNote: "3 retries within about an hour",
 		Note: "Events API (JSON bodies); url_verification is answered and not stored; app_rate_limited, which has no event_id, is kept under its body hash"},
 	{Name: "twilio", Keys: Source{Scheme: verify.SchemeTwilio},
@@ -157,7 +157,9 @@ func (s Source) WithPreset() Source {
 		// The preset's place for the id, and whether it may be missing:
 		// a source that names its own place says that itself.
 		s.IDHeader, s.IDField = keys.IDHeader, keys.IDField
-		s.IDOptional = s.IDOptional || keys.IDOptional
+		if s.IDOptional == nil && keys.IDOptional != nil {
+			s.IDOptional = new(*keys.IDOptional) // a copy: never the preset's own
+		}
 	}
 	if s.TypeHeader == "" && s.TypeField == "" {
 		s.TypeHeader, s.TypeField = keys.TypeHeader, keys.TypeField
