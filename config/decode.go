@@ -13,6 +13,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 // decoder fills a Config from the YAML syntax tree of the raw file. The file
@@ -417,6 +418,13 @@ func (d *decoder) scalar(n ast.Node, path string) (string, bool) {
 	switch x := n.(type) {
 	case *ast.StringNode:
 		text = x.Value
+		if tk := x.GetToken(); tk != nil && tk.Type == token.StringType && strings.ContainsRune(strings.TrimSpace(tk.Origin), '\t') {
+			// The parser drops a tab inside an unquoted value ("a<TAB>b"
+			// loads as "ab"): a pasted secret or a "cut -d<TAB>"
+			// argument would load changed. The value is not repeated.
+			d.fail(path, n, "a tab inside an unquoted value, which YAML's reader drops; quote the value (\"a\\tb\" in double quotes)")
+			return "", false
+		}
 	case *ast.LiteralNode:
 		if x.Value != nil {
 			text = x.Value.Value

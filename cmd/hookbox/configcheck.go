@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookbox/hookbox/config"
+	"github.com/hookbox/hookbox/service"
 	"github.com/hookbox/hookbox/target"
 )
 
@@ -133,8 +134,12 @@ func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []s
 	if _, err := w.Write(b); err != nil {
 		return err
 	}
+	// The notes and warnings are masked as serve's log is: one about an
+	// exec command taken from the environment names it as expanded,
+	// where the config above masks it.
+	red := service.Redactor(cfg)
 	for _, n := range cfg.Notes() {
-		fmt.Fprintf(w, "# note: %s\n", printable(n))
+		fmt.Fprintf(w, "# note: %s\n", printable(red.String(n)))
 	}
 	if len(warnings) == 0 {
 		fmt.Fprintln(w, "# no warnings")
@@ -142,7 +147,7 @@ func writeConfigCheck(w io.Writer, path string, cfg *config.Config, warnings []s
 	}
 	fmt.Fprintf(w, "# %d warnings:\n", len(warnings))
 	for _, s := range warnings {
-		fmt.Fprintf(w, "# warning: %s\n", printable(s))
+		fmt.Fprintf(w, "# warning: %s\n", printable(red.String(s)))
 	}
 	return nil
 }

@@ -435,3 +435,22 @@ func TestConfigCheckKeepsEmptyPermanentStatuses(t *testing.T) {
 		t.Errorf("serve runs permanent_statuses [] (none), config check prints a config that runs %v:\n%s", got, out)
 	}
 }
+
+// TestConfigCheckWarningsMasked: config check masks an exec argument taken
+// from the environment in the config it prints, but its warning about an
+// exec command that cannot be found named the command as expanded, right
+// under it. The notes and warnings are now masked as serve's log is
+// (found by a helper's review, session 44).
+func TestConfigCheckWarningsMasked(t *testing.T) {
+	t.Setenv("HB_CHECK_CMD", "deploy-with-token-6a5b4c3d2e1f")
+	path := writeConfig(t, `sources:
+  - name: b
+    scheme: none
+    allow_ips: ["127.0.0.1"]
+    exec: ["${HB_CHECK_CMD}", "--go"]
+`)
+	out := mustCLI(t, "config", "check", "--config", path)
+	if strings.Contains(out, "deploy-with-token-6a5b4c3d2e1f") || !strings.Contains(out, "is not found in PATH") {
+		t.Errorf("config check with an exec command from the environment:\n%s", out)
+	}
+}
