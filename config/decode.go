@@ -418,10 +418,13 @@ func (d *decoder) scalar(n ast.Node, path string) (string, bool) {
 	switch x := n.(type) {
 	case *ast.StringNode:
 		text = x.Value
-		if tk := x.GetToken(); tk != nil && tk.Type == token.StringType && strings.ContainsRune(strings.TrimSpace(tk.Origin), '\t') {
+		if tk := x.GetToken(); tk != nil && tk.Type == token.StringType && slices.ContainsFunc(strings.Split(tk.Origin, "\n"),
+			func(l string) bool { return strings.ContainsRune(strings.TrimSpace(l), '\t') }) {
 			// The parser drops a tab inside an unquoted value ("a<TAB>b"
 			// loads as "ab"): a pasted secret or a "cut -d<TAB>"
-			// argument would load changed. The value is not repeated.
+			// argument would load changed. Line by line: the white
+			// space YAML strips where a value folds onto the next line
+			// may hold a tab. The value is not repeated.
 			d.fail(path, n, "a tab inside an unquoted value, which YAML's reader drops; quote the value (\"a\\tb\" in double quotes)")
 			return "", false
 		}

@@ -29,9 +29,15 @@ func TestYAMLTrapsRefusedWithoutEcho(t *testing.T) {
 			t.Errorf("%q: %v; want an error saying %q, without the value", c.yaml, err, c.want)
 		}
 	}
+	// A tab in the white space of a value folded onto a second line is
+	// no tab of the value (a review of the first version of the check).
+	c, err := Parse([]byte("sources:\n  - name: a\n    scheme: none\n    allow_ips: [127.0.0.1]\n    exec:\n      - /bin/sh\n      - -c\n      - deploy.sh --env production\n        \t--verbose\n"))
+	if err != nil || c.Sources[0].Exec[2] != "deploy.sh --env production --verbose" {
+		t.Errorf("a folded value whose second line has a tab before it: %v", err)
+	}
 	// Still read as before: quoted values, a tab among them, and a real
 	// alias.
-	c, err := Parse([]byte("x-defaults: &d 7\nadmin_token: \"*" + secret + "\"\nsources: [{name: a, scheme: none, allow_ips: [127.0.0.1], exec: [cut, \"-d\\t\"], max_attempts: *d}]\n"))
+	c, err = Parse([]byte("x-defaults: &d 7\nadmin_token: \"*" + secret + "\"\nsources: [{name: a, scheme: none, allow_ips: [127.0.0.1], exec: [cut, \"-d\\t\"], max_attempts: *d}]\n"))
 	if err != nil || c.AdminToken != "*"+secret || c.Sources[0].MaxAttempts != 7 || c.Sources[0].Exec[1] != "-d\t" {
 		t.Errorf("quoted token and tab, and a real alias: %v", err)
 	}
