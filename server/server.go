@@ -389,6 +389,13 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	client := s.clientKey(r)
 	body, held, err := s.readBody(raw, r, client, src.MaxBodyBytes)
+	// The reply gets its time from the end of the body, however long
+	// the body took: an http.Server's WriteTimeout runs from the
+	// request's headers, and a body may take as long as it
+	// (service.HTTPServer: 60 s each), so a delivery stored after a slow
+	// body was never told. What is left is bounded (replyTime). A writer
+	// that has no deadline (a test's recorder) is left as it is.
+	_ = http.NewResponseController(raw).SetWriteDeadline(time.Now().Add(s.replyTime()))
 	if err == nil {
 		// The body is in: from here on the delivery waits on hookbox
 		// (the verification, the store), no longer on its sender, and
@@ -530,6 +537,16 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 
 // nonceTimeout bounds the write that remembers a nonce.
 const nonceTimeout = 10 * time.Second
+
+// replyTime is the time a delivery's reply has once its body is in: the
+// nonce's write and the wait for the store at most, and writeReply to
+// write the reply.
+func (s *Server) replyTime() time.Duration {
+	return nonceTimeout + s.cfg.StoreWait + writeReply
+}
+
+// writeReply is the time writing a reply may take.
+const writeReply = 10 * time.Second
 
 // useNonce remembers the nonce of a verified delivery with its body and
 // reports true, or answers the delivery and reports false: 401 when the
