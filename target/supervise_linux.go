@@ -284,15 +284,22 @@ func supervise(args []string) int {
 
 	// SIGTERM comes when hookbox dies (Pdeathsig). The others are caught
 	// too (so that they do not end the supervisor alone, leaving the
-	// command unwatched), and, like SIGTERM when hookbox lives, left to
-	// the command: a signal sent to the group reaches it as well, as it
-	// did without a supervisor. A caught signal is reset to its default in
-	// the command when it starts; one the supervisor was started with
-	// ignored (SIGHUP under nohup) is left ignored, for the command too,
-	// as it was without a supervisor.
+	// command unwatched, or stop it, leaving the deadline unheld), and,
+	// like SIGTERM when hookbox lives, left to the command: a signal sent
+	// to the group reaches it as well, as it did without a supervisor.
+	// Those are every signal that ends or stops a Go program but SIGKILL
+	// and SIGSTOP, which no process can catch: the kernel sends SIGTTIN
+	// and SIGTTOU to a background group that touches the terminal, and a
+	// command's kill -ABRT 0 ended the supervisor, whose exit was then
+	// taken for a want of processes and never charged. A caught signal is
+	// reset to its default in the command when it starts; one the
+	// supervisor was started with ignored (SIGHUP under nohup) is left
+	// ignored, for the command too, as it was without a supervisor.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM)
-	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2} {
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+		syscall.SIGILL, syscall.SIGTRAP, syscall.SIGABRT, syscall.SIGSTKFLT, syscall.SIGSYS,
+		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU} {
 		if !signal.Ignored(sig) {
 			signal.Notify(sigs, sig)
 		}

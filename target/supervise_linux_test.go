@@ -380,6 +380,60 @@ func testExecSignalledCommand(t *testing.T) {
 	}
 }
 
+// TestExecGroupSignalsLeaveSupervisorAwake: a signal sent to the
+// command's process group reaches the supervisor too, which leads it. A
+// command's kill -ABRT 0 ended the supervisor (Go's default for SIGABRT),
+// and Exec took its exit for a want of processes: the attempt was given
+// back, never charged, and the event retried forever; run directly it
+// fails "signal: aborted". A SIGTTOU (the kernel's, to a background group
+// that touches the terminal) stopped the supervisor: its deadline could
+// not fire, and a process the command had started out of its group
+// outlived the attempt. The supervisor now catches both, and every other
+// signal that ends or stops a Go program, and leaves them to the command
+// (found by a helper's review, session 44).
+func TestExecGroupSignalsLeaveSupervisorAwake(t *testing.T) {
+	eachMode(t, func(t *testing.T) {
+		dir := t.TempDir()
+		sh := script(t, dir, "abort.sh", "ulimit -c 0\necho aborting\nkill -ABRT 0\nsleep 1\nexit 1\n")
+		e := newExec(t, target.ExecOptions{Argv: []string{sh}})
+		err := e.Deliver(context.Background(), &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)})
+		if w := "exec: abort.sh: signal: aborted; output: aborting"; err == nil || err.Error() != w {
+			t.Errorf("kill -ABRT 0: %.300v, want %s", err, w)
+		}
+	})
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid command")
+	}
+	was := target.SetSupervised(true)
+	t.Cleanup(func() { target.SetSupervised(was) })
+	mark := fmt.Sprintf("300.%d79", os.Getpid())
+	t.Cleanup(func() {
+		for _, pid := range processesWithArg(t, mark) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	sh := script(t, t.TempDir(), "ttou.sh", `setsid sleep "$MARK" </dev/null >/dev/null 2>&1 &
+sleep 0.2
+kill -TTOU 0
+exit 0
+`)
+	e := newExec(t, target.ExecOptions{Argv: []string{sh}, Env: []string{"MARK=" + mark}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := e.Deliver(ctx, &hookbox.Event{ID: 1, Source: "s", DeliveryID: "d", Attempts: 1, Payload: []byte(`{}`)}); err == nil {
+		t.Error("a command stopped by SIGTTOU succeeded")
+	}
+	var left []int
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if left = processesWithArg(t, mark); len(left) == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("3 s after the attempt ended, the process the command started out of its group still runs: %v", left)
+	}
+}
+
 // BenchmarkExecAttempt measures an attempt of /bin/true, run under a
 // supervisor (this test binary started again) and directly: the
 // difference is what the supervisor costs per attempt.
