@@ -288,7 +288,8 @@ func supervise(args []string) int {
 	// like SIGTERM when hookbox lives, left to the command: a signal sent
 	// to the group reaches it as well, as it did without a supervisor.
 	// Those are every signal that ends or stops a Go program but SIGKILL
-	// and SIGSTOP, which no process can catch: the kernel sends SIGTTIN
+	// and SIGSTOP, which no process can catch, and SIGSEGV, SIGBUS and
+	// SIGFPE, which are the runtime's own faults: the kernel sends SIGTTIN
 	// and SIGTTOU to a background group that touches the terminal, and a
 	// command's kill -ABRT 0 ended the supervisor, whose exit was then
 	// taken for a want of processes and never charged. A caught signal is
