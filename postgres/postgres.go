@@ -263,6 +263,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, parseError(err)
 	}
+	if m, ok := map[pgx.QueryExecMode]string{pgx.QueryExecModeExec: "exec", pgx.QueryExecModeSimpleProtocol: "simple_protocol"}[cfg.ConnConfig.DefaultQueryExecMode]; ok {
+		// These send parameters as text without asking the server their
+		// types: the headers' []byte, meant as jsonb, went as bytea's
+		// hex, and every delivery was refused as bad (400), none stored.
+		// pgx suggests them behind a transaction pooler, which hookbox
+		// refuses anyway (ErrSharedSessions).
+		return nil, fmt.Errorf("postgres: the database URL's default_query_exec_mode=%s is not supported: hookbox's statements need the server's parameter types; "+
+			"leave it out (the default, cache_statement), or use cache_describe or describe_exec", m)
+	}
 	switch {
 	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
