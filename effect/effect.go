@@ -230,6 +230,11 @@ func RecordSend(ctx context.Context, tx *hookbox.Tx, kind, key string, payload [
 	if err := checkKind(kind); err != nil {
 		return false, fmt.Errorf("record send: %w", err)
 	}
+	if payload == nil {
+		// A send that needs no input: stored as NULL, its payload read
+		// as one retention cleared, and the send was never performed.
+		payload = []byte{}
+	}
 	// The key is claimed first, in effect_keys, which retention never
 	// purges: the queue row alone was forgotten once purged, and the send
 	// was then recorded and performed again. A send recorded before keys

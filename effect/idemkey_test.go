@@ -54,3 +54,30 @@ func TestIdempotencyKeysOfStoredEventsDiffer(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordSendNilPayload: a send that needs no input, recorded with a
+// nil payload, was stored as NULL, which the stores read as a payload
+// that retention cleared: the forward target refused it for good and the
+// send went dead without being performed. It is now stored as an empty
+// body (found by a helper's review, session 44).
+func TestRecordSendNilPayload(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, dbURL string) {
+		s := dbtest.Open(t, dbURL)
+		ctx := context.Background()
+		err := s.InTx(ctx, func(ctx context.Context, tx *hookbox.Tx) error {
+			_, err := effect.RecordSend(ctx, tx, "ping", "k1", nil)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.Claim(ctx, hookbox.ClaimParams{Owner: "w", Limit: 1, Lease: time.Minute,
+			Sources: []string{effect.SendSource("ping")}})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("claim: %v, %v", evs, err)
+		}
+		if evs[0].PayloadCleared || evs[0].Payload == nil {
+			t.Errorf("a send recorded with a nil payload reads as cleared by retention: cleared=%v payload=%#v", evs[0].PayloadCleared, evs[0].Payload)
+		}
+	})
+}
