@@ -218,10 +218,12 @@ func runSend(cmd *cobra.Command, g *globalFlags, f *sendFlags) error {
 		hdr.Set("Content-Type", f.contentType)
 	}
 	hdr.Set("User-Agent", "hookbox-send/"+version)
-	switch {
-	case vc.Scheme == verify.SchemeGitHub:
+	// Both, for a github source with a type_header of its own: the
+	// receiver reads the type from that header.
+	if vc.Scheme == verify.SchemeGitHub {
 		hdr.Set("X-GitHub-Event", f.eventType)
-	case vc.TypeHeader != "":
+	}
+	if vc.TypeHeader != "" {
 		hdr.Set(vc.TypeHeader, f.eventType)
 	}
 

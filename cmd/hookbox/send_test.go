@@ -573,3 +573,22 @@ func TestSendRefusesIgnoredSigningKey(t *testing.T) {
 		t.Fatalf("send --scheme github --signing-key K: err = %v; want it refused as --header is, since github signs with the secret and the key is ignored", err)
 	}
 }
+
+// TestSendTypeHeaderWithGitHub: --type-header is the header carrying the
+// event type whatever the scheme, and a github source may set a
+// type_header of its own; send set only X-GitHub-Event for github, so such
+// a receiver stored no event type (found by a helper's review, session
+// 44).
+func TestSendTypeHeaderWithGitHub(t *testing.T) {
+	rc := newReceiver(t, map[string]verify.Config{
+		"gh": {Scheme: "github", Secrets: []string{"gh-type-secret"}, TypeHeader: "X-Kind"},
+	})
+	out, errOut, err := runSendCmd(t, "", "send", "--scheme", "github", "--secret", "gh-type-secret",
+		"--type-header", "X-Kind", "--type", "push", "--url", rc.srv.URL+"/webhooks/gh")
+	if err != nil {
+		t.Fatalf("send: %v\n%s%s", err, out, errOut)
+	}
+	if ds := rc.deliveries(); len(ds) != 1 || ds[0].eventType != "push" || ds[0].header.Get("X-Github-Event") != "push" {
+		t.Fatalf("receiver with type_header X-Kind: %+v; want event type push, and X-GitHub-Event push", ds)
+	}
+}
