@@ -308,3 +308,23 @@ func TestBodyFields(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenHeaderNotIDNorType: an id_header or type_header that names the
+// header carrying a token source's secret itself (or basic's
+// Authorization) is refused: the token was stored, listed and logged as
+// each delivery's id, and `hookbox send` printed it (found by a helper's
+// review, session 44).
+func TestTokenHeaderNotIDNorType(t *testing.T) {
+	for _, c := range []Config{
+		{Scheme: SchemeToken, Header: "X-Gitlab-Token", Secrets: []string{"tok-0123456789"}, IDHeader: "x-gitlab-token"},
+		{Scheme: SchemeToken, Header: "X-Gitlab-Token", Secrets: []string{"tok-0123456789"}, TypeHeader: "X-Gitlab-Token"},
+		{Scheme: SchemeBasic, Secrets: []string{"user:pass"}, IDHeader: "Authorization"},
+	} {
+		if _, err := New(c); err == nil || !strings.Contains(err.Error(), "carries the "+string(c.Scheme)+"'s secret itself") {
+			t.Errorf("%s with id_header %q, type_header %q: %v, want it refused", c.Scheme, c.IDHeader, c.TypeHeader, err)
+		}
+	}
+	if _, err := New(Config{Scheme: SchemeToken, Header: "X-Gitlab-Token", Secrets: []string{"tok-0123456789"}, IDHeader: "Idempotency-Key"}); err != nil {
+		t.Errorf("another id_header: %v", err)
+	}
+}

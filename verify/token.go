@@ -58,6 +58,14 @@ func newToken(cfg Config) (*tokenVerifier, error) {
 		v.errBad = v.errMiss
 		v.errMatch = unauthorized("token: " + cfg.Header + " header does not match")
 	}
+	// The id and the type are stored, listed and logged; the token is
+	// the secret itself (basic's Authorization too).
+	for key, name := range map[string]string{"id_header": cfg.IDHeader, "type_header": cfg.TypeHeader} {
+		if name != "" && http.CanonicalHeaderKey(name) == v.header {
+			return nil, fmt.Errorf("%s: %s is the header that carries the %s's secret itself, which would be stored, listed and logged as each delivery's %s; name another header, or leave %s out",
+				key, v.header, cfg.Scheme, strings.TrimSuffix(key, "_header"), key)
+		}
+	}
 	for _, s := range cfg.Secrets {
 		v.digests = append(v.digests, sha256.Sum256([]byte(s)))
 	}
