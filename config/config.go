@@ -333,6 +333,13 @@ type Source struct {
 	AllowIdenticalBodies bool `yaml:"allow_identical_bodies"`
 }
 
+// WorkedAsItself reports whether the events of s are worked under its own
+// name: by its forward or exec, or, with neither, by the Go handlers a
+// program registers for it. A source with targets, or store_only, is
+// not: its events are fan-outs to its targets' queues, or finish as they
+// are stored.
+func (s Source) WorkedAsItself() bool { return len(s.Targets) == 0 && !s.StoreOnly }
+
 // DedupesByBody reports whether deliveries of s are also deduplicated by
 // the SHA-256 of their body, or of what the signature covers of it where
 // that differs (verify.BodyKey: twilio's sorted parameters): for schemes
@@ -873,7 +880,7 @@ func (c *Config) WarningSource(w string) string {
 func (c *Config) NoTargetWarnings() []string {
 	var ws []string
 	for i, s := range c.Sources {
-		if s.Forward == "" && len(s.Exec) == 0 && len(s.Targets) == 0 && !s.StoreOnly {
+		if s.Forward == "" && len(s.Exec) == 0 && s.WorkedAsItself() {
 			ws = append(ws, fmt.Sprintf("source %s has no forward, exec or targets: its events are stored and wait for a worker (a Go program's handlers); set store_only: true if nothing should work them", c.sourceLabel(i)))
 		}
 		for j, t := range s.Targets {

@@ -107,7 +107,7 @@ func router(cfg *config.Config) func(*hookbox.Delivery) {
 func metricNames(cfg *config.Config) (sources, worked []string) {
 	for _, src := range cfg.Sources {
 		sources = append(sources, src.Name)
-		if len(src.Targets) == 0 && !src.StoreOnly {
+		if src.WorkedAsItself() {
 			worked = append(worked, src.Name)
 		}
 		for _, t := range src.Targets {
@@ -207,7 +207,7 @@ func (s *Service) knownTarget(name string) bool {
 	case t != nil:
 		return true
 	}
-	return len(src.Targets) == 0 && !src.StoreOnly
+	return src.WorkedAsItself()
 }
 
 // works reports whether name's deliveries have a worker: this process's
@@ -223,7 +223,7 @@ func (s *Service) works(name string) bool {
 	if t != nil {
 		return t.GoHandler
 	}
-	return src != nil && src.Forward == "" && len(src.Exec) == 0 && s.knownTarget(name)
+	return src != nil && src.Forward == "" && len(src.Exec) == 0 && src.WorkedAsItself()
 }
 
 // warnUnworked logs, once, a warning for each queue name with unfinished

@@ -216,10 +216,10 @@ func NewForward(opts ForwardOptions) (*Forward, error) {
 			return nil, fmt.Errorf("forward: headers: the value of %s contains a line break or control character", name)
 		}
 		key := http.CanonicalHeaderKey(name)
-		// Judged with each "_" read as "-", as dropped judges a
-		// sender's: an app behind CGI, WSGI or Rack reads
-		// Idempotency_Key as Idempotency-Key, beside hookbox's own.
-		dashed := http.CanonicalHeaderKey(strings.ReplaceAll(key, "_", "-"))
+		// Judged by its dashed name, as dropped judges a sender's: an
+		// app behind CGI, WSGI or Rack reads Idempotency_Key as
+		// Idempotency-Key, beside hookbox's own.
+		dashed := dashedName(key)
 		switch {
 		case key == "Host":
 			if !validHost(value) {
@@ -373,10 +373,7 @@ func (f *Forward) Deliver(ctx context.Context, ev *hookbox.Event) error {
 		// otherwise reach the app beside the configured X-Api-Key, its
 		// X-Api-Key beside a configured X_Api_Key, and its Webhook_Id
 		// beside hookbox's own. (A configured header is set after.)
-		name := k
-		if strings.Contains(k, "_") {
-			name = http.CanonicalHeaderKey(strings.ReplaceAll(k, "_", "-"))
-		}
+		name := dashedName(k)
 		switch {
 		case f.dropSender != nil && (SenderSignatureHeader(name) || f.dropSender[name]):
 		case f.extraAs[name]:
@@ -831,15 +828,24 @@ func proxyHeader(key string) bool {
 	return strings.EqualFold(key, "Proxy") || (len(key) >= len(p) && strings.EqualFold(key[:len(p)], p))
 }
 
+// dashedName is the name an app behind CGI, FastCGI, WSGI or Rack reads
+// the header key as: with a "_", canonical with each "_" as "-"
+// (X_Forwarded_For is its HTTP_X_FORWARDED_FOR); without one, key as it
+// is.
+func dashedName(key string) string {
+	if !strings.Contains(key, "_") {
+		return key
+	}
+	return http.CanonicalHeaderKey(strings.ReplaceAll(key, "_", "-"))
+}
+
 // dropped reports whether Forward leaves out the header with canonical key.
 // The name is judged with each "_" read as "-": an app behind CGI,
 // FastCGI, WSGI or Rack reads both X_Forwarded_For and X-Forwarded-For as
 // HTTP_X_FORWARDED_FOR, so a sender's X_Forwarded_For would pass for its
 // proxy's header where X-Forwarded-For is dropped.
 func dropped(key string) bool {
-	if strings.Contains(key, "_") {
-		key = http.CanonicalHeaderKey(strings.ReplaceAll(key, "_", "-"))
-	}
+	key = dashedName(key)
 	if hopByHop[key] || routingHeaders[key] || traceHeaders[key] || reservedHeader(key) || proxyHeader(key) || strings.HasPrefix(key, hookboxPrefix) {
 		return true
 	}

@@ -266,17 +266,16 @@ func (u *console) guard(h func(http.ResponseWriter, *http.Request, session)) htt
 			// that sends many, each signed with another candidate, tests
 			// no more tokens than it has guesses, and is answered alike
 			// whether the right one is among them or not.
-			n := 1
-			if state != cookieSigned {
-				n = forged + len(signed)
-			}
-			refund, ok := u.takeGuesses(w, r, n)
-			if !ok {
-				return
-			}
 			if state == cookieSigned {
+				refund, ok := u.takeGuess(w, r)
+				if !ok {
+					return
+				}
 				refund()
 			} else {
+				if !u.spendGuesses(w, r, forged+len(signed)) {
+					return
+				}
 				// Cleared, so that a browser holding one from before the
 				// token changed, or from a session that ended, stops
 				// sending it.
@@ -566,24 +565,16 @@ func (u *console) takeGuess(w http.ResponseWriter, r *http.Request) (refund func
 	return refund, ok
 }
 
-// takeGuesses spends n of r's client's guesses, as takeGuess does one,
-// and returns the function that gives them all back. Out of guesses part
-// way, it answers 429 and reports false: those it took stay spent (it is
-// given n > 1 only for cookies none of which has a live session).
-func (u *console) takeGuesses(w http.ResponseWriter, r *http.Request, n int) (refund func(), ok bool) {
-	refunds := make([]func(), 0, n)
+// spendGuesses spends n of r's client's guesses, as takeGuess does one,
+// none given back; out of guesses part way, it answers 429 and reports
+// false.
+func (u *console) spendGuesses(w http.ResponseWriter, r *http.Request, n int) bool {
 	for range n {
-		refund, ok := u.takeGuess(w, r)
-		if !ok {
-			return nil, false
+		if _, ok := u.takeGuess(w, r); !ok {
+			return false
 		}
-		refunds = append(refunds, refund)
 	}
-	return func() {
-		for _, f := range refunds {
-			f()
-		}
-	}, true
+	return true
 }
 
 // safeNext keeps a post-login destination inside the console.

@@ -147,7 +147,7 @@ func configuredTargets(cfg *config.Config) []targetInfo {
 			rows = append(rows, targetInfo{Name: src.Name, Kind: "forward"})
 		case len(src.Exec) > 0:
 			rows = append(rows, targetInfo{Name: src.Name, Kind: "exec"})
-		case len(src.Targets) == 0 && !src.StoreOnly:
+		case src.WorkedAsItself():
 			// Its events wait under its own name for a Go program's
 			// handlers (config.NoTargetWarnings), as a go_handler
 			// target's deliveries do under theirs.
